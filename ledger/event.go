@@ -1,0 +1,166 @@
+package ledger
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// EnvelopeVersion is the layout version of the stored event envelope. It is
+// the first element of every stored event.
+const EnvelopeVersion = 1
+
+// envelopeFields is the number of elements of the stored msgpack array.
+const envelopeFields = 9
+
+// Event is one fact in the log. Seq, Time and Prev are assigned by Append.
+//
+// The stored form is a msgpack array of exactly nine elements, each in its
+// shortest msgpack encoding (see ARCHITECTURE.md "Event format"):
+//
+//	[envelope_version, seq, time_unix_ms, type, payload_version, actor, subjects, payload, prev]
+//
+// payload is a msgpack bin holding the payload's own msgpack bytes, so the
+// envelope decodes without knowing any payload type. The event's hash is
+// LeafHash of the stored bytes, never of a re-encoding.
+type Event struct {
+	Seq      uint64    // position in the log, from 1
+	Time     time.Time // UTC, millisecond precision
+	Type     string    // past-tense fact, e.g. "task.created"
+	Version  uint16    // payload schema version of Type
+	Actor    string    // the agent identity that caused it
+	Subjects []string  // ids the event concerns (T-0001, Θ-0001, A-0001 …)
+	Payload  []byte    // msgpack; see EncodePayload
+	Prev     Hash      // hash of event Seq-1; zero for Seq 1
+}
+
+// Record is an event as read back from the log: the decoded envelope, the
+// exact stored bytes and their hash.
+type Record struct {
+	Event
+	Raw  []byte
+	Hash Hash
+}
+
+// ErrMalformed is returned (wrapped) for stored bytes that are not a
+// well-formed event envelope.
+var ErrMalformed = errors.New("malformed event")
+
+// Encode returns the stored bytes of e. It is deterministic: equal events
+// encode to equal bytes.
+func (e *Event) Encode() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(64 + len(e.Payload) + len(e.Type) + len(e.Actor))
+	enc := msgpack.NewEncoder(&buf)
+	// The shortest integer form is what makes the encoding canonical.
+	enc.UseCompactInts(true)
+	err := errors.Join(
+		enc.EncodeArrayLen(envelopeFields),
+		enc.EncodeUint(EnvelopeVersion),
+		enc.EncodeUint(e.Seq),
+		enc.EncodeInt(e.Time.UnixMilli()),
+		enc.EncodeString(e.Type),
+		enc.EncodeUint(uint64(e.Version)),
+		enc.EncodeString(e.Actor),
+		enc.EncodeArrayLen(len(e.Subjects)),
+	)
+	for _, s := range e.Subjects {
+		err = errors.Join(err, enc.EncodeString(s))
+	}
+	err = errors.Join(err, enc.EncodeBytes(e.Payload), enc.EncodeBytes(e.Prev[:]))
+	if err != nil {
+		return nil, fmt.Errorf("encode event: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeEvent parses stored bytes. It never panics; any deviation from the
+// envelope layout (wrong arity, types, trailing bytes) is ErrMalformed.
+func DecodeEvent(raw []byte) (Event, error) {
+	var e Event
+	r := bytes.NewReader(raw)
+	d := msgpack.NewDecoder(r)
+	fail := func(what string, err error) (Event, error) {
+		if err != nil {
+			return Event{}, fmt.Errorf("%w: %s: %v", ErrMalformed, what, err)
+		}
+		return Event{}, fmt.Errorf("%w: %s", ErrMalformed, what)
+	}
+	n, err := d.DecodeArrayLen()
+	if err != nil || n != envelopeFields {
+		return fail(fmt.Sprintf("want array of %d, got %d", envelopeFields, n), err)
+	}
+	v, err := d.DecodeUint64()
+	if err != nil || v != EnvelopeVersion {
+		return fail(fmt.Sprintf("envelope version %d", v), err)
+	}
+	if e.Seq, err = d.DecodeUint64(); err != nil {
+		return fail("seq", err)
+	}
+	ms, err := d.DecodeInt64()
+	if err != nil {
+		return fail("time", err)
+	}
+	e.Time = time.UnixMilli(ms).UTC()
+	if e.Type, err = d.DecodeString(); err != nil {
+		return fail("type", err)
+	}
+	if e.Version, err = d.DecodeUint16(); err != nil {
+		return fail("payload version", err)
+	}
+	if e.Actor, err = d.DecodeString(); err != nil {
+		return fail("actor", err)
+	}
+	ns, err := d.DecodeArrayLen()
+	if err != nil || ns < 0 || ns > len(raw) {
+		return fail("subjects", err)
+	}
+	if ns > 0 {
+		e.Subjects = make([]string, ns)
+	}
+	for i := range e.Subjects {
+		if e.Subjects[i], err = d.DecodeString(); err != nil {
+			return fail("subject", err)
+		}
+	}
+	if e.Payload, err = d.DecodeBytes(); err != nil {
+		return fail("payload", err)
+	}
+	prev, err := d.DecodeBytes()
+	if err != nil || len(prev) != len(e.Prev) {
+		return fail("prev hash", err)
+	}
+	copy(e.Prev[:], prev)
+	if r.Len() != 0 {
+		return fail("trailing bytes", nil)
+	}
+	return e, nil
+}
+
+// EncodePayload encodes a payload value deterministically: struct fields in
+// declaration order, map keys sorted.
+func EncodePayload(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	enc.UseCompactInts(true)
+	enc.SetCustomStructTag("json")
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode payload: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodePayload decodes a payload into v (a pointer). Unknown fields are
+// ignored so older readers can skip what newer writers add.
+func DecodePayload(b []byte, v any) error {
+	d := msgpack.NewDecoder(bytes.NewReader(b))
+	d.SetCustomStructTag("json")
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("decode payload: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,281 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// FormatVersion is the on-disk layout version written in the file's meta
+// bucket. A file with a larger number is refused, never rewritten.
+const FormatVersion = 1
+
+var (
+	bucketMeta   = []byte("meta")
+	bucketEvents = []byte("events")
+	bucketMerkle = []byte("merkle")
+	bucketSpaces = []byte("spaces")
+	keyFormat    = []byte("format")
+	keyHead      = []byte("head")
+)
+
+var (
+	// ErrNotFound: no event (or node) at that position.
+	ErrNotFound = errors.New("not found")
+	// ErrFormat: the file's format version is newer than this binary knows.
+	ErrFormat = errors.New("unsupported ledger format")
+	// ErrNotLedger: the file is a bbolt file but not a logbook ledger.
+	ErrNotLedger = errors.New("not a logbook ledger")
+	// ErrReadOnly: Update on a ledger opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("ledger opened read-only")
+	// ErrClosed: the Ledger was closed.
+	ErrClosed = errors.New("ledger closed")
+)
+
+// Options tune Open. The zero value opens an existing ledger for writing.
+type Options struct {
+	Create      bool             // create the file if it does not exist
+	ReadOnly    bool             // never write; transactions take a shared lock
+	LockTimeout time.Duration    // bounded wait for the file lock; default 5s
+	Now         func() time.Time // clock for event times; default time.Now
+	MaxBatch    int              // most calls grouped in one commit; default 256
+}
+
+// Ledger is an append-only event log in one bbolt file that several
+// processes share. It holds the file (and its flock) only for the length of
+// one transaction; between transactions other processes may append.
+// Update calls from many goroutines are grouped into shared commits.
+type Ledger struct {
+	path  string
+	opts  Options
+	queue chan *request
+	quit  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+type request struct {
+	fn   func(*Tx) error
+	done chan error
+}
+
+// PanicError is returned by Update when fn panicked. The commit it was part
+// of is rolled back; the other calls of the batch are retried without it.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Open checks (or, with Create, initialises) the ledger file at path and
+// returns a handle. It does not keep the file open.
+func Open(path string, opts Options) (*Ledger, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	l := &Ledger{path: path, opts: opts}
+	if _, err := os.Stat(path); err != nil {
+		if !errors.Is(err, os.ErrNotExist) || !opts.Create || opts.ReadOnly {
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+		if err := l.withDB(false, func(db *bolt.DB) error { return db.Update(initFile) }); err != nil {
+			return nil, fmt.Errorf("create ledger: %w", err)
+		}
+	}
+	if err := l.withDB(true, func(db *bolt.DB) error { return db.View(checkFormat) }); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if !opts.ReadOnly {
+		l.queue = make(chan *request, opts.MaxBatch)
+		l.quit = make(chan struct{})
+		l.done = make(chan struct{})
+		go l.run()
+	}
+	return l, nil
+}
+
+func initFile(btx *bolt.Tx) error {
+	if btx.Bucket(bucketMeta) != nil {
+		return nil // another process created it first
+	}
+	empty := true
+	btx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+	if !empty {
+		return ErrNotLedger
+	}
+	meta, err := btx.CreateBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	for _, name := range [][]byte{bucketEvents, bucketMerkle, bucketSpaces} {
+		if _, err := btx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	return meta.Put(keyFormat, u64(FormatVersion))
+}
+
+func checkFormat(btx *bolt.Tx) error {
+	meta := btx.Bucket(bucketMeta)
+	if meta == nil || btx.Bucket(bucketEvents) == nil || btx.Bucket(bucketMerkle) == nil {
+		return ErrNotLedger
+	}
+	v := meta.Get(keyFormat)
+	if len(v) != 8 {
+		return ErrNotLedger
+	}
+	if got := binary.BigEndian.Uint64(v); got != FormatVersion {
+		return fmt.Errorf("%w: file is format %d, this binary reads format %d", ErrFormat, got, FormatVersion)
+	}
+	return nil
+}
+
+// Path is the ledger file's path.
+func (l *Ledger) Path() string { return l.path }
+
+// ReadOnly reports whether the ledger was opened read-only.
+func (l *Ledger) ReadOnly() bool { return l.opts.ReadOnly }
+
+// withDB opens the bbolt file (taking its lock), runs fn and closes it.
+func (l *Ledger) withDB(readOnly bool, fn func(*bolt.DB) error) error {
+	db, err := bolt.Open(l.path, 0o600, &bolt.Options{
+		ReadOnly:     readOnly,
+		OpenFile:     lockedOpener(l.opts.LockTimeout),
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		if errors.Is(err, ErrLocked) {
+			return err
+		}
+		return fmt.Errorf("open %s: %w", l.path, err)
+	}
+	err = fn(db)
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+	}
+	return err
+}
+
+// Close waits for queued commits to finish and stops the committer.
+func (l *Ledger) Close() error {
+	if l.quit != nil {
+		l.once.Do(func() { close(l.quit); <-l.done })
+	}
+	return nil
+}
+
+// Update runs fn in a write transaction that is durable (fsync'd) when
+// Update returns nil. Calls from concurrent goroutines share one commit; if
+// fn fails or panics, that commit is rolled back, fn's error (or a
+// *PanicError) is returned, and the other calls are committed without it, so
+// fn may run more than once and must depend only on the transaction.
+// Any other error means the commit failed and nothing of fn was written.
+func (l *Ledger) Update(fn func(*Tx) error) error {
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	r := &request{fn: fn, done: make(chan error, 1)}
+	select {
+	case l.queue <- r:
+	case <-l.quit:
+		return ErrClosed
+	}
+	return <-r.done
+}
+
+// View runs fn in a read transaction under a shared lock. Keep it short:
+// writers in every process wait while it runs; long readers use Scan.
+func (l *Ledger) View(fn func(*Tx) error) error {
+	return l.withDB(true, func(db *bolt.DB) error {
+		return db.View(func(btx *bolt.Tx) error { return fn(newTx(btx)) })
+	})
+}
+
+func (l *Ledger) run() {
+	defer close(l.done)
+	batch := make([]*request, 0, l.opts.MaxBatch)
+	for {
+		select {
+		case r := <-l.queue:
+			batch = append(batch[:0], r)
+		case <-l.quit:
+			for {
+				select {
+				case r := <-l.queue:
+					l.commit([]*request{r})
+				default:
+					return
+				}
+			}
+		}
+		// Take whatever else is already waiting; never wait for more.
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case r := <-l.queue:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		l.commit(batch)
+	}
+}
+
+// commit runs the batch in one transaction. A failing fn is answered with its
+// error and the rest run again without it.
+func (l *Ledger) commit(batch []*request) {
+	for len(batch) > 0 {
+		failed, ferr := -1, error(nil)
+		err := l.withDB(false, func(db *bolt.DB) error {
+			return db.Update(func(btx *bolt.Tx) error {
+				tx := newTx(btx)
+				tx.now = l.opts.Now
+				for i, r := range batch {
+					if err := safeRun(r.fn, tx); err != nil {
+						failed, ferr = i, err
+						return err
+					}
+				}
+				return tx.flush()
+			})
+		})
+		if failed >= 0 {
+			batch[failed].done <- ferr
+			batch = append(batch[:failed:failed], batch[failed+1:]...)
+			continue
+		}
+		for _, r := range batch {
+			r.done <- err
+		}
+		return
+	}
+}
+
+func safeRun(fn func(*Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(tx)
+}
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}

@@ -1,0 +1,196 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// openTest opens a fresh ledger in a temp dir and verifies the whole chain
+// when the test ends.
+func openTest(t testing.TB) *Ledger {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		l.Close()
+		if _, err := l.Verify(context.Background(), VerifyOptions{}); err != nil {
+			t.Errorf("verify at end of test: %v", err)
+		}
+	})
+	return l
+}
+
+func appendN(t testing.TB, l *Ledger, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		err := l.Update(func(tx *Tx) error {
+			_, err := tx.Append(Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{fmt.Sprintf("T-%04d", i)}, Payload: []byte{0x80}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAppendAssignsSeqPrevAndTime(t *testing.T) {
+	l := openTest(t)
+	var recs []Record
+	for i := 0; i < 3; i++ {
+		err := l.Update(func(tx *Tx) error {
+			r, err := tx.Append(Event{Type: "x", Actor: "a", Payload: []byte{0xc0}})
+			recs = append(recs, r)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range recs {
+		if r.Seq != uint64(i+1) {
+			t.Errorf("record %d: seq %d", i, r.Seq)
+		}
+		if i > 0 && r.Prev != recs[i-1].Hash {
+			t.Errorf("record %d: prev %s, want %s", i, r.Prev, recs[i-1].Hash)
+		}
+		if r.Hash != LeafHash(r.Raw) {
+			t.Errorf("record %d: hash is not LeafHash(raw)", i)
+		}
+	}
+	if recs[0].Prev != (Hash{}) {
+		t.Errorf("first prev = %s, want zero", recs[0].Prev)
+	}
+	err := l.View(func(tx *Tx) error {
+		if h := tx.Head(); h.Seq != 3 || h.Hash != recs[2].Hash {
+			t.Errorf("head = %+v", h)
+		}
+		got, err := tx.Event(2)
+		if err != nil {
+			return err
+		}
+		if string(got.Raw) != string(recs[1].Raw) || got.Type != "x" || got.Actor != "a" {
+			t.Errorf("event 2 = %+v", got)
+		}
+		if _, err := tx.Event(4); !errors.Is(err, ErrNotFound) {
+			t.Errorf("event 4: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConcurrentAppendsShareCommitsAndChain(t *testing.T) {
+	l := openTest(t)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			appendN(t, l, 50)
+		}()
+	}
+	wg.Wait()
+	rep, err := l.Verify(context.Background(), VerifyOptions{Chunk: 97})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Size != 800 {
+		t.Fatalf("size %d, want 800", rep.Size)
+	}
+	var f Frontier
+	err = l.View(func(tx *Tx) error {
+		return tx.Scan(1, 801, func(r Record) error { f.Append(r.Hash); return nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Root() != rep.Root {
+		t.Fatalf("root from stored nodes %s != root from leaves %s", rep.Root, f.Root())
+	}
+}
+
+func TestFailedCallIsRolledBackAloneInBatch(t *testing.T) {
+	l := openTest(t)
+	boom := errors.New("boom")
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.Update(func(tx *Tx) error {
+				if _, err := tx.Append(Event{Type: "x", Payload: []byte{0xc0}}); err != nil {
+					return err
+				}
+				switch i % 5 {
+				case 1:
+					return boom
+				case 2:
+					panic("kaboom")
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		var pe *PanicError
+		switch {
+		case i%5 == 1 && !errors.Is(err, boom):
+			t.Errorf("call %d: %v, want boom", i, err)
+		case i%5 == 2 && !errors.As(err, &pe):
+			t.Errorf("call %d: %v, want PanicError", i, err)
+		case i%5 != 1 && i%5 != 2 && err != nil:
+			t.Errorf("call %d: %v", i, err)
+		case err == nil:
+			ok++
+		}
+	}
+	l.View(func(tx *Tx) error {
+		if tx.Head().Seq != uint64(ok) {
+			t.Errorf("head %d, want %d committed events", tx.Head().Seq, ok)
+		}
+		return nil
+	})
+}
+
+func TestOpenRefusesMissingFileWithoutCreate(t *testing.T) {
+	_, err := Open(filepath.Join(t.TempDir(), "nope.db"), Options{})
+	if err == nil {
+		t.Fatal("opened a missing file")
+	}
+}
+
+func TestLockTimeoutIsBounded(t *testing.T) {
+	l := openTest(t)
+	appendN(t, l, 1)
+	other, err := Open(l.Path(), Options{LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	held := make(chan struct{})
+	release := make(chan struct{})
+	go l.Update(func(tx *Tx) error { close(held); <-release; return nil })
+	<-held
+	start := time.Now()
+	err = other.Update(func(tx *Tx) error { return nil })
+	close(release)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("err = %v, want ErrLocked", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("waited %v", waited)
+	}
+}

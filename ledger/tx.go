@@ -1,0 +1,307 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Head is the last event of the log: its sequence number (the log's size)
+// and hash. The empty log has Seq 0 and a zero Hash.
+type Head struct {
+	Seq  uint64
+	Hash Hash
+}
+
+// Tx is one transaction on the ledger: read-only inside View, writable
+// inside Update. It is valid only during the function it is passed to, and
+// so are the Raw bytes of records it returns.
+type Tx struct {
+	btx       *bolt.Tx
+	now       func() time.Time
+	head      Head
+	headDirty bool
+	events    *bolt.Bucket
+	levels    []*bolt.Bucket
+}
+
+func newTx(btx *bolt.Tx) *Tx {
+	tx := &Tx{btx: btx, events: btx.Bucket(bucketEvents)}
+	if v := btx.Bucket(bucketMeta).Get(keyHead); len(v) == 8+len(Hash{}) {
+		tx.head.Seq = binary.BigEndian.Uint64(v)
+		copy(tx.head.Hash[:], v[8:])
+	}
+	if btx.Writable() {
+		// The log and its nodes only grow at the end: pack pages full.
+		tx.events.FillPercent = 1
+	}
+	return tx
+}
+
+// Writable reports whether the transaction may append.
+func (tx *Tx) Writable() bool { return tx.btx.Writable() }
+
+// Head is the log's last event as of this transaction (including appends
+// made in it).
+func (tx *Tx) Head() Head { return tx.head }
+
+// Append assigns e its sequence number, time and previous hash, stores its
+// encoding and the Merkle nodes it completes, and returns the stored record.
+func (tx *Tx) Append(e Event) (Record, error) {
+	e.Seq = tx.head.Seq + 1
+	e.Prev = tx.head.Hash
+	e.Time = tx.now().UTC().Truncate(time.Millisecond)
+	raw, err := e.Encode()
+	if err != nil {
+		return Record{}, err
+	}
+	h := LeafHash(raw)
+	if err := tx.events.Put(u64(e.Seq), raw); err != nil {
+		return Record{}, fmt.Errorf("append seq %d: %w", e.Seq, err)
+	}
+	nodes, err := AppendNodes(e.Seq-1, h, tx.Node)
+	if err != nil {
+		return Record{}, fmt.Errorf("append seq %d: merkle: %w", e.Seq, err)
+	}
+	for _, n := range nodes {
+		b, err := tx.level(n.Level, true)
+		if err == nil {
+			err = b.Put(u64(n.Index), append([]byte(nil), n.Hash[:]...))
+		}
+		if err != nil {
+			return Record{}, fmt.Errorf("append seq %d: merkle node %d/%d: %w", e.Seq, n.Level, n.Index, err)
+		}
+	}
+	tx.head = Head{Seq: e.Seq, Hash: h}
+	tx.headDirty = true
+	return Record{Event: e, Raw: raw, Hash: h}, nil
+}
+
+// flush writes the head once per commit rather than once per event.
+func (tx *Tx) flush() error {
+	if !tx.headDirty {
+		return nil
+	}
+	v := append(u64(tx.head.Seq), tx.head.Hash[:]...)
+	return tx.btx.Bucket(bucketMeta).Put(keyHead, v)
+}
+
+// level returns the bucket of Merkle nodes at level, creating it if asked.
+func (tx *Tx) level(level uint, create bool) (*bolt.Bucket, error) {
+	for uint(len(tx.levels)) <= level {
+		tx.levels = append(tx.levels, nil)
+	}
+	if b := tx.levels[level]; b != nil {
+		return b, nil
+	}
+	parent := tx.btx.Bucket(bucketMerkle)
+	name := []byte{byte(level)}
+	b := parent.Bucket(name)
+	if b == nil {
+		if !create {
+			return nil, fmt.Errorf("merkle level %d: %w", level, ErrNotFound)
+		}
+		var err error
+		if b, err = parent.CreateBucket(name); err != nil {
+			return nil, err
+		}
+	}
+	if tx.btx.Writable() {
+		b.FillPercent = 1
+	}
+	tx.levels[level] = b
+	return b, nil
+}
+
+// Node returns the stored Merkle node at (level, index): the root of the
+// perfect subtree over leaves [index<<level, (index+1)<<level).
+func (tx *Tx) Node(level uint, index uint64) (Hash, error) {
+	var h Hash
+	b, err := tx.level(level, false)
+	if err != nil {
+		return h, err
+	}
+	v := b.Get(u64(index))
+	if len(v) != len(h) {
+		return h, fmt.Errorf("merkle node %d/%d: %w", level, index, ErrNotFound)
+	}
+	copy(h[:], v)
+	return h, nil
+}
+
+// Event reads and decodes the event at seq. ErrNotFound if absent.
+func (tx *Tx) Event(seq uint64) (Record, error) {
+	raw := tx.events.Get(u64(seq))
+	if raw == nil {
+		return Record{}, fmt.Errorf("event %d: %w", seq, ErrNotFound)
+	}
+	return decodeRecord(raw)
+}
+
+func decodeRecord(raw []byte) (Record, error) {
+	e, err := DecodeEvent(raw)
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{Event: e, Raw: raw, Hash: LeafHash(raw)}, nil
+}
+
+// Scan calls fn for each event with seq in [begin, end), in order. It stops
+// at the first error and returns it.
+func (tx *Tx) Scan(begin, end uint64, fn func(Record) error) error {
+	c := tx.events.Cursor()
+	for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
+		r, err := decodeRecord(v)
+		if err != nil {
+			return fmt.Errorf("event %d: %w", binary.BigEndian.Uint64(k), err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Root is the RFC 9162 root of the first size events.
+func (tx *Tx) Root(size uint64) (Hash, error) {
+	if err := tx.checkSize(size); err != nil {
+		return Hash{}, err
+	}
+	return Root(size, tx.Node)
+}
+
+// RangeRoot is the RFC 9162 root of the events with seq in [begin, end),
+// as if they were a log of their own.
+func (tx *Tx) RangeRoot(begin, end uint64) (Hash, error) {
+	if begin < 1 || end < begin {
+		return Hash{}, fmt.Errorf("range [%d, %d): want 1 <= begin <= end", begin, end)
+	}
+	if err := tx.checkSize(end - 1); err != nil {
+		return Hash{}, err
+	}
+	return RangeRoot(begin-1, end-1, tx.Node)
+}
+
+// InclusionProof proves the event at seq is in the log of the first size
+// events (leaf index seq-1).
+func (tx *Tx) InclusionProof(seq, size uint64) ([]Hash, error) {
+	if seq < 1 || seq > size {
+		return nil, fmt.Errorf("inclusion of seq %d in size %d: want 1 <= seq <= size", seq, size)
+	}
+	if err := tx.checkSize(size); err != nil {
+		return nil, err
+	}
+	return InclusionProof(seq-1, size, tx.Node)
+}
+
+// ConsistencyProof proves the log of size newSize extends the log of size
+// oldSize.
+func (tx *Tx) ConsistencyProof(oldSize, newSize uint64) ([]Hash, error) {
+	if oldSize < 1 || oldSize > newSize {
+		return nil, fmt.Errorf("consistency %d → %d: want 1 <= old <= new", oldSize, newSize)
+	}
+	if err := tx.checkSize(newSize); err != nil {
+		return nil, err
+	}
+	return ConsistencyProof(oldSize, newSize, tx.Node)
+}
+
+func (tx *Tx) checkSize(size uint64) error {
+	if size > tx.head.Seq {
+		return fmt.Errorf("size %d beyond head %d: %w", size, tx.head.Seq, ErrNotFound)
+	}
+	return nil
+}
+
+// Space is a named key/value area in the ledger file for state derived from
+// the log (projections). It commits with the events of the same
+// transaction. Keys iterate in byte order.
+type Space struct{ b *bolt.Bucket }
+
+// Space returns the named space, creating it in a writable transaction. In a
+// read transaction a missing space is returned empty.
+func (tx *Tx) Space(name string) (*Space, error) {
+	parent := tx.btx.Bucket(bucketSpaces)
+	b := parent.Bucket([]byte(name))
+	if b == nil && tx.btx.Writable() {
+		var err error
+		if b, err = parent.CreateBucket([]byte(name)); err != nil {
+			return nil, fmt.Errorf("space %s: %w", name, err)
+		}
+	}
+	return &Space{b: b}, nil
+}
+
+// DropSpace deletes a space and everything in it (rebuilds start here).
+func (tx *Tx) DropSpace(name string) error {
+	err := tx.btx.Bucket(bucketSpaces).DeleteBucket([]byte(name))
+	if err != nil && err != bolt.ErrBucketNotFound {
+		return fmt.Errorf("drop space %s: %w", name, err)
+	}
+	return nil
+}
+
+// Get returns the value at key, nil if absent. Valid during the transaction.
+func (s *Space) Get(key []byte) []byte {
+	if s.b == nil {
+		return nil
+	}
+	return s.b.Get(key)
+}
+
+// Put stores value at key.
+func (s *Space) Put(key, value []byte) error { return s.b.Put(key, value) }
+
+// Delete removes key.
+func (s *Space) Delete(key []byte) error { return s.b.Delete(key) }
+
+// Scan calls fn for each key with the prefix, in order (reverse order if
+// reverse), until fn returns false or an error.
+func (s *Space) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	if s.b == nil {
+		return nil
+	}
+	c := s.b.Cursor()
+	var k, v []byte
+	if !reverse {
+		k, v = c.Seek(prefix)
+	} else {
+		// Position after the last key with the prefix, then step back.
+		end := prefixEnd(prefix)
+		if end == nil {
+			k, v = c.Last()
+		} else if k, v = c.Seek(end); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+	}
+	for k != nil && bytes.HasPrefix(k, prefix) {
+		more, err := fn(k, v)
+		if err != nil || !more {
+			return err
+		}
+		if reverse {
+			k, v = c.Prev()
+		} else {
+			k, v = c.Next()
+		}
+	}
+	return nil
+}
+
+// prefixEnd is the smallest key greater than every key with the prefix, or
+// nil if there is none.
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
