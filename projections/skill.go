@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/logbook-dev/logbook/ledger"
 	"gopkg.in/yaml.v3"
 )
 
@@ -32,26 +33,26 @@ var skillNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
 // Skill is one loaded SKILL.md.
 type Skill struct {
-	Name        string
-	Version     string
-	Description string
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	Description string `json:"description"`
 	// Capabilities is never nil: a skill without any has an empty list.
-	Capabilities []string
+	Capabilities []string `json:"capabilities"`
 	// Path is the SKILL.md path relative to the skills directory,
 	// slash-separated ("review/SKILL.md"). It is never absolute, because it
 	// is shown to clients.
-	Path string
+	Path string `json:"path"`
 	// SHA256 is the lowercase hex SHA-256 of the file's bytes exactly as
 	// read, recorded in the ledger so an auditor knows what agents were shown.
-	SHA256 string
+	SHA256 string `json:"-"`
 }
 
 // SkippedSkill is a candidate skill that LoadSkills did not load.
 type SkippedSkill struct {
 	// Path is relative to the skills directory, like Skill.Path.
-	Path string
+	Path string `json:"path"`
 	// Reason names the problem. It contains no absolute path.
-	Reason string
+	Reason string `json:"reason"`
 }
 
 // Skills is an immutable set of loaded skills, sorted by name. The zero
@@ -425,4 +426,61 @@ func (s *Skills) List(search, capability string) []Skill {
 		out = append(out, sk)
 	}
 	return out
+}
+
+// TypeSkillsLoaded records the skill set a server loaded at start-up, so an
+// auditor knows what the agents were shown.
+const TypeSkillsLoaded = "skills.loaded"
+
+const spSkills = "skills" // actor ‖ 0 ‖ skill name → LoadedSkill
+
+// SkillsLoaded is the payload of skills.loaded.
+type SkillsLoaded struct {
+	Skills  []LoadedSkill  `json:"skills"`
+	Skipped []SkippedSkill `json:"skipped,omitempty"`
+}
+
+// LoadedSkill is one skill as recorded: its name, file and content hash.
+type LoadedSkill struct {
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Loaded is the record of s for a skills.loaded event.
+func (s *Skills) Loaded(skipped []SkippedSkill) SkillsLoaded {
+	p := SkillsLoaded{Skills: []LoadedSkill{}, Skipped: skipped}
+	for _, sk := range s.All() {
+		p.Skills = append(p.Skills, LoadedSkill{Name: sk.Name, Path: sk.Path, SHA256: sk.SHA256})
+	}
+	return p
+}
+
+// applySkillsLoaded keeps, per actor, the skill set it last loaded.
+func applySkillsLoaded(tx *ledger.Tx, r ledger.Record) error {
+	var p SkillsLoaded
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	sp, err := tx.Space(spSkills)
+	if err != nil {
+		return err
+	}
+	prefix := append([]byte(r.Actor), 0)
+	var old [][]byte
+	sp.Scan(prefix, false, func(k, _ []byte) (bool, error) {
+		old = append(old, append([]byte(nil), k...))
+		return true, nil
+	})
+	for _, k := range old {
+		if err := sp.Delete(k); err != nil {
+			return err
+		}
+	}
+	for _, sk := range p.Skills {
+		if err := putRecord(sp, append(append([]byte(nil), prefix...), sk.Name...), &sk); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,258 @@
+package commands
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// maxMetadata is the largest metadata object, as compact JSON.
+const maxMetadata = 16 << 10
+
+// RecordThoughtInput is thought_record's arguments.
+type RecordThoughtInput struct {
+	TaskID    string          `json:"task_id"`
+	Type      string          `json:"type"`
+	Content   string          `json:"content"`
+	SessionID string          `json:"session_id"`
+	Branch    string          `json:"branch"`
+	CommitSHA string          `json:"commit_sha"`
+	TestsRun  []string        `json:"tests_run"`
+	Blockers  []string        `json:"blockers"`
+	Metadata  json.RawMessage `json:"metadata"`
+}
+
+// RecordThoughtResult is thought_record's answer.
+type RecordThoughtResult struct {
+	ThoughtID     string  `json:"thought_id"`
+	TaskID        string  `json:"task_id"`
+	Type          string  `json:"type"`
+	Hash          string  `json:"hash"`
+	PreviousHash  *string `json:"previous_hash"`
+	RecordedAt    string  `json:"recorded_at"`
+	RecordedBy    string  `json:"recorded_by"`
+	ChainPosition uint64  `json:"chain_position"`
+	Seq           uint64  `json:"seq"`
+}
+
+// RecordThought appends thought.recorded, linked to the task's previous
+// thought. Closed tasks take thoughts too; a finalized session does not.
+func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtResult, error) {
+	if strings.TrimSpace(in.Content) == "" {
+		return nil, Invalid("content", "must not be only whitespace")
+	}
+	var metadata string
+	if len(in.Metadata) > 0 && string(in.Metadata) != "null" {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, in.Metadata); err != nil || buf.Len() == 0 || buf.Bytes()[0] != '{' {
+			return nil, Invalid("metadata", "must be a JSON object")
+		}
+		if buf.Len() > maxMetadata {
+			return nil, Invalid("metadata", "is %d bytes as JSON; the limit is %d", buf.Len(), maxMetadata)
+		}
+		metadata = buf.String()
+	}
+	if _, ok, err := projections.GetTask(tx.lt, in.TaskID); err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: in.TaskID}
+	}
+	subjects := []string{"", in.TaskID}
+	if in.SessionID != "" {
+		sess, ok, err := projections.GetSession(tx.lt, in.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, &NotFoundError{Kind: ErrSessionNotFound, ID: in.SessionID}
+		}
+		if sess.Final != nil {
+			return nil, &FinalizedError{SessionID: in.SessionID}
+		}
+		subjects = append(subjects, in.SessionID)
+	}
+	id, err := projections.NextThoughtID(tx.lt)
+	if err != nil {
+		return nil, err
+	}
+	subjects[0] = id
+	p := projections.ThoughtRecorded{ThoughtID: id, TaskID: in.TaskID, Type: in.Type, Content: in.Content,
+		SessionID: in.SessionID, Branch: in.Branch, CommitSHA: in.CommitSHA, TestsRun: in.TestsRun,
+		Blockers: in.Blockers, Metadata: metadata, ChainPosition: 1}
+	last, ok, err := projections.LastThought(tx.lt, in.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		p.PreviousHash, p.ChainPosition = last.Hash, last.ChainPosition+1
+	}
+	rec, err := tx.emit(projections.TypeThoughtRecorded, subjects, p)
+	if err != nil {
+		return nil, err
+	}
+	return &RecordThoughtResult{ThoughtID: id, TaskID: in.TaskID, Type: in.Type, Hash: rec.Hash.String(),
+		PreviousHash: nullable(p.PreviousHash), RecordedAt: projections.FormatTime(rec.Time), RecordedBy: rec.Actor,
+		ChainPosition: p.ChainPosition, Seq: rec.Seq}, nil
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// ListThoughtsInput is thought_record_list's arguments.
+type ListThoughtsInput struct {
+	TaskID      string `json:"task_id"`
+	SessionID   string `json:"session_id"`
+	Type        string `json:"type"`
+	Limit       *int   `json:"limit"`
+	VerifyChain bool   `json:"verify_chain"`
+}
+
+// ThoughtView is one thought in thought_record_list.
+type ThoughtView struct {
+	ThoughtID     string  `json:"thought_id"`
+	TaskID        string  `json:"task_id"`
+	Type          string  `json:"type"`
+	Content       string  `json:"content"`
+	Hash          string  `json:"hash"`
+	PreviousHash  *string `json:"previous_hash"`
+	RecordedAt    string  `json:"recorded_at"`
+	RecordedBy    string  `json:"recorded_by"`
+	ChainPosition uint64  `json:"chain_position"`
+}
+
+// ListThoughtsResult is thought_record_list's answer.
+type ListThoughtsResult struct {
+	TaskID       string        `json:"task_id,omitempty"`
+	SessionID    string        `json:"session_id,omitempty"`
+	ThoughtCount int           `json:"thought_count"`
+	Thoughts     []ThoughtView `json:"thoughts"`
+	ChainValid   *bool         `json:"chain_valid,omitempty"`
+	InvalidLinks []uint64      `json:"invalid_links,omitempty"`
+}
+
+// ListThoughts lists thoughts in ledger order; with verify_chain it re-hashes
+// each matching thought's event from its stored bytes and checks the link to
+// the task's previous thought.
+func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResult, error) {
+	limit := 100
+	if in.Limit != nil {
+		limit = *in.Limit
+	}
+	var all []projections.Thought
+	keep := func(th projections.Thought) bool {
+		if (in.Type == "" || th.Type == in.Type) && (in.TaskID == "" || th.TaskID == in.TaskID) &&
+			(in.SessionID == "" || th.SessionID == in.SessionID) {
+			all = append(all, th)
+		}
+		return true
+	}
+	var err error
+	switch {
+	case in.TaskID != "":
+		if _, ok, err := projections.GetTask(tx.lt, in.TaskID); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: in.TaskID}
+		}
+		if in.SessionID != "" {
+			if err := s.requireSession(tx, in.SessionID); err != nil {
+				return nil, err
+			}
+		}
+		err = projections.TaskThoughts(tx.lt, in.TaskID, keep)
+	case in.SessionID != "":
+		if err := s.requireSession(tx, in.SessionID); err != nil {
+			return nil, err
+		}
+		err = projections.SessionThoughts(tx.lt, in.SessionID, keep)
+	default:
+		err = projections.Thoughts(tx.lt, keep)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &ListThoughtsResult{TaskID: in.TaskID, SessionID: in.SessionID, ThoughtCount: len(all), Thoughts: []ThoughtView{}}
+	for _, th := range all[:min(limit, len(all))] {
+		res.Thoughts = append(res.Thoughts, ThoughtView{ThoughtID: th.ThoughtID, TaskID: th.TaskID, Type: th.Type,
+			Content: th.Content, Hash: th.Hash, PreviousHash: nullable(th.PreviousHash), RecordedAt: th.RecordedAt,
+			RecordedBy: th.RecordedBy, ChainPosition: th.ChainPosition})
+	}
+	if in.VerifyChain {
+		res.InvalidLinks = []uint64{}
+		for _, th := range all {
+			ok, err := thoughtHolds(tx.lt, th)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				res.InvalidLinks = append(res.InvalidLinks, th.ChainPosition)
+			}
+		}
+		valid := len(res.InvalidLinks) == 0
+		res.ChainValid = &valid
+	}
+	return res, nil
+}
+
+// thoughtHolds re-hashes the thought's event from the stored bytes and checks
+// that it is the thought recorded, at its place in the task's chain.
+func thoughtHolds(lt *ledger.Tx, th projections.Thought) (bool, error) {
+	rec, err := lt.Event(th.Seq)
+	if err != nil {
+		return false, nil
+	}
+	if rec.Hash.String() != th.Hash {
+		return false, nil
+	}
+	leaf, err := lt.Node(0, th.Seq-1)
+	if err != nil || leaf != rec.Hash {
+		return false, nil
+	}
+	var p projections.ThoughtRecorded
+	if rec.Type != projections.TypeThoughtRecorded || ledger.DecodePayload(rec.Payload, &p) != nil {
+		return false, nil
+	}
+	if p.ThoughtID != th.ThoughtID || p.PreviousHash != th.PreviousHash || p.ChainPosition != th.ChainPosition {
+		return false, nil
+	}
+	if th.ChainPosition == 1 {
+		return p.PreviousHash == "", nil
+	}
+	var prev projections.Thought
+	var found bool
+	err = projections.TaskThoughts(lt, th.TaskID, func(o projections.Thought) bool {
+		if o.ChainPosition == th.ChainPosition-1 {
+			prev, found = o, true
+			return false
+		}
+		return true
+	})
+	if err != nil || !found {
+		return false, err
+	}
+	prevRec, err := lt.Event(prev.Seq)
+	if err != nil {
+		return false, nil
+	}
+	return prevRec.Hash.String() == p.PreviousHash, nil
+}
+
+func (s *Service) requireSession(tx *Tx, id string) error {
+	_, ok, err := projections.GetSession(tx.lt, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &NotFoundError{Kind: ErrSessionNotFound, ID: id}
+	}
+	return nil
+}

@@ -1,0 +1,17 @@
+package projections
+
+// TypeToolCalled is the audit record every tool call appends, in the same
+// commit as the events the call produced.
+const TypeToolCalled = "tool.called"
+
+// ToolCalled is the payload of tool.called. Arguments and results are
+// recorded as SHA-256 digests: the ledger proves what was asked and answered
+// without storing payloads twice.
+type ToolCalled struct {
+	Tool         string `json:"tool"`
+	ArgsSHA256   string `json:"args_sha256"`   // of the canonical JSON arguments
+	Outcome      string `json:"outcome"`       // "OK" or an ERR_* code
+	ResultSHA256 string `json:"result_sha256"` // of the exact reply bytes
+	DurationUS   int64  `json:"duration_us"`   // from receipt to this event
+	Client       string `json:"client"`        // MCP clientInfo.name
+}

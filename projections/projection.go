@@ -1,0 +1,273 @@
+package projections
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// Version is the layout version of the projection spaces. A ledger whose
+// stored version differs is rebuilt from its log; bump it whenever the
+// fold or the stored shapes change.
+const Version = 1
+
+// spaces lists every space a projection owns, so rebuilds drop them all.
+var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills}
+
+const (
+	spMeta = "meta"
+
+	keyVersion = "version"
+	keyApplied = "applied"
+)
+
+// ErrNewerVersion: the file's projections were written by a newer binary.
+var ErrNewerVersion = errors.New("projections are newer than this binary")
+
+// State reports the stored projection version and the last folded seq.
+func State(tx *ledger.Tx) (version, applied uint64, err error) {
+	meta, err := tx.Space(spMeta)
+	if err != nil {
+		return 0, 0, err
+	}
+	return getU64(meta, keyVersion), getU64(meta, keyApplied), nil
+}
+
+// NeedsRebuild reports whether the stored projections were built by another
+// projection version (or never built). ErrNewerVersion if they are newer.
+func NeedsRebuild(tx *ledger.Tx) (bool, error) {
+	v, _, err := State(tx)
+	if err != nil {
+		return false, err
+	}
+	if v > Version {
+		return false, fmt.Errorf("%w: stored version %d, binary version %d", ErrNewerVersion, v, Version)
+	}
+	return v != Version, nil
+}
+
+// Reset drops every projection space and marks the state empty at this
+// binary's version: the next CatchUp folds the log from seq 1.
+func Reset(tx *ledger.Tx) error {
+	for _, name := range spaces {
+		if err := tx.DropSpace(name); err != nil {
+			return err
+		}
+	}
+	meta, err := tx.Space(spMeta)
+	if err != nil {
+		return err
+	}
+	return errors.Join(putU64(meta, keyVersion, Version), putU64(meta, keyApplied, 0))
+}
+
+// CatchUp folds the events after the last applied one, at most limit of
+// them (0: all), and returns how many it folded.
+func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
+	_, applied, err := State(tx)
+	if err != nil {
+		return 0, err
+	}
+	end := tx.Head().Seq + 1
+	if limit > 0 && applied+1+limit < end {
+		end = applied + 1 + limit
+	}
+	var n uint64
+	err = tx.Scan(applied+1, end, func(r ledger.Record) error {
+		n++
+		return apply(tx, r)
+	})
+	if err != nil {
+		return n, err
+	}
+	if n > 0 {
+		meta, err := tx.Space(spMeta)
+		if err != nil {
+			return n, err
+		}
+		return n, putU64(meta, keyApplied, applied+n)
+	}
+	return 0, nil
+}
+
+// Apply folds one record just appended in this transaction. Records must be
+// applied in seq order with none skipped.
+func Apply(tx *ledger.Tx, r ledger.Record) error {
+	meta, err := tx.Space(spMeta)
+	if err != nil {
+		return err
+	}
+	if applied := getU64(meta, keyApplied); applied+1 != r.Seq {
+		return fmt.Errorf("apply seq %d: projections are at seq %d", r.Seq, applied)
+	}
+	if err := apply(tx, r); err != nil {
+		return err
+	}
+	return putU64(meta, keyApplied, r.Seq)
+}
+
+// apply dispatches on the event type, then offers the record to every open
+// audit session (after the type's own fold, so a session's start event is
+// its first leaf and its finalization is not a leaf).
+func apply(tx *ledger.Tx, r ledger.Record) error {
+	var err error
+	switch r.Type {
+	case TypeTaskCreated:
+		err = applyTaskCreated(tx, r)
+	case TypeTaskUpdated:
+		err = applyTaskUpdated(tx, r)
+	case TypeThoughtRecorded:
+		err = applyThoughtRecorded(tx, r)
+	case TypeSessionStarted:
+		err = applySessionStarted(tx, r)
+	case TypeSessionFinalized:
+		err = applySessionFinalized(tx, r)
+	case TypeSkillsLoaded:
+		err = applySkillsLoaded(tx, r)
+	case TypeToolCalled:
+		// Only sessions fold calls (below).
+	default:
+		// Unknown types are kept in the log and skipped here, so a newer
+		// writer's events never stop an older reader.
+	}
+	if err != nil {
+		return fmt.Errorf("fold seq %d (%s v%d): %w", r.Seq, r.Type, r.Version, err)
+	}
+	return offerToSessions(tx, r)
+}
+
+// Fingerprint hashes every projection space (names, keys and values) with
+// xxhash: two states with equal fingerprints hold the same data. The
+// applied seq is included, so compare states folded to the same seq.
+func Fingerprint(tx *ledger.Tx) (uint64, error) {
+	d := xxhash.New()
+	var lenBuf [8]byte
+	write := func(b []byte) {
+		binary.BigEndian.PutUint64(lenBuf[:], uint64(len(b)))
+		d.Write(lenBuf[:])
+		d.Write(b)
+	}
+	for _, name := range spaces {
+		sp, err := tx.Space(name)
+		if err != nil {
+			return 0, err
+		}
+		write([]byte(name))
+		err = sp.Scan(nil, false, func(k, v []byte) (bool, error) {
+			write(k)
+			write(v)
+			return true, nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return d.Sum64(), nil
+}
+
+// decode reads a payload into v through the type's upcasters: a payload of
+// an older version is decoded as that version and converted.
+func decode(r ledger.Record, v any) error {
+	if err := ledger.DecodePayload(r.Payload, v); err != nil {
+		return err
+	}
+	if u, ok := v.(interface{ upcast(from uint16) error }); ok && r.Version != CurrentVersion(r.Type) {
+		return u.upcast(r.Version)
+	}
+	return nil
+}
+
+// Identifiers: a prefix and a number, zero-padded to at least 4 digits.
+const (
+	TaskPrefix    = "T-"
+	ThoughtPrefix = "Θ-"
+	SessionPrefix = "A-"
+)
+
+// FormatID renders prefix and n as "T-0001".
+func FormatID(prefix string, n uint64) string { return fmt.Sprintf("%s%04d", prefix, n) }
+
+// ParseID returns the number of an id with the prefix, ok false otherwise.
+func ParseID(prefix, id string) (uint64, bool) {
+	rest, found := strings.CutPrefix(id, prefix)
+	if !found || len(rest) < 4 || rest[0] == '+' || rest[0] == '-' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(rest, 10, 64)
+	if err != nil || n == 0 || (len(rest) > 4 && rest[0] == '0') {
+		return 0, false
+	}
+	return n, true
+}
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+func key2(a, b uint64) []byte { return append(u64(a), u64(b)...) }
+
+func getU64(sp *ledger.Space, key string) uint64 {
+	v := sp.Get([]byte(key))
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func putU64(sp *ledger.Space, key string, v uint64) error { return sp.Put([]byte(key), u64(v)) }
+
+// nextNumber is the number the next id of the counter key will get.
+func nextNumber(tx *ledger.Tx, key string) (uint64, error) {
+	meta, err := tx.Space(spMeta)
+	if err != nil {
+		return 0, err
+	}
+	return getU64(meta, key) + 1, nil
+}
+
+// seenNumber records that id number n of the counter key is taken.
+func seenNumber(tx *ledger.Tx, key string, n uint64) error {
+	meta, err := tx.Space(spMeta)
+	if err != nil {
+		return err
+	}
+	if n > getU64(meta, key) {
+		return putU64(meta, key, n)
+	}
+	return nil
+}
+
+// getRecord decodes the msgpack value at key into v; false if absent.
+func getRecord(sp *ledger.Space, key []byte, v any) (bool, error) {
+	b := sp.Get(key)
+	if b == nil {
+		return false, nil
+	}
+	return true, ledger.DecodePayload(b, v)
+}
+
+func putRecord(sp *ledger.Space, key []byte, v any) error {
+	b, err := ledger.EncodePayload(v)
+	if err != nil {
+		return err
+	}
+	return sp.Put(key, b)
+}
+
+func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+
+// CurrentVersion is the payload version this binary writes for each event
+// type; older versions are upcast on read (see decode).
+func CurrentVersion(eventType string) uint16 {
+	switch eventType {
+	default:
+		return 1
+	}
+}

@@ -1,0 +1,240 @@
+package projections
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// Audit session event types.
+const (
+	TypeSessionStarted   = "session.started"
+	TypeSessionFinalized = "session.finalized"
+)
+
+const (
+	spSessions      = "sessions"       // session number → Session
+	spSessionLeaves = "session_leaves" // session number ‖ seq → leaf hash ‖ concerned task ids
+	spOpenSessions  = "open_sessions"  // session number → nothing, while not finalized
+
+	counterSession = "counter.session"
+)
+
+// SessionStarted is the payload of session.started.
+type SessionStarted struct {
+	SessionID string `json:"session_id"`
+	TaskID    string `json:"task_id"`
+	AuditorID string `json:"auditor_id"`
+	Reason    string `json:"reason,omitempty"`
+	Scope     string `json:"scope"`
+}
+
+// SessionFinalized is the payload of session.finalized: the frozen root and
+// what it covers. TaskID is set when only that task's leaves were sealed.
+type SessionFinalized struct {
+	SessionID  string `json:"session_id"`
+	TaskID     string `json:"task_id,omitempty"`
+	MerkleRoot string `json:"merkle_root"`
+	TreeDepth  int    `json:"tree_depth"`
+	LeafCount  uint64 `json:"leaf_count"`
+	FirstSeq   uint64 `json:"first_seq"`
+	LastSeq    uint64 `json:"last_seq"`
+}
+
+// Session is an audit session: its window's leaves so far (as a Merkle
+// frontier) and, once finalized, its frozen root.
+type Session struct {
+	SessionStarted
+	StartedAt string          `json:"started_at"`
+	StartSeq  uint64          `json:"start_seq"`
+	Leaves    ledger.Frontier `json:"leaves"`
+	FirstSeq  uint64          `json:"first_seq"`
+	LastSeq   uint64          `json:"last_seq"`
+	Seq       uint64          `json:"seq"`
+
+	Final       *SessionFinalized `json:"final,omitempty"`
+	FinalizedAt string            `json:"finalized_at,omitempty"`
+	LedgerSize  uint64            `json:"ledger_size,omitempty"` // seq of the finalize event
+	LedgerRoot  string            `json:"ledger_root,omitempty"` // root of the log of that size
+}
+
+// Leaf is one leaf of a session: the event's seq and hash and the tasks it
+// concerns.
+type Leaf struct {
+	Seq   uint64
+	Hash  ledger.Hash
+	Tasks []string
+}
+
+func applySessionStarted(tx *ledger.Tx, r ledger.Record) error {
+	var p SessionStarted
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	n, ok := ParseID(SessionPrefix, p.SessionID)
+	if !ok {
+		return fmt.Errorf("bad session id %q", p.SessionID)
+	}
+	if err := seenNumber(tx, counterSession, n); err != nil {
+		return err
+	}
+	s := Session{SessionStarted: p, StartedAt: FormatTime(r.Time), StartSeq: r.Seq, Seq: r.Seq}
+	open, err := tx.Space(spOpenSessions)
+	if err != nil {
+		return err
+	}
+	if err := open.Put(u64(n), nil); err != nil {
+		return err
+	}
+	return putSession(tx, n, &s)
+}
+
+func applySessionFinalized(tx *ledger.Tx, r ledger.Record) error {
+	var p SessionFinalized
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	s, ok, err := GetSession(tx, p.SessionID)
+	if err != nil || !ok {
+		return fmt.Errorf("finalize of unknown session %q: %v", p.SessionID, err)
+	}
+	root, err := tx.Root(r.Seq)
+	if err != nil {
+		return err
+	}
+	s.Final, s.FinalizedAt, s.LedgerSize, s.LedgerRoot, s.Seq = &p, FormatTime(r.Time), r.Seq, root.String(), r.Seq
+	n, _ := ParseID(SessionPrefix, p.SessionID)
+	open, err := tx.Space(spOpenSessions)
+	if err != nil {
+		return err
+	}
+	if err := open.Delete(u64(n)); err != nil {
+		return err
+	}
+	return putSession(tx, n, &s)
+}
+
+// offerToSessions adds r as a leaf of every open session it belongs to: it
+// concerns the session's task (or, for deep scope, a descendant), or it
+// records a thought with the session's id.
+func offerToSessions(tx *ledger.Tx, r ledger.Record) error {
+	open, err := tx.Space(spOpenSessions)
+	if err != nil {
+		return err
+	}
+	var nums []uint64
+	open.Scan(nil, false, func(k, _ []byte) (bool, error) {
+		nums = append(nums, be64(k))
+		return true, nil
+	})
+	for _, n := range nums {
+		s, ok, err := GetSession(tx, FormatID(SessionPrefix, n))
+		if err != nil || !ok {
+			return fmt.Errorf("open session %d: %v", n, err)
+		}
+		tasks, err := concerns(tx, &s, r)
+		if err != nil {
+			return err
+		}
+		own := r.Type == TypeThoughtRecorded && slices.Contains(r.Subjects, s.SessionID)
+		if len(tasks) == 0 && !own {
+			continue
+		}
+		leaves, err := tx.Space(spSessionLeaves)
+		if err != nil {
+			return err
+		}
+		v := append(append([]byte(nil), r.Hash[:]...), strings.Join(taskSubjects(r), ",")...)
+		if err := leaves.Put(key2(n, r.Seq), v); err != nil {
+			return err
+		}
+		s.Leaves.Append(r.Hash)
+		if s.FirstSeq == 0 {
+			s.FirstSeq = r.Seq
+		}
+		s.LastSeq = r.Seq
+		if err := putSession(tx, n, &s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// taskSubjects are the task ids among an event's subjects.
+func taskSubjects(r ledger.Record) []string {
+	var ids []string
+	for _, s := range r.Subjects {
+		if strings.HasPrefix(s, TaskPrefix) {
+			ids = append(ids, s)
+		}
+	}
+	return ids
+}
+
+// concerns returns the event's task subjects that are in the session's scope.
+func concerns(tx *ledger.Tx, s *Session, r ledger.Record) ([]string, error) {
+	var in []string
+	for _, id := range taskSubjects(r) {
+		ok := id == s.TaskID
+		if !ok && s.Scope == "deep" {
+			var err error
+			if ok, err = IsWithin(tx, id, s.TaskID); err != nil {
+				return nil, err
+			}
+		}
+		if ok {
+			in = append(in, id)
+		}
+	}
+	return in, nil
+}
+
+func putSession(tx *ledger.Tx, n uint64, s *Session) error {
+	sessions, err := tx.Space(spSessions)
+	if err != nil {
+		return err
+	}
+	return putRecord(sessions, u64(n), s)
+}
+
+// GetSession returns the session with id; ok false if none.
+func GetSession(tx *ledger.Tx, id string) (s Session, ok bool, err error) {
+	n, valid := ParseID(SessionPrefix, id)
+	if !valid {
+		return s, false, nil
+	}
+	sessions, err := tx.Space(spSessions)
+	if err != nil {
+		return s, false, err
+	}
+	ok, err = getRecord(sessions, u64(n), &s)
+	return s, ok, err
+}
+
+// SessionLeaves calls fn for the session's leaves in ledger order.
+func SessionLeaves(tx *ledger.Tx, id string, fn func(Leaf) error) error {
+	n, valid := ParseID(SessionPrefix, id)
+	if !valid {
+		return nil
+	}
+	leaves, err := tx.Space(spSessionLeaves)
+	if err != nil {
+		return err
+	}
+	return leaves.Scan(u64(n), false, func(k, v []byte) (bool, error) {
+		l := Leaf{Seq: be64(k[8:])}
+		copy(l.Hash[:], v)
+		if rest := string(v[len(l.Hash):]); rest != "" {
+			l.Tasks = strings.Split(rest, ",")
+		}
+		return true, fn(l)
+	})
+}
+
+// NextSessionID is the id the next audit session gets.
+func NextSessionID(tx *ledger.Tx) (string, error) {
+	n, err := nextNumber(tx, counterSession)
+	return FormatID(SessionPrefix, n), err
+}

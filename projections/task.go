@@ -1,0 +1,328 @@
+package projections
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// Task event types.
+const (
+	TypeTaskCreated = "task.created"
+	TypeTaskUpdated = "task.updated"
+)
+
+const (
+	spTasks      = "tasks"       // task number → Task
+	spTaskEvents = "task_events" // task number ‖ seq → nothing: the events that changed it
+	spChildren   = "children"    // parent number ‖ child number → nothing
+	spProjects   = "projects"    // project name → Project
+
+	counterTask = "counter.task"
+)
+
+// TaskCreated is the payload of task.created.
+type TaskCreated struct {
+	TaskID        string   `json:"task_id"`
+	Project       string   `json:"project"`
+	Sequence      uint64   `json:"sequence"`
+	Title         string   `json:"title"`
+	Description   string   `json:"description"`
+	ParentID      string   `json:"parent_id,omitempty"`
+	Priority      string   `json:"priority"`
+	Labels        []string `json:"labels"`
+	Assignee      string   `json:"assignee"`
+	EstimateHours *float64 `json:"estimate_hours,omitempty"`
+}
+
+// TaskUpdated is the payload of task.updated: the fields that changed, with
+// their new values. BlockedReason "" clears it.
+type TaskUpdated struct {
+	TaskID         string    `json:"task_id"`
+	Status         *string   `json:"status,omitempty"`
+	PreviousStatus *string   `json:"previous_status,omitempty"`
+	Progress       *int      `json:"progress,omitempty"`
+	Title          *string   `json:"title,omitempty"`
+	Description    *string   `json:"description,omitempty"`
+	Priority       *string   `json:"priority,omitempty"`
+	Assignee       *string   `json:"assignee,omitempty"`
+	Labels         *[]string `json:"labels,omitempty"`
+	BlockedReason  *string   `json:"blocked_reason,omitempty"`
+}
+
+// Task is the current state of a task.
+type Task struct {
+	ID            string   `json:"task_id"`
+	Title         string   `json:"title"`
+	Description   string   `json:"description"`
+	Project       string   `json:"project"`
+	Status        string   `json:"status"`
+	Priority      string   `json:"priority"`
+	Progress      int      `json:"progress"`
+	Assignee      string   `json:"assignee"`
+	Labels        []string `json:"labels"`
+	EstimateHours *float64 `json:"estimate_hours,omitempty"`
+	CreatedAt     string   `json:"created_at"`
+	UpdatedAt     string   `json:"updated_at"`
+	CreatedBy     string   `json:"created_by"`
+	UpdatedBy     string   `json:"updated_by"`
+	ParentID      string   `json:"parent_id,omitempty"`
+	BlockedReason string   `json:"blocked_reason,omitempty"`
+	Sequence      uint64   `json:"sequence"`
+	Seq           uint64   `json:"seq"`         // event that last changed it
+	CreatedSeq    uint64   `json:"created_seq"` // event that created it
+	Thoughts      uint64   `json:"thoughts"`    // thought records on it
+}
+
+// Project is a project's counters. A project exists from its first task.
+type Project struct {
+	Name  string `json:"name"`
+	Tasks uint64 `json:"tasks"`
+}
+
+// FormatTime renders an event time as the contract's RFC 3339 UTC form with
+// milliseconds.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// foldTask applies a task event to t. It is the one place task state
+// changes, used live, by rebuilds and by time travel.
+func foldTask(t *Task, r ledger.Record) error {
+	switch r.Type {
+	case TypeTaskCreated:
+		var p TaskCreated
+		if err := decode(r, &p); err != nil {
+			return err
+		}
+		*t = Task{
+			ID: p.TaskID, Title: p.Title, Description: p.Description, Project: p.Project,
+			Status: "backlog", Priority: p.Priority, Assignee: p.Assignee, Labels: p.Labels,
+			EstimateHours: p.EstimateHours, ParentID: p.ParentID, Sequence: p.Sequence,
+			CreatedAt: FormatTime(r.Time), CreatedBy: r.Actor, CreatedSeq: r.Seq,
+		}
+		if t.Labels == nil {
+			t.Labels = []string{}
+		}
+	case TypeTaskUpdated:
+		var p TaskUpdated
+		if err := decode(r, &p); err != nil {
+			return err
+		}
+		set(&t.Status, p.Status)
+		set(&t.Progress, p.Progress)
+		set(&t.Title, p.Title)
+		set(&t.Description, p.Description)
+		set(&t.Priority, p.Priority)
+		set(&t.Assignee, p.Assignee)
+		set(&t.Labels, p.Labels)
+		set(&t.BlockedReason, p.BlockedReason)
+	default:
+		return fmt.Errorf("not a task event: %s", r.Type)
+	}
+	t.UpdatedAt, t.UpdatedBy, t.Seq = FormatTime(r.Time), r.Actor, r.Seq
+	return nil
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func applyTaskCreated(tx *ledger.Tx, r ledger.Record) error {
+	var t Task
+	if err := foldTask(&t, r); err != nil {
+		return err
+	}
+	n, ok := ParseID(TaskPrefix, t.ID)
+	if !ok {
+		return fmt.Errorf("bad task id %q", t.ID)
+	}
+	if err := seenNumber(tx, counterTask, n); err != nil {
+		return err
+	}
+	projects, err := tx.Space(spProjects)
+	if err != nil {
+		return err
+	}
+	var p Project
+	if _, err := getRecord(projects, []byte(t.Project), &p); err != nil {
+		return err
+	}
+	p.Name, p.Tasks = t.Project, p.Tasks+1
+	if err := putRecord(projects, []byte(t.Project), &p); err != nil {
+		return err
+	}
+	if t.ParentID != "" {
+		pn, _ := ParseID(TaskPrefix, t.ParentID)
+		children, err := tx.Space(spChildren)
+		if err != nil {
+			return err
+		}
+		if err := children.Put(key2(pn, n), nil); err != nil {
+			return err
+		}
+	}
+	return putTask(tx, n, &t, r.Seq)
+}
+
+func applyTaskUpdated(tx *ledger.Tx, r ledger.Record) error {
+	var p TaskUpdated
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	t, ok, err := GetTask(tx, p.TaskID)
+	if err != nil || !ok {
+		return fmt.Errorf("update of unknown task %q: %v", p.TaskID, err)
+	}
+	if err := foldTask(&t, r); err != nil {
+		return err
+	}
+	n, _ := ParseID(TaskPrefix, t.ID)
+	return putTask(tx, n, &t, r.Seq)
+}
+
+// putTask stores t and indexes seq as one of its events.
+func putTask(tx *ledger.Tx, n uint64, t *Task, seq uint64) error {
+	tasks, err := tx.Space(spTasks)
+	if err != nil {
+		return err
+	}
+	events, err := tx.Space(spTaskEvents)
+	if err != nil {
+		return err
+	}
+	if err := events.Put(key2(n, seq), nil); err != nil {
+		return err
+	}
+	return putRecord(tasks, u64(n), t)
+}
+
+// GetTask returns the current state of the task with id; ok is false if
+// there is none.
+func GetTask(tx *ledger.Tx, id string) (t Task, ok bool, err error) {
+	n, valid := ParseID(TaskPrefix, id)
+	if !valid {
+		return t, false, nil
+	}
+	tasks, err := tx.Space(spTasks)
+	if err != nil {
+		return t, false, err
+	}
+	ok, err = getRecord(tasks, u64(n), &t)
+	return t, ok, err
+}
+
+// TaskAsOf folds the task's events up to and including seq from the log
+// itself (time travel). ok is false if the task did not exist yet.
+func TaskAsOf(tx *ledger.Tx, id string, seq uint64) (t Task, ok bool, err error) {
+	n, valid := ParseID(TaskPrefix, id)
+	if !valid {
+		return t, false, nil
+	}
+	events, err := tx.Space(spTaskEvents)
+	if err != nil {
+		return t, false, err
+	}
+	err = events.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
+		s := be64(k[8:])
+		if s > seq {
+			return false, nil
+		}
+		r, err := tx.Event(s)
+		if err != nil {
+			return false, err
+		}
+		ok = true
+		return true, foldTask(&t, r)
+	})
+	if ok && err == nil {
+		// Counters kept only by the live projection are not part of the past.
+		t.Thoughts = 0
+	}
+	return t, ok, err
+}
+
+// Tasks calls fn for every task in creation order until fn returns false.
+func Tasks(tx *ledger.Tx, fn func(Task) bool) error {
+	tasks, err := tx.Space(spTasks)
+	if err != nil {
+		return err
+	}
+	return tasks.Scan(nil, false, func(_, v []byte) (bool, error) {
+		var t Task
+		if err := ledger.DecodePayload(v, &t); err != nil {
+			return false, err
+		}
+		return fn(t), nil
+	})
+}
+
+// Children returns the ids of the task's direct sub-tasks in creation order.
+func Children(tx *ledger.Tx, id string) ([]string, error) {
+	n, valid := ParseID(TaskPrefix, id)
+	if !valid {
+		return nil, nil
+	}
+	children, err := tx.Space(spChildren)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	err = children.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
+		ids = append(ids, FormatID(TaskPrefix, be64(k[8:])))
+		return true, nil
+	})
+	return ids, err
+}
+
+// IsWithin reports whether task id is ancestor itself or one of its
+// descendants, walking parent links up (at most maxDepth of them).
+func IsWithin(tx *ledger.Tx, id, ancestor string) (bool, error) {
+	const maxDepth = 10000
+	for range maxDepth {
+		if id == ancestor {
+			return true, nil
+		}
+		t, ok, err := GetTask(tx, id)
+		if err != nil || !ok || t.ParentID == "" {
+			return false, err
+		}
+		id = t.ParentID
+	}
+	return false, fmt.Errorf("parent chain of %s longer than %d", id, maxDepth)
+}
+
+// GetProject returns the project's counters; ok is false if it has no task.
+func GetProject(tx *ledger.Tx, name string) (p Project, ok bool, err error) {
+	projects, err := tx.Space(spProjects)
+	if err != nil {
+		return p, false, err
+	}
+	ok, err = getRecord(projects, []byte(name), &p)
+	return p, ok, err
+}
+
+// NextTaskID is the id the next created task gets.
+func NextTaskID(tx *ledger.Tx) (string, error) {
+	n, err := nextNumber(tx, counterTask)
+	return FormatID(TaskPrefix, n), err
+}
+
+// TaskEventSeqs are the seqs of the events that created or updated the task.
+func TaskEventSeqs(tx *ledger.Tx, id string) ([]uint64, error) {
+	n, valid := ParseID(TaskPrefix, id)
+	if !valid {
+		return nil, nil
+	}
+	events, err := tx.Space(spTaskEvents)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []uint64
+	err = events.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
+		seqs = append(seqs, be64(k[8:]))
+		return true, nil
+	})
+	return seqs, err
+}

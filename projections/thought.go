@@ -1,0 +1,202 @@
+package projections
+
+import (
+	"fmt"
+
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// TypeThoughtRecorded is the event of thought_record.
+const TypeThoughtRecorded = "thought.recorded"
+
+const (
+	spThoughts        = "thoughts"         // thought number → Thought
+	spTaskThoughts    = "task_thoughts"    // task number ‖ chain position → thought number
+	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
+
+	counterThought = "counter.thought"
+)
+
+// ThoughtRecorded is the payload of thought.recorded. PreviousHash and
+// ChainPosition are written into the event so the per-task chain is itself
+// committed to by the log.
+type ThoughtRecorded struct {
+	ThoughtID     string   `json:"thought_id"`
+	TaskID        string   `json:"task_id"`
+	Type          string   `json:"type"`
+	Content       string   `json:"content"`
+	SessionID     string   `json:"session_id,omitempty"`
+	Branch        string   `json:"branch,omitempty"`
+	CommitSHA     string   `json:"commit_sha,omitempty"`
+	TestsRun      []string `json:"tests_run,omitempty"`
+	Blockers      []string `json:"blockers,omitempty"`
+	Metadata      string   `json:"metadata,omitempty"` // compact JSON object
+	PreviousHash  string   `json:"previous_hash,omitempty"`
+	ChainPosition uint64   `json:"chain_position"`
+}
+
+// Thought is a recorded thought. Hash is the hash of the event that
+// recorded it (its Merkle leaf); PreviousHash is "" for a task's first.
+type Thought struct {
+	ThoughtRecorded
+	Hash       string `json:"hash"`
+	RecordedAt string `json:"recorded_at"`
+	RecordedBy string `json:"recorded_by"`
+	Seq        uint64 `json:"seq"`
+}
+
+func applyThoughtRecorded(tx *ledger.Tx, r ledger.Record) error {
+	var p ThoughtRecorded
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	n, ok := ParseID(ThoughtPrefix, p.ThoughtID)
+	if !ok {
+		return fmt.Errorf("bad thought id %q", p.ThoughtID)
+	}
+	th := Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
+	if err := seenNumber(tx, counterThought, n); err != nil {
+		return err
+	}
+	thoughts, err := tx.Space(spThoughts)
+	if err != nil {
+		return err
+	}
+	if err := putRecord(thoughts, u64(n), &th); err != nil {
+		return err
+	}
+	task, ok, err := GetTask(tx, p.TaskID)
+	if err != nil || !ok {
+		return fmt.Errorf("thought on unknown task %q: %v", p.TaskID, err)
+	}
+	task.Thoughts++
+	tn, _ := ParseID(TaskPrefix, p.TaskID)
+	tasks, err := tx.Space(spTasks)
+	if err != nil {
+		return err
+	}
+	if err := putRecord(tasks, u64(tn), &task); err != nil {
+		return err
+	}
+	chain, err := tx.Space(spTaskThoughts)
+	if err != nil {
+		return err
+	}
+	if err := chain.Put(key2(tn, p.ChainPosition), u64(n)); err != nil {
+		return err
+	}
+	if p.SessionID != "" {
+		sn, _ := ParseID(SessionPrefix, p.SessionID)
+		bySession, err := tx.Space(spSessionThoughts)
+		if err != nil {
+			return err
+		}
+		return bySession.Put(key2(sn, n), nil)
+	}
+	return nil
+}
+
+// GetThought returns the thought with id; ok false if none.
+func GetThought(tx *ledger.Tx, id string) (th Thought, ok bool, err error) {
+	n, valid := ParseID(ThoughtPrefix, id)
+	if !valid {
+		return th, false, nil
+	}
+	thoughts, err := tx.Space(spThoughts)
+	if err != nil {
+		return th, false, err
+	}
+	ok, err = getRecord(thoughts, u64(n), &th)
+	return th, ok, err
+}
+
+func thoughtByNumber(tx *ledger.Tx, n uint64) (Thought, error) {
+	thoughts, err := tx.Space(spThoughts)
+	if err != nil {
+		return Thought{}, err
+	}
+	var th Thought
+	ok, err := getRecord(thoughts, u64(n), &th)
+	if err == nil && !ok {
+		err = fmt.Errorf("thought %d missing from projection", n)
+	}
+	return th, err
+}
+
+// LastThought is the task's latest thought; ok false if it has none.
+func LastThought(tx *ledger.Tx, taskID string) (th Thought, ok bool, err error) {
+	tn, valid := ParseID(TaskPrefix, taskID)
+	if !valid {
+		return th, false, nil
+	}
+	chain, err := tx.Space(spTaskThoughts)
+	if err != nil {
+		return th, false, err
+	}
+	err = chain.Scan(u64(tn), true, func(_, v []byte) (bool, error) {
+		th, err = thoughtByNumber(tx, be64(v))
+		ok = err == nil
+		return false, err
+	})
+	return th, ok, err
+}
+
+// TaskThoughts calls fn for the task's thoughts in chain order.
+func TaskThoughts(tx *ledger.Tx, taskID string, fn func(Thought) bool) error {
+	tn, valid := ParseID(TaskPrefix, taskID)
+	if !valid {
+		return nil
+	}
+	chain, err := tx.Space(spTaskThoughts)
+	if err != nil {
+		return err
+	}
+	return chain.Scan(u64(tn), false, func(_, v []byte) (bool, error) {
+		th, err := thoughtByNumber(tx, be64(v))
+		if err != nil {
+			return false, err
+		}
+		return fn(th), nil
+	})
+}
+
+// SessionThoughts calls fn for the thoughts recorded with the session id,
+// in ledger order.
+func SessionThoughts(tx *ledger.Tx, sessionID string, fn func(Thought) bool) error {
+	sn, valid := ParseID(SessionPrefix, sessionID)
+	if !valid {
+		return nil
+	}
+	bySession, err := tx.Space(spSessionThoughts)
+	if err != nil {
+		return err
+	}
+	return bySession.Scan(u64(sn), false, func(k, _ []byte) (bool, error) {
+		th, err := thoughtByNumber(tx, be64(k[8:]))
+		if err != nil {
+			return false, err
+		}
+		return fn(th), nil
+	})
+}
+
+// Thoughts calls fn for every thought in ledger order.
+func Thoughts(tx *ledger.Tx, fn func(Thought) bool) error {
+	thoughts, err := tx.Space(spThoughts)
+	if err != nil {
+		return err
+	}
+	return thoughts.Scan(nil, false, func(_, v []byte) (bool, error) {
+		var th Thought
+		if err := ledger.DecodePayload(v, &th); err != nil {
+			return false, err
+		}
+		return fn(th), nil
+	})
+}
+
+// NextThoughtID is the id the next recorded thought gets.
+func NextThoughtID(tx *ledger.Tx) (string, error) {
+	n, err := nextNumber(tx, counterThought)
+	return FormatID(ThoughtPrefix, n), err
+}
