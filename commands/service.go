@@ -39,7 +39,7 @@ type Options struct {
 	Skipped  []projections.SkippedSkill // skill files that failed to load
 	Version  string                     // the binary's version, for server_health
 	Logger   *slog.Logger
-	// Edge describes the MCP layer for server_health.
+	// Edge describes the MCP layer for server_health (see SetEdge).
 	Edge Edge
 }
 
@@ -128,6 +128,10 @@ func Rebuild(l *ledger.Ledger, force bool, progress func(done, total uint64)) er
 		}
 	}
 }
+
+// SetEdge records what the MCP layer reports about itself in server_health.
+// Call it before serving.
+func (s *Service) SetEdge(e Edge) { s.opts.Edge = e }
 
 // Tx is one call's view of the ledger transaction: it appends events as the
 // service's actor and folds them into the projections.

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/mcp"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+func init() {
+	register("serve", "run the MCP stdio server for one agent", serve)
+}
+
+var projectRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+func serve(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "serve", "Serve the MCP tools over stdin/stdout for one agent. Creates the ledger file if it does not exist.")
+	db := dbFlag(e, fs)
+	agent := fs.String("agent", e.getenv("LOGBOOK_AGENT"), "agent identity written to every event (env LOGBOOK_AGENT; default: the MCP client's name)")
+	project := fs.String("project", "", "default project of task_next_actions")
+	skills := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
+	readOnly := fs.Bool("read-only", false, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
+	if done, err := parse(e, fs, args); done {
+		return err
+	}
+	if *project != "" && !projectRE.MatchString(*project) {
+		return usageErr("serve: --project %q is not a slug like my-project", *project)
+	}
+	if len(*agent) > 128 {
+		return usageErr("serve: --agent is longer than 128 characters")
+	}
+	if err := checkPath("--db", *db, false); err != nil {
+		return err
+	}
+	if *db == defaultDB {
+		if err := os.MkdirAll(filepath.Dir(defaultDB), 0o700); err != nil {
+			return usageErr("serve: %v", err)
+		}
+	}
+	if fi, err := os.Stat(*skills); err == nil && !fi.IsDir() {
+		return usageErr("serve: --skills %s is not a directory", *skills)
+	}
+	log := newLogger(e)
+	l, err := ledger.Open(*db, ledger.Options{Create: true})
+	if err != nil {
+		return usageErr("serve: %v", err)
+	}
+	defer l.Close()
+	set, skipped, err := projections.LoadSkills(*skills)
+	if err != nil {
+		return usageErr("serve: skills: %v", err)
+	}
+	for _, s := range skipped {
+		log.Warn("skill skipped", "path", s.Path, "reason", s.Reason)
+	}
+	svc, err := commands.New(l, commands.Options{Agent: *agent, Project: *project, ReadOnly: *readOnly,
+		Skills: set, Skipped: skipped, Version: version, Logger: log})
+	if err != nil {
+		if errors.Is(err, projections.ErrNewerVersion) {
+			return usageErr("serve: %v", err)
+		}
+		return usageErr("serve: %v", err)
+	}
+	srv := mcp.New(svc, mcp.Options{Version: version, Logger: log})
+	svc.SetEdge(commands.Edge{Stages: srv.Stages(), Tools: len(srv.Tools())})
+	log.Info("serving", "db", *db, "agent", cmp.Or(*agent, "(client name)"), "read_only", *readOnly)
+	if err := srv.Run(ctx, e.stdin, e.stdout); err != nil {
+		return err
+	}
+	return l.Close()
+}
