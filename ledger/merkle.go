@@ -206,7 +206,7 @@ func ConsistencyProof(old, new uint64, get NodeSource) ([]Hash, error) {
 	}
 	// SUBPROOF(m, D[begin:end], whole) walked down from the root; the
 	// siblings found on the way come out innermost first.
-	var sibs []Hash
+	sibs := make([]Hash, 0, TreeDepth(new))
 	begin, end, m, whole := uint64(0), new, old, true
 	for m != end-begin {
 		k := split(end - begin)

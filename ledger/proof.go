@@ -12,7 +12,7 @@ var ErrProofInvalid = errors.New("invalid Merkle proof")
 
 // The verifiers are RFC 9162's algorithms step by step. They take sizes and
 // hashes from anyone, so they check every length before hashing, do work
-// bounded by the expected proof length (at most about 128 hashes), and never
+// bounded by the expected proof length (at most 65 hashes), and never
 // panic. Note that a proof binds a tree size only through the shape of the
 // tree: RFC 9162 verification of the same path can succeed for another size
 // whose tree has the same shape around the leaf (leaf 0 in sizes 5 and 6,
@@ -32,16 +32,16 @@ func VerifyInclusion(leaf Hash, index, size uint64, proof []Hash, root Hash) err
 		return fmt.Errorf("verify inclusion of leaf %d in tree of size %d: proof has %d hashes, want %d: %w",
 			index, size, len(proof), want, ErrProofInvalid)
 	}
+	// RFC 9162 steps 2 to 5. Its checks on sn (step 4a: a path too long;
+	// step 5: too short) cannot fail once the length is right, and the
+	// length check above is what makes them so.
 	fn, sn := index, size-1
 	r := leaf
 	for _, p := range proof {
-		if sn == 0 {
-			return fmt.Errorf("verify inclusion of leaf %d in tree of size %d: proof too long: %w", index, size, ErrProofInvalid)
-		}
 		if fn&1 == 1 || fn == sn {
 			r = NodeHash(p, r)
-			// Skip the levels where the node is its parent's only
-			// path upwards: the right border of the tree.
+			// Skip the levels where the node has no sibling: it is on
+			// the tree's right border and its parent is itself.
 			for fn&1 == 0 && fn != 0 {
 				fn, sn = fn>>1, sn>>1
 			}
@@ -49,9 +49,6 @@ func VerifyInclusion(leaf Hash, index, size uint64, proof []Hash, root Hash) err
 			r = NodeHash(r, p)
 		}
 		fn, sn = fn>>1, sn>>1
-	}
-	if sn != 0 {
-		return fmt.Errorf("verify inclusion of leaf %d in tree of size %d: proof too short: %w", index, size, ErrProofInvalid)
 	}
 	if r != root {
 		return fmt.Errorf("verify inclusion of leaf %d in tree of size %d: proof gives root %s, want %s: %w",
@@ -91,15 +88,14 @@ func VerifyConsistency(oldSize, newSize uint64, oldRoot, newRoot Hash, proof []H
 		path = append(path, oldRoot)
 		path = append(path, proof...)
 	}
+	// Steps 3 to 7, less the checks on sn (a path too long or too short),
+	// which the length check above makes sure cannot fail.
 	fn, sn := oldSize-1, newSize-1
 	for fn&1 == 1 {
 		fn, sn = fn>>1, sn>>1
 	}
 	fr, sr := path[0], path[0]
 	for _, c := range path[1:] {
-		if sn == 0 {
-			return fmt.Errorf("verify consistency of size %d with %d: proof too long: %w", oldSize, newSize, ErrProofInvalid)
-		}
 		if fn&1 == 1 || fn == sn {
 			fr = NodeHash(c, fr)
 			sr = NodeHash(c, sr)
@@ -110,9 +106,6 @@ func VerifyConsistency(oldSize, newSize uint64, oldRoot, newRoot Hash, proof []H
 			sr = NodeHash(sr, c)
 		}
 		fn, sn = fn>>1, sn>>1
-	}
-	if sn != 0 {
-		return fmt.Errorf("verify consistency of size %d with %d: proof too short: %w", oldSize, newSize, ErrProofInvalid)
 	}
 	if fr != oldRoot {
 		return fmt.Errorf("verify consistency of size %d with %d: proof gives old root %s, want %s: %w",
