@@ -1,0 +1,33 @@
+// Package mcp is logbook's MCP edge: the only package that imports the MCP
+// go-sdk. It publishes the 14 tools of the contract (shared/CONTRACT.md) with
+// their input and output JSON schemas, validates arguments, owns the result
+// envelope and the table from errors to ERR_* codes, and serves one session
+// over newline-delimited JSON-RPC on stdio. It implements no tool: every
+// tools/call goes to commands.Service.Do.
+//
+// Invariants:
+//
+//   - Every tools/call that reaches a handler, valid or not and whether or
+//     not the tool exists, goes through exactly one commands.Service.Do; an
+//     invalid one carries a *commands.InvalidInputError in Call.Invalid. Calls
+//     the SDK rejects before any handler (a malformed tools/call params
+//     object, a call before initialize) are answered with JSON-RPC errors and
+//     are not recorded.
+//   - Every tool result is an envelope, {"ok":true,"data":{...}} or
+//     {"ok":false,"error":{"code","message","details"}} with isError, present
+//     both as structuredContent and as the one text content item, and its bytes
+//     are exactly those that Server.Encode produced for the ledger to hash.
+//   - Errors map to codes in one place (errors.go). An unmapped error or a
+//     panic becomes ERR_INTERNAL with a generic message; the cause and stack go
+//     to the slog logger (stderr), never to the client.
+//   - Tool calls in flight run concurrently and share group commits; a client
+//     that needs an order waits for each reply.
+//   - Stdout carries only protocol messages, one per line. A malformed line is
+//     answered with a JSON-RPC error and the session goes on; a line longer
+//     than Options.MaxMessageBytes is not kept in memory.
+//   - A call with Call.Invalid == nil has arguments that passed the input
+//     schema: an object of known fields, each once, of the right types, in
+//     range, valid UTF-8, at most 64 levels deep. Call.Args are the bytes the
+//     client sent ("{}" when absent or null). Defaults in the schemas are
+//     documentation: the edge does not fill them in, commands does.
+package mcp

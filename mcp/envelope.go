@@ -1,0 +1,111 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The envelope every tool result carries (CONTRACT.md §1), both as
+// structuredContent and as the one text content item:
+//
+//	{"ok":true,"data":{...}}
+//	{"ok":false,"error":{"code":"ERR_…","message":"…","details":{...}}}
+type (
+	successEnvelope struct {
+		OK   bool `json:"ok"`
+		Data any  `json:"data"`
+	}
+	failureEnvelope struct {
+		OK    bool    `json:"ok"`
+		Error failure `json:"error"`
+	}
+)
+
+var okPrefix = []byte(`{"ok":true,`)
+
+// Encode turns a call's outcome into the contract's outcome code ("OK" or an
+// ERR_* code) and the exact reply bytes sent to the client: the success
+// envelope around result when err is nil, else the failure envelope of the
+// error table (errors.go). It is the Encode of every commands.Call this
+// server makes, so the bytes the ledger hashes are the bytes sent.
+//
+// result must marshal to a JSON object (nil or null is taken as {}). Encode never
+// fails or panics: an error it cannot map, a result it cannot marshal, or a
+// panic in a MarshalJSON becomes ERR_INTERNAL, with the cause logged.
+func (s *Server) Encode(result any, err error) (code string, reply []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("encode panicked", "panic", p, "stack", string(debug.Stack()))
+			code, reply = internalReply()
+		}
+	}()
+	if err != nil {
+		f, ok := classify(err)
+		if !ok {
+			s.log.Error("unmapped error answered as ERR_INTERNAL", "error", err)
+		}
+		return encodeFailure(f)
+	}
+	data, merr := marshal(result)
+	if merr != nil {
+		s.log.Error("cannot marshal result", "error", merr, "type", fmt.Sprintf("%T", result))
+		return internalReply()
+	}
+	if string(data) == "null" { // nil, or a nil map or pointer
+		data = []byte("{}")
+	}
+	if data[0] != '{' {
+		s.log.Error("result is not a JSON object", "type", fmt.Sprintf("%T", result))
+		return internalReply()
+	}
+	b, merr := marshal(successEnvelope{OK: true, Data: json.RawMessage(data)})
+	if merr != nil {
+		s.log.Error("cannot marshal envelope", "error", merr)
+		return internalReply()
+	}
+	return CodeOK, b
+}
+
+func encodeFailure(f failure) (string, []byte) {
+	b, err := marshal(failureEnvelope{Error: f})
+	if err != nil { // the details types all marshal; keep the reply well-formed anyway
+		return internalReply()
+	}
+	return f.Code, b
+}
+
+// internalReply is the ERR_INTERNAL envelope; its bytes are fixed.
+func internalReply() (string, []byte) {
+	return CodeInternal, []byte(`{"ok":false,"error":{"code":"ERR_INTERNAL","message":"` + internalMessage + `","details":{}}}`)
+}
+
+// toolResult wraps reply bytes into the MCP result: structuredContent and one
+// text item carry the same JSON, and isError is set for a failure envelope.
+func toolResult(reply []byte) *sdk.CallToolResult {
+	return &sdk.CallToolResult{
+		Content:           []sdk.Content{&sdk.TextContent{Text: string(reply)}},
+		StructuredContent: json.RawMessage(reply),
+		IsError:           !bytes.HasPrefix(reply, okPrefix),
+	}
+}
+
+// envelopeSchema is a tool's outputSchema: the envelope around the tool's
+// data. It accepts both the success and the failure envelope, because the
+// TypeScript SDK client validates structuredContent against it on every
+// result, isError included. It is never stricter than commands' output: no
+// additionalProperties:false, no required data fields, optional fields nullable.
+func envelopeSchema(data *schema) *schema {
+	return object("The logbook envelope: {\"ok\":true,\"data\":{...}} on success, {\"ok\":false,\"error\":{...}} on failure (with isError).",
+		prop("ok", boolean("Whether the call succeeded.")),
+		prop("data", data),
+		prop("error", object("Present when ok is false.",
+			prop("code", enum("Stable error code.", errorCodes...)),
+			prop("message", str("Human-readable explanation.")),
+			prop("details", object("Code-specific details, e.g. issues[] for ERR_INVALID_INPUT.")),
+		).require("code", "message")),
+	).require("ok")
+}

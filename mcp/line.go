@@ -1,0 +1,198 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// The framing of inbound messages: newline-delimited, each line bounded.
+
+// line is one inbound line, or the end of input (err != nil).
+type line struct {
+	data    []byte
+	tooLong bool
+	id      json.RawMessage // for a tooLong line: its id, if found
+	err     error
+}
+
+// readLine reads up to and including the next '\n'. A line's length is
+// counted without its "\n" or "\r\n". It keeps at most maxBytes+2 bytes of a
+// line; past that it only scans for the id.
+func readLine(r *bufio.Reader, maxBytes int) line {
+	var (
+		buf  []byte
+		scan *idScanner
+	)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if scan == nil && len(buf)+len(chunk) > maxBytes+2 {
+			scan = &idScanner{}
+			scan.feed(buf)
+			buf = nil
+		}
+		if scan != nil {
+			scan.feed(chunk)
+		} else {
+			buf = append(buf, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if scan == nil && len(bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte{'\n'}), []byte{'\r'})) > maxBytes {
+			scan = &idScanner{}
+			scan.feed(buf)
+		}
+		if scan != nil {
+			return line{tooLong: true, id: scan.result(), err: err}
+		}
+		return line{data: buf, err: err}
+	}
+}
+
+// requestID returns the id of a JSON object if it is a valid JSON-RPC id (a
+// string or a number), else nil.
+func requestID(data []byte) json.RawMessage {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return nil
+	}
+	return validID(m.ID)
+}
+
+func validID(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || len(raw) > 256 {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	switch v.(type) {
+	case string, float64:
+		return raw
+	}
+	return nil
+}
+
+// idScanner finds the top-level "id" member of a JSON object streamed through
+// it in pieces, keeping O(1) memory: it is how a line too long to keep still
+// gets its answer. It is best effort (an id spelled with escapes, or after a
+// syntax error, is not found).
+type idScanner struct {
+	depth    int
+	inString bool
+	escaped  bool
+
+	expectKey bool   // at depth 1, the next string is a key
+	inKey     bool   // reading a key at depth 1
+	key       []byte // the key so far, up to 3 bytes
+	keyLong   bool
+	isID      bool // the last key read was "id"
+	wantValue bool // after "id":, the value comes next
+	inValue   bool // reading the id's value
+	value     []byte
+	done      bool
+}
+
+func (s *idScanner) feed(b []byte) {
+	for _, c := range b {
+		if s.done {
+			return
+		}
+		s.step(c)
+	}
+}
+
+func (s *idScanner) step(c byte) {
+	if s.inString {
+		if s.inKey {
+			if len(s.key) < 3 {
+				s.key = append(s.key, c)
+			} else {
+				s.keyLong = true
+			}
+		}
+		if s.inValue {
+			s.keep(c)
+		}
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case c == '\\':
+			s.escaped = true
+		case c == '"':
+			s.inString = false
+			if s.inKey {
+				s.inKey = false
+				s.isID = !s.keyLong && string(s.key) == `id"`
+			}
+			if s.inValue {
+				s.done = true
+			}
+		}
+		return
+	}
+	if s.inValue { // a bare number
+		switch c {
+		case ',', '}', ' ', '\t', '\r', '\n':
+			s.done = true
+		default:
+			s.keep(c)
+		}
+		return
+	}
+	switch c {
+	case '"':
+		s.inString = true
+		switch {
+		case s.depth == 1 && s.wantValue:
+			s.wantValue, s.inValue = false, true
+			s.keep(c)
+		case s.depth == 1 && s.expectKey:
+			s.expectKey, s.inKey, s.key, s.keyLong = false, true, s.key[:0], false
+		}
+	case '{', '[':
+		if s.depth == 1 && s.wantValue { // an object or array is no id
+			s.done = true
+			return
+		}
+		s.depth++
+		if s.depth == 1 {
+			s.expectKey = c == '{'
+		}
+	case '}', ']':
+		s.depth--
+	case ':':
+		if s.depth == 1 && s.isID {
+			s.wantValue, s.isID = true, false
+		}
+	case ',':
+		if s.depth == 1 {
+			s.expectKey, s.isID = true, false
+		}
+	case ' ', '\t', '\r', '\n':
+	default:
+		if s.depth == 1 && s.wantValue {
+			s.wantValue, s.inValue = false, true
+			s.keep(c)
+		}
+	}
+}
+
+func (s *idScanner) keep(c byte) {
+	if len(s.value) < 257 {
+		s.value = append(s.value, c)
+	}
+}
+
+func (s *idScanner) result() json.RawMessage {
+	if !s.done && !s.inValue {
+		return nil
+	}
+	return validID(s.value)
+}

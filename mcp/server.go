@@ -1,0 +1,232 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/logbook-dev/logbook/commands"
+)
+
+// Options configure a Server.
+type Options struct {
+	Name    string // serverInfo.name; default "logbook"
+	Version string // serverInfo.version; default "dev"
+	// Instructions, if set, are sent to the client at initialization.
+	Instructions string
+	// Logger receives internal causes (unmapped errors, panics with their
+	// stack, transport trouble). Default slog.Default(), i.e. stderr: stdout
+	// belongs to the protocol.
+	Logger *slog.Logger
+	// MaxMessageBytes bounds one inbound JSON-RPC line; default DefaultMaxMessageBytes.
+	MaxMessageBytes int
+}
+
+// ToolSpec describes one tool as tools/list publishes it.
+type ToolSpec struct {
+	Name         string
+	Description  string
+	ReadOnly     bool            // the tool changes no domain state (it is still audited)
+	InputSchema  json.RawMessage // type object, additionalProperties false
+	OutputSchema json.RawMessage // type object: the envelope around the tool's data
+}
+
+// Server is logbook's MCP edge. It publishes the tools, validates every call's
+// arguments and hands every call, valid or not, to commands.Service.Do
+// exactly once, which records it and decides its outcome.
+type Server struct {
+	do      func(context.Context, commands.Call) ([]byte, error)
+	log     *slog.Logger
+	maxLine int
+	sdk     *sdk.Server
+	tools   []*tool
+	byName  map[string]*tool
+}
+
+// tool is one entry of the catalogue (task.go, thought.go, session.go, skill.go, system.go).
+type tool struct {
+	name        string
+	description string
+	readOnly    bool
+	in          *schema // the arguments object
+	out         *schema // the data of a success envelope
+	// check, if set, enforces rules that span fields, after the schema.
+	check func(args *value, add func(path, msg string))
+}
+
+// stages are the steps every tools/call goes through, in order.
+var stages = []string{"recover", "validate", "audit+commit"}
+
+// New returns a Server that runs tool calls on svc.
+func New(svc *commands.Service, opts Options) *Server {
+	if opts.Name == "" {
+		opts.Name = "logbook"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	s := &Server{
+		do:      svc.Do,
+		log:     opts.Logger,
+		maxLine: opts.MaxMessageBytes,
+		byName:  make(map[string]*tool),
+	}
+	for _, group := range [][]*tool{taskTools(), thoughtTools(), sessionTools(), skillTools(), systemTools()} {
+		for _, t := range group {
+			t.in.closed = true
+			s.tools = append(s.tools, t)
+			s.byName[t.name] = t
+		}
+	}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
+		Instructions: opts.Instructions,
+		Logger:       opts.Logger,
+		// Tools only: no logging capability, and the tool list never changes.
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	for _, t := range s.tools {
+		annotations := &sdk.ToolAnnotations{ReadOnlyHint: t.readOnly, OpenWorldHint: new(false)}
+		if !t.readOnly {
+			annotations.DestructiveHint = new(false) // the ledger only grows
+		}
+		s.sdk.AddTool(&sdk.Tool{
+			Name:         t.name,
+			Description:  t.description,
+			InputSchema:  t.in,
+			OutputSchema: envelopeSchema(t.out),
+			Annotations:  annotations,
+		}, s.handle)
+	}
+	// The SDK answers a call to an unknown tool with a JSON-RPC error before
+	// any handler runs. Every tools/call goes to handle here instead, so that
+	// known and unknown tools take one path and every call is audited.
+	s.sdk.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if call, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" && call.Params != nil {
+				return s.handle(ctx, call)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return s
+}
+
+// Tools describes the tools, in the contract's order.
+func (s *Server) Tools() []ToolSpec {
+	specs := make([]ToolSpec, 0, len(s.tools))
+	for _, t := range s.tools {
+		in, err := t.in.MarshalJSON()
+		if err != nil {
+			panic(fmt.Sprintf("tool %s: input schema: %v", t.name, err)) // static data
+		}
+		out, err := envelopeSchema(t.out).MarshalJSON()
+		if err != nil {
+			panic(fmt.Sprintf("tool %s: output schema: %v", t.name, err))
+		}
+		specs = append(specs, ToolSpec{t.name, t.description, t.readOnly, in, out})
+	}
+	return specs
+}
+
+// Stages names, in order, the steps every tool call goes through: recover (a
+// panic becomes ERR_INTERNAL), validate (the input schema and rules),
+// audit+commit (commands.Service.Do: the call's events and its tool.called
+// event, with the hash of the reply Encode made, in one durable commit).
+func (s *Server) Stages() []string { return append([]string(nil), stages...) }
+
+// Run serves one MCP session over newline-delimited JSON-RPC on in and out.
+// It returns nil when in ends or ctx is cancelled, in both cases only after
+// every call already read has been answered; calls read after that are not
+// taken. It returns an error if writing out fails or reading in fails other
+// than by ending. Run does not close in or out; a goroutine blocked reading in
+// may outlive it until in returns.
+func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	c := newConn(in, out, s.maxLine, s.log)
+	defer c.Close()
+	// The SDK's context would cancel in-flight calls abruptly; the connection
+	// turns ctx's cancellation into a drain instead.
+	session, err := s.sdk.Connect(context.WithoutCancel(ctx), transport{c}, nil)
+	if err != nil {
+		return fmt.Errorf("mcp connect: %w", err)
+	}
+	defer context.AfterFunc(ctx, c.stopReading)()
+	if err := session.Wait(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("mcp session: %w", err)
+	}
+	return nil
+}
+
+// handle runs one tools/call through the stages. It always returns a result,
+// never a protocol error: the answer to a call is an envelope.
+func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, _ error) {
+	defer func() { // stage recover
+		if p := recover(); p != nil {
+			s.log.Error("tool call panicked", "tool", req.Params.Name, "panic", p, "stack", string(debug.Stack()))
+			_, reply := internalReply()
+			res = toolResult(reply)
+		}
+	}()
+	args := req.Params.Arguments
+	if isAbsent(args) {
+		args = json.RawMessage("{}")
+	}
+	call := commands.Call{
+		Tool:    req.Params.Name,
+		Args:    args,
+		Client:  clientName(req.Session),
+		Invalid: s.validate(req.Params.Name, args),
+		Encode:  s.Encode,
+	}
+	// A call that reached the server is recorded even if the client stops
+	// waiting for it.
+	reply, err := s.do(context.WithoutCancel(ctx), call)
+	if err == nil && len(reply) == 0 {
+		err = errors.New("commands.Service.Do returned no reply")
+	}
+	if err != nil { // nothing of the call was recorded
+		_, reply = s.Encode(nil, err)
+	}
+	return toolResult(reply), nil
+}
+
+// validate is the validate stage: nil, the arguments' issues, or (for an
+// unknown tool) an issue naming it. A panic here still lets Do record the call.
+func (s *Server) validate(name string, args json.RawMessage) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("validation panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
+			err = errValidationPanicked
+		}
+	}()
+	t := s.byName[name]
+	if t == nil {
+		return commands.Invalid("name", "unknown tool %q", name)
+	}
+	return validate(t, args)
+}
+
+// errValidationPanicked is unmapped on purpose: the call is answered (and
+// recorded) as ERR_INTERNAL.
+var errValidationPanicked = errors.New("argument validation panicked")
+
+func clientName(ss *sdk.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		return p.ClientInfo.Name
+	}
+	return ""
+}

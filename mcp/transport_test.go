@@ -1,0 +1,441 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/logbook-dev/logbook/commands"
+)
+
+const parseError = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`
+
+// ping sends a tools/call server_ping and checks that it is answered.
+func (c *session) ping() {
+	c.t.Helper()
+	res := c.toolCall("server_ping", "")
+	if res["isError"] == true {
+		c.t.Fatalf("server_ping failed: %v", res)
+	}
+}
+
+func TestMalformedLineGetsParseErrorAndSessionGoesOn(t *testing.T) {
+	f := &fakeDo{}
+	s, _ := newTestServer(t, f.do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	for _, bad := range []string{`{not json`, `{"jsonrpc":"2.0","id":1,"method":"ping"`, "\x00\x01", `{"a":1}}`, `tru`} {
+		c.send(bad)
+		if got := c.recvLine(); got != parseError {
+			t.Errorf("after %q got %s, want %s", bad, got, parseError)
+		}
+		c.ping()
+	}
+}
+
+func TestParseErrorBeforeInitialize(t *testing.T) {
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.send(`garbage`)
+	if got := c.recvLine(); got != parseError {
+		t.Errorf("got %s, want %s", got, parseError)
+	}
+	c.initialize()
+	c.ping()
+}
+
+func TestBlankLinesIgnored(t *testing.T) {
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.send("")
+	c.send("   \t")
+	c.send("\r")
+	c.initialize()
+	c.send("")
+	c.ping() // the next line out is the ping's answer, not an error for the blanks
+}
+
+func TestInvalidRequests(t *testing.T) {
+	tests := []struct{ line, want string }{
+		{`[]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batches are not supported"}}`},
+		{`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batches are not supported"}}`},
+		{`42`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
+		{`"ping"`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
+		{`{"foo":1}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
+		{`{"id":7,"method":"ping"}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid Request"}}`},
+		{`{"jsonrpc":"1.0","id":"a","method":"ping"}`, `{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"Invalid Request"}}`},
+		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
+	}
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	for _, tt := range tests {
+		c.send(tt.line)
+		if got := c.recvLine(); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.line, got, tt.want)
+		}
+	}
+	c.ping()
+}
+
+// hugeCall is a tools/call line of at least n bytes, with the id placed
+// before or (as the TypeScript SDK writes it) after the params.
+func hugeCall(n int, id string, idLast bool) string {
+	pad := strings.Repeat("x", n)
+	params := `{"name":"task_create","arguments":{"title":"` + pad + `","project":"p","labels":["a\"b",{"id":3}]}}`
+	if idLast {
+		return `{"method":"tools/call","params":` + params + `,"jsonrpc":"2.0","id":` + id + `}`
+	}
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
+}
+
+func TestHugeLineIsAnsweredAndSessionGoesOn(t *testing.T) {
+	f := &fakeDo{}
+	s, _ := newTestServer(t, f.do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	for _, tt := range []struct {
+		id     string
+		idLast bool
+	}{{"9001", false}, {`"abc"`, true}} {
+		line := hugeCall(20<<20, tt.id, tt.idLast)
+		sent := make(chan error, 1)
+		go func() { _, err := io.WriteString(c.in, line+"\n"); sent <- err }()
+		want := `{"jsonrpc":"2.0","id":` + tt.id + `,"error":{"code":-32600,"message":"Request too large: a message may be at most 4194304 bytes"}}`
+		if got := c.recvLine(); got != want {
+			t.Errorf("got %s\nwant %s", got, want)
+		}
+		if err := <-sent; err != nil {
+			t.Fatal(err)
+		}
+		c.ping()
+	}
+	if n := len(f.recorded()); n != 2 { // the two pings only
+		t.Errorf("Do ran %d times, want 2", n)
+	}
+}
+
+func TestMessageSizeLimitIsExact(t *testing.T) {
+	const limit = 300
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{MaxMessageBytes: limit})
+	c := startSession(t, s)
+	c.initialize()
+	call := func(n int) string { // a ping tools/call of exactly n bytes
+		base := `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"server_ping","arguments":{}},"pad":""}`
+		return strings.Replace(base, `"pad":""`, `"pad":"`+strings.Repeat("p", n-len(base))+`"`, 1)
+	}
+	c.send(call(limit))
+	if got := c.recv(); got["id"] != float64(77) || got["result"] == nil {
+		t.Errorf("a message of exactly the limit: %v", got)
+	}
+	c.send(call(limit + 1))
+	if got := c.recvLine(); !strings.Contains(got, `"id":77,"error":{"code":-32600,"message":"Request too large`) {
+		t.Errorf("a message one byte over the limit: %s", got)
+	}
+	c.send(call(limit) + "\r") // CRLF line ends count as line ends
+	if got := c.recv(); got["result"] == nil {
+		t.Errorf("CRLF: %v", got)
+	}
+}
+
+func TestLastLineWithoutNewline(t *testing.T) {
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	io.WriteString(c.in, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"server_ping"}}`)
+	c.in.Close()
+	if got := c.recv(); got["id"] != float64(5) || got["result"] == nil {
+		t.Errorf("got %v", got)
+	}
+	if err := c.wait(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+func TestEOFReturnsNil(t *testing.T) {
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	c.ping()
+	c.in.Close()
+	if err := c.wait(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	if _, err := c.out.ReadByte(); err != io.EOF {
+		t.Errorf("output after the session: %v", err)
+	}
+}
+
+func TestEOFWithoutAnyInput(t *testing.T) {
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.in.Close()
+	if err := c.wait(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+// blockingDo is a Do that holds every call until released.
+type blockingDo struct {
+	entered chan string
+	release chan struct{}
+	ctxErr  chan error
+}
+
+func newBlockingDo() *blockingDo {
+	return &blockingDo{entered: make(chan string, 16), release: make(chan struct{}), ctxErr: make(chan error, 16)}
+}
+
+func (b *blockingDo) do(ctx context.Context, call commands.Call) ([]byte, error) {
+	b.entered <- call.Tool
+	<-b.release
+	b.ctxErr <- ctx.Err()
+	_, reply := call.Encode(map[string]any{"tool": call.Tool}, call.Invalid)
+	return reply, nil
+}
+
+func TestInFlightCallsAreAnsweredAfterEOF(t *testing.T) {
+	b := newBlockingDo()
+	s, _ := newTestServer(t, b.do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	id1 := c.request("tools/call", map[string]any{"name": "server_ping"})
+	if tool := <-b.entered; tool != "server_ping" {
+		t.Fatalf("first call in Do: %s", tool)
+	}
+	// A second call is in flight too, then stdin ends.
+	id2 := c.request("tools/call", map[string]any{"name": "task_get", "arguments": map[string]any{"task_id": "T-0001"}})
+	c.in.Close()
+	close(b.release)
+	answered := map[float64]bool{}
+	for range 2 {
+		resp := c.recv()
+		if resp["result"] == nil {
+			t.Errorf("got %v, want a result", resp)
+		}
+		answered[resp["id"].(float64)] = true
+	}
+	if !answered[float64(id1)] || !answered[float64(id2)] {
+		t.Errorf("answered %v, want calls %d and %d", answered, id1, id2)
+	}
+	if err := c.wait(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	for range 2 {
+		if err := <-b.ctxErr; err != nil {
+			t.Errorf("Do's context was cancelled: %v", err)
+		}
+	}
+}
+
+func TestDuplicateIDDoesNotWedgeToolCalls(t *testing.T) {
+	b := newBlockingDo()
+	s, _ := newTestServer(t, b.do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	id := c.request("tools/call", map[string]any{"name": "server_ping"})
+	<-b.entered
+	// The same id while the call runs: the SDK drops such a request
+	// unanswered, or serves it if the call has finished by the time it looks.
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id))
+	close(b.release)
+	c.send(`{"jsonrpc":"2.0","id":999,"method":"tools/call","params":{"name":"server_ping"}}`)
+	var sawCall, sawNext bool
+	for !sawCall || !sawNext {
+		resp := c.recv()
+		if resp["id"] == float64(999) {
+			if resp["result"] == nil {
+				t.Errorf("the next tool call: %v", resp)
+			}
+			sawNext = true
+			continue
+		}
+		if resp["id"] != float64(id) {
+			t.Fatalf("unexpected %v", resp)
+		}
+		if res, _ := resp["result"].(map[string]any); res["content"] != nil {
+			sawCall = true
+		}
+	}
+	if !sawCall {
+		t.Errorf("the original call was not answered")
+	}
+}
+
+func TestPipelinedCallsRunConcurrently(t *testing.T) {
+	// Every call waits until all n have arrived: this passes only if the
+	// transport hands tool calls out without waiting for earlier replies.
+	const n = 8
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	f := &fakeDo{result: func(call commands.Call) (any, error) {
+		arrived.Done()
+		arrived.Wait()
+		return nil, nil
+	}}
+	s, _ := newTestServer(t, f.do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"task_get","arguments":{"task_id":"T-%04d"}}}`+"\n", 100+i, i+1)
+	}
+	go io.WriteString(c.in, lines.String())
+	seen := map[float64]bool{}
+	for range n {
+		seen[c.recv()["id"].(float64)] = true
+	}
+	if len(seen) != n {
+		t.Errorf("got %d distinct replies, want %d", len(seen), n)
+	}
+}
+
+func TestCancelDrainsInFlightCalls(t *testing.T) {
+	b := newBlockingDo()
+	s, _ := newTestServer(t, b.do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	id := c.request("tools/call", map[string]any{"name": "task_create", "arguments": map[string]any{"title": "t", "project": "p"}})
+	<-b.entered
+	c.cancel() // SIGTERM
+	close(b.release)
+	resp := c.recv()
+	if resp["id"] != float64(id) || resp["result"] == nil {
+		t.Errorf("in-flight call not answered: %v", resp)
+	}
+	if err := c.wait(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	if err := <-b.ctxErr; err != nil {
+		t.Errorf("Do's context was cancelled: %v", err)
+	}
+}
+
+func TestCancelWhenIdle(t *testing.T) {
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	c.ping()
+	c.cancel()
+	if err := c.wait(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+func TestWriteFailureEndsRun(t *testing.T) {
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	inR, inW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background(), inR, failingWriter{}) }()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`+"\n")
+	err := <-done
+	inW.Close()
+	if err == nil || !strings.Contains(err.Error(), "stdout is gone") {
+		t.Errorf("Run = %v, want the write error", err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, fmt.Errorf("stdout is gone") }
+
+func TestConcurrentRepliesAreWholeLines(t *testing.T) {
+	// Tool calls and tools/list run concurrently, so large replies of both
+	// kinds are written concurrently.
+	f := &fakeDo{result: func(call commands.Call) (any, error) {
+		return map[string]any{"pad": strings.Repeat("s", 100<<10)}, nil
+	}}
+	s, _ := newTestServer(t, f.do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	const n = 40
+	go func() {
+		for i := range n {
+			if i%2 == 0 {
+				c.request("tools/call", map[string]any{"name": "server_health"})
+			} else {
+				c.request("tools/list", map[string]any{})
+			}
+		}
+	}()
+	seen := map[float64]bool{}
+	for range n {
+		line := c.recvLine()
+		var resp struct {
+			ID     float64 `json:"id"`
+			Result struct {
+				StructuredContent json.RawMessage `json:"structuredContent"`
+				Tools             []any           `json:"tools"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &resp); err != nil {
+			t.Fatalf("a reply is not one JSON line: %v", err)
+		}
+		seen[resp.ID] = true
+		// ids count on from initialize's 1: even ids are the tool calls.
+		if int(resp.ID)%2 == 0 && !bytes.Contains(resp.Result.StructuredContent, []byte(strings.Repeat("s", 100<<10))) {
+			t.Errorf("tool reply %v lost its payload", resp.ID)
+		}
+		if int(resp.ID)%2 == 1 && len(resp.Result.Tools) != len(contractTools) {
+			t.Errorf("tools/list reply %v has %d tools", resp.ID, len(resp.Result.Tools))
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("got %d distinct replies, want %d", len(seen), n)
+	}
+}
+
+func TestIDScanner(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":12,"method":"x"}`, `12`},
+		{`{"method":"x","params":{"id":1,"a":["id",{"id":2}]},"id":"q\"r"}`, `"q\"r"`},
+		{`{"id" : -3.5e2 }`, `-3.5e2`},
+		{`{"idx":1,"xid":2,"id":3}`, `3`},
+		{`{"id":null}`, ``},
+		{`{"id":{"a":1}}`, ``},
+		{`{"id":true}`, ``},
+		{`{"method":"x"}`, ``},
+		{`["id",1]`, ``},
+		{`{"a":"\\","id":4}`, `4`},
+	}
+	for _, tt := range tests {
+		for _, chunk := range []int{1, 3, 1000} { // the scanner must not care how the line is cut
+			var sc idScanner
+			for i := 0; i < len(tt.in); i += chunk {
+				sc.feed([]byte(tt.in[i:min(i+chunk, len(tt.in))]))
+			}
+			if got := string(sc.result()); got != tt.want {
+				t.Errorf("scan(%s) in chunks of %d = %q, want %q", tt.in, chunk, got, tt.want)
+			}
+		}
+	}
+}
+
+func TestReadLineKeepsBoundedMemory(t *testing.T) {
+	// A 20 MiB line is scanned through, not kept.
+	line := hugeCall(20<<20, "1", true) + "\n" + `{"next":1}` + "\n"
+	r := bufio.NewReaderSize(strings.NewReader(line), 64<<10)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	l := readLine(r, 1<<20)
+	runtime.ReadMemStats(&after)
+	if !l.tooLong || l.data != nil || string(l.id) != "1" || l.err != nil {
+		t.Fatalf("readLine = tooLong %v, %d bytes kept, id %s, err %v", l.tooLong, len(l.data), l.id, l.err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Errorf("reading a 20 MiB line allocated %d bytes; want it bounded by the 1 MiB limit, not the line", alloc)
+	}
+	if l := readLine(r, 1<<20); string(l.data) != `{"next":1}`+"\n" {
+		t.Errorf("next line = %q", l.data)
+	}
+	if l := readLine(r, 1<<20); l.err != io.EOF || len(l.data) != 0 {
+		t.Errorf("at the end: %q %v", l.data, l.err)
+	}
+}
