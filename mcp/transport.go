@@ -27,6 +27,38 @@ const DefaultMaxMessageBytes = 4 << 20
 // without bound. No handler waits on the client, so this cannot deadlock.
 const maxInFlight = 64
 
+// maxNesting is the deepest JSON a message may have; the SDK refuses deeper
+// messages anyway, and Go's JSON scanner cannot read past 10,000 levels.
+const maxNesting = 1000
+
+// nestedDeeper reports whether data (JSON or not) opens more than limit
+// arrays or objects at once, counting brackets outside strings.
+func nestedDeeper(data []byte, limit int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch b {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '[' || b == '{':
+			if depth++; depth > limit {
+				return true
+			}
+		case b == ']' || b == '}':
+			depth--
+		}
+	}
+	return false
+}
+
 // JSON-RPC answers the connection writes itself, to lines the SDK never sees.
 const (
 	parseErrorMessage     = "Parse error"
@@ -197,6 +229,13 @@ func (c *conn) decode(l line) jsonrpc.Message {
 	}
 	data := bytes.TrimSpace(l.data)
 	if len(data) == 0 {
+		return nil
+	}
+	if nestedDeeper(data, maxNesting) {
+		// Answered by id where one can be found: the client is waiting on it.
+		var sc idScanner
+		sc.feed(data)
+		c.writeError(sc.result(), jsonrpc.CodeInvalidRequest, invalidRequestMessage+": nested deeper than "+strconv.Itoa(maxNesting)+" levels")
 		return nil
 	}
 	if !json.Valid(data) {

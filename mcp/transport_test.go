@@ -439,3 +439,37 @@ func TestReadLineKeepsBoundedMemory(t *testing.T) {
 		t.Errorf("at the end: %q %v", l.data, l.err)
 	}
 }
+
+func TestDeeplyNestedRequestIsAnsweredByID(t *testing.T) {
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	deep := strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000)
+	c.send(`{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"thought_record","arguments":{"metadata":` + deep + `}}}`)
+	resp := c.recv()
+	if resp["id"] != float64(77) {
+		t.Fatalf("reply %v, want one for id 77", resp)
+	}
+	if e, _ := resp["error"].(map[string]any); e == nil || e["code"] != float64(-32600) {
+		t.Errorf("reply %v, want -32600", resp)
+	}
+	c.ping() // the session goes on
+}
+
+func TestNestedDeeper(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{`[[[1]]]`, false},
+		{`[[[[1]]]]`, true},
+		{`{"a":"[[[[[[["}`, false},
+		{`{"a":"\"[[[[[["}`, false},
+		{`{"a":{"b":{"c":{}}}}`, true},
+	}
+	for _, tt := range tests {
+		if got := nestedDeeper([]byte(tt.in), 3); got != tt.want {
+			t.Errorf("nestedDeeper(%s, 3) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}

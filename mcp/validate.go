@@ -201,6 +201,7 @@ func (p *parser) fromToken(tok json.Token, span []byte, path string, depth int) 
 
 func (p *parser) object(path string, depth int) *value {
 	v := &value{kind: kindObject}
+	seen := map[string]bool{}
 	for p.dec.More() {
 		tok, span, err := p.token()
 		if err != nil {
@@ -210,9 +211,10 @@ func (p *parser) object(path string, depth int) *value {
 		key, _ := tok.(string)
 		kp := join(path, key)
 		p.checkText(span, kp)
-		if v.get(key) != nil {
+		if seen[key] {
 			p.is.add(kp, "appears more than once")
 		}
+		seen[key] = true
 		m := p.value(kp, depth+1)
 		if m == nil {
 			return nil

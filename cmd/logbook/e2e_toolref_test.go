@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/mcp"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// toolRefPath is the generated tool reference, relative to this package.
+var toolRefPath = filepath.Join("..", "..", "mcp", "TOOLS.md")
+
+func init() {
+	// Another test file of the package may define -update already.
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite generated files (mcp/TOOLS.md)")
+	}
+}
+
+func updateFlag() bool {
+	f := flag.Lookup("update")
+	if f == nil {
+		return false
+	}
+	v, _ := strconv.ParseBool(f.Value.String())
+	return v
+}
+
+// TestToolReference renders the registered tool specs (mcp.Server.Tools:
+// name, description, input fields with type, constraints and default, output
+// fields) into mcp/TOOLS.md and fails if the committed file differs.
+// Regenerate with: go test ./cmd/logbook -run TestToolReference -update
+func TestToolReference(t *testing.T) {
+	t.Parallel()
+	l, err := ledger.Open(filepath.Join(t.TempDir(), "ref.db"), ledger.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	svc, err := commands.New(l, commands.Options{Skills: &projections.Skills{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := renderToolReference(t, mcp.New(svc, mcp.Options{}).Tools())
+
+	if updateFlag() {
+		if err := os.MkdirAll(filepath.Dir(toolRefPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(toolRefPath, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(toolRefPath)
+	if err != nil {
+		t.Fatalf("%v: generate it with go test ./cmd/logbook -run TestToolReference -update", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("mcp/TOOLS.md is out of date with the registered tools: regenerate it with\n\tgo test ./cmd/logbook -run TestToolReference -update\n%s", refLineDiff(string(want), string(got)))
+	}
+}
+
+// refSchema is the part of a published JSON Schema the reference shows.
+type refSchema struct {
+	Type          any        `json:"type"` // a name or a list of names
+	Description   string     `json:"description"`
+	Enum          []string   `json:"enum"`
+	Default       any        `json:"default"`
+	MinLength     *int       `json:"minLength"`
+	MaxLength     *int       `json:"maxLength"`
+	Pattern       string     `json:"pattern"`
+	Format        string     `json:"format"`
+	Minimum       *float64   `json:"minimum"`
+	Maximum       *float64   `json:"maximum"`
+	MaxItems      *int       `json:"maxItems"`
+	MinProperties *int       `json:"minProperties"`
+	Items         *refSchema `json:"items"`
+	Required      []string   `json:"required"`
+	// Properties keeps the published order, which json.Unmarshal into a map would lose.
+	Properties refProps `json:"properties"`
+}
+
+type refProp struct {
+	Name   string
+	Schema *refSchema
+}
+
+type refProps []refProp
+
+func (p *refProps) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var s refSchema
+		if err := dec.Decode(&s); err != nil {
+			return err
+		}
+		*p = append(*p, refProp{tok.(string), &s})
+	}
+	return nil
+}
+
+func (s *refSchema) typeName() string {
+	switch t := s.Type.(type) {
+	case string:
+		if t == "array" && s.Items != nil {
+			return "array of " + s.Items.typeName()
+		}
+		return t
+	case []any:
+		var names []string
+		for _, x := range t {
+			name := fmt.Sprint(x)
+			if name == "array" && s.Items != nil {
+				name += " of " + s.Items.typeName()
+			}
+			names = append(names, name)
+		}
+		return strings.Join(names, " or ")
+	}
+	return "any"
+}
+
+func refNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// constraints lists what the schema restricts, in words.
+func (s *refSchema) constraints() []string {
+	var c []string
+	if len(s.Enum) > 0 {
+		c = append(c, "one of `"+strings.Join(s.Enum, "`, `")+"`")
+	}
+	switch {
+	case s.MinLength != nil && s.MaxLength != nil:
+		c = append(c, fmt.Sprintf("%d–%d chars", *s.MinLength, *s.MaxLength))
+	case s.MaxLength != nil:
+		c = append(c, fmt.Sprintf("≤ %d chars", *s.MaxLength))
+	case s.MinLength != nil:
+		c = append(c, fmt.Sprintf("≥ %d chars", *s.MinLength))
+	}
+	switch {
+	case s.Minimum != nil && s.Maximum != nil:
+		c = append(c, refNum(*s.Minimum)+"–"+refNum(*s.Maximum))
+	case s.Minimum != nil:
+		c = append(c, "≥ "+refNum(*s.Minimum))
+	case s.Maximum != nil:
+		c = append(c, "≤ "+refNum(*s.Maximum))
+	}
+	if s.Pattern != "" {
+		c = append(c, "pattern `"+s.Pattern+"`")
+	}
+	if s.Format != "" {
+		c = append(c, "format "+s.Format)
+	}
+	if s.MaxItems != nil {
+		c = append(c, fmt.Sprintf("≤ %d items", *s.MaxItems))
+	}
+	if s.Items != nil {
+		for _, ic := range s.Items.constraints() {
+			c = append(c, "each "+ic)
+		}
+	}
+	return c
+}
+
+func refCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// renderToolReference writes the reference in Markdown.
+func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("# logbook tool reference\n\n")
+	b.WriteString("<!-- Generated from the registered tool specs by TestToolReference (cmd/logbook/e2e_toolref_test.go).\n")
+	b.WriteString("     Do not edit: regenerate with  go test ./cmd/logbook -run TestToolReference -update -->\n\n")
+	fmt.Fprintf(&b, "`logbook serve` publishes %d tools over MCP (stdio). This page is rendered from the schemas the server\n", len(specs))
+	b.WriteString("itself publishes in `tools/list`, so it cannot drift from them.\n\n")
+	b.WriteString("Every result carries the same JSON as `structuredContent` and as one text item:\n")
+	b.WriteString("`{\"ok\":true,\"data\":{…}}` on success, `{\"ok\":false,\"error\":{\"code\",\"message\",\"details\"}}` with\n")
+	b.WriteString("`isError: true` on failure (invalid arguments included). The *Returns* lists below are the fields of `data`.\n")
+	b.WriteString("Every call, read or write, valid or not, is recorded as one `tool.called` event in the ledger.\n")
+	b.WriteString("Input objects reject unknown fields.\n\n")
+
+	var codes []string
+	b.WriteString("| tool | kind | summary |\n|---|---|---|\n")
+	for _, sp := range specs {
+		kind := "write"
+		if sp.ReadOnly {
+			kind = "read"
+		}
+		summary, _, _ := strings.Cut(sp.Description, "; ")
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s |\n", sp.Name, sp.Name, kind, refCell(summary))
+	}
+	b.WriteString("\n")
+
+	for _, sp := range specs {
+		var in, out refSchema
+		if err := json.Unmarshal(sp.InputSchema, &in); err != nil {
+			t.Fatalf("%s input schema: %v", sp.Name, err)
+		}
+		if err := json.Unmarshal(sp.OutputSchema, &out); err != nil {
+			t.Fatalf("%s output schema: %v", sp.Name, err)
+		}
+		fmt.Fprintf(&b, "## %s\n\n", sp.Name)
+		if sp.ReadOnly {
+			b.WriteString("*Read-only* (still audited).")
+		} else {
+			b.WriteString("*Mutating* (answers `ERR_READ_ONLY` on a `--read-only` server).")
+		}
+		b.WriteString(" " + sp.Description + "\n\n")
+		if len(in.Properties) == 0 {
+			b.WriteString("**Arguments:** none (`{}`).\n\n")
+		} else {
+			b.WriteString("**Arguments**")
+			if in.MinProperties != nil && *in.MinProperties > 1 {
+				fmt.Fprintf(&b, " (at least %d fields in all)", *in.MinProperties)
+			}
+			b.WriteString("\n\n| field | type | required | constraints | default | description |\n|---|---|---|---|---|---|\n")
+			for _, p := range in.Properties {
+				req := ""
+				if slices.Contains(in.Required, p.Name) {
+					req = "yes"
+				}
+				def := ""
+				if p.Schema.Default != nil {
+					raw, _ := json.Marshal(p.Schema.Default)
+					def = "`" + string(raw) + "`"
+				}
+				fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", p.Name, p.Schema.typeName(), req,
+					refCell(strings.Join(p.Schema.constraints(), "; ")), def, refCell(p.Schema.Description))
+			}
+			b.WriteString("\n")
+		}
+		var data *refSchema
+		for _, p := range out.Properties {
+			switch p.Name {
+			case "data":
+				data = p.Schema
+			case "error":
+				for _, ep := range p.Schema.Properties {
+					if ep.Name == "code" && codes == nil {
+						codes = ep.Schema.Enum
+					}
+				}
+			}
+		}
+		if data != nil && len(data.Properties) > 0 {
+			b.WriteString("**Returns:** ")
+			var fields []string
+			for _, p := range data.Properties {
+				f := "`" + p.Name + "` (" + p.Schema.typeName() + ")"
+				fields = append(fields, f)
+			}
+			b.WriteString(strings.Join(fields, ", ") + ".\n\n")
+		}
+	}
+	if len(codes) > 0 {
+		b.WriteString("## Error codes\n\n")
+		b.WriteString("A failure's `error.code` is one of these stable codes (new ones may be added, none renamed):\n")
+		for _, c := range codes {
+			fmt.Fprintf(&b, "`%s`", c)
+			if c != codes[len(codes)-1] {
+				b.WriteString(", ")
+			}
+		}
+		b.WriteString(".\n")
+	}
+	return b.Bytes()
+}
+
+// refLineDiff shows the first differing lines of want and got.
+func refLineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var out strings.Builder
+	shown := 0
+	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			fmt.Fprintf(&out, "line %d:\n  committed: %s\n  generated: %s\n", i+1, a, b)
+			shown++
+		}
+	}
+	return out.String()
+}
