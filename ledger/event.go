@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -126,16 +127,36 @@ func DecodeEvent(raw []byte) (Event, error) {
 			return fail("subject", err)
 		}
 	}
-	if e.Payload, err = d.DecodeBytes(); err != nil {
+	// A bin's length is checked against what is left of raw before
+	// anything is allocated for it: the msgpack reader would allocate the
+	// claimed length (up to 4 GiB) first.
+	bin := func() ([]byte, error) {
+		n, err := d.DecodeBytesLen()
+		if err != nil || n < 0 {
+			return nil, err
+		}
+		if n > r.Len() {
+			return nil, io.ErrUnexpectedEOF
+		}
+		b := make([]byte, n)
+		return b, d.ReadFull(b)
+	}
+	if e.Payload, err = bin(); err != nil {
 		return fail("payload", err)
 	}
-	prev, err := d.DecodeBytes()
+	prev, err := bin()
 	if err != nil || len(prev) != len(e.Prev) {
 		return fail("prev hash", err)
 	}
 	copy(e.Prev[:], prev)
 	if r.Len() != 0 {
 		return fail("trailing bytes", nil)
+	}
+	// Each element has one encoding, its shortest: anything else (a longer
+	// integer form, str8 or bin for a short string, a version beyond
+	// uint16) decodes leniently above, and is refused here.
+	if canon, err := e.Encode(); err != nil || !bytes.Equal(canon, raw) {
+		return fail("not the canonical encoding", err)
 	}
 	return e, nil
 }

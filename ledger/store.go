@@ -193,7 +193,19 @@ func (l *Ledger) Update(fn func(*Tx) error) error {
 	case <-l.quit:
 		return ErrClosed
 	}
-	return <-r.done
+	// With quit closed the send above may still win the select; once the
+	// committer has stopped, nothing will answer a request it did not take.
+	select {
+	case err := <-r.done:
+		return err
+	case <-l.done:
+		select {
+		case err := <-r.done: // answered before it stopped
+			return err
+		default:
+			return ErrClosed
+		}
+	}
 }
 
 // View runs fn in a read transaction under a shared lock. Keep it short:

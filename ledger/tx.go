@@ -3,10 +3,12 @@ package ledger
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Head is the last event of the log: its sequence number (the log's size)
@@ -238,7 +240,7 @@ func (tx *Tx) Space(name string) (*Space, error) {
 // DropSpace deletes a space and everything in it (rebuilds start here).
 func (tx *Tx) DropSpace(name string) error {
 	err := tx.btx.Bucket(bucketSpaces).DeleteBucket([]byte(name))
-	if err != nil && err != bolt.ErrBucketNotFound {
+	if err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 		return fmt.Errorf("drop space %s: %w", name, err)
 	}
 	return nil
@@ -273,7 +275,7 @@ func (s *Space) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, er
 		end := prefixEnd(prefix)
 		if end == nil {
 			k, v = c.Last()
-		} else if k, v = c.Seek(end); k == nil {
+		} else if k, _ = c.Seek(end); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()

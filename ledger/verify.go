@@ -144,12 +144,20 @@ func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*IntegrityError) error) (u
 	}
 	c := newChainChecker(tx.head)
 	if begin > 1 {
-		// The link into the range is checked against the stored leaf of begin-1.
-		prev, err := tx.Node(0, begin-2)
-		if err != nil {
-			return 0, err
+		// The link into the range is checked against the hash of event
+		// begin-1's bytes, as the whole-log check sees it (a changed stored
+		// leaf there is outside the range); against its stored leaf only
+		// if the event is gone.
+		c.seq = begin - 1
+		if raw := tx.events.Get(u64(begin - 1)); raw != nil {
+			c.prev = LeafHash(raw)
+		} else {
+			prev, err := tx.Node(0, begin-2)
+			if err != nil {
+				return 0, err
+			}
+			c.prev = prev
 		}
-		c.seq, c.prev = begin-1, prev
 	}
 	end = min(end, tx.head.Seq+1)
 	if err := tx.checkEvents(c, begin, end, fn); err != nil {
@@ -161,8 +169,16 @@ func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*IntegrityError) error) (u
 				return c.seq - (begin - 1), err
 			}
 		}
-	} else if p := c.flushPending(c.prev); p != nil {
-		if err := fn(p); err != nil {
+	} else if c.pending != nil {
+		// The range ends inside the log: the event at end tells whether the
+		// bytes or the stored leaf changed. (c.prev is the hash of the bytes,
+		// so deciding against it would always blame the leaf.) Without a
+		// readable next event, the mismatch stays a content problem.
+		link := c.pending.Want
+		if _, prev, ok := peekEnvelope(tx.events.Get(u64(end))); ok {
+			link = prev
+		}
+		if err := fn(c.flushPending(link)); err != nil {
 			return c.seq - (begin - 1), err
 		}
 	}
@@ -224,6 +240,13 @@ func (tx *Tx) checkEvents(c *chainChecker, begin, end uint64, fn func(*Integrity
 	k, raw := ec.Seek(u64(begin))
 	for seq := begin; seq < end; seq++ {
 		if k == nil || binary.BigEndian.Uint64(k) != seq {
+			// The event that would tell a changed event from a changed
+			// leaf is gone: report the mismatch as it stands, first.
+			if c.pending != nil {
+				if err := fn(c.flushPending(c.pending.Want)); err != nil {
+					return err
+				}
+			}
 			if err := fn(&IntegrityError{Seq: seq, Problem: ProblemGap}); err != nil {
 				return err
 			}
@@ -238,7 +261,9 @@ func (tx *Tx) checkEvents(c *chainChecker, begin, end uint64, fn func(*Integrity
 		h := LeafHash(raw)
 		claimed, prev, ok := peekEnvelope(raw)
 		var problems []*IntegrityError
-		if p := c.flushPending(prev); p != nil && ok {
+		// An unreadable event has a zero prev: the mismatch before it
+		// stays a content problem, and is still reported.
+		if p := c.flushPending(prev); p != nil {
 			problems = append(problems, p)
 		}
 		switch {
