@@ -216,6 +216,10 @@ func (l *Ledger) View(fn func(*Tx) error) error {
 	})
 }
 
+// maxHold bounds how long one process keeps the file while its own calls
+// keep arriving: other processes wait at most about this plus one commit.
+const maxHold = 2 * time.Millisecond
+
 func (l *Ledger) run() {
 	defer close(l.done)
 	batch := make([]*request, 0, l.opts.MaxBatch)
@@ -227,43 +231,68 @@ func (l *Ledger) run() {
 			for {
 				select {
 				case r := <-l.queue:
-					l.commit([]*request{r})
+					l.session([]*request{r})
 				default:
 					return
 				}
 			}
 		}
-		// Take whatever else is already waiting; never wait for more.
-	drain:
-		for len(batch) < cap(batch) {
-			select {
-			case r := <-l.queue:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
+		l.session(l.drain(batch))
+	}
+}
+
+// drain adds whatever else is already waiting to batch; it never waits.
+func (l *Ledger) drain(batch []*request) []*request {
+	for len(batch) < cap(batch) {
+		select {
+		case r := <-l.queue:
+			batch = append(batch, r)
+		default:
+			return batch
 		}
-		l.commit(batch)
+	}
+	return batch
+}
+
+// session opens the file once and commits batch, then further batches for
+// as long as more calls are already waiting, up to maxHold: a busy process
+// pays for opening the file once, not once per commit.
+func (l *Ledger) session(batch []*request) {
+	opened := false
+	err := l.withDB(false, func(db *bolt.DB) error {
+		opened = true
+		start := time.Now()
+		for len(batch) > 0 {
+			l.commit(db, batch)
+			if time.Since(start) > maxHold {
+				return nil
+			}
+			batch = l.drain(batch[:0])
+		}
+		return nil
+	})
+	if err != nil && !opened { // the file could not be opened: nothing ran
+		for _, r := range batch {
+			r.done <- err
+		}
 	}
 }
 
 // commit runs the batch in one transaction. A failing fn is answered with its
 // error and the rest run again without it.
-func (l *Ledger) commit(batch []*request) {
+func (l *Ledger) commit(db *bolt.DB, batch []*request) {
 	for len(batch) > 0 {
 		failed, ferr := -1, error(nil)
-		err := l.withDB(false, func(db *bolt.DB) error {
-			return db.Update(func(btx *bolt.Tx) error {
-				tx := newTx(btx)
-				tx.now = l.opts.Now
-				for i, r := range batch {
-					if err := safeRun(r.fn, tx); err != nil {
-						failed, ferr = i, err
-						return err
-					}
+		err := db.Update(func(btx *bolt.Tx) error {
+			tx := newTx(btx)
+			tx.now = l.opts.Now
+			for i, r := range batch {
+				if err := safeRun(r.fn, tx); err != nil {
+					failed, ferr = i, err
+					return err
 				}
-				return tx.flush()
-			})
+			}
+			return tx.flush()
 		})
 		if failed >= 0 {
 			batch[failed].done <- ferr
