@@ -208,7 +208,8 @@ type VerifyChainResult struct {
 // are reported in the result, never as an error.
 func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, error) {
 	res := &VerifyChainResult{SessionID: in.SessionID, TaskID: in.TaskID, BrokenLinks: []BrokenLink{}}
-	var seqs []uint64 // nil: the whole ledger
+	var seqs []uint64   // nil: the whole ledger
+	var frozen []uint64 // a finalized session's sealed leaves
 	var sess projections.Session
 	switch {
 	case in.SessionID != "":
@@ -220,6 +221,9 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 		err = projections.SessionLeaves(tx.lt, in.SessionID, func(l projections.Leaf) error {
 			if in.TaskID == "" || slices.Contains(l.Tasks, in.TaskID) {
 				seqs = append(seqs, l.Seq)
+			}
+			if sess.Final != nil && (sess.Final.TaskID == "" || slices.Contains(l.Tasks, sess.Final.TaskID)) {
+				frozen = append(frozen, l.Seq)
 			}
 			return nil
 		})
@@ -240,19 +244,24 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 		}
 		return nil
 	}
-	var recomputed []ledger.Hash
+	// rehash is the hash of the event's stored bytes; ok is false if they no
+	// longer decode (a broken link already, with no hash to show).
+	rehash := func(seq uint64) (ledger.Hash, bool) {
+		r, err := tx.lt.Event(seq)
+		return r.Hash, err == nil
+	}
 	check := func(begin, end uint64) error {
 		n, err := tx.lt.VerifyEvents(begin, end, collect)
 		res.TotalRecords += n
 		if err != nil {
 			return err
 		}
-		if in.FullTrace || sess.Final != nil {
-			return tx.lt.Scan(begin, end, func(r ledger.Record) error {
-				res.Hashes = append(res.Hashes, SeqHash{Seq: r.Seq, Hash: r.Hash.String()})
-				recomputed = append(recomputed, r.Hash)
-				return nil
-			})
+		if in.FullTrace {
+			for seq := begin; seq < end; seq++ {
+				if h, ok := rehash(seq); ok {
+					res.Hashes = append(res.Hashes, SeqHash{Seq: seq, Hash: h.String()})
+				}
+			}
 		}
 		return nil
 	}
@@ -271,16 +280,18 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 	if res.TotalRecords > 0 {
 		res.IntegrityScore = int(100 * (res.TotalRecords - uint64(len(broken))) / res.TotalRecords)
 	}
-	if sess.Final != nil && in.TaskID == sess.Final.TaskID {
+	if sess.Final != nil {
+		// The frozen root over the sealed leaves (all of them, or those of
+		// the task it was finalized for), recomputed from stored bytes.
 		var f ledger.Frontier
-		for _, h := range recomputed {
+		valid := true
+		for _, seq := range frozen {
+			h, ok := rehash(seq)
+			valid = valid && ok
 			f.Append(h)
 		}
-		valid := f.Root().String() == sess.Final.MerkleRoot
+		valid = valid && f.Root().String() == sess.Final.MerkleRoot
 		res.MerkleValid = &valid
-	}
-	if !in.FullTrace {
-		res.Hashes = nil
 	}
 	res.VerifiedAt = projections.FormatTime(time.Now())
 	return res, nil

@@ -247,8 +247,8 @@ type TaskView struct {
 	BlockedReason string   `json:"blocked_reason,omitempty"`
 	Sequence      uint64   `json:"sequence"`
 	Seq           uint64   `json:"seq"`
-	ThoughtTrail  []string `json:"thought_trail,omitempty"`
-	Dependents    []string `json:"dependents,omitempty"`
+	ThoughtTrail  []string `json:"thought_trail,omitzero"` // present (maybe empty) when asked
+	Dependents    []string `json:"dependents,omitzero"`    // present (maybe empty) when asked
 }
 
 // GetTask answers from the projection, or with as_of_seq from the log.
@@ -347,9 +347,12 @@ type ListTasksResult struct {
 
 // ListTasks filters, sorts and pages the tasks.
 func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error) {
-	limit := 50
-	if in.Limit != nil {
-		limit = *in.Limit
+	limit, err := pageLimit(in.Limit, 50, 500)
+	if err != nil {
+		return nil, err
+	}
+	if in.Offset < 0 {
+		return nil, Invalid("offset", "must be at least 0")
 	}
 	after, err := parseTime("created_after", in.CreatedAfter)
 	if err != nil {
@@ -461,16 +464,16 @@ type NextActionsResult struct {
 	NextActions []NextAction  `json:"next_actions"`
 	Count       int           `json:"count"`
 	Project     *string       `json:"project"`
-	Blocked     []BlockedTask `json:"blocked,omitempty"`
+	Blocked     []BlockedTask `json:"blocked,omitzero"` // present (maybe empty) with include_blocked
 }
 
 // NextActions ranks the todo tasks: fewest open sub-tasks, then priority,
 // then age.
 func (s *Service) NextActions(tx *Tx, in NextActionsInput) (*NextActionsResult, error) {
 	project := cmp.Or(in.Project, s.opts.Project)
-	limit := 20
-	if in.Limit != nil {
-		limit = *in.Limit
+	limit, err := pageLimit(in.Limit, 20, 100)
+	if err != nil {
+		return nil, err
 	}
 	if project != "" {
 		if _, ok, err := projections.GetProject(tx.lt, project); err != nil || !ok {
@@ -489,7 +492,7 @@ func (s *Service) NextActions(tx *Tx, in NextActionsInput) (*NextActionsResult, 
 	if in.IncludeBlocked {
 		res.Blocked = []BlockedTask{}
 	}
-	err := projections.Tasks(tx.lt, func(t projections.Task) bool {
+	err = projections.Tasks(tx.lt, func(t projections.Task) bool {
 		if project != "" && t.Project != project {
 			return true
 		}
@@ -520,4 +523,17 @@ func (s *Service) NextActions(tx *Tx, in NextActionsInput) (*NextActionsResult, 
 	}
 	res.Count = len(res.NextActions)
 	return res, nil
+}
+
+// pageLimit is a list's limit: def when absent, else within [1, max]. The
+// edge's schema enforces the same range; this keeps a direct caller from
+// slicing out of bounds.
+func pageLimit(limit *int, def, max int) (int, error) {
+	if limit == nil {
+		return def, nil
+	}
+	if *limit < 1 || *limit > max {
+		return 0, Invalid("limit", "must be between 1 and %d", max)
+	}
+	return *limit, nil
 }

@@ -135,16 +135,16 @@ type ListThoughtsResult struct {
 	ThoughtCount int           `json:"thought_count"`
 	Thoughts     []ThoughtView `json:"thoughts"`
 	ChainValid   *bool         `json:"chain_valid,omitempty"`
-	InvalidLinks []uint64      `json:"invalid_links,omitempty"`
+	InvalidLinks []uint64      `json:"invalid_links,omitzero"` // present (maybe empty) with verify_chain
 }
 
 // ListThoughts lists thoughts in ledger order; with verify_chain it re-hashes
 // each matching thought's event from its stored bytes and checks the link to
 // the task's previous thought.
 func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResult, error) {
-	limit := 100
-	if in.Limit != nil {
-		limit = *in.Limit
+	limit, err := pageLimit(in.Limit, 100, 500)
+	if err != nil {
+		return nil, err
 	}
 	var all []projections.Thought
 	keep := func(th projections.Thought) bool {
@@ -154,7 +154,6 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 		}
 		return true
 	}
-	var err error
 	switch {
 	case in.TaskID != "":
 		if _, ok, err := projections.GetTask(tx.lt, in.TaskID); err != nil || !ok {

@@ -14,7 +14,10 @@ import (
 // Version is the layout version of the projection spaces. A ledger whose
 // stored version differs is rebuilt from its log; bump it whenever the
 // fold or the stored shapes change.
-const Version = 1
+//
+//	1: the first release
+//	2: task.created payload v2 (project_sequence), read through its upcaster
+const Version = 2
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills}
@@ -52,10 +55,13 @@ func NeedsRebuild(tx *ledger.Tx) (bool, error) {
 }
 
 // Reset drops every projection space and marks the state empty at this
-// binary's version: the next CatchUp folds the log from seq 1.
+// binary's version: the next CatchUp folds the log from seq 1. The old
+// spaces are discarded in constant time and freed by later CatchUps, a
+// bounded part each, so replacing large projections never holds them all in
+// memory at once.
 func Reset(tx *ledger.Tx) error {
 	for _, name := range spaces {
-		if err := tx.DropSpace(name); err != nil {
+		if err := tx.DiscardSpace(name); err != nil {
 			return err
 		}
 	}
@@ -67,21 +73,35 @@ func Reset(tx *ledger.Tx) error {
 }
 
 // CatchUp folds the events after the last applied one, at most limit of
-// them (0: all), and returns how many it folded.
+// them (0: all), and returns how many it folded. It also frees a little of
+// what a Reset discarded (up to 512 KiB of it: its pages are scattered, and
+// every page read maps its neighbours too).
 func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
 	_, applied, err := State(tx)
 	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.EmptyTrash(int(min(max(25*limit, 128<<10), 512<<10))); err != nil {
 		return 0, err
 	}
 	end := tx.Head().Seq + 1
 	if limit > 0 && applied+1+limit < end {
 		end = applied + 1 + limit
 	}
+	f := newFolder(tx, tx.Root, true)
 	var n uint64
 	err = tx.Scan(applied+1, end, func(r ledger.Record) error {
 		n++
-		return apply(tx, r)
+		if n%4096 == 0 {
+			// A rebuild's chunk reads projection pages all over the
+			// file; keep only the recent ones mapped.
+			tx.ReleaseMapped()
+		}
+		return f.apply(r)
 	})
+	if err == nil {
+		err = f.flush()
+	}
 	if err != nil {
 		return n, err
 	}
@@ -105,30 +125,59 @@ func Apply(tx *ledger.Tx, r ledger.Record) error {
 	if applied := getU64(meta, keyApplied); applied+1 != r.Seq {
 		return fmt.Errorf("apply seq %d: projections are at seq %d", r.Seq, applied)
 	}
-	if err := apply(tx, r); err != nil {
+	if err := newFolder(tx, tx.Root, false).apply(r); err != nil {
 		return err
 	}
 	return putU64(meta, keyApplied, r.Seq)
 }
 
+// Fold folds recs, events of another ledger's log, into the projections in
+// tx: a verifier refolds a log into a scratch file this way, to compare the
+// result with the projections stored beside that log. As with Apply,
+// records must come in seq order with none skipped, starting after the
+// state's applied seq (1 after Reset); tx's own log plays no part. root
+// returns the RFC 9162 root of the records' log of the given size; it is
+// asked only by the folds that record a ledger root.
+func Fold(tx *ledger.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error)) error {
+	meta, err := tx.Space(spMeta)
+	if err != nil {
+		return err
+	}
+	applied := getU64(meta, keyApplied)
+	f := newFolder(tx, root, true)
+	for _, r := range recs {
+		if applied+1 != r.Seq {
+			return fmt.Errorf("fold seq %d: projections are at seq %d", r.Seq, applied)
+		}
+		if err := f.apply(r); err != nil {
+			return err
+		}
+		applied = r.Seq
+	}
+	if err := f.flush(); err != nil {
+		return err
+	}
+	return putU64(meta, keyApplied, applied)
+}
+
 // apply dispatches on the event type, then offers the record to every open
 // audit session (after the type's own fold, so a session's start event is
 // its first leaf and its finalization is not a leaf).
-func apply(tx *ledger.Tx, r ledger.Record) error {
+func (f *folder) apply(r ledger.Record) error {
 	var err error
 	switch r.Type {
 	case TypeTaskCreated:
-		err = applyTaskCreated(tx, r)
+		err = applyTaskCreated(f, r)
 	case TypeTaskUpdated:
-		err = applyTaskUpdated(tx, r)
+		err = applyTaskUpdated(f, r)
 	case TypeThoughtRecorded:
-		err = applyThoughtRecorded(tx, r)
+		err = applyThoughtRecorded(f, r)
 	case TypeSessionStarted:
-		err = applySessionStarted(tx, r)
+		err = applySessionStarted(f, r)
 	case TypeSessionFinalized:
-		err = applySessionFinalized(tx, r)
+		err = applySessionFinalized(f, r)
 	case TypeSkillsLoaded:
-		err = applySkillsLoaded(tx, r)
+		err = applySkillsLoaded(f.tx, r)
 	case TypeToolCalled:
 		// Only sessions fold calls (below).
 	default:
@@ -138,7 +187,7 @@ func apply(tx *ledger.Tx, r ledger.Record) error {
 	if err != nil {
 		return fmt.Errorf("fold seq %d (%s v%d): %w", r.Seq, r.Type, r.Version, err)
 	}
-	return offerToSessions(tx, r)
+	return offerToSessions(f, r)
 }
 
 // Fingerprint hashes every projection space (names, keys and values) with
@@ -173,7 +222,7 @@ func Fingerprint(tx *ledger.Tx) (uint64, error) {
 // decode reads a payload into v through the type's upcasters: a payload of
 // an older version is decoded as that version and converted.
 func decode(r ledger.Record, v any) error {
-	if err := ledger.DecodePayload(r.Payload, v); err != nil {
+	if err := unmarshal(r.Payload, v); err != nil {
 		return err
 	}
 	if u, ok := v.(interface{ upcast(from uint16) error }); ok && r.Version != CurrentVersion(r.Type) {
@@ -250,11 +299,11 @@ func getRecord(sp *ledger.Space, key []byte, v any) (bool, error) {
 	if b == nil {
 		return false, nil
 	}
-	return true, ledger.DecodePayload(b, v)
+	return true, unmarshal(b, v)
 }
 
 func putRecord(sp *ledger.Space, key []byte, v any) error {
-	b, err := ledger.EncodePayload(v)
+	b, err := marshal(v)
 	if err != nil {
 		return err
 	}
@@ -267,6 +316,8 @@ func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 // type; older versions are upcast on read (see decode).
 func CurrentVersion(eventType string) uint16 {
 	switch eventType {
+	case TypeTaskCreated:
+		return 2
 	default:
 		return 1
 	}

@@ -68,7 +68,8 @@ type Leaf struct {
 	Tasks []string
 }
 
-func applySessionStarted(tx *ledger.Tx, r ledger.Record) error {
+func applySessionStarted(f *folder, r ledger.Record) error {
+	tx := f.tx
 	var p SessionStarted
 	if err := decode(r, &p); err != nil {
 		return err
@@ -80,7 +81,7 @@ func applySessionStarted(tx *ledger.Tx, r ledger.Record) error {
 	if err := seenNumber(tx, counterSession, n); err != nil {
 		return err
 	}
-	s := Session{SessionStarted: p, StartedAt: FormatTime(r.Time), StartSeq: r.Seq, Seq: r.Seq}
+	s := &Session{SessionStarted: p, StartedAt: FormatTime(r.Time), StartSeq: r.Seq, Seq: r.Seq}
 	open, err := tx.Space(spOpenSessions)
 	if err != nil {
 		return err
@@ -88,24 +89,25 @@ func applySessionStarted(tx *ledger.Tx, r ledger.Record) error {
 	if err := open.Put(u64(n), nil); err != nil {
 		return err
 	}
-	return putSession(tx, n, &s)
+	return f.setSession(n, s)
 }
 
-func applySessionFinalized(tx *ledger.Tx, r ledger.Record) error {
+func applySessionFinalized(f *folder, r ledger.Record) error {
+	tx := f.tx
 	var p SessionFinalized
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	s, ok, err := GetSession(tx, p.SessionID)
-	if err != nil || !ok {
+	n, valid := ParseID(SessionPrefix, p.SessionID)
+	s, ok, err := f.session(n)
+	if err != nil || !ok || !valid {
 		return fmt.Errorf("finalize of unknown session %q: %v", p.SessionID, err)
 	}
-	root, err := tx.Root(r.Seq)
+	root, err := f.root(r.Seq)
 	if err != nil {
 		return err
 	}
 	s.Final, s.FinalizedAt, s.LedgerSize, s.LedgerRoot, s.Seq = &p, FormatTime(r.Time), r.Seq, root.String(), r.Seq
-	n, _ := ParseID(SessionPrefix, p.SessionID)
 	open, err := tx.Space(spOpenSessions)
 	if err != nil {
 		return err
@@ -113,13 +115,14 @@ func applySessionFinalized(tx *ledger.Tx, r ledger.Record) error {
 	if err := open.Delete(u64(n)); err != nil {
 		return err
 	}
-	return putSession(tx, n, &s)
+	return f.setSession(n, s)
 }
 
 // offerToSessions adds r as a leaf of every open session it belongs to: it
 // concerns the session's task (or, for deep scope, a descendant), or it
 // records a thought with the session's id.
-func offerToSessions(tx *ledger.Tx, r ledger.Record) error {
+func offerToSessions(f *folder, r ledger.Record) error {
+	tx := f.tx
 	open, err := tx.Space(spOpenSessions)
 	if err != nil {
 		return err
@@ -130,15 +133,16 @@ func offerToSessions(tx *ledger.Tx, r ledger.Record) error {
 		return true, nil
 	})
 	for _, n := range nums {
-		s, ok, err := GetSession(tx, FormatID(SessionPrefix, n))
+		s, ok, err := f.session(n)
 		if err != nil || !ok {
 			return fmt.Errorf("open session %d: %v", n, err)
 		}
-		tasks, err := concerns(tx, &s, r)
+		tasks, err := concerns(f, s, r)
 		if err != nil {
 			return err
 		}
-		own := r.Type == TypeThoughtRecorded && slices.Contains(r.Subjects, s.SessionID)
+		own := (r.Type == TypeThoughtRecorded && slices.Contains(r.Subjects, s.SessionID)) ||
+			(r.Type == TypeSessionStarted && r.Seq == s.StartSeq) // its start event is always its first leaf
 		if len(tasks) == 0 && !own {
 			continue
 		}
@@ -155,7 +159,7 @@ func offerToSessions(tx *ledger.Tx, r ledger.Record) error {
 			s.FirstSeq = r.Seq
 		}
 		s.LastSeq = r.Seq
-		if err := putSession(tx, n, &s); err != nil {
+		if err := f.setSession(n, s); err != nil {
 			return err
 		}
 	}
@@ -174,13 +178,22 @@ func taskSubjects(r ledger.Record) []string {
 }
 
 // concerns returns the event's task subjects that are in the session's scope.
-func concerns(tx *ledger.Tx, s *Session, r ledger.Record) ([]string, error) {
+// Only events that change a task or a thought on it, and tool.called events
+// (whose subjects are the tasks their arguments name), concern a task
+// (CONTRACT.md §5): another session's start or finalization names the task
+// but changes nothing, so it is no leaf.
+func concerns(f *folder, s *Session, r ledger.Record) ([]string, error) {
+	switch r.Type {
+	case TypeTaskCreated, TypeTaskUpdated, TypeThoughtRecorded, TypeToolCalled:
+	default:
+		return nil, nil
+	}
 	var in []string
 	for _, id := range taskSubjects(r) {
 		ok := id == s.TaskID
 		if !ok && s.Scope == "deep" {
 			var err error
-			if ok, err = IsWithin(tx, id, s.TaskID); err != nil {
+			if ok, err = f.isWithin(id, s.TaskID); err != nil {
 				return nil, err
 			}
 		}

@@ -22,11 +22,16 @@ const (
 	counterTask = "counter.task"
 )
 
-// TaskCreated is the payload of task.created.
+// TaskCreated is the payload of task.created, version 2.
+//
+// Version 1 named the task's number within its project "sequence", which
+// reads like the envelope's seq (the event's position in the ledger) to
+// anyone replaying the log. Version 2 calls it "project_sequence". Version 1
+// payloads stay in the ledger as written and are upcast when read.
 type TaskCreated struct {
 	TaskID        string   `json:"task_id"`
 	Project       string   `json:"project"`
-	Sequence      uint64   `json:"sequence"`
+	Sequence      uint64   `json:"project_sequence"` // the task's number within its project, from 1
 	Title         string   `json:"title"`
 	Description   string   `json:"description"`
 	ParentID      string   `json:"parent_id,omitempty"`
@@ -34,6 +39,23 @@ type TaskCreated struct {
 	Labels        []string `json:"labels"`
 	Assignee      string   `json:"assignee"`
 	EstimateHours *float64 `json:"estimate_hours,omitempty"`
+
+	// V1Sequence is version 1's "sequence": set only while a version 1
+	// payload is decoded, and moved to Sequence by upcast.
+	V1Sequence uint64 `json:"sequence,omitempty"`
+}
+
+// upcast converts a payload decoded from an older version to this one. A
+// newer version is taken as is: versions only ever add fields, which this
+// reader ignores.
+func (p *TaskCreated) upcast(from uint16) error {
+	switch {
+	case from == 1:
+		p.Sequence, p.V1Sequence = p.V1Sequence, 0
+	case from == 0:
+		return fmt.Errorf("task.created payload version 0")
+	}
+	return nil
 }
 
 // TaskUpdated is the payload of task.updated: the fields that changed, with
@@ -94,33 +116,42 @@ func foldTask(t *Task, r ledger.Record) error {
 		if err := decode(r, &p); err != nil {
 			return err
 		}
-		*t = Task{
-			ID: p.TaskID, Title: p.Title, Description: p.Description, Project: p.Project,
-			Status: "backlog", Priority: p.Priority, Assignee: p.Assignee, Labels: p.Labels,
-			EstimateHours: p.EstimateHours, ParentID: p.ParentID, Sequence: p.Sequence,
-			CreatedAt: FormatTime(r.Time), CreatedBy: r.Actor, CreatedSeq: r.Seq,
-		}
-		if t.Labels == nil {
-			t.Labels = []string{}
-		}
+		foldTaskCreated(t, r, &p)
 	case TypeTaskUpdated:
 		var p TaskUpdated
 		if err := decode(r, &p); err != nil {
 			return err
 		}
-		set(&t.Status, p.Status)
-		set(&t.Progress, p.Progress)
-		set(&t.Title, p.Title)
-		set(&t.Description, p.Description)
-		set(&t.Priority, p.Priority)
-		set(&t.Assignee, p.Assignee)
-		set(&t.Labels, p.Labels)
-		set(&t.BlockedReason, p.BlockedReason)
+		foldTaskUpdated(t, r, &p)
 	default:
 		return fmt.Errorf("not a task event: %s", r.Type)
 	}
-	t.UpdatedAt, t.UpdatedBy, t.Seq = FormatTime(r.Time), r.Actor, r.Seq
 	return nil
+}
+
+func foldTaskCreated(t *Task, r ledger.Record, p *TaskCreated) {
+	*t = Task{
+		ID: p.TaskID, Title: p.Title, Description: p.Description, Project: p.Project,
+		Status: "backlog", Priority: p.Priority, Assignee: p.Assignee, Labels: p.Labels,
+		EstimateHours: p.EstimateHours, ParentID: p.ParentID, Sequence: p.Sequence,
+		CreatedAt: FormatTime(r.Time), CreatedBy: r.Actor, CreatedSeq: r.Seq,
+	}
+	if t.Labels == nil {
+		t.Labels = []string{}
+	}
+	t.UpdatedAt, t.UpdatedBy, t.Seq = FormatTime(r.Time), r.Actor, r.Seq
+}
+
+func foldTaskUpdated(t *Task, r ledger.Record, p *TaskUpdated) {
+	set(&t.Status, p.Status)
+	set(&t.Progress, p.Progress)
+	set(&t.Title, p.Title)
+	set(&t.Description, p.Description)
+	set(&t.Priority, p.Priority)
+	set(&t.Assignee, p.Assignee)
+	set(&t.Labels, p.Labels)
+	set(&t.BlockedReason, p.BlockedReason)
+	t.UpdatedAt, t.UpdatedBy, t.Seq = FormatTime(r.Time), r.Actor, r.Seq
 }
 
 func set[T any](dst *T, v *T) {
@@ -129,9 +160,10 @@ func set[T any](dst *T, v *T) {
 	}
 }
 
-func applyTaskCreated(tx *ledger.Tx, r ledger.Record) error {
-	var t Task
-	if err := foldTask(&t, r); err != nil {
+func applyTaskCreated(f *folder, r ledger.Record) error {
+	tx := f.tx
+	t := new(Task)
+	if err := foldTask(t, r); err != nil {
 		return err
 	}
 	n, ok := ParseID(TaskPrefix, t.ID)
@@ -163,39 +195,33 @@ func applyTaskCreated(tx *ledger.Tx, r ledger.Record) error {
 			return err
 		}
 	}
-	return putTask(tx, n, &t, r.Seq)
+	return putTask(f, n, t, r.Seq)
 }
 
-func applyTaskUpdated(tx *ledger.Tx, r ledger.Record) error {
+func applyTaskUpdated(f *folder, r ledger.Record) error {
 	var p TaskUpdated
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	t, ok, err := GetTask(tx, p.TaskID)
-	if err != nil || !ok {
+	n, valid := ParseID(TaskPrefix, p.TaskID)
+	t, ok, err := f.task(n)
+	if err != nil || !ok || !valid {
 		return fmt.Errorf("update of unknown task %q: %v", p.TaskID, err)
 	}
-	if err := foldTask(&t, r); err != nil {
-		return err
-	}
-	n, _ := ParseID(TaskPrefix, t.ID)
-	return putTask(tx, n, &t, r.Seq)
+	foldTaskUpdated(t, r, &p)
+	return putTask(f, n, t, r.Seq)
 }
 
 // putTask stores t and indexes seq as one of its events.
-func putTask(tx *ledger.Tx, n uint64, t *Task, seq uint64) error {
-	tasks, err := tx.Space(spTasks)
-	if err != nil {
-		return err
-	}
-	events, err := tx.Space(spTaskEvents)
+func putTask(f *folder, n uint64, t *Task, seq uint64) error {
+	events, err := f.tx.Space(spTaskEvents)
 	if err != nil {
 		return err
 	}
 	if err := events.Put(key2(n, seq), nil); err != nil {
 		return err
 	}
-	return putRecord(tasks, u64(n), t)
+	return f.setTask(n, t)
 }
 
 // GetTask returns the current state of the task with id; ok is false if
@@ -290,7 +316,11 @@ func IsWithin(tx *ledger.Tx, id, ancestor string) (bool, error) {
 		}
 		id = t.ParentID
 	}
-	return false, fmt.Errorf("parent chain of %s longer than %d", id, maxDepth)
+	return false, errParentChain(id, maxDepth)
+}
+
+func errParentChain(id string, depth int) error {
+	return fmt.Errorf("parent chain of %s longer than %d", id, depth)
 }
 
 // GetProject returns the project's counters; ok is false if it has no task.

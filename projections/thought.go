@@ -45,7 +45,8 @@ type Thought struct {
 	Seq        uint64 `json:"seq"`
 }
 
-func applyThoughtRecorded(tx *ledger.Tx, r ledger.Record) error {
+func applyThoughtRecorded(f *folder, r ledger.Record) error {
+	tx := f.tx
 	var p ThoughtRecorded
 	if err := decode(r, &p); err != nil {
 		return err
@@ -65,17 +66,13 @@ func applyThoughtRecorded(tx *ledger.Tx, r ledger.Record) error {
 	if err := putRecord(thoughts, u64(n), &th); err != nil {
 		return err
 	}
-	task, ok, err := GetTask(tx, p.TaskID)
-	if err != nil || !ok {
+	tn, valid := ParseID(TaskPrefix, p.TaskID)
+	task, ok, err := f.task(tn)
+	if err != nil || !ok || !valid {
 		return fmt.Errorf("thought on unknown task %q: %v", p.TaskID, err)
 	}
 	task.Thoughts++
-	tn, _ := ParseID(TaskPrefix, p.TaskID)
-	tasks, err := tx.Space(spTasks)
-	if err != nil {
-		return err
-	}
-	if err := putRecord(tasks, u64(tn), &task); err != nil {
+	if err := f.setTask(tn, task); err != nil {
 		return err
 	}
 	chain, err := tx.Space(spTaskThoughts)

@@ -1,0 +1,316 @@
+package commands
+
+import (
+	"cmp"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// listed returns the task ids of a task_list or next_actions answer.
+func listed(t *testing.T, d map[string]any, field string) []string {
+	t.Helper()
+	ids := []string{}
+	for _, x := range list(t, d[field]) {
+		ids = append(ids, obj(t, x)["task_id"].(string))
+	}
+	return ids
+}
+
+func TestTaskList(t *testing.T) {
+	h := newHarnessWith(t, Options{}, ledger.Options{Now: newFakeClock().Now})
+	type task struct {
+		id                   string
+		n                    int // creation order
+		project, title, desc string
+		priority, assignee   string
+		labels               []string
+		createdAt            string
+		seq                  float64 // last change
+		progress             float64
+	}
+	var tasks []*task
+	for i, c := range []task{
+		{project: "core", title: "Write parser", desc: "lexer and grammar", priority: "high", assignee: "alice", labels: []string{"a"}},
+		{project: "core", title: "Parser tests", priority: "low", assignee: "bob", labels: []string{"a", "b"}},
+		{project: "web", title: "Deploy site", desc: "write the PARSER docs", priority: "critical", assignee: "alice", labels: []string{"b"}},
+		{project: "web", title: "Refactor", priority: "normal"},
+		{project: "core", title: "Grammar notes", priority: "normal", assignee: "alice"},
+		{project: "ops", title: "Rotate keys", desc: "monthly", priority: "high", assignee: "bob", labels: []string{"c"}},
+	} {
+		args := map[string]any{"title": c.title, "project": c.project, "priority": c.priority}
+		if c.desc != "" {
+			args["description"] = c.desc
+		}
+		if c.assignee != "" {
+			args["assignee"] = c.assignee
+		} else {
+			c.assignee = "unassigned"
+		}
+		if c.labels != nil {
+			args["labels"] = c.labels
+		}
+		d := h.call("task_create", args, "OK")
+		c.id, c.n, c.createdAt, c.seq = d["task_id"].(string), i, d["created_at"].(string), d["seq"].(float64)
+		tasks = append(tasks, &c)
+	}
+	update := func(i int, args map[string]any) {
+		args["task_id"] = tasks[i].id
+		d := h.call("task_update", args, "OK")
+		tasks[i].seq, tasks[i].progress = d["seq"].(float64), d["progress"].(float64)
+	}
+	update(2, map[string]any{"status": "todo"})
+	update(0, map[string]any{"progress": 50})
+	update(4, map[string]any{"progress": 50})
+	update(1, map[string]any{"status": "todo"})
+	update(1, map[string]any{"status": "in_progress", "progress": 20})
+	update(5, map[string]any{"status": "cancelled"})
+
+	ids := func(ns ...int) []string {
+		out := []string{}
+		for _, n := range ns {
+			out = append(out, tasks[n].id)
+		}
+		return out
+	}
+
+	t.Run("filters", func(t *testing.T) {
+		for _, c := range []struct {
+			args map[string]any
+			want []string
+		}{
+			{map[string]any{}, ids(0, 1, 2, 3, 4, 5)},
+			{map[string]any{"project": "core"}, ids(0, 1, 4)},
+			{map[string]any{"project": "none"}, ids()},
+			{map[string]any{"status": []string{"todo"}}, ids(2)},
+			{map[string]any{"status": []string{"todo", "in_progress"}}, ids(1, 2)},
+			{map[string]any{"status": []string{"backlog"}}, ids(0, 3, 4)},
+			{map[string]any{"priority": []string{"high"}}, ids(0, 5)},
+			{map[string]any{"priority": []string{"high", "critical"}}, ids(0, 2, 5)},
+			{map[string]any{"assignee": "alice"}, ids(0, 2, 4)},
+			{map[string]any{"assignee": "unassigned"}, ids(3)},
+			{map[string]any{"label": "a"}, ids(0, 1)},
+			{map[string]any{"label": "b"}, ids(1, 2)},
+			{map[string]any{"label": "A"}, ids()},
+			{map[string]any{"created_after": tasks[1].createdAt}, ids(2, 3, 4, 5)},
+			{map[string]any{"created_before": tasks[3].createdAt}, ids(0, 1, 2)},
+			{map[string]any{"created_after": tasks[1].createdAt, "created_before": tasks[3].createdAt}, ids(2)},
+			{map[string]any{"search": "parser"}, ids(0, 1, 2)},
+			{map[string]any{"search": "WRITE parser"}, ids(0, 2)},
+			{map[string]any{"search": "  PARSER\tTests "}, ids(1)},
+			// Every word, each in the title or the description.
+			{map[string]any{"search": "parser grammar"}, ids(0)},
+			{map[string]any{"search": "monthly"}, ids(5)},
+			{map[string]any{"search": "zzz"}, ids()},
+			{map[string]any{"project": "core", "assignee": "alice", "search": "grammar"}, ids(0, 4)},
+		} {
+			c.args["sort_by"], c.args["sort_order"] = "created", "asc"
+			d := h.call("task_list", c.args, "OK")
+			if got := listed(t, d, "tasks"); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("task_list(%v) = %v, want %v", c.args, got, c.want)
+			}
+			if d["total_count"] != float64(len(c.want)) || d["returned_count"] != float64(len(c.want)) {
+				t.Errorf("task_list(%v): total %v returned %v, want %d", c.args, d["total_count"], d["returned_count"], len(c.want))
+			}
+		}
+	})
+
+	t.Run("rows", func(t *testing.T) {
+		d := h.call("task_list", map[string]any{"sort_by": "created", "sort_order": "asc"}, "OK")
+		for i, x := range list(t, d["tasks"]) {
+			row, tk := obj(t, x), tasks[i]
+			got := h.call("task_get", map[string]any{"task_id": tk.id}, "OK")
+			for _, f := range []string{"task_id", "title", "project", "status", "priority", "progress", "assignee", "created_at", "updated_at"} {
+				if row[f] != got[f] {
+					t.Errorf("%s row %s = %v, task_get says %v", tk.id, f, row[f], got[f])
+				}
+			}
+		}
+	})
+
+	t.Run("sort", func(t *testing.T) {
+		rank := map[string]int{"low": 0, "normal": 1, "high": 2, "critical": 3}
+		key := map[string]func(*task) float64{
+			"created":  func(x *task) float64 { return float64(x.n) },
+			"updated":  func(x *task) float64 { return x.seq },
+			"priority": func(x *task) float64 { return float64(rank[x.priority]) },
+			"progress": func(x *task) float64 { return x.progress },
+		}
+		for _, by := range []string{"", "created", "updated", "priority", "progress"} {
+			for _, order := range []string{"", "asc", "desc"} {
+				args := map[string]any{}
+				if by != "" {
+					args["sort_by"] = by
+				}
+				if order != "" {
+					args["sort_order"] = order
+				}
+				k := key[cmp.Or(by, "updated")]
+				want := slices.Clone(tasks)
+				slices.SortFunc(want, func(a, b *task) int {
+					c := cmp.Compare(k(a), k(b))
+					if order != "asc" {
+						c = -c
+					}
+					return cmp.Or(c, cmp.Compare(a.n, b.n)) // ties: creation order
+				})
+				var wantIDs []string
+				for _, x := range want {
+					wantIDs = append(wantIDs, x.id)
+				}
+				if got := listed(t, h.call("task_list", args, "OK"), "tasks"); !reflect.DeepEqual(got, wantIDs) {
+					t.Errorf("sort_by %q sort_order %q = %v, want %v", by, order, got, wantIDs)
+				}
+			}
+		}
+	})
+
+	t.Run("paging", func(t *testing.T) {
+		for _, c := range []struct {
+			limit, offset int
+			want          []string
+		}{
+			{2, 0, ids(0, 1)},
+			{2, 1, ids(1, 2)},
+			{10, 5, ids(5)},
+			{3, 6, ids()},
+			{1, 100, ids()},
+			{500, 0, ids(0, 1, 2, 3, 4, 5)},
+		} {
+			d := h.call("task_list", map[string]any{"sort_by": "created", "sort_order": "asc", "limit": c.limit, "offset": c.offset}, "OK")
+			got := listed(t, d, "tasks")
+			want := map[string]any{"total_count": 6.0, "returned_count": float64(len(c.want)), "offset": float64(c.offset), "limit": float64(c.limit)}
+			delete(d, "tasks")
+			if !reflect.DeepEqual(got, c.want) || !reflect.DeepEqual(d, want) {
+				t.Errorf("limit %d offset %d = %v %v, want %v %v", c.limit, c.offset, got, d, c.want, want)
+			}
+		}
+	})
+}
+
+func TestNextActions(t *testing.T) {
+	h := newHarness(t, Options{})
+	ids := map[string]string{}
+	create := func(name, project, priority, parent string, states ...string) {
+		args := map[string]any{"title": name, "project": project, "priority": priority}
+		if parent != "" {
+			args["parent_id"] = ids[parent]
+		}
+		if name == "A" {
+			args["estimate_hours"] = 3
+		}
+		id := h.call("task_create", args, "OK")["task_id"].(string)
+		ids[name] = id
+		if slices.Contains(states, "done") {
+			h.call("thought_record", map[string]any{"task_id": id, "type": "plan", "content": "p"}, "OK")
+		}
+		for _, st := range states {
+			args := map[string]any{"task_id": id, "status": st}
+			if st == "blocked" {
+				args["blocked_reason"] = "vendor " + name
+			}
+			h.call("task_update", args, "OK")
+		}
+	}
+	create("A", "na", "normal", "", "todo")
+	create("B", "na", "critical", "", "todo")
+	create("C", "na", "normal", "", "todo")
+	create("D", "na", "high", "", "todo")
+	create("E", "na", "high", "", "todo", "blocked")
+	create("F", "na", "critical", "", "todo", "in_progress")
+	create("G", "na", "low", "", "todo")
+	create("H", "na", "critical", "", "todo")
+	create("C1", "na", "normal", "C")                                          // backlog: unmet
+	create("C2", "na", "normal", "C", "todo", "in_progress", "blocked")        // blocked: unmet
+	create("D1", "na", "normal", "D", "cancelled")                             // met
+	create("D2", "na", "normal", "D")                                          // unmet
+	create("D3", "na", "normal", "D", "todo", "in_progress", "review", "done") // met
+	create("Z", "zz", "critical", "", "todo")
+	create("Y", "zz", "low", "", "todo", "blocked")
+	names := func(d map[string]any, field string) []string {
+		byID := map[string]string{}
+		for n, id := range ids {
+			byID[id] = n
+		}
+		out := []string{}
+		for _, id := range listed(t, d, field) {
+			out = append(out, byID[id])
+		}
+		return out
+	}
+
+	d := h.call("task_next_actions", map[string]any{"project": "na", "include_blocked": true}, "OK")
+	if got, want := names(d, "next_actions"), []string{"B", "H", "A", "G", "D", "C"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("next_actions = %v, want %v", got, want)
+	}
+	unmet := map[string]float64{}
+	for _, x := range list(t, d["next_actions"]) {
+		unmet[obj(t, x)["title"].(string)] = obj(t, x)["dependencies_unmet"].(float64)
+	}
+	if want := map[string]float64{"A": 0, "B": 0, "C": 2, "D": 1, "G": 0, "H": 0}; !reflect.DeepEqual(unmet, want) {
+		t.Errorf("dependencies_unmet = %v, want %v", unmet, want)
+	}
+	if got := names(d, "blocked"); !reflect.DeepEqual(got, []string{"E", "C2"}) {
+		t.Errorf("blocked = %v, want [E C2]", got)
+	}
+	if b := obj(t, list(t, d["blocked"])[0]); b["blocked_reason"] != "vendor E" || b["title"] != "E" {
+		t.Errorf("blocked entry %v", b)
+	}
+	if d["count"] != 6.0 || d["project"] != "na" {
+		t.Errorf("count %v project %v", d["count"], d["project"])
+	}
+	if a := obj(t, list(t, d["next_actions"])[2]); a["estimate_hours"] != 3.0 || a["priority"] != "normal" || a["assignee"] != "unassigned" {
+		t.Errorf("A = %v", a)
+	}
+
+	d = h.call("task_next_actions", map[string]any{}, "OK")
+	if got, want := names(d, "next_actions"), []string{"B", "H", "Z", "A", "G", "D", "C"}; !reflect.DeepEqual(got, want) || d["project"] != nil {
+		t.Errorf("all projects: %v (project %v), want %v (null)", got, d["project"], want)
+	}
+	if _, ok := d["blocked"]; ok {
+		t.Errorf("blocked listed without include_blocked")
+	}
+	d = h.call("task_next_actions", map[string]any{"limit": 2}, "OK")
+	if got := names(d, "next_actions"); !reflect.DeepEqual(got, []string{"B", "H"}) || d["count"] != 2.0 {
+		t.Errorf("limit 2: %v count %v", got, d["count"])
+	}
+
+	// --project: the server's default, overridden by the argument.
+	for _, c := range []struct {
+		def, arg string
+		code     string
+		want     []string
+	}{
+		{"zz", "", "OK", []string{"Z"}},
+		{"zz", "na", "OK", []string{"B", "H", "A", "G", "D", "C"}},
+		{"nope", "", "ERR_PROJECT_NOT_FOUND", nil},
+		{"nope", "zz", "OK", []string{"Z"}},
+		{"", "nope", "ERR_PROJECT_NOT_FOUND", nil},
+	} {
+		svc, err := New(h.l, Options{Project: c.def})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.svc = svc
+		args := map[string]any{}
+		if c.arg != "" {
+			args["project"] = c.arg
+		}
+		o := h.do("task_next_actions", args)
+		if o.Code != c.code {
+			t.Fatalf("--project %q, project %q: %s, want %s", c.def, c.arg, o.Code, c.code)
+		}
+		if c.code != "OK" {
+			want := map[string]any{"project": cmp.Or(c.arg, c.def)}
+			if got := contractDetails(o.Err); !reflect.DeepEqual(got, want) {
+				t.Errorf("details %v, want %v", got, want)
+			}
+			continue
+		}
+		if got := names(o.Data, "next_actions"); !reflect.DeepEqual(got, c.want) || o.Data["project"] != cmp.Or(c.arg, c.def) {
+			t.Errorf("--project %q, project %q: %v (project %v), want %v", c.def, c.arg, got, o.Data["project"], c.want)
+		}
+	}
+}

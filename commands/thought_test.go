@@ -1,0 +1,248 @@
+package commands
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// eventAt reads the record at seq (Raw copied) and its stored Merkle leaf.
+func (h *harness) eventAt(seq uint64) (ledger.Record, ledger.Hash) {
+	h.t.Helper()
+	var rec ledger.Record
+	var leaf ledger.Hash
+	err := h.l.View(func(tx *ledger.Tx) error {
+		var err error
+		if rec, err = tx.Event(seq); err != nil {
+			return err
+		}
+		rec.Raw = append([]byte(nil), rec.Raw...)
+		leaf, err = tx.Node(0, seq-1)
+		return err
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rec, leaf
+}
+
+// thoughtFixture records five thoughts on two tasks, two of them in the
+// session A-0001 on T-0001.
+func thoughtFixture(t *testing.T) (*harness, []map[string]any) {
+	h := newHarness(t, Options{Agent: "scribe"})
+	h.call("task_create", map[string]any{"title": "one", "project": "p"}, "OK")
+	h.call("task_create", map[string]any{"title": "two", "project": "p"}, "OK")
+	h.call("audit_session_start", map[string]any{"task_id": "T-0001", "auditor_id": "aud"}, "OK")
+	var recorded []map[string]any
+	for _, a := range []map[string]any{
+		{"task_id": "T-0001", "type": "plan", "content": "alpha-one", "session_id": "A-0001"},
+		{"task_id": "T-0002", "type": "analysis", "content": "beta-one"},
+		{"task_id": "T-0001", "type": "decision", "content": "alpha-two-original"},
+		{"task_id": "T-0001", "type": "risk", "content": "alpha-three"},
+		{"task_id": "T-0002", "type": "plan", "content": "beta-two", "session_id": "A-0001"},
+	} {
+		d := h.call("thought_record", a, "OK")
+		d["content"] = a["content"]
+		recorded = append(recorded, d)
+	}
+	return h, recorded
+}
+
+func TestThoughtChain(t *testing.T) {
+	h, th := thoughtFixture(t)
+	wantChain := []struct {
+		id   string
+		pos  float64
+		prev any // index into th of the previous thought, or nil
+	}{
+		{"Θ-0001", 1, nil}, {"Θ-0002", 1, nil}, {"Θ-0003", 2, 0}, {"Θ-0004", 3, 2}, {"Θ-0005", 2, 1},
+	}
+	for i, w := range wantChain {
+		d := th[i]
+		if d["thought_id"] != w.id || d["chain_position"] != w.pos || d["recorded_by"] != "scribe" {
+			t.Errorf("thought %d = %v, want %s at position %v", i, d, w.id, w.pos)
+		}
+		var wantPrev any
+		if w.prev != nil {
+			wantPrev = th[w.prev.(int)]["hash"]
+		}
+		if d["previous_hash"] != wantPrev {
+			t.Errorf("%s previous_hash = %v, want %v", w.id, d["previous_hash"], wantPrev)
+		}
+		// hash is the hash of the ledger event that recorded the thought.
+		rec, leaf := h.eventAt(uint64(d["seq"].(float64)))
+		if rec.Type != projections.TypeThoughtRecorded || ledger.LeafHash(rec.Raw).String() != d["hash"] || leaf.String() != d["hash"] {
+			t.Errorf("%s hash %v: event %d is %s with hash %s, stored leaf %s", w.id, d["hash"], rec.Seq, rec.Type, ledger.LeafHash(rec.Raw), leaf)
+		}
+		var p projections.ThoughtRecorded
+		if err := ledger.DecodePayload(rec.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.ThoughtID != w.id || float64(p.ChainPosition) != w.pos || (p.PreviousHash == "") != (wantPrev == nil) {
+			t.Errorf("%s payload %+v", w.id, p)
+		}
+		if d["recorded_at"] != projections.FormatTime(rec.Time) {
+			t.Errorf("%s recorded_at %v, event time %v", w.id, d["recorded_at"], rec.Time)
+		}
+	}
+	// task_get's thought_trail is the chain.
+	got := h.call("task_get", map[string]any{"task_id": "T-0001", "include_thought_trail": true}, "OK")["thought_trail"]
+	if !reflect.DeepEqual(got, []any{"Θ-0001", "Θ-0003", "Θ-0004"}) {
+		t.Errorf("thought_trail = %v", got)
+	}
+}
+
+func TestThoughtList(t *testing.T) {
+	h, th := thoughtFixture(t)
+	for _, c := range []struct {
+		args  map[string]any
+		want  []int // indexes into th
+		count float64
+	}{
+		{map[string]any{}, []int{0, 1, 2, 3, 4}, 5},
+		{map[string]any{"task_id": "T-0001"}, []int{0, 2, 3}, 3},
+		{map[string]any{"task_id": "T-0002"}, []int{1, 4}, 2},
+		{map[string]any{"session_id": "A-0001"}, []int{0, 4}, 2},
+		{map[string]any{"type": "plan"}, []int{0, 4}, 2},
+		{map[string]any{"type": "blockers"}, []int{}, 0},
+		{map[string]any{"task_id": "T-0001", "type": "decision"}, []int{2}, 1},
+		{map[string]any{"task_id": "T-0002", "session_id": "A-0001"}, []int{4}, 1},
+		{map[string]any{"limit": 2}, []int{0, 1}, 5},
+		{map[string]any{"task_id": "T-0001", "limit": 1}, []int{0}, 3},
+	} {
+		d := h.call("thought_record_list", c.args, "OK")
+		if d["thought_count"] != c.count {
+			t.Errorf("%v: thought_count %v, want %v", c.args, d["thought_count"], c.count)
+		}
+		if d["task_id"] != c.args["task_id"] || d["session_id"] != c.args["session_id"] {
+			t.Errorf("%v: echoes task_id %v session_id %v", c.args, d["task_id"], d["session_id"])
+		}
+		got := list(t, d["thoughts"])
+		if len(got) != len(c.want) {
+			t.Errorf("%v: %d thoughts, want %d", c.args, len(got), len(c.want))
+			continue
+		}
+		for i, x := range got {
+			row, rec := obj(t, x), th[c.want[i]]
+			for _, f := range []string{"thought_id", "task_id", "type", "content", "hash", "previous_hash", "recorded_at", "recorded_by", "chain_position"} {
+				if row[f] != rec[f] {
+					t.Errorf("%v: row %d %s = %v, recorded %v", c.args, i, f, row[f], rec[f])
+				}
+			}
+		}
+	}
+	for _, args := range []map[string]any{{"verify_chain": true}, {"task_id": "T-0001", "verify_chain": true}, {"session_id": "A-0001", "verify_chain": true}} {
+		d := h.call("thought_record_list", args, "OK")
+		if d["chain_valid"] != true || !reflect.DeepEqual(d["invalid_links"], []any{}) {
+			t.Errorf("%v on a healthy ledger: chain_valid %v invalid_links %v", args, d["chain_valid"], d["invalid_links"])
+		}
+	}
+}
+
+// TestTamperedThought changes one byte of a stored thought event in the
+// bbolt file: the thought and the link of the next one on its task stop
+// holding, and the ledger checks report it in their results.
+func TestTamperedThought(t *testing.T) {
+	h, th := thoughtFixture(t)
+	h.call("merkle_finalize", map[string]any{"session_id": "A-0001"}, "OK")
+	seq := uint64(th[2]["seq"].(float64))
+	h.tamper(seq, flipIn(t, "alpha-two-original", "alpha-two-originaL"))
+	rec, _ := h.eventAt(seq)
+	tamperedHash := ledger.LeafHash(rec.Raw).String()
+
+	for _, c := range []struct {
+		args  map[string]any
+		valid bool
+		links []any
+	}{
+		{map[string]any{"task_id": "T-0001", "verify_chain": true}, false, []any{2.0, 3.0}},
+		{map[string]any{"task_id": "T-0002", "verify_chain": true}, true, []any{}},
+		{map[string]any{"verify_chain": true}, false, []any{2.0, 3.0}},
+		{map[string]any{"session_id": "A-0001", "verify_chain": true}, true, []any{}},
+		{map[string]any{"task_id": "T-0001", "type": "decision", "verify_chain": true}, false, []any{2.0}},
+	} {
+		d := h.call("thought_record_list", c.args, "OK")
+		if d["chain_valid"] != c.valid || !reflect.DeepEqual(d["invalid_links"], c.links) {
+			t.Errorf("%v: chain_valid %v invalid_links %v, want %v %v", c.args, d["chain_valid"], d["invalid_links"], c.valid, c.links)
+		}
+	}
+
+	head := h.head()
+	d := h.call("audit_verify_chain", map[string]any{}, "OK")
+	broken := list(t, d["broken_links"])
+	if d["chain_valid"] != false || len(broken) != 2 {
+		t.Fatalf("audit_verify_chain = %v", d)
+	}
+	first, second := obj(t, broken[0]), obj(t, broken[1])
+	if first["position"] != float64(seq) || first["expected_hash"] != th[2]["hash"] || first["actual_hash"] != tamperedHash {
+		t.Errorf("first broken link %v, want position %d expected %v actual %s", first, seq, th[2]["hash"], tamperedHash)
+	}
+	// The next event still links to the original hash.
+	if second["position"] != float64(seq+1) || second["expected_hash"] != tamperedHash || second["actual_hash"] != th[2]["hash"] {
+		t.Errorf("second broken link %v, want position %d expected %s actual %v", second, seq+1, tamperedHash, th[2]["hash"])
+	}
+	if want := float64(100 * (head - 2) / head); d["integrity_score"] != want || d["total_records"] != float64(head) {
+		t.Errorf("integrity_score %v total %v, want %v %d", d["integrity_score"], d["total_records"], want, head)
+	}
+
+	for _, c := range []struct {
+		args   map[string]any
+		valid  bool
+		merkle any
+	}{
+		{map[string]any{"task_id": "T-0001"}, false, nil},
+		{map[string]any{"task_id": "T-0002"}, true, nil},
+		{map[string]any{"session_id": "A-0001"}, false, false},
+		{map[string]any{"session_id": "A-0001", "full_trace": true}, false, false},
+	} {
+		d := h.call("audit_verify_chain", c.args, "OK")
+		if d["chain_valid"] != c.valid || d["merkle_valid"] != c.merkle {
+			t.Errorf("audit_verify_chain(%v): chain_valid %v merkle_valid %v, want %v %v", c.args, d["chain_valid"], d["merkle_valid"], c.valid, c.merkle)
+		}
+		if !c.valid {
+			if b := obj(t, list(t, d["broken_links"])[0]); b["position"] != float64(seq) {
+				t.Errorf("audit_verify_chain(%v): first broken link %v, want position %d", c.args, b, seq)
+			}
+			if d["integrity_score"].(float64) >= 100 {
+				t.Errorf("audit_verify_chain(%v): integrity_score %v", c.args, d["integrity_score"])
+			}
+		}
+		if c.args["full_trace"] == true {
+			for _, x := range list(t, d["hashes"]) {
+				e := obj(t, x)
+				if e["seq"] == float64(seq) && e["hash"] != tamperedHash {
+					t.Errorf("full_trace hash of seq %d = %v, want the recomputed %s", seq, e["hash"], tamperedHash)
+				}
+			}
+		}
+	}
+}
+
+// TestMalformedEvent: an event whose stored bytes no longer parse is a
+// broken link in the result, never a failed call.
+func TestMalformedEvent(t *testing.T) {
+	h, th := thoughtFixture(t)
+	h.call("merkle_finalize", map[string]any{"session_id": "A-0001"}, "OK")
+	seq := uint64(th[2]["seq"].(float64))
+	h.tamper(seq, func(raw []byte) []byte { return raw[:len(raw)/2] })
+	for _, args := range []map[string]any{
+		{},
+		{"full_trace": true},
+		{"task_id": "T-0001", "full_trace": true},
+		{"session_id": "A-0001"},
+	} {
+		d := h.call("audit_verify_chain", args, "OK")
+		if d["chain_valid"] != false || obj(t, list(t, d["broken_links"])[0])["position"] != float64(seq) {
+			t.Errorf("audit_verify_chain(%v) = %v", args, d)
+		}
+		if args["session_id"] != nil && d["merkle_valid"] != false {
+			t.Errorf("audit_verify_chain(%v): merkle_valid %v, want false", args, d["merkle_valid"])
+		}
+	}
+	d := h.call("thought_record_list", map[string]any{"task_id": "T-0001", "verify_chain": true}, "OK")
+	if d["chain_valid"] != false || !reflect.DeepEqual(d["invalid_links"], []any{2.0, 3.0}) {
+		t.Errorf("thought_record_list verify: %v %v", d["chain_valid"], d["invalid_links"])
+	}
+}

@@ -1,0 +1,63 @@
+package projections
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// The fold decodes a payload and decodes and re-encodes a record or two for
+// every event, so a rebuild spends much of its time in msgpack. These are
+// ledger.DecodePayload and ledger.EncodePayload (same options, same bytes)
+// with the encoders and decoders reused instead of allocated per call.
+
+var decoders = sync.Pool{New: func() any {
+	d := msgpack.NewDecoder(nil)
+	d.SetCustomStructTag("json")
+	return d
+}}
+
+type encoder struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = msgpack.NewEncoder(&e.buf)
+	e.enc.SetSortMapKeys(true)
+	e.enc.UseCompactInts(true)
+	e.enc.SetCustomStructTag("json")
+	return e
+}}
+
+// unmarshal is ledger.DecodePayload: unknown fields are ignored.
+func unmarshal(b []byte, v any) error {
+	d := decoders.Get().(*msgpack.Decoder)
+	d.ResetReader(bytes.NewReader(b))
+	err := d.Decode(v)
+	d.ResetReader(nil)
+	decoders.Put(d)
+	if err != nil {
+		return fmt.Errorf("decode payload: %w", err)
+	}
+	return nil
+}
+
+// marshal is ledger.EncodePayload: struct fields in declaration order, map
+// keys sorted, shortest integers. The result is a new slice.
+func marshal(v any) ([]byte, error) {
+	e := encoders.Get().(*encoder)
+	e.buf.Reset()
+	err := e.enc.Encode(v)
+	b := bytes.Clone(e.buf.Bytes())
+	if e.buf.Cap() <= 64<<10 {
+		encoders.Put(e)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode payload: %w", err)
+	}
+	return b, nil
+}
