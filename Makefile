@@ -3,10 +3,15 @@ GO      ?= go
 BIN     := bin/logbook
 PKGS    := ./...
 
-.PHONY: build test check bench fuzz e2e-deps clean
+.PHONY: build demo test check bench fuzz e2e-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/logbook
+
+# demo: an agent session through `logbook serve` on the default ledger
+# (.logbook/ledger.db), then the auditor's checks of it.
+demo: build
+	bash cmd/logbook/demo.sh
 
 test: build e2e-deps
 	$(GO) test -race -count=1 $(PKGS)
