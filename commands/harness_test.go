@@ -376,7 +376,11 @@ func (h *harness) tamper(seq uint64, edit func(raw []byte) []byte) {
 		if raw == nil {
 			return fmt.Errorf("no event %d", seq)
 		}
-		return b.Put(k[:], edit(append([]byte(nil), raw...)))
+		v := edit(append([]byte(nil), raw...))
+		if v == nil { // a nil edit deletes the event
+			return b.Delete(k[:])
+		}
+		return b.Put(k[:], v)
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr

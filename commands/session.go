@@ -30,11 +30,8 @@ type StartSessionResult struct {
 // StartSession opens an audit session on a task; its start event is its
 // first leaf.
 func (s *Service) StartSession(tx *Tx, in StartSessionInput) (*StartSessionResult, error) {
-	if _, ok, err := projections.GetTask(tx.lt, in.TaskID); err != nil || !ok {
-		if err != nil {
-			return nil, err
-		}
-		return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: in.TaskID}
+	if err := requireTask(tx, in.TaskID); err != nil {
+		return nil, err
 	}
 	id, err := projections.NextSessionID(tx.lt)
 	if err != nil {
@@ -89,11 +86,8 @@ func (s *Service) Finalize(tx *Tx, in FinalizeInput) (*FinalizeResult, error) {
 	}
 	p := projections.SessionFinalized{SessionID: sess.SessionID}
 	if in.TaskID != "" {
-		if _, ok, err := projections.GetTask(tx.lt, in.TaskID); err != nil || !ok {
-			if err != nil {
-				return nil, err
-			}
-			return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: in.TaskID}
+		if err := requireTask(tx, in.TaskID); err != nil {
+			return nil, err
 		}
 		in_, err := inScope(tx, sess, in.TaskID)
 		if err != nil {
@@ -106,7 +100,7 @@ func (s *Service) Finalize(tx *Tx, in FinalizeInput) (*FinalizeResult, error) {
 	}
 	var f ledger.Frontier
 	err = projections.SessionLeaves(tx.lt, sess.SessionID, func(l projections.Leaf) error {
-		if p.TaskID == "" || slices.Contains(l.Tasks, p.TaskID) {
+		if sess.Selects(l, p.TaskID) {
 			f.Append(l.Hash)
 			if p.FirstSeq == 0 {
 				p.FirstSeq = l.Seq
@@ -217,12 +211,17 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 		if sess, err = s.session(tx, in.SessionID); err != nil {
 			return nil, err
 		}
+		if in.TaskID != "" {
+			if err := requireTask(tx, in.TaskID); err != nil {
+				return nil, err
+			}
+		}
 		seqs = []uint64{}
 		err = projections.SessionLeaves(tx.lt, in.SessionID, func(l projections.Leaf) error {
-			if in.TaskID == "" || slices.Contains(l.Tasks, in.TaskID) {
+			if sess.Selects(l, in.TaskID) {
 				seqs = append(seqs, l.Seq)
 			}
-			if sess.Final != nil && (sess.Final.TaskID == "" || slices.Contains(l.Tasks, sess.Final.TaskID)) {
+			if sess.Final != nil && sess.Selects(l, sess.Final.TaskID) {
 				frozen = append(frozen, l.Seq)
 			}
 			return nil
@@ -251,8 +250,7 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 		return r.Hash, err == nil
 	}
 	check := func(begin, end uint64) error {
-		n, err := tx.lt.VerifyEvents(begin, end, collect)
-		res.TotalRecords += n
+		_, err := tx.lt.VerifyEvents(begin, end, collect)
 		if err != nil {
 			return err
 		}
@@ -266,20 +264,19 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 		return nil
 	}
 	if seqs == nil {
+		res.TotalRecords = tx.lt.Head().Seq
 		if err := check(1, tx.lt.Head().Seq+1); err != nil {
 			return nil, err
 		}
 	}
 	for _, seq := range seqs {
+		res.TotalRecords++
 		if err := check(seq, seq+1); err != nil {
 			return nil, err
 		}
 	}
 	res.ChainValid = len(res.BrokenLinks) == 0
-	res.IntegrityScore = 100
-	if res.TotalRecords > 0 {
-		res.IntegrityScore = int(100 * (res.TotalRecords - uint64(len(broken))) / res.TotalRecords)
-	}
+	res.IntegrityScore = integrityScore(res.TotalRecords, uint64(len(broken)))
 	if sess.Final != nil {
 		// The frozen root over the sealed leaves (all of them, or those of
 		// the task it was finalized for), recomputed from stored bytes.
@@ -297,14 +294,23 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 	return res, nil
 }
 
+// integrityScore is the share (0–100) of the records expected whose hash
+// and link hold; a problem outside them (a gap past the head) still counts.
+func integrityScore(total, broken uint64) int {
+	if total == 0 {
+		if broken > 0 {
+			return 0
+		}
+		return 100
+	}
+	return int(100 * (total - min(broken, total)) / total)
+}
+
 // taskSeqs are the events that changed the task or recorded a thought on it,
 // in ledger order.
 func taskSeqs(tx *Tx, id string) ([]uint64, error) {
-	if _, ok, err := projections.GetTask(tx.lt, id); err != nil || !ok {
-		if err != nil {
-			return nil, err
-		}
-		return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: id}
+	if err := requireTask(tx, id); err != nil {
+		return nil, err
 	}
 	seqs, err := projections.TaskEventSeqs(tx.lt, id)
 	if err != nil {

@@ -106,9 +106,16 @@ func (h *harness) refLeaves(id string, upTo uint64) []refLeaf {
 	return leaves
 }
 
+// leafHashes are the hashes of the leaves a finalize for task seals: all of
+// them for "", else the session's start event (the first leaf) and the
+// leaves that concern task.
 func leafHashes(leaves []refLeaf, task string) []ledger.Hash {
 	var hs []ledger.Hash
-	for _, l := range leaves {
+	for i, l := range leaves {
+		if i == 0 && task != "" {
+			hs = append(hs, l.Hash)
+			continue
+		}
 		for _, t := range l.Tasks {
 			if task == "" || t == task {
 				hs = append(hs, l.Hash)
@@ -277,8 +284,8 @@ func TestSessionLeaves(t *testing.T) {
 	want = h.refLeaves("A-0002", h.head())
 	fin = h.call("merkle_finalize", map[string]any{"session_id": "A-0002", "task_id": "T-0002"}, "OK")
 	only := leafHashes(want, "T-0002")
-	var onlySeqs []uint64
-	for _, l := range want {
+	onlySeqs := []uint64{want[0].Seq}
+	for _, l := range want[1:] {
 		for _, tk := range l.Tasks {
 			if tk == "T-0002" {
 				onlySeqs = append(onlySeqs, l.Seq)

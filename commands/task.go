@@ -53,15 +53,19 @@ func (s *Service) CreateTask(tx *Tx, in CreateTaskInput) (*CreateTaskResult, err
 		return nil, Invalid("title", "must not be blank")
 	}
 	if in.ParentID != "" {
-		parent, ok, err := projections.GetTask(tx.lt, in.ParentID)
+		parent, err := getTask(tx, in.ParentID)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: in.ParentID}
-		}
 		if parent.Project != in.Project {
 			return nil, Invalid("parent_id", "parent %s is in project %q, not %q", in.ParentID, parent.Project, in.Project)
+		}
+		depth, err := projections.Depth(tx.lt, in.ParentID)
+		if err != nil {
+			return nil, err
+		}
+		if depth+1 > projections.MaxDepth {
+			return nil, Invalid("parent_id", "sub-tasks nest at most %d levels deep", projections.MaxDepth)
 		}
 	}
 	id, err := projections.NextTaskID(tx.lt)
@@ -124,12 +128,9 @@ type UpdateTaskResult struct {
 // UpdateTask applies the state machine and the writeback rule, and appends
 // task.updated with the fields that actually change (none: no event).
 func (s *Service) UpdateTask(tx *Tx, in UpdateTaskInput) (*UpdateTaskResult, error) {
-	t, ok, err := projections.GetTask(tx.lt, in.TaskID)
+	t, err := getTask(tx, in.TaskID)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: in.TaskID}
 	}
 	if closed(t.Status) {
 		return nil, &TaskClosedError{TaskID: t.ID, Status: t.Status}
@@ -536,4 +537,19 @@ func pageLimit(limit *int, def, max int) (int, error) {
 		return 0, Invalid("limit", "must be between 1 and %d", max)
 	}
 	return *limit, nil
+}
+
+// getTask is the task with id, or a NotFoundError.
+func getTask(tx *Tx, id string) (projections.Task, error) {
+	t, ok, err := projections.GetTask(tx.lt, id)
+	if err == nil && !ok {
+		err = &NotFoundError{Kind: ErrTaskNotFound, ID: id}
+	}
+	return t, err
+}
+
+// requireTask fails with a NotFoundError unless the task exists.
+func requireTask(tx *Tx, id string) error {
+	_, err := getTask(tx, id)
+	return err
 }

@@ -55,11 +55,8 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 		}
 		metadata = buf.String()
 	}
-	if _, ok, err := projections.GetTask(tx.lt, in.TaskID); err != nil || !ok {
-		if err != nil {
-			return nil, err
-		}
-		return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: in.TaskID}
+	if err := requireTask(tx, in.TaskID); err != nil {
+		return nil, err
 	}
 	subjects := []string{"", in.TaskID}
 	if in.SessionID != "" {
@@ -156,11 +153,8 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 	}
 	switch {
 	case in.TaskID != "":
-		if _, ok, err := projections.GetTask(tx.lt, in.TaskID); err != nil || !ok {
-			if err != nil {
-				return nil, err
-			}
-			return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: in.TaskID}
+		if err := requireTask(tx, in.TaskID); err != nil {
+			return nil, err
 		}
 		if in.SessionID != "" {
 			if err := s.requireSession(tx, in.SessionID); err != nil {
@@ -226,15 +220,7 @@ func thoughtHolds(lt *ledger.Tx, th projections.Thought) (bool, error) {
 	if th.ChainPosition == 1 {
 		return p.PreviousHash == "", nil
 	}
-	var prev projections.Thought
-	var found bool
-	err = projections.TaskThoughts(lt, th.TaskID, func(o projections.Thought) bool {
-		if o.ChainPosition == th.ChainPosition-1 {
-			prev, found = o, true
-			return false
-		}
-		return true
-	})
+	prev, found, err := projections.ThoughtAt(lt, th.TaskID, th.ChainPosition-1)
 	if err != nil || !found {
 		return false, err
 	}

@@ -251,3 +251,11 @@ func NextSessionID(tx *ledger.Tx) (string, error) {
 	n, err := nextNumber(tx, counterSession)
 	return FormatID(SessionPrefix, n), err
 }
+
+// Selects reports whether leaf l is sealed by a finalize (or checked by a
+// verify) limited to taskID: every leaf when taskID is "", else the
+// session's start event — always its first leaf, so no root is empty — and
+// the leaves that concern taskID.
+func (s Session) Selects(l Leaf, taskID string) bool {
+	return taskID == "" || l.Seq == s.StartSeq || slices.Contains(l.Tasks, taskID)
+}

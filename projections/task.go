@@ -303,10 +303,9 @@ func Children(tx *ledger.Tx, id string) ([]string, error) {
 }
 
 // IsWithin reports whether task id is ancestor itself or one of its
-// descendants, walking parent links up (at most maxDepth of them).
+// descendants, walking parent links up (at most MaxDepth of them).
 func IsWithin(tx *ledger.Tx, id, ancestor string) (bool, error) {
-	const maxDepth = 10000
-	for range maxDepth {
+	for range MaxDepth + 1 {
 		if id == ancestor {
 			return true, nil
 		}
@@ -316,7 +315,23 @@ func IsWithin(tx *ledger.Tx, id, ancestor string) (bool, error) {
 		}
 		id = t.ParentID
 	}
-	return false, errParentChain(id, maxDepth)
+	return false, errParentChain(id, MaxDepth)
+}
+
+// MaxDepth is the most levels of sub-tasks below a top-level task; task
+// creation refuses deeper nesting, so walks up a parent chain are bounded.
+const MaxDepth = 1000
+
+// Depth is the number of ancestors of the task (0 for a top-level task).
+func Depth(tx *ledger.Tx, id string) (int, error) {
+	for depth := 0; depth <= MaxDepth; depth++ {
+		t, ok, err := GetTask(tx, id)
+		if err != nil || !ok || t.ParentID == "" {
+			return depth, err
+		}
+		id = t.ParentID
+	}
+	return 0, errParentChain(id, MaxDepth)
 }
 
 func errParentChain(id string, depth int) error {

@@ -197,3 +197,21 @@ func NextThoughtID(tx *ledger.Tx) (string, error) {
 	n, err := nextNumber(tx, counterThought)
 	return FormatID(ThoughtPrefix, n), err
 }
+
+// ThoughtAt is the task's thought at a chain position; ok false if none.
+func ThoughtAt(tx *ledger.Tx, taskID string, position uint64) (th Thought, ok bool, err error) {
+	tn, valid := ParseID(TaskPrefix, taskID)
+	if !valid {
+		return th, false, nil
+	}
+	chain, err := tx.Space(spTaskThoughts)
+	if err != nil {
+		return th, false, err
+	}
+	v := chain.Get(key2(tn, position))
+	if len(v) != 8 {
+		return th, false, nil
+	}
+	th, err = thoughtByNumber(tx, be64(v))
+	return th, err == nil, err
+}
