@@ -8,6 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -221,12 +224,34 @@ func (s *Server) validate(name string, args json.RawMessage) (err error) {
 // recorded) as ERR_INTERNAL.
 var errValidationPanicked = errors.New("argument validation panicked")
 
+// clientName is the client's clientInfo.name as an identity fit to be
+// written into every event: control characters and invalid UTF-8 dropped,
+// at most maxClientName characters.
 func clientName(ss *sdk.ServerSession) string {
 	if ss == nil {
 		return ""
 	}
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-		return p.ClientInfo.Name
+		return sanitizeName(p.ClientInfo.Name)
 	}
 	return ""
+}
+
+// maxClientName matches the longest --agent name.
+const maxClientName = 128
+
+func sanitizeName(name string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range name {
+		if n == maxClientName {
+			break
+		}
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			continue
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimSpace(b.String())
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
@@ -33,8 +35,8 @@ func serve(ctx context.Context, e *env, args []string) error {
 	if *project != "" && !projectRE.MatchString(*project) {
 		return usageErr("serve: --project %q is not a slug like my-project", *project)
 	}
-	if len(*agent) > 128 {
-		return usageErr("serve: --agent is longer than 128 characters")
+	if n := utf8.RuneCountInString(*agent); n > 128 || !utf8.ValidString(*agent) || strings.IndexFunc(*agent, unicode.IsControl) >= 0 {
+		return usageErr("serve: --agent must be at most 128 characters of valid UTF-8 with no control characters")
 	}
 	if err := checkPath("--db", *db, false); err != nil {
 		return err
@@ -63,9 +65,6 @@ func serve(ctx context.Context, e *env, args []string) error {
 	svc, err := commands.New(l, commands.Options{Agent: *agent, Project: *project, ReadOnly: *readOnly,
 		Skills: set, Skipped: skipped, Version: version, Logger: log})
 	if err != nil {
-		if errors.Is(err, projections.ErrNewerVersion) {
-			return usageErr("serve: %v", err)
-		}
 		return usageErr("serve: %v", err)
 	}
 	srv := mcp.New(svc, mcp.Options{Version: version, Logger: log})

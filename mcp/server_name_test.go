@@ -1,0 +1,21 @@
+package mcp
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSanitizeName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"claude-code", "claude-code"},
+		{"a\x00b\nc", "abc"},
+		{"bad\xffutf8", "badutf8"},
+		{strings.Repeat("é", 3000), strings.Repeat("é", maxClientName)},
+		{"  spaced  ", "spaced"},
+	}
+	for _, tt := range tests {
+		if got := sanitizeName(tt.in); got != tt.want {
+			t.Errorf("sanitizeName(%q) = %q, want %q", tt.in[:min(len(tt.in), 20)], got[:min(len(got), 20)], tt.want[:min(len(tt.want), 20)])
+		}
+	}
+}
