@@ -90,7 +90,7 @@ func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
 	}
 	f := newFolder(tx, tx.Root, true)
 	var n uint64
-	err = tx.Scan(applied+1, end, func(r ledger.Record) error {
+	fold := func(r ledger.Record) error {
 		n++
 		if n%4096 == 0 {
 			// A rebuild's chunk reads projection pages all over the
@@ -98,7 +98,12 @@ func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
 			tx.ReleaseMapped()
 		}
 		return f.apply(r)
-	})
+	}
+	if end-applied > 2*decodeBatch {
+		err = scanDecoded(tx, applied+1, end, fold)
+	} else {
+		err = tx.Scan(applied+1, end, fold)
+	}
 	if err == nil {
 		err = f.flush()
 	}

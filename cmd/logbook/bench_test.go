@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// The benchmarks run the binary on a ledger of benchEvents events shaped
+// like agents' work (one domain event and one tool.called per call), and
+// report what the binary itself measured (events/s) and its peak resident
+// memory (the child's ru_maxrss, which counts the mapped file pages it
+// touched). Run them with `make bench`, or:
+//
+//	go test ./cmd/logbook -run '^$' -bench . -benchtime 1x
+//
+// The ledger is built once and kept in the system temp directory, keyed by
+// its size and shape, so repeated runs do not rebuild it.
+
+const benchEvents = 1_000_000
+
+// benchShape names the generator below; change it when the generator
+// changes, so stale cached ledgers are not reused.
+const benchShape = "calls-v1"
+
+var (
+	benchOnce sync.Once
+	benchPath string
+	benchErr  error
+)
+
+// benchLedger returns the path of the shared benchmark ledger, building it
+// (without projections) if needed.
+func benchLedger(b *testing.B) string {
+	b.Helper()
+	benchOnce.Do(func() {
+		benchPath = filepath.Join(os.TempDir(), fmt.Sprintf("logbook-bench-%d-%s-p%d.db", benchEvents, benchShape, projections.Version))
+		if _, err := os.Stat(benchPath); err == nil {
+			return
+		}
+		tmp := benchPath + ".tmp"
+		os.Remove(tmp)
+		start := time.Now()
+		if benchErr = generateCalls(tmp, benchEvents); benchErr == nil {
+			benchErr = os.Rename(tmp, benchPath)
+		}
+		b.Logf("built %s in %v", benchPath, time.Since(start))
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchPath
+}
+
+// generateCalls appends n events shaped like tool calls of a few agents,
+// in commits of 10,000 events. It does not fold projections: rebuild does.
+func generateCalls(path string, n uint64) error {
+	l, err := ledger.Open(path, ledger.Options{Create: true})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	g := &callGen{rng: rand.New(rand.NewPCG(1, 2)), positions: map[uint64]uint64{}}
+	for done := uint64(0); done < n; {
+		err := l.Update(func(tx *ledger.Tx) error {
+			for tx.Head().Seq < min(done+10_000, n) {
+				if err := g.call(tx); err != nil {
+					return err
+				}
+			}
+			done = tx.Head().Seq
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// callGen makes one call's events at a time.
+type callGen struct {
+	rng       *rand.Rand
+	tasks     uint64            // tasks created
+	thoughts  uint64            // thoughts recorded
+	positions map[uint64]uint64 // task number → its thoughts so far
+	sessions  uint64
+	open      uint64 // the open session's number, 0 if none
+	openUntil uint64 // the seq after which it is finalized
+	last      ledger.Hash
+}
+
+var benchAgents = []string{"claude", "codex", "gemini", "aider"}
+
+func (g *callGen) emit(tx *ledger.Tx, typ, actor string, subjects []string, payload any) error {
+	b, err := ledger.EncodePayload(payload)
+	if err != nil {
+		return err
+	}
+	r, err := tx.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: actor, Subjects: subjects, Payload: b})
+	g.last = r.Hash
+	return err
+}
+
+func (g *callGen) call(tx *ledger.Tx) error {
+	actor := benchAgents[g.rng.IntN(len(benchAgents))]
+	seq := tx.Head().Seq
+	if seq == 0 {
+		if err := g.emit(tx, projections.TypeSkillsLoaded, actor, nil, map[string]any{"skills": []any{}}); err != nil {
+			return err
+		}
+	}
+	// A recent task: agents work on what was created lately.
+	task := func() uint64 { return g.tasks - uint64(g.rng.IntN(int(min(g.tasks, 500)))) }
+	var tool string
+	var subjects []string
+	var err error
+	switch p := g.rng.IntN(100); {
+	case g.tasks == 0 || p < 10:
+		g.tasks++
+		id := projections.FormatID(projections.TaskPrefix, g.tasks)
+		tool, subjects = "task_create", []string{id}
+		err = g.emit(tx, projections.TypeTaskCreated, actor, subjects, projections.TaskCreated{
+			TaskID: id, Project: fmt.Sprintf("project-%d", g.tasks%7), Sequence: g.tasks/7 + 1,
+			Title: fmt.Sprintf("Task %d: make the thing work", g.tasks), Description: "Something an agent was asked to do, in a sentence or two.",
+			Priority: "normal", Labels: []string{"bench"}, Assignee: actor})
+	case p < 40:
+		n := task()
+		id := projections.FormatID(projections.TaskPrefix, n)
+		status, progress := []string{"todo", "in_progress", "review", "blocked"}[g.rng.IntN(4)], g.rng.IntN(100)
+		tool, subjects = "task_update", []string{id}
+		err = g.emit(tx, projections.TypeTaskUpdated, actor, subjects, projections.TaskUpdated{TaskID: id, Status: &status, Progress: &progress})
+	case p < 85:
+		n := task()
+		g.thoughts++
+		g.positions[n]++
+		id := projections.FormatID(projections.TaskPrefix, n)
+		th := projections.FormatID(projections.ThoughtPrefix, g.thoughts)
+		tool, subjects = "thought_record", []string{th, id}
+		err = g.emit(tx, projections.TypeThoughtRecorded, actor, subjects, projections.ThoughtRecorded{
+			ThoughtID: th, TaskID: id, Type: "analysis", ChainPosition: g.positions[n],
+			Content: "Looked at the failing test; the fix is to read in chunks rather than hold the lock.",
+			Branch:  "main", CommitSHA: "abc1234", PreviousHash: g.last.String()})
+	default:
+		tool, subjects = "task_get", []string{projections.FormatID(projections.TaskPrefix, task())}
+	}
+	if err != nil {
+		return err
+	}
+	// An audit session now and then, open for a few hundred events.
+	switch {
+	case g.open == 0 && g.rng.IntN(2000) == 0:
+		g.sessions++
+		g.open, g.openUntil = g.sessions, seq+500
+		sid := projections.FormatID(projections.SessionPrefix, g.sessions)
+		tid := projections.FormatID(projections.TaskPrefix, task())
+		err = g.emit(tx, projections.TypeSessionStarted, actor, []string{sid, tid}, projections.SessionStarted{SessionID: sid, TaskID: tid, AuditorID: "auditor", Scope: "shallow"})
+	case g.open != 0 && seq > g.openUntil:
+		sid := projections.FormatID(projections.SessionPrefix, g.open)
+		g.open = 0
+		err = g.emit(tx, projections.TypeSessionFinalized, actor, []string{sid}, projections.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()})
+	}
+	if err != nil {
+		return err
+	}
+	return g.emit(tx, projections.TypeToolCalled, actor, subjects, projections.ToolCalled{Tool: tool,
+		ArgsSHA256: g.last.String(), Outcome: "OK", ResultSHA256: g.last.String(), DurationUS: int64(g.rng.IntN(2000)), Client: actor})
+}
+
+// measured is one run of the binary: its JSON output and peak RSS.
+type measured struct {
+	out    map[string]any
+	rssMB  float64
+	stderr string
+}
+
+func runMeasured(b *testing.B, args ...string) measured {
+	b.Helper()
+	cmd := exec.Command(logbookBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("logbook %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	m := measured{rssMB: float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024, stderr: errb.String()}
+	if err := json.Unmarshal(out.Bytes(), &m.out); err != nil {
+		b.Fatalf("output: %v\n%s", err, out.String())
+	}
+	return m
+}
+
+func num(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}
+
+// ensureProjections builds the benchmark ledger's projections if a
+// previous run did not.
+func ensureProjections(b *testing.B, path string) {
+	b.Helper()
+	l, err := ledger.Open(path, ledger.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var version, applied, head uint64
+	l.View(func(tx *ledger.Tx) error {
+		version, applied, _ = projections.State(tx)
+		head = tx.Head().Seq
+		return nil
+	})
+	if version != projections.Version || applied != head {
+		runMeasured(b, "rebuild", "--db", path, "--json")
+	}
+}
+
+// BenchmarkRebuild: logbook rebuild of the whole ledger.
+func BenchmarkRebuild(b *testing.B) {
+	path := benchLedger(b)
+	var m measured
+	for b.Loop() {
+		m = runMeasured(b, "rebuild", "--db", path, "--json")
+	}
+	b.ReportMetric(num(m.out["events"]), "events")
+	b.ReportMetric(num(m.out["events_per_s"]), "events/s")
+	b.ReportMetric(m.rssMB, "peak-RSS-MB")
+}
+
+// BenchmarkVerify: logbook verify (chain, Merkle and projections); it
+// reports the chain-and-Merkle part and the projection part separately.
+func BenchmarkVerify(b *testing.B) {
+	path := benchLedger(b)
+	ensureProjections(b, path)
+	var m measured
+	for b.Loop() {
+		m = runMeasured(b, "verify", "--db", path, "--json")
+	}
+	t, _ := m.out["timing"].(map[string]any)
+	b.ReportMetric(num(m.out["size"]), "events")
+	b.ReportMetric(num(t["chain_events_per_s"]), "chain-events/s")
+	b.ReportMetric(num(t["projections_events_per_s"]), "projection-events/s")
+	b.ReportMetric(num(m.out["size"])/(num(t["total_ms"])/1000), "events/s")
+	b.ReportMetric(num(t["lock_held_ms"]), "final-lock-ms")
+	b.ReportMetric(m.rssMB, "peak-RSS-MB")
+}
+
+// BenchmarkVerifyChain: logbook verify --no-projections, the chain and
+// Merkle part alone (with its own peak memory).
+func BenchmarkVerifyChain(b *testing.B) {
+	path := benchLedger(b)
+	var m measured
+	for b.Loop() {
+		m = runMeasured(b, "verify", "--db", path, "--json", "--no-projections")
+	}
+	t, _ := m.out["timing"].(map[string]any)
+	b.ReportMetric(num(m.out["size"]), "events")
+	b.ReportMetric(num(t["chain_events_per_s"]), "events/s")
+	b.ReportMetric(m.rssMB, "peak-RSS-MB")
+}
+
+// BenchmarkSnapshot: logbook snapshot of the whole ledger; final-lock-ms is
+// the longest the source file was held.
+func BenchmarkSnapshot(b *testing.B) {
+	path := benchLedger(b)
+	ensureProjections(b, path)
+	var m measured
+	for b.Loop() {
+		out := filepath.Join(b.TempDir(), "snapshot.db")
+		m = runMeasured(b, "snapshot", "--db", path, "--out", out, "--json")
+	}
+	b.ReportMetric(num(m.out["size"]), "events")
+	b.ReportMetric(num(m.out["locked_ms"]), "final-lock-ms")
+	b.ReportMetric(m.rssMB, "peak-RSS-MB")
+}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// A checkpoint is the C2SP tlog-checkpoint signed note: the body
+//
+//	<origin>\n<size>\n<base64 root>\n
+//
+// signed with an Ed25519 note key (golang.org/x/mod/sumdb/note). Published
+// outside the ledger file, it pins the log's size and root at that moment:
+// any later rewrite or truncation of those events is provable with
+// `logbook verify --checkpoint`.
+
+func init() {
+	register("keygen", "create an Ed25519 key pair for signing checkpoints", keygen)
+	register("checkpoint", "sign a checkpoint (size and root) of the ledger", checkpoint)
+}
+
+func keygen(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "keygen", "Create an Ed25519 note key pair: the signer key (secret, written 0600) signs checkpoints,\nthe verifier key is what auditors are given.")
+	name := fs.String("name", "logbook", "key name: usually the log's origin, e.g. example.com/logbook (no spaces or '+')")
+	skey := fs.String("skey", "logbook.skey", "signer (private) key file to create")
+	vkey := fs.String("vkey", "logbook.vkey", "verifier (public) key file to create")
+	if done, err := parse(e, fs, args); done {
+		return err
+	}
+	for _, p := range []struct{ flag, path string }{{"--skey", *skey}, {"--vkey", *vkey}} {
+		if err := checkPath(p.flag, p.path, false); err != nil {
+			return err
+		}
+		if _, err := os.Lstat(p.path); err == nil {
+			return usageErr("keygen: %s %s exists; refusing to overwrite a key", p.flag, p.path)
+		}
+	}
+	if *skey == *vkey {
+		return usageErr("keygen: --skey and --vkey are the same file")
+	}
+	if !validKeyName(*name) {
+		return usageErr("keygen: --name %q: want a non-empty name without spaces or '+' (e.g. example.com/logbook)", *name)
+	}
+	sk, vk, err := note.GenerateKey(rand.Reader, *name)
+	if err != nil {
+		return usageErr("keygen: --name %q: %v", *name, err)
+	}
+	if err := writeNew(*skey, sk+"\n", 0o600); err != nil {
+		return usageErr("keygen: %v", err)
+	}
+	if err := writeNew(*vkey, vk+"\n", 0o644); err != nil {
+		os.Remove(*skey)
+		return usageErr("keygen: %v", err)
+	}
+	fmt.Fprintf(e.stdout, "signer key:   %s (keep it secret)\nverifier key: %s\n%s\n", *skey, *vkey, vk)
+	return nil
+}
+
+// validKeyName is the note package's rule for key names, which
+// GenerateKey does not check but NewVerifier does: well-formed UTF-8, no
+// Unicode spaces, no '+'.
+func validKeyName(name string) bool {
+	if name == "" || !utf8.ValidString(name) || strings.Contains(name, "+") {
+		return false
+	}
+	return !strings.ContainsFunc(name, unicode.IsSpace)
+}
+
+// writeNew creates path (which must not exist) with data, synced.
+func writeNew(path, data string, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(data)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}
+
+// checkpointJSON is checkpoint's --json output.
+type checkpointJSON struct {
+	Origin     string      `json:"origin"`
+	Size       uint64      `json:"size"`
+	Root       ledger.Hash `json:"root"`
+	KeyName    string      `json:"key_name"`
+	Out        string      `json:"out,omitempty"`
+	Checkpoint string      `json:"checkpoint"`
+}
+
+func checkpoint(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "checkpoint", "Sign a C2SP tlog-checkpoint of the ledger (its size and RFC 9162 root) with an Ed25519 note key.\nPublish it outside the ledger; `logbook verify --checkpoint` later proves the ledger still extends it.")
+	lf := addLedgerFlags(e, fs)
+	key := fs.String("key", "", "signer key file from logbook keygen (required)")
+	origin := fs.String("origin", "", "origin line: the log's name (default: the key's name)")
+	size := fs.Uint64("size", 0, "sign the ledger as of this size (default: its head)")
+	out := fs.String("out", "", "write the checkpoint to this file (default: stdout)")
+	asJSON := fs.Bool("json", false, "print a JSON object instead of the checkpoint text")
+	if done, err := parse(e, fs, args); done {
+		return err
+	}
+	if *key == "" {
+		return usageErr("checkpoint: --key is required")
+	}
+	if err := checkPath("--key", *key, true); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := checkPath("--out", *out, false); err != nil {
+			return err
+		}
+	}
+	skey, err := os.ReadFile(*key)
+	if err != nil {
+		return usageErr("checkpoint: %v", err)
+	}
+	signer, err := note.NewSigner(strings.TrimSpace(string(skey)))
+	if err != nil {
+		return usageErr("checkpoint: --key %s is not a signer key: %v", *key, err)
+	}
+	if *origin == "" {
+		*origin = signer.Name()
+	}
+	if *origin == "" || strings.ContainsAny(*origin, "\n") {
+		return usageErr("checkpoint: --origin must be one non-empty line")
+	}
+	l, err := lf.open(true)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	var cp checkpointBody
+	cp.Origin = *origin
+	err = l.View(func(tx *ledger.Tx) error {
+		cp.Size = tx.Head().Seq
+		if *size > 0 {
+			if *size > cp.Size {
+				return usageErr("checkpoint: --size %d is beyond the ledger's head %d", *size, cp.Size)
+			}
+			cp.Size = *size
+		}
+		var err error
+		cp.Root, err = tx.Root(cp.Size)
+		return err
+	})
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		return ioErr("checkpoint", err)
+	}
+	signed, err := note.Sign(&note.Note{Text: cp.text()}, signer)
+	if err != nil {
+		return usageErr("checkpoint: sign: %v", err)
+	}
+	if *out != "" {
+		if err := os.WriteFile(*out, signed, 0o644); err != nil {
+			return usageErr("checkpoint: %v", err)
+		}
+	}
+	switch {
+	case *asJSON:
+		return writeJSON(e.stdout, checkpointJSON{Origin: cp.Origin, Size: cp.Size, Root: cp.Root, KeyName: signer.Name(), Out: *out, Checkpoint: string(signed)})
+	case *out == "":
+		_, err = e.stdout.Write(signed)
+		return err
+	default:
+		fmt.Fprintf(e.stdout, "checkpoint of %d events (root %s) signed by %s, written to %s\n", cp.Size, cp.Root, signer.Name(), *out)
+		return nil
+	}
+}
+
+// checkpointBody is the signed text of a checkpoint.
+type checkpointBody struct {
+	Origin string
+	Size   uint64
+	Root   ledger.Hash
+}
+
+func (c checkpointBody) text() string {
+	return fmt.Sprintf("%s\n%d\n%s\n", c.Origin, c.Size, base64.StdEncoding.EncodeToString(c.Root[:]))
+}
+
+// parseCheckpointBody reads the first three lines of a checkpoint body;
+// extension lines after them are allowed and ignored.
+func parseCheckpointBody(text string) (checkpointBody, error) {
+	var c checkpointBody
+	lines := strings.SplitN(text, "\n", 4)
+	if len(lines) < 4 || lines[0] == "" {
+		return c, errors.New("want origin, size and root lines")
+	}
+	size, err := strconv.ParseUint(lines[1], 10, 64)
+	if err != nil || (len(lines[1]) > 1 && lines[1][0] == '0') {
+		return c, fmt.Errorf("size line %q", lines[1])
+	}
+	root, err := base64.StdEncoding.Strict().DecodeString(lines[2])
+	if err != nil || len(root) != len(c.Root) {
+		return c, fmt.Errorf("root line %q: want base64 of 32 bytes", lines[2])
+	}
+	c.Origin, c.Size = lines[0], size
+	copy(c.Root[:], root)
+	return c, nil
+}
+
+// openCheckpoint reads a signed checkpoint and checks its signature with the
+// verifier key file. An unreadable file or key is an exit-2 error; a
+// signature that does not verify, or a malformed body, is exit 1.
+func openCheckpoint(cmd, cpPath, vkeyPath string) (checkpointBody, error) {
+	var c checkpointBody
+	if err := checkPath("--checkpoint", cpPath, true); err != nil {
+		return c, err
+	}
+	if vkeyPath == "" {
+		return c, usageErr("%s: --checkpoint needs --vkey, the verifier key of its signer", cmd)
+	}
+	if err := checkPath("--vkey", vkeyPath, true); err != nil {
+		return c, err
+	}
+	vk, err := os.ReadFile(vkeyPath)
+	if err != nil {
+		return c, usageErr("%s: %v", cmd, err)
+	}
+	verifier, err := note.NewVerifier(strings.TrimSpace(string(vk)))
+	if err != nil {
+		return c, usageErr("%s: --vkey %s is not a verifier key: %v", cmd, vkeyPath, err)
+	}
+	msg, err := os.ReadFile(cpPath)
+	if err != nil {
+		return c, usageErr("%s: %v", cmd, err)
+	}
+	n, err := note.Open(msg, note.VerifierList(verifier))
+	if err != nil {
+		return c, integrityErr(fmt.Errorf("%s: checkpoint %s: signature: %w", cmd, cpPath, err))
+	}
+	if c, err = parseCheckpointBody(n.Text); err != nil {
+		return c, integrityErr(fmt.Errorf("%s: checkpoint %s: %w", cmd, cpPath, err))
+	}
+	return c, nil
+}

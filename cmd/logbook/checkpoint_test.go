@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// writeKey makes a key pair with logbook keygen in dir and returns the
+// signer key's path (the verifier key is beside it, .vkey).
+func writeKey(t testing.TB, dir string) string {
+	t.Helper()
+	skey, vkey := filepath.Join(dir, "log.skey"), filepath.Join(dir, "log.vkey")
+	if _, err := os.Stat(skey); err == nil {
+		return skey
+	}
+	r := run(t, "keygen", "--name", "example.com/logbook", "--skey", skey, "--vkey", vkey)
+	wantExit(t, r, 0, "keygen")
+	return skey
+}
+
+func vkeyOf(skey string) string { return strings.TrimSuffix(skey, ".skey") + ".vkey" }
+
+func TestKeygen(t *testing.T) {
+	dir := t.TempDir()
+	skey := writeKey(t, dir)
+	fi, err := os.Stat(skey)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("signer key mode %v, %v", fi.Mode(), err)
+	}
+	sk, _ := os.ReadFile(skey)
+	vk, _ := os.ReadFile(vkeyOf(skey))
+	if _, err := note.NewSigner(strings.TrimSpace(string(sk))); err != nil {
+		t.Errorf("signer key: %v", err)
+	}
+	if _, err := note.NewVerifier(strings.TrimSpace(string(vk))); err != nil {
+		t.Errorf("verifier key: %v", err)
+	}
+	r := run(t, "keygen", "--skey", skey, "--vkey", filepath.Join(dir, "other.vkey"))
+	wantExit(t, r, 2, "keygen over an existing key")
+	if b, _ := os.ReadFile(skey); string(b) != string(sk) {
+		t.Error("keygen overwrote a key")
+	}
+	wantExit(t, run(t, "keygen", "--name", "has space", "--skey", filepath.Join(dir, "a"), "--vkey", filepath.Join(dir, "b")), 2, "bad key name")
+}
+
+// TestCheckpoint: the checkpoint is a C2SP tlog-checkpoint signed note of
+// the ledger's size and root; verify --checkpoint accepts the ledger it was
+// taken of and every append-only extension, and rejects a truncated or
+// rewritten ledger, a checkpoint signed by another key and an edited one.
+func TestCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	skey := writeKey(t, dir)
+	vkey := vkeyOf(skey)
+	path := healthyLedger(t, 10)
+	size := headOf(t, path)
+	cp := filepath.Join(dir, "checkpoint")
+	wantExit(t, run(t, "checkpoint", "--db", path, "--key", skey, "--out", cp), 0, "checkpoint")
+
+	// The format, checked with the note package alone.
+	msg, _ := os.ReadFile(cp)
+	vk, _ := os.ReadFile(vkey)
+	verifier, _ := note.NewVerifier(strings.TrimSpace(string(vk)))
+	n, err := note.Open(msg, note.VerifierList(verifier))
+	if err != nil {
+		t.Fatalf("note.Open: %v\n%s", err, msg)
+	}
+	lines := strings.Split(n.Text, "\n")
+	root := run(t, "root", "--db", path, "--json")
+	var rj struct{ Root string }
+	decodeJSON(t, root, &rj)
+	rootBytes, _ := base64.StdEncoding.DecodeString(lines[2])
+	if len(lines) != 4 || lines[0] != "example.com/logbook" || lines[1] != strconv.FormatUint(size, 10) ||
+		len(rootBytes) != 32 || lines[3] != "" || hex.EncodeToString(rootBytes) != rj.Root {
+		t.Fatalf("checkpoint body %q, want origin, size %d, base64 root %s", n.Text, size, rj.Root)
+	}
+
+	check := func(path string, wantCode int, wantProblem string) {
+		t.Helper()
+		out, r := verifyJSONOf(t, "--db", path, "--checkpoint", cp, "--vkey", vkey)
+		wantExit(t, r, wantCode, "verify --checkpoint")
+		if wantCode == 0 && (out.Checkpoint == nil || !out.Checkpoint.Consistent || out.Checkpoint.Size != size) {
+			t.Errorf("checkpoint not reported consistent: %s", r.stdout)
+		}
+		if wantCode == 1 && (out.Error == nil || out.Error.Problem != wantProblem) {
+			t.Errorf("want %q, got %s", wantProblem, r.stdout)
+		}
+	}
+	check(path, 0, "")
+
+	t.Run("extended", func(t *testing.T) {
+		ext := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, path, ext)
+		w := newLedger(t, ext, "agent-b")
+		for i := range 7 {
+			w.call("task_create", map[string]any{"title": "later " + strconv.Itoa(i), "project": "core"})
+		}
+		w.l.Close()
+		check(ext, 0, "")
+	})
+	t.Run("truncated", func(t *testing.T) {
+		tr := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, path, tr)
+		truncateTail(t, tr, 2, true)
+		wantExit(t, run(t, "rebuild", "--db", tr), 0, "rebuild")
+		check(tr, 1, "log truncated")
+	})
+	t.Run("rewritten with every hash fixed up", func(t *testing.T) {
+		rw := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, path, rw)
+		rewriteFrom(t, rw, 3)
+		wantExit(t, run(t, "rebuild", "--db", rw), 0, "rebuild")
+		wantExit(t, run(t, "verify", "--db", rw), 0, "verify without the checkpoint")
+		check(rw, 1, "checkpoint mismatch")
+	})
+	t.Run("rewritten and extended", func(t *testing.T) {
+		rw := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, path, rw)
+		rewriteFrom(t, rw, 3)
+		w := newLedger(t, rw, "agent-b")
+		w.call("task_create", map[string]any{"title": "cover the tracks", "project": "core"})
+		w.l.Close()
+		check(rw, 1, "checkpoint mismatch")
+	})
+	t.Run("other key", func(t *testing.T) {
+		other := writeKey(t, t.TempDir())
+		r := run(t, "verify", "--db", path, "--checkpoint", cp, "--vkey", vkeyOf(other))
+		wantExit(t, r, 1, "verify with another key")
+	})
+	t.Run("edited checkpoint", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "checkpoint")
+		os.WriteFile(bad, []byte(strings.Replace(string(msg), "\n"+strconv.FormatUint(size, 10)+"\n", "\n"+strconv.FormatUint(size-1, 10)+"\n", 1)), 0o644)
+		wantExit(t, run(t, "verify", "--db", path, "--checkpoint", bad, "--vkey", vkey), 1, "verify an edited checkpoint")
+	})
+	t.Run("older size and json", func(t *testing.T) {
+		r := run(t, "checkpoint", "--db", path, "--key", skey, "--size", "5", "--origin", "other.example/log", "--json")
+		wantExit(t, r, 0, "checkpoint --size")
+		var out struct {
+			Origin, Checkpoint string
+			Size               uint64
+		}
+		decodeJSON(t, r, &out)
+		if out.Origin != "other.example/log" || out.Size != 5 || !strings.HasPrefix(out.Checkpoint, "other.example/log\n5\n") {
+			t.Fatalf("checkpoint --json: %s", r.stdout)
+		}
+		old := filepath.Join(t.TempDir(), "cp5")
+		os.WriteFile(old, []byte(out.Checkpoint), 0o644)
+		out2, r := verifyJSONOf(t, "--db", path, "--checkpoint", old, "--vkey", vkey)
+		wantExit(t, r, 0, "verify against an older checkpoint")
+		if out2.Checkpoint == nil || out2.Checkpoint.Size != 5 {
+			t.Errorf("%s", r.stdout)
+		}
+	})
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/mcp"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// The tests of this package run the real binary, built once by TestMain, the
+// way an operator or an auditor runs it: flags in, exit code and streams out.
+
+// logbookBin is the path of the binary under test.
+var logbookBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "logbook-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	logbookBin = filepath.Join(dir, "logbook")
+	build := exec.Command("go", "build", "-o", logbookBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build logbook:", err)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary gave.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// run executes the binary with args and returns its exit code and output.
+// It fails the test only if the binary could not be started or hung.
+func run(t testing.TB, args ...string) result {
+	t.Helper()
+	return runIn(t, nil, args...)
+}
+
+// runIn is run with stdin.
+func runIn(t testing.TB, stdin io.Reader, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, logbookBin, args...)
+	cmd.Env = append(os.Environ(), "LOGBOOK_DB=", "LOGBOOK_AGENT=")
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ctx.Err() == nil:
+	default:
+		t.Fatalf("logbook %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+// wantExit fails the test unless r exited with code.
+func wantExit(t testing.TB, r result, code int, what string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("%s: want exit %d, got %s", what, code, r)
+	}
+}
+
+// decodeJSON decodes the single JSON value on stdout.
+func decodeJSON(t testing.TB, r result, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, r)
+	}
+}
+
+// workload makes tool calls against a ledger in-process, through the same
+// commands.Service and reply encoding the server uses.
+type workload struct {
+	t   testing.TB
+	l   *ledger.Ledger
+	svc *commands.Service
+	enc func(any, error) (string, []byte)
+}
+
+// newLedger creates a ledger at path and returns a workload on it. Close it
+// (or let the test's cleanup do so) before running the binary on the file.
+func newLedger(t testing.TB, path, agent string) *workload {
+	t.Helper()
+	l, err := ledger.Open(path, ledger.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skills, skipped, err := projections.LoadSkills(filepath.Join("..", "..", "fixtures", "skills"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: skills, Skipped: skipped, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcp.New(svc, mcp.Options{Version: "test"})
+	w := &workload{t: t, l: l, svc: svc, enc: srv.Encode}
+	t.Cleanup(func() { l.Close() })
+	return w
+}
+
+// call runs one tool call and returns the envelope's data; it fails the test
+// on a failure envelope.
+func (w *workload) call(tool string, args any) map[string]any {
+	w.t.Helper()
+	env := w.try(tool, args)
+	if env["ok"] != true {
+		w.t.Fatalf("%s %v: %v", tool, args, env)
+	}
+	data, _ := env["data"].(map[string]any)
+	return data
+}
+
+// try runs one tool call and returns the whole envelope.
+func (w *workload) try(tool string, args any) map[string]any {
+	w.t.Helper()
+	raw, err := json.Marshal(args)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	reply, err := w.svc.Do(context.Background(), commands.Call{Tool: tool, Args: raw, Client: "test", Encode: w.enc})
+	if err != nil {
+		w.t.Fatalf("%s: %v", tool, err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(reply, &env); err != nil {
+		w.t.Fatal(err)
+	}
+	return env
+}
+
+// story makes a small but complete history: tasks through several states,
+// thoughts, one finalized and one open audit session. It returns the ids.
+func (w *workload) story() {
+	w.t.Helper()
+	a := w.call("task_create", map[string]any{"title": "Ship the ledger", "project": "core", "priority": "high", "labels": []string{"ledger"}})["task_id"]
+	b := w.call("task_create", map[string]any{"title": "Write the verifier", "project": "core", "parent_id": a})["task_id"]
+	c := w.call("task_create", map[string]any{"title": "Release notes", "project": "docs"})["task_id"]
+	s1 := w.call("audit_session_start", map[string]any{"task_id": a, "auditor_id": "auditor", "scope": "deep"})["session_id"]
+	for _, st := range []string{"todo", "in_progress"} {
+		w.call("task_update", map[string]any{"task_id": b, "status": st})
+	}
+	w.call("thought_record", map[string]any{"task_id": b, "type": "plan", "content": "hash everything", "session_id": s1})
+	w.call("task_update", map[string]any{"task_id": b, "status": "review", "progress": 90})
+	w.call("thought_record", map[string]any{"task_id": b, "type": "decision", "content": "chunked reads"})
+	w.call("task_update", map[string]any{"task_id": b, "status": "done"})
+	w.call("merkle_finalize", map[string]any{"session_id": s1})
+	w.call("audit_session_start", map[string]any{"task_id": c, "auditor_id": "auditor"})
+	w.call("task_update", map[string]any{"task_id": c, "status": "cancelled"})
+}
+
+// healthyLedger writes a ledger with the story and some filler calls and
+// returns its path, closed.
+func healthyLedger(t testing.TB, fillers int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	w := newLedger(t, path, "agent-a")
+	w.story()
+	for i := range fillers {
+		id := w.call("task_create", map[string]any{"title": fmt.Sprintf("filler %d", i), "project": "fill"})["task_id"]
+		w.call("thought_record", map[string]any{"task_id": id, "type": "analysis", "content": fmt.Sprintf("note %d", i)})
+	}
+	w.l.Close()
+	return path
+}
+
+// headOf returns the ledger's head seq.
+func headOf(t testing.TB, path string) uint64 {
+	t.Helper()
+	l, err := ledger.Open(path, ledger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head uint64
+	if err := l.View(func(tx *ledger.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return head
+}
+
+// copyFile copies src to a new file dst.
+func copyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

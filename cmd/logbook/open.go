@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// ledgerFlags are the flags of every command that opens an existing ledger.
+type ledgerFlags struct {
+	name        string
+	db          *string
+	lockTimeout *time.Duration
+}
+
+func addLedgerFlags(e *env, fs *flag.FlagSet) *ledgerFlags {
+	return &ledgerFlags{
+		name:        fs.Name(),
+		db:          dbFlag(e, fs),
+		lockTimeout: fs.Duration("lock-timeout", 5*time.Second, "give up (exit 2) when another process holds the ledger file longer than this"),
+	}
+}
+
+// open opens the existing ledger. Every failure is an exit-2 error: the file
+// is missing, locked, or not a ledger this binary reads.
+func (f *ledgerFlags) open(readOnly bool) (*ledger.Ledger, error) {
+	if err := checkPath("--db", *f.db, true); err != nil {
+		return nil, err
+	}
+	if *f.lockTimeout <= 0 {
+		return nil, usageErr("%s: --lock-timeout must be positive", f.name)
+	}
+	l, err := ledger.Open(*f.db, ledger.Options{ReadOnly: readOnly, LockTimeout: *f.lockTimeout})
+	if err != nil {
+		return nil, ioErr(f.name, err)
+	}
+	return l, nil
+}
+
+// boundMemory sets a soft limit on the Go heap for the commands that walk a
+// whole ledger (verify, rebuild, snapshot), whose memory must not grow with
+// it: past the limit the collector runs more often rather than let garbage
+// pile up between collections.
+func boundMemory() { debug.SetMemoryLimit(48 << 20) }
+
+// ioErr is an I/O failure (exit 2), or an integrity failure (exit 1) when
+// err is one.
+func ioErr(cmd string, err error) error {
+	var ie *ledger.IntegrityError
+	if errors.As(err, &ie) {
+		return integrityErr(fmt.Errorf("%s: %w", cmd, err))
+	}
+	return &exitError{exitUsage, fmt.Errorf("%s: %w", cmd, err)}
+}
+
+// writeJSON writes v as one line of JSON.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// progress prints "what: done/total (p%)" to w at most once a second, so
+// long runs show they are alive and short ones stay quiet.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	what  string
+	last  time.Time
+	noisy bool
+}
+
+func newProgress(w io.Writer, what string) *progress {
+	return &progress{w: w, what: what, last: time.Now()}
+}
+
+// report is a progress callback.
+func (p *progress) report(done, total uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.last) < time.Second && !(p.noisy && done == total) {
+		return
+	}
+	p.last, p.noisy = time.Now(), true
+	pct := 100.0
+	if total > 0 {
+		pct = 100 * float64(done) / float64(total)
+	}
+	fmt.Fprintf(p.w, "%s: %d/%d (%.0f%%)\n", p.what, done, total, pct)
+}
+
+// rate is events per second, 0 when nothing was timed.
+func rate(events uint64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(events) / d.Seconds()
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type replayEvent struct {
+	Seq            uint64   `json:"seq"`
+	Time           string   `json:"time"`
+	Type           string   `json:"type"`
+	PayloadVersion int      `json:"payload_version"`
+	Actor          string   `json:"actor"`
+	Subjects       []string `json:"subjects"`
+	Prev           string   `json:"prev"`
+	Hash           string   `json:"hash"`
+	Payload        any      `json:"payload"`
+}
+
+// field is a field of the decoded payload.
+func (e replayEvent) field(name string) any {
+	m, _ := e.Payload.(map[string]any)
+	return m[name]
+}
+
+func replayLines(t testing.TB, r result) []replayEvent {
+	t.Helper()
+	var out []replayEvent
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if l == "" {
+			continue
+		}
+		var e replayEvent
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", l, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestReplay(t *testing.T) {
+	path := healthyLedger(t, 3)
+	head := headOf(t, path)
+	r := run(t, "replay", "--db", path, "--chunk", "7")
+	wantExit(t, r, 0, "replay")
+	all := replayLines(t, r)
+	if uint64(len(all)) != head {
+		t.Fatalf("%d events, head %d", len(all), head)
+	}
+	for i, e := range all {
+		if e.Seq != uint64(i+1) || e.Type == "" || e.Actor != "agent-a" || len(e.Hash) != 64 || e.Payload == nil || e.PayloadVersion == 0 {
+			t.Fatalf("event %d: %+v", i+1, e)
+		}
+		if i > 0 && e.Prev != all[i-1].Hash {
+			t.Fatalf("event %d: prev %s, hash of %d is %s", e.Seq, e.Prev, i, all[i-1].Hash)
+		}
+	}
+	created := all[1]
+	if created.Type != "task.created" || created.field("title") != "Ship the ledger" || created.field("project_sequence") != 1.0 {
+		t.Errorf("decoded payload: %+v", created)
+	}
+
+	filter := func(args ...string) []replayEvent {
+		t.Helper()
+		r := run(t, append([]string{"replay", "--db", path}, args...)...)
+		wantExit(t, r, 0, "replay "+strings.Join(args, " "))
+		return replayLines(t, r)
+	}
+	want := func(name string, got []replayEvent, keep func(replayEvent) bool) {
+		t.Helper()
+		var seqs, wantSeqs []uint64
+		for _, e := range got {
+			seqs = append(seqs, e.Seq)
+		}
+		for _, e := range all {
+			if keep(e) {
+				wantSeqs = append(wantSeqs, e.Seq)
+			}
+		}
+		if len(wantSeqs) == 0 || !slices.Equal(seqs, wantSeqs) {
+			t.Errorf("%s: seqs %v, want %v", name, seqs, wantSeqs)
+		}
+	}
+	want("--from --to", filter("--from", "5", "--to", "9"), func(e replayEvent) bool { return e.Seq >= 5 && e.Seq <= 9 })
+	want("--type", filter("--type", "task.updated,thought.recorded"), func(e replayEvent) bool {
+		return e.Type == "task.updated" || e.Type == "thought.recorded"
+	})
+	want("--task", filter("--task", "T-0002"), func(e replayEvent) bool { return slices.Contains(e.Subjects, "T-0002") })
+	want("--session", filter("--session", "A-0001"), func(e replayEvent) bool { return slices.Contains(e.Subjects, "A-0001") })
+	want("--actor", filter("--actor", "agent-a", "--type", "tool.called"), func(e replayEvent) bool { return e.Type == "tool.called" })
+	if got := filter("--actor", "nobody"); len(got) != 0 {
+		t.Errorf("--actor nobody: %d events", len(got))
+	}
+
+	t.Run("broken link", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, path, bad)
+		flipEventByte(t, bad, 6)
+		r := run(t, "replay", "--db", bad)
+		wantExit(t, r, 1, "replay of a tampered ledger")
+		if got := replayLines(t, r); len(got) != 6 || !strings.Contains(r.stderr, "seq 7: link broken") {
+			t.Errorf("want events 1..6 then a broken link at 7: %d lines, %s", len(got), r.stderr)
+		}
+	})
+}
+
+// TestReplayFollow: --follow prints events as they are appended, and ends
+// with exit 0 on SIGINT.
+func TestReplayFollow(t *testing.T) {
+	path := healthyLedger(t, 0)
+	head := headOf(t, path)
+	cmd := exec.Command(logbookBin, "replay", "--db", path, "--follow", "--interval", "20ms", "--type", "task.created")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan replayEvent)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var e replayEvent
+			json.Unmarshal(sc.Bytes(), &e)
+			lines <- e
+		}
+	}()
+	next := func() replayEvent {
+		t.Helper()
+		select {
+		case e, ok := <-lines:
+			if !ok {
+				t.Fatalf("replay ended: %s", stderr.String())
+			}
+			return e
+		case <-time.After(30 * time.Second):
+			t.Fatal("no event from replay --follow")
+		}
+		return replayEvent{}
+	}
+	for range 3 { // the story's three tasks
+		next()
+	}
+	w := newLedger(t, path, "agent-b")
+	for i := range 3 {
+		w.call("task_create", map[string]any{"title": "new", "project": "core"})
+		e := next()
+		if e.Type != "task.created" || e.Seq <= head || e.Actor != "agent-b" || e.field("task_id") != "T-000"+string(rune('4'+i)) {
+			t.Fatalf("followed event: %+v", e)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("replay --follow after SIGINT: %v\n%s", err, stderr.String())
+	}
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// verifyOut is verify --json's report.
+type verifyOut struct {
+	OK    bool   `json:"ok"`
+	Size  uint64 `json:"size"`
+	Head  string `json:"head"`
+	Root  string `json:"root"`
+	Nodes uint64 `json:"nodes"`
+	Error *struct {
+		Seq     uint64 `json:"seq"`
+		Problem string `json:"problem"`
+		Detail  string `json:"detail"`
+	} `json:"error"`
+	Projections *struct {
+		Checked      bool   `json:"checked"`
+		AppliedSeq   uint64 `json:"applied_seq"`
+		ComparedKeys uint64 `json:"compared_keys"`
+		Note         string `json:"note"`
+	} `json:"projections"`
+	Checkpoint *struct {
+		Size       uint64 `json:"size"`
+		Consistent bool   `json:"consistent"`
+	} `json:"checkpoint"`
+}
+
+func verifyJSONOf(t testing.TB, args ...string) (verifyOut, result) {
+	t.Helper()
+	r := run(t, append([]string{"verify", "--json"}, args...)...)
+	var out verifyOut
+	decodeJSON(t, r, &out)
+	return out, r
+}
+
+func TestVerifyHealthy(t *testing.T) {
+	path := healthyLedger(t, 20)
+	head := headOf(t, path)
+	for _, chunk := range []string{"8192", "3"} { // one read transaction, and many
+		out, r := verifyJSONOf(t, "--db", path, "--chunk", chunk)
+		wantExit(t, r, 0, "verify --chunk "+chunk)
+		if !out.OK || out.Size != head || out.Projections == nil || !out.Projections.Checked ||
+			out.Projections.AppliedSeq != head || out.Projections.ComparedKeys == 0 || out.Error != nil {
+			t.Errorf("--chunk %s: %s", chunk, r.stdout)
+		}
+	}
+	r := run(t, "verify", "--db", path)
+	wantExit(t, r, 0, "verify")
+	if !strings.HasPrefix(r.stdout, "ok: ") || !strings.Contains(r.stdout, "projections: match") {
+		t.Errorf("text report:\n%s", r.stdout)
+	}
+	r = run(t, "verify", "--db", path, "--no-projections", "--json")
+	wantExit(t, r, 0, "verify --no-projections")
+	if strings.Contains(r.stdout, `"projections"`) {
+		t.Errorf("--no-projections still reports projections: %s", r.stdout)
+	}
+	// An empty ledger verifies too.
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	newLedger(t, empty, "a").l.Close()
+	wantExit(t, run(t, "verify", "--db", empty), 0, "verify empty ledger")
+}
+
+// TestVerifyTampered: each kind of tampering fails verify with exit 1,
+// naming the first bad seq and the problem.
+func TestVerifyTampered(t *testing.T) {
+	base := healthyLedger(t, 12)
+	head := headOf(t, base)
+	cases := []struct {
+		name    string
+		tamper  func(path string)
+		seq     uint64
+		problem string
+	}{
+		{"byte changed", func(p string) { flipEventByte(t, p, 9) }, 9, "content changed"},
+		{"events swapped", func(p string) { swapEvents(t, p, 6, 7) }, 6, "sequence mismatch"},
+		{"tail truncated", func(p string) { truncateTail(t, p, 3, false) }, head - 2, "missing event"},
+		{"merkle node corrupted", func(p string) { corruptNode(t, p, 2, 1) }, 8, "merkle node wrong"},
+		{"leaf corrupted", func(p string) { corruptNode(t, p, 0, 4) }, 5, "merkle node wrong"},
+		{"projection edited", func(p string) { editTaskTitle(t, p, 1, "Ship the ledger", "Ship the LEDGER") }, 0, "projection differs from the log"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			copyFile(t, base, path)
+			c.tamper(path)
+			out, r := verifyJSONOf(t, "--db", path, "--chunk", "5")
+			wantExit(t, r, 1, "verify")
+			if out.OK || out.Error == nil || out.Error.Problem != c.problem || (c.seq != 0 && out.Error.Seq != c.seq) {
+				t.Fatalf("want seq %d %q, got %s", c.seq, c.problem, r.stdout)
+			}
+			if !strings.Contains(r.stderr, "seq ") || !strings.Contains(r.stderr, c.problem) {
+				t.Errorf("stderr does not name the problem: %s", r.stderr)
+			}
+			text := run(t, "verify", "--db", path)
+			wantExit(t, text, 1, "verify (text)")
+			if !strings.HasPrefix(text.stdout, "FAIL seq ") {
+				t.Errorf("text report: %s", text.stdout)
+			}
+		})
+	}
+	t.Run("projection edited names the task", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, base, path)
+		editTaskTitle(t, path, 1, "Ship the ledger", "Ship the LEDGER")
+		out, _ := verifyJSONOf(t, "--db", path)
+		if out.Error == nil || !strings.Contains(out.Error.Detail, "tasks T-0001: value differs") || out.Error.Seq == 0 {
+			t.Errorf("want the task and the seq that last changed it: %+v", out.Error)
+		}
+	})
+	t.Run("clean truncation and rewrite pass alone", func(t *testing.T) {
+		// Consistent on their own: only a checkpoint tells (checkpoint_test.go).
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, base, path)
+		truncateTail(t, path, 3, true)
+		wantExit(t, run(t, "rebuild", "--db", path), 0, "rebuild")
+		wantExit(t, run(t, "verify", "--db", path), 0, "verify of a cleanly truncated ledger")
+	})
+}
+
+// TestAuditorCommandErrors: every command that opens a ledger exits 2 on a
+// missing file, a locked file and bad flags, and prints usage on --help.
+func TestAuditorCommandErrors(t *testing.T) {
+	path := healthyLedger(t, 0)
+	dir := t.TempDir()
+	commands := [][]string{
+		{"verify"}, {"replay"}, {"root"}, {"prove", "inclusion", "--seq", "1"},
+		{"prove", "consistency", "--old", "1"}, {"checkpoint", "--key", writeKey(t, dir)},
+		{"snapshot", "--out", filepath.Join(dir, "snap.db")}, {"rebuild"},
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, c := range commands {
+		name := strings.Join(c, " ")
+		t.Run(name, func(t *testing.T) {
+			r := run(t, append(c, "--db", filepath.Join(dir, "missing.db"))...)
+			wantExit(t, r, 2, "missing file")
+			if !strings.Contains(r.stderr, "no such file") {
+				t.Errorf("missing file: %s", r.stderr)
+			}
+			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+			r = run(t, append(c, "--db", path, "--lock-timeout", "200ms")...)
+			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			wantExit(t, r, 2, "locked file")
+			if !strings.Contains(r.stderr, "locked") {
+				t.Errorf("locked file: %s", r.stderr)
+			}
+			wantExit(t, run(t, append(c, "--db", path, "--no-such-flag")...), 2, "unknown flag")
+			wantExit(t, run(t, append(c, "--db", path, "extra-argument")...), 2, "extra argument")
+			r = run(t, append(c, "--help")...)
+			wantExit(t, r, 0, "--help")
+			if !strings.Contains(r.stdout, "Usage: logbook") || !strings.Contains(r.stdout, "-db") {
+				t.Errorf("--help: %s", r.stdout)
+			}
+		})
+	}
+	notLedger := filepath.Join(dir, "not-a-ledger")
+	os.WriteFile(notLedger, []byte("hello"), 0o600)
+	for _, args := range [][]string{
+		{"verify", "--db", notLedger},
+		{"verify", "--db", dir},
+		{"verify", "--db", path, "--chunk", "0"},
+		{"verify", "--db", path, "--vkey", "x"},
+		{"verify", "--db", path, "--scratch", notLedger},
+		{"replay", "--db", path, "--from", "0"},
+		{"replay", "--db", path, "--from", "5", "--to", "2"},
+		{"replay", "--db", path, "--to", "100000"},
+		{"root", "--db", path, "--size", "100000"},
+		{"root", "--db", path, "--from", "3"},
+		{"root", "--db", path, "--size", "2", "--from", "1", "--to", "2"},
+		{"prove", "--db", path},
+		{"prove", "membership", "--db", path},
+		{"prove", "inclusion", "--db", path},
+		{"prove", "inclusion", "--db", path, "--seq", "100000"},
+		{"prove", "inclusion", "--db", path, "--seq", "3", "--size", "2"},
+		{"prove", "consistency", "--db", path, "--old", "5", "--new", "4"},
+		{"prove", "consistency", "--db", path, "--old", "2", "--seq", "1"},
+		{"snapshot", "--db", path},
+		{"snapshot", "--db", path, "--out", path},
+		{"checkpoint", "--db", path},
+		{"checkpoint", "--db", path, "--key", notLedger},
+		{"keygen", "--skey", notLedger},
+		{"check-proof"},
+		{"check-proof", filepath.Join(dir, "missing.json"), "--root", strings.Repeat("ab", 32)},
+		{"check-proof", notLedger},
+		{"check-proof", notLedger, "--root", "xyz"},
+	} {
+		r := run(t, args...)
+		if r.code != 2 {
+			t.Errorf("logbook %s: want exit 2, got %s", strings.Join(args, " "), r)
+		}
+	}
+}

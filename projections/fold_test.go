@@ -1,0 +1,339 @@
+package projections_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// openFolded opens a new ledger with empty projections.
+func openFolded(t *testing.T) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if err := l.Update(projections.Reset); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// appendRaw appends an event with the payload version given, folding it live.
+func appendRaw(t *testing.T, l *ledger.Ledger, typ string, version uint16, subjects []string, payload any) {
+	t.Helper()
+	err := l.Update(func(tx *ledger.Tx) error {
+		b, err := ledger.EncodePayload(payload)
+		if err != nil {
+			return err
+		}
+		r, err := tx.Append(ledger.Event{Type: typ, Version: version, Actor: "tester", Subjects: subjects, Payload: b})
+		if err != nil {
+			return err
+		}
+		return projections.Apply(tx, r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUpcastTaskCreated: a version 1 task.created ("sequence") reads as the
+// current version ("project_sequence"), live, in time travel and after a
+// rebuild; the stored bytes stay version 1.
+func TestUpcastTaskCreated(t *testing.T) {
+	if v := projections.CurrentVersion(projections.TypeTaskCreated); v != 2 {
+		t.Fatalf("task.created is written as version %d", v)
+	}
+	l := openFolded(t)
+	v1 := map[string]any{"task_id": "T-0001", "project": "p", "sequence": 3, "title": "old", "description": "",
+		"priority": "normal", "labels": []string{}, "assignee": "unassigned"}
+	appendRaw(t, l, projections.TypeTaskCreated, 1, []string{"T-0001"}, v1)
+	v2 := projections.TaskCreated{TaskID: "T-0002", Project: "p", Sequence: 4, Title: "new", Priority: "normal", Labels: []string{}, Assignee: "unassigned"}
+	appendRaw(t, l, projections.TypeTaskCreated, 2, []string{"T-0002"}, v2)
+	check := func(when string) {
+		t.Helper()
+		l.View(func(tx *ledger.Tx) error {
+			for id, want := range map[string]uint64{"T-0001": 3, "T-0002": 4} {
+				task, ok, err := projections.GetTask(tx, id)
+				if err != nil || !ok || task.Sequence != want {
+					t.Errorf("%s: %s sequence %d (%v), want %d", when, id, task.Sequence, err, want)
+				}
+				past, ok, err := projections.TaskAsOf(tx, id, 2)
+				if err != nil || !ok || past.Sequence != want {
+					t.Errorf("%s: %s as of seq 2: sequence %d (%v), want %d", when, id, past.Sequence, err, want)
+				}
+			}
+			r, _ := tx.Event(1)
+			var stored map[string]any
+			ledger.DecodePayload(r.Payload, &stored)
+			if r.Version != 1 || stored["sequence"] == nil || stored["project_sequence"] != nil {
+				t.Errorf("%s: the stored v1 payload changed: v%d %v", when, r.Version, stored)
+			}
+			r, _ = tx.Event(2)
+			ledger.DecodePayload(r.Payload, &stored)
+			if _, old := stored["sequence"]; old {
+				t.Errorf("%s: a v2 payload carries the v1 field: %v", when, stored)
+			}
+			return nil
+		})
+	}
+	check("live")
+	if err := l.Update(projections.Reset); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(func(tx *ledger.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	check("rebuilt")
+}
+
+// history appends every kind of event, folding each live.
+func history(t *testing.T, l *ledger.Ledger, tasks int) {
+	t.Helper()
+	s := func(v string) *string { return &v }
+	for i := 1; i <= tasks; i++ {
+		id := projections.FormatID(projections.TaskPrefix, uint64(i))
+		parent := ""
+		if i > 1 {
+			parent = "T-0001"
+		}
+		appendRaw(t, l, projections.TypeTaskCreated, 2, []string{id}, projections.TaskCreated{TaskID: id, Project: "p", ParentID: parent, Sequence: uint64(i), Title: "task", Priority: "normal", Labels: []string{}, Assignee: "a"})
+		if i == 2 {
+			appendRaw(t, l, projections.TypeSessionStarted, 1, []string{"A-0001", "T-0001"}, projections.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "deep"})
+		}
+		appendRaw(t, l, projections.TypeTaskUpdated, 1, []string{id}, projections.TaskUpdated{TaskID: id, Status: s("todo")})
+		th := projections.FormatID(projections.ThoughtPrefix, uint64(i))
+		appendRaw(t, l, projections.TypeThoughtRecorded, 1, []string{th, id, "A-0001"}, projections.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
+		appendRaw(t, l, projections.TypeToolCalled, 1, []string{id}, projections.ToolCalled{Tool: "task_get", Outcome: "OK"})
+	}
+	appendRaw(t, l, projections.TypeSessionFinalized, 1, []string{"A-0001", "T-0001"}, projections.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00"})
+	appendRaw(t, l, projections.TypeTaskUpdated, 1, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Title: s("renamed")})
+}
+
+// refold folds src's log into a new scratch ledger with Fold, in batches of
+// batch records, and returns the scratch ledger.
+func refold(t *testing.T, src *ledger.Ledger, batch int) *ledger.Ledger {
+	t.Helper()
+	scratch := openFolded(t)
+	var recs []ledger.Record
+	roots := map[uint64]ledger.Hash{}
+	src.View(func(tx *ledger.Tx) error {
+		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
+			roots[r.Seq], _ = tx.Root(r.Seq)
+			r.Raw = nil
+			recs = append(recs, r)
+			return nil
+		})
+	})
+	root := func(size uint64) (ledger.Hash, error) { return roots[size], nil }
+	for len(recs) > 0 {
+		n := min(batch, len(recs))
+		if err := scratch.Update(func(tx *ledger.Tx) error { return projections.Fold(tx, recs[:n], root) }); err != nil {
+			t.Fatal(err)
+		}
+		recs = recs[n:]
+	}
+	return scratch
+}
+
+// compare runs a Comparison of got against want in steps of step keys.
+func compare(t *testing.T, want, got *ledger.Ledger, step int) projections.Comparison {
+	t.Helper()
+	var c projections.Comparison
+	for !c.Done() {
+		err := want.View(func(wtx *ledger.Tx) error {
+			return got.View(func(gtx *ledger.Tx) error { return c.Step(wtx, gtx, step) })
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func fingerprintOf(t *testing.T, l *ledger.Ledger) (fp uint64) {
+	t.Helper()
+	l.View(func(tx *ledger.Tx) (err error) { fp, err = projections.Fingerprint(tx); return })
+	return fp
+}
+
+// TestFoldEqualsApply: folding a log into another file in batches (as
+// verify does) gives exactly the projections folded live, event by event.
+func TestFoldEqualsApply(t *testing.T) {
+	live := openFolded(t)
+	history(t, live, 30)
+	for _, batch := range []int{1, 7, 1000} {
+		scratch := refold(t, live, batch)
+		if a, b := fingerprintOf(t, live), fingerprintOf(t, scratch); a != b {
+			t.Errorf("batch %d: fingerprints %x and %x", batch, a, b)
+		}
+		for _, step := range []int{1, 5, 4096} {
+			if c := compare(t, scratch, live, step); c.Differences != 0 || c.Keys == 0 {
+				t.Errorf("batch %d step %d: %d differences in %d keys: %v", batch, step, c.Differences, c.Keys, c.First)
+			}
+		}
+	}
+	// Out of order is refused.
+	scratch := openFolded(t)
+	var r ledger.Record
+	live.View(func(tx *ledger.Tx) (err error) { r, err = tx.Event(2); return })
+	err := scratch.Update(func(tx *ledger.Tx) error {
+		return projections.Fold(tx, []ledger.Record{r}, func(uint64) (ledger.Hash, error) { return ledger.Hash{}, nil })
+	})
+	if err == nil || !strings.Contains(err.Error(), "fold seq 2") {
+		t.Errorf("folding seq 2 first: %v", err)
+	}
+}
+
+// TestComparisonFindsEdits: an edited, a deleted and an added key are each
+// found, the record's seq named where it has one.
+func TestComparisonFindsEdits(t *testing.T) {
+	live := openFolded(t)
+	history(t, live, 6)
+	scratch := refold(t, live, 100)
+	for _, c := range []struct {
+		name, problem, key string
+		edit               func(tx *ledger.Tx) error
+	}{
+		{"edited", "value differs", "T-0003", func(tx *ledger.Tx) error {
+			sp, _ := tx.Space("tasks")
+			v := append([]byte(nil), sp.Get(key(3))...)
+			v[len(v)-1] ^= 1
+			return sp.Put(key(3), v)
+		}},
+		{"deleted", "missing", "T-0002", func(tx *ledger.Tx) error {
+			sp, _ := tx.Space("tasks")
+			return sp.Delete(key(2))
+		}},
+		{"added", "unexpected key", "Θ-0099", func(tx *ledger.Tx) error {
+			sp, _ := tx.Space("thoughts")
+			return sp.Put(key(99), []byte{0x80})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			edited := refold(t, live, 100)
+			if err := edited.Update(c.edit); err != nil {
+				t.Fatal(err)
+			}
+			for _, step := range []int{1, 3, 4096} {
+				cmp := compare(t, scratch, edited, step)
+				if cmp.Differences != 1 || cmp.First == nil || cmp.First.Problem != c.problem || cmp.First.Key != c.key {
+					t.Fatalf("step %d: %d differences, first %+v", step, cmp.Differences, cmp.First)
+				}
+				if c.problem != "unexpected key" && cmp.First.Seq == 0 {
+					t.Errorf("step %d: no seq named: %+v", step, cmp.First)
+				}
+			}
+		})
+	}
+}
+
+func key(n uint64) []byte {
+	b := make([]byte, 8)
+	for i := range 8 {
+		b[7-i] = byte(n >> (8 * i))
+	}
+	return b
+}
+
+// TestResetDiscards: Reset is immediate whatever the projections' size,
+// and CatchUp frees the old ones a bounded part at a time.
+func TestResetDiscards(t *testing.T) {
+	l := openFolded(t)
+	history(t, l, 150)
+	before := fingerprintOf(t, l)
+	if err := l.Update(projections.Reset); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(func(tx *ledger.Tx) error {
+		if more, err := tx.EmptyTrash(0); !more || err != nil { // only asks
+			t.Errorf("nothing left to free after Reset (%v)", err)
+		}
+		sp, _ := tx.Space("tasks")
+		if sp.Get(key(1)) != nil {
+			t.Error("Reset left the tasks readable")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for more := true; more; {
+		if err := l.Update(func(tx *ledger.Tx) (err error) {
+			if _, err = projections.CatchUp(tx, 50); err != nil {
+				return err
+			}
+			more, err = tx.EmptyTrash(0) // only asks
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Update(func(tx *ledger.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if after := fingerprintOf(t, l); after != before {
+		t.Errorf("rebuilt projections differ: %x, %x", after, before)
+	}
+}
+
+// TestCatchUpLarge: a catch-up long enough to decode beside folding (a
+// rebuild) gives exactly the projections folded live.
+func TestCatchUpLarge(t *testing.T) {
+	l := openFolded(t)
+	s := func(v string) *string { return &v }
+	err := l.Update(func(tx *ledger.Tx) error {
+		add := func(typ string, subjects []string, payload any) error {
+			b, err := ledger.EncodePayload(payload)
+			if err != nil {
+				return err
+			}
+			r, err := tx.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
+			if err != nil {
+				return err
+			}
+			return projections.Apply(tx, r)
+		}
+		for i := uint64(1); i <= 800; i++ {
+			id, th := projections.FormatID(projections.TaskPrefix, i), projections.FormatID(projections.ThoughtPrefix, i)
+			if err := errorsJoin(
+				add(projections.TypeTaskCreated, []string{id}, projections.TaskCreated{TaskID: id, Project: "p", Sequence: i, Title: "t", Priority: "normal", Labels: []string{}, Assignee: "a"}),
+				add(projections.TypeTaskUpdated, []string{id}, projections.TaskUpdated{TaskID: id, Status: s("todo")}),
+				add(projections.TypeThoughtRecorded, []string{th, id}, projections.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", ChainPosition: 1}),
+			); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := fingerprintOf(t, l)
+	if err := l.Update(projections.Reset); err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	if err := l.Update(func(tx *ledger.Tx) (err error) { n, err = projections.CatchUp(tx, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2400 {
+		t.Errorf("caught up %d events, want 2400", n)
+	}
+	if rebuilt := fingerprintOf(t, l); rebuilt != live {
+		t.Errorf("rebuilt %x, live %x", rebuilt, live)
+	}
+}
+
+func errorsJoin(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

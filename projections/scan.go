@@ -1,0 +1,89 @@
+package projections
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// decodeBatch is how many events scanDecoded hands to its decoder at a time.
+const decodeBatch = 512
+
+// scanDecoded is tx.Scan with the decoding (and hashing) of each event done
+// by another goroutine, one batch ahead of fn: a rebuild folds on one core
+// while the next events are decoded on another. The transaction is used by
+// the calling goroutine only; the decoder gets copies of the stored bytes.
+// fn sees the records in order, exactly as tx.Scan would give them.
+func scanDecoded(tx *ledger.Tx, begin, end uint64, fn func(ledger.Record) error) error {
+	type decoded struct {
+		recs []ledger.Record
+		err  error
+	}
+	in := make(chan [][]byte)
+	out := make(chan decoded, 1)
+	go func() {
+		defer close(out)
+		for raws := range in {
+			d := decoded{recs: make([]ledger.Record, 0, len(raws))}
+			for _, raw := range raws {
+				r, err := ledger.DecodeRecord(raw)
+				if err != nil {
+					d.err = err
+					break
+				}
+				d.recs = append(d.recs, r)
+			}
+			out <- d
+		}
+	}()
+	// Each batch sent is decoded while the one before it is folded.
+	inflight := false
+	want := begin
+	apply := func() error {
+		d := <-out
+		inflight = false
+		for _, r := range d.recs {
+			if r.Seq != want {
+				return fmt.Errorf("event %d: stored at %d: %w", r.Seq, want, ledger.ErrMalformed)
+			}
+			want++
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if d.err != nil {
+			return fmt.Errorf("event %d: %w", want, d.err)
+		}
+		return nil
+	}
+	var batch [][]byte
+	send := func() error {
+		in <- batch
+		batch = nil
+		if inflight {
+			if err := apply(); err != nil {
+				return err
+			}
+		}
+		inflight = true
+		return nil
+	}
+	err := tx.ScanRaw(begin, end, func(_ uint64, raw []byte) error {
+		batch = append(batch, bytes.Clone(raw))
+		if len(batch) == decodeBatch {
+			return send()
+		}
+		return nil
+	})
+	if err == nil && len(batch) > 0 {
+		err = send()
+	}
+	if err == nil && inflight {
+		err = apply()
+	}
+	close(in)
+	for range out { // let the decoder finish after an error
+	}
+	return err
+}
