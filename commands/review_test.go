@@ -1,8 +1,14 @@
 package commands
 
 import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -82,4 +88,33 @@ func TestSubTasksNestAtMostMaxDepth(t *testing.T) {
 	// A deep session over the whole chain still folds every event.
 	h.call("audit_session_start", map[string]any{"task_id": "T-0001", "auditor_id": "x", "scope": "deep"}, "OK")
 	h.call("task_get", map[string]any{"task_id": parent}, "OK")
+}
+
+func TestCallsStopWhenAnotherVersionRebuiltProjections(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.call("task_create", map[string]any{"title": "a", "project": "p"}, "OK")
+	// Another binary, of projection version 99, rebuilt the projections.
+	err := h.l.Update(func(tx *ledger.Tx) error {
+		meta, err := tx.Space("meta")
+		if err != nil {
+			return err
+		}
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], 99)
+		return meta.Put([]byte("version"), v[:])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := h.head()
+	raw, _ := json.Marshal(map[string]any{"title": "b", "project": "p"})
+	_, err = h.svc.Do(context.Background(), Call{Tool: "task_create", Args: raw, Encode: testEncode})
+	var se *StorageError
+	if !errors.As(err, &se) || !strings.Contains(se.Reason, "restart") {
+		t.Fatalf("Do = %v, want a StorageError asking for a restart", err)
+	}
+	if h.head() != before {
+		t.Errorf("a call against projections of another version appended %d events", h.head()-before)
+	}
+	h.tampered = true // the end-of-test rebuild check does not apply to a file another version owns
 }

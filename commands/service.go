@@ -217,7 +217,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		return reply, nil
 	case errors.As(err, &rej):
 		err = rej.err
-	case isStorage(err):
+	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Tool, err)
 	default:
 		s.logInternal(call.Tool, err)
@@ -235,12 +235,16 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		}
 		return nil
 	})
-	if err != nil {
-		if !isStorage(err) {
-			s.logInternal(call.Tool, err)
-		}
+	switch {
+	case err == nil:
+		return reply, nil
+	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Tool, err)
 	}
+	// Even the call alone could not be recorded: answer, unaudited, and
+	// say why on stderr.
+	s.logInternal(call.Tool, err)
+	_, reply = call.Encode(nil, errInternal)
 	return reply, nil
 }
 
@@ -298,9 +302,12 @@ func (e *funcError) Unwrap() error { return e.err }
 
 func (s *Service) storageError(tool string, err error) error {
 	reason := "the ledger could not commit"
-	if errors.Is(err, ledger.ErrLocked) {
+	switch {
+	case errors.Is(err, projections.ErrVersionChanged):
+		reason = "another logbook version rebuilt the projections; restart this server"
+	case errors.Is(err, ledger.ErrLocked):
 		reason = "the ledger file is locked by another process (timed out)"
-	} else if errors.Is(err, ledger.ErrClosed) {
+	case errors.Is(err, ledger.ErrClosed):
 		reason = "the server is shutting down"
 	}
 	s.log.Error("commit failed", "tool", tool, "err", err)

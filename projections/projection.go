@@ -29,6 +29,11 @@ const (
 	keyApplied = "applied"
 )
 
+// ErrVersionChanged: the stored projections are not of this binary's
+// version — another logbook version rebuilt them while this one ran. The
+// process must restart (and rebuild, or be upgraded) before it folds again.
+var ErrVersionChanged = errors.New("projections are of another version")
+
 // ErrNewerVersion: the file's projections were written by a newer binary.
 var ErrNewerVersion = errors.New("projections are newer than this binary")
 
@@ -77,9 +82,14 @@ func Reset(tx *ledger.Tx) error {
 // what a Reset discarded (up to 512 KiB of it: its pages are scattered, and
 // every page read maps its neighbours too).
 func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
-	_, applied, err := State(tx)
+	version, applied, err := State(tx)
 	if err != nil {
 		return 0, err
+	}
+	if version != Version {
+		// Another binary rebuilt (or never built) them: folding with this
+		// binary's rules would mix two versions in one state.
+		return 0, fmt.Errorf("%w: stored version %d, this binary's %d", ErrVersionChanged, version, Version)
 	}
 	if _, err := tx.EmptyTrash(int(min(max(25*limit, 128<<10), 512<<10))); err != nil {
 		return 0, err
