@@ -346,8 +346,8 @@ func TestInternalErrors(t *testing.T) {
 			if o.Code != c.code {
 				t.Fatalf("code = %s, want %s: %s", o.Code, c.code, o.Reply)
 			}
-			if c.code == "ERR_INTERNAL" && c.call.Invalid == nil && o.Err != errInternal {
-				t.Errorf("Encode got %v, want errInternal (the cause stays in the log)", o.Err)
+			if c.code == "ERR_INTERNAL" && c.call.Invalid == nil && o.Err != ErrInternal {
+				t.Errorf("Encode got %v, want ErrInternal (the cause stays in the log)", o.Err)
 			}
 			if strings.Contains(string(o.Reply), "boom") || (c.call.Invalid == nil && strings.Contains(string(o.Reply), "secret")) {
 				t.Errorf("reply leaks the cause: %s", o.Reply)

@@ -62,9 +62,9 @@ type Service struct {
 	firstDone bool
 }
 
-// errInternal is what an unexpected failure becomes at the edge; its cause
-// is logged, never sent.
-var errInternal = errors.New("internal error")
+// ErrInternal is what an unexpected failure becomes at the edge: Do has
+// already logged its cause, which is never sent.
+var ErrInternal = errors.New("internal error")
 
 // New brings the projections up to date — rebuilding them from the log if
 // they were built by another projection version — and returns a Service.
@@ -221,7 +221,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		return nil, s.storageError(call.Tool, err)
 	default:
 		s.logInternal(call.Tool, err)
-		err = errInternal
+		err = ErrInternal
 	}
 	// Record the call alone, with its error.
 	herr := err
@@ -244,7 +244,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	// Even the call alone could not be recorded: answer, unaudited, and
 	// say why on stderr.
 	s.logInternal(call.Tool, err)
-	_, reply = call.Encode(nil, errInternal)
+	_, reply = call.Encode(nil, ErrInternal)
 	return reply, nil
 }
 

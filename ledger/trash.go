@@ -16,7 +16,7 @@ import (
 
 var bucketTrash = []byte("trash")
 
-// DiscardSpace removes a space at once, as DropSpace does, but leaves its
+// DiscardSpace removes a space at once but leaves its
 // pages for EmptyTrash to free: its cost does not depend on the space's
 // size. A missing space is not an error.
 func (tx *Tx) DiscardSpace(name string) error {

@@ -3,12 +3,10 @@ package ledger
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Head is the last event of the log: its sequence number (the log's size)
@@ -235,15 +233,6 @@ func (tx *Tx) Space(name string) (*Space, error) {
 		}
 	}
 	return &Space{b: b}, nil
-}
-
-// DropSpace deletes a space and everything in it (rebuilds start here).
-func (tx *Tx) DropSpace(name string) error {
-	err := tx.btx.Bucket(bucketSpaces).DeleteBucket([]byte(name))
-	if err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
-		return fmt.Errorf("drop space %s: %w", name, err)
-	}
-	return nil
 }
 
 // Get returns the value at key, nil if absent. Valid during the transaction.

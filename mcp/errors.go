@@ -155,6 +155,8 @@ func classify(err error) (f failure, ok bool) {
 		return failure{CodeStorage, storageMessage, storageDetails{reason}}, true
 	case errors.Is(err, commands.ErrStorage):
 		return failure{CodeStorage, storageMessage, storageDetails{defaultStorageReason}}, true
+	case errors.Is(err, commands.ErrInternal): // its cause is logged already
+		return failure{CodeInternal, internalMessage, noDetails{}}, true
 	}
 	return failure{CodeInternal, internalMessage, noDetails{}}, false
 }

@@ -118,22 +118,17 @@ func (f *folder) flush() error {
 	return nil
 }
 
-// isWithin is IsWithin through the folder.
+// isWithin is IsWithin through the folder's decoded tasks.
 func (f *folder) isWithin(id, ancestor string) (bool, error) {
-	const maxDepth = 10000
-	for range maxDepth {
-		if id == ancestor {
-			return true, nil
-		}
+	return isWithin(id, ancestor, func(id string) (Task, bool, error) {
 		n, valid := ParseID(TaskPrefix, id)
 		if !valid {
-			return false, nil
+			return Task{}, false, nil
 		}
 		t, ok, err := f.task(n)
-		if err != nil || !ok || t.ParentID == "" {
-			return false, err
+		if t == nil {
+			return Task{}, ok, err
 		}
-		id = t.ParentID
-	}
-	return false, errParentChain(id, maxDepth)
+		return *t, ok, err
+	})
 }

@@ -303,19 +303,9 @@ func Children(tx *ledger.Tx, id string) ([]string, error) {
 }
 
 // IsWithin reports whether task id is ancestor itself or one of its
-// descendants, walking parent links up (at most MaxDepth of them).
+// descendants.
 func IsWithin(tx *ledger.Tx, id, ancestor string) (bool, error) {
-	for range MaxDepth + 1 {
-		if id == ancestor {
-			return true, nil
-		}
-		t, ok, err := GetTask(tx, id)
-		if err != nil || !ok || t.ParentID == "" {
-			return false, err
-		}
-		id = t.ParentID
-	}
-	return false, errParentChain(id, MaxDepth)
+	return isWithin(id, ancestor, func(id string) (Task, bool, error) { return GetTask(tx, id) })
 }
 
 // MaxDepth is the most levels of sub-tasks below a top-level task; task
@@ -324,14 +314,38 @@ const MaxDepth = 1000
 
 // Depth is the number of ancestors of the task (0 for a top-level task).
 func Depth(tx *ledger.Tx, id string) (int, error) {
-	for depth := 0; depth <= MaxDepth; depth++ {
-		t, ok, err := GetTask(tx, id)
+	depth := -1
+	err := walkUp(id, func(id string) (Task, bool, error) { return GetTask(tx, id) }, func(string) bool {
+		depth++
+		return true
+	})
+	return max(depth, 0), err
+}
+
+func isWithin(id, ancestor string, get func(string) (Task, bool, error)) (bool, error) {
+	found := false
+	err := walkUp(id, get, func(id string) bool {
+		found = id == ancestor
+		return !found
+	})
+	return found, err
+}
+
+// walkUp calls visit with id and then each of its ancestors, nearest first,
+// until visit returns false or the top is reached (at most MaxDepth+1
+// tasks; a longer chain is an error). get reads a task.
+func walkUp(id string, get func(string) (Task, bool, error), visit func(string) bool) error {
+	for range MaxDepth + 1 {
+		if !visit(id) {
+			return nil
+		}
+		t, ok, err := get(id)
 		if err != nil || !ok || t.ParentID == "" {
-			return depth, err
+			return err
 		}
 		id = t.ParentID
 	}
-	return 0, errParentChain(id, MaxDepth)
+	return errParentChain(id, MaxDepth)
 }
 
 func errParentChain(id string, depth int) error {

@@ -93,20 +93,6 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	return nil
 }
 
-// GetThought returns the thought with id; ok false if none.
-func GetThought(tx *ledger.Tx, id string) (th Thought, ok bool, err error) {
-	n, valid := ParseID(ThoughtPrefix, id)
-	if !valid {
-		return th, false, nil
-	}
-	thoughts, err := tx.Space(spThoughts)
-	if err != nil {
-		return th, false, err
-	}
-	ok, err = getRecord(thoughts, u64(n), &th)
-	return th, ok, err
-}
-
 func thoughtByNumber(tx *ledger.Tx, n uint64) (Thought, error) {
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
