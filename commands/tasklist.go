@@ -1,0 +1,244 @@
+package commands
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// The task queries: task_list and task_next_actions.
+
+// ListTasksInput is task_list's arguments.
+type ListTasksInput struct {
+	Project       string   `json:"project"`
+	Status        []string `json:"status"`
+	Priority      []string `json:"priority"`
+	Assignee      string   `json:"assignee"`
+	Label         string   `json:"label"`
+	CreatedAfter  string   `json:"created_after"`
+	CreatedBefore string   `json:"created_before"`
+	Search        string   `json:"search"`
+	Limit         *int     `json:"limit"`
+	Offset        int      `json:"offset"`
+	SortBy        string   `json:"sort_by"`
+	SortOrder     string   `json:"sort_order"`
+}
+
+// TaskSummary is one row of task_list.
+type TaskSummary struct {
+	TaskID    string `json:"task_id"`
+	Title     string `json:"title"`
+	Project   string `json:"project"`
+	Status    string `json:"status"`
+	Priority  string `json:"priority"`
+	Progress  int    `json:"progress"`
+	Assignee  string `json:"assignee"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// ListTasksResult is task_list's answer.
+type ListTasksResult struct {
+	Tasks         []TaskSummary `json:"tasks"`
+	TotalCount    int           `json:"total_count"`
+	ReturnedCount int           `json:"returned_count"`
+	Offset        int           `json:"offset"`
+	Limit         int           `json:"limit"`
+}
+
+// ListTasks filters, sorts and pages the tasks.
+func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error) {
+	limit, err := pageLimit(in.Limit, 50, 500)
+	if err != nil {
+		return nil, err
+	}
+	if in.Offset < 0 {
+		return nil, Invalid("offset", "must be at least 0")
+	}
+	after, err := parseTime("created_after", in.CreatedAfter)
+	if err != nil {
+		return nil, err
+	}
+	before, err := parseTime("created_before", in.CreatedBefore)
+	if err != nil {
+		return nil, err
+	}
+	words := strings.Fields(strings.ToLower(in.Search))
+	var rows []projections.Task
+	err = projections.Tasks(tx.lt, func(t projections.Task) bool {
+		created, _ := time.Parse(time.RFC3339, t.CreatedAt)
+		text := strings.ToLower(t.Title + "\n" + t.Description)
+		switch {
+		case in.Project != "" && t.Project != in.Project,
+			len(in.Status) > 0 && !slices.Contains(in.Status, t.Status),
+			len(in.Priority) > 0 && !slices.Contains(in.Priority, t.Priority),
+			in.Assignee != "" && t.Assignee != in.Assignee,
+			in.Label != "" && !slices.Contains(t.Labels, in.Label),
+			!after.IsZero() && !created.After(after),
+			!before.IsZero() && !created.Before(before),
+			!containsAll(text, words):
+			return true
+		}
+		rows = append(rows, t)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	key := func(t projections.Task) int64 {
+		switch in.SortBy {
+		case "created":
+			return int64(t.CreatedSeq)
+		case "priority":
+			return int64(-priorityRank[t.Priority]) // ascending = lowest priority first
+		case "progress":
+			return int64(t.Progress)
+		}
+		return int64(t.Seq)
+	}
+	desc := in.SortOrder != "asc"
+	slices.SortStableFunc(rows, func(a, b projections.Task) int {
+		c := cmp.Compare(key(a), key(b))
+		if desc {
+			c = -c
+		}
+		return cmp.Or(c, cmp.Compare(a.CreatedSeq, b.CreatedSeq))
+	})
+	res := &ListTasksResult{Tasks: []TaskSummary{}, TotalCount: len(rows), Offset: in.Offset, Limit: limit}
+	for i := in.Offset; i < len(rows) && len(res.Tasks) < limit; i++ {
+		t := rows[i]
+		res.Tasks = append(res.Tasks, TaskSummary{TaskID: t.ID, Title: t.Title, Project: t.Project, Status: t.Status,
+			Priority: t.Priority, Progress: t.Progress, Assignee: t.Assignee, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt})
+	}
+	res.ReturnedCount = len(res.Tasks)
+	return res, nil
+}
+
+func parseTime(path, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return t, Invalid(path, "must be an RFC 3339 time such as 2026-04-08T22:15:30Z")
+	}
+	return t, nil
+}
+
+func containsAll(text string, words []string) bool {
+	for _, w := range words {
+		if !strings.Contains(text, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// NextActionsInput is task_next_actions' arguments.
+type NextActionsInput struct {
+	Project        string `json:"project"`
+	Limit          *int   `json:"limit"`
+	IncludeBlocked bool   `json:"include_blocked"`
+}
+
+// NextAction is one todo task worth starting.
+type NextAction struct {
+	TaskID            string   `json:"task_id"`
+	Title             string   `json:"title"`
+	Priority          string   `json:"priority"`
+	Assignee          string   `json:"assignee"`
+	EstimateHours     *float64 `json:"estimate_hours,omitempty"`
+	ParentID          string   `json:"parent_id,omitempty"`
+	DependenciesUnmet int      `json:"dependencies_unmet"`
+}
+
+// BlockedTask is one blocked task with its reason.
+type BlockedTask struct {
+	TaskID        string `json:"task_id"`
+	Title         string `json:"title"`
+	BlockedReason string `json:"blocked_reason"`
+}
+
+// NextActionsResult is task_next_actions' answer. Project is null when the
+// answer covers every project.
+type NextActionsResult struct {
+	NextActions []NextAction  `json:"next_actions"`
+	Count       int           `json:"count"`
+	Project     *string       `json:"project"`
+	Blocked     []BlockedTask `json:"blocked,omitzero"` // present (maybe empty) with include_blocked
+}
+
+// NextActions ranks the todo tasks: fewest open sub-tasks, then priority,
+// then age.
+func (s *Service) NextActions(tx *Tx, in NextActionsInput) (*NextActionsResult, error) {
+	project := cmp.Or(in.Project, s.opts.Project)
+	limit, err := pageLimit(in.Limit, 20, 100)
+	if err != nil {
+		return nil, err
+	}
+	if project != "" {
+		if _, ok, err := projections.GetProject(tx.lt, project); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			return nil, &NotFoundError{Kind: ErrProjectNotFound, ID: project}
+		}
+	}
+	var todo []projections.Task
+	unmet := map[string]int{}
+	res := &NextActionsResult{NextActions: []NextAction{}}
+	if project != "" {
+		res.Project = &project
+	}
+	if in.IncludeBlocked {
+		res.Blocked = []BlockedTask{}
+	}
+	err = projections.Tasks(tx.lt, func(t projections.Task) bool {
+		if project != "" && t.Project != project {
+			return true
+		}
+		if t.ParentID != "" && !closed(t.Status) {
+			unmet[t.ParentID]++
+		}
+		switch t.Status {
+		case "todo":
+			todo = append(todo, t)
+		case "blocked":
+			if in.IncludeBlocked {
+				res.Blocked = append(res.Blocked, BlockedTask{TaskID: t.ID, Title: t.Title, BlockedReason: t.BlockedReason})
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(todo, func(a, b projections.Task) int {
+		return cmp.Or(cmp.Compare(unmet[a.ID], unmet[b.ID]),
+			cmp.Compare(priorityRank[a.Priority], priorityRank[b.Priority]),
+			cmp.Compare(a.CreatedSeq, b.CreatedSeq))
+	})
+	for _, t := range todo[:min(limit, len(todo))] {
+		res.NextActions = append(res.NextActions, NextAction{TaskID: t.ID, Title: t.Title, Priority: t.Priority,
+			Assignee: t.Assignee, EstimateHours: t.EstimateHours, ParentID: t.ParentID, DependenciesUnmet: unmet[t.ID]})
+	}
+	res.Count = len(res.NextActions)
+	return res, nil
+}
+
+// pageLimit is a list's limit: def when absent, else within [1, max]. The
+// edge's schema enforces the same range; this keeps a direct caller from
+// slicing out of bounds.
+func pageLimit(limit *int, def, max int) (int, error) {
+	if limit == nil {
+		return def, nil
+	}
+	if *limit < 1 || *limit > max {
+		return 0, Invalid("limit", "must be between 1 and %d", max)
+	}
+	return *limit, nil
+}
+
