@@ -241,4 +241,3 @@ func pageLimit(limit *int, def, max int) (int, error) {
 	}
 	return *limit, nil
 }
-
