@@ -1,6 +1,6 @@
 package mcp
 
-func sessionID(description string) *schema { return str(description) }
+func sessionID(description string) *schema { return str(description).maxLen(maxIDLength) }
 
 func sessionTools() []*tool {
 	return []*tool{

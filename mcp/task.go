@@ -10,7 +10,12 @@ var (
 
 const slugPattern = `^[a-z0-9][a-z0-9-]{0,63}$`
 
-func taskID(description string) *schema { return str(description) }
+// maxIDLength bounds an id argument: far above T-0001's form, far below
+// anything that could weigh on the ledger. A well-formed id that names
+// nothing is ERR_TASK_NOT_FOUND; an over-long one is invalid input.
+const maxIDLength = 32
+
+func taskID(description string) *schema { return str(description).maxLen(maxIDLength) }
 
 func projectSlug(description string) *schema {
 	return str(description).matches(slugPattern, "must be a lowercase slug: a letter or digit, then up to 63 letters, digits or dashes")
@@ -72,7 +77,7 @@ func taskTools() []*tool {
 					prop("priority", enum("Priority of the task.", priorities...)),
 					prop("assignee", assigneeName("Who works on the task.")),
 					prop("labels", labelList("Labels, replacing the current ones; duplicates are removed.")),
-					prop("blocked_reason", str("Why the task is blocked; required with status \"blocked\", cleared when the task leaves blocked.")),
+					prop("blocked_reason", str("Why the task is blocked; required with status \"blocked\", cleared when the task leaves blocked.").maxLen(1000)),
 				).require("task_id")
 				s.minProperties = 2 // task_id and at least one field to change
 				return s
@@ -134,7 +139,7 @@ func taskTools() []*tool {
 				prop("label", str("Only tasks carrying this label.").length(1, 64)),
 				prop("created_after", str("Only tasks created after this RFC 3339 time.").dateTime()),
 				prop("created_before", str("Only tasks created before this RFC 3339 time.").dateTime()),
-				prop("search", str("Case-insensitive words that must all occur in the title or description.")),
+				prop("search", str("Case-insensitive words that must all occur in the title or description.").maxLen(1000)),
 				prop("limit", integer("Maximum number of tasks to return.").rng(1, 500).byDefault(50)),
 				prop("offset", integer("Number of matching tasks to skip.").min(0).byDefault(0)),
 				prop("sort_by", enum("Sort key.", "created", "updated", "priority", "progress").byDefault("updated")),

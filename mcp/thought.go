@@ -29,8 +29,8 @@ func thoughtTools() []*tool {
 				prop("session_id", str("Audit session to record the thought into; it must exist and not be finalized.")),
 				prop("branch", str("Version-control branch the work is on.").maxLen(256)),
 				prop("commit_sha", str("Commit the thought refers to, 7 to 64 hex digits.").matches(`^[0-9a-fA-F]{7,64}$`, "must be 7 to 64 hexadecimal digits")),
-				prop("tests_run", array("Tests that were run.", str("")).most(100)),
-				prop("blockers", array("What stands in the way.", str("")).most(50)),
+				prop("tests_run", array("Tests that were run.", str("A test.").maxLen(1000)).most(100)),
+				prop("blockers", array("What stands in the way.", str("A blocker.").maxLen(1000)).most(50)),
 				prop("metadata", func() *schema {
 					s := object("Free-form JSON object, at most 16 KiB as compact JSON.")
 					s.maxBytes = maxMetadataBytes

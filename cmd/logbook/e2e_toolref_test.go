@@ -207,7 +207,7 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 		if sp.ReadOnly {
 			kind = "read"
 		}
-		summary, _, _ := strings.Cut(sp.Description, "; ")
+		summary := sp.Description
 		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s |\n", sp.Name, sp.Name, kind, refCell(summary))
 	}
 	b.WriteString("\n")
@@ -284,8 +284,58 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 		}
 		b.WriteString(".\n")
 	}
+	b.WriteString(choices)
 	return b.Bytes()
 }
+
+// choices are the behaviours CONTRACT.md leaves open, as logbook decides them.
+const choices = `
+## Behaviour the contract leaves open
+
+- **Audit record.** Every tools/call the server takes appends one ` + "`tool.called`" + ` event:
+  tool, SHA-256 of the arguments, outcome code, SHA-256 of the exact reply bytes, duration, client
+  name; its subjects are the ids the arguments name (` + "`task_id`, `parent_id`, `session_id`" + `).
+  The arguments hash is over their canonical JSON: Go's encoding/json of the decoded value — object
+  keys sorted, no insignificant space, numbers as written, ` + "`<`, `>`, `&`" + ` escaped as \u003c …,
+  invalid UTF-8 replaced by U+FFFD; arguments that are not JSON are hashed as received. The first
+  call of each server process also appends ` + "`skills.loaded`" + ` (the skill files it loaded, with
+  their SHA-256). Requests the MCP SDK itself refuses before any tool runs are answered but not
+  recorded: a tools/call before initialize, a non-string tool name, a missing params object, a
+  request whose id is already in flight, and a tools/call sent as a notification (no id). A line
+  that is not JSON gets -32700; a message over 4 MiB or nested deeper than 1,000 levels gets
+  -32600, by id where one can be read.
+- **Identity.** ` + "`--agent`" + `, else ` + "`LOGBOOK_AGENT`" + `, else the client's ` + "`clientInfo.name`" + ` with
+  control characters and invalid UTF-8 dropped and cut to 128 characters, else ` + "`unknown`" + `.
+- **Concurrency.** Calls in flight on one session run concurrently and share commits; a client
+  that needs one call after another waits for the first reply.
+- **task_update.** A closed task answers ` + "`ERR_TASK_CLOSED`" + ` even for a request that would
+  change nothing. ` + "`blocked_reason`" + ` on a task that is not (becoming) blocked is invalid input.
+  The progress warning is given when progress is 100 in backlog, todo, in_progress or blocked.
+- **task_create.** Sub-tasks nest at most 1,000 levels deep (deeper: invalid input), which is why
+  ` + "`ERR_CIRCULAR_DEPENDENCY`" + ` cannot occur: a parent is set only at creation, to a task that
+  exists. The code stays reserved.
+- **task_get.** ` + "`as_of_seq`" + ` beyond the ledger head is invalid input; 0 (or any seq before the
+  task existed) is ` + "`ERR_TASK_NOT_FOUND`" + `.
+- **task_list.** An unknown project gives an empty list. ` + "`created_after`/`created_before`" + ` are
+  exclusive. ` + "`search`" + ` words may be split between title and description. Ties in any sort
+  are broken by creation order, ascending. ` + "`updated`" + ` and ` + "`created`" + ` sort by ledger sequence.
+- **task_next_actions.** Without ` + "`project`" + ` and without ` + "`--project`" + `, all projects
+  (` + "`project: null`" + ` in the answer).
+- **thought_record.** ` + "`type`" + ` and ` + "`content`" + ` are required. ` + "`invalid_links`" + ` of
+  thought_record_list are chain positions within each thought's own task.
+- **Sessions.** A session's leaves are its start event, then the events concerning its task (and,
+  deep, the task's descendants) — task and thought events and tool.called events naming the task —
+  and thoughts recorded with its id. Other sessions' start and finalize events are not leaves.
+  ` + "`merkle_finalize`" + ` with ` + "`task_id`" + ` seals the start event and the leaves concerning that
+  task, so no root is empty. ` + "`merkle_root`" + ` of an open session reports ` + "`as_of_seq`" + ` = the
+  head before the call's own record; of a finalized one, the finalize event's seq.
+- **audit_verify_chain.** By task: the task's own events and its thoughts (not the tool.called
+  events naming it). ` + "`broken_links`" + ` entries also carry ` + "`problem`" + ` (content changed, link
+  broken, missing event, …). ` + "`total_records`" + ` counts the records expected, missing ones
+  included.
+- **Read-only.** A ` + "`--read-only`" + ` server refuses the five mutating tools with
+  ` + "`ERR_READ_ONLY`" + ` but still records every call.
+`
 
 // refLineDiff shows the first differing lines of want and got.
 func refLineDiff(want, got string) string {
