@@ -23,6 +23,11 @@ const (
 	// maxIssues caps how many issues one rejection lists; a final issue says
 	// how many more there were.
 	maxIssues = 50
+	// maxValues caps the object members and array items in the arguments,
+	// all levels together. The largest valid arguments hold a few thousand
+	// (a 16 KiB metadata object); the cap keeps the parsed tree of any
+	// message to a few MB, whatever the client sends.
+	maxValues = 50000
 )
 
 type kind uint8
@@ -142,9 +147,10 @@ func parse(raw []byte, is *issues) *value {
 }
 
 type parser struct {
-	raw []byte
-	dec *json.Decoder
-	is  *issues
+	raw    []byte
+	dec    *json.Decoder
+	is     *issues
+	values int // parsed so far, up to maxValues
 }
 
 // token reads the next token and the raw bytes it spans (including any
@@ -203,6 +209,9 @@ func (p *parser) object(path string, depth int) *value {
 	v := &value{kind: kindObject}
 	seen := map[string]bool{}
 	for p.dec.More() {
+		if !p.budget(path) {
+			return nil
+		}
 		tok, span, err := p.token()
 		if err != nil {
 			p.is.add("", "arguments are not valid JSON")
@@ -231,6 +240,9 @@ func (p *parser) object(path string, depth int) *value {
 func (p *parser) array(path string, depth int) *value {
 	v := &value{kind: kindArray}
 	for i := 0; p.dec.More(); i++ {
+		if !p.budget(path) {
+			return nil
+		}
 		m := p.value(fmt.Sprintf("%s[%d]", path, i), depth+1)
 		if m == nil {
 			return nil
@@ -242,6 +254,17 @@ func (p *parser) array(path string, depth int) *value {
 		return nil
 	}
 	return v
+}
+
+// budget counts one more member or item of the container at path, and
+// reports false (with an issue on the container) once the arguments hold
+// more than maxValues of them.
+func (p *parser) budget(path string) bool {
+	if p.values++; p.values > maxValues {
+		p.is.add(path, fmt.Sprintf("holds too much: arguments may have at most %d members and items in all", maxValues))
+		return false
+	}
+	return true
 }
 
 // checkText rejects a string token whose raw text is not valid UTF-8 or

@@ -276,3 +276,13 @@ func TestHasLoneSurrogate(t *testing.T) {
 		}
 	}
 }
+
+func TestArgumentsWithTooManyValuesAreRefusedEarly(t *testing.T) {
+	tl := toolByName(t, "task_create")
+	raw := `{"title":"t","project":"p","labels":[` + strings.Repeat(`"x",`, maxValues) + `"x"]}`
+	err := validate(tl, json.RawMessage(raw))
+	var inv *commands.InvalidInputError
+	if !errors.As(err, &inv) || inv.Issues[0].Path != "labels" || !strings.Contains(inv.Issues[0].Message, "at most") {
+		t.Fatalf("validate = %v, want an issue about too many values", err)
+	}
+}
