@@ -169,6 +169,9 @@ func (r *rejected) Error() string { return r.err.Error() }
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	start := time.Now()
 	actor := s.actor(call.Client)
+	// What tool.called records of the arguments depends on them alone:
+	// worked out here, not in the commit that calls queue for.
+	args := callArgs{sum: canonicalArgsHash(call.Args), ids: namedIDs(call.Args)}
 	if !s.first() {
 		s.firstMu.Lock()
 		defer s.firstMu.Unlock()
@@ -198,7 +201,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 				return herr
 			}
 		}
-		return s.record(tx, call, start, result, herr, &reply)
+		return s.record(tx, call, args, start, result, herr, &reply)
 	}
 	err = s.l.Update(func(lt *ledger.Tx) error {
 		err := body(lt)
@@ -230,7 +233,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return &funcError{err}
 		}
-		if err := s.record(tx, call, start, nil, herr, &reply); err != nil {
+		if err := s.record(tx, call, args, start, nil, herr, &reply); err != nil {
 			return &funcError{err}
 		}
 		return nil
@@ -254,14 +257,21 @@ func (s *Service) first() bool {
 	return s.firstDone
 }
 
+// callArgs is what tool.called records of a call's arguments: their
+// canonical hash and the ids they name (the event's subjects).
+type callArgs struct {
+	sum string
+	ids []string
+}
+
 // record encodes the reply and appends the call's tool.called event.
-func (s *Service) record(tx *Tx, call Call, start time.Time, result any, herr error, reply *[]byte) error {
+func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, result any, herr error, reply *[]byte) error {
 	code, out := call.Encode(result, herr)
 	*reply = out
 	resultSum := sha256.Sum256(out)
-	_, err := tx.emit(projections.TypeToolCalled, namedIDs(call.Args), projections.ToolCalled{
+	_, err := tx.emit(projections.TypeToolCalled, args.ids, projections.ToolCalled{
 		Tool:         call.Tool,
-		ArgsSHA256:   canonicalArgsHash(call.Args),
+		ArgsSHA256:   args.sum,
 		Outcome:      code,
 		ResultSHA256: hex.EncodeToString(resultSum[:]),
 		DurationUS:   time.Since(start).Microseconds(),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -53,9 +54,10 @@ var ErrMalformed = errors.New("malformed event")
 // Encode returns the stored bytes of e. It is deterministic: equal events
 // encode to equal bytes.
 func (e *Event) Encode() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(64 + len(e.Payload) + len(e.Type) + len(e.Actor))
-	enc := msgpack.NewEncoder(&buf)
+	buf := bytes.NewBuffer(make([]byte, 0, 64+len(e.Payload)+len(e.Type)+len(e.Actor)))
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
 	// The shortest integer form is what makes the encoding canonical.
 	enc.UseCompactInts(true)
 	err := errors.Join(
@@ -164,16 +166,28 @@ func DecodeEvent(raw []byte) (Event, error) {
 // EncodePayload encodes a payload value deterministically: struct fields in
 // declaration order, map keys sorted.
 func EncodePayload(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
+	buf := payloadBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 { // a rare large payload's buffer is not kept
+			buf.Reset()
+			payloadBufs.Put(buf)
+		}
+	}()
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
 	enc.SetSortMapKeys(true)
 	enc.UseCompactInts(true)
 	enc.SetCustomStructTag("json")
 	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("encode payload: %w", err)
 	}
-	return buf.Bytes(), nil
+	return bytes.Clone(buf.Bytes()), nil
 }
+
+// payloadBufs are EncodePayload's scratch buffers: a payload is encoded into
+// one and copied out once, at its final size.
+var payloadBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // DecodePayload decodes a payload into v (a pointer). Unknown fields are
 // ignored so older readers can skip what newer writers add.

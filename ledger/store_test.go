@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -192,5 +194,30 @@ func TestLockTimeoutIsBounded(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Fatalf("waited %v", waited)
+	}
+}
+
+// TestFileIsReleasedSoonAfterCommits: the committer keeps the file open for
+// a moment after a commit in case another call comes (linger), but releases
+// it soon after for other processes.
+func TestFileIsReleasedSoonAfterCommits(t *testing.T) {
+	l := openTest(t)
+	for range 20 {
+		appendN(t, l, 1)
+		start := time.Now()
+		f, err := os.OpenFile(l.Path(), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			if time.Since(start) > time.Second {
+				t.Fatal("the file is still locked 1s after the commit")
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		f.Close() // releases the lock
+		if waited := time.Since(start); waited > 100*time.Millisecond {
+			t.Errorf("the file was released %v after the commit, want about %v", waited, linger)
+		}
 	}
 }

@@ -251,6 +251,9 @@ func (c *conn) decode(l line) jsonrpc.Message {
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage)
 		return nil
 	}
+	if req, ok := decodeRequest(data); ok {
+		return req
+	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err != nil {
 		c.writeError(requestID(data), jsonrpc.CodeInvalidRequest, invalidRequestMessage)
@@ -301,17 +304,22 @@ func (c *conn) answered(id jsonrpc.ID) {
 
 // Write implements sdk.Connection: one message, one line.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return fmt.Errorf("encoding message: %w", err)
+	data, ok := encodeResult(msg)
+	if !ok {
+		var err error
+		if data, err = jsonrpc.EncodeMessage(msg); err != nil {
+			return fmt.Errorf("encoding message: %w", err)
+		}
+		data = append(data, '\n')
 	}
-	err = c.writeLine(data)
+	err := c.writeLine(data)
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.answered(resp.ID)
 	}
 	return err
 }
 
+// writeLine writes data, which ends in a newline.
 func (c *conn) writeLine(data []byte) error {
 	select {
 	case <-c.closed:
@@ -320,7 +328,7 @@ func (c *conn) writeLine(data []byte) error {
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err := c.out.Write(append(data, '\n'))
+	_, err := c.out.Write(data)
 	return err
 }
 
@@ -334,7 +342,7 @@ func (c *conn) writeError(id json.RawMessage, code int64, message string) {
 		ID      json.RawMessage `json:"id"`
 		Error   jsonrpc.Error   `json:"error"`
 	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
-	if err := c.writeLine(data); err != nil {
+	if err := c.writeLine(append(data, '\n')); err != nil {
 		c.log.Error("writing error response", "error", err)
 	}
 }

@@ -1,0 +1,235 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// The benchmarks here drive Server.Run in-process over io.Pipe with a real
+// commands.Service on a real (fsync'd) ledger file: the whole server path of
+// a tool call without process and pipe overhead, so that
+//
+//	go test -run '^$' -bench BenchmarkServer -cpuprofile cpu.out ./mcp
+//
+// profiles what the binary does per call. cmd/logbook's BenchmarkStdio
+// measures the same through the real binary.
+
+// BenchmarkServerInflight8 keeps 8 tool calls in flight on one session, as
+// BenchmarkStdio/inflight8 does, so calls share group commits.
+func BenchmarkServerInflight8(b *testing.B) {
+	for _, tool := range []string{"task_create", "task_get"} {
+		b.Run(tool, func(b *testing.B) {
+			c := startBenchSession(b)
+			args := fmt.Sprintf(`{"task_id":%q}`, c.task)
+			if tool == "task_create" {
+				args = `{"title":"parallel","project":"bench"}`
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			for range 8 {
+				wg.Go(func() {
+					for next.Add(1) <= int64(b.N) {
+						if !c.call(tool, args) {
+							b.Errorf("%s: call failed", tool)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// BenchmarkServerCall makes one call at a time.
+func BenchmarkServerCall(b *testing.B) {
+	for _, tool := range []string{"task_create", "task_get", "thought_record"} {
+		b.Run(tool, func(b *testing.B) {
+			c := startBenchSession(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			for i := range b.N {
+				var args string
+				switch tool {
+				case "task_create":
+					args = fmt.Sprintf(`{"title":"bench %d","project":"bench"}`, i)
+				case "task_get":
+					args = fmt.Sprintf(`{"task_id":%q,"include_thought_trail":true}`, c.task)
+				case "thought_record":
+					args = fmt.Sprintf(`{"task_id":%q,"type":"analysis","content":"thought %d"}`, c.task, i)
+				}
+				if !c.call(tool, args) {
+					b.Fatalf("%s: call failed", tool)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// cpuTime is the CPU time (user and system) the process has used: per call,
+// a measure that the machine's other load disturbs less than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchSession is a client of Server.Run over pipes that may have many calls
+// in flight: a reader goroutine hands each response to its caller by id.
+type benchSession struct {
+	in      *io.PipeWriter
+	writeMu sync.Mutex
+	nextID  atomic.Int64
+
+	mu      sync.Mutex
+	waiting map[int64]chan benchReply
+
+	task string // a task with a few thoughts
+}
+
+func startBenchSession(b *testing.B) *benchSession {
+	b.Helper()
+	l, err := ledger.Open(filepath.Join(b.TempDir(), "bench.db"), ledger.Options{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := commands.New(l, commands.Options{Agent: "bench", Skills: &projections.Skills{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := New(svc, Options{Logger: slog.New(slog.DiscardHandler)})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		err := srv.Run(ctx, inR, outW)
+		outW.Close()
+		done <- err
+	}()
+	c := &benchSession{in: inW, waiting: make(map[int64]chan benchReply)}
+	go c.readReplies(outR)
+	b.Cleanup(func() {
+		inW.Close()
+		if err := <-done; err != nil {
+			b.Errorf("Run: %v", err)
+		}
+		cancel()
+		l.Close()
+	})
+
+	init := make(chan benchReply, 1)
+	c.mu.Lock()
+	c.waiting[0] = init
+	c.mu.Unlock()
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	if r := <-init; !r.ok {
+		b.Fatal("initialize failed")
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	var created struct {
+		Data struct {
+			TaskID string `json:"task_id"`
+		} `json:"data"`
+	}
+	reply, ok := c.callReply("task_create", `{"title":"benchmarked","project":"bench","labels":["a","b"]}`)
+	if !ok || json.Unmarshal(reply, &created) != nil || created.Data.TaskID == "" {
+		b.Fatalf("task_create: %s", reply)
+	}
+	c.task = created.Data.TaskID
+	for i := range 3 {
+		if !c.call("thought_record", fmt.Sprintf(`{"task_id":%q,"type":"plan","content":"step %d"}`, c.task, i)) {
+			b.Fatal("thought_record failed")
+		}
+	}
+	return c
+}
+
+func (c *benchSession) send(line string) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	io.WriteString(c.in, line+"\n")
+}
+
+// call makes one tool call and reports whether its envelope was ok.
+func (c *benchSession) call(tool, args string) bool {
+	_, ok := c.callReply(tool, args)
+	return ok
+}
+
+// benchReply is what the reader hands a caller: whether the call succeeded
+// (a result whose envelope is ok) and the envelope.
+type benchReply struct {
+	ok       bool
+	envelope json.RawMessage
+}
+
+func (c *benchSession) callReply(tool, args string) (json.RawMessage, bool) {
+	id := c.nextID.Add(1)
+	ch := make(chan benchReply, 1)
+	c.mu.Lock()
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	c.send(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `}}`)
+	r := <-ch
+	return r.envelope, r.ok
+}
+
+func (c *benchSession) readReplies(out io.Reader) {
+	r := bufio.NewReaderSize(out, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			c.mu.Lock()
+			for _, ch := range c.waiting {
+				ch <- benchReply{}
+			}
+			c.waiting = map[int64]chan benchReply{}
+			c.mu.Unlock()
+			go io.Copy(io.Discard, out)
+			return
+		}
+		var resp struct {
+			ID     int64 `json:"id"`
+			Result struct {
+				IsError           bool            `json:"isError"`
+				StructuredContent json.RawMessage `json:"structuredContent"`
+			} `json:"result"`
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(line, &resp) != nil {
+			continue
+		}
+		c.mu.Lock()
+		ch := c.waiting[resp.ID]
+		delete(c.waiting, resp.ID)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- benchReply{ok: resp.Error == nil && !resp.Result.IsError, envelope: resp.Result.StructuredContent}
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package mcp
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The SDK's JSON-RPC codec is general and costly per message (its decoder
+// allocates a 32 KiB buffer for every message). The transport decodes and
+// encodes the two messages of a tool call, the request and its successful
+// response, itself, byte for byte as the SDK would (checked against it in
+// fastpath_test.go), and leaves every other message to the SDK.
+
+// decodeRequest decodes the usual shape of a request line itself:
+//
+//	{"jsonrpc":"2.0","id":<integer or plain string>,"method":"<plain string>","params":{...}}
+//
+// (members in any order, "id" and "params" optional, each at most once,
+// nothing else). It returns false for anything else, which then goes through
+// jsonrpc.DecodeMessage as before, so it decides nothing on its own: for the
+// lines it accepts it returns what DecodeMessage returns (FuzzDecodeRequest
+// checks this).
+//
+// data must be one JSON object that json.Valid accepts, without surrounding
+// space. The returned Params aliases data.
+func decodeRequest(data []byte) (*jsonrpc.Request, bool) {
+	if len(data) < 2 || data[0] != '{' || !utf8.Valid(data) {
+		return nil, false
+	}
+	var version, id, method, params []byte
+	var seen uint8
+	for i := skipSpace(data, 1); ; {
+		key, next, ok := plainString(data, i)
+		if !ok {
+			return nil, false
+		}
+		if i = skipSpace(data, next); i >= len(data) || data[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(data, i+1)
+		end := valueEnd(data, i)
+		if end <= i {
+			return nil, false
+		}
+		val := data[i:end]
+		var bit uint8
+		switch key {
+		case "jsonrpc":
+			bit, version = 1, val
+		case "id":
+			bit, id = 2, val
+		case "method":
+			bit, method = 4, val
+		case "params":
+			bit, params = 8, val
+		default:
+			return nil, false
+		}
+		if seen&bit != 0 {
+			return nil, false
+		}
+		seen |= bit
+		if i = skipSpace(data, end); i >= len(data) {
+			return nil, false
+		}
+		if data[i] == '}' {
+			break
+		}
+		if data[i] != ',' {
+			return nil, false
+		}
+		i = skipSpace(data, i+1)
+	}
+	if string(version) != `"2.0"` || method == nil || (params != nil && params[0] != '{') {
+		return nil, false
+	}
+	name, end, ok := plainString(method, 0)
+	if !ok || end != len(method) {
+		return nil, false
+	}
+	req := &jsonrpc.Request{Method: name, Params: params}
+	if id != nil {
+		var v any
+		switch {
+		case id[0] == '"':
+			s, end, ok := plainString(id, 0)
+			if !ok || end != len(id) {
+				return nil, false
+			}
+			v = s
+		case len(id) <= 15: // exact as the float64 DecodeMessage goes through
+			n, err := strconv.ParseInt(string(id), 10, 64)
+			if err != nil {
+				return nil, false
+			}
+			v = float64(n)
+		default:
+			return nil, false
+		}
+		var err error
+		if req.ID, err = jsonrpc.MakeID(v); err != nil {
+			return nil, false
+		}
+	}
+	return req, true
+}
+
+// plainString reads the JSON string starting at data[i] if it is printable
+// ASCII without escapes, returning its text and the index after it.
+func plainString(data []byte, i int) (string, int, bool) {
+	if i >= len(data) || data[i] != '"' {
+		return "", 0, false
+	}
+	for j := i + 1; j < len(data); j++ {
+		switch c := data[j]; {
+		case c == '"':
+			return string(data[i+1 : j]), j + 1, true
+		case c == '\\' || c < 0x20 || c > 0x7e:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just after the JSON value starting at data[i];
+// data is known to be valid JSON.
+func valueEnd(data []byte, i int) int {
+	depth, inString, escaped := 0, false, false
+	for j := i; j < len(data); j++ {
+		c := data[j]
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 { // the end of a bare literal at the end of an object
+				return j
+			}
+			if depth--; depth == 0 {
+				return j + 1
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n'):
+			return j
+		}
+	}
+	return len(data)
+}
+
+// encodeResult returns the line (with its newline) of a successful response
+// with an integer id, exactly as jsonrpc.EncodeMessage writes it:
+//
+//	{"jsonrpc":"2.0","id":<id>,"result":<result>}
+//
+// EncodeMessage copies the result, which the SDK marshalled itself, through
+// encoding/json's compaction without HTML escaping: unchanged when it holds
+// no space outside strings, which is checked. It returns false for anything
+// else.
+func encodeResult(msg jsonrpc.Message) ([]byte, bool) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) == 0 || !compact(resp.Result) {
+		return nil, false
+	}
+	id, ok := resp.ID.Raw().(int64)
+	if !ok {
+		return nil, false
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	b := make([]byte, 0, len(head)+20+len(mid)+len(resp.Result)+2)
+	b = append(b, head...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, mid...)
+	b = append(b, resp.Result...)
+	return append(b, '}', '\n'), true
+}
+
+// compact reports whether JSON data has no white space outside its strings.
+func compact(data []byte) bool {
+	inString, escaped := false, false
+	for _, c := range data {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			return false
+		}
+	}
+	return true
+}
