@@ -1,12 +1,12 @@
 package main
 
 import (
-	"runtime/debug"
 	"cmp"
 	"context"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"unicode"
 	"unicode/utf8"
