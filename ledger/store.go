@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -87,12 +88,23 @@ func Open(path string, opts Options) (*Ledger, error) {
 		opts.MaxBatch = 256
 	}
 	l := &Ledger{path: path, opts: opts}
-	if _, err := os.Stat(path); err != nil {
-		if !errors.Is(err, os.ErrNotExist) || !opts.Create || opts.ReadOnly {
+	// A file that exists but is empty is one whose creation was cut short
+	// (bbolt writes its first pages right after creating it): create it.
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() == 0 {
+		if (err != nil && !errors.Is(err, os.ErrNotExist)) || !opts.Create || opts.ReadOnly {
+			if err == nil {
+				err = ErrNotLedger
+			}
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
 		if err := l.withDB(false, func(db *bolt.DB) error { return db.Update(initFile) }); err != nil {
 			return nil, fmt.Errorf("create ledger: %w", err)
+		}
+		// Make the new file's directory entry durable too.
+		if dir, err := os.Open(filepath.Dir(path)); err == nil {
+			dir.Sync()
+			dir.Close()
 		}
 	}
 	if err := l.withDB(true, func(db *bolt.DB) error { return db.View(checkFormat) }); err != nil {
@@ -288,7 +300,11 @@ func (l *Ledger) session(batch []*request) {
 		opened = true
 		start := time.Now()
 		for len(batch) > 0 {
-			l.commit(db, batch)
+			if err := l.commit(db, batch); err != nil {
+				// The commit itself failed (I/O): start afresh from the file
+				// rather than go on with this handle.
+				return nil
+			}
 			held := time.Since(start)
 			if held > maxHold {
 				return nil
@@ -308,7 +324,7 @@ func (l *Ledger) session(batch []*request) {
 
 // commit runs the batch in one transaction. A failing fn is answered with its
 // error and the rest run again without it.
-func (l *Ledger) commit(db *bolt.DB, batch []*request) {
+func (l *Ledger) commit(db *bolt.DB, batch []*request) error {
 	for len(batch) > 0 {
 		failed, ferr := -1, error(nil)
 		err := db.Update(func(btx *bolt.Tx) error {
@@ -330,8 +346,9 @@ func (l *Ledger) commit(db *bolt.DB, batch []*request) {
 		for _, r := range batch {
 			r.done <- err
 		}
-		return
+		return err
 	}
+	return nil
 }
 
 func safeRun(fn func(*Tx) error, tx *Tx) (err error) {

@@ -221,3 +221,22 @@ func TestFileIsReleasedSoonAfterCommits(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyFileIsCreatedOnlyWithCreate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrNotLedger) {
+		t.Fatalf("open of an empty file without Create = %v, want ErrNotLedger", err)
+	}
+	l, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatalf("open of an empty file with Create: %v", err)
+	}
+	appendN(t, l, 3)
+	l.Close()
+	if _, err := l.Verify(context.Background(), VerifyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
