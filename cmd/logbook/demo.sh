@@ -55,5 +55,5 @@ echo "== an auditor checks the ledger offline (logbook verify, replay, prove) ==
 size=$("$bin" root --db "$db" --json | sed -n 's/.*"size":\([0-9]*\).*/\1/p')
 root=$("$bin" root --db "$db" --json | sed -n 's/.*"root":"\([0-9a-f]*\)".*/\1/p')
 "$bin" prove inclusion --db "$db" --seq 1 --size "$size" --out .logbook/proof.json
-"$bin" check-proof .logbook/proof.json --root "$root"
+"$bin" check-proof .logbook/proof.json --root "$root" --size "$size"
 echo "ledger: $db (serve log: .logbook/serve.log)"
