@@ -23,6 +23,7 @@ type verifyOut struct {
 	Projections *struct {
 		Checked      bool   `json:"checked"`
 		AppliedSeq   uint64 `json:"applied_seq"`
+		Fingerprint  string `json:"fingerprint"`
 		ComparedKeys uint64 `json:"compared_keys"`
 		Note         string `json:"note"`
 	} `json:"projections"`
@@ -43,13 +44,24 @@ func verifyJSONOf(t testing.TB, args ...string) (verifyOut, result) {
 func TestVerifyHealthy(t *testing.T) {
 	path := healthyLedger(t, 20)
 	head := headOf(t, path)
+	fingerprints := map[string]bool{}
 	for _, chunk := range []string{"8192", "3"} { // one read transaction, and many
 		out, r := verifyJSONOf(t, "--db", path, "--chunk", chunk)
 		wantExit(t, r, 0, "verify --chunk "+chunk)
 		if !out.OK || out.Size != head || out.Projections == nil || !out.Projections.Checked ||
-			out.Projections.AppliedSeq != head || out.Projections.ComparedKeys == 0 || out.Error != nil {
+			out.Projections.AppliedSeq != head || out.Projections.ComparedKeys == 0 || out.Error != nil ||
+			len(out.Projections.Fingerprint) != 16 {
 			t.Errorf("--chunk %s: %s", chunk, r.stdout)
 		}
+		if out.Projections != nil {
+			fingerprints[out.Projections.Fingerprint] = true
+		}
+	}
+	if len(fingerprints) != 1 {
+		t.Errorf("the same ledger gave fingerprints %v", fingerprints)
+	}
+	if other, _ := verifyJSONOf(t, "--db", healthyLedger(t, 21)); other.Projections == nil || fingerprints[other.Projections.Fingerprint] {
+		t.Errorf("a different ledger gave the same fingerprint")
 	}
 	r := run(t, "verify", "--db", path)
 	wantExit(t, r, 0, "verify")
