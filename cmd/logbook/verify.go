@@ -48,8 +48,8 @@ type projectionsJSON struct {
 	// up to AppliedSeq (hex): two auditors verifying copies at the same seq
 	// get the same value.
 	Fingerprint string `json:"fingerprint,omitempty"`
-	Differences   uint64 `json:"differences,omitempty"` // keys that differ, on failure
-	Note          string `json:"note,omitempty"`
+	Differences uint64 `json:"differences,omitempty"` // keys that differ, on failure
+	Note        string `json:"note,omitempty"`
 }
 
 type checkpointCheck struct {
