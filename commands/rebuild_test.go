@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -220,7 +221,7 @@ func readPass(t *testing.T, h *harness) []string {
 	h.l.View(func(tx *ledger.Tx) error {
 		projections.Tasks(tx, func(tk projections.Task) bool { tasks = append(tasks, tk.ID); return true })
 		for n := uint64(1); ; n++ {
-			id := projections.FormatID(projections.SessionPrefix, n)
+			id := domain.FormatID(domain.SessionPrefix, n)
 			if _, ok, _ := projections.GetSession(tx, id); !ok {
 				break
 			}

@@ -12,15 +12,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
 
-// Call is one MCP tool call as the edge received it.
+// Call is one request to the service, as a transport received it.
 type Call struct {
-	Tool   string          // the tool name as called (may be unknown)
-	Args   json.RawMessage // the raw arguments as received; hashed canonically into tool.called
-	Client string          // the MCP client's clientInfo.name ("" if unknown)
+	// Name is what the caller called (an MCP tool name, an HTTP route…),
+	// recorded in tool.called; it may name nothing the service knows.
+	Name string
+	// Command is what to run; nil if Name names no command (the call is
+	// then recorded as invalid input).
+	Command *Command
+	Args    json.RawMessage // the raw arguments as received; hashed canonically into tool.called
+	Client  string          // the client's name for itself ("" if unknown)
 	// Invalid, when non-nil, is the edge's rejection of the arguments (schema,
 	// UTF-8, unknown tool): Do records the call with this error and runs nothing.
 	Invalid error
@@ -39,14 +45,6 @@ type Options struct {
 	Skipped  []projections.SkippedSkill // skill files that failed to load
 	Version  string                     // the binary's version, for server_health
 	Logger   *slog.Logger
-	// Edge describes the MCP layer for server_health (see SetEdge).
-	Edge Edge
-}
-
-// Edge is what the MCP layer reports about itself in server_health.
-type Edge struct {
-	Stages []string
-	Tools  int
 }
 
 // Service runs tool calls against the ledger.
@@ -128,10 +126,6 @@ func Rebuild(l *ledger.Ledger, force bool, progress func(done, total uint64)) er
 		}
 	}
 }
-
-// SetEdge records what the MCP layer reports about itself in server_health.
-// Call it before serving.
-func (s *Service) SetEdge(e Edge) { s.opts.Edge = e }
 
 // Tx is one call's view of the ledger transaction: it appends events as the
 // service's actor and folds them into the projections.
@@ -221,9 +215,9 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	case errors.As(err, &rej):
 		err = rej.err
 	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
-		return nil, s.storageError(call.Tool, err)
+		return nil, s.storageError(call.Name, err)
 	default:
-		s.logInternal(call.Tool, err)
+		s.logInternal(call.Name, err)
 		err = ErrInternal
 	}
 	// Record the call alone, with its error.
@@ -242,11 +236,11 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	case err == nil:
 		return reply, nil
 	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
-		return nil, s.storageError(call.Tool, err)
+		return nil, s.storageError(call.Name, err)
 	}
 	// Even the call alone could not be recorded: answer, unaudited, and
 	// say why on stderr.
-	s.logInternal(call.Tool, err)
+	s.logInternal(call.Name, err)
 	_, reply = call.Encode(nil, ErrInternal)
 	return reply, nil
 }
@@ -270,7 +264,7 @@ func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, resu
 	*reply = out
 	resultSum := sha256.Sum256(out)
 	_, err := tx.emit(projections.TypeToolCalled, args.ids, projections.ToolCalled{
-		Tool:         call.Tool,
+		Tool:         call.Name,
 		ArgsSHA256:   args.sum,
 		Outcome:      code,
 		ResultSHA256: hex.EncodeToString(resultSum[:]),
@@ -375,8 +369,8 @@ func namedIDs(raw json.RawMessage) []string {
 	var ids []string
 	for _, k := range []string{"task_id", "parent_id", "session_id"} {
 		id, _ := m[k].(string)
-		_, task := projections.ParseID(projections.TaskPrefix, id)
-		_, session := projections.ParseID(projections.SessionPrefix, id)
+		_, task := domain.ParseID(domain.TaskPrefix, id)
+		_, session := domain.ParseID(domain.SessionPrefix, id)
 		if task || session {
 			ids = append(ids, id)
 		}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -86,7 +87,7 @@ func (h *harness) refLeaves(id string, upTo uint64) []refLeaf {
 			calls++
 			for _, k := range []string{"task_id", "parent_id"} {
 				if s, ok := args[k].(string); ok {
-					if _, valid := projections.ParseID(projections.TaskPrefix, s); valid {
+					if _, valid := domain.ParseID(domain.TaskPrefix, s); valid {
 						concerned = append(concerned, s)
 					}
 				}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -60,12 +61,14 @@ type HealthProj struct {
 	AppliedSeq uint64 `json:"applied_seq"`
 }
 
-// HealthStages lists the middleware stages a call passes, in order.
+// HealthStages lists the middleware stages a call passes, in order: the
+// transport's, which it fills in (the service has none of its own).
 type HealthStages struct {
 	Stages []string `json:"stages"`
 }
 
-// HealthTools counts the registered tools.
+// HealthTools counts the registered tools: the service's commands, or what
+// the transport publishes, which it fills in.
 type HealthTools struct {
 	Registered int `json:"registered"`
 }
@@ -95,12 +98,10 @@ func (s *Service) Health(tx *Tx, _ HealthInput) (*HealthResult, error) {
 		DB:          HealthDB{Open: true, Path: s.l.Path(), FormatVersion: ledger.FormatVersion},
 		Ledger:      HealthLedger{HeadSeq: head.Seq, HeadHash: head.Hash.String(), Root: root.String()},
 		Projections: HealthProj{Version: version, AppliedSeq: applied},
-		Middleware:  HealthStages{Stages: s.opts.Edge.Stages},
-		Tools:       HealthTools{Registered: s.opts.Edge.Tools},
-		Skills:      HealthSkills{Loaded: len(s.opts.Skills.All()), Skipped: s.opts.Skipped},
-	}
-	if res.Middleware.Stages == nil {
-		res.Middleware.Stages = []string{}
+		// A transport describes its own stages and tools in its reply.
+		Middleware: HealthStages{Stages: []string{}},
+		Tools:      HealthTools{Registered: len(domain.Commands)},
+		Skills:     HealthSkills{Loaded: len(s.opts.Skills.All()), Skipped: s.opts.Skipped},
 	}
 	if res.Skills.Skipped == nil {
 		res.Skills.Skipped = []projections.SkippedSkill{}

@@ -88,10 +88,9 @@ func TestToolOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: skills, Skipped: skipped,
-		Edge: Edge{Stages: []string{"recover", "audit"}, Tools: 14}})
-	if got := len(ToolNames()); got != 14 {
-		t.Errorf("ToolNames() has %d tools, want 14", got)
+	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: skills, Skipped: skipped})
+	if got := len(Commands); got != 14 {
+		t.Errorf("Commands has %d commands, want 14", got)
 	}
 
 	t.Run("server_ping", func(t *testing.T) {
@@ -137,7 +136,8 @@ func TestToolOutputs(t *testing.T) {
 		if got := obj(t, d["tools"])["registered"]; got != 14.0 {
 			t.Errorf("tools.registered = %v", got)
 		}
-		if got := obj(t, d["middleware"])["stages"]; !reflect.DeepEqual(got, []any{"recover", "audit"}) {
+		// The service has no stages of its own: a transport fills in its own.
+		if got := obj(t, d["middleware"])["stages"]; !reflect.DeepEqual(got, []any{}) {
 			t.Errorf("middleware.stages = %v", got)
 		}
 		sk := obj(t, d["skills"])

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -97,7 +98,7 @@ func history(t *testing.T, l *ledger.Ledger, tasks int) {
 	t.Helper()
 	s := func(v string) *string { return &v }
 	for i := 1; i <= tasks; i++ {
-		id := projections.FormatID(projections.TaskPrefix, uint64(i))
+		id := domain.FormatID(domain.TaskPrefix, uint64(i))
 		parent := ""
 		if i > 1 {
 			parent = "T-0001"
@@ -107,7 +108,7 @@ func history(t *testing.T, l *ledger.Ledger, tasks int) {
 			appendRaw(t, l, projections.TypeSessionStarted, 1, []string{"A-0001", "T-0001"}, projections.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "deep"})
 		}
 		appendRaw(t, l, projections.TypeTaskUpdated, 1, []string{id}, projections.TaskUpdated{TaskID: id, Status: s("todo")})
-		th := projections.FormatID(projections.ThoughtPrefix, uint64(i))
+		th := domain.FormatID(domain.ThoughtPrefix, uint64(i))
 		appendRaw(t, l, projections.TypeThoughtRecorded, 1, []string{th, id, "A-0001"}, projections.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
 		appendRaw(t, l, projections.TypeToolCalled, 1, []string{id}, projections.ToolCalled{Tool: "task_get", Outcome: "OK"})
 	}
@@ -299,7 +300,7 @@ func TestCatchUpLarge(t *testing.T) {
 			return projections.Apply(tx, r)
 		}
 		for i := uint64(1); i <= 800; i++ {
-			id, th := projections.FormatID(projections.TaskPrefix, i), projections.FormatID(projections.ThoughtPrefix, i)
+			id, th := domain.FormatID(domain.TaskPrefix, i), domain.FormatID(domain.ThoughtPrefix, i)
 			if err := errorsJoin(
 				add(projections.TypeTaskCreated, []string{id}, projections.TaskCreated{TaskID: id, Project: "p", Sequence: i, Title: "t", Priority: "normal", Labels: []string{}, Assignee: "a"}),
 				add(projections.TypeTaskUpdated, []string{id}, projections.TaskUpdated{TaskID: id, Status: s("todo")}),

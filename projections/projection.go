@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/logbook-dev/logbook/ledger"
@@ -244,29 +242,6 @@ func decode(r ledger.Record, v any) error {
 		return u.upcast(r.Version)
 	}
 	return nil
-}
-
-// Identifiers: a prefix and a number, zero-padded to at least 4 digits.
-const (
-	TaskPrefix    = "T-"
-	ThoughtPrefix = "Θ-"
-	SessionPrefix = "A-"
-)
-
-// FormatID renders prefix and n as "T-0001".
-func FormatID(prefix string, n uint64) string { return fmt.Sprintf("%s%04d", prefix, n) }
-
-// ParseID returns the number of an id with the prefix, ok false otherwise.
-func ParseID(prefix, id string) (uint64, bool) {
-	rest, found := strings.CutPrefix(id, prefix)
-	if !found || len(rest) < 4 || rest[0] == '+' || rest[0] == '-' {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(rest, 10, 64)
-	if err != nil || n == 0 || (len(rest) > 4 && rest[0] == '0') {
-		return 0, false
-	}
-	return n, true
 }
 
 func u64(v uint64) []byte {

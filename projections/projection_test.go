@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -96,26 +97,26 @@ func TestIDs(t *testing.T) {
 		n          uint64
 		ok         bool
 	}{
-		{projections.TaskPrefix, "T-0001", 1, true},
-		{projections.TaskPrefix, "T-9999", 9999, true},
-		{projections.TaskPrefix, "T-12345", 12345, true},
-		{projections.ThoughtPrefix, "Θ-0042", 42, true},
-		{projections.SessionPrefix, "A-0007", 7, true},
-		{projections.TaskPrefix, "T-0000", 0, false},
-		{projections.TaskPrefix, "T-1", 0, false},
-		{projections.TaskPrefix, "T-01234", 0, false},
-		{projections.TaskPrefix, "T-+123", 0, false},
-		{projections.TaskPrefix, "T--123", 0, false},
-		{projections.TaskPrefix, "A-0001", 0, false},
-		{projections.TaskPrefix, "t-0001", 0, false},
-		{projections.TaskPrefix, "T-00a1", 0, false},
+		{domain.TaskPrefix, "T-0001", 1, true},
+		{domain.TaskPrefix, "T-9999", 9999, true},
+		{domain.TaskPrefix, "T-12345", 12345, true},
+		{domain.ThoughtPrefix, "Θ-0042", 42, true},
+		{domain.SessionPrefix, "A-0007", 7, true},
+		{domain.TaskPrefix, "T-0000", 0, false},
+		{domain.TaskPrefix, "T-1", 0, false},
+		{domain.TaskPrefix, "T-01234", 0, false},
+		{domain.TaskPrefix, "T-+123", 0, false},
+		{domain.TaskPrefix, "T--123", 0, false},
+		{domain.TaskPrefix, "A-0001", 0, false},
+		{domain.TaskPrefix, "t-0001", 0, false},
+		{domain.TaskPrefix, "T-00a1", 0, false},
 	} {
-		n, ok := projections.ParseID(c.prefix, c.id)
+		n, ok := domain.ParseID(c.prefix, c.id)
 		if n != c.n || ok != c.ok {
-			t.Errorf("ParseID(%q, %q) = %d, %v, want %d, %v", c.prefix, c.id, n, ok, c.n, c.ok)
+			t.Errorf("domain.ParseID(%q, %q) = %d, %v, want %d, %v", c.prefix, c.id, n, ok, c.n, c.ok)
 		}
-		if ok && projections.FormatID(c.prefix, n) != c.id {
-			t.Errorf("FormatID(%q, %d) = %q, want %q", c.prefix, n, projections.FormatID(c.prefix, n), c.id)
+		if ok && domain.FormatID(c.prefix, n) != c.id {
+			t.Errorf("domain.FormatID(%q, %d) = %q, want %q", c.prefix, n, domain.FormatID(c.prefix, n), c.id)
 		}
 	}
 	if got := projections.FormatTime(time.Date(2026, 4, 8, 22, 15, 30, 123456789, time.FixedZone("x", 3600))); got != "2026-04-08T21:15:30.123Z" {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 )
 
@@ -74,7 +75,7 @@ func applySessionStarted(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, ok := ParseID(SessionPrefix, p.SessionID)
+	n, ok := domain.ParseID(domain.SessionPrefix, p.SessionID)
 	if !ok {
 		return fmt.Errorf("bad session id %q", p.SessionID)
 	}
@@ -98,7 +99,7 @@ func applySessionFinalized(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, valid := ParseID(SessionPrefix, p.SessionID)
+	n, valid := domain.ParseID(domain.SessionPrefix, p.SessionID)
 	s, ok, err := f.session(n)
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("finalize of unknown session %q: %v", p.SessionID, err)
@@ -170,7 +171,7 @@ func offerToSessions(f *folder, r ledger.Record) error {
 func taskSubjects(r ledger.Record) []string {
 	var ids []string
 	for _, s := range r.Subjects {
-		if strings.HasPrefix(s, TaskPrefix) {
+		if strings.HasPrefix(s, domain.TaskPrefix) {
 			ids = append(ids, s)
 		}
 	}
@@ -214,7 +215,7 @@ func putSession(tx *ledger.Tx, n uint64, s *Session) error {
 
 // GetSession returns the session with id; ok false if none.
 func GetSession(tx *ledger.Tx, id string) (s Session, ok bool, err error) {
-	n, valid := ParseID(SessionPrefix, id)
+	n, valid := domain.ParseID(domain.SessionPrefix, id)
 	if !valid {
 		return s, false, nil
 	}
@@ -228,7 +229,7 @@ func GetSession(tx *ledger.Tx, id string) (s Session, ok bool, err error) {
 
 // SessionLeaves calls fn for the session's leaves in ledger order.
 func SessionLeaves(tx *ledger.Tx, id string, fn func(Leaf) error) error {
-	n, valid := ParseID(SessionPrefix, id)
+	n, valid := domain.ParseID(domain.SessionPrefix, id)
 	if !valid {
 		return nil
 	}
@@ -249,7 +250,7 @@ func SessionLeaves(tx *ledger.Tx, id string, fn func(Leaf) error) error {
 // NextSessionID is the id the next audit session gets.
 func NextSessionID(tx *ledger.Tx) (string, error) {
 	n, err := nextNumber(tx, counterSession)
-	return FormatID(SessionPrefix, n), err
+	return domain.FormatID(domain.SessionPrefix, n), err
 }
 
 // Selects reports whether leaf l is sealed by a finalize (or checked by a

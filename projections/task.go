@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 )
 
@@ -166,7 +167,7 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 	if err := foldTask(t, r); err != nil {
 		return err
 	}
-	n, ok := ParseID(TaskPrefix, t.ID)
+	n, ok := domain.ParseID(domain.TaskPrefix, t.ID)
 	if !ok {
 		return fmt.Errorf("bad task id %q", t.ID)
 	}
@@ -186,7 +187,7 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 		return err
 	}
 	if t.ParentID != "" {
-		pn, _ := ParseID(TaskPrefix, t.ParentID)
+		pn, _ := domain.ParseID(domain.TaskPrefix, t.ParentID)
 		children, err := tx.Space(spChildren)
 		if err != nil {
 			return err
@@ -203,7 +204,7 @@ func applyTaskUpdated(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, valid := ParseID(TaskPrefix, p.TaskID)
+	n, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
 	t, ok, err := f.task(n)
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("update of unknown task %q: %v", p.TaskID, err)
@@ -227,7 +228,7 @@ func putTask(f *folder, n uint64, t *Task, seq uint64) error {
 // GetTask returns the current state of the task with id; ok is false if
 // there is none.
 func GetTask(tx *ledger.Tx, id string) (t Task, ok bool, err error) {
-	n, valid := ParseID(TaskPrefix, id)
+	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return t, false, nil
 	}
@@ -242,7 +243,7 @@ func GetTask(tx *ledger.Tx, id string) (t Task, ok bool, err error) {
 // TaskAsOf folds the task's events up to and including seq from the log
 // itself (time travel). ok is false if the task did not exist yet.
 func TaskAsOf(tx *ledger.Tx, id string, seq uint64) (t Task, ok bool, err error) {
-	n, valid := ParseID(TaskPrefix, id)
+	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return t, false, nil
 	}
@@ -286,7 +287,7 @@ func Tasks(tx *ledger.Tx, fn func(Task) bool) error {
 
 // Children returns the ids of the task's direct sub-tasks in creation order.
 func Children(tx *ledger.Tx, id string) ([]string, error) {
-	n, valid := ParseID(TaskPrefix, id)
+	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return nil, nil
 	}
@@ -296,7 +297,7 @@ func Children(tx *ledger.Tx, id string) ([]string, error) {
 	}
 	var ids []string
 	err = children.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
-		ids = append(ids, FormatID(TaskPrefix, be64(k[8:])))
+		ids = append(ids, domain.FormatID(domain.TaskPrefix, be64(k[8:])))
 		return true, nil
 	})
 	return ids, err
@@ -365,12 +366,12 @@ func GetProject(tx *ledger.Tx, name string) (p Project, ok bool, err error) {
 // NextTaskID is the id the next created task gets.
 func NextTaskID(tx *ledger.Tx) (string, error) {
 	n, err := nextNumber(tx, counterTask)
-	return FormatID(TaskPrefix, n), err
+	return domain.FormatID(domain.TaskPrefix, n), err
 }
 
 // TaskEventSeqs are the seqs of the events that created or updated the task.
 func TaskEventSeqs(tx *ledger.Tx, id string) ([]uint64, error) {
-	n, valid := ParseID(TaskPrefix, id)
+	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return nil, nil
 	}

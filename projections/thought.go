@@ -3,6 +3,7 @@ package projections
 import (
 	"fmt"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 )
 
@@ -51,7 +52,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, ok := ParseID(ThoughtPrefix, p.ThoughtID)
+	n, ok := domain.ParseID(domain.ThoughtPrefix, p.ThoughtID)
 	if !ok {
 		return fmt.Errorf("bad thought id %q", p.ThoughtID)
 	}
@@ -66,7 +67,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err := putRecord(thoughts, u64(n), &th); err != nil {
 		return err
 	}
-	tn, valid := ParseID(TaskPrefix, p.TaskID)
+	tn, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
 	task, ok, err := f.task(tn)
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("thought on unknown task %q: %v", p.TaskID, err)
@@ -83,7 +84,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 		return err
 	}
 	if p.SessionID != "" {
-		sn, _ := ParseID(SessionPrefix, p.SessionID)
+		sn, _ := domain.ParseID(domain.SessionPrefix, p.SessionID)
 		bySession, err := tx.Space(spSessionThoughts)
 		if err != nil {
 			return err
@@ -108,7 +109,7 @@ func thoughtByNumber(tx *ledger.Tx, n uint64) (Thought, error) {
 
 // LastThought is the task's latest thought; ok false if it has none.
 func LastThought(tx *ledger.Tx, taskID string) (th Thought, ok bool, err error) {
-	tn, valid := ParseID(TaskPrefix, taskID)
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return th, false, nil
 	}
@@ -126,7 +127,7 @@ func LastThought(tx *ledger.Tx, taskID string) (th Thought, ok bool, err error) 
 
 // TaskThoughts calls fn for the task's thoughts in chain order.
 func TaskThoughts(tx *ledger.Tx, taskID string, fn func(Thought) bool) error {
-	tn, valid := ParseID(TaskPrefix, taskID)
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return nil
 	}
@@ -146,7 +147,7 @@ func TaskThoughts(tx *ledger.Tx, taskID string, fn func(Thought) bool) error {
 // SessionThoughts calls fn for the thoughts recorded with the session id,
 // in ledger order.
 func SessionThoughts(tx *ledger.Tx, sessionID string, fn func(Thought) bool) error {
-	sn, valid := ParseID(SessionPrefix, sessionID)
+	sn, valid := domain.ParseID(domain.SessionPrefix, sessionID)
 	if !valid {
 		return nil
 	}
@@ -181,12 +182,12 @@ func Thoughts(tx *ledger.Tx, fn func(Thought) bool) error {
 // NextThoughtID is the id the next recorded thought gets.
 func NextThoughtID(tx *ledger.Tx) (string, error) {
 	n, err := nextNumber(tx, counterThought)
-	return FormatID(ThoughtPrefix, n), err
+	return domain.FormatID(domain.ThoughtPrefix, n), err
 }
 
 // ThoughtAt is the task's thought at a chain position; ok false if none.
 func ThoughtAt(tx *ledger.Tx, taskID string, position uint64) (th Thought, ok bool, err error) {
-	tn, valid := ParseID(TaskPrefix, taskID)
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return th, false, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -130,7 +131,7 @@ func (g *callGen) call(tx *ledger.Tx) error {
 	switch p := g.rng.IntN(100); {
 	case g.tasks == 0 || p < 10:
 		g.tasks++
-		id := projections.FormatID(projections.TaskPrefix, g.tasks)
+		id := domain.FormatID(domain.TaskPrefix, g.tasks)
 		tool, subjects = "task_create", []string{id}
 		err = g.emit(tx, projections.TypeTaskCreated, actor, subjects, projections.TaskCreated{
 			TaskID: id, Project: fmt.Sprintf("project-%d", g.tasks%7), Sequence: g.tasks/7 + 1,
@@ -138,7 +139,7 @@ func (g *callGen) call(tx *ledger.Tx) error {
 			Priority: "normal", Labels: []string{"bench"}, Assignee: actor})
 	case p < 40:
 		n := task()
-		id := projections.FormatID(projections.TaskPrefix, n)
+		id := domain.FormatID(domain.TaskPrefix, n)
 		status, progress := []string{"todo", "in_progress", "review", "blocked"}[g.rng.IntN(4)], g.rng.IntN(100)
 		tool, subjects = "task_update", []string{id}
 		err = g.emit(tx, projections.TypeTaskUpdated, actor, subjects, projections.TaskUpdated{TaskID: id, Status: &status, Progress: &progress})
@@ -146,15 +147,15 @@ func (g *callGen) call(tx *ledger.Tx) error {
 		n := task()
 		g.thoughts++
 		g.positions[n]++
-		id := projections.FormatID(projections.TaskPrefix, n)
-		th := projections.FormatID(projections.ThoughtPrefix, g.thoughts)
+		id := domain.FormatID(domain.TaskPrefix, n)
+		th := domain.FormatID(domain.ThoughtPrefix, g.thoughts)
 		tool, subjects = "thought_record", []string{th, id}
 		err = g.emit(tx, projections.TypeThoughtRecorded, actor, subjects, projections.ThoughtRecorded{
 			ThoughtID: th, TaskID: id, Type: "analysis", ChainPosition: g.positions[n],
 			Content: "Looked at the failing test; the fix is to read in chunks rather than hold the lock.",
 			Branch:  "main", CommitSHA: "abc1234", PreviousHash: g.last.String()})
 	default:
-		tool, subjects = "task_get", []string{projections.FormatID(projections.TaskPrefix, task())}
+		tool, subjects = "task_get", []string{domain.FormatID(domain.TaskPrefix, task())}
 	}
 	if err != nil {
 		return err
@@ -164,11 +165,11 @@ func (g *callGen) call(tx *ledger.Tx) error {
 	case g.open == 0 && g.rng.IntN(2000) == 0:
 		g.sessions++
 		g.open, g.openUntil = g.sessions, seq+500
-		sid := projections.FormatID(projections.SessionPrefix, g.sessions)
-		tid := projections.FormatID(projections.TaskPrefix, task())
+		sid := domain.FormatID(domain.SessionPrefix, g.sessions)
+		tid := domain.FormatID(domain.TaskPrefix, task())
 		err = g.emit(tx, projections.TypeSessionStarted, actor, []string{sid, tid}, projections.SessionStarted{SessionID: sid, TaskID: tid, AuditorID: "auditor", Scope: "shallow"})
 	case g.open != 0 && seq > g.openUntil:
-		sid := projections.FormatID(projections.SessionPrefix, g.open)
+		sid := domain.FormatID(domain.SessionPrefix, g.open)
 		g.open = 0
 		err = g.emit(tx, projections.TypeSessionFinalized, actor, []string{sid}, projections.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()})
 	}

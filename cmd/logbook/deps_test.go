@@ -6,12 +6,13 @@ import (
 	"testing"
 )
 
+const mod = "github.com/logbook-dev/logbook/"
+
 // TestDependenciesPointInward enforces the layering
-// cmd → mcp → commands → projections → ledger: a package may import only the
-// layers below it, and only mcp may import the MCP SDK.
+// cmd → mcp → commands → projections → domain → ledger: a package may import
+// only the layers below it, and only mcp may import the MCP SDK.
 func TestDependenciesPointInward(t *testing.T) {
-	const mod = "github.com/logbook-dev/logbook/"
-	layers := []string{"ledger", "projections", "commands", "mcp"}
+	layers := []string{"ledger", "domain", "projections", "commands", "mcp"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
 		if err != nil {

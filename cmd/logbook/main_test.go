@@ -143,6 +143,16 @@ func (w *workload) call(tool string, args any) map[string]any {
 	return data
 }
 
+// commandNamed is the command whose domain rules are named name, or nil.
+func commandNamed(name string) *commands.Command {
+	for _, c := range commands.Commands {
+		if c.Rules().Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
 // try runs one tool call and returns the whole envelope.
 func (w *workload) try(tool string, args any) map[string]any {
 	w.t.Helper()
@@ -150,7 +160,7 @@ func (w *workload) try(tool string, args any) map[string]any {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	reply, err := w.svc.Do(context.Background(), commands.Call{Tool: tool, Args: raw, Client: "test", Encode: w.enc})
+	reply, err := w.svc.Do(context.Background(), commands.Call{Name: tool, Command: commandNamed(tool), Args: raw, Client: "test", Encode: w.enc})
 	if err != nil {
 		w.t.Fatalf("%s: %v", tool, err)
 	}

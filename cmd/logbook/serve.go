@@ -75,7 +75,6 @@ func serve(ctx context.Context, e *env, args []string) error {
 		return usageErr("serve: %v", err)
 	}
 	srv := mcp.New(svc, mcp.Options{Version: version, Logger: log})
-	svc.SetEdge(commands.Edge{Stages: srv.Stages(), Tools: len(srv.Tools())})
 	log.Info("serving", "db", *db, "agent", cmp.Or(*agent, "(client name)"), "read_only", *readOnly)
 	if err := srv.Run(ctx, e.stdin, e.stdout); err != nil {
 		return err
