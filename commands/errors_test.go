@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -299,7 +300,7 @@ func TestInternalErrors(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = tx.emit(projections.TypeTaskCreated, []string{id}, projections.TaskCreated{TaskID: id, Project: "core", Title: "ghost", Priority: "normal", Assignee: "unassigned"})
+		_, err = tx.emit(events.TypeTaskCreated, []string{id}, events.TaskCreated{TaskID: id, Project: "core", Title: "ghost", Priority: "normal", Assignee: "unassigned"})
 		return err
 	}
 	secret := errors.New("disk path /secret/x")

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -442,11 +443,11 @@ func TestProjectionVersion(t *testing.T) {
 			if id, err = projections.NextTaskID(tx); err != nil {
 				return err
 			}
-			b, err := ledger.EncodePayload(projections.TaskCreated{TaskID: id, Project: "alpha", Title: "late", Priority: "normal", Assignee: "unassigned", Labels: []string{}})
+			b, err := ledger.EncodePayload(events.TaskCreated{TaskID: id, Project: "alpha", Title: "late", Priority: "normal", Assignee: "unassigned", Labels: []string{}})
 			if err != nil {
 				return err
 			}
-			_, err = tx.Append(ledger.Event{Type: projections.TypeTaskCreated, Version: projections.CurrentVersion(projections.TypeTaskCreated), Actor: "other", Subjects: []string{id}, Payload: b})
+			_, err = tx.Append(ledger.Event{Type: events.TypeTaskCreated, Version: events.CurrentVersion(events.TypeTaskCreated), Actor: "other", Subjects: []string{id}, Payload: b})
 			return err
 		})
 		if err != nil {

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // Call is one request to the service, as a transport received it.
@@ -41,9 +43,9 @@ type Options struct {
 	Agent    string // identity bound at launch; "" means the MCP client's name
 	Project  string // default project of task_next_actions
 	ReadOnly bool   // refuse mutating tools with ErrReadOnly
-	Skills   *projections.Skills
-	Skipped  []projections.SkippedSkill // skill files that failed to load
-	Version  string                     // the binary's version, for server_health
+	Skills   *skills.Set
+	Skipped  []events.SkippedSkill // skill files that failed to load
+	Version  string                // the binary's version, for server_health
 	Logger   *slog.Logger
 }
 
@@ -141,7 +143,7 @@ func (tx *Tx) emit(typ string, subjects []string, payload any) (ledger.Record, e
 	if err != nil {
 		return ledger.Record{}, err
 	}
-	rec, err := tx.lt.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: tx.actor, Subjects: subjects, Payload: b})
+	rec, err := tx.lt.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: tx.actor, Subjects: subjects, Payload: b})
 	if err != nil {
 		return rec, err
 	}
@@ -177,7 +179,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 			return err
 		}
 		if firstPending {
-			if _, err := tx.emit(projections.TypeSkillsLoaded, nil, s.opts.Skills.Loaded(s.opts.Skipped)); err != nil {
+			if _, err := tx.emit(events.TypeSkillsLoaded, nil, s.opts.Skills.Loaded(s.opts.Skipped)); err != nil {
 				return err
 			}
 		}

@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // PingInput is server_ping's (empty) arguments.
@@ -75,8 +77,8 @@ type HealthTools struct {
 
 // HealthSkills is what the skills folder gave at start-up.
 type HealthSkills struct {
-	Loaded  int                        `json:"loaded"`
-	Skipped []projections.SkippedSkill `json:"skipped"`
+	Loaded  int                   `json:"loaded"`
+	Skipped []events.SkippedSkill `json:"skipped"`
 }
 
 // Health reports the server, ledger and projection state. It is degraded
@@ -104,7 +106,7 @@ func (s *Service) Health(tx *Tx, _ HealthInput) (*HealthResult, error) {
 		Skills:     HealthSkills{Loaded: len(s.opts.Skills.All()), Skipped: s.opts.Skipped},
 	}
 	if res.Skills.Skipped == nil {
-		res.Skills.Skipped = []projections.SkippedSkill{}
+		res.Skills.Skipped = []events.SkippedSkill{}
 	}
 	if fi, err := os.Stat(s.l.Path()); err == nil {
 		res.DB.SizeBytes = fi.Size()
@@ -126,12 +128,12 @@ type ListSkillsInput struct {
 
 // ListSkillsResult is skill_list's answer.
 type ListSkillsResult struct {
-	Skills     []projections.Skill `json:"skills"`
-	TotalCount int                 `json:"total_count"`
+	Skills     []skills.Skill `json:"skills"`
+	TotalCount int            `json:"total_count"`
 }
 
 // ListSkills filters the skills loaded at start-up.
 func (s *Service) ListSkills(tx *Tx, in ListSkillsInput) (*ListSkillsResult, error) {
-	skills := s.opts.Skills.List(in.Search, in.Capability)
-	return &ListSkillsResult{Skills: skills, TotalCount: len(skills)}, nil
+	list := s.opts.Skills.List(in.Search, in.Capability)
+	return &ListSkillsResult{Skills: list, TotalCount: len(list)}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -56,12 +57,12 @@ func (s *Service) CreateTask(tx *Tx, in CreateTaskInput) (*CreateTaskResult, err
 	if err != nil {
 		return nil, err
 	}
-	p := projections.TaskCreated{
+	p := events.TaskCreated{
 		TaskID: id, Project: in.Project, Sequence: project.Tasks + 1, Title: in.Title,
 		Description: in.Description, ParentID: in.ParentID, Priority: cmp.Or(in.Priority, "normal"),
 		Labels: dedupe(in.Labels), Assignee: cmp.Or(in.Assignee, "unassigned"), EstimateHours: in.EstimateHours,
 	}
-	rec, err := tx.emit(projections.TypeTaskCreated, []string{id}, p)
+	rec, err := tx.emit(events.TypeTaskCreated, []string{id}, p)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +116,7 @@ func (s *Service) UpdateTask(tx *Tx, in UpdateTaskInput) (*UpdateTaskResult, err
 	if domain.Closed(t.Status) {
 		return nil, &TaskClosedError{TaskID: t.ID, Status: t.Status}
 	}
-	var p projections.TaskUpdated
+	var p events.TaskUpdated
 	p.TaskID = t.ID
 	status := t.Status
 	if in.Status != nil && *in.Status != t.Status {
@@ -170,10 +171,10 @@ func (s *Service) UpdateTask(tx *Tx, in UpdateTaskInput) (*UpdateTaskResult, err
 	if progress == 100 && status != "done" && status != "review" && status != "cancelled" {
 		res.Warnings = append(res.Warnings, "progress is 100 but status is "+status)
 	}
-	if p == (projections.TaskUpdated{TaskID: t.ID}) {
+	if p == (events.TaskUpdated{TaskID: t.ID}) {
 		return res, nil // the request matches the current state: nothing changes
 	}
-	rec, err := tx.emit(projections.TypeTaskUpdated, []string{t.ID}, p)
+	rec, err := tx.emit(events.TypeTaskUpdated, []string{t.ID}, p)
 	if err != nil {
 		return nil, err
 	}

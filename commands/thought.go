@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -77,7 +78,7 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 		return nil, err
 	}
 	subjects[0] = id
-	p := projections.ThoughtRecorded{ThoughtID: id, TaskID: in.TaskID, Type: in.Type, Content: in.Content,
+	p := events.ThoughtRecorded{ThoughtID: id, TaskID: in.TaskID, Type: in.Type, Content: in.Content,
 		SessionID: in.SessionID, Branch: in.Branch, CommitSHA: in.CommitSHA, TestsRun: in.TestsRun,
 		Blockers: in.Blockers, Metadata: metadata, ChainPosition: 1}
 	last, ok, err := projections.LastThought(tx.lt, in.TaskID)
@@ -87,7 +88,7 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 	if ok {
 		p.PreviousHash, p.ChainPosition = last.Hash, last.ChainPosition+1
 	}
-	rec, err := tx.emit(projections.TypeThoughtRecorded, subjects, p)
+	rec, err := tx.emit(events.TypeThoughtRecorded, subjects, p)
 	if err != nil {
 		return nil, err
 	}
@@ -210,8 +211,8 @@ func thoughtHolds(lt *ledger.Tx, th projections.Thought) (bool, error) {
 	if err != nil || leaf != rec.Hash {
 		return false, nil
 	}
-	var p projections.ThoughtRecorded
-	if rec.Type != projections.TypeThoughtRecorded || ledger.DecodePayload(rec.Payload, &p) != nil {
+	var p events.ThoughtRecorded
+	if rec.Type != events.TypeThoughtRecorded || ledger.DecodePayload(rec.Payload, &p) != nil {
 		return false, nil
 	}
 	if p.ThoughtID != th.ThoughtID || p.PreviousHash != th.PreviousHash || p.ChainPosition != th.ChainPosition {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // wantKeys fails unless the object has exactly the keys want.
@@ -84,11 +85,11 @@ func TestToolOutputs(t *testing.T) {
 	writeSkill(t, dir, "review", "name: review\ndescription: Review code changes\nversion: 1.2.0\ncapabilities: [review, lint]\n")
 	writeSkill(t, dir, "deploy", "name: deploy\ndescription: Ship a release\n")
 	writeSkill(t, dir, "broken", "name: other\ndescription: x\n")
-	skills, skipped, err := projections.LoadSkills(dir)
+	set, skipped, err := skills.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: skills, Skipped: skipped})
+	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: set, Skipped: skipped})
 	if got := len(Commands); got != 14 {
 		t.Errorf("Commands has %d commands, want 14", got)
 	}

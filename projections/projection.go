@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 )
 
@@ -179,17 +180,17 @@ func Fold(tx *ledger.Tx, recs []ledger.Record, root func(size uint64) (ledger.Ha
 func (f *folder) apply(r ledger.Record) error {
 	var err error
 	switch r.Type {
-	case TypeTaskCreated:
+	case events.TypeTaskCreated:
 		err = applyTaskCreated(f, r)
-	case TypeTaskUpdated:
+	case events.TypeTaskUpdated:
 		err = applyTaskUpdated(f, r)
-	case TypeThoughtRecorded:
+	case events.TypeThoughtRecorded:
 		err = applyThoughtRecorded(f, r)
-	case TypeSessionStarted:
+	case events.TypeSessionStarted:
 		err = applySessionStarted(f, r)
-	case TypeSessionFinalized:
+	case events.TypeSessionFinalized:
 		err = applySessionFinalized(f, r)
-	case TypeSkillsLoaded:
+	case events.TypeSkillsLoaded:
 		err = applySkillsLoaded(f.tx, r)
 	case TypeToolCalled:
 		// Only sessions fold calls (below).
@@ -238,10 +239,7 @@ func decode(r ledger.Record, v any) error {
 	if err := unmarshal(r.Payload, v); err != nil {
 		return err
 	}
-	if u, ok := v.(interface{ upcast(from uint16) error }); ok && r.Version != CurrentVersion(r.Type) {
-		return u.upcast(r.Version)
-	}
-	return nil
+	return events.Upcast(r.Type, r.Version, v)
 }
 
 func u64(v uint64) []byte {
@@ -301,14 +299,3 @@ func putRecord(sp *ledger.Space, key []byte, v any) error {
 }
 
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
-
-// CurrentVersion is the payload version this binary writes for each event
-// type; older versions are upcast on read (see decode).
-func CurrentVersion(eventType string) uint16 {
-	switch eventType {
-	case TypeTaskCreated:
-		return 2
-	default:
-		return 1
-	}
-}

@@ -5,13 +5,8 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
-)
-
-// Task event types.
-const (
-	TypeTaskCreated = "task.created"
-	TypeTaskUpdated = "task.updated"
 )
 
 const (
@@ -22,57 +17,6 @@ const (
 
 	counterTask = "counter.task"
 )
-
-// TaskCreated is the payload of task.created, version 2.
-//
-// Version 1 named the task's number within its project "sequence", which
-// reads like the envelope's seq (the event's position in the ledger) to
-// anyone replaying the log. Version 2 calls it "project_sequence". Version 1
-// payloads stay in the ledger as written and are upcast when read.
-type TaskCreated struct {
-	TaskID        string   `json:"task_id"`
-	Project       string   `json:"project"`
-	Sequence      uint64   `json:"project_sequence"` // the task's number within its project, from 1
-	Title         string   `json:"title"`
-	Description   string   `json:"description"`
-	ParentID      string   `json:"parent_id,omitempty"`
-	Priority      string   `json:"priority"`
-	Labels        []string `json:"labels"`
-	Assignee      string   `json:"assignee"`
-	EstimateHours *float64 `json:"estimate_hours,omitempty"`
-
-	// V1Sequence is version 1's "sequence": set only while a version 1
-	// payload is decoded, and moved to Sequence by upcast.
-	V1Sequence uint64 `json:"sequence,omitempty"`
-}
-
-// upcast converts a payload decoded from an older version to this one. A
-// newer version is taken as is: versions only ever add fields, which this
-// reader ignores.
-func (p *TaskCreated) upcast(from uint16) error {
-	switch {
-	case from == 1:
-		p.Sequence, p.V1Sequence = p.V1Sequence, 0
-	case from == 0:
-		return fmt.Errorf("task.created payload version 0")
-	}
-	return nil
-}
-
-// TaskUpdated is the payload of task.updated: the fields that changed, with
-// their new values. BlockedReason "" clears it.
-type TaskUpdated struct {
-	TaskID         string    `json:"task_id"`
-	Status         *string   `json:"status,omitempty"`
-	PreviousStatus *string   `json:"previous_status,omitempty"`
-	Progress       *int      `json:"progress,omitempty"`
-	Title          *string   `json:"title,omitempty"`
-	Description    *string   `json:"description,omitempty"`
-	Priority       *string   `json:"priority,omitempty"`
-	Assignee       *string   `json:"assignee,omitempty"`
-	Labels         *[]string `json:"labels,omitempty"`
-	BlockedReason  *string   `json:"blocked_reason,omitempty"`
-}
 
 // Task is the current state of a task.
 type Task struct {
@@ -112,14 +56,14 @@ func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05
 // changes, used live, by rebuilds and by time travel.
 func foldTask(t *Task, r ledger.Record) error {
 	switch r.Type {
-	case TypeTaskCreated:
-		var p TaskCreated
+	case events.TypeTaskCreated:
+		var p events.TaskCreated
 		if err := decode(r, &p); err != nil {
 			return err
 		}
 		foldTaskCreated(t, r, &p)
-	case TypeTaskUpdated:
-		var p TaskUpdated
+	case events.TypeTaskUpdated:
+		var p events.TaskUpdated
 		if err := decode(r, &p); err != nil {
 			return err
 		}
@@ -130,7 +74,7 @@ func foldTask(t *Task, r ledger.Record) error {
 	return nil
 }
 
-func foldTaskCreated(t *Task, r ledger.Record, p *TaskCreated) {
+func foldTaskCreated(t *Task, r ledger.Record, p *events.TaskCreated) {
 	*t = Task{
 		ID: p.TaskID, Title: p.Title, Description: p.Description, Project: p.Project,
 		Status: "backlog", Priority: p.Priority, Assignee: p.Assignee, Labels: p.Labels,
@@ -143,7 +87,7 @@ func foldTaskCreated(t *Task, r ledger.Record, p *TaskCreated) {
 	t.UpdatedAt, t.UpdatedBy, t.Seq = FormatTime(r.Time), r.Actor, r.Seq
 }
 
-func foldTaskUpdated(t *Task, r ledger.Record, p *TaskUpdated) {
+func foldTaskUpdated(t *Task, r ledger.Record, p *events.TaskUpdated) {
 	set(&t.Status, p.Status)
 	set(&t.Progress, p.Progress)
 	set(&t.Title, p.Title)
@@ -200,7 +144,7 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 }
 
 func applyTaskUpdated(f *folder, r ledger.Record) error {
-	var p TaskUpdated
+	var p events.TaskUpdated
 	if err := decode(r, &p); err != nil {
 		return err
 	}

@@ -4,11 +4,9 @@ import (
 	"fmt"
 
 	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 )
-
-// TypeThoughtRecorded is the event of thought_record.
-const TypeThoughtRecorded = "thought.recorded"
 
 const (
 	spThoughts        = "thoughts"         // thought number → Thought
@@ -18,28 +16,10 @@ const (
 	counterThought = "counter.thought"
 )
 
-// ThoughtRecorded is the payload of thought.recorded. PreviousHash and
-// ChainPosition are written into the event so the per-task chain is itself
-// committed to by the log.
-type ThoughtRecorded struct {
-	ThoughtID     string   `json:"thought_id"`
-	TaskID        string   `json:"task_id"`
-	Type          string   `json:"type"`
-	Content       string   `json:"content"`
-	SessionID     string   `json:"session_id,omitempty"`
-	Branch        string   `json:"branch,omitempty"`
-	CommitSHA     string   `json:"commit_sha,omitempty"`
-	TestsRun      []string `json:"tests_run,omitempty"`
-	Blockers      []string `json:"blockers,omitempty"`
-	Metadata      string   `json:"metadata,omitempty"` // compact JSON object
-	PreviousHash  string   `json:"previous_hash,omitempty"`
-	ChainPosition uint64   `json:"chain_position"`
-}
-
 // Thought is a recorded thought. Hash is the hash of the event that
 // recorded it (its Merkle leaf); PreviousHash is "" for a task's first.
 type Thought struct {
-	ThoughtRecorded
+	events.ThoughtRecorded
 	Hash       string `json:"hash"`
 	RecordedAt string `json:"recorded_at"`
 	RecordedBy string `json:"recorded_by"`
@@ -48,7 +28,7 @@ type Thought struct {
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	tx := f.tx
-	var p ThoughtRecorded
+	var p events.ThoughtRecorded
 	if err := decode(r, &p); err != nil {
 		return err
 	}

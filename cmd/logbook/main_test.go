@@ -17,7 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/mcp"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // The tests of this package run the real binary, built once by TestMain, the
@@ -117,11 +117,11 @@ func newLedger(t testing.TB, path, agent string) *workload {
 	if err != nil {
 		t.Fatal(err)
 	}
-	skills, skipped, err := projections.LoadSkills(filepath.Join("..", "..", "fixtures", "skills"))
+	set, skipped, err := skills.Load(filepath.Join("..", "..", "fixtures", "skills"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: skills, Skipped: skipped, Version: "test"})
+	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: set, Skipped: skipped, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/mcp"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 func init() {
@@ -28,7 +28,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 	db := dbFlag(e, fs)
 	agent := fs.String("agent", e.getenv("LOGBOOK_AGENT"), "agent identity written to every event (env LOGBOOK_AGENT; default: the MCP client's name)")
 	project := fs.String("project", "", "default project of task_next_actions")
-	skills := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
+	skillsDir := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
 	readOnly := fs.Bool("read-only", false, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
 	if done, err := parse(e, fs, args); done {
 		return err
@@ -47,8 +47,8 @@ func serve(ctx context.Context, e *env, args []string) error {
 			return usageErr("serve: %v", err)
 		}
 	}
-	if fi, err := os.Stat(*skills); err == nil && !fi.IsDir() {
-		return usageErr("serve: --skills %s is not a directory", *skills)
+	if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
+		return usageErr("serve: --skills %s is not a directory", *skillsDir)
 	}
 	if e.getenv("GOGC") == "" {
 		// The live heap is tiny and every call allocates a little: the
@@ -62,7 +62,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 		return usageErr("serve: %v", err)
 	}
 	defer l.Close()
-	set, skipped, err := projections.LoadSkills(*skills)
+	set, skipped, err := skills.Load(*skillsDir)
 	if err != nil {
 		return usageErr("serve: skills: %v", err)
 	}
