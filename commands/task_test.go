@@ -64,12 +64,3 @@ func TestEveryTransition(t *testing.T) {
 		}
 	}
 }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

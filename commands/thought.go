@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
-
-// maxMetadata is the largest metadata object, as compact JSON.
-const maxMetadata = 16 << 10
 
 // RecordThoughtInput is thought_record's arguments.
 type RecordThoughtInput struct {
@@ -51,8 +49,8 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 		if err := json.Compact(&buf, in.Metadata); err != nil || buf.Len() == 0 || buf.Bytes()[0] != '{' {
 			return nil, Invalid("metadata", "must be a JSON object")
 		}
-		if buf.Len() > maxMetadata {
-			return nil, Invalid("metadata", "is %d bytes as JSON; the limit is %d", buf.Len(), maxMetadata)
+		if buf.Len() > domain.MaxMetadataBytes {
+			return nil, Invalid("metadata", "is %d bytes as JSON; the limit is %d", buf.Len(), domain.MaxMetadataBytes)
 		}
 		metadata = buf.String()
 	}

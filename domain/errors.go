@@ -34,11 +34,11 @@ func Invalid(path, format string, args ...any) error {
 	return &InvalidInputError{Issues: []Issue{{Path: path, Message: fmt.Sprintf(format, args...)}}}
 }
 
-// maxIssues caps how many issues one rejection lists; a final issue says how
+// MaxIssues caps how many issues one rejection lists; a final issue says how
 // many more there were.
-const maxIssues = 50
+const MaxIssues = 50
 
-// Issues collects issues, dropping exact repeats and stopping at maxIssues.
+// Issues collects issues, dropping exact repeats and stopping at MaxIssues.
 // The zero value is ready to use.
 type Issues struct {
 	list    []Issue
@@ -52,7 +52,7 @@ func (is *Issues) Add(path, msg string) {
 			return
 		}
 	}
-	if len(is.list) >= maxIssues {
+	if len(is.list) >= MaxIssues {
 		is.dropped++
 		return
 	}

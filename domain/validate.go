@@ -49,7 +49,7 @@ func (c *Command) Validate(args any) error {
 			is.Add(name, "is not a known field; known fields: "+c.known())
 			continue
 		}
-		r.check(obj[name], name, &is)
+		r.Validate(obj[name], name, is.Add)
 	}
 	for _, name := range c.Required {
 		if _, ok := obj[name]; !ok {
@@ -98,35 +98,37 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// check validates v against the rule's schema part, adding at most one issue
-// for a scalar value.
-func (r *Rule) check(v any, path string, is *Issues) {
+// Validate checks v, one value as ValidateJSON decodes it, against what the
+// rule's JSON Schema says (kind, enum, lengths, pattern, bounds, items),
+// adding at most one issue for a scalar value. The rule's Text and the
+// command's rules that span fields are Command.Check's.
+func (r *Rule) Validate(v any, path string, add func(path, msg string)) {
 	if r.Kind != "" && !r.hasKind(v) {
 		msg := "must be " + article(string(r.Kind))
 		if _, num := v.(json.Number); num && r.Kind == Integer {
 			msg += " (a whole number without fraction or exponent)"
 		}
-		is.Add(path, msg)
+		add(path, msg)
 		return
 	}
 	switch x := v.(type) {
 	case string:
-		r.checkString(x, path, is)
+		r.checkString(x, path, add)
 	case json.Number:
-		r.checkNumber(string(x), path, is)
+		r.checkNumber(string(x), path, add)
 	case []any:
 		if r.MaxItems > 0 && len(x) > r.MaxItems {
-			is.Add(path, fmt.Sprintf("must have at most %d items (got %d)", r.MaxItems, len(x)))
+			add(path, fmt.Sprintf("must have at most %d items (got %d)", r.MaxItems, len(x)))
 		}
 		if r.Items != nil {
 			for i, item := range x {
-				r.Items.check(item, indexPath(path, i), is)
+				r.Items.Validate(item, indexPath(path, i), add)
 			}
 		}
 	case map[string]any:
 		if r.MaxBytes > 0 {
 			if n, err := compactSize(x); err == nil && n > r.MaxBytes {
-				is.Add(path, fmt.Sprintf("must be at most %d bytes as compact JSON (got %d)", r.MaxBytes, n))
+				add(path, fmt.Sprintf("must be at most %d bytes as compact JSON (got %d)", r.MaxBytes, n))
 			}
 		}
 	}
@@ -156,20 +158,20 @@ func article(t string) string {
 	return "a " + t
 }
 
-func (r *Rule) checkString(s string, path string, is *Issues) {
+func (r *Rule) checkString(s string, path string, add func(path, msg string)) {
 	if r.Enum != nil {
 		if !slices.Contains(r.Enum, s) {
-			is.Add(path, "must be one of: "+strings.Join(r.Enum, ", "))
+			add(path, "must be one of: "+strings.Join(r.Enum, ", "))
 		}
 		return
 	}
 	n := utf8.RuneCountInString(s)
 	if n < r.MinLen {
-		is.Add(path, "must be at least "+plural(r.MinLen, "character"))
+		add(path, "must be at least "+plural(r.MinLen, "character"))
 		return
 	}
 	if r.MaxLen > 0 && n > r.MaxLen {
-		is.Add(path, fmt.Sprintf("must be at most %s (got %d)", plural(r.MaxLen, "character"), n))
+		add(path, fmt.Sprintf("must be at most %s (got %d)", plural(r.MaxLen, "character"), n))
 		return
 	}
 	if re := r.Regexp(); re != nil && !re.MatchString(s) {
@@ -177,12 +179,12 @@ func (r *Rule) checkString(s string, path string, is *Issues) {
 		if msg == "" {
 			msg = "must match " + r.Pattern
 		}
-		is.Add(path, msg)
+		add(path, msg)
 		return
 	}
 	if r.DateTime {
 		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			is.Add(path, "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z")
+			add(path, "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z")
 		}
 	}
 }
@@ -194,26 +196,26 @@ func plural(n int, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-func (r *Rule) checkNumber(lit string, path string, is *Issues) {
+func (r *Rule) checkNumber(lit string, path string, add func(path, msg string)) {
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		is.Add(path, "must be a number")
+		add(path, "must be a number")
 		return
 	}
 	if r.Kind == Integer {
 		// An integer must also fit in 64 bits; a bound on that side, if
 		// any, gives the better message.
 		if _, err := strconv.ParseInt(lit, 10, 64); err != nil && ((f < 0 && r.Min == nil) || (f > 0 && r.Max == nil)) {
-			is.Add(path, fmt.Sprintf("must be between %d and %d", int64(math.MinInt64), int64(math.MaxInt64)))
+			add(path, fmt.Sprintf("must be between %d and %d", int64(math.MinInt64), int64(math.MaxInt64)))
 			return
 		}
 	}
 	if r.Min != nil && f < *r.Min {
-		is.Add(path, "must be at least "+fmtNum(*r.Min))
+		add(path, "must be at least "+fmtNum(*r.Min))
 		return
 	}
 	if r.Max != nil && f > *r.Max {
-		is.Add(path, "must be at most "+fmtNum(*r.Max))
+		add(path, "must be at most "+fmtNum(*r.Max))
 	}
 }
 

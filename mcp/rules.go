@@ -34,14 +34,13 @@ func input(c *domain.Command) (*schema, func(args *value, add func(path, msg str
 // fromRule is the JSON Schema of one domain rule.
 func fromRule(r *domain.Rule) *schema {
 	s := typed(string(r.Kind), r.Doc)
+	s.rule = r
 	s.enum = r.Enum
 	s.def = r.Default
 	if r.MinLen > 0 || r.MaxLen > 0 {
 		s.length(r.MinLen, r.MaxLen)
 	}
-	if r.Pattern != "" {
-		s.pattern, s.re, s.hint = r.Pattern, r.Regexp(), r.Hint
-	}
+	s.pattern = r.Pattern
 	if r.DateTime {
 		s.dateTime()
 	}
