@@ -40,8 +40,8 @@ BENCH_RUNS ?= 3
 bench:
 	@mkdir -p $(dir $(BENCH_OUT))
 	@: > $(BENCH_OUT); for i in $$(seq $(BENCH_RUNS)); do \
-		echo "go test -bench . ./ledger/ >> $(BENCH_OUT) (run $$i of $(BENCH_RUNS))"; \
-		$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 20m ./ledger/ >> $(BENCH_OUT) 2>&1 \
+		echo "go test -bench . ./ledger/boltstore/ >> $(BENCH_OUT) (run $$i of $(BENCH_RUNS))"; \
+		$(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 20m ./ledger/boltstore/ >> $(BENCH_OUT) 2>&1 \
 			|| { cat $(BENCH_OUT); exit 1; }; \
 	done
 	@awk "$$BENCHTABLE" $(BENCH_OUT)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -356,7 +356,7 @@ func TestInternalErrors(t *testing.T) {
 		})
 	}
 	var ghost bool
-	h.l.View(func(tx *ledger.Tx) error {
+	h.l.View(func(tx *boltstore.Tx) error {
 		_, ghost, _ = projections.GetTask(tx, "T-0002")
 		return nil
 	})

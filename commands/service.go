@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -51,7 +52,7 @@ type Edge struct {
 
 // Service runs tool calls against the ledger.
 type Service struct {
-	l       *ledger.Ledger
+	l       *boltstore.Store
 	opts    Options
 	started time.Time
 	log     *slog.Logger
@@ -68,7 +69,7 @@ var ErrInternal = errors.New("internal error")
 
 // New brings the projections up to date — rebuilding them from the log if
 // they were built by another projection version — and returns a Service.
-func New(l *ledger.Ledger, opts Options) (*Service, error) {
+func New(l *boltstore.Store, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -85,10 +86,10 @@ func New(l *ledger.Ledger, opts Options) (*Service, error) {
 // force, or when the stored projection version differs from the binary's, it
 // first drops them and refolds the whole log. It commits in chunks, so other
 // processes keep working; their calls fold whatever is left first.
-func Rebuild(l *ledger.Ledger, force bool, progress func(done, total uint64)) error {
+func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) error {
 	var need bool
 	var head, applied uint64
-	err := l.View(func(tx *ledger.Tx) error {
+	err := l.View(func(tx *boltstore.Tx) error {
 		var err error
 		need, err = projections.NeedsRebuild(tx)
 		_, applied, _ = projections.State(tx)
@@ -110,7 +111,7 @@ func Rebuild(l *ledger.Ledger, force bool, progress func(done, total uint64)) er
 	const chunk = 20000
 	for {
 		var n uint64
-		err := l.Update(func(tx *ledger.Tx) error {
+		err := l.Update(func(tx *boltstore.Tx) error {
 			var err error
 			n, err = projections.CatchUp(tx, chunk)
 			head = tx.Head().Seq
@@ -136,7 +137,7 @@ func (s *Service) SetEdge(e Edge) { s.opts.Edge = e }
 // Tx is one call's view of the ledger transaction: it appends events as the
 // service's actor and folds them into the projections.
 type Tx struct {
-	lt      *ledger.Tx
+	lt      *boltstore.Tx
 	actor   string
 	emitted int
 }
@@ -177,7 +178,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		defer s.firstMu.Unlock()
 	}
 	firstPending := !s.firstDone
-	body := func(lt *ledger.Tx) error {
+	body := func(lt *boltstore.Tx) error {
 		tx := &Tx{lt: lt, actor: actor}
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return err
@@ -203,7 +204,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		}
 		return s.record(tx, call, args, start, result, herr, &reply)
 	}
-	err = s.l.Update(func(lt *ledger.Tx) error {
+	err = s.l.Update(func(lt *boltstore.Tx) error {
 		err := body(lt)
 		var rej *rejected
 		if err != nil && !errors.As(err, &rej) {
@@ -228,7 +229,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	}
 	// Record the call alone, with its error.
 	herr := err
-	err = s.l.Update(func(lt *ledger.Tx) error {
+	err = s.l.Update(func(lt *boltstore.Tx) error {
 		tx := &Tx{lt: lt, actor: actor}
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return &funcError{err}
@@ -294,7 +295,7 @@ func (s *Service) actor(client string) string {
 // call's own logic: the ledger reports the former as anything but the
 // function's error.
 func isStorage(err error) bool {
-	var pe *ledger.PanicError
+	var pe *boltstore.PanicError
 	var rej *rejected
 	if errors.As(err, &pe) || errors.As(err, &rej) {
 		return false
@@ -315,9 +316,9 @@ func (s *Service) storageError(tool string, err error) error {
 	switch {
 	case errors.Is(err, projections.ErrVersionChanged):
 		reason = "another logbook version rebuilt the projections; restart this server"
-	case errors.Is(err, ledger.ErrLocked):
+	case errors.Is(err, boltstore.ErrLocked):
 		reason = "the ledger file is locked by another process (timed out)"
-	case errors.Is(err, ledger.ErrClosed):
+	case errors.Is(err, boltstore.ErrClosed):
 		reason = "the server is shutting down"
 	}
 	s.log.Error("commit failed", "tool", tool, "err", err)
@@ -325,7 +326,7 @@ func (s *Service) storageError(tool string, err error) error {
 }
 
 func (s *Service) logInternal(tool string, err error) {
-	var pe *ledger.PanicError
+	var pe *boltstore.PanicError
 	if errors.As(err, &pe) {
 		s.log.Error("panic in tool call", "tool", tool, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 		return

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -224,7 +225,7 @@ func TestSessionLeaves(t *testing.T) {
 	}
 	// Every leaf is provably in the ledger of that size, under ledger_root.
 	root, _ := ledger.ParseHash(fin["ledger_root"].(string))
-	h.l.View(func(tx *ledger.Tx) error {
+	h.l.View(func(tx *boltstore.Tx) error {
 		if got, _ := tx.Root(size); got != root {
 			t.Errorf("ledger Root(%d) = %s, ledger_root %s", size, got, root)
 		}

@@ -4,7 +4,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -92,7 +92,7 @@ func (s *Service) Health(tx *Tx, _ HealthInput) (*HealthResult, error) {
 	res := &HealthResult{Status: "ok", Mode: "FULL", UptimeMS: time.Since(s.started).Milliseconds(), Version: s.opts.Version,
 		Timestamp: projections.FormatTime(time.Now()),
 		// The path is the one the operator gave at launch (flag or env), as given.
-		DB:          HealthDB{Open: true, Path: s.l.Path(), FormatVersion: ledger.FormatVersion},
+		DB:          HealthDB{Open: true, Path: s.l.Path(), FormatVersion: boltstore.FormatVersion},
 		Ledger:      HealthLedger{HeadSeq: head.Seq, HeadHash: head.Hash.String(), Root: root.String()},
 		Projections: HealthProj{Version: version, AppliedSeq: applied},
 		Middleware:  HealthStages{Stages: s.opts.Edge.Stages},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // Audit session event types.
@@ -204,7 +205,7 @@ func concerns(f *folder, s *Session, r ledger.Record) ([]string, error) {
 	return in, nil
 }
 
-func putSession(tx *ledger.Tx, n uint64, s *Session) error {
+func putSession(tx *boltstore.Tx, n uint64, s *Session) error {
 	sessions, err := tx.Space(spSessions)
 	if err != nil {
 		return err
@@ -213,7 +214,7 @@ func putSession(tx *ledger.Tx, n uint64, s *Session) error {
 }
 
 // GetSession returns the session with id; ok false if none.
-func GetSession(tx *ledger.Tx, id string) (s Session, ok bool, err error) {
+func GetSession(tx *boltstore.Tx, id string) (s Session, ok bool, err error) {
 	n, valid := ParseID(SessionPrefix, id)
 	if !valid {
 		return s, false, nil
@@ -227,7 +228,7 @@ func GetSession(tx *ledger.Tx, id string) (s Session, ok bool, err error) {
 }
 
 // SessionLeaves calls fn for the session's leaves in ledger order.
-func SessionLeaves(tx *ledger.Tx, id string, fn func(Leaf) error) error {
+func SessionLeaves(tx *boltstore.Tx, id string, fn func(Leaf) error) error {
 	n, valid := ParseID(SessionPrefix, id)
 	if !valid {
 		return nil
@@ -247,7 +248,7 @@ func SessionLeaves(tx *ledger.Tx, id string, fn func(Leaf) error) error {
 }
 
 // NextSessionID is the id the next audit session gets.
-func NextSessionID(tx *ledger.Tx) (string, error) {
+func NextSessionID(tx *boltstore.Tx) (string, error) {
 	n, err := nextNumber(tx, counterSession)
 	return FormatID(SessionPrefix, n), err
 }

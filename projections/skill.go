@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"gopkg.in/yaml.v3"
 )
 
@@ -457,7 +458,7 @@ func (s *Skills) Loaded(skipped []SkippedSkill) SkillsLoaded {
 }
 
 // applySkillsLoaded keeps, per actor, the skill set it last loaded.
-func applySkillsLoaded(tx *ledger.Tx, r ledger.Record) error {
+func applySkillsLoaded(tx *boltstore.Tx, r ledger.Record) error {
 	var p SkillsLoaded
 	if err := decode(r, &p); err != nil {
 		return err

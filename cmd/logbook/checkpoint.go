@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -149,7 +150,7 @@ func checkpoint(ctx context.Context, e *env, args []string) error {
 	defer l.Close()
 	var cp checkpointBody
 	cp.Origin = *origin
-	err = l.View(func(tx *ledger.Tx) error {
+	err = l.View(func(tx *boltstore.Tx) error {
 		cp.Size = tx.Head().Seq
 		if *size > 0 {
 			if *size > cp.Size {

@@ -34,9 +34,9 @@ func TestDependenciesPointInward(t *testing.T) {
 	}
 }
 
-// TestOnlyLedgerImportsBbolt checks bbolt is imported directly by the ledger
-// package alone (others reach the file through ledger.Tx).
-func TestOnlyLedgerImportsBbolt(t *testing.T) {
+// TestOnlyBoltstoreImportsBbolt checks bbolt is imported directly by the
+// ledger/boltstore package alone (others reach the file through its Tx).
+func TestOnlyBoltstoreImportsBbolt(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./../../...").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +44,24 @@ func TestOnlyLedgerImportsBbolt(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		for _, imp := range fields[1:] {
-			if imp == "go.etcd.io/bbolt" && !strings.HasSuffix(fields[0], "/ledger") {
+			if imp == "go.etcd.io/bbolt" && !strings.HasSuffix(fields[0], "/ledger/boltstore") {
 				t.Errorf("%s imports bbolt directly", fields[0])
+			}
+		}
+	}
+}
+
+// TestLedgerFormatHasNoStorageEngine checks the log's format package depends
+// on no storage engine, so an auditor can embed its verifiers alone.
+func TestLedgerFormatHasNoStorageEngine(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./../../ledger").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, engine := range []string{"go.etcd.io/bbolt", "github.com/nats-io/", "/ledger/boltstore"} {
+			if strings.Contains(dep, engine) {
+				t.Errorf("ledger depends on the storage engine %s", dep)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // ledgerFlags are the flags of every command that opens an existing ledger.
@@ -30,14 +31,14 @@ func addLedgerFlags(e *env, fs *flag.FlagSet) *ledgerFlags {
 
 // open opens the existing ledger. Every failure is an exit-2 error: the file
 // is missing, locked, or not a ledger this binary reads.
-func (f *ledgerFlags) open(readOnly bool) (*ledger.Ledger, error) {
+func (f *ledgerFlags) open(readOnly bool) (*boltstore.Store, error) {
 	if err := checkPath("--db", *f.db, true); err != nil {
 		return nil, err
 	}
 	if *f.lockTimeout <= 0 {
 		return nil, usageErr("%s: --lock-timeout must be positive", f.name)
 	}
-	l, err := ledger.Open(*f.db, ledger.Options{ReadOnly: readOnly, LockTimeout: *f.lockTimeout})
+	l, err := boltstore.Open(*f.db, boltstore.Options{ReadOnly: readOnly, LockTimeout: *f.lockTimeout})
 	if err != nil {
 		return nil, ioErr(f.name, err)
 	}

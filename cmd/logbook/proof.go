@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 func init() {
@@ -55,7 +56,7 @@ exactly those events has). Leaves are SHA-256(0x00 || stored event bytes).`)
 	}
 	defer l.Close()
 	var out rootJSON
-	err = l.View(func(tx *ledger.Tx) error {
+	err = l.View(func(tx *boltstore.Tx) error {
 		head := tx.Head().Seq
 		var err error
 		switch {
@@ -199,7 +200,7 @@ N defaults to the head. Check it with logbook check-proof, with no database.`
 	}
 	defer l.Close()
 	p := proofFile{Type: kind}
-	err = l.View(func(tx *ledger.Tx) error {
+	err = l.View(func(tx *boltstore.Tx) error {
 		head := tx.Head().Seq
 		n := head
 		if isSet(fs, "size") || isSet(fs, "new") {

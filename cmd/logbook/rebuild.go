@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -52,7 +52,7 @@ the same at start-up when the file's projection version is not the binary's.`)
 	// per transaction; free the rest now, still in short transactions.
 	trashStart := time.Now()
 	for more := true; more; {
-		if err := l.Update(func(tx *ledger.Tx) (err error) {
+		if err := l.Update(func(tx *boltstore.Tx) (err error) {
 			more, err = tx.EmptyTrash(512 << 10)
 			return err
 		}); err != nil {
@@ -61,7 +61,7 @@ the same at start-up when the file's projection version is not the binary's.`)
 	}
 	var res rebuildJSON
 	res.FreeMS = millis(time.Since(trashStart))
-	if err := l.View(func(tx *ledger.Tx) error {
+	if err := l.View(func(tx *boltstore.Tx) error {
 		var err error
 		res.Version, res.Events, err = projections.State(tx)
 		return err

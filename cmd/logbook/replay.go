@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 func init() {
@@ -90,7 +91,7 @@ With --follow, keeps printing events as agents append them, until interrupted (e
 	rp := &replayer{l: l, w: w, f: f, next: *from, chunk: *chunk}
 	for {
 		var head uint64
-		if err := l.View(func(tx *ledger.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
+		if err := l.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
 			return ioErr("replay", err)
 		}
 		end := head
@@ -124,7 +125,7 @@ With --follow, keeps printing events as agents append them, until interrupted (e
 
 // replayer prints events in order, checking each link as it goes.
 type replayer struct {
-	l     *ledger.Ledger
+	l     *boltstore.Store
 	w     *bufio.Writer
 	f     *replayFilter
 	next  uint64      // the next seq to read
@@ -137,7 +138,7 @@ type replayer struct {
 // transaction.
 func (rp *replayer) chunkUpTo(end uint64) error {
 	last := min(rp.next+rp.chunk-1, end)
-	err := rp.l.View(func(tx *ledger.Tx) error {
+	err := rp.l.View(func(tx *boltstore.Tx) error {
 		if !rp.known && rp.next > 1 {
 			// The link into the first event printed is checked too.
 			r, err := tx.Event(rp.next - 1)

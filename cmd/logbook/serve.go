@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -57,7 +57,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 		debug.SetGCPercent(400)
 	}
 	log := newLogger(e)
-	l, err := ledger.Open(*db, ledger.Options{Create: true})
+	l, err := boltstore.Open(*db, boltstore.Options{Create: true})
 	if err != nil {
 		return usageErr("serve: %v", err)
 	}

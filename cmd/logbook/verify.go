@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -163,7 +164,7 @@ func printVerify(w interface{ Write([]byte) (int, error) }, out *verifyJSON) {
 
 // verifier is one run of verify.
 type verifier struct {
-	l          *ledger.Ledger
+	l          *boltstore.Store
 	chunk      uint64
 	scratchDir string
 	prog       *progress
@@ -176,7 +177,7 @@ func (v *verifier) run(ctx context.Context, cp *checkpointBody, checkProjections
 	start := time.Now()
 	out := &v.out
 	defer func() { out.Timing.TotalMS = millis(time.Since(start)) }()
-	rep, err := v.l.Verify(ctx, ledger.VerifyOptions{Chunk: v.chunk, Progress: v.prog.report})
+	rep, err := v.l.Verify(ctx, boltstore.VerifyOptions{Chunk: v.chunk, Progress: v.prog.report})
 	out.Timing.ChainMS = millis(time.Since(start))
 	out.Timing.ChainEventsPerS = rate(rep.Size, time.Since(start))
 	out.Size, out.Head, out.Root, out.Nodes = rep.Size, rep.Head, rep.Root, rep.Nodes
@@ -193,7 +194,7 @@ func (v *verifier) run(ctx context.Context, cp *checkpointBody, checkProjections
 	}
 
 	var version, applied uint64
-	if err := v.l.View(func(tx *ledger.Tx) error {
+	if err := v.l.View(func(tx *boltstore.Tx) error {
 		var err error
 		version, applied, err = projections.State(tx)
 		return err
@@ -295,7 +296,7 @@ func (v *verifier) checkCheckpoint(cp *checkpointBody, fromEvents ledger.Hash) *
 	}
 	if cp.Size > 0 {
 		var proof []ledger.Hash
-		err := v.l.View(func(tx *ledger.Tx) error {
+		err := v.l.View(func(tx *boltstore.Tx) error {
 			var err error
 			proof, err = tx.ConsistencyProof(cp.Size, v.out.Size)
 			return err
@@ -321,7 +322,7 @@ type logPass struct {
 	foldTo  uint64
 	folded  uint64
 	dir     string
-	scratch *ledger.Ledger
+	scratch *boltstore.Store
 }
 
 func (p *logPass) openScratch() error {
@@ -330,7 +331,7 @@ func (p *logPass) openScratch() error {
 		return fmt.Errorf("scratch: %w", err)
 	}
 	p.dir = dir
-	p.scratch, err = ledger.Open(filepath.Join(dir, "projections.db"), ledger.Options{Create: true})
+	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true})
 	if err != nil {
 		return fmt.Errorf("scratch: %w", err)
 	}
@@ -393,7 +394,7 @@ func (p *logPass) readChunk(begin, last uint64) ([]ledger.Record, error) {
 	if foldEnd >= begin {
 		recs = make([]ledger.Record, 0, foldEnd-begin+1)
 	}
-	err := p.v.l.View(func(tx *ledger.Tx) error {
+	err := p.v.l.View(func(tx *boltstore.Tx) error {
 		return p.scan(tx, begin, last, func(r ledger.Record) {
 			if r.Seq <= p.foldTo {
 				r.Raw = nil // valid only in this transaction; the fold needs the decoded event
@@ -405,7 +406,7 @@ func (p *logPass) readChunk(begin, last uint64) ([]ledger.Record, error) {
 }
 
 // scan reads events [begin, last] of tx in order into the tree.
-func (p *logPass) scan(tx *ledger.Tx, begin, last uint64, fn func(ledger.Record)) error {
+func (p *logPass) scan(tx *boltstore.Tx, begin, last uint64, fn func(ledger.Record)) error {
 	want := begin
 	err := tx.Scan(begin, last+1, func(r ledger.Record) error {
 		if r.Seq != want {
@@ -441,13 +442,13 @@ func (p *logPass) fold(recs []ledger.Record) error {
 		}
 		return h, nil
 	}
-	err := p.scratch.Update(func(tx *ledger.Tx) error { return projections.Fold(tx, recs, root) })
+	err := p.scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs, root) })
 	var fe error
-	if err != nil && p.scratch.Update(func(*ledger.Tx) error { return nil }) == nil {
+	if err != nil && p.scratch.Update(func(*boltstore.Tx) error { return nil }) == nil {
 		// The scratch file works, so the events do not fold: the log
 		// verified, so that is content the projections cannot make sense
 		// of. Fold them one by one (rolled back) to name the first.
-		fe, err = err, p.scratch.Update(func(tx *ledger.Tx) error {
+		fe, err = err, p.scratch.Update(func(tx *boltstore.Tx) error {
 			for _, r := range recs {
 				if err := projections.Fold(tx, []ledger.Record{r}, root); err != nil {
 					return &problemJSON{Seq: r.Seq, Problem: "projection fold failed", Detail: err.Error()}
@@ -478,7 +479,7 @@ func (p *logPass) compare() (*problemJSON, error) {
 	out := p.v.out.Projections
 	var cmp projections.Comparison
 	for !cmp.Done() {
-		err := p.v.l.View(func(tx *ledger.Tx) error {
+		err := p.v.l.View(func(tx *boltstore.Tx) error {
 			start := time.Now()
 			defer func() { p.v.out.Timing.LockHeldMS = max(p.v.out.Timing.LockHeldMS, millis(time.Since(start))) }()
 			version, applied, err := projections.State(tx)
@@ -499,7 +500,7 @@ func (p *logPass) compare() (*problemJSON, error) {
 					return err
 				}
 			}
-			return p.scratch.View(func(stx *ledger.Tx) error { return cmp.Step(stx, tx, compareStep) })
+			return p.scratch.View(func(stx *boltstore.Tx) error { return cmp.Step(stx, tx, compareStep) })
 		})
 		if err != nil {
 			var pe *problemJSON
@@ -513,7 +514,7 @@ func (p *logPass) compare() (*problemJSON, error) {
 	if cmp.Differences == 0 {
 		// The scratch is this process's own file: fingerprinting it holds
 		// no lock the agents wait on.
-		return nil, p.scratch.View(func(stx *ledger.Tx) error {
+		return nil, p.scratch.View(func(stx *boltstore.Tx) error {
 			fp, err := projections.Fingerprint(stx)
 			out.Fingerprint = fmt.Sprintf("%016x", fp)
 			return err

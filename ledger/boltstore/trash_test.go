@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -22,7 +23,7 @@ func TestDiscardSpace(t *testing.T) {
 	fill := func(name string, n int) {
 		t.Helper()
 		err := l.Update(func(tx *Tx) error {
-			if _, err := tx.Append(Event{Type: "x", Version: 1}); err != nil {
+			if _, err := tx.Append(ledger.Event{Type: "x", Version: 1}); err != nil {
 				return err
 			}
 			sp, err := tx.Space(name)

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
-// SnapshotOptions tune Ledger.Snapshot.
+// SnapshotOptions tune Store.Snapshot.
 type SnapshotOptions struct {
 	Chunk    uint64                   // events per read transaction; default 16384
 	Progress func(done, total uint64) // called after each chunk, if set
@@ -20,8 +21,8 @@ type SnapshotOptions struct {
 
 // SnapshotReport is what Snapshot copied.
 type SnapshotReport struct {
-	Size uint64 // events in the copy: seq 1..Size
-	Head Hash   // hash of event Size
+	Size uint64      // events in the copy: seq 1..Size
+	Head ledger.Hash // hash of event Size
 	// Locked is how long the final read transaction held the source file:
 	// the longest any writer waited for the snapshot.
 	Locked time.Duration
@@ -38,7 +39,7 @@ type SnapshotReport struct {
 // the log, which the copy's owner derives again. The file appears at dst only
 // once it is complete and synced. Errors are I/O; the source is never
 // written.
-func (l *Ledger) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) (SnapshotReport, error) {
+func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) (SnapshotReport, error) {
 	if opts.Chunk == 0 {
 		opts.Chunk = 1 << 14
 	}
@@ -79,7 +80,7 @@ func (l *Ledger) Snapshot(ctx context.Context, dst string, opts SnapshotOptions)
 			return rep, err
 		}
 		var head uint64
-		var chunk []Node
+		var chunk []ledger.Node
 		var events [][]byte
 		err := l.View(func(tx *Tx) error {
 			head = tx.Head().Seq
@@ -157,7 +158,7 @@ type snapshotCopier struct {
 
 // read returns copies of the events (c.copied, end] and of the Merkle nodes
 // they complete.
-func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []Node, error) {
+func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, error) {
 	if end <= c.copied {
 		return nil, nil, nil
 	}
@@ -171,7 +172,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []Node, error) {
 		events = append(events, append([]byte(nil), v...))
 		seq++
 	}
-	var nodes []Node
+	var nodes []ledger.Node
 	for level := uint(0); end>>level > 0; level++ {
 		for uint(len(c.next)) <= level {
 			c.next = append(c.next, 0)
@@ -183,12 +184,12 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []Node, error) {
 		cur := b.Cursor()
 		i := c.next[level]
 		for k, v := cur.Seek(u64(i)); i < end>>level; k, v = cur.Next() {
-			if k == nil || binary.BigEndian.Uint64(k) != i || len(v) != len(Hash{}) {
+			if k == nil || binary.BigEndian.Uint64(k) != i || len(v) != len(ledger.Hash{}) {
 				return nil, nil, fmt.Errorf("merkle node %d/%d: %w", level, i, ErrNotFound)
 			}
-			var h Hash
+			var h ledger.Hash
 			copy(h[:], v)
-			nodes = append(nodes, Node{Level: level, Index: i, Hash: h})
+			nodes = append(nodes, ledger.Node{Level: level, Index: i, Hash: h})
 			i++
 		}
 	}
@@ -196,7 +197,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []Node, error) {
 }
 
 // write stores what read returned and advances the copier.
-func (c *snapshotCopier) write(btx *bolt.Tx, events [][]byte, nodes []Node) error {
+func (c *snapshotCopier) write(btx *bolt.Tx, events [][]byte, nodes []ledger.Node) error {
 	eb := btx.Bucket(bucketEvents)
 	eb.FillPercent = 1
 	for i, raw := range events {

@@ -1,8 +1,7 @@
-package ledger
+package boltstore
 
 import (
 	"encoding/binary"
-	"fmt"
 )
 
 // ScanRaw calls fn with the stored bytes of each event with seq in
@@ -18,14 +17,4 @@ func (tx *Tx) ScanRaw(begin, end uint64, fn func(seq uint64, raw []byte) error) 
 		}
 	}
 	return nil
-}
-
-// DecodeRecord decodes an event's stored bytes into the record Tx.Event
-// returns, hash included; raw is kept, not copied. Errors wrap ErrMalformed.
-func DecodeRecord(raw []byte) (Record, error) {
-	r, err := decodeRecord(raw)
-	if err != nil {
-		return Record{}, fmt.Errorf("decode record: %w", err)
-	}
-	return r, nil
 }

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // openTest opens a fresh ledger in a temp dir and verifies the whole chain
 // when the test ends.
-func openTest(t testing.TB) *Ledger {
+func openTest(t testing.TB) *Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l, err := Open(path, Options{Create: true})
@@ -30,11 +32,11 @@ func openTest(t testing.TB) *Ledger {
 	return l
 }
 
-func appendN(t testing.TB, l *Ledger, n int) {
+func appendN(t testing.TB, l *Store, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		err := l.Update(func(tx *Tx) error {
-			_, err := tx.Append(Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{fmt.Sprintf("T-%04d", i)}, Payload: []byte{0x80}})
+			_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{fmt.Sprintf("T-%04d", i)}, Payload: []byte{0x80}})
 			return err
 		})
 		if err != nil {
@@ -45,10 +47,10 @@ func appendN(t testing.TB, l *Ledger, n int) {
 
 func TestAppendAssignsSeqPrevAndTime(t *testing.T) {
 	l := openTest(t)
-	var recs []Record
+	var recs []ledger.Record
 	for i := 0; i < 3; i++ {
 		err := l.Update(func(tx *Tx) error {
-			r, err := tx.Append(Event{Type: "x", Actor: "a", Payload: []byte{0xc0}})
+			r, err := tx.Append(ledger.Event{Type: "x", Actor: "a", Payload: []byte{0xc0}})
 			recs = append(recs, r)
 			return err
 		})
@@ -63,11 +65,11 @@ func TestAppendAssignsSeqPrevAndTime(t *testing.T) {
 		if i > 0 && r.Prev != recs[i-1].Hash {
 			t.Errorf("record %d: prev %s, want %s", i, r.Prev, recs[i-1].Hash)
 		}
-		if r.Hash != LeafHash(r.Raw) {
-			t.Errorf("record %d: hash is not LeafHash(raw)", i)
+		if r.Hash != ledger.LeafHash(r.Raw) {
+			t.Errorf("record %d: hash is not ledger.LeafHash(raw)", i)
 		}
 	}
-	if recs[0].Prev != (Hash{}) {
+	if recs[0].Prev != (ledger.Hash{}) {
 		t.Errorf("first prev = %s, want zero", recs[0].Prev)
 	}
 	err := l.View(func(tx *Tx) error {
@@ -109,9 +111,9 @@ func TestConcurrentAppendsShareCommitsAndChain(t *testing.T) {
 	if rep.Size != 800 {
 		t.Fatalf("size %d, want 800", rep.Size)
 	}
-	var f Frontier
+	var f ledger.Frontier
 	err = l.View(func(tx *Tx) error {
-		return tx.Scan(1, 801, func(r Record) error { f.Append(r.Hash); return nil })
+		return tx.Scan(1, 801, func(r ledger.Record) error { f.Append(r.Hash); return nil })
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +133,7 @@ func TestFailedCallIsRolledBackAloneInBatch(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs[i] = l.Update(func(tx *Tx) error {
-				if _, err := tx.Append(Event{Type: "x", Payload: []byte{0xc0}}); err != nil {
+				if _, err := tx.Append(ledger.Event{Type: "x", Payload: []byte{0xc0}}); err != nil {
 					return err
 				}
 				switch i % 5 {

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"encoding/binary"
@@ -35,7 +35,7 @@ var (
 	ErrNotLedger = errors.New("not a logbook ledger")
 	// ErrReadOnly: Update on a ledger opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("ledger opened read-only")
-	// ErrClosed: the Ledger was closed.
+	// ErrClosed: the Store was closed.
 	ErrClosed = errors.New("ledger closed")
 )
 
@@ -48,11 +48,11 @@ type Options struct {
 	MaxBatch    int              // most calls grouped in one commit; default 256
 }
 
-// Ledger is an append-only event log in one bbolt file that several
+// Store is an append-only event log in one bbolt file that several
 // processes share. It holds the file (and its flock) only for the length of
 // one transaction; between transactions other processes may append.
 // Update calls from many goroutines are grouped into shared commits.
-type Ledger struct {
+type Store struct {
 	path  string
 	opts  Options
 	queue chan *request
@@ -77,7 +77,7 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Open checks (or, with Create, initialises) the ledger file at path and
 // returns a handle. It does not keep the file open.
-func Open(path string, opts Options) (*Ledger, error) {
+func Open(path string, opts Options) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 5 * time.Second
 	}
@@ -87,7 +87,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
 	}
-	l := &Ledger{path: path, opts: opts}
+	l := &Store{path: path, opts: opts}
 	// A file that exists but is empty is one whose creation was cut short
 	// (bbolt writes its first pages right after creating it): create it.
 	fi, err := os.Stat(path)
@@ -156,13 +156,13 @@ func checkFormat(btx *bolt.Tx) error {
 }
 
 // Path is the ledger file's path.
-func (l *Ledger) Path() string { return l.path }
+func (l *Store) Path() string { return l.path }
 
 // ReadOnly reports whether the ledger was opened read-only.
-func (l *Ledger) ReadOnly() bool { return l.opts.ReadOnly }
+func (l *Store) ReadOnly() bool { return l.opts.ReadOnly }
 
 // withDB opens the bbolt file (taking its lock), runs fn and closes it.
-func (l *Ledger) withDB(readOnly bool, fn func(*bolt.DB) error) error {
+func (l *Store) withDB(readOnly bool, fn func(*bolt.DB) error) error {
 	db, err := bolt.Open(l.path, 0o600, &bolt.Options{
 		ReadOnly:     readOnly,
 		OpenFile:     lockedOpener(l.opts.LockTimeout),
@@ -182,7 +182,7 @@ func (l *Ledger) withDB(readOnly bool, fn func(*bolt.DB) error) error {
 }
 
 // Close waits for queued commits to finish and stops the committer.
-func (l *Ledger) Close() error {
+func (l *Store) Close() error {
 	if l.quit != nil {
 		l.once.Do(func() { close(l.quit); <-l.done })
 	}
@@ -195,7 +195,7 @@ func (l *Ledger) Close() error {
 // *PanicError) is returned, and the other calls are committed without it, so
 // fn may run more than once and must depend only on the transaction.
 // Any other error means the commit failed and nothing of fn was written.
-func (l *Ledger) Update(fn func(*Tx) error) error {
+func (l *Store) Update(fn func(*Tx) error) error {
 	if l.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -222,7 +222,7 @@ func (l *Ledger) Update(fn func(*Tx) error) error {
 
 // View runs fn in a read transaction under a shared lock. Keep it short:
 // writers in every process wait while it runs; long readers use Scan.
-func (l *Ledger) View(fn func(*Tx) error) error {
+func (l *Store) View(fn func(*Tx) error) error {
 	return l.withDB(true, func(db *bolt.DB) error {
 		return db.View(func(btx *bolt.Tx) error { return fn(newTx(btx)) })
 	})
@@ -239,7 +239,7 @@ const maxHold = 2 * time.Millisecond
 // It never delays a call: a call that arrives commits at once.
 const linger = 500 * time.Microsecond
 
-func (l *Ledger) run() {
+func (l *Store) run() {
 	defer close(l.done)
 	batch := make([]*request, 0, l.opts.MaxBatch)
 	for {
@@ -262,7 +262,7 @@ func (l *Ledger) run() {
 
 // await waits at most d for a call and returns batch with it and whatever
 // else is waiting then; batch unchanged if none came or the ledger closes.
-func (l *Ledger) await(batch []*request, d time.Duration) []*request {
+func (l *Store) await(batch []*request, d time.Duration) []*request {
 	if d <= 0 {
 		return batch
 	}
@@ -278,7 +278,7 @@ func (l *Ledger) await(batch []*request, d time.Duration) []*request {
 }
 
 // drain adds whatever else is already waiting to batch; it never waits.
-func (l *Ledger) drain(batch []*request) []*request {
+func (l *Store) drain(batch []*request) []*request {
 	for len(batch) < cap(batch) {
 		select {
 		case r := <-l.queue:
@@ -294,7 +294,7 @@ func (l *Ledger) drain(batch []*request) []*request {
 // as long as more calls keep arriving (each within linger of the last
 // commit), up to maxHold: a busy process pays for opening the file once, not
 // once per commit.
-func (l *Ledger) session(batch []*request) {
+func (l *Store) session(batch []*request) {
 	opened := false
 	err := l.withDB(false, func(db *bolt.DB) error {
 		opened = true
@@ -324,7 +324,7 @@ func (l *Ledger) session(batch []*request) {
 
 // commit runs the batch in one transaction. A failing fn is answered with its
 // error and the rest run again without it.
-func (l *Ledger) commit(db *bolt.DB, batch []*request) error {
+func (l *Store) commit(db *bolt.DB, batch []*request) error {
 	for len(batch) > 0 {
 		failed, ferr := -1, error(nil)
 		err := db.Update(func(btx *bolt.Tx) error {
