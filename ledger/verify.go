@@ -220,4 +220,3 @@ func peekEnvelope(raw []byte) (seq uint64, prev Hash, ok bool) {
 	copy(prev[:], tail[2:])
 	return seq, prev, true
 }
-
