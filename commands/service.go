@@ -83,9 +83,10 @@ func New(l *boltstore.Store, opts Options) (*Service, error) {
 }
 
 // Rebuild brings the projections in the file up to the log's head. With
-// force, or when the stored projection version differs from the binary's, it
-// first drops them and refolds the whole log. It commits in chunks, so other
-// processes keep working; their calls fold whatever is left first.
+// force, or when the stored projection version differs from the binary's,
+// it refolds the whole log into a staging set of spaces, a chunk per commit,
+// and swaps it in once it has caught up: other processes keep working on
+// the live projections meanwhile, and never wait for the refold.
 func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) error {
 	var need bool
 	var head, applied uint64
@@ -99,35 +100,37 @@ func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) 
 	if err != nil {
 		return fmt.Errorf("projections: %w", err)
 	}
-	if !force && !need && applied == head {
-		return nil
-	}
-	if force || need {
-		if err := l.Update(projections.Reset); err != nil {
-			return fmt.Errorf("reset projections: %w", err)
+	if !force && !need {
+		if applied == head {
+			return nil
 		}
-		applied = 0
+		// Behind (events of an interrupted process): fold them in one go.
+		return l.Update(func(tx *boltstore.Tx) error {
+			_, err := projections.CatchUp(tx, 0)
+			return err
+		})
 	}
-	const chunk = 20000
-	for {
-		var n uint64
+	if err := l.Update(projections.StartRebuild); err != nil {
+		return fmt.Errorf("rebuild projections: %w", err)
+	}
+	// A chunk is one commit: small enough that other processes' calls
+	// wait for it no longer than a few tens of milliseconds.
+	const chunk = 4096
+	for done := false; !done; {
 		err := l.Update(func(tx *boltstore.Tx) error {
 			var err error
-			n, err = projections.CatchUp(tx, chunk)
+			done, _, applied, err = projections.ContinueRebuild(tx, chunk)
 			head = tx.Head().Seq
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("rebuild projections: %w", err)
 		}
-		applied += n
-		if progress != nil && (n > 0 || force || need) {
+		if progress != nil {
 			progress(applied, head)
 		}
-		if n < chunk {
-			return nil
-		}
 	}
+	return nil
 }
 
 // SetEdge records what the MCP layer reports about itself in server_health.

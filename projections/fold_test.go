@@ -84,13 +84,26 @@ func TestUpcastTaskCreated(t *testing.T) {
 		})
 	}
 	check("live")
-	if err := l.Update(projections.Reset); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Update(func(tx *boltstore.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
-		t.Fatal(err)
-	}
+	rebuild(t, l, 0)
 	check("rebuilt")
+}
+
+// rebuild refolds the whole log of l, limit events per transaction (0: all
+// at once), and returns how many events the last transaction folded.
+func rebuild(t *testing.T, l *boltstore.Store, limit uint64) (folded uint64) {
+	t.Helper()
+	if err := l.Update(projections.StartRebuild); err != nil {
+		t.Fatal(err)
+	}
+	for done := false; !done; {
+		if err := l.Update(func(tx *boltstore.Tx) (err error) {
+			done, folded, _, err = projections.ContinueRebuild(tx, limit)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return folded
 }
 
 // history appends every kind of event, folding each live.
@@ -242,43 +255,55 @@ func key(n uint64) []byte {
 	return b
 }
 
-// TestResetDiscards: Reset is immediate whatever the projections' size,
-// and CatchUp frees the old ones a bounded part at a time.
-func TestResetDiscards(t *testing.T) {
+// TestRebuildStagesAndSwaps: a rebuild folds into a staging set while the
+// live projections keep serving and folding new events; once caught up it
+// swaps in projections identical to the live ones, and the old ones are
+// freed.
+func TestRebuildStagesAndSwaps(t *testing.T) {
 	l := openFolded(t)
 	history(t, l, 150)
-	before := fingerprintOf(t, l)
-	if err := l.Update(projections.Reset); err != nil {
+	if err := l.Update(projections.StartRebuild); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Update(func(tx *boltstore.Tx) error {
-		if more, err := tx.EmptyTrash(0); !more || err != nil { // only asks
-			t.Errorf("nothing left to free after Reset (%v)", err)
-		}
-		sp, _ := tx.Space("tasks")
-		if sp.Get(key(1)) != nil {
-			t.Error("Reset left the tasks readable")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for more := true; more; {
+	var rounds int
+	for done := false; !done; rounds++ {
+		live := fingerprintOf(t, l)
 		if err := l.Update(func(tx *boltstore.Tx) (err error) {
-			if _, err = projections.CatchUp(tx, 50); err != nil {
-				return err
-			}
-			more, err = tx.EmptyTrash(0) // only asks
+			done, _, _, err = projections.ContinueRebuild(tx, 50)
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
+		if !done && fingerprintOf(t, l) != live {
+			t.Fatal("a rebuild chunk changed the live projections")
+		}
+		if rounds == 1 {
+			// Calls go on during the rebuild, folded live.
+			history(t, l, 3)
+		}
 	}
-	if err := l.Update(func(tx *boltstore.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
+	if rounds < 3 {
+		t.Fatalf("rebuild took %d chunks of 50 events, want several", rounds)
+	}
+	rebuilt := fingerprintOf(t, l)
+	// The same log folded from scratch in one go (a second rebuild) agrees.
+	if err := l.Update(projections.StartRebuild); err != nil {
 		t.Fatal(err)
 	}
-	if after := fingerprintOf(t, l); after != before {
-		t.Errorf("rebuilt projections differ: %x, %x", after, before)
+	if err := l.Update(func(tx *boltstore.Tx) error {
+		done, _, _, err := projections.ContinueRebuild(tx, 0)
+		if !done && err == nil {
+			t.Error("a rebuild without a limit did not finish")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if again := fingerprintOf(t, l); again != rebuilt {
+		t.Errorf("rebuilt projections differ: %x, %x", again, rebuilt)
+	}
+	if err := l.EmptyTrash(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -315,14 +340,7 @@ func TestCatchUpLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := fingerprintOf(t, l)
-	if err := l.Update(projections.Reset); err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	if err := l.Update(func(tx *boltstore.Tx) (err error) { n, err = projections.CatchUp(tx, 0); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if n != 2400 {
+	if n := rebuild(t, l, 0); n != 2400 {
 		t.Errorf("caught up %d events, want 2400", n)
 	}
 	if rebuilt := fingerprintOf(t, l); rebuilt != live {

@@ -60,28 +60,23 @@ func NeedsRebuild(tx *boltstore.Tx) (bool, error) {
 	return v != Version, nil
 }
 
-// Reset drops every projection space and marks the state empty at this
-// binary's version: the next CatchUp folds the log from seq 1. The old
-// spaces are discarded in constant time and freed by later CatchUps, a
-// bounded part each, so replacing large projections never holds them all in
-// memory at once.
+// Reset marks the projections in tx empty at this binary's version: the
+// next CatchUp folds the log from seq 1. tx's spaces must be empty: a
+// rebuild resets a fresh staging set (boltstore.Tx.Staging) and promotes it
+// once it has caught up, so nobody sees a half-built projection.
 func Reset(tx *boltstore.Tx) error {
-	for _, name := range spaces {
-		if err := tx.DiscardSpace(name); err != nil {
-			return err
-		}
-	}
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
+	}
+	if applied := getU64(meta, keyApplied); applied != 0 {
+		return fmt.Errorf("reset projections: they hold state up to seq %d", applied)
 	}
 	return errors.Join(putU64(meta, keyVersion, Version), putU64(meta, keyApplied, 0))
 }
 
 // CatchUp folds the events after the last applied one, at most limit of
-// them (0: all), and returns how many it folded. It also frees a little of
-// what a Reset discarded (up to 512 KiB of it: its pages are scattered, and
-// every page read maps its neighbours too).
+// them (0: all), and returns how many it folded.
 func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 	version, applied, err := State(tx)
 	if err != nil {
@@ -92,9 +87,6 @@ func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 		// binary's rules would mix two versions in one state.
 		return 0, fmt.Errorf("%w: stored version %d, this binary's %d", ErrVersionChanged, version, Version)
 	}
-	if _, err := tx.EmptyTrash(int(min(max(25*limit, 128<<10), 512<<10))); err != nil {
-		return 0, err
-	}
 	end := tx.Head().Seq + 1
 	if limit > 0 && applied+1+limit < end {
 		end = applied + 1 + limit
@@ -103,11 +95,6 @@ func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 	var n uint64
 	fold := func(r ledger.Record) error {
 		n++
-		if n%4096 == 0 {
-			// A rebuild's chunk reads projection pages all over the
-			// file; keep only the recent ones mapped.
-			tx.ReleaseMapped()
-		}
 		return f.apply(r)
 	}
 	if end-applied > 2*decodeBatch {

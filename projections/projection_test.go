@@ -131,23 +131,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 	f.history()
 	live := f.fingerprint()
 	for _, limit := range []uint64{0, 1, 2, 3, 100} {
-		err := f.l.Update(func(tx *boltstore.Tx) error {
-			if err := projections.Reset(tx); err != nil {
-				return err
-			}
-			for {
-				n, err := projections.CatchUp(tx, limit)
-				if err != nil || n == 0 || limit == 0 {
-					return err
-				}
-				if n > limit {
-					t.Errorf("CatchUp(%d) folded %d", limit, n)
-				}
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rebuild(t, f.l, limit)
 		if got := f.fingerprint(); got != live {
 			t.Errorf("rebuild in chunks of %d: fingerprint %x, live %x", limit, got, live)
 		}

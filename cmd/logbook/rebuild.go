@@ -51,13 +51,8 @@ the same at start-up when the file's projection version is not the binary's.`)
 	// The old projections were discarded at once and are freed a little
 	// per transaction; free the rest now, still in short transactions.
 	trashStart := time.Now()
-	for more := true; more; {
-		if err := l.Update(func(tx *boltstore.Tx) (err error) {
-			more, err = tx.EmptyTrash(512 << 10)
-			return err
-		}); err != nil {
-			return ioErr("rebuild", err)
-		}
+	if err := l.EmptyTrash(); err != nil {
+		return ioErr("rebuild", err)
 	}
 	var res rebuildJSON
 	res.FreeMS = millis(time.Since(trashStart))

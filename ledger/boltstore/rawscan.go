@@ -11,7 +11,11 @@ import (
 // returns it.
 func (tx *Tx) ScanRaw(begin, end uint64, fn func(seq uint64, raw []byte) error) error {
 	c := tx.events.Cursor()
+	n := 0
 	for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
+		if n++; n%releaseEvery == 0 {
+			tx.releaseMapped()
+		}
 		if err := fn(binary.BigEndian.Uint64(k), v); err != nil {
 			return err
 		}

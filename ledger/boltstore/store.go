@@ -330,6 +330,11 @@ func (l *Store) commit(db *bolt.DB, batch []*request) error {
 		err := db.Update(func(btx *bolt.Tx) error {
 			tx := newTx(btx)
 			tx.now = l.opts.Now
+			// Free a little of what rebuilds discarded: a bounded cost,
+			// nothing once the trash is empty.
+			if _, err := tx.emptyTrash(128 << 10); err != nil {
+				return err
+			}
 			for i, r := range batch {
 				if err := safeRun(r.fn, tx); err != nil {
 					failed, ferr = i, err

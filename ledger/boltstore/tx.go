@@ -20,10 +20,14 @@ type Tx struct {
 	headDirty bool
 	events    *bolt.Bucket
 	levels    []*bolt.Bucket
+	spaces    []byte // the bucket holding this view's spaces: bucketSpaces or bucketStaging
+	// stagingUsed is set once this transaction writes to a staging space:
+	// bbolt's MoveBucket would drop what it wrote there.
+	stagingUsed *bool
 }
 
 func newTx(btx *bolt.Tx) *Tx {
-	tx := &Tx{btx: btx, events: btx.Bucket(bucketEvents)}
+	tx := &Tx{btx: btx, events: btx.Bucket(bucketEvents), spaces: bucketSpaces, stagingUsed: new(bool)}
 	if v := btx.Bucket(bucketMeta).Get(keyHead); len(v) == 8+len(ledger.Hash{}) {
 		tx.head.Seq = binary.BigEndian.Uint64(v)
 		copy(tx.head.Hash[:], v[8:])
@@ -45,6 +49,9 @@ func (tx *Tx) Head() ledger.Head { return tx.head }
 // Append assigns e its sequence number, time and previous hash, stores its
 // encoding and the Merkle nodes it completes, and returns the stored record.
 func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
+	if tx.staged() {
+		return ledger.Record{}, errStagingAppend
+	}
 	e.Seq = tx.head.Seq + 1
 	e.Prev = tx.head.Hash
 	e.Time = tx.now().UTC().Truncate(time.Millisecond)
@@ -139,7 +146,11 @@ func (tx *Tx) Event(seq uint64) (ledger.Record, error) {
 // at the first error and returns it.
 func (tx *Tx) Scan(begin, end uint64, fn func(ledger.Record) error) error {
 	c := tx.events.Cursor()
+	n := 0
 	for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
+		if n++; n%releaseEvery == 0 {
+			tx.releaseMapped()
+		}
 		r, err := ledger.DecodeRecord(v)
 		if err != nil {
 			return fmt.Errorf("event %d: %w", binary.BigEndian.Uint64(k), err)
@@ -205,20 +216,44 @@ func (tx *Tx) checkSize(size uint64) error {
 // Space is a named key/value area in the ledger file for state derived from
 // the log (projections). It commits with the events of the same
 // transaction. Keys iterate in byte order.
-type Space struct{ b *bolt.Bucket }
+type Space struct {
+	b    *bolt.Bucket
+	used *bool // set on writes to a staging space
+}
 
 // Space returns the named space, creating it in a writable transaction. In a
 // read transaction a missing space is returned empty.
 func (tx *Tx) Space(name string) (*Space, error) {
-	parent := tx.btx.Bucket(bucketSpaces)
+	var used *bool // marked on writes, for a staging view
+	if tx.staged() {
+		used = tx.stagingUsed
+	}
+	parent := tx.btx.Bucket(tx.spaces)
+	if parent == nil && tx.btx.Writable() {
+		mark(used)
+		var err error
+		if parent, err = tx.btx.CreateBucket(tx.spaces); err != nil {
+			return nil, fmt.Errorf("space %s: %w", name, err)
+		}
+	}
+	if parent == nil {
+		return &Space{}, nil
+	}
 	b := parent.Bucket([]byte(name))
 	if b == nil && tx.btx.Writable() {
+		mark(used)
 		var err error
 		if b, err = parent.CreateBucket([]byte(name)); err != nil {
 			return nil, fmt.Errorf("space %s: %w", name, err)
 		}
 	}
-	return &Space{b: b}, nil
+	return &Space{b: b, used: used}, nil
+}
+
+func mark(used *bool) {
+	if used != nil {
+		*used = true
+	}
 }
 
 // Get returns the value at key, nil if absent. Valid during the transaction.
@@ -230,10 +265,10 @@ func (s *Space) Get(key []byte) []byte {
 }
 
 // Put stores value at key.
-func (s *Space) Put(key, value []byte) error { return s.b.Put(key, value) }
+func (s *Space) Put(key, value []byte) error { mark(s.used); return s.b.Put(key, value) }
 
 // Delete removes key.
-func (s *Space) Delete(key []byte) error { return s.b.Delete(key) }
+func (s *Space) Delete(key []byte) error { mark(s.used); return s.b.Delete(key) }
 
 // Scan calls fn for each key with the prefix, in order (reverse order if
 // reverse), until fn returns false or an error.
