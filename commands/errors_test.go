@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -386,5 +387,24 @@ func TestStorageError(t *testing.T) {
 	h.reopen(Options{})
 	if got := h.head(); got != head {
 		t.Errorf("head %d after a failed commit, want %d", got, head)
+	}
+}
+
+// TestFailureLogIsRateLimited: a burst of failures logs one line, then one
+// per interval carrying how many were suppressed.
+func TestFailureLogIsRateLimited(t *testing.T) {
+	var r rateLimit
+	t0 := time.Unix(1000, 0)
+	if _, ok := r.allow(t0); !ok {
+		t.Fatal("the first failure was not logged")
+	}
+	for i := range 100 {
+		if _, ok := r.allow(t0.Add(time.Duration(i) * time.Millisecond)); ok {
+			t.Fatalf("failure %d within the interval was logged", i)
+		}
+	}
+	n, ok := r.allow(t0.Add(failLogInterval))
+	if !ok || n != 100 {
+		t.Fatalf("after the interval: logged %v, suppressed %d; want true, 100", ok, n)
 	}
 }

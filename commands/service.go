@@ -61,6 +61,8 @@ type Service struct {
 	// actor is known; firstMu keeps concurrent first calls from writing it twice.
 	firstMu   sync.Mutex
 	firstDone bool
+
+	failLog rateLimit // commit failures logged at most once a second
 }
 
 // ErrInternal is what an unexpected failure becomes at the edge: Do has
@@ -323,9 +325,36 @@ func (s *Service) storageError(tool string, err error) error {
 		reason = "the ledger file is locked by another process (timed out)"
 	case errors.Is(err, boltstore.ErrClosed):
 		reason = "the server is shutting down"
+	case errors.Is(err, boltstore.ErrReplaced):
+		reason = "the ledger file was deleted or replaced under this server; it writes nothing more to it (see its log)"
+	case errors.Is(err, boltstore.ErrDamaged):
+		reason = "the ledger file is damaged; run logbook verify on it"
 	}
-	s.log.Error("commit failed", "tool", tool, "err", err)
+	if n, ok := s.failLog.allow(time.Now()); ok {
+		s.log.Error("commit failed", "tool", tool, "err", err, "suppressed_since_last", n)
+	}
 	return &StorageError{Reason: reason, Err: err}
+}
+
+// rateLimit lets one log line through per interval and counts the rest: a
+// full disk fails every call, and its log must not fill the disk further.
+type rateLimit struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+const failLogInterval = time.Second
+
+func (r *rateLimit) allow(now time.Time) (suppressed int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.last.IsZero() && now.Sub(r.last) < failLogInterval {
+		r.suppressed++
+		return 0, false
+	}
+	suppressed, r.suppressed, r.last = r.suppressed, 0, now
+	return suppressed, true
 }
 
 func (s *Service) logInternal(tool string, err error) {

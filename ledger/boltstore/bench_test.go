@@ -166,7 +166,7 @@ func BenchmarkRawBoltPut1Reopen(b *testing.B) {
 	if err := db.Close(); err != nil {
 		b.Fatal(err)
 	}
-	open := lockedOpener(5 * time.Second)
+	open := lockedOpener(5*time.Second, true)
 	rec := make([]byte, benchRecordSize)
 	b.ReportAllocs()
 	seq := uint64(0)
@@ -375,7 +375,7 @@ func BenchmarkRawBoltGet(b *testing.B) {
 		return nil
 	}
 	b.Run("view", func(b *testing.B) {
-		open := lockedOpener(5 * time.Second)
+		open := lockedOpener(5*time.Second, true)
 		rng := rand.New(rand.NewPCG(1, 2))
 		b.ReportAllocs()
 		for b.Loop() {

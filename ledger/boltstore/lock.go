@@ -21,8 +21,14 @@ var ErrLocked = errors.New("ledger file is locked by another process")
 // as soon as the holder releases it, and gives up with ErrLocked at the
 // deadline. bbolt's own flock on the same open file then succeeds at once,
 // and bbolt releases the lock when it closes the file.
-func lockedOpener(timeout time.Duration) func(string, int, os.FileMode) (*os.File, error) {
+//
+// Unless create is set, the file is never created: bbolt asks for O_CREATE,
+// which would put an empty ledger-less file where a deleted ledger was.
+func lockedOpener(timeout time.Duration, create bool) func(string, int, os.FileMode) (*os.File, error) {
 	return func(path string, flag int, mode os.FileMode) (*os.File, error) {
+		if !create {
+			flag &^= os.O_CREATE
+		}
 		f, err := os.OpenFile(path, flag, mode)
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,6 +25,7 @@ var (
 	bucketSpaces = []byte("spaces")
 	keyFormat    = []byte("format")
 	keyHead      = []byte("head")
+	keyID        = []byte("id")
 )
 
 var (
@@ -37,12 +39,25 @@ var (
 	ErrReadOnly = errors.New("ledger opened read-only")
 	// ErrClosed: the Store was closed.
 	ErrClosed = errors.New("ledger closed")
+	// ErrReplaced: the file at the path is no longer the ledger this Store
+	// has been using: deleted, replaced by another ledger or by an older
+	// copy of this one. Nothing is written to it; the error says why.
+	ErrReplaced = errors.New("ledger file deleted or replaced")
+	// ErrDamaged: reading the file failed in a way only a damaged file can
+	// cause (a bbolt page that is not what it claims, a read past the end of
+	// a truncated file).
+	ErrDamaged = errors.New("ledger file is damaged")
 )
 
 // Options tune Open. The zero value opens an existing ledger for writing.
 type Options struct {
-	Create      bool             // create the file if it does not exist
-	ReadOnly    bool             // never write; transactions take a shared lock
+	Create   bool // create the file if it does not exist
+	ReadOnly bool // never write; transactions take a shared lock
+	// Hold keeps the file open and exclusively locked for the Store's
+	// lifetime, as a server that owns the ledger does: reads run
+	// concurrently with commits (bbolt's MVCC) and no file is reopened per
+	// commit, but no other process can open the file meanwhile.
+	Hold        bool
 	LockTimeout time.Duration    // bounded wait for the file lock; default 5s
 	Now         func() time.Time // clock for event times; default time.Now
 	MaxBatch    int              // most calls grouped in one commit; default 256
@@ -51,14 +66,21 @@ type Options struct {
 // Store is an append-only event log in one bbolt file that several
 // processes share. It holds the file (and its flock) only for the length of
 // one transaction; between transactions other processes may append.
-// Update calls from many goroutines are grouped into shared commits.
+// (With Options.Hold it keeps the file instead.) Update calls from many
+// goroutines are grouped into shared commits.
 type Store struct {
-	path  string
-	opts  Options
-	queue chan *request
-	quit  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	path     string
+	opts     Options
+	queue    chan *request
+	quit     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	held     *bolt.DB // with Options.Hold: the file, open for the Store's lifetime
+	heldFile *os.File
+	seen     seen // what this Store last saw of the file, to notice a swap
+	// create is set while Open creates the file: the only time a missing
+	// file may be created.
+	create bool
 }
 
 type request struct {
@@ -98,7 +120,10 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
-		if err := l.withDB(false, func(db *bolt.DB) error { return db.Update(initFile) }); err != nil {
+		l.create = true
+		err := l.withDB(false, func(db *bolt.DB, _ *os.File) error { return db.Update(initFile) })
+		l.create = false
+		if err != nil {
 			return nil, fmt.Errorf("create ledger: %w", err)
 		}
 		// Make the new file's directory entry durable too.
@@ -107,8 +132,19 @@ func Open(path string, opts Options) (*Store, error) {
 			dir.Close()
 		}
 	}
-	if err := l.withDB(true, func(db *bolt.DB) error { return db.View(checkFormat) }); err != nil {
+	check := checkFormat
+	if !opts.ReadOnly {
+		check = l.checkFile // and remember what it is
+	}
+	if err := l.withDB(true, func(db *bolt.DB, _ *os.File) error { return db.View(check) }); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if opts.Hold && !opts.ReadOnly {
+		db, file, err := l.openDB(false)
+		if err != nil {
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+		l.held, l.heldFile = db, file
 	}
 	if !opts.ReadOnly {
 		l.queue = make(chan *request, opts.MaxBatch)
@@ -137,7 +173,11 @@ func initFile(btx *bolt.Tx) error {
 			return err
 		}
 	}
-	return meta.Put(keyFormat, u64(FormatVersion))
+	id, err := newID()
+	if err != nil {
+		return err
+	}
+	return errors.Join(meta.Put(keyFormat, u64(FormatVersion)), meta.Put(keyID, id))
 }
 
 func checkFormat(btx *bolt.Tx) error {
@@ -161,20 +201,43 @@ func (l *Store) Path() string { return l.path }
 // ReadOnly reports whether the ledger was opened read-only.
 func (l *Store) ReadOnly() bool { return l.opts.ReadOnly }
 
-// withDB opens the bbolt file (taking its lock), runs fn and closes it.
-func (l *Store) withDB(readOnly bool, fn func(*bolt.DB) error) error {
+// openDB opens the bbolt file, taking its lock. Only the creation of a new
+// ledger (Open with Create) may create the file: a file gone from under a
+// running Store is an error, never recreated.
+func (l *Store) openDB(readOnly bool) (*bolt.DB, *os.File, error) {
+	var file *os.File
+	open := lockedOpener(l.opts.LockTimeout, l.create)
 	db, err := bolt.Open(l.path, 0o600, &bolt.Options{
-		ReadOnly:     readOnly,
-		OpenFile:     lockedOpener(l.opts.LockTimeout),
+		ReadOnly: readOnly,
+		OpenFile: func(path string, flag int, mode os.FileMode) (f *os.File, err error) {
+			f, err = open(path, flag, mode)
+			file = f
+			return f, err
+		},
 		FreelistType: bolt.FreelistMapType,
 	})
-	if err != nil {
-		if errors.Is(err, ErrLocked) {
-			return err
-		}
-		return fmt.Errorf("open %s: %w", l.path, err)
+	switch {
+	case err == nil:
+		return db, file, nil
+	case errors.Is(err, ErrLocked):
+		return nil, nil, err
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil, fmt.Errorf("%w: %s no longer exists", ErrReplaced, l.path)
 	}
-	err = fn(db)
+	return nil, nil, fmt.Errorf("open %s: %w", l.path, err)
+}
+
+// withDB runs fn on the bbolt file — the held one, or the file opened (and
+// locked) for fn and closed after it — and the file it was opened from.
+func (l *Store) withDB(readOnly bool, fn func(*bolt.DB, *os.File) error) error {
+	if l.held != nil {
+		return guard(func() error { return fn(l.held, l.heldFile) })
+	}
+	db, file, err := l.openDB(readOnly)
+	if err != nil {
+		return err
+	}
+	err = guard(func() error { return fn(db, file) })
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
 	}
@@ -183,10 +246,17 @@ func (l *Store) withDB(readOnly bool, fn func(*bolt.DB) error) error {
 
 // Close waits for queued commits to finish and stops the committer.
 func (l *Store) Close() error {
-	if l.quit != nil {
-		l.once.Do(func() { close(l.quit); <-l.done })
-	}
-	return nil
+	var err error
+	l.once.Do(func() {
+		if l.quit != nil {
+			close(l.quit)
+			<-l.done
+		}
+		if l.held != nil {
+			err = l.held.Close()
+		}
+	})
+	return err
 }
 
 // Update runs fn in a write transaction that is durable (fsync'd) when
@@ -223,8 +293,13 @@ func (l *Store) Update(fn func(*Tx) error) error {
 // View runs fn in a read transaction under a shared lock. Keep it short:
 // writers in every process wait while it runs; long readers use Scan.
 func (l *Store) View(fn func(*Tx) error) error {
-	return l.withDB(true, func(db *bolt.DB) error {
-		return db.View(func(btx *bolt.Tx) error { return fn(newTx(btx)) })
+	return l.withDB(true, func(db *bolt.DB, _ *os.File) error {
+		return db.View(func(btx *bolt.Tx) error {
+			if err := checkFormat(btx); err != nil {
+				return err
+			}
+			return fn(newTx(btx))
+		})
 	})
 }
 
@@ -296,11 +371,11 @@ func (l *Store) drain(batch []*request) []*request {
 // once per commit.
 func (l *Store) session(batch []*request) {
 	opened := false
-	err := l.withDB(false, func(db *bolt.DB) error {
+	err := l.withDB(false, func(db *bolt.DB, file *os.File) error {
 		opened = true
 		start := time.Now()
 		for len(batch) > 0 {
-			if err := l.commit(db, batch); err != nil {
+			if err := l.commit(db, file, batch); err != nil {
 				// The commit itself failed (I/O): start afresh from the file
 				// rather than go on with this handle.
 				return nil
@@ -324,11 +399,24 @@ func (l *Store) session(batch []*request) {
 
 // commit runs the batch in one transaction. A failing fn is answered with its
 // error and the rest run again without it.
-func (l *Store) commit(db *bolt.DB, batch []*request) error {
+func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) error {
+	// The path must still name the file open here: a file renamed away or
+	// deleted after it was opened would take every commit with it.
+	if err := l.checkSameFile(file); err != nil {
+		for _, r := range batch {
+			r.done <- err
+		}
+		return err
+	}
 	for len(batch) > 0 {
 		failed, ferr := -1, error(nil)
+		var head ledger.Head
 		err := db.Update(func(btx *bolt.Tx) error {
+			if err := l.checkFile(btx); err != nil {
+				return err
+			}
 			tx := newTx(btx)
+			defer func() { head = tx.head }()
 			tx.now = l.opts.Now
 			// Free a little of what rebuilds discarded: a bounded cost,
 			// nothing once the trash is empty.
@@ -348,6 +436,9 @@ func (l *Store) commit(db *bolt.DB, batch []*request) error {
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue
 		}
+		if err == nil {
+			l.seen.committed(head)
+		}
 		for _, r := range batch {
 			r.done <- err
 		}
@@ -359,6 +450,10 @@ func (l *Store) commit(db *bolt.DB, batch []*request) error {
 func safeRun(fn func(*Tx) error, tx *Tx) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
+			if fromStorage(v) {
+				err = fmt.Errorf("%w: %v", ErrDamaged, v)
+				return
+			}
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()

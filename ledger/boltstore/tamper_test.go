@@ -415,9 +415,20 @@ func TestTamperTruncationWithFixedUpHead(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The attacker grows the log back to size n with another event.
+	// A writer that saw seq n refuses to append to the cut log: it would
+	// issue seq n again.
+	if err := l.Update(func(tx *Tx) error { return nil }); !errors.Is(err, ErrReplaced) {
+		t.Fatalf("a writer that saw seq %d committed to a log cut to %d: %v, want ErrReplaced", n, n-1, err)
+	}
+	// The attacker, with a store of their own, grows the log back to size n
+	// with another event.
+	attacker, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer attacker.Close()
 	var forged ledger.Record
-	err = l.Update(func(tx *Tx) error {
+	err = attacker.Update(func(tx *Tx) error {
 		var err error
 		forged, err = tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "A-mallory", Payload: []byte{0xc0}})
 		return err
