@@ -84,8 +84,9 @@ type Store struct {
 }
 
 type request struct {
-	fn   func(*Tx) error
-	done chan error
+	fn       func(*Tx) error
+	done     chan error
+	deadline time.Time // when waiting for the file lock must give up
 }
 
 // PanicError is returned by Update when fn panicked. The commit it was part
@@ -140,7 +141,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	if opts.Hold && !opts.ReadOnly {
-		db, file, err := l.openDB(false)
+		db, file, err := l.openDB(false, opts.LockTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
@@ -204,9 +205,9 @@ func (l *Store) ReadOnly() bool { return l.opts.ReadOnly }
 // openDB opens the bbolt file, taking its lock. Only the creation of a new
 // ledger (Open with Create) may create the file: a file gone from under a
 // running Store is an error, never recreated.
-func (l *Store) openDB(readOnly bool) (*bolt.DB, *os.File, error) {
+func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.File, error) {
 	var file *os.File
-	open := lockedOpener(l.opts.LockTimeout, l.create)
+	open := lockedOpener(lockWait, l.create)
 	db, err := bolt.Open(l.path, 0o600, &bolt.Options{
 		ReadOnly: readOnly,
 		OpenFile: func(path string, flag int, mode os.FileMode) (f *os.File, err error) {
@@ -230,10 +231,15 @@ func (l *Store) openDB(readOnly bool) (*bolt.DB, *os.File, error) {
 // withDB runs fn on the bbolt file — the held one, or the file opened (and
 // locked) for fn and closed after it — and the file it was opened from.
 func (l *Store) withDB(readOnly bool, fn func(*bolt.DB, *os.File) error) error {
+	return l.withDBWait(readOnly, l.opts.LockTimeout, fn)
+}
+
+// withDBWait is withDB waiting at most lockWait for the file lock.
+func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.DB, *os.File) error) error {
 	if l.held != nil {
 		return guard(func() error { return fn(l.held, l.heldFile) })
 	}
-	db, file, err := l.openDB(readOnly)
+	db, file, err := l.openDB(readOnly, lockWait)
 	if err != nil {
 		return err
 	}
@@ -269,7 +275,7 @@ func (l *Store) Update(fn func(*Tx) error) error {
 	if l.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	r := &request{fn: fn, done: make(chan error, 1)}
+	r := &request{fn: fn, done: make(chan error, 1), deadline: time.Now().Add(l.opts.LockTimeout)}
 	select {
 	case l.queue <- r:
 	case <-l.quit:
@@ -370,31 +376,59 @@ func (l *Store) drain(batch []*request) []*request {
 // commit), up to maxHold: a busy process pays for opening the file once, not
 // once per commit.
 func (l *Store) session(batch []*request) {
-	opened := false
-	err := l.withDB(false, func(db *bolt.DB, file *os.File) error {
-		opened = true
-		start := time.Now()
-		for len(batch) > 0 {
-			if err := l.commit(db, file, batch); err != nil {
-				// The commit itself failed (I/O): start afresh from the file
-				// rather than go on with this handle.
-				return nil
+	for len(batch) > 0 {
+		opened := false
+		err := l.withDBWait(false, lockWait(batch, time.Now()), func(db *bolt.DB, file *os.File) error {
+			opened = true
+			start := time.Now()
+			for len(batch) > 0 {
+				if err := l.commit(db, file, batch); err != nil {
+					// The commit itself failed (I/O): start afresh from the
+					// file rather than go on with this handle.
+					return nil
+				}
+				held := time.Since(start)
+				if held > maxHold {
+					return nil
+				}
+				if batch = l.drain(batch[:0]); len(batch) == 0 {
+					batch = l.await(batch, min(linger, maxHold-held))
+				}
 			}
-			held := time.Since(start)
-			if held > maxHold {
-				return nil
-			}
-			if batch = l.drain(batch[:0]); len(batch) == 0 {
-				batch = l.await(batch, min(linger, maxHold-held))
-			}
+			return nil
+		})
+		if err == nil || opened {
+			return
 		}
-		return nil
-	})
-	if err != nil && !opened { // the file could not be opened: nothing ran
-		for _, r := range batch {
+		// The file could not be opened: nothing ran. Try again for the
+		// calls that may still wait, with whatever else queued meanwhile.
+		batch = l.drain(answerExpired(batch, err, time.Now()))
+	}
+}
+
+// lockWait is how long a session for batch may wait for the file lock: no
+// longer than its oldest call may still wait, so that a call queued behind
+// a failed attempt does not wait a whole timeout twice.
+func lockWait(batch []*request, now time.Time) time.Duration {
+	wait := batch[0].deadline.Sub(now)
+	for _, r := range batch[1:] {
+		wait = min(wait, r.deadline.Sub(now))
+	}
+	return max(wait, time.Millisecond)
+}
+
+// answerExpired answers with err the calls of batch that cannot wait any
+// longer — all of them unless err is a lock timeout — and returns the rest.
+func answerExpired(batch []*request, err error, now time.Time) []*request {
+	keep := batch[:0]
+	for _, r := range batch {
+		if errors.Is(err, ErrLocked) && r.deadline.After(now.Add(time.Millisecond)) {
+			keep = append(keep, r)
+		} else {
 			r.done <- err
 		}
 	}
+	return keep
 }
 
 // commit runs the batch in one transaction. A failing fn is answered with its

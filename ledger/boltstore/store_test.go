@@ -240,3 +240,31 @@ func TestEmptyFileIsCreatedOnlyWithCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestQueuedCallWaitsForTheLockOnce: after an attempt to take the lock
+// fails, the calls whose wait is over are answered and the others retry
+// with only what is left of their own timeout, so a call queued behind a
+// failed attempt never waits a whole timeout twice.
+func TestQueuedCallWaitsForTheLockOnce(t *testing.T) {
+	now := time.Unix(1000, 0)
+	errLocked := fmt.Errorf("%w (waited 5s)", ErrLocked)
+	old := &request{done: make(chan error, 1), deadline: now}
+	queued := &request{done: make(chan error, 1), deadline: now.Add(3 * time.Second)}
+	if got := lockWait([]*request{queued, old}, now.Add(-2*time.Second)); got != 2*time.Second {
+		t.Errorf("lock wait %v, want the oldest call's 2s left", got)
+	}
+	keep := answerExpired([]*request{old, queued}, errLocked, now)
+	if len(keep) != 1 || keep[0] != queued {
+		t.Fatalf("kept %d calls, want only the one with time left", len(keep))
+	}
+	if err := <-old.done; !errors.Is(err, ErrLocked) {
+		t.Errorf("expired call answered %v", err)
+	}
+	if got := lockWait(keep, now); got != 3*time.Second {
+		t.Errorf("retry waits %v, want the 3s left, not a whole timeout", got)
+	}
+	// Any other failure to open answers every call at once.
+	if keep := answerExpired([]*request{queued}, os.ErrPermission, now); len(keep) != 0 || !errors.Is(<-queued.done, os.ErrPermission) {
+		t.Error("a failure other than the lock kept calls waiting")
+	}
+}
