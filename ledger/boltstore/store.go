@@ -382,22 +382,28 @@ func (l *Store) session(batch []*request) {
 			opened = true
 			start := time.Now()
 			for len(batch) > 0 {
-				if err := l.commit(db, file, batch); err != nil {
+				rest, err := l.commit(db, file, batch)
+				if batch = rest; err != nil {
 					// The commit itself failed (I/O): start afresh from the
 					// file rather than go on with this handle.
 					return nil
 				}
 				held := time.Since(start)
 				if held > maxHold {
+					// Let other processes have the file; what is left of
+					// this batch goes in the next session.
 					return nil
 				}
-				if batch = l.drain(batch[:0]); len(batch) == 0 {
+				if batch = l.drain(batch); len(batch) == 0 {
 					batch = l.await(batch, min(linger, maxHold-held))
 				}
 			}
 			return nil
 		})
-		if err == nil || opened {
+		if opened {
+			continue // with what is left, if anything
+		}
+		if err == nil {
 			return
 		}
 		// The file could not be opened: nothing ran. Try again for the
@@ -433,19 +439,21 @@ func answerExpired(batch []*request, err error, now time.Time) []*request {
 
 // commit runs the batch in one transaction. A failing fn is answered with its
 // error and the rest run again without it.
-func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) error {
+func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*request, err error) {
 	// The path must still name the file open here: a file renamed away or
 	// deleted after it was opened would take every commit with it.
 	if err := l.checkSameFile(file); err != nil {
 		for _, r := range batch {
 			r.done <- err
 		}
-		return err
+		return nil, err
 	}
 	for len(batch) > 0 {
 		failed, ferr := -1, error(nil)
+		ran := len(batch)
 		var head ledger.Head
 		err := db.Update(func(btx *bolt.Tx) error {
+			start := time.Now()
 			if err := l.checkFile(btx); err != nil {
 				return err
 			}
@@ -462,6 +470,12 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) error {
 					failed, ferr = i, err
 					return err
 				}
+				// However many calls are waiting, one commit holds the
+				// file for about maxHold at most: the rest go in the next.
+				if time.Since(start) > maxHold {
+					ran = i + 1
+					break
+				}
 			}
 			return tx.flush()
 		})
@@ -472,13 +486,15 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) error {
 		}
 		if err == nil {
 			l.seen.committed(head)
+		} else {
+			ran = len(batch) // the commit failed: every call gets its error
 		}
-		for _, r := range batch {
+		for _, r := range batch[:ran] {
 			r.done <- err
 		}
-		return err
+		return batch[ran:], err
 	}
-	return nil
+	return nil, nil
 }
 
 func safeRun(fn func(*Tx) error, tx *Tx) (err error) {

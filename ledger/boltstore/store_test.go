@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -266,5 +267,50 @@ func TestQueuedCallWaitsForTheLockOnce(t *testing.T) {
 	// Any other failure to open answers every call at once.
 	if keep := answerExpired([]*request{queued}, os.ErrPermission, now); len(keep) != 0 || !errors.Is(<-queued.done, os.ErrPermission) {
 		t.Error("a failure other than the lock kept calls waiting")
+	}
+}
+
+// TestSlowCallsAreSplitAcrossCommits: however many calls are queued, a
+// commit stops taking more once it has held the file for maxHold, so calls
+// that each take longer than that commit one per transaction (and other
+// processes get the file between sessions).
+func TestSlowCallsAreSplitAcrossCommits(t *testing.T) {
+	l := openTest(t)
+	const calls = 12
+	var mu sync.Mutex
+	txids := map[int]int{}
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	// The first call holds the committer until the others are queued.
+	go l.Update(func(tx *Tx) error { <-block; return nil })
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := l.Update(func(tx *Tx) error {
+				time.Sleep(2 * maxHold) // a call's own work, longer than maxHold
+				mu.Lock()
+				txids[tx.btx.ID()]++
+				mu.Unlock()
+				_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester"})
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for len(l.queue) < calls {
+		runtime.Gosched()
+	}
+	close(block)
+	wg.Wait()
+	for id, n := range txids {
+		if n > 1 {
+			t.Errorf("transaction %d ran %d slow calls; want one each", id, n)
+		}
+	}
+	if len(txids) != calls {
+		t.Errorf("%d calls committed in %d transactions", calls, len(txids))
 	}
 }
