@@ -64,8 +64,8 @@ type Options struct {
 	// (another storage engine, shared by many nodes): every write
 	// transaction first ingests what it holds past the local head, and
 	// commits only once the events it appended are in it.
-	Replica Replica
-	MaxBatch    int              // most calls grouped in one commit; default 256
+	Replica  Replica
+	MaxBatch int // most calls grouped in one commit; default 256
 }
 
 // Store is an append-only event log in one bbolt file that several

@@ -20,7 +20,7 @@ type Tx struct {
 	headDirty bool
 	events    *bolt.Bucket
 	levels    []*bolt.Bucket
-	spaces    []byte // the bucket holding this view's spaces: bucketSpaces or bucketStaging
+	spaces    []byte   // the bucket holding this view's spaces: bucketSpaces or bucketStaging
 	appended  [][]byte // stored bytes of the events Append added, in order
 	// stagingUsed is set once this transaction writes to a staging space:
 	// bbolt's MoveBucket would drop what it wrote there.
