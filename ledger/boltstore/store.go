@@ -562,3 +562,7 @@ func u64(v uint64) []byte {
 	binary.BigEndian.PutUint64(b[:], v)
 	return b[:]
 }
+
+// Held reports whether the Store keeps its file open (Options.Hold): its
+// read transactions then run alongside commits rather than open the file.
+func (l *Store) Held() bool { return l.held != nil }
