@@ -48,6 +48,13 @@ var errFallBack = errors.New("answer through the write path")
 // of its own. handled is false when the call must go through the write
 // path instead (which then answers it, and reports any failure).
 func (s *Service) doRead(ctx context.Context, call Call, actor string, args callArgs, start time.Time) (reply []byte, handled bool, err error) {
+	if !s.l.Held() {
+		// Each read transaction holds the shared file's lock, and writers
+		// wait for every holder: one process's reads go one at a time, so
+		// they cannot overlap and keep the writers out together.
+		s.readMu.Lock()
+		defer s.readMu.Unlock()
+	}
 	var code string
 	err = s.l.View(func(lt *boltstore.Tx) error {
 		version, applied, err := projections.State(lt)

@@ -63,6 +63,8 @@ type Service struct {
 	firstDone bool
 
 	failLog rateLimit // commit failures logged at most once a second
+
+	readMu sync.Mutex // one read transaction at a time on a shared file (read.go)
 }
 
 // ErrInternal is what an unexpected failure becomes at the edge: Do has
