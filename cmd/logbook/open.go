@@ -61,6 +61,16 @@ func ioErr(cmd string, err error) error {
 	return &exitError{exitUsage, fmt.Errorf("%s: %w", cmd, err)}
 }
 
+// passExit keeps an exit error raised inside a transaction, and makes any
+// other error an I/O error.
+func passExit(cmd string, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return ioErr(cmd, err)
+}
+
 // writeJSON writes v as one line of JSON.
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
