@@ -52,10 +52,10 @@ func (f *ledgerFlags) open(readOnly bool) (*boltstore.Store, error) {
 func boundMemory() { debug.SetMemoryLimit(48 << 20) }
 
 // ioErr is an I/O failure (exit 2), or an integrity failure (exit 1) when
-// err is one.
+// err is one or the file is damaged.
 func ioErr(cmd string, err error) error {
 	var ie *ledger.IntegrityError
-	if errors.As(err, &ie) {
+	if errors.As(err, &ie) || errors.Is(err, boltstore.ErrDamaged) {
 		return integrityErr(fmt.Errorf("%s: %w", cmd, err))
 	}
 	return &exitError{exitUsage, fmt.Errorf("%s: %w", cmd, err)}
