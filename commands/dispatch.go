@@ -16,7 +16,9 @@ import (
 type Command struct {
 	rules   *domain.Command
 	mutates bool
-	run     handler
+	// heavy: a read whose work grows with the ledger (see readsAside).
+	heavy bool
+	run   handler
 }
 
 // Rules are the domain's rules of the command's arguments.
@@ -41,19 +43,22 @@ func command[In any, Out any](rules *domain.Command, mutates bool, f func(*Servi
 	}}
 }
 
+// growing marks a read whose work grows with the ledger.
+func (c *Command) growing() *Command { c.heavy = true; return c }
+
 // The commands, one per domain rule set.
 var (
 	CreateTask    = command(&domain.CreateTask, true, (*Service).CreateTask)
 	UpdateTask    = command(&domain.UpdateTask, true, (*Service).UpdateTask)
 	GetTask       = command(&domain.GetTask, false, (*Service).GetTask)
-	ListTasks     = command(&domain.ListTasks, false, (*Service).ListTasks)
-	NextActions   = command(&domain.NextActions, false, (*Service).NextActions)
+	ListTasks     = command(&domain.ListTasks, false, (*Service).ListTasks).growing()
+	NextActions   = command(&domain.NextActions, false, (*Service).NextActions).growing()
 	RecordThought = command(&domain.RecordThought, true, (*Service).RecordThought)
-	ListThoughts  = command(&domain.ListThoughts, false, (*Service).ListThoughts)
+	ListThoughts  = command(&domain.ListThoughts, false, (*Service).ListThoughts).growing()
 	StartSession  = command(&domain.StartSession, true, (*Service).StartSession)
 	Finalize      = command(&domain.Finalize, true, (*Service).Finalize)
-	Root          = command(&domain.Root, false, (*Service).Root)
-	VerifyChain   = command(&domain.VerifyChain, false, (*Service).VerifyChain)
+	Root          = command(&domain.Root, false, (*Service).Root).growing()
+	VerifyChain   = command(&domain.VerifyChain, false, (*Service).VerifyChain).growing()
 	ListSkills    = command(&domain.ListSkills, false, (*Service).ListSkills)
 	Ping          = command(&domain.Ping, false, (*Service).Ping)
 	Health        = command(&domain.Health, false, (*Service).Health)

@@ -7,9 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -326,7 +327,7 @@ func TestInternalErrors(t *testing.T) {
 			return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: "T-0042"}
 		},
 	} {
-		testCommands[name] = &Command{run: hd}
+		testCommands[name] = &Command{run: hd, mutates: true}
 	}
 
 	for _, c := range []struct {
@@ -341,9 +342,6 @@ func TestInternalErrors(t *testing.T) {
 		{"handler emits then panics", Call{Name: "test_emit_then_panic", Args: json.RawMessage(`{}`)}, "ERR_INTERNAL"},
 		{"handler emits then rejects", Call{Name: "test_emit_then_reject", Args: json.RawMessage(`{}`)}, "ERR_TASK_NOT_FOUND"},
 	} {
-		if tc := testCommands[c.call.Name]; tc != nil {
-			c.call.Command = tc
-		}
 		if tc := testCommands[c.call.Name]; tc != nil {
 			c.call.Command = tc
 		}
@@ -363,7 +361,7 @@ func TestInternalErrors(t *testing.T) {
 		})
 	}
 	var ghost bool
-	h.l.View(func(tx *ledger.Tx) error {
+	h.l.View(func(tx *boltstore.Tx) error {
 		_, ghost, _ = projections.GetTask(tx, "T-0002")
 		return nil
 	})
@@ -393,5 +391,24 @@ func TestStorageError(t *testing.T) {
 	h.reopen(Options{})
 	if got := h.head(); got != head {
 		t.Errorf("head %d after a failed commit, want %d", got, head)
+	}
+}
+
+// TestFailureLogIsRateLimited: a burst of failures logs one line, then one
+// per interval carrying how many were suppressed.
+func TestFailureLogIsRateLimited(t *testing.T) {
+	var r rateLimit
+	t0 := time.Unix(1000, 0)
+	if _, ok := r.allow(t0); !ok {
+		t.Fatal("the first failure was not logged")
+	}
+	for i := range 100 {
+		if _, ok := r.allow(t0.Add(time.Duration(i) * time.Millisecond)); ok {
+			t.Fatalf("failure %d within the interval was logged", i)
+		}
+	}
+	n, ok := r.allow(t0.Add(failLogInterval))
+	if !ok || n != 100 {
+		t.Fatalf("after the interval: logged %v, suppressed %d; want true, 100", ok, n)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 	bolt "go.etcd.io/bbolt"
 )
@@ -25,10 +26,10 @@ import (
 // it, and that a rebuild reproduces the live projections, at the end.
 type harness struct {
 	t     testing.TB
-	l     *ledger.Ledger
+	l     *boltstore.Store
 	svc   *Service
 	path  string
-	lopts ledger.Options
+	lopts boltstore.Options
 	opts  Options
 
 	client string                                   // Call.Client of the calls (default "test-client")
@@ -51,15 +52,15 @@ type sent struct {
 }
 
 func newHarness(t testing.TB, opts Options) *harness {
-	return newHarnessWith(t, opts, ledger.Options{})
+	return newHarnessWith(t, opts, boltstore.Options{})
 }
 
 // newHarnessWith is newHarness with ledger options (a fixed clock, say).
-func newHarnessWith(t testing.TB, opts Options, lopts ledger.Options) *harness {
+func newHarnessWith(t testing.TB, opts Options, lopts boltstore.Options) *harness {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	lopts.Create = true
-	l, err := ledger.Open(path, lopts)
+	l, err := boltstore.Open(path, lopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func newHarnessWith(t testing.TB, opts Options, lopts ledger.Options) *harness {
 		if h.tampered {
 			return
 		}
-		if _, err := h.l.Verify(context.Background(), ledger.VerifyOptions{}); err != nil {
+		if _, err := h.l.Verify(context.Background(), boltstore.VerifyOptions{}); err != nil {
 			t.Errorf("verify at end: %v", err)
 		}
 		h.checkToolCalls()
@@ -95,7 +96,7 @@ func (h *harness) reopen(opts Options) {
 	h.l.Close()
 	lopts := h.lopts
 	lopts.Create = false
-	l, err := ledger.Open(h.path, lopts)
+	l, err := boltstore.Open(h.path, lopts)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func (h *harness) checkToolCalls() {
 
 func (h *harness) fingerprint() uint64 {
 	var fp uint64
-	err := h.l.View(func(tx *ledger.Tx) error {
+	err := h.l.View(func(tx *boltstore.Tx) error {
 		var err error
 		fp, err = projections.Fingerprint(tx)
 		return err
@@ -253,7 +254,7 @@ func (h *harness) call(tool string, args any, wantCode string) map[string]any {
 
 func (h *harness) head() uint64 {
 	var seq uint64
-	h.l.View(func(tx *ledger.Tx) error { seq = tx.Head().Seq; return nil })
+	h.l.View(func(tx *boltstore.Tx) error { seq = tx.Head().Seq; return nil })
 	return seq
 }
 
@@ -267,7 +268,7 @@ type toolCall struct {
 func (h *harness) events() []ledger.Record {
 	h.t.Helper()
 	var recs []ledger.Record
-	err := h.l.View(func(tx *ledger.Tx) error {
+	err := h.l.View(func(tx *boltstore.Tx) error {
 		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
 			r.Raw = append([]byte(nil), r.Raw...)
 			recs = append(recs, r)
@@ -304,7 +305,7 @@ func (h *harness) stateFingerprint() uint64 {
 	h.t.Helper()
 	var fp uint64
 	errRollback := errors.New("roll back")
-	err := h.l.Update(func(tx *ledger.Tx) error {
+	err := h.l.Update(func(tx *boltstore.Tx) error {
 		meta, err := tx.Space("meta")
 		if err != nil {
 			return err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -94,7 +94,7 @@ func TestCallsStopWhenAnotherVersionRebuiltProjections(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.call("task_create", map[string]any{"title": "a", "project": "p"}, "OK")
 	// Another binary, of projection version 99, rebuilt the projections.
-	err := h.l.Update(func(tx *ledger.Tx) error {
+	err := h.l.Update(func(tx *boltstore.Tx) error {
 		meta, err := tx.Space("meta")
 		if err != nil {
 			return err

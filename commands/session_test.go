@@ -9,6 +9,7 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -226,7 +227,7 @@ func TestSessionLeaves(t *testing.T) {
 	}
 	// Every leaf is provably in the ledger of that size, under ledger_root.
 	root, _ := ledger.ParseHash(fin["ledger_root"].(string))
-	h.l.View(func(tx *ledger.Tx) error {
+	h.l.View(func(tx *boltstore.Tx) error {
 		if got, _ := tx.Root(size); got != root {
 			t.Errorf("ledger Root(%d) = %s, ledger_root %s", size, got, root)
 		}

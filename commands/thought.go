@@ -8,6 +8,7 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -197,7 +198,7 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 
 // thoughtHolds re-hashes the thought's event from the stored bytes and checks
 // that it is the thought recorded, at its place in the task's chain.
-func thoughtHolds(lt *ledger.Tx, th projections.Thought) (bool, error) {
+func thoughtHolds(lt *boltstore.Tx, th projections.Thought) (bool, error) {
 	rec, err := lt.Event(th.Seq)
 	if err != nil {
 		return false, nil

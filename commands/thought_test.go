@@ -6,6 +6,7 @@ import (
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -14,7 +15,7 @@ func (h *harness) eventAt(seq uint64) (ledger.Record, ledger.Hash) {
 	h.t.Helper()
 	var rec ledger.Record
 	var leaf ledger.Hash
-	err := h.l.View(func(tx *ledger.Tx) error {
+	err := h.l.View(func(tx *boltstore.Tx) error {
 		var err error
 		if rec, err = tx.Event(seq); err != nil {
 			return err

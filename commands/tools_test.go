@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/skills"
 )
@@ -117,7 +118,7 @@ func TestToolOutputs(t *testing.T) {
 		}
 		lg := obj(t, d["ledger"])
 		var root, headHash ledger.Hash
-		h.l.View(func(tx *ledger.Tx) error {
+		h.l.View(func(tx *boltstore.Tx) error {
 			root, _ = tx.Root(head)
 			r, err := tx.Event(head)
 			headHash = r.Hash
@@ -131,7 +132,7 @@ func TestToolOutputs(t *testing.T) {
 			t.Errorf("health.projections = %v, want version %d applied %d", pj, projections.Version, head)
 		}
 		db := obj(t, d["db"])
-		if db["open"] != true || db["path"] != h.path || db["format_version"] != float64(ledger.FormatVersion) || db["size_bytes"].(float64) <= 0 {
+		if db["open"] != true || db["path"] != h.path || db["format_version"] != float64(boltstore.FormatVersion) || db["size_bytes"].(float64) <= 0 {
 			t.Errorf("health.db = %v", db)
 		}
 		if got := obj(t, d["tools"])["registered"]; got != 14.0 {

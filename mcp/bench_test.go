@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/skills"
 )
 
@@ -113,7 +113,7 @@ type benchSession struct {
 
 func startBenchSession(b *testing.B) *benchSession {
 	b.Helper()
-	l, err := ledger.Open(filepath.Join(b.TempDir(), "bench.db"), ledger.Options{Create: true})
+	l, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{Create: true})
 	if err != nil {
 		b.Fatal(err)
 	}

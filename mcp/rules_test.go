@@ -14,7 +14,7 @@ import (
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/domain"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -34,7 +34,7 @@ type badCase struct {
 // and the read models stay as they were.
 func TestRulesEnforcedByCommands(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := ledger.Open(path, ledger.Options{Create: true})
+	l, err := boltstore.Open(path, boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,19 +127,19 @@ func hasPath(err error, path string) bool {
 	return slices.ContainsFunc(ie.Issues, func(is commands.Issue) bool { return is.Path == path })
 }
 
-func headSeq(t *testing.T, l *ledger.Ledger) uint64 {
+func headSeq(t *testing.T, l *boltstore.Store) uint64 {
 	t.Helper()
 	var seq uint64
-	if err := l.View(func(tx *ledger.Tx) error { seq = tx.Head().Seq; return nil }); err != nil {
+	if err := l.View(func(tx *boltstore.Tx) error { seq = tx.Head().Seq; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return seq
 }
 
-func eventType(t *testing.T, l *ledger.Ledger, seq uint64) string {
+func eventType(t *testing.T, l *boltstore.Store, seq uint64) string {
 	t.Helper()
 	var typ string
-	if err := l.View(func(tx *ledger.Tx) error {
+	if err := l.View(func(tx *boltstore.Tx) error {
 		r, err := tx.Event(seq)
 		typ = r.Type
 		return err
@@ -151,11 +151,11 @@ func eventType(t *testing.T, l *ledger.Ledger, seq uint64) string {
 
 // readModels is the projections' fingerprint with the applied seq left out
 // (zeroed in a transaction that is rolled back).
-func readModels(t *testing.T, l *ledger.Ledger) uint64 {
+func readModels(t *testing.T, l *boltstore.Store) uint64 {
 	t.Helper()
 	var fp uint64
 	errRollback := errors.New("roll back")
-	err := l.Update(func(tx *ledger.Tx) error {
+	err := l.Update(func(tx *boltstore.Tx) error {
 		meta, err := tx.Space("meta")
 		if err != nil {
 			return err

@@ -8,13 +8,14 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
 // openFolded opens a new ledger with empty projections.
-func openFolded(t *testing.T) *ledger.Ledger {
+func openFolded(t *testing.T) *boltstore.Store {
 	t.Helper()
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Create: true})
+	l, err := boltstore.Open(filepath.Join(t.TempDir(), "ledger.db"), boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,9 +27,9 @@ func openFolded(t *testing.T) *ledger.Ledger {
 }
 
 // appendRaw appends an event with the payload version given, folding it live.
-func appendRaw(t *testing.T, l *ledger.Ledger, typ string, version uint16, subjects []string, payload any) {
+func appendRaw(t *testing.T, l *boltstore.Store, typ string, version uint16, subjects []string, payload any) {
 	t.Helper()
-	err := l.Update(func(tx *ledger.Tx) error {
+	err := l.Update(func(tx *boltstore.Tx) error {
 		b, err := ledger.EncodePayload(payload)
 		if err != nil {
 			return err
@@ -59,7 +60,7 @@ func TestUpcastTaskCreated(t *testing.T) {
 	appendRaw(t, l, events.TypeTaskCreated, 2, []string{"T-0002"}, v2)
 	check := func(when string) {
 		t.Helper()
-		l.View(func(tx *ledger.Tx) error {
+		l.View(func(tx *boltstore.Tx) error {
 			for id, want := range map[string]uint64{"T-0001": 3, "T-0002": 4} {
 				task, ok, err := projections.GetTask(tx, id)
 				if err != nil || !ok || task.Sequence != want {
@@ -85,17 +86,30 @@ func TestUpcastTaskCreated(t *testing.T) {
 		})
 	}
 	check("live")
-	if err := l.Update(projections.Reset); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Update(func(tx *ledger.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
-		t.Fatal(err)
-	}
+	rebuild(t, l, 0)
 	check("rebuilt")
 }
 
+// rebuild refolds the whole log of l, limit events per transaction (0: all
+// at once), and returns how many events the last transaction folded.
+func rebuild(t *testing.T, l *boltstore.Store, limit uint64) (folded uint64) {
+	t.Helper()
+	if err := l.Update(projections.StartRebuild); err != nil {
+		t.Fatal(err)
+	}
+	for done := false; !done; {
+		if err := l.Update(func(tx *boltstore.Tx) (err error) {
+			done, folded, _, err = projections.ContinueRebuild(tx, limit)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return folded
+}
+
 // history appends every kind of event, folding each live.
-func history(t *testing.T, l *ledger.Ledger, tasks int) {
+func history(t *testing.T, l *boltstore.Store, tasks int) {
 	t.Helper()
 	s := func(v string) *string { return &v }
 	for i := 1; i <= tasks; i++ {
@@ -119,12 +133,12 @@ func history(t *testing.T, l *ledger.Ledger, tasks int) {
 
 // refold folds src's log into a new scratch ledger with Fold, in batches of
 // batch records, and returns the scratch ledger.
-func refold(t *testing.T, src *ledger.Ledger, batch int) *ledger.Ledger {
+func refold(t *testing.T, src *boltstore.Store, batch int) *boltstore.Store {
 	t.Helper()
 	scratch := openFolded(t)
 	var recs []ledger.Record
 	roots := map[uint64]ledger.Hash{}
-	src.View(func(tx *ledger.Tx) error {
+	src.View(func(tx *boltstore.Tx) error {
 		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
 			roots[r.Seq], _ = tx.Root(r.Seq)
 			r.Raw = nil
@@ -135,7 +149,7 @@ func refold(t *testing.T, src *ledger.Ledger, batch int) *ledger.Ledger {
 	root := func(size uint64) (ledger.Hash, error) { return roots[size], nil }
 	for len(recs) > 0 {
 		n := min(batch, len(recs))
-		if err := scratch.Update(func(tx *ledger.Tx) error { return projections.Fold(tx, recs[:n], root) }); err != nil {
+		if err := scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root) }); err != nil {
 			t.Fatal(err)
 		}
 		recs = recs[n:]
@@ -144,12 +158,12 @@ func refold(t *testing.T, src *ledger.Ledger, batch int) *ledger.Ledger {
 }
 
 // compare runs a Comparison of got against want in steps of step keys.
-func compare(t *testing.T, want, got *ledger.Ledger, step int) projections.Comparison {
+func compare(t *testing.T, want, got *boltstore.Store, step int) projections.Comparison {
 	t.Helper()
 	var c projections.Comparison
 	for !c.Done() {
-		err := want.View(func(wtx *ledger.Tx) error {
-			return got.View(func(gtx *ledger.Tx) error { return c.Step(wtx, gtx, step) })
+		err := want.View(func(wtx *boltstore.Tx) error {
+			return got.View(func(gtx *boltstore.Tx) error { return c.Step(wtx, gtx, step) })
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -158,9 +172,9 @@ func compare(t *testing.T, want, got *ledger.Ledger, step int) projections.Compa
 	return c
 }
 
-func fingerprintOf(t *testing.T, l *ledger.Ledger) (fp uint64) {
+func fingerprintOf(t *testing.T, l *boltstore.Store) (fp uint64) {
 	t.Helper()
-	l.View(func(tx *ledger.Tx) (err error) { fp, err = projections.Fingerprint(tx); return })
+	l.View(func(tx *boltstore.Tx) (err error) { fp, err = projections.Fingerprint(tx); return })
 	return fp
 }
 
@@ -183,8 +197,8 @@ func TestFoldEqualsApply(t *testing.T) {
 	// Out of order is refused.
 	scratch := openFolded(t)
 	var r ledger.Record
-	live.View(func(tx *ledger.Tx) (err error) { r, err = tx.Event(2); return })
-	err := scratch.Update(func(tx *ledger.Tx) error {
+	live.View(func(tx *boltstore.Tx) (err error) { r, err = tx.Event(2); return })
+	err := scratch.Update(func(tx *boltstore.Tx) error {
 		return projections.Fold(tx, []ledger.Record{r}, func(uint64) (ledger.Hash, error) { return ledger.Hash{}, nil })
 	})
 	if err == nil || !strings.Contains(err.Error(), "fold seq 2") {
@@ -200,19 +214,19 @@ func TestComparisonFindsEdits(t *testing.T) {
 	scratch := refold(t, live, 100)
 	for _, c := range []struct {
 		name, problem, key string
-		edit               func(tx *ledger.Tx) error
+		edit               func(tx *boltstore.Tx) error
 	}{
-		{"edited", "value differs", "T-0003", func(tx *ledger.Tx) error {
+		{"edited", "value differs", "T-0003", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("tasks")
 			v := append([]byte(nil), sp.Get(key(3))...)
 			v[len(v)-1] ^= 1
 			return sp.Put(key(3), v)
 		}},
-		{"deleted", "missing", "T-0002", func(tx *ledger.Tx) error {
+		{"deleted", "missing", "T-0002", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("tasks")
 			return sp.Delete(key(2))
 		}},
-		{"added", "unexpected key", "Θ-0099", func(tx *ledger.Tx) error {
+		{"added", "unexpected key", "Θ-0099", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("thoughts")
 			return sp.Put(key(99), []byte{0x80})
 		}},
@@ -243,43 +257,55 @@ func key(n uint64) []byte {
 	return b
 }
 
-// TestResetDiscards: Reset is immediate whatever the projections' size,
-// and CatchUp frees the old ones a bounded part at a time.
-func TestResetDiscards(t *testing.T) {
+// TestRebuildStagesAndSwaps: a rebuild folds into a staging set while the
+// live projections keep serving and folding new events; once caught up it
+// swaps in projections identical to the live ones, and the old ones are
+// freed.
+func TestRebuildStagesAndSwaps(t *testing.T) {
 	l := openFolded(t)
 	history(t, l, 150)
-	before := fingerprintOf(t, l)
-	if err := l.Update(projections.Reset); err != nil {
+	if err := l.Update(projections.StartRebuild); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Update(func(tx *ledger.Tx) error {
-		if more, err := tx.EmptyTrash(0); !more || err != nil { // only asks
-			t.Errorf("nothing left to free after Reset (%v)", err)
-		}
-		sp, _ := tx.Space("tasks")
-		if sp.Get(key(1)) != nil {
-			t.Error("Reset left the tasks readable")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for more := true; more; {
-		if err := l.Update(func(tx *ledger.Tx) (err error) {
-			if _, err = projections.CatchUp(tx, 50); err != nil {
-				return err
-			}
-			more, err = tx.EmptyTrash(0) // only asks
+	var rounds int
+	for done := false; !done; rounds++ {
+		live := fingerprintOf(t, l)
+		if err := l.Update(func(tx *boltstore.Tx) (err error) {
+			done, _, _, err = projections.ContinueRebuild(tx, 50)
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
+		if !done && fingerprintOf(t, l) != live {
+			t.Fatal("a rebuild chunk changed the live projections")
+		}
+		if rounds == 1 {
+			// Calls go on during the rebuild, folded live.
+			history(t, l, 3)
+		}
 	}
-	if err := l.Update(func(tx *ledger.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
+	if rounds < 3 {
+		t.Fatalf("rebuild took %d chunks of 50 events, want several", rounds)
+	}
+	rebuilt := fingerprintOf(t, l)
+	// The same log folded from scratch in one go (a second rebuild) agrees.
+	if err := l.Update(projections.StartRebuild); err != nil {
 		t.Fatal(err)
 	}
-	if after := fingerprintOf(t, l); after != before {
-		t.Errorf("rebuilt projections differ: %x, %x", after, before)
+	if err := l.Update(func(tx *boltstore.Tx) error {
+		done, _, _, err := projections.ContinueRebuild(tx, 0)
+		if !done && err == nil {
+			t.Error("a rebuild without a limit did not finish")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if again := fingerprintOf(t, l); again != rebuilt {
+		t.Errorf("rebuilt projections differ: %x, %x", again, rebuilt)
+	}
+	if err := l.EmptyTrash(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -288,7 +314,7 @@ func TestResetDiscards(t *testing.T) {
 func TestCatchUpLarge(t *testing.T) {
 	l := openFolded(t)
 	s := func(v string) *string { return &v }
-	err := l.Update(func(tx *ledger.Tx) error {
+	err := l.Update(func(tx *boltstore.Tx) error {
 		add := func(typ string, subjects []string, payload any) error {
 			b, err := ledger.EncodePayload(payload)
 			if err != nil {
@@ -316,14 +342,7 @@ func TestCatchUpLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := fingerprintOf(t, l)
-	if err := l.Update(projections.Reset); err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	if err := l.Update(func(tx *ledger.Tx) (err error) { n, err = projections.CatchUp(tx, 0); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if n != 2400 {
+	if n := rebuild(t, l, 0); n != 2400 {
 		t.Errorf("caught up %d events, want 2400", n)
 	}
 	if rebuilt := fingerprintOf(t, l); rebuilt != live {

@@ -8,6 +8,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // Version is the layout version of the projection spaces. A ledger whose
@@ -37,7 +38,7 @@ var ErrVersionChanged = errors.New("projections are of another version")
 var ErrNewerVersion = errors.New("projections are newer than this binary")
 
 // State reports the stored projection version and the last folded seq.
-func State(tx *ledger.Tx) (version, applied uint64, err error) {
+func State(tx *boltstore.Tx) (version, applied uint64, err error) {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return 0, 0, err
@@ -47,7 +48,7 @@ func State(tx *ledger.Tx) (version, applied uint64, err error) {
 
 // NeedsRebuild reports whether the stored projections were built by another
 // projection version (or never built). ErrNewerVersion if they are newer.
-func NeedsRebuild(tx *ledger.Tx) (bool, error) {
+func NeedsRebuild(tx *boltstore.Tx) (bool, error) {
 	v, _, err := State(tx)
 	if err != nil {
 		return false, err
@@ -58,29 +59,24 @@ func NeedsRebuild(tx *ledger.Tx) (bool, error) {
 	return v != Version, nil
 }
 
-// Reset drops every projection space and marks the state empty at this
-// binary's version: the next CatchUp folds the log from seq 1. The old
-// spaces are discarded in constant time and freed by later CatchUps, a
-// bounded part each, so replacing large projections never holds them all in
-// memory at once.
-func Reset(tx *ledger.Tx) error {
-	for _, name := range spaces {
-		if err := tx.DiscardSpace(name); err != nil {
-			return err
-		}
-	}
+// Reset marks the projections in tx empty at this binary's version: the
+// next CatchUp folds the log from seq 1. tx's spaces must be empty: a
+// rebuild resets a fresh staging set (boltstore.Tx.Staging) and promotes it
+// once it has caught up, so nobody sees a half-built projection.
+func Reset(tx *boltstore.Tx) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
+	}
+	if applied := getU64(meta, keyApplied); applied != 0 {
+		return fmt.Errorf("reset projections: they hold state up to seq %d", applied)
 	}
 	return errors.Join(putU64(meta, keyVersion, Version), putU64(meta, keyApplied, 0))
 }
 
 // CatchUp folds the events after the last applied one, at most limit of
-// them (0: all), and returns how many it folded. It also frees a little of
-// what a Reset discarded (up to 512 KiB of it: its pages are scattered, and
-// every page read maps its neighbours too).
-func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
+// them (0: all), and returns how many it folded.
+func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 	version, applied, err := State(tx)
 	if err != nil {
 		return 0, err
@@ -90,9 +86,6 @@ func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
 		// binary's rules would mix two versions in one state.
 		return 0, fmt.Errorf("%w: stored version %d, this binary's %d", ErrVersionChanged, version, Version)
 	}
-	if _, err := tx.EmptyTrash(int(min(max(25*limit, 128<<10), 512<<10))); err != nil {
-		return 0, err
-	}
 	end := tx.Head().Seq + 1
 	if limit > 0 && applied+1+limit < end {
 		end = applied + 1 + limit
@@ -101,11 +94,6 @@ func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
 	var n uint64
 	fold := func(r ledger.Record) error {
 		n++
-		if n%4096 == 0 {
-			// A rebuild's chunk reads projection pages all over the
-			// file; keep only the recent ones mapped.
-			tx.ReleaseMapped()
-		}
 		return f.apply(r)
 	}
 	if end-applied > 2*decodeBatch {
@@ -131,7 +119,7 @@ func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
 
 // Apply folds one record just appended in this transaction. Records must be
 // applied in seq order with none skipped.
-func Apply(tx *ledger.Tx, r ledger.Record) error {
+func Apply(tx *boltstore.Tx, r ledger.Record) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
@@ -152,7 +140,7 @@ func Apply(tx *ledger.Tx, r ledger.Record) error {
 // state's applied seq (1 after Reset); tx's own log plays no part. root
 // returns the RFC 9162 root of the records' log of the given size; it is
 // asked only by the folds that record a ledger root.
-func Fold(tx *ledger.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error)) error {
+func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error)) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
@@ -207,7 +195,7 @@ func (f *folder) apply(r ledger.Record) error {
 // Fingerprint hashes every projection space (names, keys and values) with
 // xxhash: two states with equal fingerprints hold the same data. The
 // applied seq is included, so compare states folded to the same seq.
-func Fingerprint(tx *ledger.Tx) (uint64, error) {
+func Fingerprint(tx *boltstore.Tx) (uint64, error) {
 	d := xxhash.New()
 	var lenBuf [8]byte
 	write := func(b []byte) {
@@ -250,7 +238,7 @@ func u64(v uint64) []byte {
 
 func key2(a, b uint64) []byte { return append(u64(a), u64(b)...) }
 
-func getU64(sp *ledger.Space, key string) uint64 {
+func getU64(sp *boltstore.Space, key string) uint64 {
 	v := sp.Get([]byte(key))
 	if len(v) != 8 {
 		return 0
@@ -258,10 +246,10 @@ func getU64(sp *ledger.Space, key string) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-func putU64(sp *ledger.Space, key string, v uint64) error { return sp.Put([]byte(key), u64(v)) }
+func putU64(sp *boltstore.Space, key string, v uint64) error { return sp.Put([]byte(key), u64(v)) }
 
 // nextNumber is the number the next id of the counter key will get.
-func nextNumber(tx *ledger.Tx, key string) (uint64, error) {
+func nextNumber(tx *boltstore.Tx, key string) (uint64, error) {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return 0, err
@@ -270,7 +258,7 @@ func nextNumber(tx *ledger.Tx, key string) (uint64, error) {
 }
 
 // seenNumber records that id number n of the counter key is taken.
-func seenNumber(tx *ledger.Tx, key string, n uint64) error {
+func seenNumber(tx *boltstore.Tx, key string, n uint64) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
@@ -282,7 +270,7 @@ func seenNumber(tx *ledger.Tx, key string, n uint64) error {
 }
 
 // getRecord decodes the msgpack value at key into v; false if absent.
-func getRecord(sp *ledger.Space, key []byte, v any) (bool, error) {
+func getRecord(sp *boltstore.Space, key []byte, v any) (bool, error) {
 	b := sp.Get(key)
 	if b == nil {
 		return false, nil
@@ -290,7 +278,7 @@ func getRecord(sp *ledger.Space, key []byte, v any) (bool, error) {
 	return true, unmarshal(b, v)
 }
 
-func putRecord(sp *ledger.Space, key []byte, v any) error {
+func putRecord(sp *boltstore.Space, key []byte, v any) error {
 	b, err := marshal(v)
 	if err != nil {
 		return err

@@ -10,18 +10,19 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
 // foldLedger is a ledger whose events the test appends and folds itself.
 type foldLedger struct {
 	t *testing.T
-	l *ledger.Ledger
+	l *boltstore.Store
 }
 
 func newFoldLedger(t *testing.T) *foldLedger {
 	t.Helper()
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Create: true})
+	l, err := boltstore.Open(filepath.Join(t.TempDir(), "ledger.db"), boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func newFoldLedger(t *testing.T) *foldLedger {
 func (f *foldLedger) add(fold bool, typ string, subjects []string, payload any) ledger.Record {
 	f.t.Helper()
 	var rec ledger.Record
-	err := f.l.Update(func(tx *ledger.Tx) error {
+	err := f.l.Update(func(tx *boltstore.Tx) error {
 		b, err := ledger.EncodePayload(payload)
 		if err != nil {
 			return err
@@ -60,13 +61,13 @@ func (f *foldLedger) add(fold bool, typ string, subjects []string, payload any) 
 func (f *foldLedger) fingerprint() uint64 {
 	f.t.Helper()
 	var fp uint64
-	if err := f.l.View(func(tx *ledger.Tx) (err error) { fp, err = projections.Fingerprint(tx); return }); err != nil {
+	if err := f.l.View(func(tx *boltstore.Tx) (err error) { fp, err = projections.Fingerprint(tx); return }); err != nil {
 		f.t.Fatal(err)
 	}
 	return fp
 }
 
-func (f *foldLedger) view(fn func(tx *ledger.Tx) error) {
+func (f *foldLedger) view(fn func(tx *boltstore.Tx) error) {
 	f.t.Helper()
 	if err := f.l.View(fn); err != nil {
 		f.t.Fatal(err)
@@ -132,27 +133,11 @@ func TestRebuildEqualsLive(t *testing.T) {
 	f.history()
 	live := f.fingerprint()
 	for _, limit := range []uint64{0, 1, 2, 3, 100} {
-		err := f.l.Update(func(tx *ledger.Tx) error {
-			if err := projections.Reset(tx); err != nil {
-				return err
-			}
-			for {
-				n, err := projections.CatchUp(tx, limit)
-				if err != nil || n == 0 || limit == 0 {
-					return err
-				}
-				if n > limit {
-					t.Errorf("CatchUp(%d) folded %d", limit, n)
-				}
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rebuild(t, f.l, limit)
 		if got := f.fingerprint(); got != live {
 			t.Errorf("rebuild in chunks of %d: fingerprint %x, live %x", limit, got, live)
 		}
-		f.view(func(tx *ledger.Tx) error {
+		f.view(func(tx *boltstore.Tx) error {
 			v, applied, err := projections.State(tx)
 			if v != projections.Version || applied != tx.Head().Seq {
 				t.Errorf("state after rebuild: version %d applied %d, head %d", v, applied, tx.Head().Seq)
@@ -166,7 +151,7 @@ func TestApplyOrder(t *testing.T) {
 	f := newFoldLedger(t)
 	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "a"))
 	rec := f.add(false, events.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "b"))
-	err := f.l.Update(func(tx *ledger.Tx) error {
+	err := f.l.Update(func(tx *boltstore.Tx) error {
 		rec.Seq = 1 // already folded
 		return projections.Apply(tx, rec)
 	})
@@ -174,7 +159,7 @@ func TestApplyOrder(t *testing.T) {
 		t.Errorf("Apply of an already folded seq succeeded")
 	}
 	// CatchUp folds what Apply was not given.
-	err = f.l.Update(func(tx *ledger.Tx) error {
+	err = f.l.Update(func(tx *boltstore.Tx) error {
 		n, err := projections.CatchUp(tx, 0)
 		if n != 1 {
 			t.Errorf("CatchUp folded %d, want 1", n)
@@ -184,7 +169,7 @@ func TestApplyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.view(func(tx *ledger.Tx) error {
+	f.view(func(tx *boltstore.Tx) error {
 		if _, ok, _ := projections.GetTask(tx, "T-0002"); !ok {
 			t.Errorf("T-0002 not folded")
 		}
@@ -207,7 +192,7 @@ func TestNeedsRebuild(t *testing.T) {
 	} {
 		var need bool
 		var err error
-		f.l.Update(func(tx *ledger.Tx) error {
+		f.l.Update(func(tx *boltstore.Tx) error {
 			meta, _ := tx.Space("meta")
 			if e := meta.Put([]byte("version"), be(c.version)); e != nil {
 				return e
@@ -254,7 +239,7 @@ func TestSessionLeafRule(t *testing.T) {
 		events.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00"})
 	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Title: str("z")}) // 13: after
 	want := map[string][]uint64{"A-0001": {3, 5, 6, 8, 11}, "A-0002": {4, 5, 6}}
-	f.view(func(tx *ledger.Tx) error {
+	f.view(func(tx *boltstore.Tx) error {
 		for id, seqs := range want {
 			var got []uint64
 			var hashes []ledger.Hash
@@ -295,7 +280,7 @@ func TestTaskAsOf(t *testing.T) {
 		events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "plan", Content: "c", ChainPosition: 1})
 	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Status: str("blocked"), BlockedReason: str("r")}) // 5
 	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Status: str("todo"), BlockedReason: str("")})     // 6
-	f.view(func(tx *ledger.Tx) error {
+	f.view(func(tx *boltstore.Tx) error {
 		for _, c := range []struct {
 			seq            uint64
 			ok             bool

@@ -8,6 +8,7 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 const (
@@ -179,7 +180,7 @@ func concerns(f *folder, s *Session, r ledger.Record) ([]string, error) {
 	return in, nil
 }
 
-func putSession(tx *ledger.Tx, n uint64, s *Session) error {
+func putSession(tx *boltstore.Tx, n uint64, s *Session) error {
 	sessions, err := tx.Space(spSessions)
 	if err != nil {
 		return err
@@ -188,7 +189,7 @@ func putSession(tx *ledger.Tx, n uint64, s *Session) error {
 }
 
 // GetSession returns the session with id; ok false if none.
-func GetSession(tx *ledger.Tx, id string) (s Session, ok bool, err error) {
+func GetSession(tx *boltstore.Tx, id string) (s Session, ok bool, err error) {
 	n, valid := domain.ParseID(domain.SessionPrefix, id)
 	if !valid {
 		return s, false, nil
@@ -202,7 +203,7 @@ func GetSession(tx *ledger.Tx, id string) (s Session, ok bool, err error) {
 }
 
 // SessionLeaves calls fn for the session's leaves in ledger order.
-func SessionLeaves(tx *ledger.Tx, id string, fn func(Leaf) error) error {
+func SessionLeaves(tx *boltstore.Tx, id string, fn func(Leaf) error) error {
 	n, valid := domain.ParseID(domain.SessionPrefix, id)
 	if !valid {
 		return nil
@@ -222,7 +223,7 @@ func SessionLeaves(tx *ledger.Tx, id string, fn func(Leaf) error) error {
 }
 
 // NextSessionID is the id the next audit session gets.
-func NextSessionID(tx *ledger.Tx) (string, error) {
+func NextSessionID(tx *boltstore.Tx) (string, error) {
 	n, err := nextNumber(tx, counterSession)
 	return domain.FormatID(domain.SessionPrefix, n), err
 }
@@ -234,7 +235,3 @@ func NextSessionID(tx *ledger.Tx) (string, error) {
 func (s Session) Selects(l Leaf, taskID string) bool {
 	return taskID == "" || l.Seq == s.StartSeq || slices.Contains(l.Tasks, taskID)
 }
-
-// TypeSessionFinalized is events.TypeSessionFinalized, kept under its old
-// name for cmd/logbook's verifier until auditing moves to its own package.
-const TypeSessionFinalized = events.TypeSessionFinalized

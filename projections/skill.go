@@ -3,12 +3,13 @@ package projections
 import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 const spSkills = "skills" // actor ‖ 0 ‖ skill name → events.LoadedSkill
 
 // applySkillsLoaded keeps, per actor, the skill set it last loaded.
-func applySkillsLoaded(tx *ledger.Tx, r ledger.Record) error {
+func applySkillsLoaded(tx *boltstore.Tx, r ledger.Record) error {
 	var p events.SkillsLoaded
 	if err := decode(r, &p); err != nil {
 		return err

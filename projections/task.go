@@ -7,6 +7,7 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 const (
@@ -171,7 +172,7 @@ func putTask(f *folder, n uint64, t *Task, seq uint64) error {
 
 // GetTask returns the current state of the task with id; ok is false if
 // there is none.
-func GetTask(tx *ledger.Tx, id string) (t Task, ok bool, err error) {
+func GetTask(tx *boltstore.Tx, id string) (t Task, ok bool, err error) {
 	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return t, false, nil
@@ -186,7 +187,7 @@ func GetTask(tx *ledger.Tx, id string) (t Task, ok bool, err error) {
 
 // TaskAsOf folds the task's events up to and including seq from the log
 // itself (time travel). ok is false if the task did not exist yet.
-func TaskAsOf(tx *ledger.Tx, id string, seq uint64) (t Task, ok bool, err error) {
+func TaskAsOf(tx *boltstore.Tx, id string, seq uint64) (t Task, ok bool, err error) {
 	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return t, false, nil
@@ -215,7 +216,7 @@ func TaskAsOf(tx *ledger.Tx, id string, seq uint64) (t Task, ok bool, err error)
 }
 
 // Tasks calls fn for every task in creation order until fn returns false.
-func Tasks(tx *ledger.Tx, fn func(Task) bool) error {
+func Tasks(tx *boltstore.Tx, fn func(Task) bool) error {
 	tasks, err := tx.Space(spTasks)
 	if err != nil {
 		return err
@@ -230,7 +231,7 @@ func Tasks(tx *ledger.Tx, fn func(Task) bool) error {
 }
 
 // Children returns the ids of the task's direct sub-tasks in creation order.
-func Children(tx *ledger.Tx, id string) ([]string, error) {
+func Children(tx *boltstore.Tx, id string) ([]string, error) {
 	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return nil, nil
@@ -249,7 +250,7 @@ func Children(tx *ledger.Tx, id string) ([]string, error) {
 
 // IsWithin reports whether task id is ancestor itself or one of its
 // descendants.
-func IsWithin(tx *ledger.Tx, id, ancestor string) (bool, error) {
+func IsWithin(tx *boltstore.Tx, id, ancestor string) (bool, error) {
 	return isWithin(id, ancestor, func(id string) (Task, bool, error) { return GetTask(tx, id) })
 }
 
@@ -258,7 +259,7 @@ func IsWithin(tx *ledger.Tx, id, ancestor string) (bool, error) {
 const MaxDepth = 1000
 
 // Depth is the number of ancestors of the task (0 for a top-level task).
-func Depth(tx *ledger.Tx, id string) (int, error) {
+func Depth(tx *boltstore.Tx, id string) (int, error) {
 	depth := -1
 	err := walkUp(id, func(id string) (Task, bool, error) { return GetTask(tx, id) }, func(string) bool {
 		depth++
@@ -298,7 +299,7 @@ func errParentChain(id string, depth int) error {
 }
 
 // GetProject returns the project's counters; ok is false if it has no task.
-func GetProject(tx *ledger.Tx, name string) (p Project, ok bool, err error) {
+func GetProject(tx *boltstore.Tx, name string) (p Project, ok bool, err error) {
 	projects, err := tx.Space(spProjects)
 	if err != nil {
 		return p, false, err
@@ -308,13 +309,13 @@ func GetProject(tx *ledger.Tx, name string) (p Project, ok bool, err error) {
 }
 
 // NextTaskID is the id the next created task gets.
-func NextTaskID(tx *ledger.Tx) (string, error) {
+func NextTaskID(tx *boltstore.Tx) (string, error) {
 	n, err := nextNumber(tx, counterTask)
 	return domain.FormatID(domain.TaskPrefix, n), err
 }
 
 // TaskEventSeqs are the seqs of the events that created or updated the task.
-func TaskEventSeqs(tx *ledger.Tx, id string) ([]uint64, error) {
+func TaskEventSeqs(tx *boltstore.Tx, id string) ([]uint64, error) {
 	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return nil, nil

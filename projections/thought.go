@@ -6,6 +6,7 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 const (
@@ -74,7 +75,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	return nil
 }
 
-func thoughtByNumber(tx *ledger.Tx, n uint64) (Thought, error) {
+func thoughtByNumber(tx *boltstore.Tx, n uint64) (Thought, error) {
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
 		return Thought{}, err
@@ -88,7 +89,7 @@ func thoughtByNumber(tx *ledger.Tx, n uint64) (Thought, error) {
 }
 
 // LastThought is the task's latest thought; ok false if it has none.
-func LastThought(tx *ledger.Tx, taskID string) (th Thought, ok bool, err error) {
+func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err error) {
 	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return th, false, nil
@@ -106,7 +107,7 @@ func LastThought(tx *ledger.Tx, taskID string) (th Thought, ok bool, err error) 
 }
 
 // TaskThoughts calls fn for the task's thoughts in chain order.
-func TaskThoughts(tx *ledger.Tx, taskID string, fn func(Thought) bool) error {
+func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error {
 	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return nil
@@ -126,7 +127,7 @@ func TaskThoughts(tx *ledger.Tx, taskID string, fn func(Thought) bool) error {
 
 // SessionThoughts calls fn for the thoughts recorded with the session id,
 // in ledger order.
-func SessionThoughts(tx *ledger.Tx, sessionID string, fn func(Thought) bool) error {
+func SessionThoughts(tx *boltstore.Tx, sessionID string, fn func(Thought) bool) error {
 	sn, valid := domain.ParseID(domain.SessionPrefix, sessionID)
 	if !valid {
 		return nil
@@ -145,7 +146,7 @@ func SessionThoughts(tx *ledger.Tx, sessionID string, fn func(Thought) bool) err
 }
 
 // Thoughts calls fn for every thought in ledger order.
-func Thoughts(tx *ledger.Tx, fn func(Thought) bool) error {
+func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
 		return err
@@ -160,13 +161,13 @@ func Thoughts(tx *ledger.Tx, fn func(Thought) bool) error {
 }
 
 // NextThoughtID is the id the next recorded thought gets.
-func NextThoughtID(tx *ledger.Tx) (string, error) {
+func NextThoughtID(tx *boltstore.Tx) (string, error) {
 	n, err := nextNumber(tx, counterThought)
 	return domain.FormatID(domain.ThoughtPrefix, n), err
 }
 
 // ThoughtAt is the task's thought at a chain position; ok false if none.
-func ThoughtAt(tx *ledger.Tx, taskID string, position uint64) (th Thought, ok bool, err error) {
+func ThoughtAt(tx *boltstore.Tx, taskID string, position uint64) (th Thought, ok bool, err error) {
 	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return th, false, nil

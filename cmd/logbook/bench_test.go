@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -69,14 +70,14 @@ func benchLedger(b *testing.B) string {
 // generateCalls appends n events shaped like tool calls of a few agents,
 // in commits of 10,000 events. It does not fold projections: rebuild does.
 func generateCalls(path string, n uint64) error {
-	l, err := ledger.Open(path, ledger.Options{Create: true})
+	l, err := boltstore.Open(path, boltstore.Options{Create: true})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
 	g := &callGen{rng: rand.New(rand.NewPCG(1, 2)), positions: map[uint64]uint64{}}
 	for done := uint64(0); done < n; {
-		err := l.Update(func(tx *ledger.Tx) error {
+		err := l.Update(func(tx *boltstore.Tx) error {
 			for tx.Head().Seq < min(done+10_000, n) {
 				if err := g.call(tx); err != nil {
 					return err
@@ -106,7 +107,7 @@ type callGen struct {
 
 var benchAgents = []string{"claude", "codex", "gemini", "aider"}
 
-func (g *callGen) emit(tx *ledger.Tx, typ, actor string, subjects []string, payload any) error {
+func (g *callGen) emit(tx *boltstore.Tx, typ, actor string, subjects []string, payload any) error {
 	b, err := ledger.EncodePayload(payload)
 	if err != nil {
 		return err
@@ -116,7 +117,7 @@ func (g *callGen) emit(tx *ledger.Tx, typ, actor string, subjects []string, payl
 	return err
 }
 
-func (g *callGen) call(tx *ledger.Tx) error {
+func (g *callGen) call(tx *boltstore.Tx) error {
 	actor := benchAgents[g.rng.IntN(len(benchAgents))]
 	seq := tx.Head().Seq
 	if seq == 0 {
@@ -212,12 +213,12 @@ func num(v any) float64 {
 // previous run did not.
 func ensureProjections(b *testing.B, path string) {
 	b.Helper()
-	l, err := ledger.Open(path, ledger.Options{ReadOnly: true})
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	var version, applied, head uint64
-	l.View(func(tx *ledger.Tx) error {
+	l.View(func(tx *boltstore.Tx) error {
 		version, applied, _ = projections.State(tx)
 		head = tx.Head().Seq
 		return nil

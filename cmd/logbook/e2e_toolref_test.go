@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/skills"
 )
@@ -43,7 +43,7 @@ func updateFlag() bool {
 // Regenerate with: go test ./cmd/logbook -run TestToolReference -update
 func TestToolReference(t *testing.T) {
 	t.Parallel()
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "ref.db"), ledger.Options{Create: true})
+	l, err := boltstore.Open(filepath.Join(t.TempDir(), "ref.db"), boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/skills"
 )
@@ -49,6 +50,7 @@ func TestMain(m *testing.M) {
 type result struct {
 	code           int
 	stdout, stderr string
+	maxRSSKB       int64 // the process's peak resident set
 }
 
 func (r result) String() string {
@@ -79,7 +81,11 @@ func runIn(t testing.TB, stdin io.Reader, args ...string) result {
 	default:
 		t.Fatalf("logbook %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSSKB = ru.Maxrss
+	}
+	return r
 }
 
 // wantExit fails the test unless r exited with code.
@@ -104,7 +110,7 @@ func decodeJSON(t testing.TB, r result, v any) {
 // commands.Service and reply encoding the server uses.
 type workload struct {
 	t   testing.TB
-	l   *ledger.Ledger
+	l   *boltstore.Store
 	svc *commands.Service
 	enc func(any, error) (string, []byte)
 }
@@ -113,7 +119,7 @@ type workload struct {
 // (or let the test's cleanup do so) before running the binary on the file.
 func newLedger(t testing.TB, path, agent string) *workload {
 	t.Helper()
-	l, err := ledger.Open(path, ledger.Options{Create: true})
+	l, err := boltstore.Open(path, boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,12 +215,12 @@ func healthyLedger(t testing.TB, fillers int) string {
 // headOf returns the ledger's head seq.
 func headOf(t testing.TB, path string) uint64 {
 	t.Helper()
-	l, err := ledger.Open(path, ledger.Options{ReadOnly: true})
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var head uint64
-	if err := l.View(func(tx *ledger.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
+	if err := l.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return head

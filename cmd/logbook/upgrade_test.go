@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // The upgrade path is proven on a ledger written by an older binary:
@@ -294,11 +294,11 @@ func writeV1(t *testing.T) {
 	a.close()
 
 	var g v1Golden
-	l, err := ledger.Open(path, ledger.Options{ReadOnly: true})
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.View(func(tx *ledger.Tx) error {
+	err = l.View(func(tx *boltstore.Tx) error {
 		head := tx.Head()
 		root, err := tx.Root(head.Seq)
 		g.Ledger.Size, g.Ledger.Head, g.Ledger.Root = head.Seq, head.Hash.String(), root.String()

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"bufio"
@@ -11,11 +11,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // TestMultiProcessChild appends $LOGBOOK_TEST_CHILD_EVENTS events, one per
 // Update, from a few goroutines, once its parent writes a byte to its stdin
-// (so all children start together). Event k of child c has actor "P-c" and
+// (so all children start together). ledger.Event k of child c has actor "P-c" and
 // subjects ["P-c", "N-k"].
 func TestMultiProcessChild(t *testing.T) {
 	path := childLedger(t)
@@ -43,7 +45,7 @@ func TestMultiProcessChild(t *testing.T) {
 			for k := w; k < n; k += workers {
 				start := time.Now()
 				err := l.Update(func(tx *Tx) error {
-					_, err := tx.Append(Event{
+					_, err := tx.Append(ledger.Event{
 						Type: "test.multiproc", Version: 1, Actor: "P-" + id,
 						Subjects: []string{"P-" + id, fmt.Sprintf("N-%d", k)},
 						Payload:  []byte{0xc0},
@@ -131,9 +133,9 @@ func TestMultiProcessAppend(t *testing.T) {
 	next := make([][4]int, procs)
 	var switches int // adjacent events from different processes
 	var last string
-	var f Frontier
+	var f ledger.Frontier
 	err = l.View(func(tx *Tx) error {
-		return tx.Scan(1, total+1, func(r Record) error {
+		return tx.Scan(1, total+1, func(r ledger.Record) error {
 			f.Append(r.Hash)
 			var c, k int
 			if len(r.Subjects) != 2 {

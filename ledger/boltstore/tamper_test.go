@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -26,7 +27,7 @@ const tamperSize = 21 // levels 0..4, a ragged right border
 
 // tamperLedger writes n events to a new ledger, closes it, and returns the
 // file's path and the records as appended.
-func tamperLedger(t *testing.T, n int) (string, []Record) {
+func tamperLedger(t *testing.T, n int) (string, []ledger.Record) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l, err := Open(path, Options{Create: true})
@@ -34,10 +35,10 @@ func tamperLedger(t *testing.T, n int) (string, []Record) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	recs := make([]Record, 0, n)
+	recs := make([]ledger.Record, 0, n)
 	for i := range n {
 		err := l.Update(func(tx *Tx) error {
-			r, err := tx.Append(Event{
+			r, err := tx.Append(ledger.Event{
 				Type: "test.appended", Version: 1, Actor: "A-0001",
 				Subjects: []string{fmt.Sprintf("T-%04d", i)},
 				Payload:  []byte{0xa5, 'h', 'e', 'l', 'l', 'o'},
@@ -120,7 +121,7 @@ func both(a, b func(*bolt.Tx) error) func(*bolt.Tx) error {
 	return func(btx *bolt.Tx) error { return errors.Join(a(btx), b(btx)) }
 }
 
-func putHead(seq uint64, h Hash) func(*bolt.Tx) error {
+func putHead(seq uint64, h ledger.Hash) func(*bolt.Tx) error {
 	return func(btx *bolt.Tx) error {
 		return btx.Bucket([]byte("meta")).Put([]byte("head"), append(key(seq), h[:]...))
 	}
@@ -138,12 +139,12 @@ func verifyFile(t *testing.T, path string) (VerifyReport, error) {
 	return l.Verify(context.Background(), VerifyOptions{Chunk: 4})
 }
 
-// wantIntegrity checks that err is an *IntegrityError at seq with problem.
-func wantIntegrity(t *testing.T, err error, seq uint64, problem Problem) *IntegrityError {
+// wantIntegrity checks that err is an *ledger.IntegrityError at seq with problem.
+func wantIntegrity(t *testing.T, err error, seq uint64, problem ledger.Problem) *ledger.IntegrityError {
 	t.Helper()
-	var ie *IntegrityError
+	var ie *ledger.IntegrityError
 	if !errors.As(err, &ie) {
-		t.Fatalf("Verify: %v, want *IntegrityError at seq %d (%s)", err, seq, problem)
+		t.Fatalf("Verify: %v, want *ledger.IntegrityError at seq %d (%s)", err, seq, problem)
 	}
 	if ie.Seq != seq || ie.Problem != problem {
 		t.Fatalf("Verify: %v; want seq %d: %s", ie, seq, problem)
@@ -157,18 +158,18 @@ func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 		name    string
 		tamper  func(*bolt.Tx) error
 		seq     uint64
-		problem Problem
+		problem ledger.Problem
 	}{
 		// One byte of a stored event. The payload's last byte, then the
 		// seq it claims, then its prev hash, then the envelope's header.
-		{"payload byte of event 7", flipByte(7, -35), 7, ProblemContent},
-		{"payload byte of first event", flipByte(1, -35), 1, ProblemContent},
-		{"payload byte of last event", flipByte(n, -35), n, ProblemContent},
-		{"claimed seq of event 7", flipByte(7, 2), 7, ProblemSeq},
-		{"prev hash of event 7", flipByte(7, -1), 7, ProblemLink},
-		{"envelope header of event 7", flipByte(7, 0), 7, ProblemMalformed},
+		{"payload byte of event 7", flipByte(7, -35), 7, ledger.ProblemContent},
+		{"payload byte of first event", flipByte(1, -35), 1, ledger.ProblemContent},
+		{"payload byte of last event", flipByte(n, -35), n, ledger.ProblemContent},
+		{"claimed seq of event 7", flipByte(7, 2), 7, ledger.ProblemSeq},
+		{"prev hash of event 7", flipByte(7, -1), 7, ledger.ProblemLink},
+		{"envelope header of event 7", flipByte(7, 0), 7, ledger.ProblemMalformed},
 		{"event 7 replaced by a well-formed impostor", func(btx *bolt.Tx) error {
-			e, err := DecodeEvent(eventsOf(btx).Get(key(7)))
+			e, err := ledger.DecodeEvent(eventsOf(btx).Get(key(7)))
 			if err != nil {
 				return err
 			}
@@ -178,39 +179,39 @@ func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 				return err
 			}
 			return eventsOf(btx).Put(key(7), raw)
-		}, 7, ProblemContent},
+		}, 7, ledger.ProblemContent},
 
-		{"swap events 5 and 12", swapEvents(5, 12), 5, ProblemSeq},
-		{"swap the last two events", swapEvents(n-1, n), n - 1, ProblemSeq},
+		{"swap events 5 and 12", swapEvents(5, 12), 5, ledger.ProblemSeq},
+		{"swap the last two events", swapEvents(n-1, n), n - 1, ledger.ProblemSeq},
 
-		{"delete the last event", deleteEvent(n), n, ProblemGap},
-		{"delete event 9", deleteEvent(9), 9, ProblemGap},
+		{"delete the last event", deleteEvent(n), n, ledger.ProblemGap},
+		{"delete event 9", deleteEvent(9), 9, ledger.ProblemGap},
 
 		// A changed event is only told apart from a changed stored leaf by
 		// the next event's link; when that event is gone or unreadable the
 		// change must still be reported, at its own seq.
-		{"payload of event 7, event 8 deleted", both(flipByte(7, -35), deleteEvent(8)), 7, ProblemContent},
-		{"payload of event 20, last event deleted", both(flipByte(n-1, -35), deleteEvent(n)), n - 1, ProblemContent},
-		{"payload of event 7, event 8 malformed", both(flipByte(7, -35), flipByte(8, 0)), 7, ProblemContent},
+		{"payload of event 7, event 8 deleted", both(flipByte(7, -35), deleteEvent(8)), 7, ledger.ProblemContent},
+		{"payload of event 20, last event deleted", both(flipByte(n-1, -35), deleteEvent(n)), n - 1, ledger.ProblemContent},
+		{"payload of event 7, event 8 malformed", both(flipByte(7, -35), flipByte(8, 0)), 7, ledger.ProblemContent},
 
 		// Node (level L, index i) is reported at the seq that completed it,
 		// (i+1)<<L.
-		{"flip stored leaf of event 7", flipNode(0, 6), 7, ProblemNode},
-		{"flip node 1/3", flipNode(1, 3), 8, ProblemNode},
-		{"flip node 2/1", flipNode(2, 1), 8, ProblemNode},
-		{"flip node 3/1", flipNode(3, 1), 16, ProblemNode},
-		{"flip root node 4/0", flipNode(4, 0), 16, ProblemNode},
-		{"flip node 2/4 on the right border", flipNode(2, 4), 20, ProblemNode},
-		{"delete node 1/5", deleteNode(1, 5), 12, ProblemNode},
-		{"delete stored leaf of last event", deleteNode(0, n-1), n, ProblemNode},
+		{"flip stored leaf of event 7", flipNode(0, 6), 7, ledger.ProblemNode},
+		{"flip node 1/3", flipNode(1, 3), 8, ledger.ProblemNode},
+		{"flip node 2/1", flipNode(2, 1), 8, ledger.ProblemNode},
+		{"flip node 3/1", flipNode(3, 1), 16, ledger.ProblemNode},
+		{"flip root node 4/0", flipNode(4, 0), 16, ledger.ProblemNode},
+		{"flip node 2/4 on the right border", flipNode(2, 4), 20, ledger.ProblemNode},
+		{"delete node 1/5", deleteNode(1, 5), 12, ledger.ProblemNode},
+		{"delete stored leaf of last event", deleteNode(0, n-1), n, ledger.ProblemNode},
 
-		{"head hash rewritten", func(btx *bolt.Tx) error { return putHead(n, Hash{1})(btx) }, n, ProblemHead},
+		{"head hash rewritten", func(btx *bolt.Tx) error { return putHead(n, ledger.Hash{1})(btx) }, n, ledger.ProblemHead},
 		{"head claims one more event", func(btx *bolt.Tx) error {
 			v := btx.Bucket([]byte("meta")).Get([]byte("head"))
-			var h Hash
+			var h ledger.Hash
 			copy(h[:], v[8:])
 			return putHead(n+1, h)(btx)
-		}, n + 1, ProblemGap},
+		}, n + 1, ledger.ProblemGap},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,9 +239,9 @@ func TestTamperEveryByte(t *testing.T) {
 	for i := 0; i < size; i += step {
 		editFile(t, path, flipByte(seq, i))
 		_, err := verifyFile(t, path)
-		var ie *IntegrityError
+		var ie *ledger.IntegrityError
 		if !errors.As(err, &ie) || ie.Seq != seq {
-			t.Errorf("byte %d of %d flipped: Verify: %v, want an IntegrityError at seq %d", i, size, err, seq)
+			t.Errorf("byte %d of %d flipped: Verify: %v, want an ledger.IntegrityError at seq %d", i, size, err, seq)
 		}
 		editFile(t, path, flipByte(seq, i)) // flip it back
 	}
@@ -273,14 +274,14 @@ func TestTamperVerifyEventsReportsEveryProblem(t *testing.T) {
 	defer l.Close()
 	type found struct {
 		Seq     uint64
-		Problem Problem
+		Problem ledger.Problem
 	}
 	check := func(begin, end uint64) (got []found) {
 		t.Helper()
 		var checked uint64
 		err := l.View(func(tx *Tx) error {
 			var err error
-			checked, err = tx.VerifyEvents(begin, end, func(ie *IntegrityError) error {
+			checked, err = tx.VerifyEvents(begin, end, func(ie *ledger.IntegrityError) error {
 				got = append(got, found{ie.Seq, ie.Problem})
 				return nil
 			})
@@ -295,11 +296,11 @@ func TestTamperVerifyEventsReportsEveryProblem(t *testing.T) {
 		return got
 	}
 	const (
-		C = ProblemContent
-		L = ProblemLink
-		N = ProblemNode
-		S = ProblemSeq
-		M = ProblemMalformed
+		C = ledger.ProblemContent
+		L = ledger.ProblemLink
+		N = ledger.ProblemNode
+		S = ledger.ProblemSeq
+		M = ledger.ProblemMalformed
 	)
 	all := check(1, tamperSize+1)
 	want := []found{
@@ -330,12 +331,12 @@ func TestTamperVerifyEventsReportsEveryProblem(t *testing.T) {
 // truncate removes the last event the way a careful attacker would: the
 // event, the Merkle nodes its append completed, and the head, rewritten to
 // the event before. Nothing inside the file is then inconsistent.
-func truncate(t *testing.T, path string, recs []Record) {
+func truncate(t *testing.T, path string, recs []ledger.Record) {
 	t.Helper()
 	last := recs[len(recs)-1]
 	editFile(t, path, func(btx *bolt.Tx) error {
-		get := func(level uint, index uint64) (Hash, error) {
-			var h Hash
+		get := func(level uint, index uint64) (ledger.Hash, error) {
+			var h ledger.Hash
 			v := levelOf(btx, byte(level)).Get(key(index))
 			if len(v) != len(h) {
 				return h, ErrNotFound
@@ -343,7 +344,7 @@ func truncate(t *testing.T, path string, recs []Record) {
 			copy(h[:], v)
 			return h, nil
 		}
-		nodes, err := AppendNodes(last.Seq-1, last.Hash, get)
+		nodes, err := ledger.AppendNodes(last.Seq-1, last.Hash, get)
 		if err != nil {
 			return err
 		}
@@ -373,7 +374,7 @@ func TestTamperTruncationWithFixedUpHead(t *testing.T) {
 	}
 	defer l.Close()
 	// What an auditor kept: the tree head at n, and one at an earlier size.
-	var rootN, root13 Hash
+	var rootN, root13 ledger.Hash
 	err = l.View(func(tx *Tx) error {
 		var err error
 		rootN, err = tx.Root(n)
@@ -397,10 +398,10 @@ func TestTamperTruncationWithFixedUpHead(t *testing.T) {
 	}
 	err = l.View(func(tx *Tx) error {
 		if _, err := tx.Root(n); !errors.Is(err, ErrNotFound) {
-			t.Errorf("Root(%d) of a truncated log: %v, want ErrNotFound", n, err)
+			t.Errorf("ledger.Root(%d) of a truncated log: %v, want ErrNotFound", n, err)
 		}
 		if _, err := tx.ConsistencyProof(n, tx.Head().Seq); err == nil {
-			t.Errorf("ConsistencyProof(%d, %d) of a truncated log succeeded", n, tx.Head().Seq)
+			t.Errorf("ledger.ConsistencyProof(%d, %d) of a truncated log succeeded", n, tx.Head().Seq)
 		}
 		// The earlier tree head is still consistent: the log was cut, not
 		// rewritten, below it.
@@ -408,17 +409,28 @@ func TestTamperTruncationWithFixedUpHead(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return VerifyConsistency(13, n-1, root13, rep.Root, proof)
+		return ledger.VerifyConsistency(13, n-1, root13, rep.Root, proof)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	// The attacker grows the log back to size n with another event.
-	var forged Record
-	err = l.Update(func(tx *Tx) error {
+	// A writer that saw seq n refuses to append to the cut log: it would
+	// issue seq n again.
+	if err := l.Update(func(tx *Tx) error { return nil }); !errors.Is(err, ErrReplaced) {
+		t.Fatalf("a writer that saw seq %d committed to a log cut to %d: %v, want ErrReplaced", n, n-1, err)
+	}
+	// The attacker, with a store of their own, grows the log back to size n
+	// with another event.
+	attacker, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer attacker.Close()
+	var forged ledger.Record
+	err = attacker.Update(func(tx *Tx) error {
 		var err error
-		forged, err = tx.Append(Event{Type: "test.appended", Version: 1, Actor: "A-mallory", Payload: []byte{0xc0}})
+		forged, err = tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "A-mallory", Payload: []byte{0xc0}})
 		return err
 	})
 	if err != nil {
@@ -436,8 +448,8 @@ func TestTamperTruncationWithFixedUpHead(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := VerifyConsistency(n, n, rootN, rep.Root, proof); !errors.Is(err, ErrProofInvalid) {
-			t.Errorf("VerifyConsistency(old root, forged root): %v, want ErrProofInvalid", err)
+		if err := ledger.VerifyConsistency(n, n, rootN, rep.Root, proof); !errors.Is(err, ledger.ErrProofInvalid) {
+			t.Errorf("VerifyConsistency(old root, forged root): %v, want ledger.ErrProofInvalid", err)
 		}
 		// The original last event is not in the forged log; its
 		// replacement is not in the original one.
@@ -446,10 +458,10 @@ func TestTamperTruncationWithFixedUpHead(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := VerifyInclusion(orig.Hash, n-1, n, path, rep.Root); !errors.Is(err, ErrProofInvalid) {
+		if err := ledger.VerifyInclusion(orig.Hash, n-1, n, path, rep.Root); !errors.Is(err, ledger.ErrProofInvalid) {
 			t.Errorf("original event %d proved in the forged log: %v", n, err)
 		}
-		if err := VerifyInclusion(forged.Hash, n-1, n, path, rootN); !errors.Is(err, ErrProofInvalid) {
+		if err := ledger.VerifyInclusion(forged.Hash, n-1, n, path, rootN); !errors.Is(err, ledger.ErrProofInvalid) {
 			t.Errorf("forged event %d proved in the original log: %v", n, err)
 		}
 		return nil

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"errors"
@@ -21,8 +21,14 @@ var ErrLocked = errors.New("ledger file is locked by another process")
 // as soon as the holder releases it, and gives up with ErrLocked at the
 // deadline. bbolt's own flock on the same open file then succeeds at once,
 // and bbolt releases the lock when it closes the file.
-func lockedOpener(timeout time.Duration) func(string, int, os.FileMode) (*os.File, error) {
+//
+// Unless create is set, the file is never created: bbolt asks for O_CREATE,
+// which would put an empty ledger-less file where a deleted ledger was.
+func lockedOpener(timeout time.Duration, create bool) func(string, int, os.FileMode) (*os.File, error) {
 	return func(path string, flag int, mode os.FileMode) (*os.File, error) {
+		if !create {
+			flag &^= os.O_CREATE
+		}
 		f, err := os.OpenFile(path, flag, mode)
 		if err != nil {
 			return nil, err
@@ -84,4 +90,10 @@ func waitLock(f *os.File, how int, timeout time.Duration) (*os.File, error) {
 		abandoned = true
 		return nil, fmt.Errorf("%w (waited %v)", ErrLocked, timeout)
 	}
+}
+
+// tryLock takes f's exclusive lock if nobody holds it, without waiting;
+// closing f releases it.
+func tryLock(f *os.File) bool {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
 }

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -38,8 +39,8 @@ const benchRecordSize = 300
 
 // benchEvent is an event whose stored form is benchRecordSize bytes (for
 // sequence numbers of the same msgpack width).
-var benchEvent = func() Event {
-	e := Event{Type: "bench.appended", Version: 1, Actor: "A-bench", Subjects: []string{"T-0001", "Θ-0001"}}
+var benchEvent = func() ledger.Event {
+	e := ledger.Event{Type: "bench.appended", Version: 1, Actor: "A-bench", Subjects: []string{"T-0001", "Θ-0001"}}
 	e.Seq, e.Time = 1<<20, time.Now()
 	raw, err := e.Encode()
 	if err != nil {
@@ -156,7 +157,7 @@ func BenchmarkRawBoltPut1(b *testing.B) {
 }
 
 // BenchmarkRawBoltPut1Reopen is BenchmarkRawBoltPut1 with the file opened
-// (and flocked) for each commit and closed after it, as Ledger does so that
+// (and flocked) for each commit and closed after it, as Store does so that
 // other processes can write between transactions: what that design costs
 // plain bbolt, apart from the ledger's own work.
 func BenchmarkRawBoltPut1Reopen(b *testing.B) {
@@ -165,7 +166,7 @@ func BenchmarkRawBoltPut1Reopen(b *testing.B) {
 	if err := db.Close(); err != nil {
 		b.Fatal(err)
 	}
-	open := lockedOpener(5 * time.Second)
+	open := lockedOpener(5*time.Second, true)
 	rec := make([]byte, benchRecordSize)
 	b.ReportAllocs()
 	seq := uint64(0)
@@ -205,9 +206,9 @@ func BenchmarkRawBoltPut64(b *testing.B) {
 func benchLedger(b *testing.B, size uint64) string {
 	b.Helper()
 	dir := filepath.Join(os.TempDir(), "logbook-bench")
-	path := filepath.Join(dir, fmt.Sprintf("ledger-f%d-e%d-r%d-n%d.db", FormatVersion, EnvelopeVersion, benchRecordSize, size))
+	path := filepath.Join(dir, fmt.Sprintf("ledger-f%d-e%d-r%d-n%d.db", FormatVersion, ledger.EnvelopeVersion, benchRecordSize, size))
 	if l, err := Open(path, Options{ReadOnly: true}); err == nil {
-		var head Head
+		var head ledger.Head
 		err := l.View(func(tx *Tx) error { head = tx.Head(); return nil })
 		if err == nil && head.Seq == size {
 			warm(b, path)
@@ -271,7 +272,7 @@ func warm(b *testing.B, path string) {
 	}
 }
 
-func openBenchLedger(b *testing.B, size uint64) *Ledger {
+func openBenchLedger(b *testing.B, size uint64) *Store {
 	b.Helper()
 	l, err := Open(benchLedger(b, size), Options{ReadOnly: true})
 	if err != nil {
@@ -340,7 +341,7 @@ func BenchmarkRawBoltScan(b *testing.B) {
 						c := btx.Bucket([]byte("events")).Cursor()
 						end := begin + 1<<16
 						for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
-							LeafHash(v)
+							ledger.LeafHash(v)
 							n++
 						}
 						return nil
@@ -364,7 +365,7 @@ func BenchmarkRawBoltScan(b *testing.B) {
 // BenchmarkRawBoltGet is the baseline of the read benchmarks below: one
 // random key of the 1M-event file read with plain bbolt, "view" opening the
 // file read-only under a shared lock for it and closing it again, as each
-// Ledger.View does, and "tx" inside one open read transaction.
+// Store.View does, and "tx" inside one open read transaction.
 func BenchmarkRawBoltGet(b *testing.B) {
 	path := benchLedger(b, proofSize)
 	get := func(btx *bolt.Tx, rng *rand.Rand) error {
@@ -374,7 +375,7 @@ func BenchmarkRawBoltGet(b *testing.B) {
 		return nil
 	}
 	b.Run("view", func(b *testing.B) {
-		open := lockedOpener(5 * time.Second)
+		open := lockedOpener(5*time.Second, true)
 		rng := rand.New(rand.NewPCG(1, 2))
 		b.ReportAllocs()
 		for b.Loop() {
@@ -411,7 +412,7 @@ func BenchmarkRawBoltGet(b *testing.B) {
 	})
 }
 
-// readBench runs op in its own Ledger.View per iteration ("view", what a
+// readBench runs op in its own Store.View per iteration ("view", what a
 // caller pays) and, inside one long View ("tx"), per iteration (the tree
 // walk and its node reads alone).
 func readBench(b *testing.B, size uint64, op func(tx *Tx, rng *rand.Rand) error) {

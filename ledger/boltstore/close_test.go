@@ -1,9 +1,11 @@
-package ledger
+package boltstore
 
 import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // TestUpdateAfterCloseReturnsErrClosed: once Close has returned, Update
@@ -17,7 +19,7 @@ func TestUpdateAfterCloseReturnsErrClosed(t *testing.T) {
 	go func() {
 		for range 100 {
 			errs <- l.Update(func(tx *Tx) error {
-				_, err := tx.Append(Event{Type: "x", Payload: []byte{0xc0}})
+				_, err := tx.Append(ledger.Event{Type: "x", Payload: []byte{0xc0}})
 				return err
 			})
 		}

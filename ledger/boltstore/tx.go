@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"bytes"
@@ -6,15 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
-
-// Head is the last event of the log: its sequence number (the log's size)
-// and hash. The empty log has Seq 0 and a zero Hash.
-type Head struct {
-	Seq  uint64
-	Hash Hash
-}
 
 // Tx is one transaction on the ledger: read-only inside View, writable
 // inside Update. It is valid only during the function it is passed to, and
@@ -22,15 +16,20 @@ type Head struct {
 type Tx struct {
 	btx       *bolt.Tx
 	now       func() time.Time
-	head      Head
+	head      ledger.Head
 	headDirty bool
 	events    *bolt.Bucket
 	levels    []*bolt.Bucket
+	spaces    []byte   // the bucket holding this view's spaces: bucketSpaces or bucketStaging
+	appended  [][]byte // stored bytes of the events Append added, in order
+	// stagingUsed is set once this transaction writes to a staging space:
+	// bbolt's MoveBucket would drop what it wrote there.
+	stagingUsed *bool
 }
 
 func newTx(btx *bolt.Tx) *Tx {
-	tx := &Tx{btx: btx, events: btx.Bucket(bucketEvents)}
-	if v := btx.Bucket(bucketMeta).Get(keyHead); len(v) == 8+len(Hash{}) {
+	tx := &Tx{btx: btx, events: btx.Bucket(bucketEvents), spaces: bucketSpaces, stagingUsed: new(bool)}
+	if v := btx.Bucket(bucketMeta).Get(keyHead); len(v) == 8+len(ledger.Hash{}) {
 		tx.head.Seq = binary.BigEndian.Uint64(v)
 		copy(tx.head.Hash[:], v[8:])
 	}
@@ -44,27 +43,68 @@ func newTx(btx *bolt.Tx) *Tx {
 // Writable reports whether the transaction may append.
 func (tx *Tx) Writable() bool { return tx.btx.Writable() }
 
-// Head is the log's last event as of this transaction (including appends
+// ledger.Head is the log's last event as of this transaction (including appends
 // made in it).
-func (tx *Tx) Head() Head { return tx.head }
+func (tx *Tx) Head() ledger.Head { return tx.head }
 
 // Append assigns e its sequence number, time and previous hash, stores its
 // encoding and the Merkle nodes it completes, and returns the stored record.
-func (tx *Tx) Append(e Event) (Record, error) {
+func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
+	if tx.staged() {
+		return ledger.Record{}, errStagingAppend
+	}
 	e.Seq = tx.head.Seq + 1
 	e.Prev = tx.head.Hash
 	e.Time = tx.now().UTC().Truncate(time.Millisecond)
 	raw, err := e.Encode()
 	if err != nil {
-		return Record{}, err
+		return ledger.Record{}, err
 	}
-	h := LeafHash(raw)
-	if err := tx.events.Put(u64(e.Seq), raw); err != nil {
-		return Record{}, fmt.Errorf("append seq %d: %w", e.Seq, err)
-	}
-	nodes, err := AppendNodes(e.Seq-1, h, tx.Node)
+	h, err := tx.store(e.Seq, raw)
 	if err != nil {
-		return Record{}, fmt.Errorf("append seq %d: merkle: %w", e.Seq, err)
+		return ledger.Record{}, err
+	}
+	tx.appended = append(tx.appended, raw)
+	return ledger.Record{Event: e, Raw: raw, Hash: h}, nil
+}
+
+// Ingest appends an event that another node already appended to the
+// replicated log the store follows (Options.Replica), as its stored bytes.
+// It checks them first — a canonical envelope claiming the next seq and
+// linking to the head — so loss or corruption in the replicated log is
+// reported as a *ledger.IntegrityError and never stored or folded.
+func (tx *Tx) Ingest(raw []byte) (ledger.Record, error) {
+	if tx.staged() {
+		return ledger.Record{}, errStagingAppend
+	}
+	want := tx.head.Seq + 1
+	r, err := ledger.DecodeRecord(raw)
+	switch {
+	case err != nil:
+		return ledger.Record{}, &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemMalformed, Detail: err.Error()}
+	case r.Seq != want:
+		return ledger.Record{}, &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemSeq, Detail: fmt.Sprintf("the replicated log's next event claims seq %d", r.Seq)}
+	case r.Prev != tx.head.Hash && !(want == 1 && r.Prev == ledger.Hash{}):
+		return ledger.Record{}, &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemLink, Want: tx.head.Hash, Got: r.Prev}
+	}
+	raw = append([]byte(nil), raw...)
+	r.Raw = raw
+	if _, err := tx.store(want, raw); err != nil {
+		return ledger.Record{}, err
+	}
+	return r, nil
+}
+
+// store puts the stored bytes of event seq (the head's successor) and the
+// Merkle nodes it completes, and makes it the head.
+func (tx *Tx) store(seq uint64, raw []byte) (ledger.Hash, error) {
+	h := ledger.LeafHash(raw)
+	if err := tx.events.Put(u64(seq), raw); err != nil {
+		return h, fmt.Errorf("append seq %d: %w", seq, err)
+	}
+	nodes, err := ledger.AppendNodes(seq-1, h, tx.Node)
+	if err != nil {
+		return h, fmt.Errorf("append seq %d: merkle: %w", seq, err)
 	}
 	for _, n := range nodes {
 		b, err := tx.level(n.Level, true)
@@ -72,12 +112,12 @@ func (tx *Tx) Append(e Event) (Record, error) {
 			err = b.Put(u64(n.Index), append([]byte(nil), n.Hash[:]...))
 		}
 		if err != nil {
-			return Record{}, fmt.Errorf("append seq %d: merkle node %d/%d: %w", e.Seq, n.Level, n.Index, err)
+			return h, fmt.Errorf("append seq %d: merkle node %d/%d: %w", seq, n.Level, n.Index, err)
 		}
 	}
-	tx.head = Head{Seq: e.Seq, Hash: h}
+	tx.head = ledger.Head{Seq: seq, Hash: h}
 	tx.headDirty = true
-	return Record{Event: e, Raw: raw, Hash: h}, nil
+	return h, nil
 }
 
 // flush writes the head once per commit rather than once per event.
@@ -118,8 +158,8 @@ func (tx *Tx) level(level uint, create bool) (*bolt.Bucket, error) {
 
 // Node returns the stored Merkle node at (level, index): the root of the
 // perfect subtree over leaves [index<<level, (index+1)<<level).
-func (tx *Tx) Node(level uint, index uint64) (Hash, error) {
-	var h Hash
+func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
+	var h ledger.Hash
 	b, err := tx.level(level, false)
 	if err != nil {
 		return h, err
@@ -132,29 +172,25 @@ func (tx *Tx) Node(level uint, index uint64) (Hash, error) {
 	return h, nil
 }
 
-// Event reads and decodes the event at seq. ErrNotFound if absent.
-func (tx *Tx) Event(seq uint64) (Record, error) {
+// ledger.Event reads and decodes the event at seq. ErrNotFound if absent.
+func (tx *Tx) Event(seq uint64) (ledger.Record, error) {
 	raw := tx.events.Get(u64(seq))
 	if raw == nil {
-		return Record{}, fmt.Errorf("event %d: %w", seq, ErrNotFound)
+		return ledger.Record{}, fmt.Errorf("event %d: %w", seq, ErrNotFound)
 	}
-	return decodeRecord(raw)
-}
-
-func decodeRecord(raw []byte) (Record, error) {
-	e, err := DecodeEvent(raw)
-	if err != nil {
-		return Record{}, err
-	}
-	return Record{Event: e, Raw: raw, Hash: LeafHash(raw)}, nil
+	return ledger.DecodeRecord(raw)
 }
 
 // Scan calls fn for each event with seq in [begin, end), in order. It stops
 // at the first error and returns it.
-func (tx *Tx) Scan(begin, end uint64, fn func(Record) error) error {
+func (tx *Tx) Scan(begin, end uint64, fn func(ledger.Record) error) error {
 	c := tx.events.Cursor()
+	n := 0
 	for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
-		r, err := decodeRecord(v)
+		if n++; n%releaseEvery == 0 {
+			tx.releaseMapped()
+		}
+		r, err := ledger.DecodeRecord(v)
 		if err != nil {
 			return fmt.Errorf("event %d: %w", binary.BigEndian.Uint64(k), err)
 		}
@@ -166,47 +202,47 @@ func (tx *Tx) Scan(begin, end uint64, fn func(Record) error) error {
 }
 
 // Root is the RFC 9162 root of the first size events.
-func (tx *Tx) Root(size uint64) (Hash, error) {
+func (tx *Tx) Root(size uint64) (ledger.Hash, error) {
 	if err := tx.checkSize(size); err != nil {
-		return Hash{}, err
+		return ledger.Hash{}, err
 	}
-	return Root(size, tx.Node)
+	return ledger.Root(size, tx.Node)
 }
 
 // RangeRoot is the RFC 9162 root of the events with seq in [begin, end),
 // as if they were a log of their own.
-func (tx *Tx) RangeRoot(begin, end uint64) (Hash, error) {
+func (tx *Tx) RangeRoot(begin, end uint64) (ledger.Hash, error) {
 	if begin < 1 || end < begin {
-		return Hash{}, fmt.Errorf("range [%d, %d): want 1 <= begin <= end", begin, end)
+		return ledger.Hash{}, fmt.Errorf("range [%d, %d): want 1 <= begin <= end", begin, end)
 	}
 	if err := tx.checkSize(end - 1); err != nil {
-		return Hash{}, err
+		return ledger.Hash{}, err
 	}
-	return RangeRoot(begin-1, end-1, tx.Node)
+	return ledger.RangeRoot(begin-1, end-1, tx.Node)
 }
 
 // InclusionProof proves the event at seq is in the log of the first size
 // events (leaf index seq-1).
-func (tx *Tx) InclusionProof(seq, size uint64) ([]Hash, error) {
+func (tx *Tx) InclusionProof(seq, size uint64) ([]ledger.Hash, error) {
 	if seq < 1 || seq > size {
 		return nil, fmt.Errorf("inclusion of seq %d in size %d: want 1 <= seq <= size", seq, size)
 	}
 	if err := tx.checkSize(size); err != nil {
 		return nil, err
 	}
-	return InclusionProof(seq-1, size, tx.Node)
+	return ledger.InclusionProof(seq-1, size, tx.Node)
 }
 
 // ConsistencyProof proves the log of size newSize extends the log of size
 // oldSize.
-func (tx *Tx) ConsistencyProof(oldSize, newSize uint64) ([]Hash, error) {
+func (tx *Tx) ConsistencyProof(oldSize, newSize uint64) ([]ledger.Hash, error) {
 	if oldSize < 1 || oldSize > newSize {
 		return nil, fmt.Errorf("consistency %d → %d: want 1 <= old <= new", oldSize, newSize)
 	}
 	if err := tx.checkSize(newSize); err != nil {
 		return nil, err
 	}
-	return ConsistencyProof(oldSize, newSize, tx.Node)
+	return ledger.ConsistencyProof(oldSize, newSize, tx.Node)
 }
 
 func (tx *Tx) checkSize(size uint64) error {
@@ -219,20 +255,44 @@ func (tx *Tx) checkSize(size uint64) error {
 // Space is a named key/value area in the ledger file for state derived from
 // the log (projections). It commits with the events of the same
 // transaction. Keys iterate in byte order.
-type Space struct{ b *bolt.Bucket }
+type Space struct {
+	b    *bolt.Bucket
+	used *bool // set on writes to a staging space
+}
 
 // Space returns the named space, creating it in a writable transaction. In a
 // read transaction a missing space is returned empty.
 func (tx *Tx) Space(name string) (*Space, error) {
-	parent := tx.btx.Bucket(bucketSpaces)
+	var used *bool // marked on writes, for a staging view
+	if tx.staged() {
+		used = tx.stagingUsed
+	}
+	parent := tx.btx.Bucket(tx.spaces)
+	if parent == nil && tx.btx.Writable() {
+		mark(used)
+		var err error
+		if parent, err = tx.btx.CreateBucket(tx.spaces); err != nil {
+			return nil, fmt.Errorf("space %s: %w", name, err)
+		}
+	}
+	if parent == nil {
+		return &Space{}, nil
+	}
 	b := parent.Bucket([]byte(name))
 	if b == nil && tx.btx.Writable() {
+		mark(used)
 		var err error
 		if b, err = parent.CreateBucket([]byte(name)); err != nil {
 			return nil, fmt.Errorf("space %s: %w", name, err)
 		}
 	}
-	return &Space{b: b}, nil
+	return &Space{b: b, used: used}, nil
+}
+
+func mark(used *bool) {
+	if used != nil {
+		*used = true
+	}
 }
 
 // Get returns the value at key, nil if absent. Valid during the transaction.
@@ -244,10 +304,10 @@ func (s *Space) Get(key []byte) []byte {
 }
 
 // Put stores value at key.
-func (s *Space) Put(key, value []byte) error { return s.b.Put(key, value) }
+func (s *Space) Put(key, value []byte) error { mark(s.used); return s.b.Put(key, value) }
 
 // Delete removes key.
-func (s *Space) Delete(key []byte) error { return s.b.Delete(key) }
+func (s *Space) Delete(key []byte) error { mark(s.used); return s.b.Delete(key) }
 
 // Scan calls fn for each key with the prefix, in order (reverse order if
 // reverse), until fn returns false or an error.

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
-// SnapshotOptions tune Ledger.Snapshot.
+// SnapshotOptions tune Store.Snapshot.
 type SnapshotOptions struct {
 	Chunk    uint64                   // events per read transaction; default 16384
 	Progress func(done, total uint64) // called after each chunk, if set
@@ -20,8 +21,8 @@ type SnapshotOptions struct {
 
 // SnapshotReport is what Snapshot copied.
 type SnapshotReport struct {
-	Size uint64 // events in the copy: seq 1..Size
-	Head Hash   // hash of event Size
+	Size uint64      // events in the copy: seq 1..Size
+	Head ledger.Hash // hash of event Size
 	// Locked is how long the final read transaction held the source file:
 	// the longest any writer waited for the snapshot.
 	Locked time.Duration
@@ -38,7 +39,7 @@ type SnapshotReport struct {
 // the log, which the copy's owner derives again. The file appears at dst only
 // once it is complete and synced. Errors are I/O; the source is never
 // written.
-func (l *Ledger) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) (SnapshotReport, error) {
+func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) (SnapshotReport, error) {
 	if opts.Chunk == 0 {
 		opts.Chunk = 1 << 14
 	}
@@ -48,7 +49,8 @@ func (l *Ledger) Snapshot(ctx context.Context, dst string, opts SnapshotOptions)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("snapshot to %s: %w", dst, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	removeStaleCopies(dst)
+	tmp, err := os.CreateTemp(filepath.Dir(dst), tempPrefix(dst)+"*")
 	if err != nil {
 		return rep, fmt.Errorf("snapshot: %w", err)
 	}
@@ -79,7 +81,7 @@ func (l *Ledger) Snapshot(ctx context.Context, dst string, opts SnapshotOptions)
 			return rep, err
 		}
 		var head uint64
-		var chunk []Node
+		var chunk []ledger.Node
 		var events [][]byte
 		err := l.View(func(tx *Tx) error {
 			head = tx.Head().Seq
@@ -157,7 +159,7 @@ type snapshotCopier struct {
 
 // read returns copies of the events (c.copied, end] and of the Merkle nodes
 // they complete.
-func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []Node, error) {
+func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, error) {
 	if end <= c.copied {
 		return nil, nil, nil
 	}
@@ -171,7 +173,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []Node, error) {
 		events = append(events, append([]byte(nil), v...))
 		seq++
 	}
-	var nodes []Node
+	var nodes []ledger.Node
 	for level := uint(0); end>>level > 0; level++ {
 		for uint(len(c.next)) <= level {
 			c.next = append(c.next, 0)
@@ -183,12 +185,12 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []Node, error) {
 		cur := b.Cursor()
 		i := c.next[level]
 		for k, v := cur.Seek(u64(i)); i < end>>level; k, v = cur.Next() {
-			if k == nil || binary.BigEndian.Uint64(k) != i || len(v) != len(Hash{}) {
+			if k == nil || binary.BigEndian.Uint64(k) != i || len(v) != len(ledger.Hash{}) {
 				return nil, nil, fmt.Errorf("merkle node %d/%d: %w", level, i, ErrNotFound)
 			}
-			var h Hash
+			var h ledger.Hash
 			copy(h[:], v)
-			nodes = append(nodes, Node{Level: level, Index: i, Hash: h})
+			nodes = append(nodes, ledger.Node{Level: level, Index: i, Hash: h})
 			i++
 		}
 	}
@@ -196,7 +198,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []Node, error) {
 }
 
 // write stores what read returned and advances the copier.
-func (c *snapshotCopier) write(btx *bolt.Tx, events [][]byte, nodes []Node) error {
+func (c *snapshotCopier) write(btx *bolt.Tx, events [][]byte, nodes []ledger.Node) error {
 	eb := btx.Bucket(bucketEvents)
 	eb.FillPercent = 1
 	for i, raw := range events {
@@ -237,4 +239,22 @@ func copyBucket(dst, src *bolt.Bucket) error {
 		}
 		return copyBucket(child, src.Bucket(k))
 	})
+}
+
+// tempPrefix names the hidden files a snapshot to dst is built in.
+func tempPrefix(dst string) string { return "." + filepath.Base(dst) + ".tmp-" }
+
+// removeStaleCopies removes what killed snapshots to dst left behind: their
+// hidden temporary files, which nobody holds locked any more (a live
+// snapshot's copy is open in bbolt, which locks it).
+func removeStaleCopies(dst string) {
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(dst), tempPrefix(dst)+"*"))
+	for _, path := range stale {
+		if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+			if tryLock(f) {
+				os.Remove(path)
+			}
+			f.Close()
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"errors"
@@ -10,43 +10,31 @@ import (
 
 // Deleting a space with bbolt reads every page of it in one transaction (to
 // free them), so dropping large projections costs as much memory as they
-// take on disk. DiscardSpace instead detaches the space in constant time,
+// take on disk. Discarding one instead detaches it in constant time,
 // into the file's trash, and EmptyTrash frees it a bounded number of keys
 // per transaction afterwards.
 
 var bucketTrash = []byte("trash")
 
-// DiscardSpace removes a space at once but leaves its
-// pages for EmptyTrash to free: its cost does not depend on the space's
-// size. A missing space is not an error.
-func (tx *Tx) DiscardSpace(name string) error {
-	spaces := tx.btx.Bucket(bucketSpaces)
-	if spaces.Bucket([]byte(name)) == nil {
-		return nil
-	}
+// trashBatch returns a new bucket in the trash for what one operation
+// discards: the same name may be discarded again before the first is
+// emptied.
+func (tx *Tx) trashBatch() (*bolt.Bucket, error) {
 	trash, err := tx.btx.CreateBucketIfNotExists(bucketTrash)
 	if err != nil {
-		return fmt.Errorf("discard space %s: %w", name, err)
+		return nil, err
 	}
-	// Each discard gets a bucket of its own: the same name may be
-	// discarded again before the first is emptied.
 	id, err := trash.NextSequence()
-	if err == nil {
-		var batch *bolt.Bucket
-		if batch, err = trash.CreateBucket(u64(id)); err == nil {
-			err = spaces.MoveBucket([]byte(name), batch)
-		}
-	}
 	if err != nil {
-		return fmt.Errorf("discard space %s: %w", name, err)
+		return nil, err
 	}
-	return nil
+	return trash.CreateBucket(u64(id))
 }
 
-// EmptyTrash frees discarded spaces, up to about budget bytes of their keys
+// emptyTrash frees discarded spaces, up to about budget bytes of their keys
 // and values (the pages it reads are about twice that, scattered over the
 // file), and reports whether any are left.
-func (tx *Tx) EmptyTrash(budget int) (more bool, err error) {
+func (tx *Tx) emptyTrash(budget int) (more bool, err error) {
 	trash := tx.btx.Bucket(bucketTrash)
 	if trash == nil {
 		return false, nil
@@ -55,7 +43,7 @@ func (tx *Tx) EmptyTrash(budget int) (more bool, err error) {
 		return false, ErrReadOnly
 	}
 	// The discarded pages are scattered: let go of them once read.
-	defer tx.ReleaseMapped()
+	defer tx.releaseMapped()
 	freed := 0
 	var batches [][]byte
 	trash.ForEachBucket(func(k []byte) error { batches = append(batches, k); return nil })
@@ -110,4 +98,18 @@ func drain(b *bolt.Bucket, budget int) (n int, empty bool, err error) {
 		}
 	}
 	return n, empty, nil
+}
+
+// EmptyTrash frees every discarded space, in short write transactions, so
+// other processes keep working meanwhile.
+func (l *Store) EmptyTrash() error {
+	for more := true; more; {
+		if err := l.Update(func(tx *Tx) (err error) {
+			more, err = tx.emptyTrash(512 << 10)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"context"
@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // openTest opens a fresh ledger in a temp dir and verifies the whole chain
 // when the test ends.
-func openTest(t testing.TB) *Ledger {
+func openTest(t testing.TB) *Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l, err := Open(path, Options{Create: true})
@@ -30,11 +33,11 @@ func openTest(t testing.TB) *Ledger {
 	return l
 }
 
-func appendN(t testing.TB, l *Ledger, n int) {
+func appendN(t testing.TB, l *Store, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		err := l.Update(func(tx *Tx) error {
-			_, err := tx.Append(Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{fmt.Sprintf("T-%04d", i)}, Payload: []byte{0x80}})
+			_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{fmt.Sprintf("T-%04d", i)}, Payload: []byte{0x80}})
 			return err
 		})
 		if err != nil {
@@ -45,10 +48,10 @@ func appendN(t testing.TB, l *Ledger, n int) {
 
 func TestAppendAssignsSeqPrevAndTime(t *testing.T) {
 	l := openTest(t)
-	var recs []Record
+	var recs []ledger.Record
 	for i := 0; i < 3; i++ {
 		err := l.Update(func(tx *Tx) error {
-			r, err := tx.Append(Event{Type: "x", Actor: "a", Payload: []byte{0xc0}})
+			r, err := tx.Append(ledger.Event{Type: "x", Actor: "a", Payload: []byte{0xc0}})
 			recs = append(recs, r)
 			return err
 		})
@@ -63,11 +66,11 @@ func TestAppendAssignsSeqPrevAndTime(t *testing.T) {
 		if i > 0 && r.Prev != recs[i-1].Hash {
 			t.Errorf("record %d: prev %s, want %s", i, r.Prev, recs[i-1].Hash)
 		}
-		if r.Hash != LeafHash(r.Raw) {
-			t.Errorf("record %d: hash is not LeafHash(raw)", i)
+		if r.Hash != ledger.LeafHash(r.Raw) {
+			t.Errorf("record %d: hash is not ledger.LeafHash(raw)", i)
 		}
 	}
-	if recs[0].Prev != (Hash{}) {
+	if recs[0].Prev != (ledger.Hash{}) {
 		t.Errorf("first prev = %s, want zero", recs[0].Prev)
 	}
 	err := l.View(func(tx *Tx) error {
@@ -109,9 +112,9 @@ func TestConcurrentAppendsShareCommitsAndChain(t *testing.T) {
 	if rep.Size != 800 {
 		t.Fatalf("size %d, want 800", rep.Size)
 	}
-	var f Frontier
+	var f ledger.Frontier
 	err = l.View(func(tx *Tx) error {
-		return tx.Scan(1, 801, func(r Record) error { f.Append(r.Hash); return nil })
+		return tx.Scan(1, 801, func(r ledger.Record) error { f.Append(r.Hash); return nil })
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +134,7 @@ func TestFailedCallIsRolledBackAloneInBatch(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs[i] = l.Update(func(tx *Tx) error {
-				if _, err := tx.Append(Event{Type: "x", Payload: []byte{0xc0}}); err != nil {
+				if _, err := tx.Append(ledger.Event{Type: "x", Payload: []byte{0xc0}}); err != nil {
 					return err
 				}
 				switch i % 5 {
@@ -236,5 +239,78 @@ func TestEmptyFileIsCreatedOnlyWithCreate(t *testing.T) {
 	l.Close()
 	if _, err := l.Verify(context.Background(), VerifyOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestQueuedCallWaitsForTheLockOnce: after an attempt to take the lock
+// fails, the calls whose wait is over are answered and the others retry
+// with only what is left of their own timeout, so a call queued behind a
+// failed attempt never waits a whole timeout twice.
+func TestQueuedCallWaitsForTheLockOnce(t *testing.T) {
+	now := time.Unix(1000, 0)
+	errLocked := fmt.Errorf("%w (waited 5s)", ErrLocked)
+	old := &request{done: make(chan error, 1), deadline: now}
+	queued := &request{done: make(chan error, 1), deadline: now.Add(3 * time.Second)}
+	if got := lockWait([]*request{queued, old}, now.Add(-2*time.Second)); got != 2*time.Second {
+		t.Errorf("lock wait %v, want the oldest call's 2s left", got)
+	}
+	keep := answerExpired([]*request{old, queued}, errLocked, now)
+	if len(keep) != 1 || keep[0] != queued {
+		t.Fatalf("kept %d calls, want only the one with time left", len(keep))
+	}
+	if err := <-old.done; !errors.Is(err, ErrLocked) {
+		t.Errorf("expired call answered %v", err)
+	}
+	if got := lockWait(keep, now); got != 3*time.Second {
+		t.Errorf("retry waits %v, want the 3s left, not a whole timeout", got)
+	}
+	// Any other failure to open answers every call at once.
+	if keep := answerExpired([]*request{queued}, os.ErrPermission, now); len(keep) != 0 || !errors.Is(<-queued.done, os.ErrPermission) {
+		t.Error("a failure other than the lock kept calls waiting")
+	}
+}
+
+// TestSlowCallsAreSplitAcrossCommits: however many calls are queued, a
+// commit stops taking more once it has held the file for maxHold, so calls
+// that each take longer than that commit one per transaction (and other
+// processes get the file between sessions).
+func TestSlowCallsAreSplitAcrossCommits(t *testing.T) {
+	l := openTest(t)
+	const calls = 12
+	var mu sync.Mutex
+	txids := map[int]int{}
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	// The first call holds the committer until the others are queued.
+	go l.Update(func(tx *Tx) error { <-block; return nil })
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := l.Update(func(tx *Tx) error {
+				time.Sleep(2 * maxHold) // a call's own work, longer than maxHold
+				mu.Lock()
+				txids[tx.btx.ID()]++
+				mu.Unlock()
+				_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester"})
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for len(l.queue) < calls {
+		runtime.Gosched()
+	}
+	close(block)
+	wg.Wait()
+	for id, n := range txids {
+		if n > 1 {
+			t.Errorf("transaction %d ran %d slow calls; want one each", id, n)
+		}
+	}
+	if len(txids) != calls {
+		t.Errorf("%d calls committed in %d transactions", calls, len(txids))
 	}
 }

@@ -1,4 +1,4 @@
-package ledger
+package boltstore
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // The crash and multi-process tests run this test binary again as the
@@ -69,7 +71,7 @@ func childLedger(t *testing.T) string {
 // ack is an event a child saw committed: Update had returned nil.
 type ack struct {
 	Seq  uint64
-	Hash Hash
+	Hash ledger.Hash
 }
 
 // TestCrashChild appends until killed, in every shape the store supports:
@@ -87,7 +89,7 @@ func TestCrashChild(t *testing.T) {
 	defer l.Close()
 	id, _ := strconv.Atoi(os.Getenv(envChildID))
 	var out sync.Mutex
-	report := func(recs []Record) {
+	report := func(recs []ledger.Record) {
 		var b []byte
 		for _, r := range recs {
 			b = fmt.Appendf(b, "ack %d %s\n", r.Seq, r.Hash)
@@ -104,12 +106,12 @@ func TestCrashChild(t *testing.T) {
 	}
 	// appendN appends n events in one Update and returns them; the records
 	// are those of the last run of fn, the one that committed.
-	appendN := func(n, k int) ([]Record, error) {
-		var recs []Record
+	appendN := func(n, k int) ([]ledger.Record, error) {
+		var recs []ledger.Record
 		err := l.Update(func(tx *Tx) error {
 			recs = recs[:0]
 			for i := range n {
-				r, err := tx.Append(Event{
+				r, err := tx.Append(ledger.Event{
 					Type: "test.crash", Version: 1, Actor: fmt.Sprintf("A-%d", id),
 					Subjects: []string{fmt.Sprintf("round-%d", id), fmt.Sprintf("k-%d-%d", k, i)},
 					Payload:  bytes.Repeat([]byte{byte(k)}, 1+rand.IntN(200)),
@@ -175,7 +177,7 @@ func readAcks(r io.Reader, first chan<- struct{}) ([]ack, error) {
 		if _, err := fmt.Sscanf(line, "ack %d %s\n", &a.Seq, &hash); err != nil {
 			continue // the test framework's own output
 		}
-		if a.Hash, err = ParseHash(hash); err != nil {
+		if a.Hash, err = ledger.ParseHash(hash); err != nil {
 			return acks, fmt.Errorf("ack line %q: %v", line, err)
 		}
 		if len(acks) == 0 {
@@ -289,7 +291,7 @@ func checkAfterCrash(t *testing.T, path string, acks []ack, prev VerifyReport) V
 		if err != nil {
 			return err
 		}
-		return VerifyConsistency(prev.Size, rep.Size, prev.Root, rep.Root, proof)
+		return ledger.VerifyConsistency(prev.Size, rep.Size, prev.Root, rep.Root, proof)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,7 @@
-package ledger
+package boltstore
 
 import (
 	"encoding/binary"
-	"fmt"
 )
 
 // ScanRaw calls fn with the stored bytes of each event with seq in
@@ -12,20 +11,14 @@ import (
 // returns it.
 func (tx *Tx) ScanRaw(begin, end uint64, fn func(seq uint64, raw []byte) error) error {
 	c := tx.events.Cursor()
+	n := 0
 	for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
+		if n++; n%releaseEvery == 0 {
+			tx.releaseMapped()
+		}
 		if err := fn(binary.BigEndian.Uint64(k), v); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// DecodeRecord decodes an event's stored bytes into the record Tx.Event
-// returns, hash included; raw is kept, not copied. Errors wrap ErrMalformed.
-func DecodeRecord(raw []byte) (Record, error) {
-	r, err := decodeRecord(raw)
-	if err != nil {
-		return Record{}, fmt.Errorf("decode record: %w", err)
-	}
-	return r, nil
 }
