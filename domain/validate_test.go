@@ -93,3 +93,14 @@ func TestIDs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkValidateJSON is what the commands layer adds to every call.
+func BenchmarkValidateJSON(b *testing.B) {
+	args := []byte(`{"title":"bench task","project":"bench","description":"a longer description of the task","labels":["a","b"],"priority":"high"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := CreateTask.ValidateJSON(args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
