@@ -62,6 +62,13 @@ var (
 	ListSkills    = command(&domain.ListSkills, false, (*Service).ListSkills)
 	Ping          = command(&domain.Ping, false, (*Service).Ping)
 	Health        = command(&domain.Health, false, (*Service).Health)
+
+	RecordFinding     = command(&domain.RecordFinding, true, (*Service).RecordFinding)
+	RecordLearning    = command(&domain.RecordLearning, true, (*Service).RecordLearning)
+	SupersedeLearning = command(&domain.SupersedeLearning, true, (*Service).SupersedeLearning)
+	WriteMemory       = command(&domain.WriteMemory, true, (*Service).WriteMemory)
+	ReadMemory        = command(&domain.ReadMemory, false, (*Service).ReadMemory)
+	MemoryHistory     = command(&domain.MemoryHistory, false, (*Service).MemoryHistory)
 )
 
 // Commands lists every command, in the contract's order.
@@ -70,6 +77,8 @@ var Commands = []*Command{
 	RecordThought, ListThoughts,
 	StartSession, Finalize, Root, VerifyChain,
 	ListSkills, Ping, Health,
+	RecordFinding, RecordLearning, SupersedeLearning,
+	WriteMemory, ReadMemory, MemoryHistory,
 }
 
 // dispatch validates the call's arguments with the domain's rules (whatever

@@ -20,6 +20,7 @@ var (
 	ErrCircularDependency = errors.New("circular dependency")
 	ErrAlreadyFinalized   = errors.New("audit session already finalized")
 	ErrReadOnly           = errors.New("server is read-only")
+	ErrDuplicate          = errors.New("near-duplicate of an existing learning")
 )
 
 // Issue is one failed rule of an input (domain.Issue).
@@ -87,6 +88,18 @@ func (e *FinalizedError) Error() string {
 	return fmt.Sprintf("audit session %s is finalized", e.SessionID)
 }
 func (e *FinalizedError) Unwrap() error { return ErrAlreadyFinalized }
+
+// DuplicateError is a learning too close to a live one of its project:
+// their Similarity (domain.Similarity) is at least domain.DuplicateSimilarity.
+type DuplicateError struct {
+	ExistingID string
+	Similarity float64
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("near-duplicate of learning %s (similarity %.2f)", e.ExistingID, e.Similarity)
+}
+func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
 // ErrStorage: the ledger could not commit; nothing of the call was written.
 var ErrStorage = errors.New("storage failure")

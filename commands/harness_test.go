@@ -166,7 +166,8 @@ func errorCode(err error) string {
 		"ERR_PROJECT_NOT_FOUND": ErrProjectNotFound, "ERR_SESSION_NOT_FOUND": ErrSessionNotFound,
 		"ERR_INVALID_TRANSITION": ErrInvalidTransition, "ERR_TASK_CLOSED": ErrTaskClosed,
 		"ERR_WRITEBACK_REQUIRED": ErrWritebackRequired, "ERR_CIRCULAR_DEPENDENCY": ErrCircularDependency,
-		"ERR_ALREADY_FINALIZED": ErrAlreadyFinalized, "ERR_READ_ONLY": ErrReadOnly} {
+		"ERR_ALREADY_FINALIZED": ErrAlreadyFinalized, "ERR_READ_ONLY": ErrReadOnly,
+		"ERR_DUPLICATE": ErrDuplicate} {
 		if errors.Is(err, e) {
 			return c
 		}

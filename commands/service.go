@@ -387,7 +387,7 @@ func (s *Service) logInternal(tool string, err error) {
 // an internal failure).
 func isDomain(err error) bool {
 	for _, e := range []error{ErrInvalidInput, ErrTaskNotFound, ErrProjectNotFound, ErrSessionNotFound,
-		ErrInvalidTransition, ErrTaskClosed, ErrWritebackRequired, ErrCircularDependency, ErrAlreadyFinalized, ErrReadOnly} {
+		ErrInvalidTransition, ErrTaskClosed, ErrWritebackRequired, ErrCircularDependency, ErrAlreadyFinalized, ErrReadOnly, ErrDuplicate} {
 		if errors.Is(err, e) {
 			return true
 		}

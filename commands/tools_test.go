@@ -79,7 +79,7 @@ func writeSkill(t *testing.T, dir, name, front string) {
 	}
 }
 
-// TestToolOutputs calls each of the 14 tools with valid input and checks
+// TestToolOutputs calls each of the tools with valid input and checks
 // that the answer has exactly the contract's fields, with its defaults.
 func TestToolOutputs(t *testing.T) {
 	dir := t.TempDir()
@@ -91,8 +91,8 @@ func TestToolOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: set, Skipped: skipped})
-	if got := len(Commands); got != 14 {
-		t.Errorf("Commands has %d commands, want 14", got)
+	if got := len(Commands); got != 20 {
+		t.Errorf("Commands has %d commands, want 20", got)
 	}
 
 	t.Run("server_ping", func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestToolOutputs(t *testing.T) {
 		if db["open"] != true || db["path"] != h.path || db["format_version"] != float64(boltstore.FormatVersion) || db["size_bytes"].(float64) <= 0 {
 			t.Errorf("health.db = %v", db)
 		}
-		if got := obj(t, d["tools"])["registered"]; got != 14.0 {
+		if got := obj(t, d["tools"])["registered"]; got != 20.0 {
 			t.Errorf("tools.registered = %v", got)
 		}
 		// The service has no stages of its own: a transport fills in its own.

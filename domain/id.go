@@ -8,9 +8,12 @@ import (
 
 // Identifiers: a prefix and a number from 1, zero-padded to at least 4 digits.
 const (
-	TaskPrefix    = "T-"
-	ThoughtPrefix = "Θ-"
-	SessionPrefix = "A-"
+	TaskPrefix     = "T-"
+	ThoughtPrefix  = "Θ-"
+	SessionPrefix  = "A-"
+	FindingPrefix  = "F-"
+	LearningPrefix = "L-"
+	MemoryPrefix   = "M-" // one memory version
 )
 
 // MaxIDLength bounds an id argument: far above T-0001's form, far below

@@ -22,6 +22,8 @@ var Commands = []*Command{
 	&StartSession, &Finalize, &Root, &VerifyChain,
 	&ListSkills,
 	&Ping, &Health,
+	&RecordFinding, &RecordLearning, &SupersedeLearning,
+	&WriteMemory, &ReadMemory, &MemoryHistory,
 }
 
 // Lookup returns the rules of the command named name, or nil.

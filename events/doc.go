@@ -1,6 +1,7 @@
 // Package events holds the facts logbook records: the payload of each domain
 // event type (TaskCreated, TaskUpdated, ThoughtRecorded, SessionStarted,
-// SessionFinalized, SkillsLoaded), its type name, its current payload
+// SessionFinalized, SkillsLoaded, FindingRecorded, LearningRecorded,
+// LearningSuperseded, MemoryWritten), its type name, its current payload
 // version and the upcasters that read older versions. The write side
 // (commands) builds them; the read side (projections) folds them.
 //

@@ -17,10 +17,12 @@ import (
 //
 //	1: the first release
 //	2: task.created payload v2 (project_sequence), read through its upcaster
-const Version = 2
+//	3: findings, learnings and memory
+const Version = 3
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
-var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills}
+var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills,
+	spFindings, spLearnings, spLiveLearnings, spMemories, spMemoryKeys}
 
 const (
 	spMeta = "meta"
@@ -180,6 +182,14 @@ func (f *folder) apply(r ledger.Record) error {
 		err = applySessionFinalized(f, r)
 	case events.TypeSkillsLoaded:
 		err = applySkillsLoaded(f.tx, r)
+	case events.TypeFindingRecorded:
+		err = applyFindingRecorded(f, r)
+	case events.TypeLearningRecorded:
+		err = applyLearningRecorded(f, r)
+	case events.TypeLearningSuperseded:
+		err = applyLearningSuperseded(f, r)
+	case events.TypeMemoryWritten:
+		err = applyMemoryWritten(f, r)
 	case TypeToolCalled:
 		// Only sessions fold calls (below).
 	default:

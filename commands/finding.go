@@ -1,0 +1,52 @@
+package commands
+
+import (
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// RecordFindingInput is finding_record's arguments.
+type RecordFindingInput struct {
+	TaskID   string   `json:"task_id"`
+	Category string   `json:"category"`
+	Summary  string   `json:"summary"`
+	Details  string   `json:"details"`
+	Files    []string `json:"files"`
+}
+
+// RecordFindingResult is finding_record's answer.
+type RecordFindingResult struct {
+	FindingID  string   `json:"finding_id"`
+	TaskID     string   `json:"task_id"`
+	Project    string   `json:"project"`
+	Category   string   `json:"category"`
+	Files      []string `json:"files"`
+	Hash       string   `json:"hash"`
+	RecordedAt string   `json:"recorded_at"`
+	RecordedBy string   `json:"recorded_by"`
+	Seq        uint64   `json:"seq"`
+}
+
+// RecordFinding appends finding.recorded on an existing task (closed tasks
+// take findings too, as they take thoughts). Findings are never edited: a
+// correction is a new finding.
+func (s *Service) RecordFinding(tx *Tx, in RecordFindingInput) (*RecordFindingResult, error) {
+	t, err := getTask(tx, in.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	id, err := projections.NextFindingID(tx.lt)
+	if err != nil {
+		return nil, err
+	}
+	files := dedupe(in.Files)
+	p := events.FindingRecorded{FindingID: id, TaskID: t.ID, Project: t.Project, Category: in.Category,
+		Summary: in.Summary, Details: in.Details, Files: files}
+	rec, err := tx.emit(events.TypeFindingRecorded, []string{id, t.ID}, p)
+	if err != nil {
+		return nil, err
+	}
+	return &RecordFindingResult{FindingID: id, TaskID: t.ID, Project: t.Project, Category: in.Category,
+		Files: files, Hash: rec.Hash.String(), RecordedAt: projections.FormatTime(rec.Time),
+		RecordedBy: rec.Actor, Seq: rec.Seq}, nil
+}

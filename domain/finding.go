@@ -1,0 +1,67 @@
+package domain
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// FindingCategories are the kinds of finding an agent records.
+var FindingCategories = []string{"test_result", "code_pattern", "architecture", "bug", "gap", "risk"}
+
+// Bounds of a finding's files.
+const (
+	MaxFindingFiles = 50
+	MaxPathLength   = 1024 // characters; far above any real repository path
+)
+
+// RecordFinding appends a finding to a task: append-only, never edited.
+var RecordFinding = Command{
+	Name: "finding_record",
+	Fields: []Field{
+		field("task_id", taskID("Id of the task the finding was made on, e.g. \"T-0001\".")),
+		field("category", enum("Kind of finding.", FindingCategories...)),
+		field("summary", str("One-line summary of the finding.").length(1, 300).text(Line)),
+		field("details", str("The finding in full: evidence, reasoning, what to do.").length(0, 8000).text(Notes)),
+		field("files", array("Repository-relative paths the finding concerns: no absolute path, drive letter, "+
+			"empty segment or \"..\" segment, no control character, at most 1024 characters each.",
+			str("A repository-relative path, e.g. \"ledger/tx.go\".").length(1, MaxPathLength).text(Line), MaxFindingFiles)),
+	},
+	Required: []string{"task_id", "category", "summary"},
+	check:    checkFinding,
+}
+
+func checkFinding(args map[string]any, add func(path, msg string)) {
+	files, _ := args["files"].([]any)
+	for i, f := range files {
+		if p, ok := f.(string); ok {
+			if msg := RepoPathProblem(p); msg != "" {
+				add(indexPath("files", i), msg)
+			}
+		}
+	}
+}
+
+// RepoPathProblem says why p is not a repository-relative path, or "". A
+// path names a file inside the repository whatever the platform: it is
+// relative (no leading slash or backslash, no drive letter), and none of
+// its segments (split at "/" or "\") is empty or "..", so it cannot climb
+// out. Control characters and length are the rule's Text and MaxLen.
+func RepoPathProblem(p string) string {
+	switch {
+	case p == "" || utf8.RuneCountInString(p) > MaxPathLength:
+		return ""
+	case p[0] == '/' || p[0] == '\\':
+		return "must be relative to the repository, not absolute"
+	case len(p) >= 2 && p[1] == ':' && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z'):
+		return "must be relative to the repository, not start with a drive letter"
+	}
+	for _, seg := range strings.Split(strings.ReplaceAll(p, "\\", "/"), "/") {
+		switch seg {
+		case "..":
+			return "must not contain a \"..\" segment"
+		case "":
+			return "must not contain an empty segment (\"//\" or a trailing slash)"
+		}
+	}
+	return ""
+}

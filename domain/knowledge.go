@@ -1,0 +1,18 @@
+package domain
+
+// KnowledgeKinds are what knowledge_search searches.
+var KnowledgeKinds = []string{"thought", "finding", "learning", "memory"}
+
+// SearchKnowledge is a ranked full-text search over the knowledge agents keep.
+var SearchKnowledge = Command{
+	Name: "knowledge_search",
+	Fields: []Field{
+		field("query", str("Words to search for; they are stemmed, so \"failing tests\" finds \"test failed\".").length(1, 1000).text(Line)),
+		field("kinds", array("Only these kinds; default: all.", enum("", KnowledgeKinds...), 4)),
+		field("project", projectSlug("Only knowledge of this project; default: the server's --project, else every project.")),
+		field("cross_project", boolean("Search every project, whatever project says.").byDefault(false)),
+		field("limit", integer("Maximum number of hits.").rng(1, 100).byDefault(10)),
+		field("as_of_seq", integer("Search the knowledge as it stood right after this ledger sequence (time travel).").atLeast(0)),
+	},
+	Required: []string{"query"},
+}

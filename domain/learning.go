@@ -1,0 +1,109 @@
+package domain
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Quality gates of a learning: enough text, and enough distinct words that
+// the text is not padding.
+const (
+	MinPatternLength    = 50
+	MinContextLength    = 100
+	MinPatternWords     = 6
+	MinContextWords     = 12
+	DuplicateSimilarity = 0.6 // see Similarity
+)
+
+func learningID(doc string) Rule { return str(doc).length(0, MaxIDLength) }
+
+// RecordLearning records a reusable lesson for a project.
+var RecordLearning = Command{
+	Name: "learning_record",
+	Fields: []Field{
+		field("pattern", str("The lesson itself, stated so another agent can apply it: at least 50 characters and 6 distinct words.").
+			length(MinPatternLength, 2000).text(Prose)),
+		field("context", str("Where it was learnt and when it applies: at least 100 characters and 12 distinct words.").
+			length(MinContextLength, 8000).text(Prose)),
+		field("project", projectSlug("Project the learning belongs to.")),
+		field("tags", array("Tags; duplicates are removed.", str("A tag.").length(1, 64).text(Line), 20)),
+		field("source_task_id", taskID("Task the learning came from; it must exist.")),
+		field("supersedes", learningID("A live learning of the same project this one replaces, e.g. \"L-0001\": it is marked superseded "+
+			"in the same commit, and the near-duplicate check ignores it.")),
+	},
+	Required: []string{"pattern", "context", "project"},
+	check:    checkLearning,
+}
+
+func checkLearning(args map[string]any, add func(path, msg string)) {
+	for _, f := range []struct {
+		name string
+		min  int
+	}{{"pattern", MinPatternWords}, {"context", MinContextWords}} {
+		if s, ok := args[f.name].(string); ok && len(distinct(Words(s))) < f.min {
+			add(f.name, "must have at least "+plural(f.min, "distinct word"))
+		}
+	}
+}
+
+// SupersedeLearning marks a learning as replaced by a newer one.
+var SupersedeLearning = Command{
+	Name: "learning_supersede",
+	Fields: []Field{
+		field("learning_id", learningID("Id of the learning that is replaced, e.g. \"L-0001\"; it must be live.")),
+		field("by", learningID("Id of the live learning of the same project that replaces it.")),
+	},
+	Required: []string{"learning_id", "by"},
+}
+
+// Words are the lower-cased runs of letters and digits of s.
+func Words(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+func distinct(words []string) map[string]bool {
+	set := make(map[string]bool, len(words))
+	for _, w := range words {
+		set[w] = true
+	}
+	return set
+}
+
+// Shingles are the distinct pairs of consecutive words of s (its words,
+// if it has fewer than two).
+func Shingles(s string) map[string]bool {
+	w := Words(s)
+	if len(w) < 2 {
+		return distinct(w)
+	}
+	set := make(map[string]bool, len(w))
+	for i := 1; i < len(w); i++ {
+		set[w[i-1]+" "+w[i]] = true
+	}
+	return set
+}
+
+// Similarity is the Jaccard similarity |A∩B| / |A∪B| of two shingle sets,
+// from 0 (nothing in common) to 1 (the same word pairs).
+//
+// Why word pairs and 0.6: changing one word of an n-word text removes at
+// most two of its n-1 pairs, so a resubmission with a few words changed or
+// a sentence added stays well above 0.6, while two different lessons about
+// the same subject share words but few consecutive pairs (below 0.2 in the
+// tests' examples). Single words would make every learning about the same
+// subsystem look alike; longer shingles would let a light rewording through.
+func Similarity(a, b map[string]bool) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	common := 0
+	for s := range a {
+		if b[s] {
+			common++
+		}
+	}
+	return float64(common) / float64(len(a)+len(b)-common)
+}
+
+// LearningText is the text a learning's near-duplicates are judged on.
+func LearningText(pattern, context string) string { return pattern + "\n" + context }

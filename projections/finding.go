@@ -1,0 +1,66 @@
+package projections
+
+import (
+	"fmt"
+
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+const (
+	spFindings = "findings" // finding number → Finding
+
+	counterFinding = "counter.finding"
+)
+
+// Finding is a recorded finding; it never changes once recorded. Hash is
+// the hash of the event that recorded it.
+type Finding struct {
+	events.FindingRecorded
+	Hash       string `json:"hash"`
+	RecordedAt string `json:"recorded_at"`
+	RecordedBy string `json:"recorded_by"`
+	Seq        uint64 `json:"seq"`
+}
+
+func applyFindingRecorded(f *folder, r ledger.Record) error {
+	var p events.FindingRecorded
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	n, ok := domain.ParseID(domain.FindingPrefix, p.FindingID)
+	if !ok {
+		return fmt.Errorf("bad finding id %q", p.FindingID)
+	}
+	if err := seenNumber(f.tx, counterFinding, n); err != nil {
+		return err
+	}
+	findings, err := f.tx.Space(spFindings)
+	if err != nil {
+		return err
+	}
+	fd := Finding{FindingRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
+	return putRecord(findings, u64(n), &fd)
+}
+
+// GetFinding reads a finding; ok is false if there is none with that id.
+func GetFinding(tx *boltstore.Tx, id string) (fd Finding, ok bool, err error) {
+	n, valid := domain.ParseID(domain.FindingPrefix, id)
+	if !valid {
+		return fd, false, nil
+	}
+	findings, err := tx.Space(spFindings)
+	if err != nil {
+		return fd, false, err
+	}
+	ok, err = getRecord(findings, u64(n), &fd)
+	return fd, ok, err
+}
+
+// NextFindingID is the id the next recorded finding gets.
+func NextFindingID(tx *boltstore.Tx) (string, error) {
+	n, err := nextNumber(tx, counterFinding)
+	return domain.FormatID(domain.FindingPrefix, n), err
+}
