@@ -20,6 +20,7 @@ const (
 	CodeCircularDependency = "ERR_CIRCULAR_DEPENDENCY"
 	CodeAlreadyFinalized   = "ERR_ALREADY_FINALIZED"
 	CodeReadOnly           = "ERR_READ_ONLY"
+	CodeDuplicate          = "ERR_DUPLICATE"
 	CodeStorage            = "ERR_STORAGE"
 	CodeInternal           = "ERR_INTERNAL"
 )
@@ -34,7 +35,7 @@ const (
 var errorCodes = []string{
 	CodeInvalidInput, CodeTaskNotFound, CodeProjectNotFound, CodeSessionNotFound,
 	CodeInvalidTransition, CodeTaskClosed, CodeWritebackRequired, CodeCircularDependency,
-	CodeAlreadyFinalized, CodeReadOnly, CodeStorage, CodeInternal,
+	CodeAlreadyFinalized, CodeReadOnly, CodeDuplicate, CodeStorage, CodeInternal,
 }
 
 // failure is the error object of a failure envelope.
@@ -75,6 +76,10 @@ type (
 		TaskID   string `json:"task_id"`
 		ParentID string `json:"parent_id"`
 	}
+	duplicateDetails struct {
+		ExistingID string  `json:"existing_id"`
+		Similarity float64 `json:"similarity"`
+	}
 	storageDetails struct {
 		Reason string `json:"reason"`
 	}
@@ -96,6 +101,7 @@ func classify(err error) (f failure, ok bool) {
 		cycle      *commands.CycleError
 		finalized  *commands.FinalizedError
 		storage    *commands.StorageError
+		duplicate  *commands.DuplicateError
 	)
 	switch {
 	case errors.As(err, &invalid):
@@ -147,6 +153,11 @@ func classify(err error) (f failure, ok bool) {
 
 	case errors.Is(err, commands.ErrReadOnly):
 		return failure{CodeReadOnly, commands.ErrReadOnly.Error(), noDetails{}}, true
+
+	case errors.As(err, &duplicate):
+		return failure{CodeDuplicate, duplicate.Error(), duplicateDetails{duplicate.ExistingID, duplicate.Similarity}}, true
+	case errors.Is(err, commands.ErrDuplicate):
+		return failure{CodeDuplicate, commands.ErrDuplicate.Error(), noDetails{}}, true
 
 	case errors.As(err, &storage):
 		reason := storage.Reason

@@ -8,15 +8,19 @@ import (
 	"testing"
 )
 
-// contractTools are the 14 tools of CONTRACT.md, in its order.
+// contractTools are the tools of CONTRACT.md, in its order, then the
+// knowledge tools (issue 13).
 var contractTools = []string{
 	"task_create", "task_update", "task_get", "task_list", "task_next_actions",
 	"thought_record", "thought_record_list",
 	"audit_session_start", "merkle_finalize", "merkle_root", "audit_verify_chain",
 	"skill_list", "server_ping", "server_health",
+	"finding_record", "learning_record", "learning_supersede",
+	"memory_write", "memory_read", "memory_history",
 }
 
-var mutating = []string{"task_create", "task_update", "thought_record", "audit_session_start", "merkle_finalize"}
+var mutating = []string{"task_create", "task_update", "thought_record", "audit_session_start", "merkle_finalize",
+	"finding_record", "learning_record", "learning_supersede", "memory_write"}
 
 type jsonSchema struct {
 	Type                 any                    `json:"type"`

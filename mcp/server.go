@@ -52,7 +52,8 @@ type Server struct {
 	byName  map[string]*tool
 }
 
-// tool is one entry of the catalogue (task.go, thought.go, session.go, skill.go, system.go).
+// tool is one entry of the catalogue (task.go, thought.go, session.go, skill.go, system.go,
+// finding.go, learning.go, memory.go).
 type tool struct {
 	name        string
 	description string
@@ -89,7 +90,8 @@ func New(svc *commands.Service, opts Options) *Server {
 		maxLine: opts.MaxMessageBytes,
 		byName:  make(map[string]*tool),
 	}
-	for _, group := range [][]*tool{taskTools(), thoughtTools(), sessionTools(), skillTools(), systemTools()} {
+	for _, group := range [][]*tool{taskTools(), thoughtTools(), sessionTools(), skillTools(), systemTools(),
+		findingTools(), learningTools(), memoryTools()} {
 		for _, t := range group {
 			t.readOnly = !t.cmd.Mutates()
 			t.in, t.check = input(t.cmd.Rules())
