@@ -77,12 +77,13 @@ func TestE2ETypeScriptClient(t *testing.T) {
 	}
 	t.Logf("@modelcontextprotocol/sdk %s: %d calls, %d checks; protocols %v", sum.SDKVersion, sum.Calls, sum.Checks, sum.Protocols)
 
-	tools := []string{"audit_session_start", "audit_verify_chain", "merkle_finalize", "merkle_root", "server_health", "server_ping",
+	tools := []string{"audit_session_start", "audit_verify_chain", "finding_record", "learning_record", "learning_supersede",
+		"memory_history", "memory_read", "memory_write", "merkle_finalize", "merkle_root", "server_health", "server_ping",
 		"skill_list", "task_create", "task_get", "task_list", "task_next_actions", "task_update", "thought_record", "thought_record_list"}
 	if !slices.Equal(sum.ToolsCalled, tools) {
 		t.Errorf("tools called ok: %v\nwant %v", sum.ToolsCalled, tools)
 	}
-	wantCodes := []string{"ERR_ALREADY_FINALIZED", "ERR_INVALID_INPUT", "ERR_INVALID_TRANSITION", "ERR_PROJECT_NOT_FOUND", "ERR_READ_ONLY",
+	wantCodes := []string{"ERR_ALREADY_FINALIZED", "ERR_DUPLICATE", "ERR_INVALID_INPUT", "ERR_INVALID_TRANSITION", "ERR_PROJECT_NOT_FOUND", "ERR_READ_ONLY",
 		"ERR_SESSION_NOT_FOUND", "ERR_STORAGE", "ERR_TASK_CLOSED", "ERR_TASK_NOT_FOUND", "ERR_WRITEBACK_REQUIRED"}
 	if !slices.Equal(sum.ErrorCodesSeen, wantCodes) {
 		t.Errorf("error codes seen: %v\nwant %v (ERR_CIRCULAR_DEPENDENCY and ERR_INTERNAL are unreachable: %v)", sum.ErrorCodesSeen, wantCodes, sum.Unreachable)

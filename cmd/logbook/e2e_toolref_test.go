@@ -333,8 +333,39 @@ const choices = `
   events naming it). ` + "`broken_links`" + ` entries also carry ` + "`problem`" + ` (content changed, link
   broken, missing event, …). ` + "`total_records`" + ` counts the records expected, missing ones
   included.
-- **Read-only.** A ` + "`--read-only`" + ` server refuses the five mutating tools with
+- **Read-only.** A ` + "`--read-only`" + ` server refuses the nine mutating tools with
   ` + "`ERR_READ_ONLY`" + ` but still records every call.
+- **finding_record.** Ids ` + "`F-0001`" + ` on. A finding is one ` + "`finding.recorded`" + ` event and is never
+  edited; closed tasks take findings. It carries the task's project. A path in ` + "`files`" + ` is
+  refused (at ` + "`files[i]`" + `) when it is absolute (leading ` + "`/`" + ` or ` + "`\\`" + `, or a drive letter such as
+  ` + "`C:`" + `), has an empty or ` + "`..`" + ` segment (split at ` + "`/`" + ` and ` + "`\\`" + `), holds a control character or
+  is over 1,024 characters; duplicate paths are removed.
+- **learning_record.** Ids ` + "`L-0001`" + ` on. Quality gates, all ` + "`ERR_INVALID_INPUT`" + `: ` + "`pattern`" + ` at least 50
+  characters and 6 distinct words, ` + "`context`" + ` at least 100 characters and 12 distinct words
+  (padding such as one word repeated does not pass); the project must have a task
+  (` + "`ERR_PROJECT_NOT_FOUND`" + `); ` + "`source_task_id`" + ` must exist (` + "`ERR_TASK_NOT_FOUND`" + `) and be of that
+  project. **Near-duplicate** (` + "`ERR_DUPLICATE`" + `, ` + "`details: {existing_id, similarity}`" + `, the most
+  similar one): the text is pattern and context together, lower-cased and cut into words (runs of
+  letters and digits); its shingles are the distinct pairs of consecutive words; two learnings are
+  near-duplicates when the Jaccard similarity of their shingle sets is at least **0.6**. Only live
+  (not superseded) learnings of the same project count. Why 0.6 and word pairs: changing one word
+  of an n-word text removes at most two of its n−1 pairs, so a resubmission with a few words
+  changed or a clause added stays far above 0.6 (0.74 in the tests for two changed words and an
+  added clause), while two different lessons about the same subsystem share words but few pairs
+  (0.09 in the tests); single words would make every learning about one subsystem look alike.
+  To replace a learning with a reworded one, pass ` + "`supersedes`" + `: that learning is left out of the
+  comparison and marked superseded by the new one in the same commit.
+- **learning_supersede.** Both learnings must exist, be live, differ and be of the same project
+  (otherwise ` + "`ERR_INVALID_INPUT`" + ` at the offending field). The old learning stays in the log as
+  written; the projection marks it superseded (by whom, at which seq).
+- **Memory.** Ids ` + "`M-0001`" + ` on, one per version. A key lives in a namespace: scope ` + "`global`" + ` (one
+  for the ledger), ` + "`project`" + ` (the ` + "`project`" + ` argument, else the server's ` + "`--project`" + `, else invalid
+  input; the project must have a task), or ` + "`agent`" + ` (the calling actor, as recorded in the
+  envelope: an agent reads and writes only its own). Versions count from 1 in each namespace.
+  ` + "`memory_read`" + ` of a key never written (or not yet at ` + "`as_of_seq`" + `) answers ` + "`found: false`" + `,
+  ` + "`memory: null`" + `; ` + "`as_of_seq`" + ` beyond the head is invalid input. ` + "`memory_history`" + ` without
+  ` + "`scope`" + ` lists every namespace of the key, other agents' included (the ledger hides nothing from
+  its readers), in ledger order.
 `
 
 // refLineDiff shows the first differing lines of want and got.

@@ -2,8 +2,9 @@
 // SDK client over real stdio, the way an agent host launches it: the
 // initialize handshake (the SDK's own protocol and a forced 2025-06-18),
 // tools/list (every outputSchema compiled by the SDK's ajv, and by a strict
-// JSON Schema 2020-12 ajv), each of the 14 tools with valid arguments, and a
-// representative failure for each reachable error code of CONTRACT.md §2.
+// JSON Schema 2020-12 ajv), each tool with valid arguments (the 14 of the
+// contract and the knowledge tools of issue 13), and a representative failure
+// for each reachable error code of CONTRACT.md §2.
 // callTool validates every structuredContent, failures included, against the
 // tool's outputSchema.
 //
@@ -46,11 +47,13 @@ const TOOLS = [
   'thought_record', 'thought_record_list',
   'audit_session_start', 'merkle_finalize', 'merkle_root', 'audit_verify_chain',
   'skill_list', 'server_ping', 'server_health',
+  'finding_record', 'learning_record', 'learning_supersede',
+  'memory_write', 'memory_read', 'memory_history',
 ];
 const CODES = [
   'ERR_INVALID_INPUT', 'ERR_TASK_NOT_FOUND', 'ERR_PROJECT_NOT_FOUND', 'ERR_SESSION_NOT_FOUND',
   'ERR_INVALID_TRANSITION', 'ERR_TASK_CLOSED', 'ERR_WRITEBACK_REQUIRED', 'ERR_CIRCULAR_DEPENDENCY',
-  'ERR_ALREADY_FINALIZED', 'ERR_READ_ONLY', 'ERR_STORAGE', 'ERR_INTERNAL',
+  'ERR_ALREADY_FINALIZED', 'ERR_READ_ONLY', 'ERR_DUPLICATE', 'ERR_STORAGE', 'ERR_INTERNAL',
 ];
 const UNREACHABLE = {
   ERR_CIRCULAR_DEPENDENCY: 'v1 has no way to change a parent: parent_id is set only by task_create, to a task that already exists, so no cycle can be formed',
@@ -197,7 +200,7 @@ const hex64 = /^[0-9a-f]{64}$/;
 function checkToolList(list) {
   const names = list.tools.map((t) => t.name);
   summary.tools_listed = names;
-  check(isDeepStrictEqual([...names].sort(), [...TOOLS].sort()), 'tools/list names the 14 contract tools', names);
+  check(isDeepStrictEqual([...names].sort(), [...TOOLS].sort()), `tools/list names the ${TOOLS.length} tools`, names);
   const strict = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true, validateSchema: true });
   addFormats(strict);
   for (const t of list.tools) {
@@ -231,7 +234,7 @@ async function main() {
   const ping = await ok(client, 'server_ping');
   check(rfc3339.test(ping.timestamp ?? ''), 'server_ping timestamp is RFC 3339 UTC', ping);
   const health = await ok(client, 'server_health');
-  check(health.mode === 'FULL' && health.tools?.registered === 14, 'server_health mode FULL, 14 tools', health);
+  check(health.mode === 'FULL' && health.tools?.registered === TOOLS.length, `server_health mode FULL, ${TOOLS.length} tools`, health);
   check(health.skills?.loaded === 3 && health.skills?.skipped?.length === 2, 'server_health skills 3 loaded / 2 skipped', health.skills);
   check(health.status === 'degraded', 'server_health is degraded while skills are skipped', health.status);
   check(Array.isArray(health.middleware?.stages) && health.middleware.stages.length > 0 &&
@@ -307,6 +310,8 @@ async function main() {
   const vTask = await ok(client, 'audit_verify_chain', { task_id: t1.task_id });
   check(vTask.chain_valid === true, 'audit_verify_chain task', vTask);
 
+  await knowledge(client, t1, t2);
+
   // --- one representative failure per reachable code ---
   await fail(client, 'task_create', { project: 'e2e', title: 7, bogus: true }, 'ERR_INVALID_INPUT',
     { issues: (is) => hasIssue('title')(is) && hasIssue('bogus')(is) });
@@ -379,6 +384,67 @@ async function main() {
   const reachable = CODES.filter((c) => !(c in UNREACHABLE) && !(c === 'ERR_STORAGE' && opts['skip-storage']));
   check(reachable.every((c) => codes.has(c)), 'every reachable error code seen', reachable.filter((c) => !codes.has(c)));
   summary.ok = summary.failures.length === 0;
+}
+
+// knowledge records findings, learnings and memory on the tasks of main,
+// and provokes their refusals (ERR_DUPLICATE among them).
+async function knowledge(client, t1, t2) {
+  const f = await ok(client, 'finding_record', {
+    task_id: t1.task_id, category: 'test_result', summary: 'The TS SDK validates every structuredContent',
+    details: 'callTool throws when a result does not match the outputSchema.', files: ['cmd/logbook/e2e/client.mjs', 'mcp/schema.go'],
+  });
+  check(/^F-\d{4,}$/.test(f.finding_id ?? '') && f.project === 'e2e' && hex64.test(f.hash ?? '') && f.files?.length === 2,
+    'finding_record answer', f);
+  await fail(client, 'finding_record', { task_id: t1.task_id, category: 'bug', summary: 's', files: ['../../etc/passwd'] },
+    'ERR_INVALID_INPUT', { issues: hasIssue('files[0]') });
+  await fail(client, 'finding_record', { task_id: t1.task_id, category: 'bug', summary: 's', files: ['/etc/passwd'] },
+    'ERR_INVALID_INPUT', { issues: hasIssue('files[0]') });
+  await fail(client, 'finding_record', { task_id: 'T-9999', category: 'bug', summary: 's' }, 'ERR_TASK_NOT_FOUND');
+
+  const lesson = {
+    pattern: 'Validate every structuredContent against the outputSchema in the end-to-end client, not only in Go tests.',
+    context: 'The Go tests check the schemas the server publishes, but only a real SDK client shows whether the ' +
+      'published schemas and the replies agree the way an agent host reads them.',
+    project: 'e2e', tags: ['e2e', 'schemas'], source_task_id: t1.task_id,
+  };
+  const l1 = await ok(client, 'learning_record', lesson);
+  check(/^L-\d{4,}$/.test(l1.learning_id ?? '') && isDeepStrictEqual(l1.tags, ['e2e', 'schemas']), 'learning_record answer', l1);
+  await fail(client, 'learning_record', lesson, 'ERR_DUPLICATE', { existing_id: l1.learning_id, similarity: 1 });
+  await fail(client, 'learning_record', { ...lesson, pattern: 'too short' }, 'ERR_INVALID_INPUT', { issues: hasIssue('pattern') });
+  const l2 = await ok(client, 'learning_record', {
+    pattern: 'Run the TypeScript client against a race-built binary so data races in the server fail the end-to-end test.',
+    context: 'GORACE is passed through to the server process; with halt_on_error a race exits the server, and the ' +
+      'client reports the lost connection as a failure instead of a flaky pass.',
+    project: 'e2e', supersedes: l1.learning_id,
+  });
+  check(l2.supersedes === l1.learning_id, 'learning_record with supersedes', l2);
+  const l3 = await ok(client, 'learning_record', {
+    pattern: 'Keep one summary object in the client and let the Go driver assert on it after the run has finished.',
+    context: 'Asserting inside the node script and again in Go duplicated logic; one JSON summary printed on stdout ' +
+      'keeps the checks in one place and makes failures readable in go test output.',
+    project: 'e2e',
+  });
+  const sup = await ok(client, 'learning_supersede', { learning_id: l3.learning_id, by: l2.learning_id });
+  check(sup.superseded_by === l2.learning_id && hex64.test(sup.hash ?? ''), 'learning_supersede answer', sup);
+  await fail(client, 'learning_supersede', { learning_id: l3.learning_id, by: l2.learning_id }, 'ERR_INVALID_INPUT',
+    { issues: hasIssue('learning_id') });
+
+  const m1 = await ok(client, 'memory_write', { key: 'e2e-notes', scope: 'project', project: 'e2e', content: 'first' });
+  const m2 = await ok(client, 'memory_write', { key: 'e2e-notes', scope: 'project', project: 'e2e', content: 'second' });
+  check(m1.version === 1 && m2.version === 2 && /^M-\d{4,}$/.test(m2.memory_id ?? ''), 'memory_write versions', [m1, m2]);
+  const mine = await ok(client, 'memory_write', { key: 'e2e-notes', scope: 'agent', content: 'private note' });
+  check(mine.agent === 'e2e-ts-client', 'scope agent binds to the caller', mine);
+  const now = await ok(client, 'memory_read', { key: 'e2e-notes', scope: 'project', project: 'e2e' });
+  check(now.found === true && now.memory?.content === 'second', 'memory_read latest', now);
+  const then = await ok(client, 'memory_read', { key: 'e2e-notes', scope: 'project', project: 'e2e', as_of_seq: m1.seq });
+  check(then.memory?.content === 'first' && then.as_of_seq === m1.seq, 'memory_read as_of_seq', then);
+  const none = await ok(client, 'memory_read', { key: 'e2e-notes', scope: 'global' });
+  check(none.found === false && none.memory === null, 'memory_read of an unwritten key', none);
+  const hist = await ok(client, 'memory_history', { key: 'e2e-notes' });
+  check(hist.version_count === 3 && hist.versions?.map((v) => v.content).join() === 'first,second,private note' &&
+    hist.versions.every((v) => v.written_by === 'e2e-ts-client' && hex64.test(v.hash)), 'memory_history', hist);
+  await fail(client, 'memory_write', { key: 'e2e-notes', scope: 'project', content: 'x' }, 'ERR_INVALID_INPUT', { issues: hasIssue('project') });
+  await fail(client, 'memory_read', { key: 'k', scope: 'project', project: 'nope' }, 'ERR_PROJECT_NOT_FOUND', { project: 'nope' });
 }
 
 // storageFailure holds the ledger file's flock (as another process's
