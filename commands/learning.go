@@ -83,17 +83,19 @@ func (s *Service) RecordLearning(tx *Tx, in RecordLearningInput) (*RecordLearnin
 // checkDuplicate fails with a DuplicateError naming the live learning of
 // project most similar to text, if it is at least DuplicateSimilarity
 // similar; except is left out. Its cost grows with the project's live
-// learnings (each is re-shingled).
+// learnings: a merge of two sorted shingle lists each, read from the
+// projection (about 1.5 µs per live learning: 1.5 ms at 1,000,
+// BenchmarkNearDuplicateCheck).
 func checkDuplicate(tx *Tx, project, text, except string) error {
 	mine := domain.Shingles(text)
 	var best *DuplicateError
-	err := projections.LiveLearnings(tx.lt, project, func(l projections.Learning) (bool, error) {
-		if l.LearningID == except {
+	err := projections.LiveLearnings(tx.lt, project, func(id string, shingles []uint64) (bool, error) {
+		if id == except {
 			return true, nil
 		}
-		sim := domain.Similarity(mine, domain.Shingles(domain.LearningText(l.Pattern, l.Context)))
+		sim := domain.Similarity(mine, shingles)
 		if sim >= domain.DuplicateSimilarity && (best == nil || sim > best.Similarity) {
-			best = &DuplicateError{ExistingID: l.LearningID, Similarity: sim}
+			best = &DuplicateError{ExistingID: id, Similarity: sim}
 		}
 		return true, nil
 	})

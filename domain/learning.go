@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"hash/fnv"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -70,21 +72,38 @@ func distinct(words []string) map[string]bool {
 }
 
 // Shingles are the distinct pairs of consecutive words of s (its words,
-// if it has fewer than two).
-func Shingles(s string) map[string]bool {
+// if it has fewer than two), each as its 64-bit FNV-1a hash, sorted: a
+// compact, deterministic form that projections can store and Similarity
+// compares by merging. (Two pairs sharing a hash are negligibly rare, and
+// would only nudge a similarity upwards.)
+func Shingles(s string) []uint64 {
 	w := Words(s)
+	var out []uint64
+	add := func(parts ...string) {
+		h := fnv.New64a()
+		for i, p := range parts {
+			if i > 0 {
+				h.Write([]byte{' '})
+			}
+			h.Write([]byte(p))
+		}
+		out = append(out, h.Sum64())
+	}
 	if len(w) < 2 {
-		return distinct(w)
+		for _, x := range w {
+			add(x)
+		}
 	}
-	set := make(map[string]bool, len(w))
 	for i := 1; i < len(w); i++ {
-		set[w[i-1]+" "+w[i]] = true
+		add(w[i-1], w[i])
 	}
-	return set
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
-// Similarity is the Jaccard similarity |A∩B| / |A∪B| of two shingle sets,
-// from 0 (nothing in common) to 1 (the same word pairs).
+// Similarity is the Jaccard similarity |A∩B| / |A∪B| of two shingle sets
+// (sorted, as Shingles returns them), from 0 (nothing in common) to 1 (the
+// same word pairs).
 //
 // Why word pairs and 0.6: changing one word of an n-word text removes at
 // most two of its n-1 pairs, so a resubmission with a few words changed or
@@ -92,14 +111,21 @@ func Shingles(s string) map[string]bool {
 // the same subject share words but few consecutive pairs (below 0.2 in the
 // tests' examples). Single words would make every learning about the same
 // subsystem look alike; longer shingles would let a light rewording through.
-func Similarity(a, b map[string]bool) float64 {
+func Similarity(a, b []uint64) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 1
 	}
 	common := 0
-	for s := range a {
-		if b[s] {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
 			common++
+			i++
+			j++
 		}
 	}
 	return float64(common) / float64(len(a)+len(b)-common)

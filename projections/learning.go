@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/logbook-dev/logbook/domain"
@@ -11,7 +12,7 @@ import (
 
 const (
 	spLearnings     = "learnings"      // learning number → Learning
-	spLiveLearnings = "live_learnings" // project ‖ 0 ‖ learning number → nothing: the learnings not superseded
+	spLiveLearnings = "live_learnings" // project ‖ 0 ‖ learning number → its shingles: the learnings not superseded
 
 	counterLearning = "counter.learning"
 )
@@ -57,7 +58,14 @@ func applyLearningRecorded(f *folder, r ledger.Record) error {
 	if err != nil {
 		return err
 	}
-	return live.Put(liveKey(p.Project, n), nil)
+	// The shingles are kept packed so the near-duplicate check of the next
+	// learning_record compares without decoding a record or re-reading text.
+	shingles := domain.Shingles(domain.LearningText(p.Pattern, p.Context))
+	packed := make([]byte, 0, 8*len(shingles))
+	for _, sh := range shingles {
+		packed = binary.BigEndian.AppendUint64(packed, sh)
+	}
+	return live.Put(liveKey(p.Project, n), packed)
 }
 
 func applyLearningSuperseded(f *folder, r ledger.Record) error {
@@ -102,27 +110,25 @@ func GetLearning(tx *boltstore.Tx, id string) (l Learning, ok bool, err error) {
 	return l, ok, err
 }
 
-// LiveLearnings calls fn for the project's learnings that are not
-// superseded, in ledger order, until fn returns false.
-func LiveLearnings(tx *boltstore.Tx, project string, fn func(Learning) (bool, error)) error {
+// LiveLearnings calls fn with the id and the shingles (domain.Shingles of
+// domain.LearningText) of each of the project's learnings that are not
+// superseded, in ledger order, until fn returns false. shingles is only
+// valid during the call.
+func LiveLearnings(tx *boltstore.Tx, project string, fn func(id string, shingles []uint64) (bool, error)) error {
 	live, err := tx.Space(spLiveLearnings)
 	if err != nil {
 		return err
 	}
-	learnings, err := tx.Space(spLearnings)
-	if err != nil {
-		return err
-	}
-	return live.Scan(append([]byte(project), 0), false, func(k, _ []byte) (bool, error) {
-		var l Learning
-		ok, err := getRecord(learnings, k[len(k)-8:], &l)
-		if err == nil && !ok {
-			err = fmt.Errorf("live learning %d missing from projection", be64(k[len(k)-8:]))
+	var shingles []uint64
+	return live.Scan(append([]byte(project), 0), false, func(k, v []byte) (bool, error) {
+		if len(v)%8 != 0 {
+			return false, fmt.Errorf("live learning %d: shingles of %d bytes", be64(k[len(k)-8:]), len(v))
 		}
-		if err != nil {
-			return false, err
+		shingles = shingles[:0]
+		for i := 0; i < len(v); i += 8 {
+			shingles = append(shingles, be64(v[i:]))
 		}
-		return fn(l)
+		return fn(domain.FormatID(domain.LearningPrefix, be64(k[len(k)-8:])), shingles)
 	})
 }
 
