@@ -82,20 +82,40 @@ func newFlags(e *env, name, summary string) *flag.FlagSet {
 
 // parse parses flags; --help prints usage to stdout and ends with no error.
 func parse(e *env, fs *flag.FlagSet, args []string) (done bool, err error) {
+	_, done, err = parseArgs(e, fs, args, 0)
+	return done, err
+}
+
+// parseArgs is parse for a command that takes up to max arguments after its
+// flags; it returns them.
+func parseArgs(e *env, fs *flag.FlagSet, args []string, max int) (rest []string, done bool, err error) {
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "-help" {
 			fs.SetOutput(e.stdout)
 			fs.Usage()
-			return true, nil
+			return nil, true, nil
 		}
 	}
-	if err := fs.Parse(args); err != nil {
-		return true, usageErr("%s: %v", fs.Name(), err)
+	// The flag package would print the error and the whole usage to
+	// stderr, and then the caller prints the error again: say it once,
+	// with where to find the flags.
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	defer fs.SetOutput(out)
+	// Arguments may come between flags (logbook show T-0001 --json): the
+	// flag package stops at the first, so parsing resumes after each.
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, true, usageErr("%s: %v (see logbook %s --help)", fs.Name(), err, fs.Name())
+		}
+		if fs.NArg() == 0 {
+			return rest, false, nil
+		}
+		if len(rest) == max {
+			return nil, true, usageErr("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		}
+		rest, args = append(rest, fs.Arg(0)), fs.Args()[1:]
 	}
-	if fs.NArg() > 0 {
-		return true, usageErr("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-	}
-	return false, nil
 }
 
 // defaultDB is where the ledger lives when neither --db nor LOGBOOK_DB says.

@@ -15,7 +15,7 @@ func init() {
 }
 
 func show(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "show ID", `Show one task or one audit session.
+	fs := newFlags(e, "show", `Show one task or one audit session (logbook show ID [flags]).
   logbook show T-0001   the task, then its history and its decision trail as one timeline,
                         oldest first: each step's ledger seq, short hash (12 hex digits), time,
                         actor, and what changed (status from → to) or what was thought
@@ -24,16 +24,13 @@ func show(ctx context.Context, e *env, args []string) error {
 An unknown id is exit 2.`)
 	lf := addLedgerFlags(e, fs)
 	asJSON := fs.Bool("json", false, "print the same as one JSON object")
-	// The id comes first (logbook show T-0001 --db L.db) or last.
-	var id string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
-	if id == "" && len(args) > 0 && !strings.HasPrefix(args[len(args)-1], "-") && !isHelp(args) {
-		id, args = args[len(args)-1], args[:len(args)-1]
-	}
-	if done, err := parse(e, fs, args); done {
+	rest, done, err := parseArgs(e, fs, args, 1)
+	if done {
 		return err
+	}
+	var id string
+	if len(rest) == 1 {
+		id = rest[0]
 	}
 	_, isTask := projections.ParseID(projections.TaskPrefix, id)
 	_, isSession := projections.ParseID(projections.SessionPrefix, id)
@@ -69,15 +66,6 @@ An unknown id is exit 2.`)
 	}
 	v.text(newScreen(e), *lf.db)
 	return nil
-}
-
-func isHelp(args []string) bool {
-	for _, a := range args {
-		if a == "-h" || a == "--help" || a == "-help" {
-			return true
-		}
-	}
-	return false
 }
 
 // taskView is `logbook show T-…`: the task as task_get answers it, its
