@@ -151,6 +151,25 @@ func hexHashes(hs []ledger.Hash) []string {
 	return out
 }
 
+// proveArgs are prove's flags.
+type proveArgs struct {
+	seq, size, old, newSize *uint64
+	out                     *string
+}
+
+func proveFlags(e *env, name, summary string) (*flag.FlagSet, *ledgerFlags, proveArgs) {
+	fs := newFlags(e, name, summary)
+	lf := addLedgerFlags(e, fs)
+	lf.name = "prove"
+	return fs, lf, proveArgs{
+		seq:     fs.Uint64("seq", 0, "inclusion: the event's seq"),
+		size:    fs.Uint64("size", 0, "inclusion: the tree size (default: the head)"),
+		old:     fs.Uint64("old", 0, "consistency: the old tree size"),
+		newSize: fs.Uint64("new", 0, "consistency: the new tree size (default: the head)"),
+		out:     fs.String("out", "", "write the proof to this file (default: stdout)"),
+	}
+}
+
 func prove(ctx context.Context, e *env, args []string) error {
 	const summary = `Write an RFC 9162 proof as JSON (to --out, or stdout):
   logbook prove inclusion --seq S [--size N]     event S is in the log of the first N events
@@ -161,21 +180,17 @@ N defaults to the head. Check it with logbook check-proof, with no database.`
 			fmt.Fprintln(e.stderr, summary)
 			return usageErr("prove: want inclusion or consistency")
 		}
-		fmt.Fprintln(e.stdout, summary)
+		fs, _, _ := proveFlags(e, "prove inclusion|consistency", summary)
+		fs.SetOutput(e.stdout)
+		fs.Usage()
 		return nil
 	}
 	kind, args := args[0], args[1:]
 	if kind != proofInclusion && kind != proofConsistency {
 		return usageErr("prove: unknown proof %q: want inclusion or consistency", kind)
 	}
-	fs := newFlags(e, "prove "+kind, summary)
-	lf := addLedgerFlags(e, fs)
-	lf.name = "prove"
-	seq := fs.Uint64("seq", 0, "inclusion: the event's seq")
-	size := fs.Uint64("size", 0, "inclusion: the tree size (default: the head)")
-	old := fs.Uint64("old", 0, "consistency: the old tree size")
-	newSize := fs.Uint64("new", 0, "consistency: the new tree size (default: the head)")
-	out := fs.String("out", "", "write the proof to this file (default: stdout)")
+	fs, lf, pf := proveFlags(e, "prove "+kind, summary)
+	seq, size, old, newSize, out := pf.seq, pf.size, pf.old, pf.newSize, pf.out
 	if done, err := parse(e, fs, args); done {
 		return err
 	}
@@ -285,25 +300,13 @@ FILE "-" reads stdin. Exit 0 valid, 1 invalid or malformed proof, 2 usage or I/O
 	vkeyPath := fs.String("vkey", "", "verifier key of the checkpoint's signer")
 	asJSON := fs.Bool("json", false, "print JSON")
 	// The proof file comes first or last; flags may come on either side.
+	rest, done, err := parseArgs(e, fs, args, 1)
+	if done {
+		return err
+	}
 	var file string
-	if len(args) > 0 && len(args[0]) > 0 && (args[0][0] != '-' || args[0] == "-") {
-		file, args = args[0], args[1:]
-	}
-	for _, a := range args {
-		if a == "-h" || a == "--help" || a == "-help" {
-			fs.SetOutput(e.stdout)
-			fs.Usage()
-			return nil
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageErr("check-proof: %v", err)
-	}
-	if fs.NArg() > 0 {
-		if file != "" || fs.NArg() > 1 {
-			return usageErr("check-proof: want one proof file")
-		}
-		file = fs.Arg(0)
+	if len(rest) == 1 {
+		file = rest[0]
 	}
 	if file == "" {
 		return usageErr("check-proof: want a proof file (or - for stdin)")
@@ -342,7 +345,6 @@ FILE "-" reads stdin. Exit 0 valid, 1 invalid or malformed proof, 2 usage or I/O
 		trusted.oldRoot, trusted.haveOld = h, true
 	}
 	var raw []byte
-	var err error
 	if file == "-" {
 		raw, err = io.ReadAll(e.stdin)
 	} else {
