@@ -61,6 +61,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		usage(stderr)
 		return usageErr("unknown command %q", args[0])
 	}
+	defer endBars()
 	return sc.run(ctx, e, args[1:])
 }
 
