@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -56,7 +57,8 @@ An unknown id is exit 2.`)
 		return err
 	})
 	if err != nil {
-		if _, ok := err.(*exitError); ok {
+		var ee *exitError
+		if errors.As(err, &ee) {
 			return err
 		}
 		return ioErr("show", err)
