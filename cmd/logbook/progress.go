@@ -27,6 +27,10 @@ type progress struct {
 	last   time.Time
 	shown  bool // something was printed
 	inLine bool // a bar is on the screen without its newline
+	done   uint64
+	total  uint64 // of the phase being reported
+	// reported: done and total hold the last report's.
+	reported bool
 }
 
 // openBars are the bars drawn and not ended, so that Run can end their
@@ -56,6 +60,16 @@ func (p *progress) report(done, total uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
+	if p.reported && (done < p.done || total != p.total) {
+		// A new phase (verify checks the chain, then the projections):
+		// keep the last frame of the previous one on its own line.
+		if p.inLine {
+			fmt.Fprintln(p.w)
+			p.inLine = false
+		}
+		p.start = now
+	}
+	p.done, p.total, p.reported = done, total, true
 	every := time.Second
 	if p.bar {
 		every = 100 * time.Millisecond

@@ -99,3 +99,23 @@ func TestProgressNotATerminal(t *testing.T) {
 		t.Error("a bar for a writer that is no terminal")
 	}
 }
+
+// TestProgressBarPhases: when a run moves to its next phase (another total,
+// or counting from the start again), the last frame of the phase before
+// stays on its own line and the rate is measured afresh.
+func TestProgressBarPhases(t *testing.T) {
+	p, b, now := fakeProgress(true)
+	*now = now.Add(10 * time.Second)
+	p.report(50, 200) // 5/s
+	*now = now.Add(time.Second)
+	p.report(10, 100) // the next phase starts
+	*now = now.Add(2 * time.Second)
+	p.report(50, 100) // 50 in its first 2 s
+	frames := strings.Split(b.String(), "\r")
+	if len(frames) != 4 || !strings.HasSuffix(frames[1], "\n") || strings.Contains(frames[2]+frames[3], "\n") {
+		t.Fatalf("want the first phase's frame ended by a newline, then the second's: %q", b.String())
+	}
+	if !strings.Contains(frames[1], "  5/s") || !strings.Contains(frames[3], "  25/s") {
+		t.Errorf("rates: want 5/s then 25/s, got %q", frames)
+	}
+}
