@@ -121,7 +121,16 @@ func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) 
 			return err
 		})
 	}
-	if err := l.Update(projections.StartRebuild); err != nil {
+	err = l.Update(func(tx *boltstore.Tx) error {
+		if !force {
+			// Another process may have rebuilt them since we looked.
+			if need, err := projections.NeedsRebuild(tx); err != nil || !need {
+				return err
+			}
+		}
+		return projections.StartRebuild(tx)
+	})
+	if err != nil {
 		return fmt.Errorf("rebuild projections: %w", err)
 	}
 	// A chunk is one commit: small enough that other processes' calls

@@ -138,6 +138,13 @@ func parseArgs(e *env, fs *flag.FlagSet, args []string, max int) (rest []string,
 	}
 }
 
+// isSet reports whether the flag name was given.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // defaultDB is where the ledger lives when neither --db nor LOGBOOK_DB says.
 const defaultDB = ".logbook/ledger.db"
 
