@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -20,9 +21,9 @@ func eachSession(tx *boltstore.Tx, fn func(projections.Session)) error {
 	if err != nil {
 		return err
 	}
-	last, _ := projections.ParseID(projections.SessionPrefix, next)
+	last, _ := domain.ParseID(domain.SessionPrefix, next)
 	for n := uint64(1); n < last; n++ {
-		s, ok, err := projections.GetSession(tx, projections.FormatID(projections.SessionPrefix, n))
+		s, ok, err := projections.GetSession(tx, domain.FormatID(domain.SessionPrefix, n))
 		if err != nil {
 			return err
 		}

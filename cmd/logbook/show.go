@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -33,8 +35,8 @@ An unknown id is exit 2.`)
 	if len(rest) == 1 {
 		id = rest[0]
 	}
-	_, isTask := projections.ParseID(projections.TaskPrefix, id)
-	_, isSession := projections.ParseID(projections.SessionPrefix, id)
+	_, isTask := domain.ParseID(domain.TaskPrefix, id)
+	_, isSession := domain.ParseID(domain.SessionPrefix, id)
 	if !isTask && !isSession {
 		if id == "" {
 			return usageErr("show: want a task id (T-0001) or an audit session id (A-0001)")
@@ -160,11 +162,11 @@ func readTaskView(tx *boltstore.Tx, id string) (*taskView, error) {
 // taskStep describes a task.created or task.updated event.
 func taskStep(r ledger.Record) (step, error) {
 	st := step{Seq: r.Seq, Hash: r.Hash.String(), Time: projections.FormatTime(r.Time), Actor: r.Actor}
-	if r.Type == projections.TypeTaskCreated {
+	if r.Type == events.TypeTaskCreated {
 		st.Kind, st.ToStatus = "created", "backlog"
 		return st, nil
 	}
-	var p projections.TaskUpdated
+	var p events.TaskUpdated
 	if err := ledger.DecodePayload(r.Payload, &p); err != nil {
 		return st, err
 	}
