@@ -128,6 +128,7 @@ func TestVersionOf(t *testing.T) {
 		{"(devel)", settings("vcs.revision", "0123456789abcdef0123", "vcs.modified", "false"), nextRelease + "-dev+0123456789ab"},
 		{"(devel)", settings("vcs.revision", "abc1234", "vcs.modified", "true"), nextRelease + "-dev+abc1234.dirty"},
 		{"v0.0.0-20260101000000-0123456789ab+dirty", settings("vcs.revision", "0123456789abcdef", "vcs.modified", "true"), nextRelease + "-dev+0123456789ab.dirty"},
+		{"v0.0.0-20261123092847-1570c2c84240", settings("vcs.revision", "1570c2c84240aaaa", "vcs.modified", "false"), nextRelease + "-dev+1570c2c84240"},
 		{"", nil, nextRelease + "-dev"},
 	} {
 		bi := &debug.BuildInfo{Main: debug.Module{Version: c.main}, Settings: c.settings}

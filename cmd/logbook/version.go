@@ -3,6 +3,8 @@ package main
 import (
 	"runtime/debug"
 	"strings"
+
+	"golang.org/x/mod/module"
 )
 
 // nextRelease is the release the source is heading for: a build from a
@@ -22,11 +24,13 @@ func buildVersion() string {
 }
 
 // versionOf is the module's version when the binary was built from a
-// published module (go install …@v1.2.3), else nextRelease-dev with the
+// published module (go install …@v1.2.3) or a tagged commit, else nextRelease-dev with the
 // VCS revision (12 hex digits) and ".dirty" if the tree had changes, as
 // SemVer build metadata.
 func versionOf(bi *debug.BuildInfo) string {
-	if v := bi.Main.Version; v != "" && v != "(devel)" && !strings.Contains(v, "+dirty") {
+	// A build from a clone gets a pseudo-version (v0.0.0-DATE-REVISION)
+	// unless its commit is tagged: that says less than nextRelease-dev.
+	if v := bi.Main.Version; v != "" && v != "(devel)" && !strings.Contains(v, "+dirty") && !module.IsPseudoVersion(v) {
 		return strings.TrimPrefix(v, "v")
 	}
 	var rev string
