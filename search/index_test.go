@@ -244,3 +244,23 @@ func TestLedgerSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPruningExact: skipping common terms (MaxScore) never changes the top
+// hits: the best 3 are the first 3 of the best 100, scores included, on a
+// corpus large enough for the pruning to engage.
+func TestPruningExact(t *testing.T) {
+	ix, _ := build(t, synthetic(t, 5000))
+	for _, q := range loadQueries(t) {
+		few, err := ix.Search(q.text, search.Filter{Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		many, err := ix.Search(q.text, search.Filter{Limit: search.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := scores(few), scores(many[:min(3, len(many))]); !slices.Equal(got, want) {
+			t.Errorf("%q: limit 3 %v, limit 100 %v", q.text, got, want)
+		}
+	}
+}

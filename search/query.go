@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -83,35 +84,63 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 	}
 	avgLen := float64(s.totalLen) / float64(s.docs)
 	n := float64(s.docs)
-	index := map[uint64]int{}
+	k := limit(f.Limit)
+	qts, err := ix.queryTerms(terms, n)
+	if err != nil {
+		return nil, err
+	}
+	match := func(p posting) bool {
+		return (len(f.Kinds) == 0 || kinds[p.kind]) &&
+			(f.Project == "" || p.project == project) &&
+			(f.AsOfSeq == 0 || p.seq <= f.AsOfSeq)
+	}
+	bm25 := func(idf float64, p posting) float64 {
+		tf := float64(p.tf)
+		return idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(p.length)/avgLen))
+	}
+	// slot[doc number] is 1 + the document's index in cands: doc numbers are
+	// dense, so a slice beats a map by the cost of hashing every posting.
+	slot := make([]int32, s.nextDoc)
 	var cands []candidate
-	for _, t := range terms {
-		df, err := ix.df(t)
-		if err != nil {
-			return nil, err
-		}
-		if df == 0 {
+	for _, qt := range qts {
+		// MaxScore: once the terms left cannot lift a document never seen
+		// above the k-th partial score, only the candidates need these terms,
+		// looked up one by one when that is cheaper than reading the postings.
+		closed := len(cands) >= k && qt.rest < topK(cands, k)[k-1].score
+		if closed && uint64(len(cands)) < qt.df/4 {
+			for j := range cands {
+				v := ix.sp.Get(postingKey(qt.term, cands[j].num))
+				if v == nil {
+					continue
+				}
+				p, err := decodePosting(v)
+				if err != nil {
+					return nil, fmt.Errorf("posting of %q: %w", qt.term, err)
+				}
+				cands[j].score += bm25(qt.idf, p)
+			}
 			continue
 		}
-		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-		err = ix.sp.Scan(postingPrefix(t), false, func(k, v []byte) (bool, error) {
-			p, err := decodePosting(v)
-			if err != nil {
-				return false, fmt.Errorf("posting of %q: %w", t, err)
+		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, v []byte) (bool, error) {
+			num := binary.BigEndian.Uint64(key[len(key)-8:])
+			if num >= uint64(len(slot)) {
+				return false, fmt.Errorf("posting of %q: doc %d: %w", qt.term, num, ErrCorrupt)
 			}
-			if (len(f.Kinds) > 0 && !kinds[p.kind]) ||
-				(f.Project != "" && p.project != project) ||
-				(f.AsOfSeq != 0 && p.seq > f.AsOfSeq) {
+			if closed && slot[num] == 0 {
 				return true, nil
 			}
-			tf := float64(p.tf)
-			score := idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(p.length)/avgLen))
-			num := binary.BigEndian.Uint64(k[len(k)-8:])
-			if i, ok := index[num]; ok {
-				cands[i].score += score
+			p, err := decodePosting(v)
+			if err != nil {
+				return false, fmt.Errorf("posting of %q: %w", qt.term, err)
+			}
+			if !match(p) {
+				return true, nil
+			}
+			if j := slot[num]; j > 0 {
+				cands[j-1].score += bm25(qt.idf, p)
 			} else {
-				index[num] = len(cands)
-				cands = append(cands, candidate{num: num, seq: p.seq, score: score})
+				cands = append(cands, candidate{num: num, seq: p.seq, score: bm25(qt.idf, p)})
+				slot[num] = int32(len(cands))
 			}
 			return true, nil
 		})
@@ -119,7 +148,7 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 			return nil, err
 		}
 	}
-	top := topK(cands, limit(f.Limit))
+	top := topK(cands, k)
 	hits := make([]Hit, 0, len(top))
 	for _, c := range top {
 		doc, err := decodeDoc(ix.sp.Get(docKey(c.num)))
@@ -132,6 +161,38 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 		hits = append(hits, h)
 	}
 	return hits, nil
+}
+
+// queryTerm is a query term present in the index, with its idf, document
+// frequency, and rest: the most that it and the terms after it can add to a
+// document's score (BM25's tf factor stays below k1+1).
+type queryTerm struct {
+	term      string
+	df        uint64
+	idf, rest float64
+}
+
+// queryTerms returns the terms that occur in the index, rarest (highest
+// bound) first, so that the common terms come last and can be skipped.
+func (ix *Index) queryTerms(terms []string, n float64) ([]queryTerm, error) {
+	var qts []queryTerm
+	for _, t := range terms {
+		df, err := ix.df(t)
+		if err != nil {
+			return nil, err
+		}
+		if df > 0 {
+			idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+			qts = append(qts, queryTerm{term: t, df: df, idf: idf})
+		}
+	}
+	slices.SortStableFunc(qts, func(a, c queryTerm) int { return cmp.Compare(a.df, c.df) })
+	rest := 0.0
+	for i := len(qts) - 1; i >= 0; i-- {
+		rest += qts[i].idf * (k1 + 1)
+		qts[i].rest = rest
+	}
+	return qts, nil
 }
 
 func limit(l int) int {

@@ -3,7 +3,6 @@ package search_test
 import (
 	"bytes"
 	"slices"
-	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/logbook-dev/logbook/ledger"
@@ -13,23 +12,24 @@ import (
 // The ledger's spaces are what the index lives in for real.
 var _ search.Space = (*ledger.Space)(nil)
 
-// memSpace is a sorted map: values in a map, keys sorted lazily when a Scan
-// follows writes, so building 100k documents does not cost an insertion sort.
+// memSpace is a sorted map: values in a map, and a sorted copy of the pairs
+// made lazily when a Scan follows writes, so building 100k documents does not
+// cost an insertion sort and a Scan costs no lookups.
 type memSpace struct {
 	vals   map[string][]byte
-	keys   []string
+	pairs  []pair
 	sorted bool
 }
+
+type pair struct{ k, v []byte }
 
 func newMemSpace() *memSpace { return &memSpace{vals: map[string][]byte{}, sorted: true} }
 
 func (m *memSpace) Get(key []byte) []byte { return m.vals[string(key)] }
 
 func (m *memSpace) Put(key, value []byte) error {
-	if _, ok := m.vals[string(key)]; !ok {
-		m.sorted = false
-	}
 	m.vals[string(key)] = bytes.Clone(value)
+	m.sorted = false
 	return nil
 }
 
@@ -43,17 +43,16 @@ func (m *memSpace) Delete(key []byte) error {
 
 func (m *memSpace) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
 	if !m.sorted {
-		m.keys = m.keys[:0]
-		for k := range m.vals {
-			m.keys = append(m.keys, k)
+		m.pairs = m.pairs[:0]
+		for k, v := range m.vals {
+			m.pairs = append(m.pairs, pair{[]byte(k), v})
 		}
-		slices.Sort(m.keys)
+		slices.SortFunc(m.pairs, func(a, b pair) int { return bytes.Compare(a.k, b.k) })
 		m.sorted = true
 	}
-	p := string(prefix)
-	lo, _ := slices.BinarySearch(m.keys, p)
+	lo, _ := slices.BinarySearchFunc(m.pairs, prefix, func(p pair, t []byte) int { return bytes.Compare(p.k, t) })
 	hi := lo
-	for hi < len(m.keys) && strings.HasPrefix(m.keys[hi], p) {
+	for hi < len(m.pairs) && bytes.HasPrefix(m.pairs[hi].k, prefix) {
 		hi++
 	}
 	for i := range hi - lo {
@@ -61,7 +60,7 @@ func (m *memSpace) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool,
 		if reverse {
 			j = hi - 1 - i
 		}
-		if more, err := fn([]byte(m.keys[j]), m.vals[m.keys[j]]); err != nil || !more {
+		if more, err := fn(m.pairs[j].k, m.pairs[j].v); err != nil || !more {
 			return err
 		}
 	}
