@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // ledgerFlags are the flags of every command that opens an existing ledger.
@@ -30,14 +31,14 @@ func addLedgerFlags(e *env, fs *flag.FlagSet) *ledgerFlags {
 
 // open opens the existing ledger. Every failure is an exit-2 error: the file
 // is missing, locked, or not a ledger this binary reads.
-func (f *ledgerFlags) open(readOnly bool) (*ledger.Ledger, error) {
+func (f *ledgerFlags) open(readOnly bool) (*boltstore.Store, error) {
 	if err := checkPath("--db", *f.db, true); err != nil {
 		return nil, err
 	}
 	if *f.lockTimeout <= 0 {
 		return nil, usageErr("%s: --lock-timeout must be positive", f.name)
 	}
-	l, err := ledger.Open(*f.db, ledger.Options{ReadOnly: readOnly, LockTimeout: *f.lockTimeout})
+	l, err := boltstore.Open(*f.db, boltstore.Options{ReadOnly: readOnly, LockTimeout: *f.lockTimeout})
 	if err != nil {
 		return nil, ioErr(f.name, err)
 	}
@@ -51,13 +52,23 @@ func (f *ledgerFlags) open(readOnly bool) (*ledger.Ledger, error) {
 func boundMemory() { debug.SetMemoryLimit(48 << 20) }
 
 // ioErr is an I/O failure (exit 2), or an integrity failure (exit 1) when
-// err is one.
+// err is one or the file is damaged.
 func ioErr(cmd string, err error) error {
 	var ie *ledger.IntegrityError
-	if errors.As(err, &ie) {
+	if errors.As(err, &ie) || errors.Is(err, boltstore.ErrDamaged) {
 		return integrityErr(fmt.Errorf("%s: %w", cmd, err))
 	}
 	return &exitError{exitUsage, fmt.Errorf("%s: %w", cmd, err)}
+}
+
+// passExit keeps an exit error raised inside a transaction, and makes any
+// other error an I/O error.
+func passExit(cmd string, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return ioErr(cmd, err)
 }
 
 // writeJSON writes v as one line of JSON.
