@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/search"
 )
 
@@ -152,13 +152,14 @@ func BenchmarkRebuild(b *testing.B) {
 func BenchmarkLedger100k(b *testing.B) {
 	docs := synthetic(b, 100_000)
 	qs := benchQueries(b)
-	l, err := ledger.Open(filepath.Join(b.TempDir(), "ledger.db"), ledger.Options{Create: true})
+	l, err := boltstore.Open(filepath.Join(b.TempDir(), "ledger.db"), boltstore.Options{Create: true})
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer l.Close()
 	start := time.Now()
 	for i := 0; i < len(docs); i += 1000 {
-		err := l.Update(func(tx *ledger.Tx) error {
+		err := l.Update(func(tx *boltstore.Tx) error {
 			sp, err := tx.Space("search")
 			if err != nil {
 				return err
@@ -180,7 +181,7 @@ func BenchmarkLedger100k(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		t0 := time.Now()
-		err := l.View(func(tx *ledger.Tx) error {
+		err := l.View(func(tx *boltstore.Tx) error {
 			sp, err := tx.Space("search")
 			if err != nil {
 				return err

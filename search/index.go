@@ -7,9 +7,10 @@ import (
 	"slices"
 )
 
-// Space is the key/value area the index lives in. *ledger.Space satisfies it;
-// the tests use an in-memory one. Values returned by Get and passed to Scan
-// are only read before the next call, never kept.
+// Space is the key/value area the index lives in. *boltstore.Space (a
+// projection space of the ledger file) satisfies it; the tests use an
+// in-memory one. Values returned by Get and passed to Scan are only read
+// before the next call, never kept.
 type Space interface {
 	Get(key []byte) []byte
 	Put(key, value []byte) error

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/search"
 )
 
@@ -201,11 +201,12 @@ func TestRebuildIdentical(t *testing.T) {
 // TestLedgerSpace: the index works in a real ledger space, written in an
 // update and read in a view.
 func TestLedgerSpace(t *testing.T) {
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Create: true})
+	l, err := boltstore.Open(filepath.Join(t.TempDir(), "ledger.db"), boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.Update(func(tx *ledger.Tx) error {
+	defer l.Close()
+	err = l.Update(func(tx *boltstore.Tx) error {
 		sp, err := tx.Space("search")
 		if err != nil {
 			return err
@@ -225,7 +226,7 @@ func TestLedgerSpace(t *testing.T) {
 	if err := mem.Remove("F-0002"); err != nil {
 		t.Fatal(err)
 	}
-	err = l.View(func(tx *ledger.Tx) error {
+	err = l.View(func(tx *boltstore.Tx) error {
 		sp, err := tx.Space("search")
 		if err != nil {
 			return err

@@ -5,12 +5,12 @@ import (
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/search"
 )
 
-// The ledger's spaces are what the index lives in for real.
-var _ search.Space = (*ledger.Space)(nil)
+// The ledger's spaces (ledger/boltstore) are what the index lives in for real.
+var _ search.Space = (*boltstore.Space)(nil)
 
 // memSpace is a sorted map: values in a map, and a sorted copy of the pairs
 // made lazily when a Scan follows writes, so building 100k documents does not
