@@ -9,6 +9,7 @@ require (
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 
