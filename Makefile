@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/logbook
 PKGS    := ./...
 
-.PHONY: build demo test check bench bench-peers fuzz e2e-deps clean
+.PHONY: build demo test soak check bench bench-peers fuzz e2e-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/logbook
@@ -15,6 +15,11 @@ demo: build
 
 test: build e2e-deps
 	$(GO) test -race -count=1 $(PKGS)
+
+# soak: the crash-and-fault suite long (hundreds of SIGKILLs of writing
+# agents, full disk, foreign locks, swapped files); `make test` runs it short.
+soak: build e2e-deps
+	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite' ./cmd/logbook/
 
 # The TypeScript SDK client of the end-to-end tests (cmd/logbook/e2e), from
 # its package-lock.json; go test itself never uses the network.

@@ -119,6 +119,7 @@ type e2eConfig struct {
 	Skills   string // default: the fixtures
 	ReadOnly bool
 	Env      []string // extra KEY=VALUE
+	Args     []string // extra flags of serve
 }
 
 // e2eMessage is one JSON-RPC message from the server.
@@ -192,6 +193,7 @@ func startE2E(t testing.TB, cfg e2eConfig) *e2eServer {
 	if cfg.ReadOnly {
 		args = append(args, "--read-only")
 	}
+	args = append(args, cfg.Args...)
 	cmd := exec.Command(e2eBinary(t), args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LOGBOOK_") && !strings.HasPrefix(kv, "GORACE=") {

@@ -60,7 +60,12 @@ type Options struct {
 	Hold        bool
 	LockTimeout time.Duration    // bounded wait for the file lock; default 5s
 	Now         func() time.Time // clock for event times; default time.Now
-	MaxBatch    int              // most calls grouped in one commit; default 256
+	// Replica, if set, is a replicated log this file is a local copy of
+	// (another storage engine, shared by many nodes): every write
+	// transaction first ingests what it holds past the local head, and
+	// commits only once the events it appended are in it.
+	Replica  Replica
+	MaxBatch int // most calls grouped in one commit; default 256
 }
 
 // Store is an append-only event log in one bbolt file that several
@@ -82,6 +87,29 @@ type Store struct {
 	// file may be created.
 	create bool
 }
+
+// Replica is a replicated log that a Store keeps a local copy of. It keeps
+// the storage contract: Append succeeds only if the log's head is still
+// the one given (compare-and-append), and is durable when it returns.
+type Replica interface {
+	// CatchUp ingests into tx (Tx.Ingest), in order, every event the log
+	// holds past tx.Head().
+	CatchUp(tx *Tx) error
+	// Append appends events (stored bytes, seq head.Seq+1 onwards) to the
+	// log if its head is still head; ErrHeadMoved if another node
+	// appended first. An outcome it cannot tell is resolved by reading the
+	// log back, never by appending again blindly.
+	Append(head ledger.Head, events [][]byte) error
+}
+
+// ErrHeadMoved: the replicated log's head moved since the transaction read
+// it (another node appended first). The transaction is rolled back, caught
+// up and run again.
+var ErrHeadMoved = errors.New("the log's head moved")
+
+// maxReplicaRetries bounds how often one commit is run again because other
+// nodes kept appending first.
+const maxReplicaRetries = 16
 
 type request struct {
 	fn       func(*Tx) error
@@ -448,6 +476,7 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 		}
 		return nil, err
 	}
+	retries := 0
 	for len(batch) > 0 {
 		failed, ferr := -1, error(nil)
 		ran := len(batch)
@@ -465,6 +494,13 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 			if _, err := tx.emptyTrash(128 << 10); err != nil {
 				return err
 			}
+			replica := l.opts.Replica
+			if replica != nil {
+				if err := replica.CatchUp(tx); err != nil {
+					return fmt.Errorf("catch up with the replicated log: %w", err)
+				}
+			}
+			base := tx.head // what the calls decide against
 			for i, r := range batch {
 				if err := safeRun(r.fn, tx); err != nil {
 					failed, ferr = i, err
@@ -477,11 +513,22 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 					break
 				}
 			}
+			if replica != nil && len(tx.appended) > 0 {
+				if err := replica.Append(base, tx.appended); err != nil {
+					return err
+				}
+			}
 			return tx.flush()
 		})
 		if failed >= 0 {
 			batch[failed].done <- ferr
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
+			continue
+		}
+		if errors.Is(err, ErrHeadMoved) && retries < maxReplicaRetries {
+			// Another node appended first: roll back, catch up, decide
+			// again against the new state.
+			retries++
 			continue
 		}
 		if err == nil {
@@ -515,3 +562,7 @@ func u64(v uint64) []byte {
 	binary.BigEndian.PutUint64(b[:], v)
 	return b[:]
 }
+
+// Held reports whether the Store keeps its file open (Options.Hold): its
+// read transactions then run alongside commits rather than open the file.
+func (l *Store) Held() bool { return l.held != nil }
