@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -22,7 +24,7 @@ func TestReadsAsideAreAudited(t *testing.T) {
 		h.call("audit_verify_chain", map[string]any{}, "OK")
 		h.call("thought_record_list", map[string]any{"task_id": task, "verify_chain": true}, "OK")
 	}
-	if !held.svc.readsAside(Call{Tool: "task_get"}) || shared.svc.readsAside(Call{Tool: "task_get"}) || !shared.svc.readsAside(Call{Tool: "task_list"}) {
+	if !held.svc.readsAside(Call{Name: "task_get", Command: GetTask}) || shared.svc.readsAside(Call{Name: "task_get", Command: GetTask}) || !shared.svc.readsAside(Call{Name: "task_list", Command: ListTasks}) {
 		t.Error("reads aside: want every read with a held file, only heavy reads with a shared one")
 	}
 	// Replies with no event hash or wall-clock time in them (durations in
@@ -50,7 +52,7 @@ func TestReadAsideSeesOtherProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []byte(`{"title":"theirs","project":"procs"}`)
-	reply, err := svc.Do(t.Context(), Call{Tool: "task_create", Args: args, Client: h.client, Encode: testEncode})
+	reply, err := svc.Do(t.Context(), Call{Name: "task_create", Command: CreateTask, Args: args, Client: h.client, Encode: testEncode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,5 +61,50 @@ func TestReadAsideSeesOtherProcesses(t *testing.T) {
 	got := h.call("task_list", map[string]any{"project": "procs"}, "OK")
 	if n := got["total_count"]; n != float64(2) {
 		t.Errorf("task_list after another process appended: total_count %v, want 2", n)
+	}
+}
+
+// TestConcurrentRebuilds: servers starting at once on one new file, and
+// `logbook rebuild` run twice at once, each as its own process would (a
+// Store of its own on the file): all succeed, whoever promotes first, and
+// the projections equal a rebuild from scratch.
+func TestConcurrentRebuilds(t *testing.T) {
+	h := newHarness(t, Options{Agent: "seed"})
+	for i := range 30 {
+		h.call("task_create", map[string]any{"title": fmt.Sprintf("task %d", i), "project": "rebuilds"}, "OK")
+	}
+	for _, force := range []bool{false, true} {
+		if !force {
+			// Projections of another version, as after an upgrade.
+			if err := h.l.Update(func(tx *boltstore.Tx) error {
+				meta, err := tx.Space("meta")
+				if err != nil {
+					return err
+				}
+				return meta.Put([]byte("version"), []byte{0, 0, 0, 0, 0, 0, 0, 1})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				l, err := boltstore.Open(h.path, boltstore.Options{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer l.Close()
+				if force {
+					err = Rebuild(l, true, nil)
+				} else {
+					_, err = New(l, Options{Agent: "starter"})
+				}
+				if err != nil {
+					t.Errorf("force %v: %v", force, err)
+				}
+			})
+		}
+		wg.Wait()
 	}
 }

@@ -295,6 +295,14 @@ func mark(used *bool) {
 	}
 }
 
+// AppendOnly tells the store the space's keys only ever grow, so its pages
+// are packed full rather than split half-empty. A no-op when reading.
+func (s *Space) AppendOnly() {
+	if s.b != nil && s.b.Writable() {
+		s.b.FillPercent = 1
+	}
+}
+
 // Get returns the value at key, nil if absent. Valid during the transaction.
 func (s *Space) Get(key []byte) []byte {
 	if s.b == nil {
