@@ -9,12 +9,14 @@ require (
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/kljensen/snowball v0.10.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect

@@ -48,6 +48,10 @@ type Options struct {
 	Skipped  []events.SkippedSkill // skill files that failed to load
 	Version  string                // the binary's version, for server_health
 	Logger   *slog.Logger
+	// Now is the clock tool.called durations are measured with; default
+	// time.Now. Tests fix it so that a ledger they build is the same bytes,
+	// hashes included, on every run.
+	Now func() time.Time
 }
 
 // Service runs tool calls against the ledger.
@@ -76,6 +80,9 @@ var ErrInternal = errors.New("internal error")
 func New(l *boltstore.Store, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger}
 	if err := Rebuild(l, false, func(done, total uint64) {
@@ -180,7 +187,7 @@ func (r *rejected) Error() string { return r.err.Error() }
 // the commit failed (errors.Is(err, ErrStorage)) and nothing of the call is in
 // the ledger; reply is then nil.
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
-	start := time.Now()
+	start := s.opts.Now()
 	actor := s.actor(call.Client)
 	// What tool.called records of the arguments depends on them alone:
 	// worked out here, not in the commit that calls queue for.
@@ -238,7 +245,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		return reply, nil
 	case errors.As(err, &rej):
 		err = rej.err
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	default:
 		s.logInternal(call.Name, err)
@@ -259,7 +266,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	switch {
 	case err == nil:
 		return reply, nil
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	}
 	// Even the call alone could not be recorded: answer, unaudited, and
@@ -297,7 +304,7 @@ func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, 
 		ArgsSHA256:   args.sum,
 		Outcome:      code,
 		ResultSHA256: hex.EncodeToString(replySum[:]),
-		DurationUS:   time.Since(start).Microseconds(),
+		DurationUS:   s.opts.Now().Sub(start).Microseconds(),
 		Client:       call.Client,
 	})
 	return err
