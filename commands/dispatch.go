@@ -69,6 +69,7 @@ var (
 	WriteMemory       = command(&domain.WriteMemory, true, (*Service).WriteMemory)
 	ReadMemory        = command(&domain.ReadMemory, false, (*Service).ReadMemory)
 	MemoryHistory     = command(&domain.MemoryHistory, false, (*Service).MemoryHistory)
+	SearchKnowledge   = command(&domain.SearchKnowledge, false, (*Service).SearchKnowledge).growing()
 )
 
 // Commands lists every command, in the contract's order.
@@ -79,6 +80,7 @@ var Commands = []*Command{
 	ListSkills, Ping, Health,
 	RecordFinding, RecordLearning, SupersedeLearning,
 	WriteMemory, ReadMemory, MemoryHistory,
+	SearchKnowledge,
 }
 
 // dispatch validates the call's arguments with the domain's rules (whatever

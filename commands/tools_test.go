@@ -91,8 +91,8 @@ func TestToolOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: set, Skipped: skipped})
-	if got := len(Commands); got != 20 {
-		t.Errorf("Commands has %d commands, want 20", got)
+	if got := len(Commands); got != 21 {
+		t.Errorf("Commands has %d commands, want 21", got)
 	}
 
 	t.Run("server_ping", func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestToolOutputs(t *testing.T) {
 		if db["open"] != true || db["path"] != h.path || db["format_version"] != float64(boltstore.FormatVersion) || db["size_bytes"].(float64) <= 0 {
 			t.Errorf("health.db = %v", db)
 		}
-		if got := obj(t, d["tools"])["registered"]; got != 20.0 {
+		if got := obj(t, d["tools"])["registered"]; got != 21.0 {
 			t.Errorf("tools.registered = %v", got)
 		}
 		// The service has no stages of its own: a transport fills in its own.

@@ -24,6 +24,7 @@ var Commands = []*Command{
 	&Ping, &Health,
 	&RecordFinding, &RecordLearning, &SupersedeLearning,
 	&WriteMemory, &ReadMemory, &MemoryHistory,
+	&SearchKnowledge,
 }
 
 // Lookup returns the rules of the command named name, or nil.

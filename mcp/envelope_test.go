@@ -151,6 +151,8 @@ var sampleData = map[string]string{
 	"memory_read": `{"key":"k","scope":"global","found":false,"memory":null,"as_of_seq":9}`,
 	"memory_history": `{"key":"k","version_count":1,"versions":[{"memory_id":"M-0001","key":"k","scope":"project","project":"core",
 		"version":1,"content":"c","hash":"ab","written_at":"x","written_by":"a","seq":8}]}`,
+	"knowledge_search": `{"query":"q","project":"core","count":1,"hits":[{"id":"F-0001","kind":"finding","project":"core","field":"summary",
+		"snippet":"s","matched":["s"],"author":"a","seq":5,"hash":"ab","score":1.5}],"as_of_seq":9}`,
 	"skill_list":  `{"skills":[{"name":"review","version":"0.0.0","description":"d","capabilities":["review"],"path":".agents/skills/review/SKILL.md"}],"total_count":1}`,
 	"server_ping": `{"timestamp":"2026-04-08T22:15:30.123Z"}`,
 	"server_health": `{"status":"ok","mode":"FULL","uptime_ms":12,"version":"dev","timestamp":"x",

@@ -47,6 +47,9 @@ func TestKnowledgeToolsOverTheWire(t *testing.T) {
 		{"memory_read", `{"key":"build","scope":"global"}`, CodeOK},
 		{"memory_read", `{"key":"build","scope":"project","project":"nowhere"}`, CodeProjectNotFound},
 		{"memory_history", `{"key":"build"}`, CodeOK},
+		{"knowledge_search", `{"query":"commit lock","kinds":["learning","finding"]}`, CodeOK},
+		{"knowledge_search", `{"query":"build","cross_project":true,"limit":5,"as_of_seq":3}`, CodeOK},
+		{"knowledge_search", `{"query":"x","kinds":["task"]}`, CodeInvalidInput},
 	}
 	for _, st := range steps {
 		res := c.toolCall(st.tool, st.args)
@@ -61,6 +64,13 @@ func TestKnowledgeToolsOverTheWire(t *testing.T) {
 			details := envelopeOf(t, res)["error"].(map[string]any)["details"].(map[string]any)
 			if details["existing_id"] != "L-0001" || details["similarity"] != 1.0 {
 				t.Errorf("ERR_DUPLICATE details = %v", details)
+			}
+		}
+		if st.tool == "knowledge_search" && st.code == CodeOK && strings.Contains(st.args, "commit lock") {
+			data := envelopeOf(t, res)["data"].(map[string]any)
+			hits := data["hits"].([]any)
+			if len(hits) == 0 || hits[0].(map[string]any)["id"] != "L-0001" {
+				t.Errorf("knowledge_search hits = %v", hits)
 			}
 		}
 		if st.tool == "memory_history" {

@@ -17,6 +17,7 @@ var contractTools = []string{
 	"skill_list", "server_ping", "server_health",
 	"finding_record", "learning_record", "learning_supersede",
 	"memory_write", "memory_read", "memory_history",
+	"knowledge_search",
 }
 
 var mutating = []string{"task_create", "task_update", "thought_record", "audit_session_start", "merkle_finalize",

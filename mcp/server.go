@@ -53,7 +53,7 @@ type Server struct {
 }
 
 // tool is one entry of the catalogue (task.go, thought.go, session.go, skill.go, system.go,
-// finding.go, learning.go, memory.go).
+// finding.go, learning.go, memory.go, knowledge.go).
 type tool struct {
 	name        string
 	description string
@@ -91,7 +91,7 @@ func New(svc *commands.Service, opts Options) *Server {
 		byName:  make(map[string]*tool),
 	}
 	for _, group := range [][]*tool{taskTools(), thoughtTools(), sessionTools(), skillTools(), systemTools(),
-		findingTools(), learningTools(), memoryTools()} {
+		findingTools(), learningTools(), memoryTools(), knowledgeTools()} {
 		for _, t := range group {
 			t.readOnly = !t.cmd.Mutates()
 			t.in, t.check = input(t.cmd.Rules())

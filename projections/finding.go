@@ -7,6 +7,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/search"
 )
 
 const (
@@ -42,7 +43,11 @@ func applyFindingRecorded(f *folder, r ledger.Record) error {
 		return err
 	}
 	fd := Finding{FindingRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
-	return putRecord(findings, u64(n), &fd)
+	if err := putRecord(findings, u64(n), &fd); err != nil {
+		return err
+	}
+	return f.index(r, p.FindingID, search.Finding, p.Project, search.Field{Name: "summary", Text: p.Summary},
+		search.Field{Name: "details", Text: p.Details}, search.Field{Name: "files", Text: joinLines(p.Files)})
 }
 
 // GetFinding reads a finding; ok is false if there is none with that id.

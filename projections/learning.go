@@ -8,6 +8,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/search"
 )
 
 const (
@@ -65,7 +66,11 @@ func applyLearningRecorded(f *folder, r ledger.Record) error {
 	for _, sh := range shingles {
 		packed = binary.BigEndian.AppendUint64(packed, sh)
 	}
-	return live.Put(liveKey(p.Project, n), packed)
+	if err := live.Put(liveKey(p.Project, n), packed); err != nil {
+		return err
+	}
+	return f.index(r, p.LearningID, search.Learning, p.Project, search.Field{Name: "pattern", Text: p.Pattern},
+		search.Field{Name: "context", Text: p.Context}, search.Field{Name: "tags", Text: joinLines(p.Tags)})
 }
 
 func applyLearningSuperseded(f *folder, r ledger.Record) error {
@@ -93,7 +98,11 @@ func applyLearningSuperseded(f *folder, r ledger.Record) error {
 	if err != nil {
 		return err
 	}
-	return live.Delete(liveKey(l.Project, n))
+	if err := live.Delete(liveKey(l.Project, n)); err != nil {
+		return err
+	}
+	// A superseded learning is found no more; it stays in the log.
+	return f.unindex(p.LearningID)
 }
 
 // GetLearning reads a learning; ok is false if there is none with that id.

@@ -9,6 +9,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/search"
 )
 
 const (
@@ -77,7 +78,23 @@ func applyMemoryWritten(f *folder, r ledger.Record) error {
 	if err != nil {
 		return err
 	}
-	return keys.Put(append(namespaceKey(p.Key, memoryNamespace(&p)), u64(p.Version)...), u64(n))
+	ns := namespaceKey(p.Key, memoryNamespace(&p))
+	// Only the latest version of a key is searched: the one it replaces
+	// leaves the index.
+	if p.Version > 1 {
+		prev := keys.Get(append(append([]byte(nil), ns...), u64(p.Version-1)...))
+		if len(prev) != 8 {
+			return fmt.Errorf("memory %s version %d: version %d missing", p.Key, p.Version, p.Version-1)
+		}
+		if err := f.unindex(domain.FormatID(domain.MemoryPrefix, be64(prev))); err != nil {
+			return err
+		}
+	}
+	if err := keys.Put(append(ns, u64(p.Version)...), u64(n)); err != nil {
+		return err
+	}
+	return f.index(r, p.MemoryID, search.Memory, p.Project, search.Field{Name: "key", Text: p.Key},
+		search.Field{Name: "content", Text: p.Content})
 }
 
 func memoryByNumber(tx *boltstore.Tx, n []byte) (Memory, error) {

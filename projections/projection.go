@@ -19,12 +19,13 @@ import (
 //	2: task.created payload v2 (project_sequence), read through its upcaster
 //	3: a thought's text (content, tests, blockers, metadata) is read from
 //	   its event, not copied into the projection
-//	4: findings, learnings and memory
+//	4: findings, learnings and memory, and the full-text index of thoughts,
+//	   findings, learnings and memory (package search)
 const Version = 4
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills,
-	spFindings, spLearnings, spLiveLearnings, spMemories, spMemoryKeys}
+	spFindings, spLearnings, spLiveLearnings, spMemories, spMemoryKeys, spKnowledge}
 
 const (
 	spMeta = "meta"

@@ -7,6 +7,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/search"
 )
 
 const (
@@ -76,9 +77,12 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 		if err != nil {
 			return err
 		}
-		return bySession.Put(key2(sn, n), nil)
+		if err := bySession.Put(key2(sn, n), nil); err != nil {
+			return err
+		}
 	}
-	return nil
+	return f.index(r, p.ThoughtID, search.Thought, task.Project, search.Field{Name: "content", Text: p.Content},
+		search.Field{Name: "blockers", Text: joinLines(p.Blockers)})
 }
 
 func thoughtByNumber(tx *boltstore.Tx, n uint64) (Thought, error) {

@@ -10,11 +10,11 @@ import (
 const mod = "github.com/logbook-dev/logbook/"
 
 // TestDependenciesPointInward enforces the layering
-// cmd → mcp → commands → projections → skills → events → domain → ledger:
+// cmd → mcp → commands → projections → search → skills → events → domain → ledger:
 // a package may import only the layers below it, and only mcp may import
 // the MCP SDK.
 func TestDependenciesPointInward(t *testing.T) {
-	layers := []string{"ledger", "domain", "events", "skills", "projections", "commands", "mcp"}
+	layers := []string{"ledger", "domain", "events", "skills", "search", "projections", "commands", "mcp"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
 		if err != nil {

@@ -77,7 +77,7 @@ func TestE2ETypeScriptClient(t *testing.T) {
 	}
 	t.Logf("@modelcontextprotocol/sdk %s: %d calls, %d checks; protocols %v", sum.SDKVersion, sum.Calls, sum.Checks, sum.Protocols)
 
-	tools := []string{"audit_session_start", "audit_verify_chain", "finding_record", "learning_record", "learning_supersede",
+	tools := []string{"audit_session_start", "audit_verify_chain", "finding_record", "knowledge_search", "learning_record", "learning_supersede",
 		"memory_history", "memory_read", "memory_write", "merkle_finalize", "merkle_root", "server_health", "server_ping",
 		"skill_list", "task_create", "task_get", "task_list", "task_next_actions", "task_update", "thought_record", "thought_record_list"}
 	if !slices.Equal(sum.ToolsCalled, tools) {

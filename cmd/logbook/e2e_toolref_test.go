@@ -366,6 +366,19 @@ const choices = `
   ` + "`memory: null`" + `; ` + "`as_of_seq`" + ` beyond the head is invalid input. ` + "`memory_history`" + ` without
   ` + "`scope`" + ` lists every namespace of the key, other agents' included (the ledger hides nothing from
   its readers), in ledger order.
+- **knowledge_search.** The index is a projection (space ` + "`knowledge_index`" + `, package
+  ` + "`search`" + `), folded in the commit that appends the events and rebuilt from the log like every
+  other space: thoughts (content, blockers; the task's project), findings (summary, details,
+  files), learnings (pattern, context, tags) while they are live, and memory (key, content),
+  only the latest version of each key (project memory has its project; global and agent memory
+  none, so they are found only with ` + "`cross_project`" + ` or without a project filter). Words are
+  lower-cased, stop words dropped and Snowball-stemmed; ranking is BM25 (k1 1.2, b 0.75), ties
+  newest first. The project searched is ` + "`project`" + `, else the server's ` + "`--project`" + `, else every
+  project; ` + "`cross_project: true`" + ` searches every project. ` + "`as_of_seq`" + ` hides what was recorded
+  after that seq; what was taken out of the index since (a superseded learning, a replaced
+  memory version) is not brought back: ` + "`memory_read`" + ` with ` + "`as_of_seq`" + ` reads a past version. A
+  query of stop words only finds nothing. Each hit's ` + "`hash`" + ` and ` + "`seq`" + ` are its event's, for
+  ` + "`logbook prove inclusion --seq`" + `.
 `
 
 // refLineDiff shows the first differing lines of want and got.

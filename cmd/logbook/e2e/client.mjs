@@ -49,6 +49,7 @@ const TOOLS = [
   'skill_list', 'server_ping', 'server_health',
   'finding_record', 'learning_record', 'learning_supersede',
   'memory_write', 'memory_read', 'memory_history',
+  'knowledge_search',
 ];
 const CODES = [
   'ERR_INVALID_INPUT', 'ERR_TASK_NOT_FOUND', 'ERR_PROJECT_NOT_FOUND', 'ERR_SESSION_NOT_FOUND',
@@ -445,6 +446,18 @@ async function knowledge(client, t1, t2) {
     hist.versions.every((v) => v.written_by === 'e2e-ts-client' && hex64.test(v.hash)), 'memory_history', hist);
   await fail(client, 'memory_write', { key: 'e2e-notes', scope: 'project', content: 'x' }, 'ERR_INVALID_INPUT', { issues: hasIssue('project') });
   await fail(client, 'memory_read', { key: 'k', scope: 'project', project: 'nope' }, 'ERR_PROJECT_NOT_FOUND', { project: 'nope' });
+
+  // Stemmed search: "races failing" finds "data races in the server fail".
+  const found = await ok(client, 'knowledge_search', { query: 'races failing', project: 'e2e' });
+  check(found.hits?.[0]?.id === l2.learning_id && found.hits[0].kind === 'learning' && hex64.test(found.hits[0].hash ?? '') &&
+    found.hits[0].seq === l2.seq && found.hits[0].author === 'e2e-ts-client', 'knowledge_search finds the learning by stems', found);
+  const superseded = await ok(client, 'knowledge_search', { query: 'summary object Go driver', kinds: ['learning'], cross_project: true });
+  check(!superseded.hits?.some((h) => h.id === l3.learning_id), 'knowledge_search leaves out superseded learnings', superseded);
+  const mem = await ok(client, 'knowledge_search', { query: 'second first', kinds: ['memory'], project: 'e2e' });
+  check(mem.count === 1 && mem.hits[0].id === m2.memory_id, 'knowledge_search finds only the latest memory version', mem);
+  const past = await ok(client, 'knowledge_search', { query: 'structuredContent outputSchema', as_of_seq: f.seq, cross_project: true });
+  check(past.hits?.length >= 1 && past.hits.every((h) => h.seq <= f.seq), 'knowledge_search as_of_seq', past);
+  await fail(client, 'knowledge_search', { query: 'x', kinds: ['task'] }, 'ERR_INVALID_INPUT', { issues: hasIssue('kinds[0]') });
 }
 
 // storageFailure holds the ledger file's flock (as another process's

@@ -1,0 +1,119 @@
+package commands
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+// TestSearchKnowledge records knowledge of every kind in two projects and
+// searches it: stemming, several words, kinds, projects, supersession, the
+// latest memory only, time travel, and hits that name their event.
+func TestSearchKnowledge(t *testing.T) {
+	h := newHarness(t, Options{Agent: "agent-a", Project: "core"})
+	h.call("task_create", map[string]any{"title": "Parser", "project": "core"}, "OK")
+	h.call("task_create", map[string]any{"title": "Site", "project": "web"}, "OK")
+	th := h.call("thought_record", map[string]any{"task_id": "T-0001", "type": "analysis",
+		"content": "The integration tests were failing because the lexer drops the final rune."}, "OK")
+	h.call("finding_record", map[string]any{"task_id": "T-0001", "category": "bug", "summary": "Lexer test failed on trailing rune",
+		"details": "scan.go stops one rune early.", "files": []string{"lexer/scan.go"}}, "OK")
+	h.call("finding_record", map[string]any{"task_id": "T-0002", "category": "test_result", "summary": "All browser tests pass"}, "OK")
+	l1 := h.call("learning_record", learning(retryPattern, retryContext, "core", nil), "OK")
+	h.call("learning_record", learning(lockPattern, lockContext, "core", nil), "OK")
+	m1 := h.call("memory_write", map[string]any{"key": "deploy", "scope": "global", "content": "Deploy with the kubernetes operator."}, "OK")
+	h.call("memory_write", map[string]any{"key": "deploy", "scope": "global", "content": "Deploy with terraform now."}, "OK")
+
+	search := func(args map[string]any) []map[string]any {
+		t.Helper()
+		d := h.call("knowledge_search", args, "OK")
+		wantKeys(t, "knowledge_search", d, append([]string{"query", "count", "hits", "as_of_seq"}, optional(d, "project")...)...)
+		var hits []map[string]any
+		for _, x := range list(t, d["hits"]) {
+			hits = append(hits, obj(t, x))
+		}
+		if d["count"] != float64(len(hits)) {
+			t.Errorf("count %v for %d hits", d["count"], len(hits))
+		}
+		return hits
+	}
+	ids := func(hits []map[string]any) []string {
+		var out []string
+		for _, hit := range hits {
+			out = append(out, hit["id"].(string))
+		}
+		return out
+	}
+
+	// Stemming: "failing tests" matches "tests were failing" and "test failed".
+	hits := search(map[string]any{"query": "failing tests"})
+	if got := ids(hits); len(got) != 2 || !slices.Contains(got, "Θ-0001") || !slices.Contains(got, "F-0001") {
+		t.Fatalf("failing tests (project core by --project) = %v", got)
+	}
+	// Each hit names the event that recorded it, so it can be proven.
+	for _, hit := range hits {
+		wantKeys(t, "hit", hit, "id", "kind", "project", "field", "snippet", "matched", "author", "seq", "hash", "score")
+		var hash string
+		h.l.View(func(tx *boltstore.Tx) error {
+			r, err := tx.Event(uint64(hit["seq"].(float64)))
+			hash = r.Hash.String()
+			return err
+		})
+		if hit["hash"] != hash || hit["author"] != "agent-a" || hit["project"] != "core" {
+			t.Errorf("hit %v: hash of event %v is %s", hit, hit["seq"], hash)
+		}
+	}
+	if hits[0]["kind"] == "thought" && hits[0]["seq"] != th["seq"] {
+		t.Errorf("thought hit seq %v, recorded at %v", hits[0]["seq"], th["seq"])
+	}
+	// Kinds, projects.
+	if got := ids(search(map[string]any{"query": "failing tests", "kinds": []string{"finding"}})); fmt.Sprint(got) != "[F-0001]" {
+		t.Errorf("kinds finding = %v", got)
+	}
+	if got := ids(search(map[string]any{"query": "tests", "project": "web"})); fmt.Sprint(got) != "[F-0002]" {
+		t.Errorf("project web = %v", got)
+	}
+	if got := ids(search(map[string]any{"query": "tests", "cross_project": true})); len(got) != 3 {
+		t.Errorf("cross_project = %v", got)
+	}
+	// Global memory has no project: found across projects, latest version only.
+	if got := ids(search(map[string]any{"query": "terraform", "cross_project": true})); fmt.Sprint(got) != "[M-0002]" {
+		t.Errorf("latest memory = %v", got)
+	}
+	if got := ids(search(map[string]any{"query": "kubernetes operator", "cross_project": true})); len(got) != 0 {
+		t.Errorf("replaced memory version still found: %v", got)
+	}
+	// A superseded learning is found no more; its successor is.
+	if got := ids(search(map[string]any{"query": "polling fifty milliseconds"})); len(got) == 0 || got[0] != "L-0001" {
+		t.Errorf("before supersede = %v", got)
+	}
+	h.call("learning_record", learning(retryReworded, retryContext2, "core", map[string]any{"supersedes": "L-0001"}), "OK")
+	if got := ids(search(map[string]any{"query": "polling fifty milliseconds"})); len(got) == 0 || got[0] != "L-0003" || slices.Contains(got, "L-0001") {
+		t.Errorf("after supersede = %v", got)
+	}
+	// Time travel: as of the first learning, later knowledge is hidden.
+	asOf := l1["seq"].(float64)
+	if got := ids(search(map[string]any{"query": "lexer rune", "as_of_seq": asOf})); len(got) != 2 {
+		t.Errorf("as of %v: %v", asOf, got)
+	}
+	if got := ids(search(map[string]any{"query": "deploy", "cross_project": true, "as_of_seq": m1["seq"].(float64) - 1})); len(got) != 0 {
+		t.Errorf("memory before it was written: %v", got)
+	}
+	if got := search(map[string]any{"query": "lexer", "as_of_seq": 0}); len(got) != 0 {
+		t.Errorf("as of 0: %v", got)
+	}
+	// Limit, stop words, refusals.
+	if got := search(map[string]any{"query": "tests lexer rune", "cross_project": true, "limit": 1}); len(got) != 1 {
+		t.Errorf("limit 1: %v", got)
+	}
+	if got := search(map[string]any{"query": "the of and"}); len(got) != 0 {
+		t.Errorf("stop words only: %v", got)
+	}
+	for _, args := range []map[string]any{
+		{"query": ""}, {"query": "x", "kinds": []string{"task"}}, {"query": "x", "limit": 0}, {"query": "x", "limit": 101},
+		{"query": "x", "project": "Not A Slug"}, {"query": "x", "as_of_seq": h.head() + 10}, {"query": "a\nb"}, {},
+	} {
+		h.call("knowledge_search", args, "ERR_INVALID_INPUT")
+	}
+}
