@@ -106,7 +106,7 @@ func TestSearchQualityEndToEnd(t *testing.T) {
 }
 
 // fixture splits the non-comment lines of fixtures/knowledge/name on "|".
-func fixture(t *testing.T, name string, fields int) [][]string {
+func fixture(t testing.TB, name string, fields int) [][]string {
 	t.Helper()
 	f, err := os.Open("../fixtures/knowledge/" + name)
 	if err != nil {

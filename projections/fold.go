@@ -26,6 +26,7 @@ type folder struct {
 	sessions      map[uint64]*Session
 	dirtyTasks    map[uint64]bool
 	dirtySessions map[uint64]bool
+	indexBuf      *writeBuffer // the full-text index's writes (knowledge.go)
 }
 
 func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), batch bool) *folder {
@@ -33,6 +34,7 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), batch b
 	if batch {
 		f.tasks, f.dirtyTasks = map[uint64]*Task{}, map[uint64]bool{}
 		f.sessions, f.dirtySessions = map[uint64]*Session{}, map[uint64]bool{}
+		f.indexBuf = newWriteBuffer()
 	}
 	return f
 }
@@ -117,7 +119,7 @@ func (f *folder) flush() error {
 		}
 	}
 	clear(f.dirtySessions)
-	return nil
+	return f.indexBuf.flush()
 }
 
 // isWithin is IsWithin through the folder's decoded tasks.
