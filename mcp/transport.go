@@ -31,34 +31,6 @@ const maxInFlight = 64
 // messages anyway, and Go's JSON scanner cannot read past 10,000 levels.
 const maxNesting = 1000
 
-// nestedDeeper reports whether data (JSON or not) opens more than limit
-// arrays or objects at once, counting brackets outside strings.
-func nestedDeeper(data []byte, limit int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch b {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case b == '"':
-			inString = true
-		case b == '[' || b == '{':
-			if depth++; depth > limit {
-				return true
-			}
-		case b == ']' || b == '}':
-			depth--
-		}
-	}
-	return false
-}
-
 // JSON-RPC answers the connection writes itself, to lines the SDK never sees.
 const (
 	parseErrorMessage     = "Parse error"
@@ -251,7 +223,7 @@ func (c *conn) decode(l line) jsonrpc.Message {
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage)
 		return nil
 	}
-	if req, ok := decodeRequest(data); ok {
+	if req, ok := decodeRequest(data); ok && useFastpath {
 		return req
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
@@ -305,7 +277,7 @@ func (c *conn) answered(id jsonrpc.ID) {
 // Write implements sdk.Connection: one message, one line.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, ok := encodeResult(msg)
-	if !ok {
+	if !ok || !useFastpath {
 		var err error
 		if data, err = jsonrpc.EncodeMessage(msg); err != nil {
 			return fmt.Errorf("encoding message: %w", err)
