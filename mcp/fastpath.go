@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -144,19 +145,22 @@ func skipSpace(data []byte, i int) int {
 // encoding/json's compaction without HTML escaping: unchanged when it holds
 // no space outside strings, which is checked. It returns false for anything
 // else.
-func encodeResult(msg jsonrpc.Message) ([]byte, bool) {
+func encodeResult(msg jsonrpc.Message, id json.RawMessage) ([]byte, bool) {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok || resp.Error != nil || len(resp.Result) == 0 || !compact(resp.Result) {
 		return nil, false
 	}
-	id, ok := resp.ID.Raw().(int64)
-	if !ok {
-		return nil, false
+	if id == nil {
+		n, ok := resp.ID.Raw().(int64)
+		if !ok {
+			return nil, false
+		}
+		id = strconv.AppendInt(nil, n, 10)
 	}
 	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
-	b := make([]byte, 0, len(head)+20+len(mid)+len(resp.Result)+2)
+	b := make([]byte, 0, len(head)+len(id)+len(mid)+len(resp.Result)+2)
 	b = append(b, head...)
-	b = strconv.AppendInt(b, id, 10)
+	b = append(b, id...)
 	b = append(b, mid...)
 	b = append(b, resp.Result...)
 	return append(b, '}', '\n'), true

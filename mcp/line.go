@@ -51,34 +51,6 @@ func readLine(r *bufio.Reader, maxBytes int) line {
 	}
 }
 
-// requestID returns the id of a JSON object if it is a valid JSON-RPC id (a
-// string or a number), else nil.
-func requestID(data []byte) json.RawMessage {
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(data, &m) != nil {
-		return nil
-	}
-	return validID(m.ID)
-}
-
-func validID(raw json.RawMessage) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || len(raw) > 256 {
-		return nil
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
-	}
-	switch v.(type) {
-	case string, float64:
-		return raw
-	}
-	return nil
-}
-
 // idScanner finds the top-level "id" member of a JSON object streamed through
 // it in pieces, keeping O(1) memory: it is how a line too long to keep still
 // gets its answer. It is best effort (an id spelled with escapes, or after a
@@ -165,7 +137,7 @@ func (s *idScanner) step(c byte) {
 }
 
 func (s *idScanner) keep(c byte) {
-	if len(s.value) < 257 {
+	if len(s.value) <= maxIDBytes {
 		s.value = append(s.value, c)
 	}
 }

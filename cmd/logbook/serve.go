@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 
@@ -57,6 +59,10 @@ func serve(ctx context.Context, e *env, args []string) error {
 		debug.SetGCPercent(400)
 	}
 	log := newLogger(e)
+	// A client that closes its end of stdout must not kill the server by
+	// SIGPIPE, silently and mid-commit: the write fails with EPIPE instead,
+	// and the session ends with that error on stderr and a normal exit.
+	signal.Ignore(syscall.SIGPIPE)
 	l, err := ledger.Open(*db, ledger.Options{Create: true})
 	if err != nil {
 		return usageErr("serve: %v", err)
