@@ -3,9 +3,13 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/logbook-dev/logbook/commands"
 )
@@ -214,4 +218,38 @@ func TestCancelledCallStillRunsAndAnswers(t *testing.T) {
 	if n := len(f.recorded()); n != 52 { // with the ping
 		t.Errorf("Do ran %d times, want 52", n)
 	}
+}
+
+// TestHeldBytesBounded: requests are admitted only while the lines in
+// flight fit maxHeldBytes, except that one is always admitted; an answer
+// frees its bytes. (A stopped connection makes admit return instead of
+// waiting: admitStopped proves it would have waited.)
+func TestHeldBytesBounded(t *testing.T) {
+	c := newConn(strings.NewReader(""), io.Discard, DefaultMaxMessageBytes, slog.New(slog.DiscardHandler))
+	defer c.Close()
+	const size = 3 << 20
+	fit := maxHeldBytes / size
+	for i := range fit {
+		if got := c.admit(mustID(t, i), held{json.RawMessage(fmt.Sprint(i)), size}); got != admitted {
+			t.Fatalf("request %d of %d bytes: admit = %d", i, size, got)
+		}
+	}
+	c.stopReading()
+	if got := c.admit(mustID(t, 99), held{json.RawMessage(`99`), size}); got != admitStopped {
+		t.Fatalf("request over the budget: admit = %d, want it to wait", got)
+	}
+	for i := range fit {
+		c.answered(mustID(t, i))
+	}
+	if got := c.admit(mustID(t, 100), held{json.RawMessage(`100`), 4 * maxHeldBytes}); got != admitted {
+		t.Fatalf("one request over the budget alone: admit = %d, want admitted", got)
+	}
+}
+
+func mustID(t *testing.T, n int) jsonrpc.ID {
+	id, err := jsonrpc.MakeID(float64(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -27,6 +27,13 @@ const DefaultMaxMessageBytes = 4 << 20
 // without bound. No handler waits on the client, so this cannot deadlock.
 const maxInFlight = 64
 
+// maxHeldBytes bounds the bytes of the request lines in flight. The SDK,
+// validation and hashing each keep their own copy of a request while it
+// runs, so 64 requests of 4 MiB once held over 2 GB; past this budget
+// reading pauses until replies free it (one request is always admitted,
+// whatever its size).
+const maxHeldBytes = 16 << 20
+
 // maxNesting is the deepest JSON a message may have; the SDK refuses deeper
 // messages anyway, and Go's JSON scanner cannot read past 10,000 levels.
 const maxNesting = 1000
@@ -79,9 +86,10 @@ type conn struct {
 	lastID int64 // the last id handed to the SDK; only Read touches it
 
 	mu       sync.Mutex
-	pending  map[jsonrpc.ID]json.RawMessage // requests handed out, not yet answered: the client's id of each
-	inFlight map[string]bool                // the client's ids of pending, byte for byte
-	changed  chan struct{}                  // closed and replaced whenever pending shrinks
+	pending  map[jsonrpc.ID]held // requests handed out, not yet answered
+	inFlight map[string]bool     // the client's ids of pending, byte for byte
+	heldSize int                 // the bytes of pending's lines
+	changed  chan struct{}       // closed and replaced whenever pending shrinks
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -94,7 +102,7 @@ func newConn(in io.Reader, out io.Writer, maxBytes int, log *slog.Logger) *conn 
 		maxBytes: maxBytes,
 		lines:    make(chan line),
 		stop:     make(chan struct{}),
-		pending:  make(map[jsonrpc.ID]json.RawMessage),
+		pending:  make(map[jsonrpc.ID]held),
 		inFlight: make(map[string]bool),
 		changed:  make(chan struct{}),
 		closed:   make(chan struct{}),
@@ -163,7 +171,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				continue
 			}
 			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-				switch c.admit(req.ID, id) {
+				switch c.admit(req.ID, held{id, len(l.data)}) {
 				case admitStopped:
 					c.end(nil)
 					continue
@@ -277,21 +285,29 @@ const (
 	admitStopped
 )
 
+// held is a request handed out: the client's id and its line's size.
+type held struct {
+	id   json.RawMessage
+	size int
+}
+
 // admit records a request as handed out once fewer than maxInFlight
-// requests are unanswered; key is the id the SDK sees, id the client's. A
-// client id already in flight is refused (admitDuplicate): its reply would
-// be indistinguishable from the other's. It returns admitStopped, recording
-// nothing, if the connection stops or closes while the request waits.
-func (c *conn) admit(key jsonrpc.ID, id json.RawMessage) int {
+// requests are unanswered and their lines with this one fit maxHeldBytes;
+// key is the id the SDK sees. A client id already in flight is refused
+// (admitDuplicate): its reply would be indistinguishable from the other's.
+// It returns admitStopped, recording nothing, if the connection stops or
+// closes while the request waits.
+func (c *conn) admit(key jsonrpc.ID, r held) int {
 	for {
 		c.mu.Lock()
-		if c.inFlight[string(id)] {
+		if c.inFlight[string(r.id)] {
 			c.mu.Unlock()
 			return admitDuplicate
 		}
-		if len(c.pending) < maxInFlight {
-			c.pending[key] = id
-			c.inFlight[string(id)] = true
+		if len(c.pending) == 0 || len(c.pending) < maxInFlight && c.heldSize+r.size <= maxHeldBytes {
+			c.pending[key] = r
+			c.inFlight[string(r.id)] = true
+			c.heldSize += r.size
 			c.mu.Unlock()
 			return admitted
 		}
@@ -313,21 +329,23 @@ func (c *conn) admit(key jsonrpc.ID, id json.RawMessage) int {
 func (c *conn) clientID(key jsonrpc.ID) json.RawMessage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id, ok := c.pending[key]
+	r, ok := c.pending[key]
 	if ok {
-		delete(c.inFlight, string(id))
+		delete(c.inFlight, string(r.id))
 	}
-	return id
+	return r.id
 }
 
 // answered records that the request handed out under key has been answered.
 func (c *conn) answered(key jsonrpc.ID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.pending[key]; !ok {
+	r, ok := c.pending[key]
+	if !ok {
 		return
 	}
 	delete(c.pending, key)
+	c.heldSize -= r.size
 	close(c.changed)
 	c.changed = make(chan struct{})
 }

@@ -25,6 +25,9 @@ func init() {
 
 var projectRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
+// serveMemoryLimit is serve's soft heap limit (GOMEMLIMIT overrides it).
+const serveMemoryLimit = 256 << 20
+
 func serve(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "serve", "Serve the MCP tools over stdin/stdout for one agent. Creates the ledger file if it does not exist.")
 	db := dbFlag(e, fs)
@@ -57,6 +60,12 @@ func serve(ctx context.Context, e *env, args []string) error {
 		// default GC target (100%) collects many times a second. 400% keeps
 		// the heap near 20 MB and cuts CPU per call by about a fifth.
 		debug.SetGCPercent(400)
+	}
+	if e.getenv("GOMEMLIMIT") == "" {
+		// ...but with large requests in flight 400% let the heap reach
+		// five times their size; past this soft limit the GC works harder
+		// instead (the transport bounds what is in flight, mcp.maxHeldBytes).
+		debug.SetMemoryLimit(serveMemoryLimit)
 	}
 	log := newLogger(e)
 	// A client that closes its end of stdout must not kill the server by
