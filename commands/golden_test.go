@@ -11,7 +11,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -83,7 +83,7 @@ func (n *normalizer) walk(v any, parent string) any {
 // compares its replies with testdata/transcript.golden (go test -update
 // rewrites it).
 func TestGoldenTranscript(t *testing.T) {
-	h := newHarnessWith(t, Options{Agent: "agent-a", Version: "v1.0.0-test"}, ledger.Options{Now: newFakeClock().Now})
+	h := newHarnessWith(t, Options{Agent: "agent-a", Version: "v1.0.0-test"}, boltstore.Options{Now: newFakeClock().Now})
 	h.encode = contractEncode
 	type m = map[string]any
 	script := []struct {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 	bolt "go.etcd.io/bbolt"
 )
@@ -25,10 +26,10 @@ import (
 // it, and that a rebuild reproduces the live projections, at the end.
 type harness struct {
 	t     testing.TB
-	l     *ledger.Ledger
+	l     *boltstore.Store
 	svc   *Service
 	path  string
-	lopts ledger.Options
+	lopts boltstore.Options
 	opts  Options
 
 	client string                                   // Call.Client of the calls (default "test-client")
@@ -51,15 +52,15 @@ type sent struct {
 }
 
 func newHarness(t testing.TB, opts Options) *harness {
-	return newHarnessWith(t, opts, ledger.Options{})
+	return newHarnessWith(t, opts, boltstore.Options{})
 }
 
 // newHarnessWith is newHarness with ledger options (a fixed clock, say).
-func newHarnessWith(t testing.TB, opts Options, lopts ledger.Options) *harness {
+func newHarnessWith(t testing.TB, opts Options, lopts boltstore.Options) *harness {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	lopts.Create = true
-	l, err := ledger.Open(path, lopts)
+	l, err := boltstore.Open(path, lopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func newHarnessWith(t testing.TB, opts Options, lopts ledger.Options) *harness {
 		if h.tampered {
 			return
 		}
-		if _, err := h.l.Verify(context.Background(), ledger.VerifyOptions{}); err != nil {
+		if _, err := h.l.Verify(context.Background(), boltstore.VerifyOptions{}); err != nil {
 			t.Errorf("verify at end: %v", err)
 		}
 		h.checkToolCalls()
@@ -95,7 +96,7 @@ func (h *harness) reopen(opts Options) {
 	h.l.Close()
 	lopts := h.lopts
 	lopts.Create = false
-	l, err := ledger.Open(h.path, lopts)
+	l, err := boltstore.Open(h.path, lopts)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func (h *harness) checkToolCalls() {
 
 func (h *harness) fingerprint() uint64 {
 	var fp uint64
-	err := h.l.View(func(tx *ledger.Tx) error {
+	err := h.l.View(func(tx *boltstore.Tx) error {
 		var err error
 		fp, err = projections.Fingerprint(tx)
 		return err
@@ -192,7 +193,18 @@ func (h *harness) do(tool string, args any) outcome {
 			h.t.Fatal(err)
 		}
 	}
-	return h.doCall(Call{Tool: tool, Args: raw})
+	return h.doCall(Call{Name: tool, Args: raw})
+}
+
+// named is the command whose domain rules are named name, or nil: the
+// tests call commands by the contract's names.
+func named(name string) *Command {
+	for _, c := range Commands {
+		if c.Rules().Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // doCall runs call with the harness's client and encoder (unless set).
@@ -202,6 +214,9 @@ func (h *harness) doCall(call Call) outcome {
 	if call.Client == "" {
 		call.Client = h.client
 	}
+	if call.Command == nil {
+		call.Command = named(call.Name)
+	}
 	enc := h.encode
 	call.Encode = func(result any, err error) (string, []byte) {
 		gotErr = err
@@ -209,19 +224,19 @@ func (h *harness) doCall(call Call) outcome {
 	}
 	out, err := h.svc.Do(context.Background(), call)
 	if err != nil {
-		h.t.Fatalf("%s: %v", call.Tool, err)
+		h.t.Fatalf("%s: %v", call.Name, err)
 	}
 	var r reply
 	if err := json.Unmarshal(out, &r); err != nil {
-		h.t.Fatalf("%s: reply %q: %v", call.Tool, out, err)
+		h.t.Fatalf("%s: reply %q: %v", call.Name, out, err)
 	}
 	o := outcome{Code: "OK", Reply: out, Err: gotErr}
 	if !r.OK {
 		o.Code = r.Error.Code
 	} else if err := json.Unmarshal(r.Data, &o.Data); err != nil {
-		h.t.Fatalf("%s: data %s: %v", call.Tool, r.Data, err)
+		h.t.Fatalf("%s: data %s: %v", call.Name, r.Data, err)
 	}
-	h.sent = append(h.sent, sent{Tool: call.Tool, Args: call.Args, Code: o.Code, Reply: out, Err: gotErr})
+	h.sent = append(h.sent, sent{Tool: call.Name, Args: call.Args, Code: o.Code, Reply: out, Err: gotErr})
 	return o
 }
 
@@ -239,7 +254,7 @@ func (h *harness) call(tool string, args any, wantCode string) map[string]any {
 
 func (h *harness) head() uint64 {
 	var seq uint64
-	h.l.View(func(tx *ledger.Tx) error { seq = tx.Head().Seq; return nil })
+	h.l.View(func(tx *boltstore.Tx) error { seq = tx.Head().Seq; return nil })
 	return seq
 }
 
@@ -253,7 +268,7 @@ type toolCall struct {
 func (h *harness) events() []ledger.Record {
 	h.t.Helper()
 	var recs []ledger.Record
-	err := h.l.View(func(tx *ledger.Tx) error {
+	err := h.l.View(func(tx *boltstore.Tx) error {
 		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
 			r.Raw = append([]byte(nil), r.Raw...)
 			recs = append(recs, r)
@@ -290,7 +305,7 @@ func (h *harness) stateFingerprint() uint64 {
 	h.t.Helper()
 	var fp uint64
 	errRollback := errors.New("roll back")
-	err := h.l.Update(func(tx *ledger.Tx) error {
+	err := h.l.Update(func(tx *boltstore.Tx) error {
 		meta, err := tx.Space("meta")
 		if err != nil {
 			return err

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // listed returns the task ids of a task_list or next_actions answer.
@@ -20,7 +20,7 @@ func listed(t *testing.T, d map[string]any, field string) []string {
 }
 
 func TestTaskList(t *testing.T) {
-	h := newHarnessWith(t, Options{}, ledger.Options{Now: newFakeClock().Now})
+	h := newHarnessWith(t, Options{}, boltstore.Options{Now: newFakeClock().Now})
 	type task struct {
 		id                   string
 		n                    int // creation order

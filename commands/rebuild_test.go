@@ -12,7 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -217,10 +220,10 @@ func scenario(t *testing.T, h *harness, seed uint64, n int) {
 func readPass(t *testing.T, h *harness) []string {
 	t.Helper()
 	var tasks, sessions []string
-	h.l.View(func(tx *ledger.Tx) error {
+	h.l.View(func(tx *boltstore.Tx) error {
 		projections.Tasks(tx, func(tk projections.Task) bool { tasks = append(tasks, tk.ID); return true })
 		for n := uint64(1); ; n++ {
-			id := projections.FormatID(projections.SessionPrefix, n)
+			id := domain.FormatID(domain.SessionPrefix, n)
 			if _, ok, _ := projections.GetSession(tx, id); !ok {
 				break
 			}
@@ -334,7 +337,7 @@ func TestRebuildAnswersSame(t *testing.T) {
 			// B: a copy of the file, its projections rebuilt from the log.
 			bPath := filepath.Join(t.TempDir(), "copy.db")
 			copyFile(t, h.path, bPath)
-			lb, err := ledger.Open(bPath, ledger.Options{})
+			lb, err := boltstore.Open(bPath, boltstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -368,9 +371,9 @@ func TestRebuildAnswersSame(t *testing.T) {
 
 // setMeta writes a projection meta counter straight into the file's
 // projection space (its layout: space "meta", 8-byte big-endian values).
-func setMeta(t *testing.T, l *ledger.Ledger, key string, v uint64) {
+func setMeta(t *testing.T, l *boltstore.Store, key string, v uint64) {
 	t.Helper()
-	err := l.Update(func(tx *ledger.Tx) error {
+	err := l.Update(func(tx *boltstore.Tx) error {
 		meta, err := tx.Space("meta")
 		if err != nil {
 			return err
@@ -386,8 +389,8 @@ func TestProjectionVersion(t *testing.T) {
 	h := newHarness(t, Options{})
 	scenario(t, h, 3, 60)
 	want := h.fingerprint()
-	state := func(l *ledger.Ledger) (version, applied uint64) {
-		l.View(func(tx *ledger.Tx) error {
+	state := func(l *boltstore.Store) (version, applied uint64) {
+		l.View(func(tx *boltstore.Tx) error {
 			version, applied, _ = projections.State(tx)
 			return nil
 		})
@@ -398,7 +401,7 @@ func TestProjectionVersion(t *testing.T) {
 		// An older binary's projections: another version, and state this
 		// binary would not have built (a stray task record).
 		setMeta(t, h.l, "version", projections.Version-1)
-		err := h.l.Update(func(tx *ledger.Tx) error {
+		err := h.l.Update(func(tx *boltstore.Tx) error {
 			tasks, err := tx.Space("tasks")
 			if err != nil {
 				return err
@@ -436,16 +439,16 @@ func TestProjectionVersion(t *testing.T) {
 		// An event appended by a writer that did not fold it: the
 		// projections stop one event short of the log, and New folds it.
 		var id string
-		err := h.l.Update(func(tx *ledger.Tx) error {
+		err := h.l.Update(func(tx *boltstore.Tx) error {
 			var err error
 			if id, err = projections.NextTaskID(tx); err != nil {
 				return err
 			}
-			b, err := ledger.EncodePayload(projections.TaskCreated{TaskID: id, Project: "alpha", Title: "late", Priority: "normal", Assignee: "unassigned", Labels: []string{}})
+			b, err := ledger.EncodePayload(events.TaskCreated{TaskID: id, Project: "alpha", Title: "late", Priority: "normal", Assignee: "unassigned", Labels: []string{}})
 			if err != nil {
 				return err
 			}
-			_, err = tx.Append(ledger.Event{Type: projections.TypeTaskCreated, Version: projections.CurrentVersion(projections.TypeTaskCreated), Actor: "other", Subjects: []string{id}, Payload: b})
+			_, err = tx.Append(ledger.Event{Type: events.TypeTaskCreated, Version: events.CurrentVersion(events.TypeTaskCreated), Actor: "other", Subjects: []string{id}, Payload: b})
 			return err
 		})
 		if err != nil {

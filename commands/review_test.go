@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -94,7 +94,7 @@ func TestCallsStopWhenAnotherVersionRebuiltProjections(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.call("task_create", map[string]any{"title": "a", "project": "p"}, "OK")
 	// Another binary, of projection version 99, rebuilt the projections.
-	err := h.l.Update(func(tx *ledger.Tx) error {
+	err := h.l.Update(func(tx *boltstore.Tx) error {
 		meta, err := tx.Space("meta")
 		if err != nil {
 			return err
@@ -108,7 +108,7 @@ func TestCallsStopWhenAnotherVersionRebuiltProjections(t *testing.T) {
 	}
 	before := h.head()
 	raw, _ := json.Marshal(map[string]any{"title": "b", "project": "p"})
-	_, err = h.svc.Do(context.Background(), Call{Tool: "task_create", Args: raw, Encode: testEncode})
+	_, err = h.svc.Do(context.Background(), Call{Name: "task_create", Args: raw, Encode: testEncode})
 	var se *StorageError
 	if !errors.As(err, &se) || !strings.Contains(se.Reason, "restart") {
 		t.Fatalf("Do = %v, want a StorageError asking for a restart", err)

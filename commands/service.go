@@ -11,15 +11,24 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
-// Call is one MCP tool call as the edge received it.
+// Call is one request to the service, as a transport received it.
 type Call struct {
-	Tool   string          // the tool name as called (may be unknown)
-	Args   json.RawMessage // the raw arguments as received; hashed canonically into tool.called
-	Client string          // the MCP client's clientInfo.name ("" if unknown)
+	// Name is what the caller called (an MCP tool name, an HTTP route…),
+	// recorded in tool.called; it may name nothing the service knows.
+	Name string
+	// Command is what to run; nil if Name names no command (the call is
+	// then recorded as invalid input).
+	Command *Command
+	Args    json.RawMessage // the raw arguments as received; hashed canonically into tool.called
+	Client  string          // the client's name for itself ("" if unknown)
 	// Invalid, when non-nil, is the edge's rejection of the arguments (schema,
 	// UTF-8, unknown tool): Do records the call with this error and runs nothing.
 	Invalid error
@@ -34,23 +43,19 @@ type Options struct {
 	Agent    string // identity bound at launch; "" means the MCP client's name
 	Project  string // default project of task_next_actions
 	ReadOnly bool   // refuse mutating tools with ErrReadOnly
-	Skills   *projections.Skills
-	Skipped  []projections.SkippedSkill // skill files that failed to load
-	Version  string                     // the binary's version, for server_health
+	Skills   *skills.Set
+	Skipped  []events.SkippedSkill // skill files that failed to load
+	Version  string                // the binary's version, for server_health
 	Logger   *slog.Logger
-	// Edge describes the MCP layer for server_health (see SetEdge).
-	Edge Edge
-}
-
-// Edge is what the MCP layer reports about itself in server_health.
-type Edge struct {
-	Stages []string
-	Tools  int
+	// Now is the clock tool.called durations are measured with; default
+	// time.Now. Tests fix it so that a ledger they build is the same bytes,
+	// hashes included, on every run.
+	Now func() time.Time
 }
 
 // Service runs tool calls against the ledger.
 type Service struct {
-	l       *ledger.Ledger
+	l       *boltstore.Store
 	opts    Options
 	started time.Time
 	log     *slog.Logger
@@ -59,6 +64,10 @@ type Service struct {
 	// actor is known; firstMu keeps concurrent first calls from writing it twice.
 	firstMu   sync.Mutex
 	firstDone bool
+
+	failLog rateLimit // commit failures logged at most once a second
+
+	readMu sync.Mutex // one read transaction at a time on a shared file (read.go)
 }
 
 // ErrInternal is what an unexpected failure becomes at the edge: Do has
@@ -67,9 +76,12 @@ var ErrInternal = errors.New("internal error")
 
 // New brings the projections up to date — rebuilding them from the log if
 // they were built by another projection version — and returns a Service.
-func New(l *ledger.Ledger, opts Options) (*Service, error) {
+func New(l *boltstore.Store, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger}
 	if err := Rebuild(l, false, func(done, total uint64) {
@@ -81,13 +93,14 @@ func New(l *ledger.Ledger, opts Options) (*Service, error) {
 }
 
 // Rebuild brings the projections in the file up to the log's head. With
-// force, or when the stored projection version differs from the binary's, it
-// first drops them and refolds the whole log. It commits in chunks, so other
-// processes keep working; their calls fold whatever is left first.
-func Rebuild(l *ledger.Ledger, force bool, progress func(done, total uint64)) error {
+// force, or when the stored projection version differs from the binary's,
+// it refolds the whole log into a staging set of spaces, a chunk per commit,
+// and swaps it in once it has caught up: other processes keep working on
+// the live projections meanwhile, and never wait for the refold.
+func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) error {
 	var need bool
 	var head, applied uint64
-	err := l.View(func(tx *ledger.Tx) error {
+	err := l.View(func(tx *boltstore.Tx) error {
 		var err error
 		need, err = projections.NeedsRebuild(tx)
 		_, applied, _ = projections.State(tx)
@@ -97,45 +110,52 @@ func Rebuild(l *ledger.Ledger, force bool, progress func(done, total uint64)) er
 	if err != nil {
 		return fmt.Errorf("projections: %w", err)
 	}
-	if !force && !need && applied == head {
-		return nil
-	}
-	if force || need {
-		if err := l.Update(projections.Reset); err != nil {
-			return fmt.Errorf("reset projections: %w", err)
+	if !force && !need {
+		if applied == head {
+			return nil
 		}
-		applied = 0
+		// Behind (events of an interrupted process): fold them in one go.
+		return l.Update(func(tx *boltstore.Tx) error {
+			_, err := projections.CatchUp(tx, 0)
+			return err
+		})
 	}
-	const chunk = 20000
-	for {
-		var n uint64
-		err := l.Update(func(tx *ledger.Tx) error {
+	err = l.Update(func(tx *boltstore.Tx) error {
+		if !force {
+			// Another process may have rebuilt them since we looked.
+			if need, err := projections.NeedsRebuild(tx); err != nil || !need {
+				return err
+			}
+		}
+		return projections.StartRebuild(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild projections: %w", err)
+	}
+	// A chunk is one commit: small enough that other processes' calls
+	// wait for it no longer than a few tens of milliseconds.
+	const chunk = 4096
+	for done := false; !done; {
+		err := l.Update(func(tx *boltstore.Tx) error {
 			var err error
-			n, err = projections.CatchUp(tx, chunk)
+			done, _, applied, err = projections.ContinueRebuild(tx, chunk)
 			head = tx.Head().Seq
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("rebuild projections: %w", err)
 		}
-		applied += n
-		if progress != nil && (n > 0 || force || need) {
+		if progress != nil {
 			progress(applied, head)
 		}
-		if n < chunk {
-			return nil
-		}
 	}
+	return nil
 }
-
-// SetEdge records what the MCP layer reports about itself in server_health.
-// Call it before serving.
-func (s *Service) SetEdge(e Edge) { s.opts.Edge = e }
 
 // Tx is one call's view of the ledger transaction: it appends events as the
 // service's actor and folds them into the projections.
 type Tx struct {
-	lt      *ledger.Tx
+	lt      *boltstore.Tx
 	actor   string
 	emitted int
 }
@@ -146,7 +166,7 @@ func (tx *Tx) emit(typ string, subjects []string, payload any) (ledger.Record, e
 	if err != nil {
 		return ledger.Record{}, err
 	}
-	rec, err := tx.lt.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: tx.actor, Subjects: subjects, Payload: b})
+	rec, err := tx.lt.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: tx.actor, Subjects: subjects, Payload: b})
 	if err != nil {
 		return rec, err
 	}
@@ -166,27 +186,32 @@ func (r *rejected) Error() string { return r.err.Error() }
 // the commit failed (errors.Is(err, ErrStorage)) and nothing of the call is in
 // the ledger; reply is then nil.
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
-	start := time.Now()
+	start := s.opts.Now()
 	actor := s.actor(call.Client)
 	// What tool.called records of the arguments depends on them alone:
 	// worked out here, not in the commit that calls queue for.
-	sum, err := ArgsSHA256(projections.CurrentVersion(projections.TypeToolCalled), call.Args)
+	sum, err := ArgsSHA256(events.CurrentVersion(projections.TypeToolCalled), call.Args)
 	if err != nil {
 		return nil, err
 	}
 	args := callArgs{sum: sum, ids: namedIDs(call.Args)}
+	if s.readsAside(call) {
+		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
+			return reply, err
+		}
+	}
 	if !s.first() {
 		s.firstMu.Lock()
 		defer s.firstMu.Unlock()
 	}
 	firstPending := !s.firstDone
-	body := func(lt *ledger.Tx) error {
+	body := func(lt *boltstore.Tx) error {
 		tx := &Tx{lt: lt, actor: actor}
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return err
 		}
 		if firstPending {
-			if _, err := tx.emit(projections.TypeSkillsLoaded, nil, s.opts.Skills.Loaded(s.opts.Skipped)); err != nil {
+			if _, err := tx.emit(events.TypeSkillsLoaded, nil, s.opts.Skills.Loaded(s.opts.Skipped)); err != nil {
 				return err
 			}
 		}
@@ -206,7 +231,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		}
 		return s.record(tx, call, args, start, result, herr, &reply)
 	}
-	err = s.l.Update(func(lt *ledger.Tx) error {
+	err = s.l.Update(func(lt *boltstore.Tx) error {
 		err := body(lt)
 		var rej *rejected
 		if err != nil && !errors.As(err, &rej) {
@@ -224,14 +249,14 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	case errors.As(err, &rej):
 		err = rej.err
 	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
-		return nil, s.storageError(call.Tool, err)
+		return nil, s.storageError(call.Name, err)
 	default:
-		s.logInternal(call.Tool, err)
+		s.logInternal(call.Name, err)
 		err = ErrInternal
 	}
 	// Record the call alone, with its error.
 	herr := err
-	err = s.l.Update(func(lt *ledger.Tx) error {
+	err = s.l.Update(func(lt *boltstore.Tx) error {
 		tx := &Tx{lt: lt, actor: actor}
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return &funcError{err}
@@ -245,11 +270,11 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	case err == nil:
 		return reply, nil
 	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
-		return nil, s.storageError(call.Tool, err)
+		return nil, s.storageError(call.Name, err)
 	}
 	// Even the call alone could not be recorded: answer, unaudited, and
 	// say why on stderr.
-	s.logInternal(call.Tool, err)
+	s.logInternal(call.Name, err)
 	_, reply = call.Encode(nil, ErrInternal)
 	return reply, nil
 }
@@ -271,13 +296,18 @@ type callArgs struct {
 func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, result any, herr error, reply *[]byte) error {
 	code, out := call.Encode(result, herr)
 	*reply = out
-	resultSum := sha256.Sum256(out)
+	return s.appendCall(tx, call, args, start, code, sha256.Sum256(out))
+}
+
+// appendCall appends the call's tool.called event: its outcome code and
+// the SHA-256 of the exact reply bytes.
+func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, code string, replySum [sha256.Size]byte) error {
 	_, err := tx.emit(projections.TypeToolCalled, args.ids, projections.ToolCalled{
-		Tool:         call.Tool,
+		Tool:         call.Name,
 		ArgsSHA256:   args.sum,
 		Outcome:      code,
-		ResultSHA256: hex.EncodeToString(resultSum[:]),
-		DurationUS:   time.Since(start).Microseconds(),
+		ResultSHA256: hex.EncodeToString(replySum[:]),
+		DurationUS:   s.opts.Now().Sub(start).Microseconds(),
 		Client:       call.Client,
 	})
 	return err
@@ -297,7 +327,7 @@ func (s *Service) actor(client string) string {
 // call's own logic: the ledger reports the former as anything but the
 // function's error.
 func isStorage(err error) bool {
-	var pe *ledger.PanicError
+	var pe *boltstore.PanicError
 	var rej *rejected
 	if errors.As(err, &pe) || errors.As(err, &rej) {
 		return false
@@ -318,17 +348,44 @@ func (s *Service) storageError(tool string, err error) error {
 	switch {
 	case errors.Is(err, projections.ErrVersionChanged):
 		reason = "another logbook version rebuilt the projections; restart this server"
-	case errors.Is(err, ledger.ErrLocked):
+	case errors.Is(err, boltstore.ErrLocked):
 		reason = "the ledger file is locked by another process (timed out)"
-	case errors.Is(err, ledger.ErrClosed):
+	case errors.Is(err, boltstore.ErrClosed):
 		reason = "the server is shutting down"
+	case errors.Is(err, boltstore.ErrReplaced):
+		reason = "the ledger file was deleted or replaced under this server; it writes nothing more to it (see its log)"
+	case errors.Is(err, boltstore.ErrDamaged):
+		reason = "the ledger file is damaged; run logbook verify on it"
 	}
-	s.log.Error("commit failed", "tool", tool, "err", err)
+	if n, ok := s.failLog.allow(time.Now()); ok {
+		s.log.Error("commit failed", "tool", tool, "err", err, "suppressed_since_last", n)
+	}
 	return &StorageError{Reason: reason, Err: err}
 }
 
+// rateLimit lets one log line through per interval and counts the rest: a
+// full disk fails every call, and its log must not fill the disk further.
+type rateLimit struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+const failLogInterval = time.Second
+
+func (r *rateLimit) allow(now time.Time) (suppressed int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.last.IsZero() && now.Sub(r.last) < failLogInterval {
+		r.suppressed++
+		return 0, false
+	}
+	suppressed, r.suppressed, r.last = r.suppressed, 0, now
+	return suppressed, true
+}
+
 func (s *Service) logInternal(tool string, err error) {
-	var pe *ledger.PanicError
+	var pe *boltstore.PanicError
 	if errors.As(err, &pe) {
 		s.log.Error("panic in tool call", "tool", tool, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 		return
@@ -358,8 +415,8 @@ func namedIDs(raw json.RawMessage) []string {
 	var ids []string
 	for _, k := range []string{"task_id", "parent_id", "session_id"} {
 		id, _ := m[k].(string)
-		_, task := projections.ParseID(projections.TaskPrefix, id)
-		_, session := projections.ParseID(projections.SessionPrefix, id)
+		_, task := domain.ParseID(domain.TaskPrefix, id)
+		_, session := domain.ParseID(domain.SessionPrefix, id)
 		if task || session {
 			ids = append(ids, id)
 		}

@@ -4,7 +4,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -13,7 +15,7 @@ func (h *harness) eventAt(seq uint64) (ledger.Record, ledger.Hash) {
 	h.t.Helper()
 	var rec ledger.Record
 	var leaf ledger.Hash
-	err := h.l.View(func(tx *ledger.Tx) error {
+	err := h.l.View(func(tx *boltstore.Tx) error {
 		var err error
 		if rec, err = tx.Event(seq); err != nil {
 			return err
@@ -73,10 +75,10 @@ func TestThoughtChain(t *testing.T) {
 		}
 		// hash is the hash of the ledger event that recorded the thought.
 		rec, leaf := h.eventAt(uint64(d["seq"].(float64)))
-		if rec.Type != projections.TypeThoughtRecorded || ledger.LeafHash(rec.Raw).String() != d["hash"] || leaf.String() != d["hash"] {
+		if rec.Type != events.TypeThoughtRecorded || ledger.LeafHash(rec.Raw).String() != d["hash"] || leaf.String() != d["hash"] {
 			t.Errorf("%s hash %v: event %d is %s with hash %s, stored leaf %s", w.id, d["hash"], rec.Seq, rec.Type, ledger.LeafHash(rec.Raw), leaf)
 		}
-		var p projections.ThoughtRecorded
+		var p events.ThoughtRecorded
 		if err := ledger.DecodePayload(rec.Payload, &p); err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // wantKeys fails unless the object has exactly the keys want.
@@ -84,14 +86,13 @@ func TestToolOutputs(t *testing.T) {
 	writeSkill(t, dir, "review", "name: review\ndescription: Review code changes\nversion: 1.2.0\ncapabilities: [review, lint]\n")
 	writeSkill(t, dir, "deploy", "name: deploy\ndescription: Ship a release\n")
 	writeSkill(t, dir, "broken", "name: other\ndescription: x\n")
-	skills, skipped, err := projections.LoadSkills(dir)
+	set, skipped, err := skills.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: skills, Skipped: skipped,
-		Edge: Edge{Stages: []string{"recover", "audit"}, Tools: 14}})
-	if got := len(ToolNames()); got != 14 {
-		t.Errorf("ToolNames() has %d tools, want 14", got)
+	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: set, Skipped: skipped})
+	if got := len(Commands); got != 14 {
+		t.Errorf("Commands has %d commands, want 14", got)
 	}
 
 	t.Run("server_ping", func(t *testing.T) {
@@ -117,7 +118,7 @@ func TestToolOutputs(t *testing.T) {
 		}
 		lg := obj(t, d["ledger"])
 		var root, headHash ledger.Hash
-		h.l.View(func(tx *ledger.Tx) error {
+		h.l.View(func(tx *boltstore.Tx) error {
 			root, _ = tx.Root(head)
 			r, err := tx.Event(head)
 			headHash = r.Hash
@@ -131,13 +132,14 @@ func TestToolOutputs(t *testing.T) {
 			t.Errorf("health.projections = %v, want version %d applied %d", pj, projections.Version, head)
 		}
 		db := obj(t, d["db"])
-		if db["open"] != true || db["path"] != h.path || db["format_version"] != float64(ledger.FormatVersion) || db["size_bytes"].(float64) <= 0 {
+		if db["open"] != true || db["path"] != h.path || db["format_version"] != float64(boltstore.FormatVersion) || db["size_bytes"].(float64) <= 0 {
 			t.Errorf("health.db = %v", db)
 		}
 		if got := obj(t, d["tools"])["registered"]; got != 14.0 {
 			t.Errorf("tools.registered = %v", got)
 		}
-		if got := obj(t, d["middleware"])["stages"]; !reflect.DeepEqual(got, []any{"recover", "audit"}) {
+		// The service has no stages of its own: a transport fills in its own.
+		if got := obj(t, d["middleware"])["stages"]; !reflect.DeepEqual(got, []any{}) {
 			t.Errorf("middleware.stages = %v", got)
 		}
 		sk := obj(t, d["skills"])

@@ -199,3 +199,13 @@ func DecodePayload(b []byte, v any) error {
 	}
 	return nil
 }
+
+// DecodeRecord decodes an event's stored bytes into a record, hash
+// included; raw is kept, not copied. Errors wrap ErrMalformed.
+func DecodeRecord(raw []byte) (Record, error) {
+	e, err := DecodeEvent(raw)
+	if err != nil {
+		return Record{}, fmt.Errorf("decode record: %w", err)
+	}
+	return Record{Event: e, Raw: raw, Hash: LeafHash(raw)}, nil
+}

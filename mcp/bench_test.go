@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // The benchmarks here drive Server.Run in-process over io.Pipe with a real
@@ -113,11 +113,11 @@ type benchSession struct {
 
 func startBenchSession(b *testing.B) *benchSession {
 	b.Helper()
-	l, err := ledger.Open(filepath.Join(b.TempDir(), "bench.db"), ledger.Options{Create: true})
+	l, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{Create: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := commands.New(l, commands.Options{Agent: "bench", Skills: &projections.Skills{}})
+	svc, err := commands.New(l, commands.Options{Agent: "bench", Skills: &skills.Set{}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -139,11 +139,11 @@ type gate struct {
 func newGate(f *fakeDo) *gate {
 	g := &gate{entered: make(chan struct{}, 16), release: make(chan struct{})}
 	f.result = func(call commands.Call) (any, error) {
-		if call.Tool == "server_health" {
+		if call.Name == "server_health" {
 			g.entered <- struct{}{}
 			<-g.release
 		}
-		return map[string]any{"tool": call.Tool}, nil
+		return map[string]any{"tool": call.Name}, nil
 	}
 	return g
 }

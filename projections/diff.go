@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // Difference is one key whose value differs between two projection states.
@@ -45,7 +46,7 @@ func (c *Comparison) Done() bool { return c.space >= len(spaces) }
 // state refolded from the log), from where the last step stopped. Within a
 // step both must be folded to the same seq; between steps both may move on
 // (keys are compared once each, at the state of their step).
-func (c *Comparison) Step(want, got *ledger.Tx, limit int) error {
+func (c *Comparison) Step(want, got *boltstore.Tx, limit int) error {
 	if c.Done() {
 		return nil
 	}
@@ -60,7 +61,7 @@ func (c *Comparison) Step(want, got *ledger.Tx, limit int) error {
 	}
 	var begin []byte
 	if c.after != nil {
-		begin = ledger.KeyAfter(c.after)
+		begin = boltstore.KeyAfter(c.after)
 	}
 	type kv struct{ k, v []byte }
 	ws := make([]kv, 0, min(limit, 1024))
@@ -76,7 +77,7 @@ func (c *Comparison) Step(want, got *ledger.Tx, limit int) error {
 	var end []byte
 	last := len(ws) == limit
 	if last {
-		end = ledger.KeyAfter(ws[len(ws)-1].k)
+		end = boltstore.KeyAfter(ws[len(ws)-1].k)
 	}
 	i := 0
 	keep := func(d *Difference) {
@@ -138,11 +139,11 @@ func keyName(space string, k []byte) string {
 		n := be64(k)
 		switch space {
 		case spTasks:
-			return FormatID(TaskPrefix, n)
+			return domain.FormatID(domain.TaskPrefix, n)
 		case spThoughts:
-			return FormatID(ThoughtPrefix, n)
+			return domain.FormatID(domain.ThoughtPrefix, n)
 		case spSessions, spOpenSessions:
-			return FormatID(SessionPrefix, n)
+			return domain.FormatID(domain.SessionPrefix, n)
 		}
 	}
 	if space == spMeta || space == spProjects || space == spSkills {

@@ -4,7 +4,9 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // folder folds records into the projections of one transaction. A batch
@@ -15,7 +17,7 @@ import (
 // are the same either way, so a batch fold and record-by-record Apply leave
 // identical projections.
 type folder struct {
-	tx   *ledger.Tx
+	tx   *boltstore.Tx
 	root func(uint64) (ledger.Hash, error) // the root of the folded log at a size
 
 	// Batch folders only (nil maps otherwise): decoded records, and the
@@ -26,7 +28,7 @@ type folder struct {
 	dirtySessions map[uint64]bool
 }
 
-func newFolder(tx *ledger.Tx, root func(uint64) (ledger.Hash, error), batch bool) *folder {
+func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), batch bool) *folder {
 	f := &folder{tx: tx, root: root}
 	if batch {
 		f.tasks, f.dirtyTasks = map[uint64]*Task{}, map[uint64]bool{}
@@ -121,7 +123,7 @@ func (f *folder) flush() error {
 // isWithin is IsWithin through the folder's decoded tasks.
 func (f *folder) isWithin(id, ancestor string) (bool, error) {
 	return isWithin(id, ancestor, func(id string) (Task, bool, error) {
-		n, valid := ParseID(TaskPrefix, id)
+		n, valid := domain.ParseID(domain.TaskPrefix, id)
 		if !valid {
 			return Task{}, false, nil
 		}

@@ -5,14 +5,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
 // openFolded opens a new ledger with empty projections.
-func openFolded(t *testing.T) *ledger.Ledger {
+func openFolded(t *testing.T) *boltstore.Store {
 	t.Helper()
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{Create: true})
+	l, err := boltstore.Open(filepath.Join(t.TempDir(), "ledger.db"), boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,9 +27,9 @@ func openFolded(t *testing.T) *ledger.Ledger {
 }
 
 // appendRaw appends an event with the payload version given, folding it live.
-func appendRaw(t *testing.T, l *ledger.Ledger, typ string, version uint16, subjects []string, payload any) {
+func appendRaw(t *testing.T, l *boltstore.Store, typ string, version uint16, subjects []string, payload any) {
 	t.Helper()
-	err := l.Update(func(tx *ledger.Tx) error {
+	err := l.Update(func(tx *boltstore.Tx) error {
 		b, err := ledger.EncodePayload(payload)
 		if err != nil {
 			return err
@@ -46,18 +49,18 @@ func appendRaw(t *testing.T, l *ledger.Ledger, typ string, version uint16, subje
 // current version ("project_sequence"), live, in time travel and after a
 // rebuild; the stored bytes stay version 1.
 func TestUpcastTaskCreated(t *testing.T) {
-	if v := projections.CurrentVersion(projections.TypeTaskCreated); v != 2 {
+	if v := events.CurrentVersion(events.TypeTaskCreated); v != 2 {
 		t.Fatalf("task.created is written as version %d", v)
 	}
 	l := openFolded(t)
 	v1 := map[string]any{"task_id": "T-0001", "project": "p", "sequence": 3, "title": "old", "description": "",
 		"priority": "normal", "labels": []string{}, "assignee": "unassigned"}
-	appendRaw(t, l, projections.TypeTaskCreated, 1, []string{"T-0001"}, v1)
-	v2 := projections.TaskCreated{TaskID: "T-0002", Project: "p", Sequence: 4, Title: "new", Priority: "normal", Labels: []string{}, Assignee: "unassigned"}
-	appendRaw(t, l, projections.TypeTaskCreated, 2, []string{"T-0002"}, v2)
+	appendRaw(t, l, events.TypeTaskCreated, 1, []string{"T-0001"}, v1)
+	v2 := events.TaskCreated{TaskID: "T-0002", Project: "p", Sequence: 4, Title: "new", Priority: "normal", Labels: []string{}, Assignee: "unassigned"}
+	appendRaw(t, l, events.TypeTaskCreated, 2, []string{"T-0002"}, v2)
 	check := func(when string) {
 		t.Helper()
-		l.View(func(tx *ledger.Tx) error {
+		l.View(func(tx *boltstore.Tx) error {
 			for id, want := range map[string]uint64{"T-0001": 3, "T-0002": 4} {
 				task, ok, err := projections.GetTask(tx, id)
 				if err != nil || !ok || task.Sequence != want {
@@ -83,46 +86,59 @@ func TestUpcastTaskCreated(t *testing.T) {
 		})
 	}
 	check("live")
-	if err := l.Update(projections.Reset); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Update(func(tx *ledger.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
-		t.Fatal(err)
-	}
+	rebuild(t, l, 0)
 	check("rebuilt")
 }
 
+// rebuild refolds the whole log of l, limit events per transaction (0: all
+// at once), and returns how many events the last transaction folded.
+func rebuild(t *testing.T, l *boltstore.Store, limit uint64) (folded uint64) {
+	t.Helper()
+	if err := l.Update(projections.StartRebuild); err != nil {
+		t.Fatal(err)
+	}
+	for done := false; !done; {
+		if err := l.Update(func(tx *boltstore.Tx) (err error) {
+			done, folded, _, err = projections.ContinueRebuild(tx, limit)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return folded
+}
+
 // history appends every kind of event, folding each live.
-func history(t *testing.T, l *ledger.Ledger, tasks int) {
+func history(t *testing.T, l *boltstore.Store, tasks int) {
 	t.Helper()
 	s := func(v string) *string { return &v }
 	for i := 1; i <= tasks; i++ {
-		id := projections.FormatID(projections.TaskPrefix, uint64(i))
+		id := domain.FormatID(domain.TaskPrefix, uint64(i))
 		parent := ""
 		if i > 1 {
 			parent = "T-0001"
 		}
-		appendRaw(t, l, projections.TypeTaskCreated, 2, []string{id}, projections.TaskCreated{TaskID: id, Project: "p", ParentID: parent, Sequence: uint64(i), Title: "task", Priority: "normal", Labels: []string{}, Assignee: "a"})
+		appendRaw(t, l, events.TypeTaskCreated, 2, []string{id}, events.TaskCreated{TaskID: id, Project: "p", ParentID: parent, Sequence: uint64(i), Title: "task", Priority: "normal", Labels: []string{}, Assignee: "a"})
 		if i == 2 {
-			appendRaw(t, l, projections.TypeSessionStarted, 1, []string{"A-0001", "T-0001"}, projections.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "deep"})
+			appendRaw(t, l, events.TypeSessionStarted, 1, []string{"A-0001", "T-0001"}, events.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "deep"})
 		}
-		appendRaw(t, l, projections.TypeTaskUpdated, 1, []string{id}, projections.TaskUpdated{TaskID: id, Status: s("todo")})
-		th := projections.FormatID(projections.ThoughtPrefix, uint64(i))
-		appendRaw(t, l, projections.TypeThoughtRecorded, 1, []string{th, id, "A-0001"}, projections.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
+		appendRaw(t, l, events.TypeTaskUpdated, 1, []string{id}, events.TaskUpdated{TaskID: id, Status: s("todo")})
+		th := domain.FormatID(domain.ThoughtPrefix, uint64(i))
+		appendRaw(t, l, events.TypeThoughtRecorded, 1, []string{th, id, "A-0001"}, events.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
 		appendRaw(t, l, projections.TypeToolCalled, 1, []string{id}, projections.ToolCalled{Tool: "task_get", Outcome: "OK"})
 	}
-	appendRaw(t, l, projections.TypeSessionFinalized, 1, []string{"A-0001", "T-0001"}, projections.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00"})
-	appendRaw(t, l, projections.TypeTaskUpdated, 1, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Title: s("renamed")})
+	appendRaw(t, l, events.TypeSessionFinalized, 1, []string{"A-0001", "T-0001"}, events.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00"})
+	appendRaw(t, l, events.TypeTaskUpdated, 1, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Title: s("renamed")})
 }
 
 // refold folds src's log into a new scratch ledger with Fold, in batches of
 // batch records, and returns the scratch ledger.
-func refold(t *testing.T, src *ledger.Ledger, batch int) *ledger.Ledger {
+func refold(t *testing.T, src *boltstore.Store, batch int) *boltstore.Store {
 	t.Helper()
 	scratch := openFolded(t)
 	var recs []ledger.Record
 	roots := map[uint64]ledger.Hash{}
-	src.View(func(tx *ledger.Tx) error {
+	src.View(func(tx *boltstore.Tx) error {
 		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
 			roots[r.Seq], _ = tx.Root(r.Seq)
 			r.Raw = nil
@@ -133,7 +149,7 @@ func refold(t *testing.T, src *ledger.Ledger, batch int) *ledger.Ledger {
 	root := func(size uint64) (ledger.Hash, error) { return roots[size], nil }
 	for len(recs) > 0 {
 		n := min(batch, len(recs))
-		if err := scratch.Update(func(tx *ledger.Tx) error { return projections.Fold(tx, recs[:n], root) }); err != nil {
+		if err := scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root) }); err != nil {
 			t.Fatal(err)
 		}
 		recs = recs[n:]
@@ -142,12 +158,12 @@ func refold(t *testing.T, src *ledger.Ledger, batch int) *ledger.Ledger {
 }
 
 // compare runs a Comparison of got against want in steps of step keys.
-func compare(t *testing.T, want, got *ledger.Ledger, step int) projections.Comparison {
+func compare(t *testing.T, want, got *boltstore.Store, step int) projections.Comparison {
 	t.Helper()
 	var c projections.Comparison
 	for !c.Done() {
-		err := want.View(func(wtx *ledger.Tx) error {
-			return got.View(func(gtx *ledger.Tx) error { return c.Step(wtx, gtx, step) })
+		err := want.View(func(wtx *boltstore.Tx) error {
+			return got.View(func(gtx *boltstore.Tx) error { return c.Step(wtx, gtx, step) })
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -156,9 +172,9 @@ func compare(t *testing.T, want, got *ledger.Ledger, step int) projections.Compa
 	return c
 }
 
-func fingerprintOf(t *testing.T, l *ledger.Ledger) (fp uint64) {
+func fingerprintOf(t *testing.T, l *boltstore.Store) (fp uint64) {
 	t.Helper()
-	l.View(func(tx *ledger.Tx) (err error) { fp, err = projections.Fingerprint(tx); return })
+	l.View(func(tx *boltstore.Tx) (err error) { fp, err = projections.Fingerprint(tx); return })
 	return fp
 }
 
@@ -181,8 +197,8 @@ func TestFoldEqualsApply(t *testing.T) {
 	// Out of order is refused.
 	scratch := openFolded(t)
 	var r ledger.Record
-	live.View(func(tx *ledger.Tx) (err error) { r, err = tx.Event(2); return })
-	err := scratch.Update(func(tx *ledger.Tx) error {
+	live.View(func(tx *boltstore.Tx) (err error) { r, err = tx.Event(2); return })
+	err := scratch.Update(func(tx *boltstore.Tx) error {
 		return projections.Fold(tx, []ledger.Record{r}, func(uint64) (ledger.Hash, error) { return ledger.Hash{}, nil })
 	})
 	if err == nil || !strings.Contains(err.Error(), "fold seq 2") {
@@ -198,19 +214,19 @@ func TestComparisonFindsEdits(t *testing.T) {
 	scratch := refold(t, live, 100)
 	for _, c := range []struct {
 		name, problem, key string
-		edit               func(tx *ledger.Tx) error
+		edit               func(tx *boltstore.Tx) error
 	}{
-		{"edited", "value differs", "T-0003", func(tx *ledger.Tx) error {
+		{"edited", "value differs", "T-0003", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("tasks")
 			v := append([]byte(nil), sp.Get(key(3))...)
 			v[len(v)-1] ^= 1
 			return sp.Put(key(3), v)
 		}},
-		{"deleted", "missing", "T-0002", func(tx *ledger.Tx) error {
+		{"deleted", "missing", "T-0002", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("tasks")
 			return sp.Delete(key(2))
 		}},
-		{"added", "unexpected key", "Θ-0099", func(tx *ledger.Tx) error {
+		{"added", "unexpected key", "Θ-0099", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("thoughts")
 			return sp.Put(key(99), []byte{0x80})
 		}},
@@ -241,43 +257,55 @@ func key(n uint64) []byte {
 	return b
 }
 
-// TestResetDiscards: Reset is immediate whatever the projections' size,
-// and CatchUp frees the old ones a bounded part at a time.
-func TestResetDiscards(t *testing.T) {
+// TestRebuildStagesAndSwaps: a rebuild folds into a staging set while the
+// live projections keep serving and folding new events; once caught up it
+// swaps in projections identical to the live ones, and the old ones are
+// freed.
+func TestRebuildStagesAndSwaps(t *testing.T) {
 	l := openFolded(t)
 	history(t, l, 150)
-	before := fingerprintOf(t, l)
-	if err := l.Update(projections.Reset); err != nil {
+	if err := l.Update(projections.StartRebuild); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Update(func(tx *ledger.Tx) error {
-		if more, err := tx.EmptyTrash(0); !more || err != nil { // only asks
-			t.Errorf("nothing left to free after Reset (%v)", err)
-		}
-		sp, _ := tx.Space("tasks")
-		if sp.Get(key(1)) != nil {
-			t.Error("Reset left the tasks readable")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for more := true; more; {
-		if err := l.Update(func(tx *ledger.Tx) (err error) {
-			if _, err = projections.CatchUp(tx, 50); err != nil {
-				return err
-			}
-			more, err = tx.EmptyTrash(0) // only asks
+	var rounds int
+	for done := false; !done; rounds++ {
+		live := fingerprintOf(t, l)
+		if err := l.Update(func(tx *boltstore.Tx) (err error) {
+			done, _, _, err = projections.ContinueRebuild(tx, 50)
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
+		if !done && fingerprintOf(t, l) != live {
+			t.Fatal("a rebuild chunk changed the live projections")
+		}
+		if rounds == 1 {
+			// Calls go on during the rebuild, folded live.
+			history(t, l, 3)
+		}
 	}
-	if err := l.Update(func(tx *ledger.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
+	if rounds < 3 {
+		t.Fatalf("rebuild took %d chunks of 50 events, want several", rounds)
+	}
+	rebuilt := fingerprintOf(t, l)
+	// The same log folded from scratch in one go (a second rebuild) agrees.
+	if err := l.Update(projections.StartRebuild); err != nil {
 		t.Fatal(err)
 	}
-	if after := fingerprintOf(t, l); after != before {
-		t.Errorf("rebuilt projections differ: %x, %x", after, before)
+	if err := l.Update(func(tx *boltstore.Tx) error {
+		done, _, _, err := projections.ContinueRebuild(tx, 0)
+		if !done && err == nil {
+			t.Error("a rebuild without a limit did not finish")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if again := fingerprintOf(t, l); again != rebuilt {
+		t.Errorf("rebuilt projections differ: %x, %x", again, rebuilt)
+	}
+	if err := l.EmptyTrash(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -286,24 +314,24 @@ func TestResetDiscards(t *testing.T) {
 func TestCatchUpLarge(t *testing.T) {
 	l := openFolded(t)
 	s := func(v string) *string { return &v }
-	err := l.Update(func(tx *ledger.Tx) error {
+	err := l.Update(func(tx *boltstore.Tx) error {
 		add := func(typ string, subjects []string, payload any) error {
 			b, err := ledger.EncodePayload(payload)
 			if err != nil {
 				return err
 			}
-			r, err := tx.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
+			r, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
 			if err != nil {
 				return err
 			}
 			return projections.Apply(tx, r)
 		}
 		for i := uint64(1); i <= 800; i++ {
-			id, th := projections.FormatID(projections.TaskPrefix, i), projections.FormatID(projections.ThoughtPrefix, i)
+			id, th := domain.FormatID(domain.TaskPrefix, i), domain.FormatID(domain.ThoughtPrefix, i)
 			if err := errorsJoin(
-				add(projections.TypeTaskCreated, []string{id}, projections.TaskCreated{TaskID: id, Project: "p", Sequence: i, Title: "t", Priority: "normal", Labels: []string{}, Assignee: "a"}),
-				add(projections.TypeTaskUpdated, []string{id}, projections.TaskUpdated{TaskID: id, Status: s("todo")}),
-				add(projections.TypeThoughtRecorded, []string{th, id}, projections.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", ChainPosition: 1}),
+				add(events.TypeTaskCreated, []string{id}, events.TaskCreated{TaskID: id, Project: "p", Sequence: i, Title: "t", Priority: "normal", Labels: []string{}, Assignee: "a"}),
+				add(events.TypeTaskUpdated, []string{id}, events.TaskUpdated{TaskID: id, Status: s("todo")}),
+				add(events.TypeThoughtRecorded, []string{th, id}, events.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", ChainPosition: 1}),
 			); err != nil {
 				return err
 			}
@@ -314,14 +342,7 @@ func TestCatchUpLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := fingerprintOf(t, l)
-	if err := l.Update(projections.Reset); err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	if err := l.Update(func(tx *ledger.Tx) (err error) { n, err = projections.CatchUp(tx, 0); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if n != 2400 {
+	if n := rebuild(t, l, 0); n != 2400 {
 		t.Errorf("caught up %d events, want 2400", n)
 	}
 	if rebuilt := fingerprintOf(t, l); rebuilt != live {

@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // Version is the layout version of the projection spaces. A ledger whose
@@ -17,7 +17,9 @@ import (
 //
 //	1: the first release
 //	2: task.created payload v2 (project_sequence), read through its upcaster
-const Version = 2
+//	3: a thought's text (content, tests, blockers, metadata) is read from
+//	   its event, not copied into the projection
+const Version = 3
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills}
@@ -38,7 +40,7 @@ var ErrVersionChanged = errors.New("projections are of another version")
 var ErrNewerVersion = errors.New("projections are newer than this binary")
 
 // State reports the stored projection version and the last folded seq.
-func State(tx *ledger.Tx) (version, applied uint64, err error) {
+func State(tx *boltstore.Tx) (version, applied uint64, err error) {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return 0, 0, err
@@ -48,7 +50,7 @@ func State(tx *ledger.Tx) (version, applied uint64, err error) {
 
 // NeedsRebuild reports whether the stored projections were built by another
 // projection version (or never built). ErrNewerVersion if they are newer.
-func NeedsRebuild(tx *ledger.Tx) (bool, error) {
+func NeedsRebuild(tx *boltstore.Tx) (bool, error) {
 	v, _, err := State(tx)
 	if err != nil {
 		return false, err
@@ -59,29 +61,24 @@ func NeedsRebuild(tx *ledger.Tx) (bool, error) {
 	return v != Version, nil
 }
 
-// Reset drops every projection space and marks the state empty at this
-// binary's version: the next CatchUp folds the log from seq 1. The old
-// spaces are discarded in constant time and freed by later CatchUps, a
-// bounded part each, so replacing large projections never holds them all in
-// memory at once.
-func Reset(tx *ledger.Tx) error {
-	for _, name := range spaces {
-		if err := tx.DiscardSpace(name); err != nil {
-			return err
-		}
-	}
+// Reset marks the projections in tx empty at this binary's version: the
+// next CatchUp folds the log from seq 1. tx's spaces must be empty: a
+// rebuild resets a fresh staging set (boltstore.Tx.Staging) and promotes it
+// once it has caught up, so nobody sees a half-built projection.
+func Reset(tx *boltstore.Tx) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
+	}
+	if applied := getU64(meta, keyApplied); applied != 0 {
+		return fmt.Errorf("reset projections: they hold state up to seq %d", applied)
 	}
 	return errors.Join(putU64(meta, keyVersion, Version), putU64(meta, keyApplied, 0))
 }
 
 // CatchUp folds the events after the last applied one, at most limit of
-// them (0: all), and returns how many it folded. It also frees a little of
-// what a Reset discarded (up to 512 KiB of it: its pages are scattered, and
-// every page read maps its neighbours too).
-func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
+// them (0: all), and returns how many it folded.
+func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 	version, applied, err := State(tx)
 	if err != nil {
 		return 0, err
@@ -91,9 +88,6 @@ func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
 		// binary's rules would mix two versions in one state.
 		return 0, fmt.Errorf("%w: stored version %d, this binary's %d", ErrVersionChanged, version, Version)
 	}
-	if _, err := tx.EmptyTrash(int(min(max(25*limit, 128<<10), 512<<10))); err != nil {
-		return 0, err
-	}
 	end := tx.Head().Seq + 1
 	if limit > 0 && applied+1+limit < end {
 		end = applied + 1 + limit
@@ -102,11 +96,6 @@ func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
 	var n uint64
 	fold := func(r ledger.Record) error {
 		n++
-		if n%4096 == 0 {
-			// A rebuild's chunk reads projection pages all over the
-			// file; keep only the recent ones mapped.
-			tx.ReleaseMapped()
-		}
 		return f.apply(r)
 	}
 	if end-applied > 2*decodeBatch {
@@ -132,7 +121,7 @@ func CatchUp(tx *ledger.Tx, limit uint64) (uint64, error) {
 
 // Apply folds one record just appended in this transaction. Records must be
 // applied in seq order with none skipped.
-func Apply(tx *ledger.Tx, r ledger.Record) error {
+func Apply(tx *boltstore.Tx, r ledger.Record) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
@@ -153,7 +142,7 @@ func Apply(tx *ledger.Tx, r ledger.Record) error {
 // state's applied seq (1 after Reset); tx's own log plays no part. root
 // returns the RFC 9162 root of the records' log of the given size; it is
 // asked only by the folds that record a ledger root.
-func Fold(tx *ledger.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error)) error {
+func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error)) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
@@ -181,17 +170,17 @@ func Fold(tx *ledger.Tx, recs []ledger.Record, root func(size uint64) (ledger.Ha
 func (f *folder) apply(r ledger.Record) error {
 	var err error
 	switch r.Type {
-	case TypeTaskCreated:
+	case events.TypeTaskCreated:
 		err = applyTaskCreated(f, r)
-	case TypeTaskUpdated:
+	case events.TypeTaskUpdated:
 		err = applyTaskUpdated(f, r)
-	case TypeThoughtRecorded:
+	case events.TypeThoughtRecorded:
 		err = applyThoughtRecorded(f, r)
-	case TypeSessionStarted:
+	case events.TypeSessionStarted:
 		err = applySessionStarted(f, r)
-	case TypeSessionFinalized:
+	case events.TypeSessionFinalized:
 		err = applySessionFinalized(f, r)
-	case TypeSkillsLoaded:
+	case events.TypeSkillsLoaded:
 		err = applySkillsLoaded(f.tx, r)
 	case TypeToolCalled:
 		// Only sessions fold calls (below).
@@ -208,7 +197,7 @@ func (f *folder) apply(r ledger.Record) error {
 // Fingerprint hashes every projection space (names, keys and values) with
 // xxhash: two states with equal fingerprints hold the same data. The
 // applied seq is included, so compare states folded to the same seq.
-func Fingerprint(tx *ledger.Tx) (uint64, error) {
+func Fingerprint(tx *boltstore.Tx) (uint64, error) {
 	d := xxhash.New()
 	var lenBuf [8]byte
 	write := func(b []byte) {
@@ -240,33 +229,7 @@ func decode(r ledger.Record, v any) error {
 	if err := unmarshal(r.Payload, v); err != nil {
 		return err
 	}
-	if u, ok := v.(interface{ upcast(from uint16) error }); ok && r.Version != CurrentVersion(r.Type) {
-		return u.upcast(r.Version)
-	}
-	return nil
-}
-
-// Identifiers: a prefix and a number, zero-padded to at least 4 digits.
-const (
-	TaskPrefix    = "T-"
-	ThoughtPrefix = "Θ-"
-	SessionPrefix = "A-"
-)
-
-// FormatID renders prefix and n as "T-0001".
-func FormatID(prefix string, n uint64) string { return fmt.Sprintf("%s%04d", prefix, n) }
-
-// ParseID returns the number of an id with the prefix, ok false otherwise.
-func ParseID(prefix, id string) (uint64, bool) {
-	rest, found := strings.CutPrefix(id, prefix)
-	if !found || len(rest) < 4 || rest[0] == '+' || rest[0] == '-' {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(rest, 10, 64)
-	if err != nil || n == 0 || (len(rest) > 4 && rest[0] == '0') {
-		return 0, false
-	}
-	return n, true
+	return events.Upcast(r.Type, r.Version, v)
 }
 
 func u64(v uint64) []byte {
@@ -277,7 +240,7 @@ func u64(v uint64) []byte {
 
 func key2(a, b uint64) []byte { return append(u64(a), u64(b)...) }
 
-func getU64(sp *ledger.Space, key string) uint64 {
+func getU64(sp *boltstore.Space, key string) uint64 {
 	v := sp.Get([]byte(key))
 	if len(v) != 8 {
 		return 0
@@ -285,10 +248,10 @@ func getU64(sp *ledger.Space, key string) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-func putU64(sp *ledger.Space, key string, v uint64) error { return sp.Put([]byte(key), u64(v)) }
+func putU64(sp *boltstore.Space, key string, v uint64) error { return sp.Put([]byte(key), u64(v)) }
 
 // nextNumber is the number the next id of the counter key will get.
-func nextNumber(tx *ledger.Tx, key string) (uint64, error) {
+func nextNumber(tx *boltstore.Tx, key string) (uint64, error) {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return 0, err
@@ -297,7 +260,7 @@ func nextNumber(tx *ledger.Tx, key string) (uint64, error) {
 }
 
 // seenNumber records that id number n of the counter key is taken.
-func seenNumber(tx *ledger.Tx, key string, n uint64) error {
+func seenNumber(tx *boltstore.Tx, key string, n uint64) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
@@ -309,7 +272,7 @@ func seenNumber(tx *ledger.Tx, key string, n uint64) error {
 }
 
 // getRecord decodes the msgpack value at key into v; false if absent.
-func getRecord(sp *ledger.Space, key []byte, v any) (bool, error) {
+func getRecord(sp *boltstore.Space, key []byte, v any) (bool, error) {
 	b := sp.Get(key)
 	if b == nil {
 		return false, nil
@@ -317,7 +280,7 @@ func getRecord(sp *ledger.Space, key []byte, v any) (bool, error) {
 	return true, unmarshal(b, v)
 }
 
-func putRecord(sp *ledger.Space, key []byte, v any) error {
+func putRecord(sp *boltstore.Space, key []byte, v any) error {
 	b, err := marshal(v)
 	if err != nil {
 		return err
@@ -326,16 +289,3 @@ func putRecord(sp *ledger.Space, key []byte, v any) error {
 }
 
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
-
-// CurrentVersion is the payload version this binary writes for each event
-// type; older versions are upcast on read (see decode).
-func CurrentVersion(eventType string) uint16 {
-	switch eventType {
-	case TypeTaskCreated:
-		return 2
-	case TypeToolCalled: // v2: args_sha256 over RFC 8785 (commands.ArgsSHA256)
-		return 2
-	default:
-		return 1
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // decodeBatch is how many events scanDecoded hands to its decoder at a time.
@@ -15,7 +16,7 @@ const decodeBatch = 512
 // while the next events are decoded on another. The transaction is used by
 // the calling goroutine only; the decoder gets copies of the stored bytes.
 // fn sees the records in order, exactly as tx.Scan would give them.
-func scanDecoded(tx *ledger.Tx, begin, end uint64, fn func(ledger.Record) error) error {
+func scanDecoded(tx *boltstore.Tx, begin, end uint64, fn func(ledger.Record) error) error {
 	type decoded struct {
 		recs []ledger.Record
 		err  error

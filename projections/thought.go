@@ -3,42 +3,24 @@ package projections
 import (
 	"fmt"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
-// TypeThoughtRecorded is the event of thought_record.
-const TypeThoughtRecorded = "thought.recorded"
-
 const (
-	spThoughts        = "thoughts"         // thought number → Thought
+	spThoughts        = "thoughts"         // thought number → Thought, its text left in its event
 	spTaskThoughts    = "task_thoughts"    // task number ‖ chain position → thought number
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
 	counterThought = "counter.thought"
 )
 
-// ThoughtRecorded is the payload of thought.recorded. PreviousHash and
-// ChainPosition are written into the event so the per-task chain is itself
-// committed to by the log.
-type ThoughtRecorded struct {
-	ThoughtID     string   `json:"thought_id"`
-	TaskID        string   `json:"task_id"`
-	Type          string   `json:"type"`
-	Content       string   `json:"content"`
-	SessionID     string   `json:"session_id,omitempty"`
-	Branch        string   `json:"branch,omitempty"`
-	CommitSHA     string   `json:"commit_sha,omitempty"`
-	TestsRun      []string `json:"tests_run,omitempty"`
-	Blockers      []string `json:"blockers,omitempty"`
-	Metadata      string   `json:"metadata,omitempty"` // compact JSON object
-	PreviousHash  string   `json:"previous_hash,omitempty"`
-	ChainPosition uint64   `json:"chain_position"`
-}
-
 // Thought is a recorded thought. Hash is the hash of the event that
 // recorded it (its Merkle leaf); PreviousHash is "" for a task's first.
 type Thought struct {
-	ThoughtRecorded
+	events.ThoughtRecorded
 	Hash       string `json:"hash"`
 	RecordedAt string `json:"recorded_at"`
 	RecordedBy string `json:"recorded_by"`
@@ -47,26 +29,32 @@ type Thought struct {
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	tx := f.tx
-	var p ThoughtRecorded
+	var p events.ThoughtRecorded
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, ok := ParseID(ThoughtPrefix, p.ThoughtID)
+	n, ok := domain.ParseID(domain.ThoughtPrefix, p.ThoughtID)
 	if !ok {
 		return fmt.Errorf("bad thought id %q", p.ThoughtID)
 	}
-	th := Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
 	if err := seenNumber(tx, counterThought, n); err != nil {
 		return err
 	}
+	// A thought is immutable and its event holds all of it: the projection
+	// keeps what lists and chains need, and leaves the text (content, tests,
+	// blockers, metadata) in the event, where reads find it by seq. Numbers
+	// only grow, so the pages are packed full.
+	th := Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
+	th.Content, th.Branch, th.CommitSHA, th.TestsRun, th.Blockers, th.Metadata = "", "", "", nil, nil, ""
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
 		return err
 	}
+	thoughts.AppendOnly()
 	if err := putRecord(thoughts, u64(n), &th); err != nil {
 		return err
 	}
-	tn, valid := ParseID(TaskPrefix, p.TaskID)
+	tn, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
 	task, ok, err := f.task(tn)
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("thought on unknown task %q: %v", p.TaskID, err)
@@ -83,7 +71,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 		return err
 	}
 	if p.SessionID != "" {
-		sn, _ := ParseID(SessionPrefix, p.SessionID)
+		sn, _ := domain.ParseID(domain.SessionPrefix, p.SessionID)
 		bySession, err := tx.Space(spSessionThoughts)
 		if err != nil {
 			return err
@@ -93,7 +81,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	return nil
 }
 
-func thoughtByNumber(tx *ledger.Tx, n uint64) (Thought, error) {
+func thoughtByNumber(tx *boltstore.Tx, n uint64) (Thought, error) {
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
 		return Thought{}, err
@@ -103,12 +91,32 @@ func thoughtByNumber(tx *ledger.Tx, n uint64) (Thought, error) {
 	if err == nil && !ok {
 		err = fmt.Errorf("thought %d missing from projection", n)
 	}
-	return th, err
+	if err != nil {
+		return th, err
+	}
+	withText(tx, &th)
+	return th, nil
+}
+
+// withText fills in th's text from the event that recorded it. An event
+// that no longer reads as that thought (a damaged ledger, which
+// audit_verify_chain reports) leaves the text empty rather than fail the
+// read.
+func withText(tx *boltstore.Tx, th *Thought) {
+	r, err := tx.Event(th.Seq)
+	if err != nil || r.Type != events.TypeThoughtRecorded {
+		return
+	}
+	var p events.ThoughtRecorded
+	if decode(r, &p) != nil || p.ThoughtID != th.ThoughtID {
+		return
+	}
+	th.Content, th.Branch, th.CommitSHA, th.TestsRun, th.Blockers, th.Metadata = p.Content, p.Branch, p.CommitSHA, p.TestsRun, p.Blockers, p.Metadata
 }
 
 // LastThought is the task's latest thought; ok false if it has none.
-func LastThought(tx *ledger.Tx, taskID string) (th Thought, ok bool, err error) {
-	tn, valid := ParseID(TaskPrefix, taskID)
+func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err error) {
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return th, false, nil
 	}
@@ -125,8 +133,8 @@ func LastThought(tx *ledger.Tx, taskID string) (th Thought, ok bool, err error) 
 }
 
 // TaskThoughts calls fn for the task's thoughts in chain order.
-func TaskThoughts(tx *ledger.Tx, taskID string, fn func(Thought) bool) error {
-	tn, valid := ParseID(TaskPrefix, taskID)
+func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error {
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return nil
 	}
@@ -145,8 +153,8 @@ func TaskThoughts(tx *ledger.Tx, taskID string, fn func(Thought) bool) error {
 
 // SessionThoughts calls fn for the thoughts recorded with the session id,
 // in ledger order.
-func SessionThoughts(tx *ledger.Tx, sessionID string, fn func(Thought) bool) error {
-	sn, valid := ParseID(SessionPrefix, sessionID)
+func SessionThoughts(tx *boltstore.Tx, sessionID string, fn func(Thought) bool) error {
+	sn, valid := domain.ParseID(domain.SessionPrefix, sessionID)
 	if !valid {
 		return nil
 	}
@@ -164,7 +172,7 @@ func SessionThoughts(tx *ledger.Tx, sessionID string, fn func(Thought) bool) err
 }
 
 // Thoughts calls fn for every thought in ledger order.
-func Thoughts(tx *ledger.Tx, fn func(Thought) bool) error {
+func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
 		return err
@@ -174,19 +182,20 @@ func Thoughts(tx *ledger.Tx, fn func(Thought) bool) error {
 		if err := ledger.DecodePayload(v, &th); err != nil {
 			return false, err
 		}
+		withText(tx, &th)
 		return fn(th), nil
 	})
 }
 
 // NextThoughtID is the id the next recorded thought gets.
-func NextThoughtID(tx *ledger.Tx) (string, error) {
+func NextThoughtID(tx *boltstore.Tx) (string, error) {
 	n, err := nextNumber(tx, counterThought)
-	return FormatID(ThoughtPrefix, n), err
+	return domain.FormatID(domain.ThoughtPrefix, n), err
 }
 
 // ThoughtAt is the task's thought at a chain position; ok false if none.
-func ThoughtAt(tx *ledger.Tx, taskID string, position uint64) (th Thought, ok bool, err error) {
-	tn, valid := ParseID(TaskPrefix, taskID)
+func ThoughtAt(tx *boltstore.Tx, taskID string, position uint64) (th Thought, ok bool, err error) {
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return th, false, nil
 	}

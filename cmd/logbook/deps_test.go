@@ -1,17 +1,20 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
+const mod = "github.com/logbook-dev/logbook/"
+
 // TestDependenciesPointInward enforces the layering
-// cmd → mcp → commands → projections → ledger: a package may import only the
-// layers below it, and only mcp may import the MCP SDK.
+// cmd → mcp → commands → projections → skills → events → domain → ledger:
+// a package may import only the layers below it, and only mcp may import
+// the MCP SDK.
 func TestDependenciesPointInward(t *testing.T) {
-	const mod = "github.com/logbook-dev/logbook/"
-	layers := []string{"ledger", "projections", "commands", "mcp"}
+	layers := []string{"ledger", "domain", "events", "skills", "projections", "commands", "mcp"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
 		if err != nil {
@@ -34,9 +37,27 @@ func TestDependenciesPointInward(t *testing.T) {
 	}
 }
 
-// TestOnlyLedgerImportsBbolt checks bbolt is imported directly by the ledger
-// package alone (others reach the file through ledger.Tx).
-func TestOnlyLedgerImportsBbolt(t *testing.T) {
+// TestInnermostPackages checks that the domain's rules and the event
+// payloads import nothing but ledger and the standard library, so every
+// layer and transport (and an auditor) can use them.
+func TestInnermostPackages(t *testing.T) {
+	for _, pkg := range []string{"domain", "events"} {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./../../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, imp := range strings.Fields(string(out)) {
+			first, _, _ := strings.Cut(imp, "/")
+			if imp != mod+"ledger" && strings.Contains(first, ".") {
+				t.Errorf("%s imports %s; it may import only ledger and the standard library", pkg, imp)
+			}
+		}
+	}
+}
+
+// TestOnlyBoltstoreImportsBbolt checks bbolt is imported directly by the
+// ledger/boltstore package alone (others reach the file through its Tx).
+func TestOnlyBoltstoreImportsBbolt(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./../../...").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -44,9 +65,88 @@ func TestOnlyLedgerImportsBbolt(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		for _, imp := range fields[1:] {
-			if imp == "go.etcd.io/bbolt" && !strings.HasSuffix(fields[0], "/ledger") {
+			if imp == "go.etcd.io/bbolt" && !strings.HasSuffix(fields[0], "/ledger/boltstore") {
 				t.Errorf("%s imports bbolt directly", fields[0])
 			}
 		}
+	}
+}
+
+// TestLedgerFormatHasNoStorageEngine checks the log's format package depends
+// on no storage engine, so an auditor can embed its verifiers alone.
+func TestLedgerFormatHasNoStorageEngine(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./../../ledger").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, engine := range []string{"go.etcd.io/bbolt", "github.com/nats-io/", "/ledger/boltstore"} {
+			if strings.Contains(dep, engine) {
+				t.Errorf("ledger depends on the storage engine %s", dep)
+			}
+		}
+	}
+}
+
+// TestAuditLayer: audit sits above projections and ledger and below mcp and
+// cmd. audit/boltaudit may read a ledger file (ledger/boltstore,
+// projections); nothing of the write side or MCP is in an auditor, and no
+// layer below imports audit.
+func TestAuditLayer(t *testing.T) {
+	const mod = "github.com/logbook-dev/logbook/"
+	for _, pkg := range []string{"audit", "audit/boltaudit"} {
+		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, above := range []string{"commands", "mcp", "cmd/logbook"} {
+				if dep == mod+above {
+					t.Errorf("%s imports %s, a layer above it", pkg, above)
+				}
+			}
+			if strings.HasPrefix(dep, "github.com/modelcontextprotocol/go-sdk") {
+				t.Errorf("%s imports the MCP SDK (%s)", pkg, dep)
+			}
+		}
+	}
+	for _, pkg := range []string{"ledger", "ledger/boltstore", "projections", "commands"} {
+		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == mod+"audit" || strings.HasPrefix(dep, mod+"audit/") {
+				t.Errorf("%s imports %s, a layer above it", pkg, dep)
+			}
+		}
+	}
+}
+
+// TestAuditFormatHasNoStorageEngine: the proof-file and checkpoint formats
+// and their checks (package audit) link no storage engine and no read
+// model, so a program that only checks proofs embeds them alone.
+func TestAuditFormatHasNoStorageEngine(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./../../audit").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, engine := range []string{"go.etcd.io/bbolt", "github.com/nats-io/", "/ledger/boltstore", "/projections"} {
+			if strings.Contains(dep, engine) {
+				t.Errorf("audit depends on %s", dep)
+			}
+		}
+	}
+}
+
+// TestFormatBuildsForWindows: the log's format and the auditor's checks
+// build where the bbolt store's unix locking does not.
+func TestFormatBuildsForWindows(t *testing.T) {
+	cmd := exec.Command("go", "build", "./ledger/", "./audit/")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("GOOS=windows go build ./ledger/ ./audit/: %v\n%s", err, out)
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -141,12 +143,12 @@ func e2eLatency(b *testing.B, call func(i int)) {
 // folded, as a server would find a long-lived ledger.
 func e2eBigLedger(b *testing.B, size uint64) string {
 	b.Helper()
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("logbook-e2e-bench-%d-v%d.db", size, ledger.FormatVersion))
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("logbook-e2e-bench-%d-v%d.db", size, boltstore.FormatVersion))
 	if _, err := os.Stat(path); err == nil {
-		l, err := ledger.Open(path, ledger.Options{})
+		l, err := boltstore.Open(path, boltstore.Options{})
 		if err == nil {
 			var head uint64
-			err = l.View(func(tx *ledger.Tx) error { head = tx.Head().Seq; return nil })
+			err = l.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil })
 			if err == nil && head >= size {
 				err = commands.Rebuild(l, false, nil) // a newer binary may fold differently
 			}
@@ -162,7 +164,7 @@ func e2eBigLedger(b *testing.B, size uint64) string {
 	start := time.Now()
 	tmp := path + ".building"
 	os.Remove(tmp)
-	l, err := ledger.Open(tmp, ledger.Options{Create: true})
+	l, err := boltstore.Open(tmp, boltstore.Options{Create: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -177,10 +179,10 @@ func e2eBigLedger(b *testing.B, size uint64) string {
 	}
 	for done := uint64(0); done < size; {
 		n := min(batch, size-done)
-		err := l.Update(func(tx *ledger.Tx) error {
+		err := l.Update(func(tx *boltstore.Tx) error {
 			for i := range n {
 				task := fmt.Sprintf("T-%04d", (done+i)%5000+1)
-				if _, err := tx.Append(ledger.Event{Type: projections.TypeToolCalled, Version: projections.CurrentVersion(projections.TypeToolCalled),
+				if _, err := tx.Append(ledger.Event{Type: projections.TypeToolCalled, Version: events.CurrentVersion(projections.TypeToolCalled),
 					Actor: "bench-agent", Subjects: []string{task}, Payload: payload}); err != nil {
 					return err
 				}

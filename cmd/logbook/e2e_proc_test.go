@@ -28,6 +28,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -118,6 +119,7 @@ type e2eConfig struct {
 	Skills   string // default: the fixtures
 	ReadOnly bool
 	Env      []string // extra KEY=VALUE
+	Args     []string // extra flags of serve
 }
 
 // e2eMessage is one JSON-RPC message from the server.
@@ -191,6 +193,7 @@ func startE2E(t testing.TB, cfg e2eConfig) *e2eServer {
 	if cfg.ReadOnly {
 		args = append(args, "--read-only")
 	}
+	args = append(args, cfg.Args...)
 	cmd := exec.Command(e2eBinary(t), args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LOGBOOK_") && !strings.HasPrefix(kv, "GORACE=") {
@@ -549,12 +552,12 @@ type e2eEvent struct {
 // way an auditor would (read-only, beside running servers).
 func e2eReadLedger(t testing.TB, db string, after uint64) (head uint64, events []e2eEvent) {
 	t.Helper()
-	l, err := ledger.Open(db, ledger.Options{ReadOnly: true})
+	l, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	err = l.View(func(tx *ledger.Tx) error {
+	err = l.View(func(tx *boltstore.Tx) error {
 		head = tx.Head().Seq
 		return tx.Scan(after+1, head+1, func(r ledger.Record) error {
 			e := e2eEvent{Seq: r.Seq, Type: r.Type, Actor: r.Actor, Subject: append([]string(nil), r.Subjects...)}
@@ -577,13 +580,13 @@ func e2eReadLedger(t testing.TB, db string, after uint64) (head uint64, events [
 // e2eHead is the ledger's head seq.
 func e2eHead(t testing.TB, db string) uint64 {
 	t.Helper()
-	l, err := ledger.Open(db, ledger.Options{ReadOnly: true})
+	l, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	var head uint64
-	if err := l.View(func(tx *ledger.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
+	if err := l.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return head
@@ -592,11 +595,15 @@ func e2eHead(t testing.TB, db string) uint64 {
 // e2eVerify re-hashes the whole file: one unbroken chain and Merkle tree,
 // in-process with ledger.Verify and as an auditor does with `logbook verify`
 // (which also refolds the projections and compares them).
-func e2eVerify(t testing.TB, db string) ledger.VerifyReport {
+func e2eVerify(t testing.TB, db string) boltstore.VerifyReport {
 	t.Helper()
 	cmd := exec.Command(e2eBinary(t), "verify", "--db", db, "--json")
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1 exitcode=66")
-	out, err := cmd.CombinedOutput()
+	// stdout is the JSON report alone; stderr (progress, once a run takes
+	// over a second on a loaded machine) is shown only on failure.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	var cli struct {
 		OK          bool   `json:"ok"`
 		Size        uint64 `json:"size"`
@@ -605,17 +612,17 @@ func e2eVerify(t testing.TB, db string) ledger.VerifyReport {
 		} `json:"projections"`
 	}
 	if err != nil || json.Unmarshal(out, &cli) != nil || !cli.OK {
-		t.Fatalf("logbook verify --db %s: %v\n%s", db, err, e2eTrunc(string(out), 4000))
+		t.Fatalf("logbook verify --db %s: %v\n%s\n%s", db, err, e2eTrunc(stderr.String(), 4000), e2eTrunc(string(out), 4000))
 	}
 	if !cli.Projections.Checked {
 		t.Errorf("logbook verify --db %s did not compare the projections:\n%s", db, e2eTrunc(string(out), 2000))
 	}
-	l, err := ledger.Open(db, ledger.Options{ReadOnly: true})
+	l, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	rep, err := l.Verify(context.Background(), ledger.VerifyOptions{})
+	rep, err := l.Verify(context.Background(), boltstore.VerifyOptions{})
 	if err != nil {
 		t.Fatalf("ledger %s does not verify: %v", db, err)
 	}

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // toolRefPath is the generated tool reference, relative to this package.
@@ -43,12 +43,12 @@ func updateFlag() bool {
 // Regenerate with: go test ./cmd/logbook -run TestToolReference -update
 func TestToolReference(t *testing.T) {
 	t.Parallel()
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "ref.db"), ledger.Options{Create: true})
+	l, err := boltstore.Open(filepath.Join(t.TempDir(), "ref.db"), boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	svc, err := commands.New(l, commands.Options{Skills: &projections.Skills{}})
+	svc, err := commands.New(l, commands.Options{Skills: &skills.Set{}})
 	if err != nil {
 		t.Fatal(err)
 	}

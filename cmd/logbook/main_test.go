@@ -11,13 +11,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // The tests of this package run the real binary, built once by TestMain, the
@@ -49,6 +50,7 @@ func TestMain(m *testing.M) {
 type result struct {
 	code           int
 	stdout, stderr string
+	maxRSSKB       int64 // the process's peak resident set
 }
 
 func (r result) String() string {
@@ -79,7 +81,11 @@ func runIn(t testing.TB, stdin io.Reader, args ...string) result {
 	default:
 		t.Fatalf("logbook %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSSKB = ru.Maxrss
+	}
+	return r
 }
 
 // wantExit fails the test unless r exited with code.
@@ -104,7 +110,7 @@ func decodeJSON(t testing.TB, r result, v any) {
 // commands.Service and reply encoding the server uses.
 type workload struct {
 	t   testing.TB
-	l   *ledger.Ledger
+	l   *boltstore.Store
 	svc *commands.Service
 	enc func(any, error) (string, []byte)
 }
@@ -113,15 +119,23 @@ type workload struct {
 // (or let the test's cleanup do so) before running the binary on the file.
 func newLedger(t testing.TB, path, agent string) *workload {
 	t.Helper()
-	l, err := ledger.Open(path, ledger.Options{Create: true})
+	return newLedgerClock(t, path, agent, nil)
+}
+
+// newLedgerClock is newLedger with a clock for event times and call
+// durations (nil: the real one); a fixed clock makes the same calls give the
+// same ledger, hashes included.
+func newLedgerClock(t testing.TB, path, agent string, now func() time.Time) *workload {
+	t.Helper()
+	l, err := boltstore.Open(path, boltstore.Options{Create: true, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	skills, skipped, err := projections.LoadSkills(filepath.Join("..", "..", "fixtures", "skills"))
+	set, skipped, err := skills.Load(filepath.Join("..", "..", "fixtures", "skills"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: skills, Skipped: skipped, Version: "test"})
+	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: set, Skipped: skipped, Version: "test", Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +157,16 @@ func (w *workload) call(tool string, args any) map[string]any {
 	return data
 }
 
+// commandNamed is the command whose domain rules are named name, or nil.
+func commandNamed(name string) *commands.Command {
+	for _, c := range commands.Commands {
+		if c.Rules().Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
 // try runs one tool call and returns the whole envelope.
 func (w *workload) try(tool string, args any) map[string]any {
 	w.t.Helper()
@@ -150,7 +174,7 @@ func (w *workload) try(tool string, args any) map[string]any {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	reply, err := w.svc.Do(context.Background(), commands.Call{Tool: tool, Args: raw, Client: "test", Encode: w.enc})
+	reply, err := w.svc.Do(context.Background(), commands.Call{Name: tool, Command: commandNamed(tool), Args: raw, Client: "test", Encode: w.enc})
 	if err != nil {
 		w.t.Fatalf("%s: %v", tool, err)
 	}
@@ -199,12 +223,12 @@ func healthyLedger(t testing.TB, fillers int) string {
 // headOf returns the ledger's head seq.
 func headOf(t testing.TB, path string) uint64 {
 	t.Helper()
-	l, err := ledger.Open(path, ledger.Options{ReadOnly: true})
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var head uint64
-	if err := l.View(func(tx *ledger.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
+	if err := l.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return head

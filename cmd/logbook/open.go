@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // ledgerFlags are the flags of every command that opens an existing ledger.
@@ -30,14 +30,14 @@ func addLedgerFlags(e *env, fs *flag.FlagSet) *ledgerFlags {
 
 // open opens the existing ledger. Every failure is an exit-2 error: the file
 // is missing, locked, or not a ledger this binary reads.
-func (f *ledgerFlags) open(readOnly bool) (*ledger.Ledger, error) {
+func (f *ledgerFlags) open(readOnly bool) (*boltstore.Store, error) {
 	if err := checkPath("--db", *f.db, true); err != nil {
 		return nil, err
 	}
 	if *f.lockTimeout <= 0 {
 		return nil, usageErr("%s: --lock-timeout must be positive", f.name)
 	}
-	l, err := ledger.Open(*f.db, ledger.Options{ReadOnly: readOnly, LockTimeout: *f.lockTimeout})
+	l, err := boltstore.Open(*f.db, boltstore.Options{ReadOnly: readOnly, LockTimeout: *f.lockTimeout})
 	if err != nil {
 		return nil, ioErr(f.name, err)
 	}
@@ -51,13 +51,23 @@ func (f *ledgerFlags) open(readOnly bool) (*ledger.Ledger, error) {
 func boundMemory() { debug.SetMemoryLimit(48 << 20) }
 
 // ioErr is an I/O failure (exit 2), or an integrity failure (exit 1) when
-// err is one.
+// err is one or the file is damaged.
 func ioErr(cmd string, err error) error {
 	var ie *ledger.IntegrityError
-	if errors.As(err, &ie) {
+	if errors.As(err, &ie) || errors.Is(err, boltstore.ErrDamaged) {
 		return integrityErr(fmt.Errorf("%s: %w", cmd, err))
 	}
 	return &exitError{exitUsage, fmt.Errorf("%s: %w", cmd, err)}
+}
+
+// passExit keeps an exit error raised inside a transaction, and makes any
+// other error an I/O error.
+func passExit(cmd string, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return ioErr(cmd, err)
 }
 
 // writeJSON writes v as one line of JSON.
@@ -68,35 +78,6 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
-}
-
-// progress prints "what: done/total (p%)" to w at most once a second, so
-// long runs show they are alive and short ones stay quiet.
-type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	what  string
-	last  time.Time
-	noisy bool
-}
-
-func newProgress(w io.Writer, what string) *progress {
-	return &progress{w: w, what: what, last: time.Now()}
-}
-
-// report is a progress callback.
-func (p *progress) report(done, total uint64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if time.Since(p.last) < time.Second && !(p.noisy && done == total) {
-		return
-	}
-	p.last, p.noisy = time.Now(), true
-	pct := 100.0
-	if total > 0 {
-		pct = 100 * float64(done) / float64(total)
-	}
-	fmt.Fprintf(p.w, "%s: %d/%d (%.0f%%)\n", p.what, done, total, pct)
 }
 
 // rate is events per second, 0 when nothing was timed.

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -35,13 +36,13 @@ func mth(leaves []ledger.Hash) ledger.Hash {
 // leafHashes recomputes every event's hash from its stored bytes.
 func leafHashes(t testing.TB, path string) []ledger.Hash {
 	t.Helper()
-	l, err := ledger.Open(path, ledger.Options{ReadOnly: true})
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	var hs []ledger.Hash
-	l.View(func(tx *ledger.Tx) error {
+	l.View(func(tx *boltstore.Tx) error {
 		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
 			hs = append(hs, ledger.LeafHash(r.Raw))
 			return nil

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -51,17 +51,12 @@ the same at start-up when the file's projection version is not the binary's.`)
 	// The old projections were discarded at once and are freed a little
 	// per transaction; free the rest now, still in short transactions.
 	trashStart := time.Now()
-	for more := true; more; {
-		if err := l.Update(func(tx *ledger.Tx) (err error) {
-			more, err = tx.EmptyTrash(512 << 10)
-			return err
-		}); err != nil {
-			return ioErr("rebuild", err)
-		}
+	if err := l.EmptyTrash(); err != nil {
+		return ioErr("rebuild", err)
 	}
 	var res rebuildJSON
 	res.FreeMS = millis(time.Since(trashStart))
-	if err := l.View(func(tx *ledger.Tx) error {
+	if err := l.View(func(tx *boltstore.Tx) error {
 		var err error
 		res.Version, res.Events, err = projections.State(tx)
 		return err

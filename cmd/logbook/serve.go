@@ -10,13 +10,14 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 func init() {
@@ -33,10 +34,14 @@ func serve(ctx context.Context, e *env, args []string) error {
 	db := dbFlag(e, fs)
 	agent := fs.String("agent", e.getenv("LOGBOOK_AGENT"), "agent identity written to every event (env LOGBOOK_AGENT; default: the MCP client's name)")
 	project := fs.String("project", "", "default project of task_next_actions")
-	skills := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
+	skillsDir := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
 	readOnly := fs.Bool("read-only", false, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
+	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "answer ERR_STORAGE when another process holds the ledger file longer than this")
 	if done, err := parse(e, fs, args); done {
 		return err
+	}
+	if *lockTimeout <= 0 {
+		return usageErr("serve: --lock-timeout must be positive")
 	}
 	if *project != "" && !projectRE.MatchString(*project) {
 		return usageErr("serve: --project %q is not a slug like my-project", *project)
@@ -52,8 +57,8 @@ func serve(ctx context.Context, e *env, args []string) error {
 			return usageErr("serve: %v", err)
 		}
 	}
-	if fi, err := os.Stat(*skills); err == nil && !fi.IsDir() {
-		return usageErr("serve: --skills %s is not a directory", *skills)
+	if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
+		return usageErr("serve: --skills %s is not a directory", *skillsDir)
 	}
 	if e.getenv("GOGC") == "" {
 		// The live heap is tiny and every call allocates a little: the
@@ -72,12 +77,12 @@ func serve(ctx context.Context, e *env, args []string) error {
 	// SIGPIPE, silently and mid-commit: the write fails with EPIPE instead,
 	// and the session ends with that error on stderr and a normal exit.
 	signal.Ignore(syscall.SIGPIPE)
-	l, err := ledger.Open(*db, ledger.Options{Create: true})
+	l, err := boltstore.Open(*db, boltstore.Options{Create: true, LockTimeout: *lockTimeout})
 	if err != nil {
 		return usageErr("serve: %v", err)
 	}
 	defer l.Close()
-	set, skipped, err := projections.LoadSkills(*skills)
+	set, skipped, err := skills.Load(*skillsDir)
 	if err != nil {
 		return usageErr("serve: skills: %v", err)
 	}
@@ -90,7 +95,6 @@ func serve(ctx context.Context, e *env, args []string) error {
 		return usageErr("serve: %v", err)
 	}
 	srv := mcp.New(svc, mcp.Options{Version: version, Logger: log})
-	svc.SetEdge(commands.Edge{Stages: srv.Stages(), Tools: len(srv.Tools())})
 	log.Info("serving", "db", *db, "agent", cmp.Or(*agent, "(client name)"), "read_only", *readOnly)
 	if err := srv.Run(ctx, e.stdin, e.stdout); err != nil {
 		return err

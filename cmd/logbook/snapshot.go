@@ -9,6 +9,7 @@ import (
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 func init() {
@@ -59,12 +60,12 @@ The copy passes logbook verify and appears at --out only when complete.`)
 	tmp.Close()
 	os.Remove(tmp.Name())
 	defer os.Remove(tmp.Name())
-	rep, err := l.Snapshot(ctx, tmp.Name(), ledger.SnapshotOptions{Progress: newProgress(e.stderr, "snapshot: copy").report})
+	rep, err := l.Snapshot(ctx, tmp.Name(), boltstore.SnapshotOptions{Progress: newProgress(e.stderr, "snapshot: copy").report})
 	if err != nil {
 		return ioErr("snapshot", err)
 	}
 	res := snapshotJSON{Out: *out, Size: rep.Size, Head: rep.Head, LockedMS: millis(rep.Locked)}
-	cp, err := ledger.Open(tmp.Name(), ledger.Options{})
+	cp, err := boltstore.Open(tmp.Name(), boltstore.Options{})
 	if err != nil {
 		return ioErr("snapshot", err)
 	}
@@ -72,7 +73,7 @@ The copy passes logbook verify and appears at --out only when complete.`)
 	if err := commands.Rebuild(cp, true, newProgress(e.stderr, "snapshot: projections").report); err != nil {
 		return ioErr("snapshot", err)
 	}
-	if err := cp.View(func(tx *ledger.Tx) error {
+	if err := cp.View(func(tx *boltstore.Tx) error {
 		var err error
 		res.Root, err = tx.Root(rep.Size)
 		return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -34,12 +35,12 @@ func editBolt(t testing.TB, path string, fn func(tx *bolt.Tx) error) {
 func rawEvent(t testing.TB, path string, seq uint64) []byte {
 	t.Helper()
 	var raw []byte
-	l, err := ledger.Open(path, ledger.Options{ReadOnly: true})
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := l.View(func(tx *ledger.Tx) error {
+	if err := l.View(func(tx *boltstore.Tx) error {
 		r, err := tx.Event(seq)
 		raw = bytes.Clone(r.Raw)
 		return err

@@ -1,0 +1,488 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Every benchmark whose unit of work is an event reports "events/s", and its
+// ns/op is per event, so `make bench` can set it beside the raw bbolt
+// baseline measured in the same run:
+//
+//	BenchmarkAppend          vs BenchmarkRawBoltPut1   (one durable commit per event)
+//	BenchmarkAppendParallel  vs BenchmarkRawBoltPut64  (64 appenders / 64 puts per commit)
+//	BenchmarkVerify          vs BenchmarkRawBoltScan   (read and SHA-256 every stored record)
+//	proofs and range roots   vs BenchmarkRawBoltGet    (one read: opening the file for it, or in a tx)
+//
+// The large ledgers (benchLedger) are built once and kept in the system's
+// temp directory, keyed by size and format, so repeated runs do not rebuild
+// them.
+
+// benchRecordSize is the size of a stored event in the benchmarks, and of the
+// raw records of the baselines.
+const benchRecordSize = 300
+
+// benchEvent is an event whose stored form is benchRecordSize bytes (for
+// sequence numbers of the same msgpack width).
+var benchEvent = func() ledger.Event {
+	e := ledger.Event{Type: "bench.appended", Version: 1, Actor: "A-bench", Subjects: []string{"T-0001", "Θ-0001"}}
+	e.Seq, e.Time = 1<<20, time.Now()
+	raw, err := e.Encode()
+	if err != nil {
+		panic(err)
+	}
+	// The payload is a bin8 (2 header bytes) of filler.
+	e.Payload = make([]byte, benchRecordSize-len(raw)+1-2)
+	for i := range e.Payload {
+		e.Payload[i] = byte(i)
+	}
+	e.Seq, e.Time = 0, time.Time{}
+	return e
+}()
+
+func appendBench(tx *Tx) error {
+	_, err := tx.Append(benchEvent)
+	return err
+}
+
+func reportEvents(b *testing.B, events int) {
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkAppend: one event per durable commit, one appender.
+func BenchmarkAppend(b *testing.B) {
+	l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.Update(appendBench); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportEvents(b, b.N)
+}
+
+// BenchmarkAppendParallel: 64 goroutines append one event per Update each;
+// group commit shares the fsyncs. ns/op is per event.
+func BenchmarkAppendParallel(b *testing.B) {
+	l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := l.Update(appendBench); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	reportEvents(b, b.N)
+}
+
+// openRawBolt opens a plain bbolt file, kept open the way an ordinary bbolt
+// program keeps it (until the benchmark ends), with one bucket.
+func openRawBolt(b *testing.B) *bolt.DB {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if err := db.Update(func(btx *bolt.Tx) error { _, err := btx.CreateBucket([]byte("raw")); return err }); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// rawPuts commits records [first, first+n) in one transaction.
+func rawPuts(db *bolt.DB, rec []byte, first, n uint64) error {
+	return db.Update(func(btx *bolt.Tx) error {
+		bk := btx.Bucket([]byte("raw"))
+		bk.FillPercent = 1
+		for seq := first; seq < first+n; seq++ {
+			if err := bk.Put(u64(seq), rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// BenchmarkRawBoltPut1 is the baseline of BenchmarkAppend: the same size of
+// record, one plain bbolt put per commit.
+func BenchmarkRawBoltPut1(b *testing.B) {
+	db := openRawBolt(b)
+	rec := make([]byte, benchRecordSize)
+	b.ReportAllocs()
+	seq := uint64(0)
+	for b.Loop() {
+		seq++
+		if err := rawPuts(db, rec, seq, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportEvents(b, b.N)
+}
+
+// BenchmarkRawBoltPut1Reopen is BenchmarkRawBoltPut1 with the file opened
+// (and flocked) for each commit and closed after it, as Store does so that
+// other processes can write between transactions: what that design costs
+// plain bbolt, apart from the ledger's own work.
+func BenchmarkRawBoltPut1Reopen(b *testing.B) {
+	db := openRawBolt(b)
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	open := lockedOpener(5*time.Second, true)
+	rec := make([]byte, benchRecordSize)
+	b.ReportAllocs()
+	seq := uint64(0)
+	for b.Loop() {
+		seq++
+		db, err := bolt.Open(path, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, OpenFile: open})
+		if err == nil {
+			err = errors.Join(rawPuts(db, rec, seq, 1), db.Close())
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportEvents(b, b.N)
+}
+
+// BenchmarkRawBoltPut64 is the baseline of BenchmarkAppendParallel: 64 puts
+// per commit. ns/op is per record.
+func BenchmarkRawBoltPut64(b *testing.B) {
+	db := openRawBolt(b)
+	rec := make([]byte, benchRecordSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for seq := uint64(1); seq <= uint64(b.N); seq += 64 {
+		if err := rawPuts(db, rec, seq, min(64, uint64(b.N)+1-seq)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportEvents(b, b.N)
+}
+
+// benchLedger returns the path of a ledger of size benchEvent events, built
+// once and cached in the temp directory. Building appends in large batches;
+// a cached file is trusted if its head has the right size (delete
+// $TMPDIR/logbook-bench to rebuild).
+func benchLedger(b *testing.B, size uint64) string {
+	b.Helper()
+	dir := filepath.Join(os.TempDir(), "logbook-bench")
+	path := filepath.Join(dir, fmt.Sprintf("ledger-f%d-e%d-r%d-n%d.db", FormatVersion, ledger.EnvelopeVersion, benchRecordSize, size))
+	if l, err := Open(path, Options{ReadOnly: true}); err == nil {
+		var head ledger.Head
+		err := l.View(func(tx *Tx) error { head = tx.Head(); return nil })
+		if err == nil && head.Seq == size {
+			warm(b, path)
+			return path
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	// Build under a unique name and rename, so concurrent runs never see a
+	// half-built file.
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	os.Remove(tmp)
+	start := time.Now()
+	l, err := Open(tmp, Options{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch = 1 << 16
+	for done := uint64(0); done < size; done += batch {
+		n := min(batch, size-done)
+		err := l.Update(func(tx *Tx) error {
+			for range n {
+				if err := appendBench(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			l.Close()
+			os.Remove(tmp)
+			b.Fatal(err)
+		}
+	}
+	l.Close()
+	if err := os.Rename(tmp, path); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built %d-event ledger %s in %v", size, path, time.Since(start).Round(time.Millisecond))
+	warm(b, path)
+	return path
+}
+
+// warmed holds the paths whose file this process has read once.
+var warmed sync.Map
+
+// warm reads the file once, so that benchmarks measure a ledger in the page
+// cache, the way a live one is, rather than the disk.
+func warm(b *testing.B, path string) {
+	if _, done := warmed.LoadOrStore(path, true); done {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(io.Discard, f); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func openBenchLedger(b *testing.B, size uint64) *Store {
+	b.Helper()
+	l, err := Open(benchLedger(b, size), Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// Sizes of the big ledgers. The proof ledger is not a power of two, so its
+// tree has a ragged right border.
+const (
+	verifySmall = 100_000
+	proofSize   = 1_000_000
+)
+
+// BenchmarkVerify verifies a whole ledger per op, at 100k and 1M events;
+// ns/event and events/s are per event. B/op is all the heap Verify
+// allocates in a run, which bounds how far its heap can grow; B/event is the
+// same per event. Both staying flat (B/op) or falling (B/event) from 100k to
+// 1M events is the evidence that memory does not grow with the ledger: the
+// file is read through bbolt's mmap, in short read transactions.
+func BenchmarkVerify(b *testing.B) {
+	for _, size := range []uint64{verifySmall, proofSize} {
+		b.Run(fmt.Sprintf("events=%d", size), func(b *testing.B) {
+			l := openBenchLedger(b, size)
+			defer l.Close()
+			b.ReportAllocs()
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			b.ResetTimer()
+			for b.Loop() {
+				rep, err := l.Verify(context.Background(), VerifyOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rep.Size != size {
+					b.Fatalf("verified %d events, want %d", rep.Size, size)
+				}
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&ms1)
+			events := float64(b.N) * float64(size)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
+			b.ReportMetric(events/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/events, "B/event")
+		})
+	}
+}
+
+// BenchmarkRawBoltScan is the baseline of BenchmarkVerify: read every stored
+// event with a plain bbolt cursor (one read transaction per 65536, as Verify
+// chunks) and SHA-256 it, nothing else.
+func BenchmarkRawBoltScan(b *testing.B) {
+	for _, size := range []uint64{verifySmall, proofSize} {
+		b.Run(fmt.Sprintf("events=%d", size), func(b *testing.B) {
+			path := benchLedger(b, size)
+			b.ResetTimer()
+			for b.Loop() {
+				var n uint64
+				for begin := uint64(1); begin <= size; begin += 1 << 16 {
+					db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+					if err != nil {
+						b.Fatal(err)
+					}
+					err = db.View(func(btx *bolt.Tx) error {
+						c := btx.Bucket([]byte("events")).Cursor()
+						end := begin + 1<<16
+						for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
+							ledger.LeafHash(v)
+							n++
+						}
+						return nil
+					})
+					db.Close()
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				if n != size {
+					b.Fatalf("scanned %d, want %d", n, size)
+				}
+			}
+			events := float64(b.N) * float64(size)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
+			b.ReportMetric(events/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkRawBoltGet is the baseline of the read benchmarks below: one
+// random key of the 1M-event file read with plain bbolt, "view" opening the
+// file read-only under a shared lock for it and closing it again, as each
+// Store.View does, and "tx" inside one open read transaction.
+func BenchmarkRawBoltGet(b *testing.B) {
+	path := benchLedger(b, proofSize)
+	get := func(btx *bolt.Tx, rng *rand.Rand) error {
+		if btx.Bucket([]byte("events")).Get(u64(1+rng.Uint64N(proofSize))) == nil {
+			return ErrNotFound
+		}
+		return nil
+	}
+	b.Run("view", func(b *testing.B) {
+		open := lockedOpener(5*time.Second, true)
+		rng := rand.New(rand.NewPCG(1, 2))
+		b.ReportAllocs()
+		for b.Loop() {
+			db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, OpenFile: open})
+			if err != nil {
+				b.Fatal(err)
+			}
+			err = db.View(func(btx *bolt.Tx) error { return get(btx, rng) })
+			db.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("tx", func(b *testing.B) {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		rng := rand.New(rand.NewPCG(1, 2))
+		b.ReportAllocs()
+		err = db.View(func(btx *bolt.Tx) error {
+			for b.Loop() {
+				if err := get(btx, rng); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// readBench runs op in its own Store.View per iteration ("view", what a
+// caller pays) and, inside one long View ("tx"), per iteration (the tree
+// walk and its node reads alone).
+func readBench(b *testing.B, size uint64, op func(tx *Tx, rng *rand.Rand) error) {
+	l := openBenchLedger(b, size)
+	defer l.Close()
+	b.Run("view", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := l.View(func(tx *Tx) error { return op(tx, rng) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("tx", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		b.ReportAllocs()
+		err := l.View(func(tx *Tx) error {
+			for b.Loop() {
+				if err := op(tx, rng); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkInclusionProof: a random event of the 1M-event log.
+func BenchmarkInclusionProof(b *testing.B) {
+	readBench(b, proofSize, func(tx *Tx, rng *rand.Rand) error {
+		_, err := tx.InclusionProof(1+rng.Uint64N(proofSize), proofSize)
+		return err
+	})
+}
+
+// BenchmarkConsistencyProof: from a random earlier size to the 1M-event log.
+func BenchmarkConsistencyProof(b *testing.B) {
+	readBench(b, proofSize, func(tx *Tx, rng *rand.Rand) error {
+		_, err := tx.ConsistencyProof(1+rng.Uint64N(proofSize-1), proofSize)
+		return err
+	})
+}
+
+// BenchmarkRangeRoot. "aligned": random ranges whose begin is a multiple of
+// the largest power of two not above their length (every subtree of an RFC
+// tree and every prefix is one): O(log n) stored nodes. "unaligned": begin
+// odd, the worst case, where no stored node above the leaves belongs to the
+// range's tree and every leaf hash is read: O(n), reported for n = 1,000 and
+// n = 100,000 so the slope shows.
+func BenchmarkRangeRoot(b *testing.B) {
+	b.Run("aligned", func(b *testing.B) {
+		readBench(b, proofSize, func(tx *Tx, rng *rand.Rand) error {
+			n := 1 + rng.Uint64N(proofSize/2)
+			block := uint64(1) << (bits.Len64(n) - 1)
+			begin := block * rng.Uint64N((proofSize-n)/block+1)
+			_, err := tx.RangeRoot(begin+1, begin+n+1)
+			return err
+		})
+	})
+	for _, n := range []uint64{1_000, 100_000} {
+		b.Run(fmt.Sprintf("unaligned-n=%d", n), func(b *testing.B) {
+			readBench(b, proofSize, func(tx *Tx, rng *rand.Rand) error {
+				begin := 1 | rng.Uint64N(proofSize-n) // odd leaf index
+				_, err := tx.RangeRoot(begin+1, begin+n+1)
+				return err
+			})
+		})
+	}
+}

@@ -1,0 +1,19 @@
+// Package boltstore keeps a logbook ledger in one bbolt file: the embedded,
+// default storage engine, and the only package that imports bbolt.
+//
+// The store keeps the storage contract every engine keeps: appends happen
+// only at the head it read (the file lock makes the head it decided against
+// the head it appends to), a commit is durable (fsync'd) before Update
+// returns, and events, Merkle nodes and the head are read by seq without
+// loading the log. The same file holds projection spaces (Tx.Space), the
+// read models folded from the log in the commit that appends their events.
+//
+// Invariants:
+//   - Nothing rewrites or deletes an event or a Merkle node.
+//   - A failed or panicking call is rolled back alone; the other calls of
+//     its group commit are committed without it.
+//   - The file is held (flock) only while a process has work, so many
+//     processes share one ledger.
+//   - Records and Space values returned inside a transaction are valid only
+//     during it (they point into bbolt's mapping).
+package boltstore

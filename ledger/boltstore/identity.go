@@ -1,0 +1,164 @@
+package boltstore
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/logbook-dev/logbook/ledger"
+	bolt "go.etcd.io/bbolt"
+)
+
+// A Store remembers which ledger it is using and how far its log went, and
+// checks both each time it opens the file: a ledger deleted, replaced by
+// another one, or by an older copy of itself (a rename or a symlink swap)
+// would otherwise be followed silently, and ids already acknowledged would
+// be issued again.
+
+// seen is what a Store last saw of its file.
+type seen struct {
+	mu   sync.Mutex
+	init bool
+	id   []byte      // the ledger's random id (nil for a file made before ids)
+	head ledger.Head // the largest head seen or committed
+}
+
+// newID is a ledger's identity, written once when the file is created.
+func newID() ([]byte, error) {
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return nil, fmt.Errorf("ledger id: %w", err)
+	}
+	return id, nil
+}
+
+// committed records the head a commit of this Store left.
+func (s *seen) committed(head ledger.Head) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if head.Seq >= s.head.Seq {
+		s.head = head
+	}
+}
+
+// checkFile checks, in a transaction just begun, that the file is the
+// ledger this Store has been using, with its log intact up to the head last
+// seen; then records what it saw. It also checks the format. Writers check
+// before every commit; readers (an auditor's verify) read the file as it is
+// and report what they find.
+func (l *Store) checkFile(btx *bolt.Tx) error {
+	if err := checkFormat(btx); err != nil {
+		return err
+	}
+	meta := btx.Bucket(bucketMeta)
+	id := meta.Get(keyID)
+	var head ledger.Head
+	if v := meta.Get(keyHead); len(v) == 8+len(ledger.Hash{}) {
+		head.Seq = binary.BigEndian.Uint64(v)
+		copy(head.Hash[:], v[8:])
+	}
+	s := &l.seen
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.init {
+		switch {
+		case !bytes.Equal(id, s.id):
+			return fmt.Errorf("%w: %s now holds another ledger (its id changed)", ErrReplaced, l.path)
+		case head.Seq < s.head.Seq:
+			return fmt.Errorf("%w: %s went back from seq %d to seq %d (an older copy?)", ErrReplaced, l.path, s.head.Seq, head.Seq)
+		case s.head.Seq > 0 && leafAt(btx, s.head.Seq) != s.head.Hash:
+			return fmt.Errorf("%w: %s no longer holds the event seq %d this process saw", ErrReplaced, l.path, s.head.Seq)
+		}
+	}
+	s.init, s.id, s.head = true, append([]byte(nil), id...), head
+	return nil
+}
+
+// leafAt is the stored hash of event seq (zero if there is none).
+func leafAt(btx *bolt.Tx, seq uint64) ledger.Hash {
+	var h ledger.Hash
+	if b := btx.Bucket(bucketMerkle).Bucket([]byte{0}); b != nil {
+		copy(h[:], b.Get(u64(seq-1)))
+	}
+	return h
+}
+
+// checkSameFile checks that the path still names the file open as file:
+// writing on to a file unlinked or renamed away would lose every event
+// written after. (A Store keeps a file open across commits: held, or for
+// the few milliseconds its calls keep coming.)
+func (l *Store) checkSameFile(file *os.File) error {
+	fi, err := os.Stat(l.path)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrReplaced, l.path, err)
+	}
+	open, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("stat open ledger: %w", err)
+	}
+	if !os.SameFile(fi, open) {
+		return fmt.Errorf("%w: %s is no longer the file this process opened", ErrReplaced, l.path)
+	}
+	return nil
+}
+
+// guard runs fn, turning what a damaged file makes bbolt do — panic on a
+// page that is not what it claims, or fault reading past the end of a
+// truncated file's mapping — into an ErrDamaged error, instead of a crash.
+func guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if !fromStorage(v) {
+			panic(v)
+		}
+		err = fmt.Errorf("%w: %v", ErrDamaged, v)
+	}()
+	return fn()
+}
+
+// fromStorage reports whether a panic being recovered is a memory fault or
+// was raised inside bbolt, rather than a bug in a caller's function (those
+// are the committer's to report, as a *PanicError).
+func fromStorage(v any) bool {
+	// A fault at a real address (not a nil dereference) while reading
+	// through bbolt's mapping is the file's doing (SetPanicOnFault).
+	if fe, ok := v.(interface{ Addr() uintptr }); ok && fe.Addr() >= 1<<16 {
+		return true
+	}
+	pc := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(3, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, "runtime.") {
+			if !more {
+				return false
+			}
+			continue
+		}
+		return strings.HasPrefix(f.Function, "go.etcd.io/bbolt")
+	}
+}
+
+// checkSize checks the file is at least as long as its last commit says:
+// bbolt grows a file before it commits into the new room, so a shorter one
+// was cut short, and reading it would run past its end.
+func checkSize(btx *bolt.Tx, file *os.File) error {
+	fi, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("stat ledger: %w", err)
+	}
+	if fi.Size() < btx.Size() {
+		return fmt.Errorf("%w: the file is %d bytes, its last commit needs %d (truncated)", ErrDamaged, fi.Size(), btx.Size())
+	}
+	return nil
+}

@@ -1,0 +1,27 @@
+package boltstore
+
+import "syscall"
+
+// releaseMapped lets the kernel unmap the file pages this process has mapped
+// so far in the transaction. bbolt reads the file through a shared read-only
+// mapping, and each page fault maps a whole page-cache folio around the page
+// (often 64-128 KiB), so a long transaction that reads scattered pages (a
+// rebuild's chunk) would otherwise keep that many times the pages it reads
+// resident. The data stays valid: the pages are mapped again from the page
+// cache on the next access, and bbolt never writes the file through the
+// mapping, nor a page a transaction can see before it commits.
+func (tx *Tx) releaseMapped() {
+	db := tx.btx.DB()
+	info := db.Info()
+	size := tx.btx.Size()
+	if info == nil || info.Data == 0 || size <= 0 {
+		return
+	}
+	// The mapping is bbolt's, so it is passed on as the address it is.
+	syscall.Syscall(syscall.SYS_MADVISE, info.Data, uintptr(size), syscall.MADV_DONTNEED)
+}
+
+// releaseEvery is how many events a long scan reads between releases of
+// the pages it has mapped: a rebuild's chunk reads projection pages all over
+// the file, and only the recent ones need to stay mapped.
+const releaseEvery = 4096

@@ -1,0 +1,582 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// FormatVersion is the on-disk layout version written in the file's meta
+// bucket. A file with a larger number is refused, never rewritten.
+const FormatVersion = 1
+
+var (
+	bucketMeta   = []byte("meta")
+	bucketEvents = []byte("events")
+	bucketMerkle = []byte("merkle")
+	bucketSpaces = []byte("spaces")
+	keyFormat    = []byte("format")
+	keyHead      = []byte("head")
+	keyID        = []byte("id")
+)
+
+var (
+	// ErrNotFound: no event (or node) at that position.
+	ErrNotFound = errors.New("not found")
+	// ErrFormat: the file's format version is newer than this binary knows.
+	ErrFormat = errors.New("unsupported ledger format")
+	// ErrNotLedger: the file is a bbolt file but not a logbook ledger.
+	ErrNotLedger = errors.New("not a logbook ledger")
+	// ErrReadOnly: Update on a ledger opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("ledger opened read-only")
+	// ErrClosed: the Store was closed.
+	ErrClosed = errors.New("ledger closed")
+	// ErrReplaced: the file at the path is no longer the ledger this Store
+	// has been using: deleted, replaced by another ledger or by an older
+	// copy of this one. Nothing is written to it; the error says why.
+	ErrReplaced = errors.New("ledger file deleted or replaced")
+	// ErrDamaged: reading the file failed in a way only a damaged file can
+	// cause (a bbolt page that is not what it claims, a read past the end of
+	// a truncated file).
+	ErrDamaged = errors.New("ledger file is damaged")
+)
+
+// Options tune Open. The zero value opens an existing ledger for writing.
+type Options struct {
+	Create   bool // create the file if it does not exist
+	ReadOnly bool // never write; transactions take a shared lock
+	// Hold keeps the file open and exclusively locked for the Store's
+	// lifetime, as a server that owns the ledger does: reads run
+	// concurrently with commits (bbolt's MVCC) and no file is reopened per
+	// commit, but no other process can open the file meanwhile.
+	Hold        bool
+	LockTimeout time.Duration    // bounded wait for the file lock; default 5s
+	Now         func() time.Time // clock for event times; default time.Now
+	// Replica, if set, is a replicated log this file is a local copy of
+	// (another storage engine, shared by many nodes): every write
+	// transaction first ingests what it holds past the local head, and
+	// commits only once the events it appended are in it.
+	Replica  Replica
+	MaxBatch int // most calls grouped in one commit; default 256
+}
+
+// Store is an append-only event log in one bbolt file that several
+// processes share. It holds the file (and its flock) only for the length of
+// one transaction; between transactions other processes may append.
+// (With Options.Hold it keeps the file instead.) Update calls from many
+// goroutines are grouped into shared commits.
+type Store struct {
+	path     string
+	opts     Options
+	queue    chan *request
+	quit     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	held     *bolt.DB // with Options.Hold: the file, open for the Store's lifetime
+	heldFile *os.File
+	seen     seen // what this Store last saw of the file, to notice a swap
+	// create is set while Open creates the file: the only time a missing
+	// file may be created.
+	create bool
+}
+
+// Replica is a replicated log that a Store keeps a local copy of. It keeps
+// the storage contract: Append succeeds only if the log's head is still
+// the one given (compare-and-append), and is durable when it returns.
+type Replica interface {
+	// CatchUp ingests into tx (Tx.Ingest), in order, every event the log
+	// holds past tx.Head().
+	CatchUp(tx *Tx) error
+	// Append appends events (stored bytes, seq head.Seq+1 onwards) to the
+	// log if its head is still head; ErrHeadMoved if another node
+	// appended first. An outcome it cannot tell is resolved by reading the
+	// log back, never by appending again blindly.
+	Append(head ledger.Head, events [][]byte) error
+}
+
+// ErrHeadMoved: the replicated log's head moved since the transaction read
+// it (another node appended first). The transaction is rolled back, caught
+// up and run again.
+var ErrHeadMoved = errors.New("the log's head moved")
+
+// maxReplicaRetries bounds how often one commit is run again because other
+// nodes kept appending first.
+const maxReplicaRetries = 16
+
+type request struct {
+	fn       func(*Tx) error
+	done     chan error
+	deadline time.Time // when waiting for the file lock must give up
+}
+
+// PanicError is returned by Update when fn panicked. The commit it was part
+// of is rolled back; the other calls of the batch are retried without it.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Open checks (or, with Create, initialises) the ledger file at path and
+// returns a handle. It does not keep the file open.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	l := &Store{path: path, opts: opts}
+	// A file that exists but is empty is one whose creation was cut short
+	// (bbolt writes its first pages right after creating it): create it.
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() == 0 {
+		if (err != nil && !errors.Is(err, os.ErrNotExist)) || !opts.Create || opts.ReadOnly {
+			if err == nil {
+				err = ErrNotLedger
+			}
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+		l.create = true
+		err := l.withDB(false, func(db *bolt.DB, _ *os.File) error { return db.Update(initFile) })
+		l.create = false
+		if err != nil {
+			return nil, fmt.Errorf("create ledger: %w", err)
+		}
+		// Make the new file's directory entry durable too.
+		if dir, err := os.Open(filepath.Dir(path)); err == nil {
+			dir.Sync()
+			dir.Close()
+		}
+	}
+	check := checkFormat
+	if !opts.ReadOnly {
+		check = l.checkFile // and remember what it is
+	}
+	err = l.withDB(true, func(db *bolt.DB, file *os.File) error {
+		return db.View(func(btx *bolt.Tx) error {
+			if err := checkSize(btx, file); err != nil {
+				return err
+			}
+			return check(btx)
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if opts.Hold && !opts.ReadOnly {
+		db, file, err := l.openDB(false, opts.LockTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+		l.held, l.heldFile = db, file
+	}
+	if !opts.ReadOnly {
+		l.queue = make(chan *request, opts.MaxBatch)
+		l.quit = make(chan struct{})
+		l.done = make(chan struct{})
+		go l.run()
+	}
+	return l, nil
+}
+
+func initFile(btx *bolt.Tx) error {
+	if btx.Bucket(bucketMeta) != nil {
+		return nil // another process created it first
+	}
+	empty := true
+	btx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+	if !empty {
+		return ErrNotLedger
+	}
+	meta, err := btx.CreateBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	for _, name := range [][]byte{bucketEvents, bucketMerkle, bucketSpaces} {
+		if _, err := btx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	id, err := newID()
+	if err != nil {
+		return err
+	}
+	return errors.Join(meta.Put(keyFormat, u64(FormatVersion)), meta.Put(keyID, id))
+}
+
+func checkFormat(btx *bolt.Tx) error {
+	meta := btx.Bucket(bucketMeta)
+	if meta == nil || btx.Bucket(bucketEvents) == nil || btx.Bucket(bucketMerkle) == nil {
+		return ErrNotLedger
+	}
+	v := meta.Get(keyFormat)
+	if len(v) != 8 {
+		return ErrNotLedger
+	}
+	if got := binary.BigEndian.Uint64(v); got != FormatVersion {
+		return fmt.Errorf("%w: file is format %d, this binary reads format %d", ErrFormat, got, FormatVersion)
+	}
+	return nil
+}
+
+// Path is the ledger file's path.
+func (l *Store) Path() string { return l.path }
+
+// ReadOnly reports whether the ledger was opened read-only.
+func (l *Store) ReadOnly() bool { return l.opts.ReadOnly }
+
+// openDB opens the bbolt file, taking its lock. Only the creation of a new
+// ledger (Open with Create) may create the file: a file gone from under a
+// running Store is an error, never recreated.
+func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.File, error) {
+	var file *os.File
+	open := lockedOpener(lockWait, l.create)
+	db, err := bolt.Open(l.path, 0o600, &bolt.Options{
+		ReadOnly: readOnly,
+		OpenFile: func(path string, flag int, mode os.FileMode) (f *os.File, err error) {
+			f, err = open(path, flag, mode)
+			file = f
+			return f, err
+		},
+		FreelistType: bolt.FreelistMapType,
+	})
+	switch {
+	case err == nil:
+		return db, file, nil
+	case errors.Is(err, ErrLocked):
+		return nil, nil, err
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil, fmt.Errorf("%w: %s no longer exists", ErrReplaced, l.path)
+	case errors.Is(err, berrors.ErrInvalid):
+		// No bbolt magic at all: some other file.
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrNotLedger, l.path, err)
+	case errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrDamaged, l.path, err)
+	}
+	return nil, nil, fmt.Errorf("open %s: %w", l.path, err)
+}
+
+// withDB runs fn on the bbolt file — the held one, or the file opened (and
+// locked) for fn and closed after it — and the file it was opened from.
+func (l *Store) withDB(readOnly bool, fn func(*bolt.DB, *os.File) error) error {
+	return l.withDBWait(readOnly, l.opts.LockTimeout, fn)
+}
+
+// withDBWait is withDB waiting at most lockWait for the file lock.
+func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.DB, *os.File) error) error {
+	if l.held != nil {
+		return guard(func() error { return fn(l.held, l.heldFile) })
+	}
+	db, file, err := l.openDB(readOnly, lockWait)
+	if err != nil {
+		return err
+	}
+	err = guard(func() error { return fn(db, file) })
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+	}
+	return err
+}
+
+// Close waits for queued commits to finish and stops the committer.
+func (l *Store) Close() error {
+	var err error
+	l.once.Do(func() {
+		if l.quit != nil {
+			close(l.quit)
+			<-l.done
+		}
+		if l.held != nil {
+			err = l.held.Close()
+		}
+	})
+	return err
+}
+
+// Update runs fn in a write transaction that is durable (fsync'd) when
+// Update returns nil. Calls from concurrent goroutines share one commit; if
+// fn fails or panics, that commit is rolled back, fn's error (or a
+// *PanicError) is returned, and the other calls are committed without it, so
+// fn may run more than once and must depend only on the transaction.
+// Any other error means the commit failed and nothing of fn was written.
+func (l *Store) Update(fn func(*Tx) error) error {
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	r := &request{fn: fn, done: make(chan error, 1), deadline: time.Now().Add(l.opts.LockTimeout)}
+	select {
+	case l.queue <- r:
+	case <-l.quit:
+		return ErrClosed
+	}
+	// With quit closed the send above may still win the select; once the
+	// committer has stopped, nothing will answer a request it did not take.
+	select {
+	case err := <-r.done:
+		return err
+	case <-l.done:
+		select {
+		case err := <-r.done: // answered before it stopped
+			return err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+// View runs fn in a read transaction under a shared lock. Keep it short:
+// writers in every process wait while it runs; long readers use Scan.
+func (l *Store) View(fn func(*Tx) error) error {
+	return l.withDB(true, func(db *bolt.DB, _ *os.File) error {
+		return db.View(func(btx *bolt.Tx) error {
+			if err := checkFormat(btx); err != nil {
+				return err
+			}
+			return fn(newTx(btx))
+		})
+	})
+}
+
+// maxHold bounds how long one process keeps the file while its own calls
+// keep arriving: other processes wait at most about this plus one commit.
+const maxHold = 2 * time.Millisecond
+
+// linger is how long, within maxHold, the committer keeps the file open after
+// a commit for the next call to arrive. A client's next call typically comes
+// a few hundred µs after the reply to its last; reusing the open file saves
+// reopening, remapping and refaulting it (and its page buffers) each time.
+// It never delays a call: a call that arrives commits at once.
+const linger = 500 * time.Microsecond
+
+func (l *Store) run() {
+	defer close(l.done)
+	batch := make([]*request, 0, l.opts.MaxBatch)
+	for {
+		select {
+		case r := <-l.queue:
+			batch = append(batch[:0], r)
+		case <-l.quit:
+			for {
+				select {
+				case r := <-l.queue:
+					l.session([]*request{r})
+				default:
+					return
+				}
+			}
+		}
+		l.session(l.drain(batch))
+	}
+}
+
+// await waits at most d for a call and returns batch with it and whatever
+// else is waiting then; batch unchanged if none came or the ledger closes.
+func (l *Store) await(batch []*request, d time.Duration) []*request {
+	if d <= 0 {
+		return batch
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-l.queue:
+		return l.drain(append(batch, r))
+	case <-t.C:
+	case <-l.quit:
+	}
+	return batch
+}
+
+// drain adds whatever else is already waiting to batch; it never waits.
+func (l *Store) drain(batch []*request) []*request {
+	for len(batch) < cap(batch) {
+		select {
+		case r := <-l.queue:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// session opens the file once and commits batch, then further batches for
+// as long as more calls keep arriving (each within linger of the last
+// commit), up to maxHold: a busy process pays for opening the file once, not
+// once per commit.
+func (l *Store) session(batch []*request) {
+	for len(batch) > 0 {
+		opened := false
+		err := l.withDBWait(false, lockWait(batch, time.Now()), func(db *bolt.DB, file *os.File) error {
+			opened = true
+			start := time.Now()
+			for len(batch) > 0 {
+				rest, err := l.commit(db, file, batch)
+				if batch = rest; err != nil {
+					// The commit itself failed (I/O): start afresh from the
+					// file rather than go on with this handle.
+					return nil
+				}
+				held := time.Since(start)
+				if held > maxHold {
+					// Let other processes have the file; what is left of
+					// this batch goes in the next session.
+					return nil
+				}
+				if batch = l.drain(batch); len(batch) == 0 {
+					batch = l.await(batch, min(linger, maxHold-held))
+				}
+			}
+			return nil
+		})
+		if opened {
+			continue // with what is left, if anything
+		}
+		if err == nil {
+			return
+		}
+		// The file could not be opened: nothing ran. Try again for the
+		// calls that may still wait, with whatever else queued meanwhile.
+		batch = l.drain(answerExpired(batch, err, time.Now()))
+	}
+}
+
+// lockWait is how long a session for batch may wait for the file lock: no
+// longer than its oldest call may still wait, so that a call queued behind
+// a failed attempt does not wait a whole timeout twice.
+func lockWait(batch []*request, now time.Time) time.Duration {
+	wait := batch[0].deadline.Sub(now)
+	for _, r := range batch[1:] {
+		wait = min(wait, r.deadline.Sub(now))
+	}
+	return max(wait, time.Millisecond)
+}
+
+// answerExpired answers with err the calls of batch that cannot wait any
+// longer — all of them unless err is a lock timeout — and returns the rest.
+func answerExpired(batch []*request, err error, now time.Time) []*request {
+	keep := batch[:0]
+	for _, r := range batch {
+		if errors.Is(err, ErrLocked) && r.deadline.After(now.Add(time.Millisecond)) {
+			keep = append(keep, r)
+		} else {
+			r.done <- err
+		}
+	}
+	return keep
+}
+
+// commit runs the batch in one transaction. A failing fn is answered with its
+// error and the rest run again without it.
+func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*request, err error) {
+	// The path must still name the file open here: a file renamed away or
+	// deleted after it was opened would take every commit with it.
+	if err := l.checkSameFile(file); err != nil {
+		for _, r := range batch {
+			r.done <- err
+		}
+		return nil, err
+	}
+	retries := 0
+	for len(batch) > 0 {
+		failed, ferr := -1, error(nil)
+		ran := len(batch)
+		var head ledger.Head
+		err := db.Update(func(btx *bolt.Tx) error {
+			start := time.Now()
+			if err := l.checkFile(btx); err != nil {
+				return err
+			}
+			tx := newTx(btx)
+			defer func() { head = tx.head }()
+			tx.now = l.opts.Now
+			// Free a little of what rebuilds discarded: a bounded cost,
+			// nothing once the trash is empty.
+			if _, err := tx.emptyTrash(128 << 10); err != nil {
+				return err
+			}
+			replica := l.opts.Replica
+			if replica != nil {
+				if err := replica.CatchUp(tx); err != nil {
+					return fmt.Errorf("catch up with the replicated log: %w", err)
+				}
+			}
+			base := tx.head // what the calls decide against
+			for i, r := range batch {
+				if err := safeRun(r.fn, tx); err != nil {
+					failed, ferr = i, err
+					return err
+				}
+				// However many calls are waiting, one commit holds the
+				// file for about maxHold at most: the rest go in the next.
+				if time.Since(start) > maxHold {
+					ran = i + 1
+					break
+				}
+			}
+			if replica != nil && len(tx.appended) > 0 {
+				if err := replica.Append(base, tx.appended); err != nil {
+					return err
+				}
+			}
+			return tx.flush()
+		})
+		if failed >= 0 {
+			batch[failed].done <- ferr
+			batch = append(batch[:failed:failed], batch[failed+1:]...)
+			continue
+		}
+		if errors.Is(err, ErrHeadMoved) && retries < maxReplicaRetries {
+			// Another node appended first: roll back, catch up, decide
+			// again against the new state.
+			retries++
+			continue
+		}
+		if err == nil {
+			l.seen.committed(head)
+		} else {
+			ran = len(batch) // the commit failed: every call gets its error
+		}
+		for _, r := range batch[:ran] {
+			r.done <- err
+		}
+		return batch[ran:], err
+	}
+	return nil, nil
+}
+
+func safeRun(fn func(*Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if fromStorage(v) {
+				err = fmt.Errorf("%w: %v", ErrDamaged, v)
+				return
+			}
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(tx)
+}
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+// Held reports whether the Store keeps its file open (Options.Hold): its
+// read transactions then run alongside commits rather than open the file.
+func (l *Store) Held() bool { return l.held != nil }

@@ -1,0 +1,115 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Deleting a space with bbolt reads every page of it in one transaction (to
+// free them), so dropping large projections costs as much memory as they
+// take on disk. Discarding one instead detaches it in constant time,
+// into the file's trash, and EmptyTrash frees it a bounded number of keys
+// per transaction afterwards.
+
+var bucketTrash = []byte("trash")
+
+// trashBatch returns a new bucket in the trash for what one operation
+// discards: the same name may be discarded again before the first is
+// emptied.
+func (tx *Tx) trashBatch() (*bolt.Bucket, error) {
+	trash, err := tx.btx.CreateBucketIfNotExists(bucketTrash)
+	if err != nil {
+		return nil, err
+	}
+	id, err := trash.NextSequence()
+	if err != nil {
+		return nil, err
+	}
+	return trash.CreateBucket(u64(id))
+}
+
+// emptyTrash frees discarded spaces, up to about budget bytes of their keys
+// and values (the pages it reads are about twice that, scattered over the
+// file), and reports whether any are left.
+func (tx *Tx) emptyTrash(budget int) (more bool, err error) {
+	trash := tx.btx.Bucket(bucketTrash)
+	if trash == nil {
+		return false, nil
+	}
+	if !tx.btx.Writable() {
+		return false, ErrReadOnly
+	}
+	// The discarded pages are scattered: let go of them once read.
+	defer tx.releaseMapped()
+	freed := 0
+	var batches [][]byte
+	trash.ForEachBucket(func(k []byte) error { batches = append(batches, k); return nil })
+	for _, id := range batches {
+		batch := trash.Bucket(id)
+		var names [][]byte
+		batch.ForEachBucket(func(k []byte) error { names = append(names, k); return nil })
+		for _, name := range names {
+			n, empty, err := drain(batch.Bucket(name), budget-freed)
+			freed += n
+			if err != nil {
+				return true, fmt.Errorf("empty trash: %w", err)
+			}
+			if !empty {
+				return true, nil
+			}
+			if err := batch.DeleteBucket(name); err != nil {
+				return true, fmt.Errorf("empty trash: %w", err)
+			}
+		}
+		if err := trash.DeleteBucket(id); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+			return true, fmt.Errorf("empty trash: %w", err)
+		}
+	}
+	return false, tx.btx.DeleteBucket(bucketTrash)
+}
+
+// drain deletes keys of b from its first, about budget bytes of keys and
+// values, and returns the bytes deleted and whether b is now empty. Nested
+// buckets (spaces have none) are deleted whole and count as their key.
+func drain(b *bolt.Bucket, budget int) (n int, empty bool, err error) {
+	var keys, nested [][]byte
+	c := b.Cursor()
+	k, v := c.First()
+	for ; k != nil && n < budget; k, v = c.Next() {
+		if v == nil {
+			nested = append(nested, append([]byte(nil), k...))
+		} else {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		n += len(k) + len(v)
+	}
+	empty = k == nil
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return n, false, err
+		}
+	}
+	for _, k := range nested {
+		if err := b.DeleteBucket(k); err != nil {
+			return n, false, err
+		}
+	}
+	return n, empty, nil
+}
+
+// EmptyTrash frees every discarded space, in short write transactions, so
+// other processes keep working meanwhile.
+func (l *Store) EmptyTrash() error {
+	for more := true; more; {
+		if err := l.Update(func(tx *Tx) (err error) {
+			more, err = tx.emptyTrash(512 << 10)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,366 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Tx is one transaction on the ledger: read-only inside View, writable
+// inside Update. It is valid only during the function it is passed to, and
+// so are the Raw bytes of records it returns.
+type Tx struct {
+	btx       *bolt.Tx
+	now       func() time.Time
+	head      ledger.Head
+	headDirty bool
+	events    *bolt.Bucket
+	levels    []*bolt.Bucket
+	spaces    []byte   // the bucket holding this view's spaces: bucketSpaces or bucketStaging
+	appended  [][]byte // stored bytes of the events Append added, in order
+	// stagingUsed is set once this transaction writes to a staging space:
+	// bbolt's MoveBucket would drop what it wrote there.
+	stagingUsed *bool
+}
+
+func newTx(btx *bolt.Tx) *Tx {
+	tx := &Tx{btx: btx, events: btx.Bucket(bucketEvents), spaces: bucketSpaces, stagingUsed: new(bool)}
+	if v := btx.Bucket(bucketMeta).Get(keyHead); len(v) == 8+len(ledger.Hash{}) {
+		tx.head.Seq = binary.BigEndian.Uint64(v)
+		copy(tx.head.Hash[:], v[8:])
+	}
+	if btx.Writable() {
+		// The log and its nodes only grow at the end: pack pages full.
+		tx.events.FillPercent = 1
+	}
+	return tx
+}
+
+// Writable reports whether the transaction may append.
+func (tx *Tx) Writable() bool { return tx.btx.Writable() }
+
+// ledger.Head is the log's last event as of this transaction (including appends
+// made in it).
+func (tx *Tx) Head() ledger.Head { return tx.head }
+
+// Append assigns e its sequence number, time and previous hash, stores its
+// encoding and the Merkle nodes it completes, and returns the stored record.
+func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
+	if tx.staged() {
+		return ledger.Record{}, errStagingAppend
+	}
+	e.Seq = tx.head.Seq + 1
+	e.Prev = tx.head.Hash
+	e.Time = tx.now().UTC().Truncate(time.Millisecond)
+	raw, err := e.Encode()
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	h, err := tx.store(e.Seq, raw)
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	tx.appended = append(tx.appended, raw)
+	return ledger.Record{Event: e, Raw: raw, Hash: h}, nil
+}
+
+// Ingest appends an event that another node already appended to the
+// replicated log the store follows (Options.Replica), as its stored bytes.
+// It checks them first — a canonical envelope claiming the next seq and
+// linking to the head — so loss or corruption in the replicated log is
+// reported as a *ledger.IntegrityError and never stored or folded.
+func (tx *Tx) Ingest(raw []byte) (ledger.Record, error) {
+	if tx.staged() {
+		return ledger.Record{}, errStagingAppend
+	}
+	want := tx.head.Seq + 1
+	r, err := ledger.DecodeRecord(raw)
+	switch {
+	case err != nil:
+		return ledger.Record{}, &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemMalformed, Detail: err.Error()}
+	case r.Seq != want:
+		return ledger.Record{}, &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemSeq, Detail: fmt.Sprintf("the replicated log's next event claims seq %d", r.Seq)}
+	case r.Prev != tx.head.Hash && !(want == 1 && r.Prev == ledger.Hash{}):
+		return ledger.Record{}, &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemLink, Want: tx.head.Hash, Got: r.Prev}
+	}
+	raw = append([]byte(nil), raw...)
+	r.Raw = raw
+	if _, err := tx.store(want, raw); err != nil {
+		return ledger.Record{}, err
+	}
+	return r, nil
+}
+
+// store puts the stored bytes of event seq (the head's successor) and the
+// Merkle nodes it completes, and makes it the head.
+func (tx *Tx) store(seq uint64, raw []byte) (ledger.Hash, error) {
+	h := ledger.LeafHash(raw)
+	if err := tx.events.Put(u64(seq), raw); err != nil {
+		return h, fmt.Errorf("append seq %d: %w", seq, err)
+	}
+	nodes, err := ledger.AppendNodes(seq-1, h, tx.Node)
+	if err != nil {
+		return h, fmt.Errorf("append seq %d: merkle: %w", seq, err)
+	}
+	for _, n := range nodes {
+		b, err := tx.level(n.Level, true)
+		if err == nil {
+			err = b.Put(u64(n.Index), append([]byte(nil), n.Hash[:]...))
+		}
+		if err != nil {
+			return h, fmt.Errorf("append seq %d: merkle node %d/%d: %w", seq, n.Level, n.Index, err)
+		}
+	}
+	tx.head = ledger.Head{Seq: seq, Hash: h}
+	tx.headDirty = true
+	return h, nil
+}
+
+// flush writes the head once per commit rather than once per event.
+func (tx *Tx) flush() error {
+	if !tx.headDirty {
+		return nil
+	}
+	v := append(u64(tx.head.Seq), tx.head.Hash[:]...)
+	return tx.btx.Bucket(bucketMeta).Put(keyHead, v)
+}
+
+// level returns the bucket of Merkle nodes at level, creating it if asked.
+func (tx *Tx) level(level uint, create bool) (*bolt.Bucket, error) {
+	for uint(len(tx.levels)) <= level {
+		tx.levels = append(tx.levels, nil)
+	}
+	if b := tx.levels[level]; b != nil {
+		return b, nil
+	}
+	parent := tx.btx.Bucket(bucketMerkle)
+	name := []byte{byte(level)}
+	b := parent.Bucket(name)
+	if b == nil {
+		if !create {
+			return nil, fmt.Errorf("merkle level %d: %w", level, ErrNotFound)
+		}
+		var err error
+		if b, err = parent.CreateBucket(name); err != nil {
+			return nil, err
+		}
+	}
+	if tx.btx.Writable() {
+		b.FillPercent = 1
+	}
+	tx.levels[level] = b
+	return b, nil
+}
+
+// Node returns the stored Merkle node at (level, index): the root of the
+// perfect subtree over leaves [index<<level, (index+1)<<level).
+func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
+	var h ledger.Hash
+	b, err := tx.level(level, false)
+	if err != nil {
+		return h, err
+	}
+	v := b.Get(u64(index))
+	if len(v) != len(h) {
+		return h, fmt.Errorf("merkle node %d/%d: %w", level, index, ErrNotFound)
+	}
+	copy(h[:], v)
+	return h, nil
+}
+
+// ledger.Event reads and decodes the event at seq. ErrNotFound if absent.
+func (tx *Tx) Event(seq uint64) (ledger.Record, error) {
+	raw := tx.events.Get(u64(seq))
+	if raw == nil {
+		return ledger.Record{}, fmt.Errorf("event %d: %w", seq, ErrNotFound)
+	}
+	return ledger.DecodeRecord(raw)
+}
+
+// Scan calls fn for each event with seq in [begin, end), in order. It stops
+// at the first error and returns it.
+func (tx *Tx) Scan(begin, end uint64, fn func(ledger.Record) error) error {
+	c := tx.events.Cursor()
+	n := 0
+	for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
+		if n++; n%releaseEvery == 0 {
+			tx.releaseMapped()
+		}
+		r, err := ledger.DecodeRecord(v)
+		if err != nil {
+			return fmt.Errorf("event %d: %w", binary.BigEndian.Uint64(k), err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Root is the RFC 9162 root of the first size events.
+func (tx *Tx) Root(size uint64) (ledger.Hash, error) {
+	if err := tx.checkSize(size); err != nil {
+		return ledger.Hash{}, err
+	}
+	return ledger.Root(size, tx.Node)
+}
+
+// RangeRoot is the RFC 9162 root of the events with seq in [begin, end),
+// as if they were a log of their own.
+func (tx *Tx) RangeRoot(begin, end uint64) (ledger.Hash, error) {
+	if begin < 1 || end < begin {
+		return ledger.Hash{}, fmt.Errorf("range [%d, %d): want 1 <= begin <= end", begin, end)
+	}
+	if err := tx.checkSize(end - 1); err != nil {
+		return ledger.Hash{}, err
+	}
+	return ledger.RangeRoot(begin-1, end-1, tx.Node)
+}
+
+// InclusionProof proves the event at seq is in the log of the first size
+// events (leaf index seq-1).
+func (tx *Tx) InclusionProof(seq, size uint64) ([]ledger.Hash, error) {
+	if seq < 1 || seq > size {
+		return nil, fmt.Errorf("inclusion of seq %d in size %d: want 1 <= seq <= size", seq, size)
+	}
+	if err := tx.checkSize(size); err != nil {
+		return nil, err
+	}
+	return ledger.InclusionProof(seq-1, size, tx.Node)
+}
+
+// ConsistencyProof proves the log of size newSize extends the log of size
+// oldSize.
+func (tx *Tx) ConsistencyProof(oldSize, newSize uint64) ([]ledger.Hash, error) {
+	if oldSize < 1 || oldSize > newSize {
+		return nil, fmt.Errorf("consistency %d → %d: want 1 <= old <= new", oldSize, newSize)
+	}
+	if err := tx.checkSize(newSize); err != nil {
+		return nil, err
+	}
+	return ledger.ConsistencyProof(oldSize, newSize, tx.Node)
+}
+
+func (tx *Tx) checkSize(size uint64) error {
+	if size > tx.head.Seq {
+		return fmt.Errorf("size %d beyond head %d: %w", size, tx.head.Seq, ErrNotFound)
+	}
+	return nil
+}
+
+// Space is a named key/value area in the ledger file for state derived from
+// the log (projections). It commits with the events of the same
+// transaction. Keys iterate in byte order.
+type Space struct {
+	b    *bolt.Bucket
+	used *bool // set on writes to a staging space
+}
+
+// Space returns the named space, creating it in a writable transaction. In a
+// read transaction a missing space is returned empty.
+func (tx *Tx) Space(name string) (*Space, error) {
+	var used *bool // marked on writes, for a staging view
+	if tx.staged() {
+		used = tx.stagingUsed
+	}
+	parent := tx.btx.Bucket(tx.spaces)
+	if parent == nil && tx.btx.Writable() {
+		mark(used)
+		var err error
+		if parent, err = tx.btx.CreateBucket(tx.spaces); err != nil {
+			return nil, fmt.Errorf("space %s: %w", name, err)
+		}
+	}
+	if parent == nil {
+		return &Space{}, nil
+	}
+	b := parent.Bucket([]byte(name))
+	if b == nil && tx.btx.Writable() {
+		mark(used)
+		var err error
+		if b, err = parent.CreateBucket([]byte(name)); err != nil {
+			return nil, fmt.Errorf("space %s: %w", name, err)
+		}
+	}
+	return &Space{b: b, used: used}, nil
+}
+
+func mark(used *bool) {
+	if used != nil {
+		*used = true
+	}
+}
+
+// AppendOnly tells the store the space's keys only ever grow, so its pages
+// are packed full rather than split half-empty. A no-op when reading.
+func (s *Space) AppendOnly() {
+	if s.b != nil && s.b.Writable() {
+		s.b.FillPercent = 1
+	}
+}
+
+// Get returns the value at key, nil if absent. Valid during the transaction.
+func (s *Space) Get(key []byte) []byte {
+	if s.b == nil {
+		return nil
+	}
+	return s.b.Get(key)
+}
+
+// Put stores value at key.
+func (s *Space) Put(key, value []byte) error { mark(s.used); return s.b.Put(key, value) }
+
+// Delete removes key.
+func (s *Space) Delete(key []byte) error { mark(s.used); return s.b.Delete(key) }
+
+// Scan calls fn for each key with the prefix, in order (reverse order if
+// reverse), until fn returns false or an error.
+func (s *Space) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	if s.b == nil {
+		return nil
+	}
+	c := s.b.Cursor()
+	var k, v []byte
+	if !reverse {
+		k, v = c.Seek(prefix)
+	} else {
+		// Position after the last key with the prefix, then step back.
+		end := prefixEnd(prefix)
+		if end == nil {
+			k, v = c.Last()
+		} else if k, _ = c.Seek(end); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+	}
+	for k != nil && bytes.HasPrefix(k, prefix) {
+		more, err := fn(k, v)
+		if err != nil || !more {
+			return err
+		}
+		if reverse {
+			k, v = c.Prev()
+		} else {
+			k, v = c.Next()
+		}
+	}
+	return nil
+}
+
+// prefixEnd is the smallest key greater than every key with the prefix, or
+// nil if there is none.
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

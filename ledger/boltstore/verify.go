@@ -1,0 +1,225 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// VerifyEvents checks the events with seq in [begin, end) inside this
+// transaction — hashes against stored leaves, links, positions — and calls
+// fn for every problem (not just the first). fn returning an error stops the
+// check. It returns how many events were checked.
+func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*ledger.IntegrityError) error) (uint64, error) {
+	begin = max(begin, 1)
+	c := ledger.NewChainChecker(tx.head)
+	if begin > 1 {
+		// The link into the range is checked against the hash of event
+		// begin-1's bytes, as the whole-log check sees it (a changed stored
+		// leaf there is outside the range); against its stored leaf only
+		// if the event is gone.
+		var prev ledger.Hash
+		if raw := tx.events.Get(u64(begin - 1)); raw != nil {
+			prev = ledger.LeafHash(raw)
+		} else {
+			var err error
+			if prev, err = tx.Node(0, begin-2); err != nil {
+				return 0, err
+			}
+		}
+		c.Resume(begin-1, prev)
+	}
+	end = min(end, tx.head.Seq+1)
+	checked := func() uint64 { return c.Seq() - (begin - 1) }
+	if err := tx.CheckEvents(c, begin, end, fn); err != nil {
+		return checked(), err
+	}
+	var p *ledger.IntegrityError
+	if end == tx.head.Seq+1 {
+		p = c.Finish()
+	} else {
+		p = c.EndBefore(tx.events.Get(u64(end)))
+	}
+	if p != nil {
+		if err := fn(p); err != nil {
+			return checked(), err
+		}
+	}
+	return checked(), nil
+}
+
+// CheckEvents feeds the stored events with seq in [begin, end), with their
+// stored leaves, to c, which calls fn for each problem. A missing event is
+// reported and the check resumes at the next stored one.
+func (tx *Tx) CheckEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*ledger.IntegrityError) error) error {
+	if end <= begin {
+		return nil
+	}
+	leaves, err := tx.level(0, false)
+	if err != nil {
+		return fn(&ledger.IntegrityError{Seq: begin, Problem: ledger.ProblemNode, Detail: "no stored leaves"})
+	}
+	lc := leaves.Cursor()
+	ec := tx.events.Cursor()
+	k, raw := ec.Seek(u64(begin))
+	for seq := begin; seq < end; seq++ {
+		if k == nil || binary.BigEndian.Uint64(k) != seq {
+			if err := c.Missing(seq, fn); err != nil {
+				return err
+			}
+			// Resynchronise on the next stored event.
+			if k != nil && binary.BigEndian.Uint64(k) < end {
+				seq = binary.BigEndian.Uint64(k) - 1
+				c.Skip(seq)
+				continue
+			}
+			return nil
+		}
+		var leaf []byte
+		if lk, lv := lc.Seek(u64(seq - 1)); lk != nil && binary.BigEndian.Uint64(lk) == seq-1 {
+			leaf = lv
+		}
+		if err := c.Event(seq, raw, leaf, fn); err != nil {
+			return err
+		}
+		k, raw = ec.Next()
+	}
+	return nil
+}
+
+// CheckNodes re-hashes the nodes at level (>= 1) with index in [begin, end)
+// from the level below, and calls fn for each problem. It returns how many
+// nodes it checked.
+func (tx *Tx) CheckNodes(level uint, begin, end uint64, fn func(*ledger.IntegrityError) error) (uint64, error) {
+	var checked uint64
+	for _, l := range []uint{level - 1, level} {
+		if _, err := tx.level(l, false); err != nil {
+			return 0, fn(&ledger.IntegrityError{Seq: (begin + 1) << level, Problem: ledger.ProblemNode, Detail: fmt.Sprintf("level %d missing", l)})
+		}
+	}
+	below, _ := tx.level(level-1, false)
+	here, _ := tx.level(level, false)
+	bc, hc := below.Cursor(), here.Cursor()
+	bk, bv := bc.Seek(u64(2 * begin))
+	hk, hv := hc.Seek(u64(begin))
+	// at returns the value at index i if the cursor is on it, advancing it.
+	at := func(c interface{ Next() ([]byte, []byte) }, k, v *[]byte, i uint64) []byte {
+		if *k == nil || binary.BigEndian.Uint64(*k) != i {
+			return nil
+		}
+		got := *v
+		*k, *v = c.Next()
+		return got
+	}
+	for i := begin; i < end; i++ {
+		left := at(bc, &bk, &bv, 2*i)
+		right := at(bc, &bk, &bv, 2*i+1)
+		got := at(hc, &hk, &hv, i)
+		checked++
+		if p := ledger.CheckNode(level, i, left, right, got); p != nil {
+			if err := fn(p); err != nil {
+				return checked, err
+			}
+		}
+	}
+	return checked, nil
+}
+
+// VerifyOptions tune Store.Verify.
+type VerifyOptions struct {
+	Chunk    uint64                   // events per read transaction; default 65536
+	Progress func(done, total uint64) // called after each chunk, if set
+}
+
+// VerifyReport is what a successful Verify checked.
+type VerifyReport struct {
+	Size  uint64      // events verified: seq 1..Size
+	Head  ledger.Hash // hash of event Size
+	Root  ledger.Hash // RFC 9162 root of the first Size events
+	Nodes uint64      // Merkle nodes above the leaves re-hashed
+}
+
+// errStop ends a scan early once a problem has been kept.
+var errStop = errors.New("stop")
+
+// Verify re-hashes every stored event, checks every link and every stored
+// Merkle node, for the log as it stood when Verify began. It reads in chunks
+// of short read transactions so writers in other processes keep going. On
+// the first problem it returns a *ledger.IntegrityError naming the lowest bad
+// seq; other errors are I/O.
+func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
+	if opts.Chunk == 0 {
+		opts.Chunk = 1 << 16
+	}
+	var head ledger.Head
+	if err := s.View(func(tx *Tx) error { head = tx.Head(); return nil }); err != nil {
+		return VerifyReport{}, err
+	}
+	rep := VerifyReport{Size: head.Seq, Head: head.Hash}
+	total := head.Seq + head.Seq // events, then about as many nodes
+	var first *ledger.IntegrityError
+	keep := func(p *ledger.IntegrityError) error {
+		if first == nil || p.Seq < first.Seq {
+			first = p
+		}
+		return errStop
+	}
+
+	c := ledger.NewChainChecker(head)
+	for begin := uint64(1); begin <= head.Seq && first == nil; begin += opts.Chunk {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		end := min(begin+opts.Chunk, head.Seq+1)
+		err := s.View(func(tx *Tx) error { return tx.CheckEvents(c, begin, end, keep) })
+		if err != nil && err != errStop {
+			return rep, err
+		}
+		if opts.Progress != nil {
+			opts.Progress(end-1, total)
+		}
+	}
+	if first == nil {
+		if p := c.Finish(); p != nil {
+			keep(p)
+		}
+	}
+	// Levels above the leaves, each against the level below it.
+	for level := uint(1); head.Seq>>level > 0; level++ {
+		n := head.Seq >> level
+		for begin := uint64(0); begin < n; begin += opts.Chunk {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+			if first != nil && (begin+1)<<level > first.Seq {
+				break // nothing earlier than what we already have
+			}
+			end := min(begin+opts.Chunk, n)
+			var checked uint64
+			err := s.View(func(tx *Tx) error {
+				var err error
+				checked, err = tx.CheckNodes(level, begin, end, keep)
+				return err
+			})
+			rep.Nodes += checked
+			if err != nil && err != errStop {
+				return rep, err
+			}
+			if opts.Progress != nil {
+				opts.Progress(min(head.Seq+rep.Nodes, total), total)
+			}
+		}
+	}
+	if first != nil {
+		return rep, first
+	}
+	err := s.View(func(tx *Tx) error {
+		var err error
+		rep.Root, err = tx.Root(head.Seq)
+		return err
+	})
+	return rep, err
+}
