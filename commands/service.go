@@ -248,7 +248,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		return reply, nil
 	case errors.As(err, &rej):
 		err = rej.err
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	default:
 		s.logInternal(call.Name, err)
@@ -269,7 +269,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	switch {
 	case err == nil:
 		return reply, nil
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	}
 	// Even the call alone could not be recorded: answer, unaudited, and
