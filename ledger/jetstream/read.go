@@ -1,0 +1,151 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats.go"
+)
+
+// readBatch is the most messages one direct get asks for.
+const readBatch = 512
+
+// message is one stream message as read back.
+type message struct {
+	seq  uint64
+	id   string // the Logbook-Append-Id of the append that carried it
+	data []byte
+}
+
+// read asks the stream (any server holding it, as the stream's direct get
+// answers) for up to n messages from seq from on. It returns them in order
+// and how many more the server holds past them.
+func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err error) {
+	r.reqID++
+	reply := r.inbox + "." + strconv.FormatUint(r.reqID, 10)
+	body := fmt.Appendf(nil, `{"seq":%d,"batch":%d}`, from, n)
+	if err := r.nc.PublishRequest(r.getSubj, reply, body); err != nil {
+		return nil, 0, err
+	}
+	deadline := time.Now().Add(r.opts.Timeout)
+	for {
+		m, err := r.replies.NextMsg(max(time.Until(deadline), time.Millisecond))
+		if err != nil {
+			return msgs, 0, err
+		}
+		if m.Subject != reply {
+			continue // a late answer to an earlier read
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+			seq, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+			if err != nil {
+				return msgs, 0, fmt.Errorf("direct get: a message without its sequence: %w", err)
+			}
+			data := m.Data
+			if r.hooks.tamper != nil {
+				data = r.hooks.tamper(seq, data)
+			}
+			msgs = append(msgs, message{seq: seq, id: m.Header.Get(hdrAppendID), data: data})
+		case "204": // end of batch
+			pending, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+			return msgs, pending, nil
+		case "404": // nothing at or past from
+			return msgs, 0, nil
+		case "503":
+			return msgs, 0, nats.ErrNoResponders
+		default:
+			return msgs, 0, fmt.Errorf("direct get: %s %s", status, m.Header.Get("Description"))
+		}
+	}
+}
+
+// CatchUp ingests into tx every message the stream holds past the local
+// head, after checking that the message at the local head is the local
+// head's event. It reads from the server nearest to it; if that one lags
+// behind what this replica knows the stream holds, it waits for it
+// (bounded by Options.Timeout).
+func (r *Replica) CatchUp(tx *boltstore.Tx) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	head := tx.Head()
+	checked := head.Seq == 0 // whether the stream's message at head was compared
+	deadline := time.Now().Add(r.opts.Timeout)
+	wait := time.Millisecond
+	for {
+		from := tx.Head().Seq + 1
+		if !checked {
+			from = head.Seq
+		}
+		msgs, pending, err := r.read(from, readBatch)
+		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, nats.ErrNoResponders) {
+			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, from, err)
+		}
+		for _, m := range msgs {
+			if !checked {
+				if m.seq != head.Seq {
+					// A server holds messages in order: one past the head
+					// without the head means the head's message is gone.
+					return &ledger.IntegrityError{Seq: head.Seq, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d, not this node's head", m.seq)}
+				}
+				if ledger.LeafHash(m.data) != head.Hash {
+					return &ledger.IntegrityError{Seq: head.Seq, Problem: ledger.ProblemContent, Want: head.Hash, Got: ledger.LeafHash(m.data),
+						Detail: "the stream's message differs from this node's event"}
+				}
+				checked = true
+				continue
+			}
+			if want := tx.Head().Seq + 1; m.seq != want {
+				return &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d next", m.seq)}
+			}
+			if _, err := tx.Ingest(m.data); err != nil {
+				return err
+			}
+		}
+		if err == nil && checked && pending == 0 && tx.Head().Seq >= r.known.Load() {
+			return nil
+		}
+		if err == nil && checked && pending > 0 {
+			continue
+		}
+		if time.Now().After(deadline) {
+			return r.behind(tx.Head(), err)
+		}
+		time.Sleep(wait) // the nearest server is catching up: poll it
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// behind explains a catch-up that could not reach what the stream holds:
+// the stream lost events this node holds, or the servers did not answer.
+func (r *Replica) behind(local ledger.Head, readErr error) error {
+	info, err := r.Info(context.Background())
+	if err != nil {
+		return fmt.Errorf("catch up with stream %s: %w", r.opts.Stream, errors.Join(readErr, err))
+	}
+	s := info.State
+	if s.LastSeq < local.Seq {
+		return &ledger.IntegrityError{Seq: s.LastSeq + 1, Problem: ledger.ProblemGap,
+			Detail: fmt.Sprintf("the stream ends at seq %d (%d deleted); this node holds events up to %d", s.LastSeq, s.NumDeleted, local.Seq)}
+	}
+	if err := checkState(s); err != nil {
+		return &ledger.IntegrityError{Seq: s.FirstSeq, Problem: ledger.ProblemGap, Detail: err.Error()}
+	}
+	return fmt.Errorf("catch up with stream %s: at seq %d, the stream holds %d and the nearest server did not serve them within %v: %w",
+		r.opts.Stream, local.Seq, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
+}
+
+// noteKnown records that the stream holds at least seq.
+func (r *Replica) noteKnown(seq uint64) {
+	for {
+		k := r.known.Load()
+		if seq <= k || r.known.CompareAndSwap(k, seq) {
+			return
+		}
+	}
+}
