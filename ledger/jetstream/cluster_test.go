@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // cluster is a real NATS JetStream cluster in this process, on loopback:
 // each server with its own ports and store directory, kept across restarts.
 type cluster struct {
-	tb      testing.TB
+	fatal   func(...any)
 	dir     string
 	ports   []int // client ports
 	routes  []int // cluster (route) ports
@@ -28,31 +29,68 @@ type cluster struct {
 }
 
 // freePort is a loopback port nothing listens on now.
-func freePort(tb testing.TB) int {
+func freePort(fatal func(...any)) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatal(err)
+		fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startCluster starts n servers (n = 1: a standalone server, no routes).
+// startCluster starts n servers (n = 1: a standalone server, no routes)
+// for the test.
 func startCluster(tb testing.TB, n int, sync string) *cluster {
-	c := &cluster{tb: tb, dir: tb.TempDir(), servers: make([]*server.Server, n), sync: sync}
+	c := newCluster(tb.Fatal, tb.TempDir(), n, sync)
+	tb.Cleanup(c.shutdown)
+	return c
+}
+
+func newCluster(fatal func(...any), dir string, n int, sync string) *cluster {
+	c := &cluster{fatal: fatal, dir: dir, servers: make([]*server.Server, n), sync: sync}
 	for range n {
-		c.ports = append(c.ports, freePort(tb))
-		c.routes = append(c.routes, freePort(tb))
+		c.ports = append(c.ports, freePort(fatal))
+		c.routes = append(c.routes, freePort(fatal))
 	}
 	for i := range n {
 		c.start(i)
 	}
-	tb.Cleanup(func() {
-		for i := range c.servers {
-			c.stop(i)
-		}
-	})
 	return c
+}
+
+func (c *cluster) shutdown() {
+	for i := range c.servers {
+		c.stop(i)
+	}
+}
+
+var shared struct {
+	once sync.Once
+	c    *cluster
+	dir  string
+}
+
+// sharedCluster is one 3-node cluster (sync always) for the tests that do
+// not stop servers, each on streams of its own; TestMain shuts it down.
+func sharedCluster(tb testing.TB) *cluster {
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "logbook-jetstream-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		shared.dir = dir
+		shared.c = newCluster(func(args ...any) { panic(fmt.Sprint(args...)) }, dir, 3, "always")
+	})
+	return shared.c
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.c != nil {
+		shared.c.shutdown()
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
 }
 
 // config is server i's configuration file: the one the README shows.
@@ -81,20 +119,20 @@ system_account: SYS
 func (c *cluster) start(i int) {
 	path := filepath.Join(c.dir, fmt.Sprintf("n%d.conf", i))
 	if err := os.WriteFile(path, []byte(c.config(i)), 0o600); err != nil {
-		c.tb.Fatal(err)
+		c.fatal(err)
 	}
 	opts, err := server.ProcessConfigFile(path)
 	if err != nil {
-		c.tb.Fatal(err)
+		c.fatal(err)
 	}
 	opts.NoSigs = true
 	s, err := server.NewServer(opts)
 	if err != nil {
-		c.tb.Fatal(err)
+		c.fatal(err)
 	}
 	s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
-		c.tb.Fatalf("server n%d not ready", i)
+		c.fatal(fmt.Sprintf("server n%d not ready", i))
 	}
 	c.servers[i] = s
 }
@@ -121,13 +159,13 @@ func (c *cluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", 
 
 // connect connects as user to server i, reconnecting (to any server of the
 // cluster) for as long as the test runs.
-func (c *cluster) connect(i int, user string) *nats.Conn {
+func (c *cluster) connect(tb testing.TB, i int, user string) *nats.Conn {
 	nc, err := nats.Connect(c.url(i), nats.UserInfo(user, user), nats.MaxReconnects(-1),
 		nats.ReconnectWait(50*time.Millisecond), nats.Timeout(2*time.Second))
 	if err != nil {
-		c.tb.Fatal(err)
+		tb.Fatal(err)
 	}
-	c.tb.Cleanup(nc.Close)
+	tb.Cleanup(nc.Close)
 	return nc
 }
 

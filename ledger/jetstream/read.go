@@ -10,6 +10,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // readBatch is the most messages one direct get asks for.
@@ -114,7 +115,7 @@ func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 			continue
 		}
 		if time.Now().After(deadline) {
-			return r.behind(tx.Head(), err)
+			return r.behind(tx.Head(), checked, err)
 		}
 		time.Sleep(wait) // the nearest server is catching up: poll it
 		wait = min(2*wait, 50*time.Millisecond)
@@ -123,7 +124,7 @@ func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 
 // behind explains a catch-up that could not reach what the stream holds:
 // the stream lost events this node holds, or the servers did not answer.
-func (r *Replica) behind(local ledger.Head, readErr error) error {
+func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 	info, err := r.Info(context.Background())
 	if err != nil {
 		return fmt.Errorf("catch up with stream %s: %w", r.opts.Stream, errors.Join(readErr, err))
@@ -132,6 +133,17 @@ func (r *Replica) behind(local ledger.Head, readErr error) error {
 	if s.LastSeq < local.Seq {
 		return &ledger.IntegrityError{Seq: s.LastSeq + 1, Problem: ledger.ProblemGap,
 			Detail: fmt.Sprintf("the stream ends at seq %d (%d deleted); this node holds events up to %d", s.LastSeq, s.NumDeleted, local.Seq)}
+	}
+	if !checked {
+		// The stream reaches the local head, yet its message there was not
+		// served: ask the leader whether it still holds it.
+		stream, err := r.js.Stream(context.Background(), r.opts.Stream)
+		if err == nil {
+			_, err = stream.GetMsg(context.Background(), local.Seq)
+		}
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return &ledger.IntegrityError{Seq: local.Seq, Problem: ledger.ProblemGap, Detail: "the stream no longer holds this node's head"}
+		}
 	}
 	if err := checkState(s); err != nil {
 		return &ledger.IntegrityError{Seq: s.FirstSeq, Problem: ledger.ProblemGap, Detail: err.Error()}

@@ -118,12 +118,12 @@ func checkLedger(t *testing.T, nodes []*node, acked map[string]bool, mayHaveMore
 // its own NATS server of a 3-node cluster, append concurrently: one chain,
 // every acknowledged append exactly once, the same root everywhere.
 func TestNodesShareOneChain(t *testing.T) {
-	c := startCluster(t, 3, "always")
-	sys := c.connect(0, "sys")
+	c := sharedCluster(t)
+	sys := c.connect(t, 0, "sys")
 	dir := t.TempDir()
 	var nodes []*node
 	for i := range 3 {
-		nc := c.connect(i, "app")
+		nc := c.connect(t, i, "app")
 		rep := openReplica(t, nc, Options{Stream: "shared", SystemConn: sys}, hooks{})
 		nodes = append(nodes, openNode(t, filepath.Join(dir, fmt.Sprintf("node%d.db", i)), nc, rep))
 	}
@@ -134,8 +134,8 @@ func TestNodesShareOneChain(t *testing.T) {
 // TestOpenRefusesUnsafeStreams: a stream that could lose or rewrite events,
 // or whose sequence is not the ledger's, is refused with the reason.
 func TestOpenRefusesUnsafeStreams(t *testing.T) {
-	c := startCluster(t, 3, "always")
-	nc := c.connect(0, "app")
+	c := sharedCluster(t)
+	nc := c.connect(t, 0, "app")
 	good := openReplica(t, nc, Options{Stream: "good"}, hooks{})
 	cfg := good.streamConfig()
 	for _, tc := range []struct {

@@ -40,6 +40,11 @@ func (r *Replica) checkSync(ctx context.Context, info *jetstream.StreamInfo) err
 	if err != nil {
 		return err
 	}
+	if len(peers) == 0 { // not clustered: every server that answered
+		for name := range sync {
+			peers = append(peers, name)
+		}
+	}
 	for _, p := range peers {
 		switch always, ok := sync[p]; {
 		case !ok:
