@@ -68,58 +68,118 @@ func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err 
 
 // CatchUp ingests into tx every message the stream holds past the local
 // head, after checking that the message at the local head is the local
-// head's event. It reads from the server nearest to it; if that one lags
-// behind what this replica knows the stream holds, it waits for it
-// (bounded by Options.Timeout).
+// head's event. It reads from the server nearest to it (direct gets); if
+// that one lags behind what this replica knows the stream holds, it reads
+// from the stream's leader, bounded by Options.Timeout.
 func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	head := tx.Head()
-	checked := head.Seq == 0 // whether the stream's message at head was compared
+	c := &catchUp{tx: tx, head: tx.Head(), checked: tx.Head().Seq == 0}
 	deadline := time.Now().Add(r.opts.Timeout)
+	progress := time.Now()
 	wait := time.Millisecond
 	for {
-		from := tx.Head().Seq + 1
-		if !checked {
-			from = head.Seq
-		}
-		msgs, pending, err := r.read(from, readBatch)
+		at := c.next()
+		msgs, pending, err := r.read(at, readBatch)
 		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, nats.ErrNoResponders) {
-			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, from, err)
+			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, at, err)
 		}
-		for _, m := range msgs {
-			if !checked {
-				if m.seq != head.Seq {
-					// A server holds messages in order: one past the head
-					// without the head means the head's message is gone.
-					return &ledger.IntegrityError{Seq: head.Seq, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d, not this node's head", m.seq)}
-				}
-				if ledger.LeafHash(m.data) != head.Hash {
-					return &ledger.IntegrityError{Seq: head.Seq, Problem: ledger.ProblemContent, Want: head.Hash, Got: ledger.LeafHash(m.data),
-						Detail: "the stream's message differs from this node's event"}
-				}
-				checked = true
-				continue
-			}
-			if want := tx.Head().Seq + 1; m.seq != want {
-				return &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d next", m.seq)}
-			}
-			if _, err := tx.Ingest(m.data); err != nil {
-				return err
-			}
+		if err := c.apply(msgs); err != nil {
+			return err
 		}
-		if err == nil && checked && pending == 0 && tx.Head().Seq >= r.known.Load() {
+		if err == nil && c.checked && pending == 0 && tx.Head().Seq >= r.known.Load() {
 			return nil
 		}
-		if err == nil && checked && pending > 0 {
-			continue
+		if c.next() > at {
+			progress = time.Now()
+			if err == nil && pending > 0 {
+				continue
+			}
+		}
+		if time.Since(progress) > leaderAfter {
+			// The nearest server lags (restarted, partitioned): read what
+			// this replica knows the stream holds from its leader.
+			msgs, lerr := r.readLeader(c.next(), r.known.Load())
+			if err := c.apply(msgs); err != nil {
+				return err
+			}
+			if c.next() > at {
+				progress = time.Now()
+				continue
+			}
+			err = errors.Join(err, lerr)
 		}
 		if time.Now().After(deadline) {
-			return r.behind(tx.Head(), checked, err)
+			return r.behind(tx.Head(), c.checked, err)
 		}
-		time.Sleep(wait) // the nearest server is catching up: poll it
+		time.Sleep(wait)
 		wait = min(2*wait, 50*time.Millisecond)
 	}
+}
+
+// leaderAfter is how long a catch-up waits for the nearest server to serve
+// what the stream holds before it asks the leader.
+const leaderAfter = 200 * time.Millisecond
+
+// catchUp is one CatchUp's progress.
+type catchUp struct {
+	tx      *boltstore.Tx
+	head    ledger.Head // the local head it started from
+	checked bool        // whether the stream's message at head was compared
+}
+
+// next is the seq to read next.
+func (c *catchUp) next() uint64 {
+	if !c.checked {
+		return c.head.Seq
+	}
+	return c.tx.Head().Seq + 1
+}
+
+// apply checks the message at the local head and ingests those past it.
+func (c *catchUp) apply(msgs []message) error {
+	for _, m := range msgs {
+		if !c.checked {
+			if m.seq != c.head.Seq {
+				// A server holds messages in order: one past the head
+				// without the head means the head's message is gone.
+				return &ledger.IntegrityError{Seq: c.head.Seq, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d, not this node's head", m.seq)}
+			}
+			if h := ledger.LeafHash(m.data); h != c.head.Hash {
+				return &ledger.IntegrityError{Seq: c.head.Seq, Problem: ledger.ProblemContent, Want: c.head.Hash, Got: h,
+					Detail: "the stream's message differs from this node's event"}
+			}
+			c.checked = true
+			continue
+		}
+		if want := c.tx.Head().Seq + 1; m.seq != want {
+			return &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d next", m.seq)}
+		}
+		if _, err := c.tx.Ingest(m.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readLeader reads messages from..upTo (at most readBatch) from the
+// stream's leader, one request each, stopping at the first it lacks.
+func (r *Replica) readLeader(from, upTo uint64) ([]message, error) {
+	var msgs []message
+	for seq := from; seq <= upTo && len(msgs) < readBatch; seq++ {
+		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+		m, err := r.stream.GetMsg(ctx, seq)
+		cancel()
+		if err != nil {
+			return msgs, err
+		}
+		data := m.Data
+		if r.hooks.tamper != nil {
+			data = r.hooks.tamper(seq, data)
+		}
+		msgs = append(msgs, message{seq: m.Sequence, id: m.Header.Get(hdrAppendID), data: data})
+	}
+	return msgs, nil
 }
 
 // behind explains a catch-up that could not reach what the stream holds:
@@ -137,10 +197,9 @@ func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 	if !checked {
 		// The stream reaches the local head, yet its message there was not
 		// served: ask the leader whether it still holds it.
-		stream, err := r.js.Stream(context.Background(), r.opts.Stream)
-		if err == nil {
-			_, err = stream.GetMsg(context.Background(), local.Seq)
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+		_, err := r.stream.GetMsg(ctx, local.Seq)
+		cancel()
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return &ledger.IntegrityError{Seq: local.Seq, Problem: ledger.ProblemGap, Detail: "the stream no longer holds this node's head"}
 		}

@@ -60,6 +60,7 @@ var (
 type Replica struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
+	stream  jetstream.Stream
 	opts    Options
 	subject string
 	getSubj string // direct get API subject of the stream
@@ -176,6 +177,7 @@ func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, erro
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", r.opts.Stream, err)
 	}
+	r.stream = s
 	info := s.CachedInfo()
 	if r.hooks.lax {
 		return info, nil
@@ -241,11 +243,7 @@ func checkState(s jetstream.StreamState) error {
 func (r *Replica) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	s, err := r.js.Stream(ctx, r.opts.Stream)
-	if err != nil {
-		return nil, err
-	}
-	return s.CachedInfo(), nil
+	return r.stream.Info(ctx)
 }
 
 var _ boltstore.Replica = (*Replica)(nil)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
 )
 
 // TestSyncCheck: with a system-account connection, Open refuses servers
