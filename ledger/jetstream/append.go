@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -59,6 +60,17 @@ func (e *apiError) headMoved() bool {
 	return e.code == codeWrongLastSeq || e.code == codeWrongLastSeqConstant
 }
 
+// lastSeq is the stream's last sequence a "wrong last sequence" refusal
+// names, if it does.
+func (e *apiError) lastSeq() (uint64, bool) {
+	if e.code != codeWrongLastSeq {
+		return 0, false
+	}
+	i := strings.LastIndexByte(e.desc, ' ')
+	seq, err := strconv.ParseUint(e.desc[i+1:], 10, 64)
+	return seq, err == nil
+}
+
 // transient: the servers could not take the append now (a leader change, a
 // batch lost with the leader that staged it); it is sent again.
 func (e *apiError) transient() bool {
@@ -98,7 +110,13 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 			return nil
 		case errors.As(err, &refused) && refused.headMoved() && !ambiguous:
 			// Refused before anything of ours could have landed.
-			r.noteKnown(head.Seq + 1)
+			if last, ok := refused.lastSeq(); ok && last < head.Seq {
+				// A leader just elected that has not applied all it
+				// holds yet: give it a moment before deciding again.
+				time.Sleep(wait)
+			} else if ok {
+				r.noteKnown(last)
+			}
 			return boltstore.ErrHeadMoved
 		case errors.As(err, &refused) && !refused.headMoved() && !refused.transient():
 			// A definite refusal (a limit, a sealed stream): nothing of this

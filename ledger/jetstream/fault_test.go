@@ -116,7 +116,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 	}
 	c := startCluster(t, 3, "always")
 	dir := t.TempDir()
-	opts := Options{Stream: "faults", Timeout: 2 * time.Second, ResolveWithin: 20 * time.Second}
+	opts := Options{Stream: "faults", ResolveWithin: 20 * time.Second}
 	var nodes []*liveNode
 	for i := range 3 {
 		nc := c.connect(t, i, "app")

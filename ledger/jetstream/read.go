@@ -207,7 +207,11 @@ func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 	if err := checkState(s); err != nil {
 		return &ledger.IntegrityError{Seq: s.FirstSeq, Problem: ledger.ProblemGap, Detail: err.Error()}
 	}
-	return fmt.Errorf("catch up with stream %s: at seq %d, the stream holds %d and the nearest server did not serve them within %v: %w",
+	if known := r.known.Load(); known > s.LastSeq {
+		return fmt.Errorf("catch up with stream %s: at seq %d; seq %d was acknowledged but the stream's leader reports %d (a leader change not settled within %v): %w",
+			r.opts.Stream, local.Seq, known, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
+	}
+	return fmt.Errorf("catch up with stream %s: at seq %d, the stream holds %d and no server served them within %v: %w",
 		r.opts.Stream, local.Seq, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
 }
 
