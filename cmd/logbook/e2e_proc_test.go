@@ -599,7 +599,11 @@ func e2eVerify(t testing.TB, db string) boltstore.VerifyReport {
 	t.Helper()
 	cmd := exec.Command(e2eBinary(t), "verify", "--db", db, "--json")
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1 exitcode=66")
-	out, err := cmd.CombinedOutput()
+	// stdout is the JSON report alone; stderr (progress, once a run takes
+	// over a second on a loaded machine) is shown only on failure.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	var cli struct {
 		OK          bool   `json:"ok"`
 		Size        uint64 `json:"size"`
@@ -608,7 +612,7 @@ func e2eVerify(t testing.TB, db string) boltstore.VerifyReport {
 		} `json:"projections"`
 	}
 	if err != nil || json.Unmarshal(out, &cli) != nil || !cli.OK {
-		t.Fatalf("logbook verify --db %s: %v\n%s", db, err, e2eTrunc(string(out), 4000))
+		t.Fatalf("logbook verify --db %s: %v\n%s\n%s", db, err, e2eTrunc(stderr.String(), 4000), e2eTrunc(string(out), 4000))
 	}
 	if !cli.Projections.Checked {
 		t.Errorf("logbook verify --db %s did not compare the projections:\n%s", db, e2eTrunc(string(out), 2000))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // FormatVersion is the on-disk layout version written in the file's meta
@@ -252,6 +253,11 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 		return nil, nil, err
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil, fmt.Errorf("%w: %s no longer exists", ErrReplaced, l.path)
+	case errors.Is(err, berrors.ErrInvalid):
+		// No bbolt magic at all: some other file.
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrNotLedger, l.path, err)
+	case errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrDamaged, l.path, err)
 	}
 	return nil, nil, fmt.Errorf("open %s: %w", l.path, err)
 }
@@ -562,3 +568,7 @@ func u64(v uint64) []byte {
 	binary.BigEndian.PutUint64(b[:], v)
 	return b[:]
 }
+
+// Held reports whether the Store keeps its file open (Options.Hold): its
+// read transactions then run alongside commits rather than open the file.
+func (l *Store) Held() bool { return l.held != nil }
