@@ -224,3 +224,29 @@ func (r *Replica) noteKnown(seq uint64) {
 		}
 	}
 }
+
+// Scan calls fn with every message of the stream from seq from on, in
+// order, as the nearest server holds them; a gap is an integrity error.
+func (r *Replica) Scan(from uint64, fn func(seq uint64, raw []byte) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	from = max(from, 1)
+	for {
+		msgs, pending, err := r.read(from, readBatch)
+		if err != nil {
+			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, from, err)
+		}
+		for _, m := range msgs {
+			if m.seq != from {
+				return &ledger.IntegrityError{Seq: from, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d next", m.seq)}
+			}
+			if err := fn(m.seq, m.data); err != nil {
+				return err
+			}
+			from++
+		}
+		if pending == 0 {
+			return nil
+		}
+	}
+}
