@@ -221,14 +221,27 @@ func openNode(tb testing.TB, path string, nc *nats.Conn, rep *Replica) *node {
 
 // appendEvents appends one event per subject in one Update.
 func (n *node) appendEvents(actor string, subjects ...string) error {
-	return n.store.Update(func(tx *boltstore.Tx) error {
-		for _, s := range subjects {
-			if _, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: actor, Subjects: []string{s}, Payload: []byte{0x80}}); err != nil {
+	_, err := n.appendSeq(actor, subjects...)
+	return err
+}
+
+// appendSeq appends one event per subject in one Update and returns the
+// seq the first was given.
+func (n *node) appendSeq(actor string, subjects ...string) (uint64, error) {
+	var first uint64
+	err := n.store.Update(func(tx *boltstore.Tx) error {
+		for i, s := range subjects {
+			r, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: actor, Subjects: []string{s}, Payload: []byte{0x80}})
+			if err != nil {
 				return err
+			}
+			if i == 0 {
+				first = r.Seq
 			}
 		}
 		return nil
 	})
+	return first, err
 }
 
 // catchUp brings the node's copy to the stream's head and returns it.

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // liveNode is a logbook node that the test closes and reopens while its
@@ -33,6 +35,7 @@ func (l *liveNode) reopen(t *testing.T) {
 // timeouts) goes on with its next call.
 type writers struct {
 	mu     sync.Mutex
+	hist   *history
 	acked  map[string]bool
 	count  atomic.Int64
 	failed atomic.Int64
@@ -41,10 +44,11 @@ type writers struct {
 }
 
 func startWriters(t *testing.T, nodes []*liveNode, perNode int) *writers {
-	w := &writers{acked: map[string]bool{}, stop: make(chan struct{})}
+	w := &writers{hist: newHistory(), acked: map[string]bool{}, stop: make(chan struct{})}
 	for n, l := range nodes {
 		for a := range perNode {
 			w.wg.Go(func() {
+				var lastRead uint64
 				for i := 0; ; i++ {
 					select {
 					case <-w.stop:
@@ -56,13 +60,24 @@ func startWriters(t *testing.T, nodes []*liveNode, perNode int) *writers {
 						subjects = append(subjects, subjects[0]+"b", subjects[0]+"c")
 					}
 					l.mu.RLock()
-					err := l.n.appendEvents(fmt.Sprintf("agent-%d-%d", n, a), subjects...)
+					c := call{client: n*perNode + a, subjects: subjects, start: time.Now()}
+					c.seq, c.err = l.n.appendSeq(fmt.Sprintf("agent-%d-%d", n, a), subjects...)
+					c.end = time.Now()
+					var head uint64
+					l.n.store.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil })
 					l.mu.RUnlock()
-					if err != nil {
+					w.hist.add(c)
+					if c.err != nil {
 						w.failed.Add(1)
-						t.Logf("node %d agent %d call %d: %v", n, a, i, err)
+						t.Logf("node %d agent %d call %d: %v", n, a, i, c.err)
 						continue
 					}
+					// The node's copy holds what it acknowledged, and its head
+					// never goes back.
+					if last := c.seq + uint64(len(subjects)) - 1; head < last || head < lastRead {
+						t.Errorf("node %d agent %d read head %d after appending up to %d (read %d before)", n, a, head, last, lastRead)
+					}
+					lastRead = head
 					w.mu.Lock()
 					for _, s := range subjects {
 						w.acked[s] = true
@@ -152,4 +167,5 @@ func TestFaultsLoseNothing(t *testing.T) {
 	// A failed append's events may have landed (its outcome unknown to
 	// the caller); none may be there twice, and every acknowledged one is.
 	checkLedger(t, plain, w.acked, true)
+	w.hist.check(t, streamEvents(t, plain[0].rep))
 }
