@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -160,7 +161,11 @@ func (c *cluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", 
 // connect connects as user to server i, reconnecting (to any server of the
 // cluster) for as long as the test runs.
 func (c *cluster) connect(tb testing.TB, i int, user string) *nats.Conn {
-	nc, err := nats.Connect(c.url(i), nats.UserInfo(user, user), nats.MaxReconnects(-1),
+	return connectURL(tb, c.url(i), user)
+}
+
+func connectURL(tb testing.TB, url, user string) *nats.Conn {
+	nc, err := nats.Connect(url, nats.UserInfo(user, user), nats.MaxReconnects(-1),
 		nats.ReconnectWait(50*time.Millisecond), nats.Timeout(2*time.Second))
 	if err != nil {
 		tb.Fatal(err)
@@ -261,4 +266,53 @@ func (n *node) catchUp(tb testing.TB) ledger.Head {
 		tb.Fatalf("%s caught up to seq %d, the stream holds %d", n.path, h.Seq, info.State.LastSeq)
 	}
 	return h
+}
+
+// proxy forwards loopback TCP connections to a server; cut drops every
+// connection through it at once, as a network failure between a client and
+// its server would (the client then reconnects, through it or elsewhere).
+type proxy struct {
+	l     net.Listener
+	to    string
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(tb testing.TB, to string) *proxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &proxy{l: l, to: to}
+	tb.Cleanup(func() { l.Close(); p.cut() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", to)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) url() string { return "nats://" + p.l.Addr().String() }
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
 }

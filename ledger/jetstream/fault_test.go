@@ -121,7 +121,8 @@ func leader(t *testing.T, c *cluster, r *Replica) int {
 
 // TestFaultsLoseNothing: agents on three logbook nodes append while the
 // stream's leader server is shut down and restarted, then another server,
-// and a logbook node is closed and reopened: every acknowledged append is
+// a node's connection to its server is cut with appends in flight, and a
+// logbook node is closed and reopened: every acknowledged append is
 // in the stream exactly once, nothing is there twice, and every node ends
 // with the same verified chain. LOGBOOK_SOAK=1 runs more rounds.
 func TestFaultsLoseNothing(t *testing.T) {
@@ -133,8 +134,14 @@ func TestFaultsLoseNothing(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{Stream: "faults", ResolveWithin: 20 * time.Second}
 	var nodes []*liveNode
+	// Node 2 reaches its server through a proxy the test cuts: its
+	// appends in flight then lose their answers.
+	cable := startProxy(t, fmt.Sprintf("127.0.0.1:%d", c.ports[2]))
 	for i := range 3 {
 		nc := c.connect(t, i, "app")
+		if i == 2 {
+			nc = connectURL(t, cable.url(), "app")
+		}
 		rep := openReplica(t, nc, opts, hooks{})
 		nodes = append(nodes, &liveNode{n: openNode(t, filepath.Join(dir, fmt.Sprintf("node%d.db", i)), nc, rep), opts: opts})
 	}
@@ -152,6 +159,9 @@ func TestFaultsLoseNothing(t *testing.T) {
 		c.stop(other)
 		w.await(t, 30)
 		c.start(other)
+		w.await(t, 30)
+		t.Logf("round %d: cutting logbook node 2's connection", round)
+		cable.cut()
 		w.await(t, 30)
 		t.Logf("round %d: reopening logbook node %d", round, round%3)
 		nodes[round%3].reopen(t)
