@@ -15,8 +15,8 @@ import (
 var benchStreams atomic.Int64
 
 // benchNode is a node for a benchmark: the embedded file alone ("file"), or
-// a local copy of a fresh R3 stream on the shared 3-node loopback cluster
-// ("nats3").
+// a local copy of a fresh R3 stream on the shared 3-node loopback cluster,
+// fsync'd ("nats3") or not ("nats3-nosync": the stream is the durable log).
 func benchNode(b *testing.B, engine string) *node {
 	path := filepath.Join(b.TempDir(), "bench.db")
 	if engine == "file" {
@@ -30,7 +30,12 @@ func benchNode(b *testing.B, engine string) *node {
 	c := sharedCluster(b)
 	nc := c.connect(b, 0, "app")
 	rep := openReplica(b, nc, Options{Stream: fmt.Sprintf("bench%d", benchStreams.Add(1))}, hooks{})
-	return openNode(b, path, nc, rep)
+	s, err := boltstore.Open(path, boltstore.Options{Create: true, Hold: true, Replica: rep, NoSync: engine == "nats3-nosync"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return &node{path: path, nc: nc, rep: rep, store: s}
 }
 
 // reportLatency reports the p50 and p99 of lat in µs.
@@ -44,7 +49,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 // BenchmarkSequentialAppend: one caller, one event per call, each waiting
 // for the last: appends/s and latency, embedded file vs 3-node stream.
 func BenchmarkSequentialAppend(b *testing.B) {
-	for _, engine := range []string{"file", "nats3"} {
+	for _, engine := range []string{"file", "nats3", "nats3-nosync"} {
 		b.Run(engine, func(b *testing.B) {
 			n := benchNode(b, engine)
 			lat := make([]time.Duration, 0, b.N)
@@ -68,7 +73,7 @@ func BenchmarkSequentialAppend(b *testing.B) {
 // latency, embedded file vs 3-node stream.
 func BenchmarkInFlight64(b *testing.B) {
 	const inFlight = 64
-	for _, engine := range []string{"file", "nats3"} {
+	for _, engine := range []string{"file", "nats3", "nats3-nosync"} {
 		b.Run(engine, func(b *testing.B) {
 			n := benchNode(b, engine)
 			var next atomic.Int64

@@ -36,4 +36,8 @@
 //     it.
 //   - One Replica serves one Store (its calls are serialised by the store's
 //     committer).
+//
+// The local copy is derived from the stream, which alone makes an append
+// durable: a node may open its file with boltstore.Options.NoSync (no fsync
+// per commit), losing after a machine crash only what it ingests again.
 package jetstream
