@@ -12,11 +12,15 @@ import (
 // Follow keeps store's local copy caught up with the stream until ctx ends,
 // for the reads (View) of a node that may not write for a while: every
 // interval it asks the stream for its last sequence and, if that is past
-// the local head, runs an empty write transaction (which catches up). It
+// the local head, runs a write transaction that catches up and then calls
+// fold (if not nil) in it, e.g. to fold projections over what came in. It
 // returns ctx's error, or the first integrity error: a node that found the
 // stream damaged stops following. Other errors (a server down) are logged
 // and tried again.
-func (r *Replica) Follow(ctx context.Context, store *boltstore.Store, interval time.Duration) error {
+func (r *Replica) Follow(ctx context.Context, store *boltstore.Store, interval time.Duration, fold func(*boltstore.Tx) error) error {
+	if fold == nil {
+		fold = func(*boltstore.Tx) error { return nil }
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -25,7 +29,7 @@ func (r *Replica) Follow(ctx context.Context, store *boltstore.Store, interval t
 			var local uint64
 			store.View(func(tx *boltstore.Tx) error { local = tx.Head().Seq; return nil })
 			if info.State.LastSeq > local {
-				err := store.Update(func(*boltstore.Tx) error { return nil })
+				err := store.Update(fold)
 				var ie *ledger.IntegrityError
 				if errors.As(err, &ie) {
 					return err

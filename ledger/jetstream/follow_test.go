@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,13 @@ func TestFollowKeepsAReaderCaughtUp(t *testing.T) {
 	reader := openNode(t, filepath.Join(dir, "reader.db"), rnc, openReplica(t, rnc, Options{Stream: "followed"}, hooks{}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- reader.rep.Follow(ctx, reader.store, 20*time.Millisecond) }()
+	var folded atomic.Uint64 // what fold saw: the head after each catch-up
+	go func() {
+		done <- reader.rep.Follow(ctx, reader.store, 20*time.Millisecond, func(tx *boltstore.Tx) error {
+			folded.Store(tx.Head().Seq)
+			return nil
+		})
+	}()
 	for i := range 10 {
 		if err := writer.appendEvents("w", fmt.Sprintf("f%d", i)); err != nil {
 			t.Fatal(err)
@@ -30,8 +37,8 @@ func TestFollowKeepsAReaderCaughtUp(t *testing.T) {
 	eventually(t, 10*time.Second, func() error {
 		var seq uint64
 		reader.store.View(func(tx *boltstore.Tx) error { seq = tx.Head().Seq; return nil })
-		if seq != 10 {
-			return fmt.Errorf("the reader holds %d events", seq)
+		if seq != 10 || folded.Load() != 10 {
+			return fmt.Errorf("the reader holds %d events, folded up to %d", seq, folded.Load())
 		}
 		return nil
 	})
