@@ -7,12 +7,14 @@ import (
 	"testing"
 )
 
+const mod = "github.com/logbook-dev/logbook/"
+
 // TestDependenciesPointInward enforces the layering
-// cmd → mcp → commands → projections → ledger: a package may import only the
-// layers below it, and only mcp may import the MCP SDK.
+// cmd → mcp → commands → projections → skills → events → domain → ledger:
+// a package may import only the layers below it, and only mcp may import
+// the MCP SDK.
 func TestDependenciesPointInward(t *testing.T) {
-	const mod = "github.com/logbook-dev/logbook/"
-	layers := []string{"ledger", "projections", "commands", "mcp"}
+	layers := []string{"ledger", "domain", "events", "skills", "projections", "commands", "mcp"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
 		if err != nil {
@@ -30,6 +32,24 @@ func TestDependenciesPointInward(t *testing.T) {
 			}
 			if strings.HasPrefix(dep, "github.com/modelcontextprotocol/go-sdk") && pkg != "mcp" {
 				t.Errorf("%s imports the MCP SDK (%s); only mcp may", pkg, dep)
+			}
+		}
+	}
+}
+
+// TestInnermostPackages checks that the domain's rules and the event
+// payloads import nothing but ledger and the standard library, so every
+// layer and transport (and an auditor) can use them.
+func TestInnermostPackages(t *testing.T) {
+	for _, pkg := range []string{"domain", "events"} {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./../../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, imp := range strings.Fields(string(out)) {
+			first, _, _ := strings.Cut(imp, "/")
+			if imp != mod+"ledger" && strings.Contains(first, ".") {
+				t.Errorf("%s imports %s; it may import only ledger and the standard library", pkg, imp)
 			}
 		}
 	}

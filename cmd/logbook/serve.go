@@ -15,7 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 func init() {
@@ -29,7 +29,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 	db := dbFlag(e, fs)
 	agent := fs.String("agent", e.getenv("LOGBOOK_AGENT"), "agent identity written to every event (env LOGBOOK_AGENT; default: the MCP client's name)")
 	project := fs.String("project", "", "default project of task_next_actions")
-	skills := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
+	skillsDir := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
 	readOnly := fs.Bool("read-only", false, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
 	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "answer ERR_STORAGE when another process holds the ledger file longer than this")
 	if done, err := parse(e, fs, args); done {
@@ -52,8 +52,8 @@ func serve(ctx context.Context, e *env, args []string) error {
 			return usageErr("serve: %v", err)
 		}
 	}
-	if fi, err := os.Stat(*skills); err == nil && !fi.IsDir() {
-		return usageErr("serve: --skills %s is not a directory", *skills)
+	if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
+		return usageErr("serve: --skills %s is not a directory", *skillsDir)
 	}
 	if e.getenv("GOGC") == "" {
 		// The live heap is tiny and every call allocates a little: the
@@ -67,7 +67,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 		return usageErr("serve: %v", err)
 	}
 	defer l.Close()
-	set, skipped, err := projections.LoadSkills(*skills)
+	set, skipped, err := skills.Load(*skillsDir)
 	if err != nil {
 		return usageErr("serve: skills: %v", err)
 	}
@@ -80,7 +80,6 @@ func serve(ctx context.Context, e *env, args []string) error {
 		return usageErr("serve: %v", err)
 	}
 	srv := mcp.New(svc, mcp.Options{Version: version, Logger: log})
-	svc.SetEdge(commands.Edge{Stages: srv.Stages(), Tools: len(srv.Tools())})
 	log.Info("serving", "db", *db, "agent", cmp.Or(*agent, "(client name)"), "read_only", *readOnly)
 	if err := srv.Run(ctx, e.stdin, e.stdout); err != nil {
 		return err

@@ -175,7 +175,15 @@ func Open(path string, opts Options) (*Store, error) {
 	if !opts.ReadOnly {
 		check = l.checkFile // and remember what it is
 	}
-	if err := l.withDB(true, func(db *bolt.DB, _ *os.File) error { return db.View(check) }); err != nil {
+	err = l.withDB(true, func(db *bolt.DB, file *os.File) error {
+		return db.View(func(btx *bolt.Tx) error {
+			if err := checkSize(btx, file); err != nil {
+				return err
+			}
+			return check(btx)
+		})
+	})
+	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	if opts.Hold && !opts.ReadOnly {
