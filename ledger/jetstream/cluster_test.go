@@ -26,7 +26,8 @@ type cluster struct {
 	ports   []int // client ports
 	routes  []int // cluster (route) ports
 	servers []*server.Server
-	sync    string // the jetstream sync_interval setting
+	opts    []*server.Options // as each server was started
+	sync    string            // the jetstream sync_interval setting
 }
 
 // freePort is a loopback port nothing listens on now.
@@ -48,7 +49,7 @@ func startCluster(tb testing.TB, n int, sync string) *cluster {
 }
 
 func newCluster(fatal func(...any), dir string, n int, sync string) *cluster {
-	c := &cluster{fatal: fatal, dir: dir, servers: make([]*server.Server, n), sync: sync}
+	c := &cluster{fatal: fatal, dir: dir, servers: make([]*server.Server, n), opts: make([]*server.Options, n), sync: sync}
 	for range n {
 		c.ports = append(c.ports, freePort(fatal))
 		c.routes = append(c.routes, freePort(fatal))
@@ -131,6 +132,7 @@ func (c *cluster) start(i int) {
 	if err != nil {
 		c.fatal(err)
 	}
+	c.opts[i] = opts
 	s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		c.fatal(fmt.Sprintf("server n%d not ready", i))
@@ -143,6 +145,42 @@ func (c *cluster) stop(i int) {
 		s.Shutdown()
 		s.WaitForShutdown()
 		c.servers[i] = nil
+	}
+}
+
+// partition cuts server k off from the others (each drops its routes to
+// k, k drops its routes to them, through a configuration reload, as an
+// operator would) and waits until k has no route left; heal restores them.
+func (c *cluster) partition(tb testing.TB, k int) {
+	tb.Helper()
+	for i, s := range c.servers {
+		o := c.opts[i].Clone()
+		o.Routes = nil
+		if i != k {
+			for _, u := range c.opts[i].Routes {
+				if u.Port() != fmt.Sprint(c.routes[k]) {
+					o.Routes = append(o.Routes, u)
+				}
+			}
+		}
+		if err := s.ReloadOptions(o); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	eventually(tb, 30*time.Second, func() error {
+		if n := c.servers[k].NumRoutes(); n != 0 {
+			return fmt.Errorf("n%d still has %d routes", k, n)
+		}
+		return nil
+	})
+}
+
+func (c *cluster) heal(tb testing.TB) {
+	tb.Helper()
+	for i, s := range c.servers {
+		if err := s.ReloadOptions(c.opts[i].Clone()); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
 

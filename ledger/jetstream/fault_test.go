@@ -121,7 +121,9 @@ func leader(t *testing.T, c *cluster, r *Replica) int {
 
 // TestFaultsLoseNothing: agents on three logbook nodes append while the
 // stream's leader server is shut down and restarted, then another server,
-// a node's connection to its server is cut with appends in flight, and a
+// the leader's server is partitioned from the others (its routes dropped)
+// and healed, a node's connection to its server is cut with appends in
+// flight, and a
 // logbook node is closed and reopened: every acknowledged append is
 // in the stream exactly once, nothing is there twice, and every node ends
 // with the same verified chain. LOGBOOK_SOAK=1 runs more rounds.
@@ -159,6 +161,12 @@ func TestFaultsLoseNothing(t *testing.T) {
 		c.stop(other)
 		w.await(t, 30)
 		c.start(other)
+		w.await(t, 30)
+		lead = leader(t, c, nodes[0].n.rep)
+		t.Logf("round %d: partitioning the stream leader n%d from the others", round, lead)
+		c.partition(t, lead)
+		w.await(t, 30)
+		c.heal(t)
 		w.await(t, 30)
 		t.Logf("round %d: cutting logbook node 2's connection", round)
 		cable.cut()
