@@ -115,7 +115,7 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 				// holds yet: give it a moment before deciding again.
 				time.Sleep(wait)
 			} else if ok {
-				r.noteKnown(last)
+				r.hint.Store(last)
 			}
 			return boltstore.ErrHeadMoved
 		case errors.As(err, &refused) && !refused.headMoved() && !refused.transient():

@@ -75,6 +75,9 @@ func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := &catchUp{tx: tx, head: tx.Head(), checked: tx.Head().Seq == 0}
+	// A conflict's hint is only worth a short wait: the leader that named
+	// it may count appends it proposed that will never commit.
+	hint := r.hint.Swap(0)
 	deadline := time.Now().Add(r.opts.Timeout)
 	progress := time.Now()
 	wait := time.Millisecond
@@ -87,7 +90,7 @@ func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 		if err := c.apply(msgs); err != nil {
 			return err
 		}
-		if err == nil && c.checked && pending == 0 && tx.Head().Seq >= r.known.Load() {
+		if err == nil && c.checked && pending == 0 && tx.Head().Seq >= max(r.known.Load(), hint) {
 			return nil
 		}
 		if c.next() > at {
@@ -99,13 +102,16 @@ func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 		if time.Since(progress) > leaderAfter {
 			// The nearest server lags (restarted, partitioned): read what
 			// this replica knows the stream holds from its leader.
-			msgs, lerr := r.readLeader(c.next(), r.known.Load())
+			msgs, lerr := r.readLeader(c.next(), max(r.known.Load(), hint))
 			if err := c.apply(msgs); err != nil {
 				return err
 			}
 			if c.next() > at {
 				progress = time.Now()
 				continue
+			}
+			if err == nil && c.checked && tx.Head().Seq >= r.known.Load() {
+				return nil // the hint is not (yet) committed
 			}
 			err = errors.Join(err, lerr)
 		}
@@ -215,7 +221,8 @@ func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 		r.opts.Stream, local.Seq, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
 }
 
-// noteKnown records that the stream holds at least seq.
+// noteKnown records that the stream holds at least seq (committed: an
+// acknowledgement, or a message read).
 func (r *Replica) noteKnown(seq uint64) {
 	for {
 		k := r.known.Load()

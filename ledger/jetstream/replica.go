@@ -71,6 +71,10 @@ type Replica struct {
 	// its acks, conflicts and stream info): a catch-up that reads less from
 	// a lagging server waits for it.
 	known atomic.Uint64
+	// hint is the last sequence a conflict named: what the leader counts,
+	// appends proposed but not committed among them. The next catch-up
+	// waits for it briefly, never fails for it.
+	hint  atomic.Uint64
 	reqID uint64
 	hooks hooks // set by tests only
 }
