@@ -135,7 +135,7 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 		case err == nil && landed:
 			r.noteKnown(head.Seq + uint64(len(events)))
 			return nil
-		case errors.Is(err, boltstore.ErrHeadMoved):
+		case errors.Is(err, boltstore.ErrHeadMoved) || errors.As(err, new(*ledger.IntegrityError)):
 			return err
 		case err != nil:
 			last = errors.Join(last, err)
