@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // TestSyncCheck: with a system-account connection, Open refuses servers
@@ -82,6 +84,18 @@ func TestAmbiguousAppendResolved(t *testing.T) {
 				t.Errorf("the stream holds %v, want %s", got, tc.want)
 			}
 		})
+	}
+	// An append read back under its own id but with other bytes is an
+	// integrity error, never taken as landed nor sent again.
+	tnc := c.connect(t, 1, "app")
+	trep := openReplica(t, tnc, Options{Stream: "readback", ResolveWithin: 2 * time.Second}, hooks{
+		lose:   func(attempt int) (bool, bool) { return false, attempt == 0 },
+		tamper: func(seq uint64, data []byte) []byte { return rewrite(t, data) },
+	})
+	tn := openNode(t, filepath.Join(dir, "readback.db"), tnc, trep)
+	var ie *ledger.IntegrityError
+	if err := tn.appendEvents("n", "t"); !errors.As(err, &ie) || ie.Seq != 1 || errors.Is(err, ErrOutcomeUnknown) {
+		t.Errorf("append read back with other bytes: %v, want an integrity error at seq 1", err)
 	}
 	// An outcome that stays unknown fails the call, and says so.
 	nc := c.connect(t, 2, "app")
