@@ -22,6 +22,12 @@ type Call struct {
 	Tool   string          // the tool name as called (may be unknown)
 	Args   json.RawMessage // the raw arguments as received; hashed canonically into tool.called
 	Client string          // the MCP client's clientInfo.name ("" if unknown)
+	// Actor, when set, is the caller as a credential proved it (server mode:
+	// a bearer token's agent). It is the actor of every event of the call,
+	// whatever Options.Agent or the client says; Client is then recorded in
+	// tool.called only as an unverified claim, beside Token.
+	Actor string
+	Token string // the hex SHA-256 of the credential that proved Actor
 	// Invalid, when non-nil, is the edge's rejection of the arguments (schema,
 	// UTF-8, unknown tool): Do records the call with this error and runs nothing.
 	Invalid error
@@ -174,7 +180,7 @@ func (r *rejected) Error() string { return r.err.Error() }
 // the ledger; reply is then nil.
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	start := time.Now()
-	actor := s.actor(call.Client)
+	actor := s.actor(call)
 	// What tool.called records of the arguments depends on them alone:
 	// worked out here, not in the commit that calls queue for.
 	args := callArgs{sum: canonicalArgsHash(call.Args), ids: namedIDs(call.Args)}
@@ -275,23 +281,29 @@ func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, resu
 	code, out := call.Encode(result, herr)
 	*reply = out
 	resultSum := sha256.Sum256(out)
-	_, err := tx.emit(projections.TypeToolCalled, args.ids, projections.ToolCalled{
+	p := projections.ToolCalled{
 		Tool:         call.Tool,
 		ArgsSHA256:   args.sum,
 		Outcome:      code,
 		ResultSHA256: hex.EncodeToString(resultSum[:]),
 		DurationUS:   time.Since(start).Microseconds(),
 		Client:       call.Client,
-	})
+	}
+	if call.Actor != "" {
+		p.Client, p.ClientClaim, p.Token = "", call.Client, call.Token
+	}
+	_, err := tx.emit(projections.TypeToolCalled, args.ids, p)
 	return err
 }
 
-func (s *Service) actor(client string) string {
+func (s *Service) actor(call Call) string {
 	switch {
+	case call.Actor != "":
+		return call.Actor
 	case s.opts.Agent != "":
 		return s.opts.Agent
-	case client != "":
-		return client
+	case call.Client != "":
+		return call.Client
 	}
 	return "unknown"
 }

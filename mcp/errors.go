@@ -19,6 +19,7 @@ const (
 	CodeCircularDependency = "ERR_CIRCULAR_DEPENDENCY"
 	CodeAlreadyFinalized   = "ERR_ALREADY_FINALIZED"
 	CodeReadOnly           = "ERR_READ_ONLY"
+	CodeForbidden          = "ERR_FORBIDDEN"
 	CodeStorage            = "ERR_STORAGE"
 	CodeInternal           = "ERR_INTERNAL"
 )
@@ -33,7 +34,7 @@ const (
 var errorCodes = []string{
 	CodeInvalidInput, CodeTaskNotFound, CodeProjectNotFound, CodeSessionNotFound,
 	CodeInvalidTransition, CodeTaskClosed, CodeWritebackRequired, CodeCircularDependency,
-	CodeAlreadyFinalized, CodeReadOnly, CodeStorage, CodeInternal,
+	CodeAlreadyFinalized, CodeReadOnly, CodeForbidden, CodeStorage, CodeInternal,
 }
 
 // failure is the error object of a failure envelope.
@@ -74,6 +75,9 @@ type (
 		TaskID   string `json:"task_id"`
 		ParentID string `json:"parent_id"`
 	}
+	forbiddenDetails struct {
+		Tool string `json:"tool"`
+	}
 	storageDetails struct {
 		Reason string `json:"reason"`
 	}
@@ -95,6 +99,7 @@ func classify(err error) (f failure, ok bool) {
 		cycle      *commands.CycleError
 		finalized  *commands.FinalizedError
 		storage    *commands.StorageError
+		forbidden  *forbiddenError
 	)
 	switch {
 	case errors.As(err, &invalid):
@@ -146,6 +151,9 @@ func classify(err error) (f failure, ok bool) {
 
 	case errors.Is(err, commands.ErrReadOnly):
 		return failure{CodeReadOnly, commands.ErrReadOnly.Error(), noDetails{}}, true
+
+	case errors.As(err, &forbidden):
+		return failure{CodeForbidden, forbidden.Error(), forbiddenDetails{forbidden.tool}}, true
 
 	case errors.As(err, &storage):
 		reason := storage.Reason

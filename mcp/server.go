@@ -120,6 +120,9 @@ func New(svc *commands.Service, opts Options) *Server {
 			if call, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" && call.Params != nil {
 				return s.handle(ctx, call)
 			}
+			if method == "tools/list" {
+				return listTools(ctx, method, req, next)
+			}
 			return next(ctx, method, req)
 		}
 	})
@@ -188,10 +191,11 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (res *sdk
 	call := commands.Call{
 		Tool:    req.Params.Name,
 		Args:    args,
-		Client:  clientName(req.Session),
+		Client:  clientName(req),
 		Invalid: s.validate(req.Params.Name, args),
 		Encode:  s.Encode,
 	}
+	s.authorize(req, &call)
 	// A call that reached the server is recorded even if the client stops
 	// waiting for it.
 	reply, err := s.do(context.WithoutCancel(ctx), call)
@@ -224,15 +228,13 @@ func (s *Server) validate(name string, args json.RawMessage) (err error) {
 // recorded) as ERR_INTERNAL.
 var errValidationPanicked = errors.New("argument validation panicked")
 
-// clientName is the client's clientInfo.name as an identity fit to be
+// clientName is the client's clientInfo.name (from initialize, or from the
+// request's own _meta in the sessionless protocol) as an identity fit to be
 // written into every event: control characters and invalid UTF-8 dropped,
 // at most maxClientName characters.
-func clientName(ss *sdk.ServerSession) string {
-	if ss == nil {
-		return ""
-	}
-	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-		return sanitizeName(p.ClientInfo.Name)
+func clientName(req *sdk.CallToolRequest) string {
+	if info := req.ClientInfo(); info != nil {
+		return sanitizeName(info.Name)
 	}
 	return ""
 }

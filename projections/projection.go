@@ -18,10 +18,11 @@ import (
 //
 //	1: the first release
 //	2: task.created payload v2 (project_sequence), read through its upcaster
-const Version = 2
+//	3: the tokens space (token.issued, token.revoked)
+const Version = 3
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
-var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills}
+var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens}
 
 const (
 	spMeta = "meta"
@@ -181,6 +182,10 @@ func (f *folder) apply(r ledger.Record) error {
 		err = applySessionFinalized(f, r)
 	case TypeSkillsLoaded:
 		err = applySkillsLoaded(f.tx, r)
+	case TypeTokenIssued:
+		err = applyTokenIssued(f.tx, r)
+	case TypeTokenRevoked:
+		err = applyTokenRevoked(f.tx, r)
 	case TypeToolCalled:
 		// Only sessions fold calls (below).
 	default:
