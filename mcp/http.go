@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"time"
@@ -145,4 +146,31 @@ type forbiddenError struct{ tool string }
 
 func (e *forbiddenError) Error() string {
 	return "tool " + e.tool + " is outside this token's scope"
+}
+
+// quietHandler passes the SDK's log records on one level down: its Info
+// records (a session connected, initialized) come once per HTTP session,
+// i.e. per request in the sessionless protocol, and are debug detail here.
+type quietHandler struct{ slog.Handler }
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, quieter(l))
+}
+
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = quieter(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler { return quietHandler{h.Handler.WithGroup(name)} }
+
+func quieter(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
 }

@@ -95,7 +95,7 @@ func New(svc *commands.Service, opts Options) *Server {
 	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: opts.Instructions,
-		Logger:       opts.Logger,
+		Logger:       slog.New(quietHandler{opts.Logger.Handler()}),
 		// Tools only: no logging capability, and the tool list never changes.
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})

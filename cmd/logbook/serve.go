@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,23 +63,33 @@ func serve(ctx context.Context, e *env, args []string) error {
 		return usageErr("serve: %v", err)
 	}
 	defer l.Close()
-	set, skipped, err := projections.LoadSkills(*skills)
-	if err != nil {
-		return usageErr("serve: skills: %v", err)
-	}
-	for _, s := range skipped {
-		log.Warn("skill skipped", "path", s.Path, "reason", s.Reason)
-	}
-	svc, err := commands.New(l, commands.Options{Agent: *agent, Project: *project, ReadOnly: *readOnly,
-		Skills: set, Skipped: skipped, Version: version, Logger: log})
+	srv, err := newTools(l, *skills, commands.Options{Agent: *agent, Project: *project, ReadOnly: *readOnly, Logger: log})
 	if err != nil {
 		return usageErr("serve: %v", err)
 	}
-	srv := mcp.New(svc, mcp.Options{Version: version, Logger: log})
-	svc.SetEdge(commands.Edge{Stages: srv.Stages(), Tools: len(srv.Tools())})
 	log.Info("serving", "db", *db, "agent", cmp.Or(*agent, "(client name)"), "read_only", *readOnly)
 	if err := srv.Run(ctx, e.stdin, e.stdout); err != nil {
 		return err
 	}
 	return l.Close()
+}
+
+// newTools loads the skills folder and returns the MCP tools running on l
+// with opts (Skills, Skipped and Version filled in here).
+func newTools(l *boltstore.Store, skills string, opts commands.Options) (*mcp.Server, error) {
+	set, skipped, err := projections.LoadSkills(skills)
+	if err != nil {
+		return nil, fmt.Errorf("skills: %w", err)
+	}
+	for _, s := range skipped {
+		opts.Logger.Warn("skill skipped", "path", s.Path, "reason", s.Reason)
+	}
+	opts.Skills, opts.Skipped, opts.Version = set, skipped, version
+	svc, err := commands.New(l, opts)
+	if err != nil {
+		return nil, err
+	}
+	srv := mcp.New(svc, mcp.Options{Version: version, Logger: opts.Logger})
+	svc.SetEdge(commands.Edge{Stages: srv.Stages(), Tools: len(srv.Tools())})
+	return srv, nil
 }
