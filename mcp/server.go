@@ -159,11 +159,16 @@ func (s *Server) Stages() []string { return append([]string(nil), stages...) }
 // than by ending. Run does not close in or out; a goroutine blocked reading in
 // may outlive it until in returns.
 func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	c := newConn(in, out, s.maxLine, s.log)
+	return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log)
+}
+
+// serveStdio is Run for any SDK server (the bridge's too).
+func serveStdio(ctx context.Context, srv *sdk.Server, in io.Reader, out io.Writer, maxLine int, log *slog.Logger) error {
+	c := newConn(in, out, maxLine, log)
 	defer c.Close()
 	// The SDK's context would cancel in-flight calls abruptly; the connection
 	// turns ctx's cancellation into a drain instead.
-	session, err := s.sdk.Connect(context.WithoutCancel(ctx), transport{c}, nil)
+	session, err := srv.Connect(context.WithoutCancel(ctx), transport{c}, nil)
 	if err != nil {
 		return fmt.Errorf("mcp connect: %w", err)
 	}

@@ -31,8 +31,13 @@ func serve(ctx context.Context, e *env, args []string) error {
 	project := fs.String("project", "", "default project of task_next_actions")
 	skills := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
 	readOnly := fs.Bool("read-only", false, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
+	connect := fs.String("connect", "", "bridge to the logbook server at this URL (http[s]://HOST:PORT/mcp) instead of opening a ledger")
+	tokenEnv := fs.String("token-env", "LOGBOOK_TOKEN", "with --connect: the environment variable holding the bearer token")
 	if done, err := parse(e, fs, args); done {
 		return err
+	}
+	if *connect != "" {
+		return bridge(ctx, e, fs, *connect, *tokenEnv)
 	}
 	if *project != "" && !projectRE.MatchString(*project) {
 		return usageErr("serve: --project %q is not a slug like my-project", *project)
