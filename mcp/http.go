@@ -58,13 +58,29 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 30 * time.Minute
 	}
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
-		// Tools send no notifications: one JSON body per request is
-		// simpler and cheaper than an event stream.
-		JSONResponse:        true,
-		Logger:              s.log,
-		SessionTimeout:      opts.SessionTimeout,
-		MaxRequestBodyBytes: opts.MaxBodyBytes,
+	handler := func(stateless bool) http.Handler {
+		return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
+			Stateless: stateless,
+			// Tools send no notifications: one JSON body per request is
+			// simpler and cheaper than an event stream.
+			JSONResponse:        true,
+			Logger:              s.log,
+			SessionTimeout:      opts.SessionTimeout,
+			MaxRequestBodyBytes: opts.MaxBodyBytes,
+		})
+	}
+	// The SDK serves the sessionless revision (2026-07-28, SEP-2575) only
+	// from a stateless handler, and the older ones fully (clientInfo from
+	// initialize, session bound to its token) only from a stateful one. A
+	// request of the new revision names it in the MCP-Protocol-Version
+	// header (the SDK requires it there), so the header picks the handler.
+	stateful, stateless := handler(false), handler(true)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
 	})
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		id, err := opts.Authenticate(ctx, token)
@@ -92,6 +108,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	})
 	return http.NewCrossOriginProtection().Handler(challenge)
 }
+
+// sessionlessRevision is the first protocol revision without sessions.
+const sessionlessRevision = "2026-07-28"
 
 // errTokenCheck answers 500 without naming the cause (logged instead).
 var errTokenCheck = errors.New("the token could not be checked")
