@@ -98,8 +98,16 @@ type bearerTransport struct{ token string }
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
+	return keepAlive.RoundTrip(r)
 }
+
+// keepAlive keeps enough idle connections for many calls in flight (the
+// default keeps 2 per host, and would open a connection per call beyond).
+var keepAlive = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 512
+	return t
+}()
 
 // connectHTTP is the go-sdk client over Streamable HTTP, calling itself
 // name; protocol "" lets the SDK choose (its newest, 2026-07-28).
