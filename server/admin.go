@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -153,6 +154,12 @@ func OpenTokens(db, socket string) (*Tokens, error) {
 		return nil, fmt.Errorf("%w and no logbook server answers on %s: stop that process, or manage tokens through the server holding the file (its admin socket is <db>.admin.sock)", ErrHeld, socket)
 	}
 	if err != nil {
+		return nil, err
+	}
+	// A file last served by another projection version folds nothing until
+	// refolded, as a server would at start-up.
+	if err := commands.Rebuild(l, false, nil); err != nil {
+		l.Close()
 		return nil, err
 	}
 	return &Tokens{l: l}, nil
