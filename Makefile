@@ -123,7 +123,9 @@ export BENCHTABLE
 SOAK_ROUNDS ?= 25
 
 soak:
-	LOGBOOK_SOAK_ROUNDS=$(SOAK_ROUNDS) $(GO) test -count=1 -timeout 30m -run '^TestServerKill9$$' -v ./cmd/logbook/ | grep -E '^(---|ok|FAIL)|rounds'
+	@mkdir -p bin
+	@LOGBOOK_SOAK_ROUNDS=$(SOAK_ROUNDS) $(GO) test -count=1 -timeout 30m -run '^TestServerKill9$$' -v ./cmd/logbook/ > bin/soak.txt 2>&1; \
+		status=$$?; grep -E '^(--- |ok|FAIL)|rounds|lost|not in the ledger' bin/soak.txt; exit $$status
 
 # bench-server: logbook server over Streamable HTTP on loopback (go-sdk
 # client) beside embedded stdio in the same run: p50/p99 per tool, calls/s
