@@ -3,10 +3,19 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +24,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -507,4 +517,85 @@ func TestServerHTTPDefenses(t *testing.T) {
 	if code := s.stop(); code != 0 {
 		t.Errorf("exit %d", code)
 	}
+}
+
+// TestServerTLS: with --tls-cert/--tls-key the server speaks HTTPS only, and
+// the go-sdk client calls through it with the certificate trusted.
+func TestServerTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certPEM, keyPEM := selfSigned(t)
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(cert, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "l.db")
+	s := startHTTPServer(t, db, "--tls-cert", cert, "--tls-key", key)
+	if !strings.HasPrefix(s.url, "https://") {
+		t.Fatalf("url %s", s.url)
+	}
+	token, _ := addToken(t, db, "--agent", "tls-agent")
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	c := sdk.NewClient(&sdk.Implementation{Name: "tls", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: s.url,
+		HTTPClient: &http.Client{Transport: tlsBearer{token, tr}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	mustOK(t, cs, "server_ping", map[string]any{}, nil)
+	// Plain HTTP to the TLS port gets Go's 400 ("client sent an HTTP
+	// request to an HTTPS server"), never the tools.
+	if resp, err := http.Post(strings.Replace(s.url, "https://", "http://", 1), "application/json", strings.NewReader("{}")); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("plain HTTP to the TLS port: %d", resp.StatusCode)
+		}
+	}
+	if code := s.stop(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+type tlsBearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b tlsBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// selfSigned returns a certificate for 127.0.0.1 and its key, PEM-encoded.
+func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "logbook test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
 }
