@@ -238,6 +238,14 @@ var errValidationPanicked = errors.New("argument validation panicked")
 // written into every event: control characters and invalid UTF-8 dropped,
 // at most maxClientName characters.
 func clientName(req *sdk.CallToolRequest) string {
+	// A request of the sessionless revision carries it in _meta, decoded
+	// as a plain map: read it there rather than have the SDK re-encode and
+	// decode it (a 32 KiB buffer per call).
+	if m, ok := req.Params.Meta[sdk.MetaKeyClientInfo].(map[string]any); ok {
+		if name, ok := m["name"].(string); ok {
+			return sanitizeName(name)
+		}
+	}
 	if info := req.ClientInfo(); info != nil {
 		return sanitizeName(info.Name)
 	}

@@ -16,7 +16,7 @@ import (
 //
 //   - http/<revision>/<tool>: one call at a time; p50-µs and p99-µs are the
 //     round trip's percentiles (goal: p50 ≤ 1 ms);
-//   - http/16x8/<tool>: 16 clients, each with 8 calls in flight, in calls/s
+//   - http/16x8/<revision>/<tool>: 16 clients, each with 8 calls in flight, in calls/s
 //     (goal: ≥ 10,000 calls/s);
 //   - stdio/<tool> and stdio/16x8/<tool>: the same through `logbook serve`
 //     processes on one file (16 processes × 8 in flight for the latter).
@@ -34,22 +34,10 @@ func BenchmarkServer(b *testing.B) {
 			})
 		}
 	}
-	for _, tool := range []string{"server_ping", "task_get", "task_create"} {
-		b.Run("http/16x8/"+tool, func(b *testing.B) {
-			s, token := benchHTTPServer(b)
-			clients := make([]*sdk.ClientSession, 16)
-			for i := range clients {
-				clients[i] = benchConnect(b, s, token, "2026-07-28")
-			}
-			id := benchTaskHTTP(b, clients[0])
-			benchInflight(b, len(clients)*8, func(w, i int) error {
-				env, err := callHTTP(clients[w%len(clients)], tool, benchArgs(tool, id, i))
-				if err == nil && !env.OK {
-					err = fmt.Errorf("%s: %s", tool, env.Error.Code)
-				}
-				return err
-			})
-		})
+	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
+		for _, tool := range []string{"server_ping", "task_get", "task_create"} {
+			b.Run("http/16x8/"+proto+"/"+tool, func(b *testing.B) { benchHTTP16x8(b, proto, tool) })
+		}
 	}
 	for _, tool := range tools {
 		b.Run("stdio/"+tool, func(b *testing.B) {
@@ -76,6 +64,23 @@ func BenchmarkServer(b *testing.B) {
 			})
 		})
 	}
+}
+
+// benchHTTP16x8 runs tool from 16 clients with 8 calls in flight each.
+func benchHTTP16x8(b *testing.B, proto, tool string) {
+	s, token := benchHTTPServer(b)
+	clients := make([]*sdk.ClientSession, 16)
+	for i := range clients {
+		clients[i] = benchConnect(b, s, token, proto)
+	}
+	id := benchTaskHTTP(b, clients[0])
+	benchInflight(b, len(clients)*8, func(w, i int) error {
+		env, err := callHTTP(clients[w%len(clients)], tool, benchArgs(tool, id, i))
+		if err == nil && !env.OK {
+			err = fmt.Errorf("%s: %s", tool, env.Error.Code)
+		}
+		return err
+	})
 }
 
 // benchInflight runs b.N calls from workers goroutines and reports calls/s.
