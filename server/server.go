@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,14 +66,14 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer ln.Close()
 
-	var calls inflight
+	var streams inflight
 	mux := http.NewServeMux()
 	mcpHandler := opts.MCP.HTTPHandler(mcp.HTTPOptions{Authenticate: authenticate(opts.Store), MaxBodyBytes: opts.MaxBodyBytes})
-	mux.Handle("/mcp", calls.track(mcpHandler))
+	mux.Handle("/mcp", streams.track(mcpHandler))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		if calls.stopping() {
+		if streams.stopping() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, `{"status":"draining"}`)
 			return
@@ -96,10 +97,17 @@ func Run(ctx context.Context, opts Options) error {
 		defer admin.close()
 	}
 
+	if opts.TLSCert != "" || opts.TLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	served := make(chan error, 1)
 	go func() {
-		if opts.TLSCert != "" || opts.TLSKey != "" {
-			served <- srv.ServeTLS(ln, opts.TLSCert, opts.TLSKey)
+		if srv.TLSConfig != nil {
+			served <- srv.ServeTLS(ln, "", "")
 		} else {
 			served <- srv.Serve(ln)
 		}
@@ -114,19 +122,15 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	log.Info("draining: answering the calls in flight")
-	calls.stop()
-	shutdown := make(chan error, 1)
+	// Event streams (GET /mcp) idle forever; ending them lets Shutdown
+	// return as soon as every call taken has been answered.
+	streams.stop()
 	sctx, cancel := context.WithTimeout(context.Background(), opts.DrainTimeout)
 	defer cancel()
-	go func() { shutdown <- srv.Shutdown(sctx) }()
-	// Shutdown alone would also wait for idle event streams (GET /mcp);
-	// the calls are what must be answered.
-	if !calls.wait(sctx) {
+	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("drain timed out with calls in flight", "timeout", opts.DrainTimeout)
+		srv.Close()
 	}
-	cancel()
-	<-shutdown
-	srv.Close()
 	<-served
 	return nil
 }
@@ -155,37 +159,42 @@ func authenticate(l *boltstore.Store) func(context.Context, string) (*mcp.Identi
 	}
 }
 
-// inflight counts the requests being served, so that shutdown waits for
-// exactly those that carry calls (POST) and not for idle event streams.
+// inflight tracks the event streams (GET /mcp) being served, so that
+// shutdown can end them: they carry no calls, and would otherwise hold
+// Shutdown, which waits for every request to finish, until its timeout.
 type inflight struct {
 	mu      sync.Mutex
-	n       int
 	done    bool
-	drained chan struct{} // closed when done and n == 0
+	streams map[*http.Request]context.CancelFunc
 }
 
 func (f *inflight) track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
+		if r.Method != http.MethodGet {
 			h.ServeHTTP(w, r)
 			return
 		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		r = r.WithContext(ctx)
 		f.mu.Lock()
-		f.n++
+		if f.done {
+			f.mu.Unlock()
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if f.streams == nil {
+			f.streams = make(map[*http.Request]context.CancelFunc)
+		}
+		f.streams[r] = cancel
 		f.mu.Unlock()
-		defer f.release()
+		defer func() {
+			f.mu.Lock()
+			delete(f.streams, r)
+			f.mu.Unlock()
+		}()
 		h.ServeHTTP(w, r)
 	})
-}
-
-func (f *inflight) release() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n--
-	if f.done && f.n == 0 && f.drained != nil {
-		close(f.drained)
-		f.drained = nil
-	}
 }
 
 func (f *inflight) stopping() bool {
@@ -194,30 +203,13 @@ func (f *inflight) stopping() bool {
 	return f.done
 }
 
+// stop ends every event stream and refuses new ones.
 func (f *inflight) stop() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.done = true
-	f.drained = make(chan struct{})
-	if f.n == 0 {
-		close(f.drained)
-		f.drained = nil
-	}
-}
-
-// wait reports whether every tracked request ended before ctx did.
-func (f *inflight) wait(ctx context.Context) bool {
-	f.mu.Lock()
-	ch := f.drained
-	f.mu.Unlock()
-	if ch == nil {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
+	for _, cancel := range f.streams {
+		cancel()
 	}
 }
 

@@ -597,7 +597,10 @@ func e2eVerify(t testing.TB, db string) boltstore.VerifyReport {
 	t.Helper()
 	cmd := exec.Command(e2eBinary(t), "verify", "--db", db, "--json")
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1 exitcode=66")
-	out, err := cmd.CombinedOutput()
+	// Only stdout is the JSON: a slow run also prints progress on stderr.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	var cli struct {
 		OK          bool   `json:"ok"`
 		Size        uint64 `json:"size"`
@@ -606,7 +609,7 @@ func e2eVerify(t testing.TB, db string) boltstore.VerifyReport {
 		} `json:"projections"`
 	}
 	if err != nil || json.Unmarshal(out, &cli) != nil || !cli.OK {
-		t.Fatalf("logbook verify --db %s: %v\n%s", db, err, e2eTrunc(string(out), 4000))
+		t.Fatalf("logbook verify --db %s: %v\n%s\nstderr:\n%s", db, err, e2eTrunc(string(out), 4000), e2eTrunc(stderr.String(), 2000))
 	}
 	if !cli.Projections.Checked {
 		t.Errorf("logbook verify --db %s did not compare the projections:\n%s", db, e2eTrunc(string(out), 2000))
