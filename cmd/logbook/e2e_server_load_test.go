@@ -334,3 +334,38 @@ func TestServerDrain(t *testing.T) {
 		t.Errorf("%d calls recorded, %d acknowledged: a call was taken and not answered", recorded, acks.Load())
 	}
 }
+
+// TestBridgeServerGone: a bridge whose server dies answers the next call
+// with a JSON-RPC error (not a hang, not a made-up result), and a bridge
+// that cannot reach or is refused by its server exits 2 with the reason.
+func TestBridgeServerGone(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "l.db")
+	s := startHTTPServer(t, db)
+	token, _ := addToken(t, db, "--agent", "bridged")
+	a := startAgentEnv(t, "host", []string{"LB_T=" + token}, "--connect", s.url, "--token-env", "LB_T")
+	if env, err := a.callTool("server_ping", map[string]any{}); err != nil || env["ok"] != true {
+		t.Fatalf("through the bridge: %v %v", env, err)
+	}
+	s.kill()
+	if env, err := a.callTool("server_ping", map[string]any{}); err == nil || !strings.Contains(err.Error(), "JSON-RPC error") {
+		t.Errorf("server gone: %v %v, want a JSON-RPC error", env, err)
+	}
+	a.close()
+
+	r := runEnv(t, []string{"LB_T=" + token}, "serve", "--connect", s.url, "--token-env", "LB_T")
+	if r.code != 2 || !strings.Contains(r.stderr, "connect to "+s.url) {
+		t.Errorf("no server: %v", r)
+	}
+	s2 := startHTTPServer(t, db)
+	r = runEnv(t, []string{"LB_T=lbk_wrong"}, "serve", "--connect", s2.url, "--token-env", "LB_T")
+	if r.code != 2 || !strings.Contains(r.stderr, "Unauthorized") {
+		t.Errorf("bad token: %v", r)
+	}
+	if r := run(t, "serve", "--connect", s2.url, "--token-env", "LB_UNSET_VAR"); r.code != 2 || !strings.Contains(r.stderr, "LB_UNSET_VAR") {
+		t.Errorf("no token: %v", r)
+	}
+	if r := runEnv(t, []string{"LB_T=" + token}, "serve", "--connect", s2.url, "--token-env", "LB_T", "--agent", "x"); r.code != 2 {
+		t.Errorf("--agent with --connect: %v", r)
+	}
+}
