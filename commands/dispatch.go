@@ -11,11 +11,17 @@ import (
 // handler runs one tool inside the call's transaction.
 type handler func(s *Service, ctx context.Context, tx *Tx, args json.RawMessage) (any, error)
 
+// command is one tool's handler and whether it may append events.
+type command struct {
+	run     handler
+	mutates bool
+}
+
 // tool adapts a typed command to a handler: it decodes the arguments
 // (already checked against the schema at the edge; decoding is strict
 // again here) and runs it.
-func tool[In any, Out any](mutates bool, f func(*Service, *Tx, In) (Out, error)) handler {
-	return func(s *Service, _ context.Context, tx *Tx, args json.RawMessage) (any, error) {
+func tool[In any, Out any](mutates bool, f func(*Service, *Tx, In) (Out, error)) command {
+	return command{mutates: mutates, run: func(s *Service, _ context.Context, tx *Tx, args json.RawMessage) (any, error) {
 		if mutates && s.opts.ReadOnly {
 			return nil, ErrReadOnly
 		}
@@ -24,11 +30,11 @@ func tool[In any, Out any](mutates bool, f func(*Service, *Tx, In) (Out, error))
 			return nil, err
 		}
 		return f(s, tx, in)
-	}
+	}}
 }
 
 // Tools maps each contract tool name to its command.
-var tools = map[string]handler{
+var tools = map[string]command{
 	"server_ping":         tool(false, (*Service).Ping),
 	"server_health":       tool(false, (*Service).Health),
 	"skill_list":          tool(false, (*Service).ListSkills),
@@ -59,7 +65,7 @@ func (s *Service) dispatch(ctx context.Context, tx *Tx, call Call) (any, error) 
 	if !ok {
 		return nil, Invalid("name", "unknown tool %q", call.Tool)
 	}
-	return h(s, ctx, tx, call.Args)
+	return h.run(s, ctx, tx, call.Args)
 }
 
 // decodeArgs decodes a JSON object strictly: unknown fields and trailing

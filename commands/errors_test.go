@@ -325,7 +325,7 @@ func TestInternalErrors(t *testing.T) {
 			return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: "T-0042"}
 		},
 	} {
-		tools[name] = hd
+		tools[name] = command{run: hd, mutates: true}
 		t.Cleanup(func() { delete(tools, name) })
 	}
 

@@ -69,6 +69,8 @@ type Service struct {
 	firstDone bool
 
 	failLog rateLimit // commit failures logged at most once a second
+
+	readMu sync.Mutex // one read transaction at a time on a shared file (read.go)
 }
 
 // ErrInternal is what an unexpected failure becomes at the edge: Do has
@@ -118,7 +120,16 @@ func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) 
 			return err
 		})
 	}
-	if err := l.Update(projections.StartRebuild); err != nil {
+	err = l.Update(func(tx *boltstore.Tx) error {
+		if !force {
+			// Another process may have rebuilt them since we looked.
+			if need, err := projections.NeedsRebuild(tx); err != nil || !need {
+				return err
+			}
+		}
+		return projections.StartRebuild(tx)
+	})
+	if err != nil {
 		return fmt.Errorf("rebuild projections: %w", err)
 	}
 	// A chunk is one commit: small enough that other processes' calls
@@ -184,6 +195,11 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	// What tool.called records of the arguments depends on them alone:
 	// worked out here, not in the commit that calls queue for.
 	args := callArgs{sum: canonicalArgsHash(call.Args), ids: namedIDs(call.Args)}
+	if s.readsAside(call) {
+		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
+			return reply, err
+		}
+	}
 	if !s.first() {
 		s.firstMu.Lock()
 		defer s.firstMu.Unlock()
@@ -280,12 +296,17 @@ type callArgs struct {
 func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, result any, herr error, reply *[]byte) error {
 	code, out := call.Encode(result, herr)
 	*reply = out
-	resultSum := sha256.Sum256(out)
+	return s.appendCall(tx, call, args, start, code, sha256.Sum256(out))
+}
+
+// appendCall appends the call's tool.called event: its outcome code and
+// the SHA-256 of the exact reply bytes.
+func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, code string, replySum [sha256.Size]byte) error {
 	p := projections.ToolCalled{
 		Tool:         call.Tool,
 		ArgsSHA256:   args.sum,
 		Outcome:      code,
-		ResultSHA256: hex.EncodeToString(resultSum[:]),
+		ResultSHA256: hex.EncodeToString(replySum[:]),
 		DurationUS:   time.Since(start).Microseconds(),
 		Client:       call.Client,
 	}

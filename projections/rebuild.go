@@ -20,6 +20,14 @@ func StartRebuild(tx *boltstore.Tx) error {
 // together; it then reports done. folded counts the events folded now,
 // applied the events the (staging or new live) projections hold.
 func ContinueRebuild(tx *boltstore.Tx, limit uint64) (done bool, folded, applied uint64, err error) {
+	if !tx.HasStaging() {
+		// Another process sharing the file finished the rebuild and
+		// promoted its staging set: the live projections are the rebuilt
+		// ones (CatchUp refuses them if they are of another version).
+		folded, err = CatchUp(tx, 0)
+		_, applied, _ = State(tx)
+		return err == nil, folded, applied, err
+	}
 	_, applied, err = State(tx.Staging())
 	if err != nil {
 		return false, 0, 0, err

@@ -15,7 +15,7 @@ func bridge(ctx context.Context, e *env, fs *flag.FlagSet, connect, tokenEnv str
 	var clash string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "db", "agent", "project", "skills", "read-only":
+		case "db", "agent", "project", "skills", "read-only", "lock-timeout":
 			clash = f.Name
 		}
 	})

@@ -2,29 +2,17 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
-	"golang.org/x/mod/sumdb/note"
 )
 
-// A checkpoint is the C2SP tlog-checkpoint signed note: the body
-//
-//	<origin>\n<size>\n<base64 root>\n
-//
-// signed with an Ed25519 note key (golang.org/x/mod/sumdb/note). Published
-// outside the ledger file, it pins the log's size and root at that moment:
-// any later rewrite or truncation of those events is provable with
-// `logbook verify --checkpoint`.
+// keygen and checkpoint make the C2SP signed checkpoints of package audit
+// (audit.Checkpoint); verify and check-proof check them.
 
 func init() {
 	register("keygen", "create an Ed25519 key pair for signing checkpoints", keygen)
@@ -50,51 +38,18 @@ func keygen(ctx context.Context, e *env, args []string) error {
 	if *skey == *vkey {
 		return usageErr("keygen: --skey and --vkey are the same file")
 	}
-	if !validKeyName(*name) {
+	if !audit.ValidKeyName(*name) {
 		return usageErr("keygen: --name %q: want a non-empty name without spaces or '+' (e.g. example.com/logbook)", *name)
 	}
-	sk, vk, err := note.GenerateKey(rand.Reader, *name)
+	keys, err := audit.NewKeys(*name)
 	if err != nil {
 		return usageErr("keygen: --name %q: %v", *name, err)
 	}
-	if err := writeNew(*skey, sk+"\n", 0o600); err != nil {
+	if err := keys.Write(*skey, *vkey); err != nil {
 		return usageErr("keygen: %v", err)
 	}
-	if err := writeNew(*vkey, vk+"\n", 0o644); err != nil {
-		os.Remove(*skey)
-		return usageErr("keygen: %v", err)
-	}
-	fmt.Fprintf(e.stdout, "signer key:   %s (keep it secret)\nverifier key: %s\n%s\n", *skey, *vkey, vk)
+	fmt.Fprintf(e.stdout, "signer key:   %s (keep it secret)\nverifier key: %s\n%s\n", *skey, *vkey, keys.Verifier)
 	return nil
-}
-
-// validKeyName is the note package's rule for key names, which
-// GenerateKey does not check but NewVerifier does: well-formed UTF-8, no
-// Unicode spaces, no '+'.
-func validKeyName(name string) bool {
-	if name == "" || !utf8.ValidString(name) || strings.Contains(name, "+") {
-		return false
-	}
-	return !strings.ContainsFunc(name, unicode.IsSpace)
-}
-
-// writeNew creates path (which must not exist) with data, synced.
-func writeNew(path, data string, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(data)
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-	}
-	return err
 }
 
 // checkpointJSON is checkpoint's --json output.
@@ -133,7 +88,7 @@ func checkpoint(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageErr("checkpoint: %v", err)
 	}
-	signer, err := note.NewSigner(strings.TrimSpace(string(skey)))
+	signer, err := audit.ParseSignerKey(string(skey))
 	if err != nil {
 		return usageErr("checkpoint: --key %s is not a signer key: %v", *key, err)
 	}
@@ -148,8 +103,7 @@ func checkpoint(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer l.Close()
-	var cp checkpointBody
-	cp.Origin = *origin
+	cp := audit.Checkpoint{Origin: *origin}
 	err = l.View(func(tx *boltstore.Tx) error {
 		cp.Size = tx.Head().Seq
 		if *size > 0 {
@@ -163,13 +117,9 @@ func checkpoint(ctx context.Context, e *env, args []string) error {
 		return err
 	})
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return err
-		}
-		return ioErr("checkpoint", err)
+		return passExit("checkpoint", err)
 	}
-	signed, err := note.Sign(&note.Note{Text: cp.text()}, signer)
+	signed, err := cp.Sign(signer)
 	if err != nil {
 		return usageErr("checkpoint: sign: %v", err)
 	}
@@ -190,43 +140,11 @@ func checkpoint(ctx context.Context, e *env, args []string) error {
 	}
 }
 
-// checkpointBody is the signed text of a checkpoint.
-type checkpointBody struct {
-	Origin string
-	Size   uint64
-	Root   ledger.Hash
-}
-
-func (c checkpointBody) text() string {
-	return fmt.Sprintf("%s\n%d\n%s\n", c.Origin, c.Size, base64.StdEncoding.EncodeToString(c.Root[:]))
-}
-
-// parseCheckpointBody reads the first three lines of a checkpoint body;
-// extension lines after them are allowed and ignored.
-func parseCheckpointBody(text string) (checkpointBody, error) {
-	var c checkpointBody
-	lines := strings.SplitN(text, "\n", 4)
-	if len(lines) < 4 || lines[0] == "" {
-		return c, errors.New("want origin, size and root lines")
-	}
-	size, err := strconv.ParseUint(lines[1], 10, 64)
-	if err != nil || (len(lines[1]) > 1 && lines[1][0] == '0') {
-		return c, fmt.Errorf("size line %q", lines[1])
-	}
-	root, err := base64.StdEncoding.Strict().DecodeString(lines[2])
-	if err != nil || len(root) != len(c.Root) {
-		return c, fmt.Errorf("root line %q: want base64 of 32 bytes", lines[2])
-	}
-	c.Origin, c.Size = lines[0], size
-	copy(c.Root[:], root)
-	return c, nil
-}
-
 // openCheckpoint reads a signed checkpoint and checks its signature with the
 // verifier key file. An unreadable file or key is an exit-2 error; a
 // signature that does not verify, or a malformed body, is exit 1.
-func openCheckpoint(cmd, cpPath, vkeyPath string) (checkpointBody, error) {
-	var c checkpointBody
+func openCheckpoint(cmd, cpPath, vkeyPath string) (audit.Checkpoint, error) {
+	var c audit.Checkpoint
 	if err := checkPath("--checkpoint", cpPath, true); err != nil {
 		return c, err
 	}
@@ -240,7 +158,7 @@ func openCheckpoint(cmd, cpPath, vkeyPath string) (checkpointBody, error) {
 	if err != nil {
 		return c, usageErr("%s: %v", cmd, err)
 	}
-	verifier, err := note.NewVerifier(strings.TrimSpace(string(vk)))
+	verifier, err := audit.ParseVerifierKey(string(vk))
 	if err != nil {
 		return c, usageErr("%s: --vkey %s is not a verifier key: %v", cmd, vkeyPath, err)
 	}
@@ -248,11 +166,7 @@ func openCheckpoint(cmd, cpPath, vkeyPath string) (checkpointBody, error) {
 	if err != nil {
 		return c, usageErr("%s: %v", cmd, err)
 	}
-	n, err := note.Open(msg, note.VerifierList(verifier))
-	if err != nil {
-		return c, integrityErr(fmt.Errorf("%s: checkpoint %s: signature: %w", cmd, cpPath, err))
-	}
-	if c, err = parseCheckpointBody(n.Text); err != nil {
+	if c, err = audit.OpenCheckpoint(msg, verifier); err != nil {
 		return c, integrityErr(fmt.Errorf("%s: checkpoint %s: %w", cmd, cpPath, err))
 	}
 	return c, nil

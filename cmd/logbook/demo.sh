@@ -10,24 +10,26 @@ db=${LOGBOOK_DB:-.logbook/ledger.db}
 mkdir -p "$(dirname "$db")" .logbook
 
 coproc SRV { exec "$bin" serve --db "$db" --agent demo-agent --skills fixtures/skills 2>>.logbook/serve.log; }
+# bash unsets SRV and SRV_PID as soon as the coprocess exits: keep copies.
+srv_pid=$SRV_PID srv_in=${SRV[1]} srv_out=${SRV[0]}
 id=0
 out=""
 # call TOOL ARGS: one tools/call; prints the tool and its result envelope and
 # keeps the envelope in $out.
 call() {
   id=$((id + 1))
-  printf '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' "$id" "$1" "$2" >&"${SRV[1]}"
+  printf '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' "$id" "$1" "$2" >&"$srv_in"
   local line
-  IFS= read -r line <&"${SRV[0]}"
+  IFS= read -r line <&"$srv_out"
   out=${line#*\"structuredContent\":}
   out=${out%\}\}}
   printf '%-20s %s\n' "$1" "$out"
 }
 field() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" <<<"$out"; }
 
-printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}' >&"${SRV[1]}"
-IFS= read -r _ <&"${SRV[0]}"
-printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/initialized"}' >&"${SRV[1]}"
+printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}' >&"$srv_in"
+IFS= read -r _ <&"$srv_out"
+printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/initialized"}' >&"$srv_in"
 
 echo "== an agent plans and does a task (logbook serve, MCP over stdio) =="
 call task_create '{"title":"Add retry to the uploader","project":"demo","priority":"high","labels":["net"]}'
@@ -45,8 +47,8 @@ call thought_record_list "{\"task_id\":\"$task\",\"verify_chain\":true}"
 call merkle_finalize "{\"session_id\":\"$session\"}"
 call audit_verify_chain "{\"session_id\":\"$session\"}"
 call task_next_actions '{"project":"demo"}'
-exec {SRV[1]}>&-
-wait "$SRV_PID" || true
+exec {srv_in}>&-
+wait "$srv_pid" || true
 
 echo
 echo "== an auditor checks the ledger offline (logbook verify, replay, prove) =="

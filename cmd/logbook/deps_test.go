@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -94,5 +95,68 @@ func TestLedgerFormatHasNoStorageEngine(t *testing.T) {
 				t.Errorf("ledger depends on the storage engine %s", dep)
 			}
 		}
+	}
+}
+
+// TestAuditLayer: audit sits above projections and ledger and below mcp and
+// cmd. audit/boltaudit may read a ledger file (ledger/boltstore,
+// projections); nothing of the write side or MCP is in an auditor, and no
+// layer below imports audit.
+func TestAuditLayer(t *testing.T) {
+	const mod = "github.com/logbook-dev/logbook/"
+	for _, pkg := range []string{"audit", "audit/boltaudit"} {
+		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, above := range []string{"commands", "mcp", "cmd/logbook"} {
+				if dep == mod+above {
+					t.Errorf("%s imports %s, a layer above it", pkg, above)
+				}
+			}
+			if strings.HasPrefix(dep, "github.com/modelcontextprotocol/go-sdk") {
+				t.Errorf("%s imports the MCP SDK (%s)", pkg, dep)
+			}
+		}
+	}
+	for _, pkg := range []string{"ledger", "ledger/boltstore", "projections", "commands"} {
+		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == mod+"audit" || strings.HasPrefix(dep, mod+"audit/") {
+				t.Errorf("%s imports %s, a layer above it", pkg, dep)
+			}
+		}
+	}
+}
+
+// TestAuditFormatHasNoStorageEngine: the proof-file and checkpoint formats
+// and their checks (package audit) link no storage engine and no read
+// model, so a program that only checks proofs embeds them alone.
+func TestAuditFormatHasNoStorageEngine(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./../../audit").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, engine := range []string{"go.etcd.io/bbolt", "github.com/nats-io/", "/ledger/boltstore", "/projections"} {
+			if strings.Contains(dep, engine) {
+				t.Errorf("audit depends on %s", dep)
+			}
+		}
+	}
+}
+
+// TestFormatBuildsForWindows: the log's format and the auditor's checks
+// build where the bbolt store's unix locking does not.
+func TestFormatBuildsForWindows(t *testing.T) {
+	cmd := exec.Command("go", "build", "./ledger/", "./audit/")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("GOOS=windows go build ./ledger/ ./audit/: %v\n%s", err, out)
 	}
 }

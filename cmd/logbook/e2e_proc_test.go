@@ -119,6 +119,7 @@ type e2eConfig struct {
 	Skills   string // default: the fixtures
 	ReadOnly bool
 	Env      []string // extra KEY=VALUE
+	Args     []string // extra flags of serve
 }
 
 // e2eMessage is one JSON-RPC message from the server.
@@ -192,6 +193,7 @@ func startE2E(t testing.TB, cfg e2eConfig) *e2eServer {
 	if cfg.ReadOnly {
 		args = append(args, "--read-only")
 	}
+	args = append(args, cfg.Args...)
 	cmd := exec.Command(e2eBinary(t), args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LOGBOOK_") && !strings.HasPrefix(kv, "GORACE=") {
@@ -597,7 +599,8 @@ func e2eVerify(t testing.TB, db string) boltstore.VerifyReport {
 	t.Helper()
 	cmd := exec.Command(e2eBinary(t), "verify", "--db", db, "--json")
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1 exitcode=66")
-	// Only stdout is the JSON: a slow run also prints progress on stderr.
+	// stdout is the JSON report alone; stderr (progress, once a run takes
+	// over a second on a loaded machine) is shown only on failure.
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -609,7 +612,7 @@ func e2eVerify(t testing.TB, db string) boltstore.VerifyReport {
 		} `json:"projections"`
 	}
 	if err != nil || json.Unmarshal(out, &cli) != nil || !cli.OK {
-		t.Fatalf("logbook verify --db %s: %v\n%s\nstderr:\n%s", db, err, e2eTrunc(string(out), 4000), e2eTrunc(stderr.String(), 2000))
+		t.Fatalf("logbook verify --db %s: %v\n%s\n%s", db, err, e2eTrunc(stderr.String(), 4000), e2eTrunc(string(out), 4000))
 	}
 	if !cli.Projections.Checked {
 		t.Errorf("logbook verify --db %s did not compare the projections:\n%s", db, e2eTrunc(string(out), 2000))

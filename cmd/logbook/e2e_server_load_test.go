@@ -182,7 +182,7 @@ func agentRound(call func(tool string, args any) (json.RawMessage, error), name 
 }
 
 // killRounds is how many times TestServerKill9 kills the server:
-// LOGBOOK_SOAK_ROUNDS (make soak runs 25), else 3.
+// LOGBOOK_SOAK_ROUNDS if set, else 25 with LOGBOOK_SOAK=1 (make soak), else 3.
 func killRounds(t *testing.T) int {
 	if v := os.Getenv("LOGBOOK_SOAK_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -190,6 +190,9 @@ func killRounds(t *testing.T) int {
 			t.Fatalf("LOGBOOK_SOAK_ROUNDS=%q", v)
 		}
 		return n
+	}
+	if os.Getenv("LOGBOOK_SOAK") == "1" {
+		return 25
 	}
 	return 3
 }

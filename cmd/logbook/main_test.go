@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func TestMain(m *testing.M) {
 type result struct {
 	code           int
 	stdout, stderr string
+	maxRSSKB       int64 // the process's peak resident set
 }
 
 func (r result) String() string {
@@ -90,7 +92,11 @@ func runWith(t testing.TB, stdin io.Reader, env []string, args ...string) result
 	default:
 		t.Fatalf("logbook %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSSKB = ru.Maxrss
+	}
+	return r
 }
 
 // wantExit fails the test unless r exited with code.

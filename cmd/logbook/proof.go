@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/audit/boltaudit"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
@@ -93,64 +92,6 @@ exactly those events has). Leaves are SHA-256(0x00 || stored event bytes).`)
 	return nil
 }
 
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
-// passExit keeps an exit error raised inside a transaction, and makes any
-// other error an I/O error.
-func passExit(cmd string, err error) error {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return ioErr(cmd, err)
-}
-
-// proofFile is a proof as prove writes it and check-proof reads it. Hashes
-// are lower-case hex, the event is its stored bytes in base64. The file is
-// canonical: exactly the indented JSON of this struct and a newline, so any
-// edit that is not a valid proof fails to read.
-type proofFile struct {
-	Type string `json:"type"` // "inclusion" or "consistency"
-
-	// inclusion: the event seq (leaf index seq-1) in the tree of tree_size
-	// leaves with root root.
-	Seq       uint64 `json:"seq,omitempty"`
-	LeafIndex uint64 `json:"leaf_index,omitempty"`
-	LeafHash  string `json:"leaf_hash,omitempty"`
-	Event     []byte `json:"event,omitempty"`
-
-	// consistency: the tree of old_size leaves with root old_root is a prefix
-	// of the tree of tree_size leaves with root root.
-	OldSize uint64 `json:"old_size,omitempty"`
-	OldRoot string `json:"old_root,omitempty"`
-
-	TreeSize uint64   `json:"tree_size"`
-	Root     string   `json:"root"`
-	Path     []string `json:"path"` // RFC 9162 audit path or consistency proof, in order
-}
-
-const (
-	proofInclusion   = "inclusion"
-	proofConsistency = "consistency"
-)
-
-func (p *proofFile) encode() ([]byte, error) {
-	b, err := json.MarshalIndent(p, "", "  ")
-	return append(b, '\n'), err
-}
-
-func hexHashes(hs []ledger.Hash) []string {
-	out := make([]string, len(hs))
-	for i, h := range hs {
-		out[i] = h.String()
-	}
-	return out
-}
-
 func prove(ctx context.Context, e *env, args []string) error {
 	const summary = `Write an RFC 9162 proof as JSON (to --out, or stdout):
   logbook prove inclusion --seq S [--size N]     event S is in the log of the first N events
@@ -165,7 +106,7 @@ N defaults to the head. Check it with logbook check-proof, with no database.`
 		return nil
 	}
 	kind, args := args[0], args[1:]
-	if kind != proofInclusion && kind != proofConsistency {
+	if kind != audit.ProofInclusion && kind != audit.ProofConsistency {
 		return usageErr("prove: unknown proof %q: want inclusion or consistency", kind)
 	}
 	fs := newFlags(e, "prove "+kind, summary)
@@ -180,13 +121,13 @@ N defaults to the head. Check it with logbook check-proof, with no database.`
 		return err
 	}
 	switch {
-	case kind == proofInclusion && (isSet(fs, "old") || isSet(fs, "new")):
+	case kind == audit.ProofInclusion && (isSet(fs, "old") || isSet(fs, "new")):
 		return usageErr("prove inclusion: --old/--new are for consistency proofs")
-	case kind == proofConsistency && (isSet(fs, "seq") || isSet(fs, "size")):
+	case kind == audit.ProofConsistency && (isSet(fs, "seq") || isSet(fs, "size")):
 		return usageErr("prove consistency: --seq/--size are for inclusion proofs")
-	case kind == proofInclusion && *seq == 0:
+	case kind == audit.ProofInclusion && *seq == 0:
 		return usageErr("prove inclusion: --seq is required (seqs start at 1)")
-	case kind == proofConsistency && *old == 0:
+	case kind == audit.ProofConsistency && *old == 0:
 		return usageErr("prove consistency: --old is required (at least 1)")
 	}
 	if *out != "" {
@@ -199,7 +140,7 @@ N defaults to the head. Check it with logbook check-proof, with no database.`
 		return err
 	}
 	defer l.Close()
-	p := proofFile{Type: kind}
+	var p *audit.Proof
 	err = l.View(func(tx *boltstore.Tx) error {
 		head := tx.Head().Seq
 		n := head
@@ -209,46 +150,24 @@ N defaults to the head. Check it with logbook check-proof, with no database.`
 		if n > head {
 			return usageErr("prove: tree size %d is beyond the head %d", n, head)
 		}
-		root, err := tx.Root(n)
-		if err != nil {
-			return err
-		}
-		p.TreeSize, p.Root = n, root.String()
-		var path []ledger.Hash
-		if kind == proofInclusion {
+		var err error
+		if kind == audit.ProofInclusion {
 			if *seq > n {
 				return usageErr("prove inclusion: --seq %d is beyond the tree size %d", *seq, n)
 			}
-			r, err := tx.Event(*seq)
-			if err != nil {
-				return err
-			}
-			p.Seq, p.LeafIndex, p.LeafHash = *seq, *seq-1, r.Hash.String()
-			p.Event = append([]byte(nil), r.Raw...)
-			path, err = tx.InclusionProof(*seq, n)
-			if err != nil {
-				return err
-			}
+			p, err = boltaudit.ProveInclusion(tx, *seq, n)
 		} else {
 			if *old > n {
 				return usageErr("prove consistency: --old %d is beyond the new size %d", *old, n)
 			}
-			oldRoot, err := tx.Root(*old)
-			if err != nil {
-				return err
-			}
-			p.OldSize, p.OldRoot = *old, oldRoot.String()
-			if path, err = tx.ConsistencyProof(*old, n); err != nil {
-				return err
-			}
+			p, err = boltaudit.ProveConsistency(tx, *old, n)
 		}
-		p.Path = hexHashes(path)
-		return nil
+		return err
 	})
 	if err != nil {
 		return passExit("prove", err)
 	}
-	b, err := p.encode()
+	b, err := p.Encode()
 	if err != nil {
 		return err
 	}
@@ -308,11 +227,7 @@ FILE "-" reads stdin. Exit 0 valid, 1 invalid or malformed proof, 2 usage or I/O
 	if file == "" {
 		return usageErr("check-proof: want a proof file (or - for stdin)")
 	}
-	var trusted struct {
-		root, oldRoot   ledger.Hash
-		size, oldSize   uint64
-		haveOld, sizeOK bool
-	}
+	var trusted audit.Trusted
 	switch {
 	case *cpPath != "" && (*rootHex != "" || isSet(fs, "size")):
 		return usageErr("check-proof: --checkpoint and --root/--size exclude each other")
@@ -321,7 +236,7 @@ FILE "-" reads stdin. Exit 0 valid, 1 invalid or malformed proof, 2 usage or I/O
 		if err != nil {
 			return err
 		}
-		trusted.root, trusted.size, trusted.sizeOK = cp.Root, cp.Size, true
+		trusted.Root, trusted.Size, trusted.SizeKnown = cp.Root, cp.Size, true
 	case *rootHex == "":
 		return usageErr("check-proof: --root (or --checkpoint) is required: a proof is only as good as the root it is checked against")
 	default:
@@ -329,18 +244,17 @@ FILE "-" reads stdin. Exit 0 valid, 1 invalid or malformed proof, 2 usage or I/O
 		if err != nil {
 			return usageErr("check-proof: --root: %v", err)
 		}
-		trusted.root = h
-		if isSet(fs, "size") {
-			trusted.size, trusted.sizeOK = *size, true
-		}
+		trusted.Root = h
+		trusted.Size, trusted.SizeKnown = *size, isSet(fs, "size")
 	}
 	if *oldRootHex != "" {
 		h, err := ledger.ParseHash(*oldRootHex)
 		if err != nil {
 			return usageErr("check-proof: --old-root: %v", err)
 		}
-		trusted.oldRoot, trusted.haveOld = h, true
+		trusted.OldRoot, trusted.OldRootKnown = h, true
 	}
+	trusted.OldSize, trusted.OldSizeKnown = *oldSize, isSet(fs, "old-size")
 	var raw []byte
 	var err error
 	if file == "-" {
@@ -355,9 +269,17 @@ FILE "-" reads stdin. Exit 0 valid, 1 invalid or malformed proof, 2 usage or I/O
 		return usageErr("check-proof: %v", err)
 	}
 
-	res := checkJSON{SizeBound: trusted.sizeOK}
-	fail := func(err error) error {
-		res.OK, res.Error = false, err.Error()
+	res := checkJSON{SizeBound: trusted.SizeKnown}
+	p, err := audit.DecodeProof(raw)
+	if err == nil {
+		res.Type = p.Type
+		res.Statement, err = p.Check(trusted)
+	}
+	if errors.Is(err, audit.ErrOldForInclusion) {
+		return usageErr("check-proof: --old-root/--old-size are for consistency proofs")
+	}
+	if err != nil {
+		res.Error = err.Error()
 		if *asJSON {
 			writeJSON(e.stdout, res)
 		} else {
@@ -365,115 +287,13 @@ FILE "-" reads stdin. Exit 0 valid, 1 invalid or malformed proof, 2 usage or I/O
 		}
 		return integrityErr(fmt.Errorf("check-proof: %w", err))
 	}
-	p, err := readProof(raw)
-	if err != nil {
-		return fail(err)
-	}
-	res.Type = p.Type
-	if trusted.sizeOK && p.TreeSize != trusted.size {
-		return fail(fmt.Errorf("the proof is for a tree of %d events, the trusted root is of %d", p.TreeSize, trusted.size))
-	}
-	if p.Root != trusted.root.String() {
-		return fail(fmt.Errorf("the proof is for root %s, not the trusted root %s", p.Root, trusted.root))
-	}
-	switch p.Type {
-	case proofInclusion:
-		if isSet(fs, "old-size") || trusted.haveOld {
-			return usageErr("check-proof: --old-root/--old-size are for consistency proofs")
-		}
-		leaf, _ := ledger.ParseHash(p.LeafHash)
-		if err := checkEvent(p, leaf); err != nil {
-			return fail(err)
-		}
-		if err := ledger.VerifyInclusion(leaf, p.LeafIndex, p.TreeSize, mustHashes(p.Path), trusted.root); err != nil {
-			return fail(err)
-		}
-		res.Statement = fmt.Sprintf("event seq %d (hash %s) is in the log of %d events with root %s", p.Seq, p.LeafHash, p.TreeSize, p.Root)
-	case proofConsistency:
-		oldRoot, _ := ledger.ParseHash(p.OldRoot)
-		if trusted.haveOld && oldRoot != trusted.oldRoot {
-			return fail(fmt.Errorf("the proof starts from root %s, not the trusted old root %s", oldRoot, trusted.oldRoot))
-		}
-		if isSet(fs, "old-size") && p.OldSize != *oldSize {
-			return fail(fmt.Errorf("the proof starts from a tree of %d events, the trusted old size is %d", p.OldSize, *oldSize))
-		}
-		if err := ledger.VerifyConsistency(p.OldSize, p.TreeSize, oldRoot, trusted.root, mustHashes(p.Path)); err != nil {
-			return fail(err)
-		}
-		from := "as stated by the proof"
-		if trusted.haveOld {
-			from = "trusted"
-		}
-		res.Statement = fmt.Sprintf("the log of %d events with root %s (%s) is a prefix of the log of %d events with root %s", p.OldSize, p.OldRoot, from, p.TreeSize, p.Root)
-	}
 	res.OK = true
 	if *asJSON {
 		return writeJSON(e.stdout, res)
 	}
 	fmt.Fprintf(e.stdout, "ok: %s\n", res.Statement)
-	if !trusted.sizeOK {
+	if !trusted.SizeKnown {
 		fmt.Fprintln(e.stdout, "note: the tree size is the proof's own; pass --size or --checkpoint to bind it")
 	}
 	return nil
-}
-
-// readProof parses a proof file strictly: known fields only, hashes in
-// lower-case hex, fields consistent with the type, and the canonical
-// encoding byte for byte.
-func readProof(raw []byte) (*proofFile, error) {
-	var p proofFile
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("malformed proof: %v", err)
-	}
-	if canon, err := p.encode(); err != nil || !bytes.Equal(canon, raw) {
-		return nil, errors.New("malformed proof: not the canonical encoding logbook prove writes (was it edited?)")
-	}
-	hashes := append([]string{p.Root}, p.Path...)
-	switch p.Type {
-	case proofInclusion:
-		if p.Seq == 0 || p.LeafIndex != p.Seq-1 || p.OldSize != 0 || p.OldRoot != "" || len(p.Event) == 0 {
-			return nil, errors.New("malformed proof: an inclusion proof needs seq >= 1, leaf_index = seq-1 and the event, and no old_size/old_root")
-		}
-		hashes = append(hashes, p.LeafHash)
-	case proofConsistency:
-		if p.OldSize == 0 || p.Seq != 0 || p.LeafIndex != 0 || p.LeafHash != "" || p.Event != nil {
-			return nil, errors.New("malformed proof: a consistency proof needs old_size >= 1, and no seq/leaf/event")
-		}
-		hashes = append(hashes, p.OldRoot)
-	default:
-		return nil, fmt.Errorf("malformed proof: unknown type %q", p.Type)
-	}
-	for _, h := range hashes {
-		if v, err := ledger.ParseHash(h); err != nil || v.String() != h {
-			return nil, fmt.Errorf("malformed proof: %q is not a lower-case hex SHA-256", h)
-		}
-	}
-	return &p, nil
-}
-
-// checkEvent checks that the proof's event bytes are the leaf and the
-// event at the proof's seq.
-func checkEvent(p *proofFile, leaf ledger.Hash) error {
-	if got := ledger.LeafHash(p.Event); got != leaf {
-		return fmt.Errorf("the event's bytes hash to %s, not the proof's leaf %s", got, leaf)
-	}
-	ev, err := ledger.DecodeEvent(p.Event)
-	if err != nil {
-		return fmt.Errorf("the proof's event: %w", err)
-	}
-	if ev.Seq != p.Seq {
-		return fmt.Errorf("the proof's event is seq %d, not %d", ev.Seq, p.Seq)
-	}
-	return nil
-}
-
-// mustHashes parses hashes readProof already checked.
-func mustHashes(hs []string) []ledger.Hash {
-	out := make([]ledger.Hash, len(hs))
-	for i, h := range hs {
-		out[i], _ = ledger.ParseHash(h)
-	}
-	return out
 }

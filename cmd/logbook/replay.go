@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logbook-dev/logbook/audit/boltaudit"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
@@ -88,7 +89,7 @@ With --follow, keeps printing events as agents append them, until interrupted (e
 
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
 	defer w.Flush()
-	rp := &replayer{l: l, w: w, f: f, next: *from, chunk: *chunk}
+	rp := boltaudit.NewReplayer(l, *from, *chunk)
 	for {
 		var head uint64
 		if err := l.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil }); err != nil {
@@ -101,9 +102,15 @@ With --follow, keeps printing events as agents append them, until interrupted (e
 		if !*follow && *to != 0 && *to > head {
 			return usageErr("replay: --to %d is beyond the head %d", *to, head)
 		}
-		for rp.next <= end {
-			if err := rp.chunkUpTo(end); err != nil {
-				return err
+		for rp.Next() <= end {
+			if err := rp.ReadChunk(end, func(r ledger.Record) error {
+				if !f.match(r) {
+					return nil
+				}
+				return writeJSON(w, lineOf(r))
+			}); err != nil {
+				w.Flush()
+				return replayErr(rp, err)
 			}
 			if err := w.Flush(); err != nil {
 				return err
@@ -112,7 +119,7 @@ With --follow, keeps printing events as agents append them, until interrupted (e
 				return nil
 			}
 		}
-		if !*follow || (*to != 0 && rp.next > *to) {
+		if !*follow || (*to != 0 && rp.Next() > *to) {
 			return nil
 		}
 		select {
@@ -123,59 +130,16 @@ With --follow, keeps printing events as agents append them, until interrupted (e
 	}
 }
 
-// replayer prints events in order, checking each link as it goes.
-type replayer struct {
-	l     *boltstore.Store
-	w     *bufio.Writer
-	f     *replayFilter
-	next  uint64      // the next seq to read
-	prev  ledger.Hash // hash of event next-1, once known
-	known bool        // prev is known
-	chunk uint64
-}
-
-// chunkUpTo reads and prints events next..min(next+chunk-1, end) in one read
-// transaction.
-func (rp *replayer) chunkUpTo(end uint64) error {
-	last := min(rp.next+rp.chunk-1, end)
-	err := rp.l.View(func(tx *boltstore.Tx) error {
-		if !rp.known && rp.next > 1 {
-			// The link into the first event printed is checked too.
-			r, err := tx.Event(rp.next - 1)
-			if err != nil {
-				return err
-			}
-			rp.prev, rp.known = r.Hash, true
-		}
-		return tx.Scan(rp.next, last+1, func(r ledger.Record) error {
-			if r.Seq != rp.next {
-				return &ledger.IntegrityError{Seq: rp.next, Problem: ledger.ProblemGap}
-			}
-			if rp.next > 1 && r.Prev != rp.prev {
-				return &ledger.IntegrityError{Seq: r.Seq, Problem: ledger.ProblemLink, Want: rp.prev, Got: r.Prev}
-			}
-			rp.prev, rp.known, rp.next = r.Hash, true, r.Seq+1
-			if !rp.f.match(r) {
-				return nil
-			}
-			return writeJSON(rp.w, lineOf(r))
-		})
-	})
-	if err == nil && rp.next <= last {
-		err = &ledger.IntegrityError{Seq: rp.next, Problem: ledger.ProblemGap}
+// replayErr is the exit error of a replay stopped by err.
+func replayErr(rp *boltaudit.Replayer, err error) error {
+	if errors.Is(err, ledger.ErrMalformed) {
+		return integrityErr(fmt.Errorf("replay: seq %d: %w (run logbook verify)", rp.Next(), err))
 	}
-	if err != nil {
-		rp.w.Flush()
-		if errors.Is(err, ledger.ErrMalformed) {
-			return integrityErr(fmt.Errorf("replay: seq %d: %w (run logbook verify)", rp.next, err))
-		}
-		var ie *ledger.IntegrityError
-		if errors.As(err, &ie) {
-			return integrityErr(fmt.Errorf("replay: %w (run logbook verify)", err))
-		}
-		return ioErr("replay", err)
+	var ie *ledger.IntegrityError
+	if errors.As(err, &ie) {
+		return integrityErr(fmt.Errorf("replay: %w (run logbook verify)", err))
 	}
-	return nil
+	return ioErr("replay", err)
 }
 
 func lineOf(r ledger.Record) replayLine {

@@ -98,6 +98,13 @@ func parse(e *env, fs *flag.FlagSet, args []string) (done bool, err error) {
 	return false, nil
 }
 
+// isSet reports whether the flag name was given.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // defaultDB is where the ledger lives when neither --db nor LOGBOOK_DB says.
 const defaultDB = ".logbook/ledger.db"
 

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,6 +32,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 	project := fs.String("project", "", "default project of task_next_actions")
 	skills := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
 	readOnly := fs.Bool("read-only", false, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
+	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "answer ERR_STORAGE when another process holds the ledger file longer than this")
 	connect := fs.String("connect", "", "bridge to the logbook server at this URL (http[s]://HOST:PORT/mcp) instead of opening a ledger")
 	tokenEnv := fs.String("token-env", "LOGBOOK_TOKEN", "with --connect: the environment variable holding the bearer token")
 	if done, err := parse(e, fs, args); done {
@@ -38,6 +40,9 @@ func serve(ctx context.Context, e *env, args []string) error {
 	}
 	if *connect != "" {
 		return bridge(ctx, e, fs, *connect, *tokenEnv)
+	}
+	if *lockTimeout <= 0 {
+		return usageErr("serve: --lock-timeout must be positive")
 	}
 	if *project != "" && !projectRE.MatchString(*project) {
 		return usageErr("serve: --project %q is not a slug like my-project", *project)
@@ -63,7 +68,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 		debug.SetGCPercent(400)
 	}
 	log := newLogger(e)
-	l, err := boltstore.Open(*db, boltstore.Options{Create: true})
+	l, err := boltstore.Open(*db, boltstore.Options{Create: true, LockTimeout: *lockTimeout})
 	if err != nil {
 		return usageErr("serve: %v", err)
 	}

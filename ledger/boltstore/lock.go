@@ -91,3 +91,9 @@ func waitLock(f *os.File, how int, timeout time.Duration) (*os.File, error) {
 		return nil, fmt.Errorf("%w (waited %v)", ErrLocked, timeout)
 	}
 }
+
+// tryLock takes f's exclusive lock if nobody holds it, without waiting;
+// closing f releases it.
+func tryLock(f *os.File) bool {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}

@@ -49,7 +49,8 @@ func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) 
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("snapshot to %s: %w", dst, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	removeStaleCopies(dst)
+	tmp, err := os.CreateTemp(filepath.Dir(dst), tempPrefix(dst)+"*")
 	if err != nil {
 		return rep, fmt.Errorf("snapshot: %w", err)
 	}
@@ -238,4 +239,22 @@ func copyBucket(dst, src *bolt.Bucket) error {
 		}
 		return copyBucket(child, src.Bucket(k))
 	})
+}
+
+// tempPrefix names the hidden files a snapshot to dst is built in.
+func tempPrefix(dst string) string { return "." + filepath.Base(dst) + ".tmp-" }
+
+// removeStaleCopies removes what killed snapshots to dst left behind: their
+// hidden temporary files, which nobody holds locked any more (a live
+// snapshot's copy is open in bbolt, which locks it).
+func removeStaleCopies(dst string) {
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(dst), tempPrefix(dst)+"*"))
+	for _, path := range stale {
+		if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+			if tryLock(f) {
+				os.Remove(path)
+			}
+			f.Close()
+		}
+	}
 }

@@ -80,3 +80,6 @@ func (tx *Tx) PromoteStaging() error {
 	}
 	return tx.btx.DeleteBucket(bucketStaging)
 }
+
+// HasStaging reports whether a staging set of spaces exists.
+func (tx *Tx) HasStaging() bool { return tx.btx.Bucket(bucketStaging) != nil }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // FormatVersion is the on-disk layout version written in the file's meta
@@ -60,7 +61,12 @@ type Options struct {
 	Hold        bool
 	LockTimeout time.Duration    // bounded wait for the file lock; default 5s
 	Now         func() time.Time // clock for event times; default time.Now
-	MaxBatch    int              // most calls grouped in one commit; default 256
+	// Replica, if set, is a replicated log this file is a local copy of
+	// (another storage engine, shared by many nodes): every write
+	// transaction first ingests what it holds past the local head, and
+	// commits only once the events it appended are in it.
+	Replica  Replica
+	MaxBatch int // most calls grouped in one commit; default 256
 }
 
 // Store is an append-only event log in one bbolt file that several
@@ -83,9 +89,33 @@ type Store struct {
 	create bool
 }
 
+// Replica is a replicated log that a Store keeps a local copy of. It keeps
+// the storage contract: Append succeeds only if the log's head is still
+// the one given (compare-and-append), and is durable when it returns.
+type Replica interface {
+	// CatchUp ingests into tx (Tx.Ingest), in order, every event the log
+	// holds past tx.Head().
+	CatchUp(tx *Tx) error
+	// Append appends events (stored bytes, seq head.Seq+1 onwards) to the
+	// log if its head is still head; ErrHeadMoved if another node
+	// appended first. An outcome it cannot tell is resolved by reading the
+	// log back, never by appending again blindly.
+	Append(head ledger.Head, events [][]byte) error
+}
+
+// ErrHeadMoved: the replicated log's head moved since the transaction read
+// it (another node appended first). The transaction is rolled back, caught
+// up and run again.
+var ErrHeadMoved = errors.New("the log's head moved")
+
+// maxReplicaRetries bounds how often one commit is run again because other
+// nodes kept appending first.
+const maxReplicaRetries = 16
+
 type request struct {
-	fn   func(*Tx) error
-	done chan error
+	fn       func(*Tx) error
+	done     chan error
+	deadline time.Time // when waiting for the file lock must give up
 }
 
 // PanicError is returned by Update when fn panicked. The commit it was part
@@ -140,7 +170,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	if opts.Hold && !opts.ReadOnly {
-		db, file, err := l.openDB(false)
+		db, file, err := l.openDB(false, opts.LockTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
@@ -204,9 +234,9 @@ func (l *Store) ReadOnly() bool { return l.opts.ReadOnly }
 // openDB opens the bbolt file, taking its lock. Only the creation of a new
 // ledger (Open with Create) may create the file: a file gone from under a
 // running Store is an error, never recreated.
-func (l *Store) openDB(readOnly bool) (*bolt.DB, *os.File, error) {
+func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.File, error) {
 	var file *os.File
-	open := lockedOpener(l.opts.LockTimeout, l.create)
+	open := lockedOpener(lockWait, l.create)
 	db, err := bolt.Open(l.path, 0o600, &bolt.Options{
 		ReadOnly: readOnly,
 		OpenFile: func(path string, flag int, mode os.FileMode) (f *os.File, err error) {
@@ -223,6 +253,11 @@ func (l *Store) openDB(readOnly bool) (*bolt.DB, *os.File, error) {
 		return nil, nil, err
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil, fmt.Errorf("%w: %s no longer exists", ErrReplaced, l.path)
+	case errors.Is(err, berrors.ErrInvalid):
+		// No bbolt magic at all: some other file.
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrNotLedger, l.path, err)
+	case errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrDamaged, l.path, err)
 	}
 	return nil, nil, fmt.Errorf("open %s: %w", l.path, err)
 }
@@ -230,10 +265,15 @@ func (l *Store) openDB(readOnly bool) (*bolt.DB, *os.File, error) {
 // withDB runs fn on the bbolt file — the held one, or the file opened (and
 // locked) for fn and closed after it — and the file it was opened from.
 func (l *Store) withDB(readOnly bool, fn func(*bolt.DB, *os.File) error) error {
+	return l.withDBWait(readOnly, l.opts.LockTimeout, fn)
+}
+
+// withDBWait is withDB waiting at most lockWait for the file lock.
+func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.DB, *os.File) error) error {
 	if l.held != nil {
 		return guard(func() error { return fn(l.held, l.heldFile) })
 	}
-	db, file, err := l.openDB(readOnly)
+	db, file, err := l.openDB(readOnly, lockWait)
 	if err != nil {
 		return err
 	}
@@ -269,7 +309,7 @@ func (l *Store) Update(fn func(*Tx) error) error {
 	if l.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	r := &request{fn: fn, done: make(chan error, 1)}
+	r := &request{fn: fn, done: make(chan error, 1), deadline: time.Now().Add(l.opts.LockTimeout)}
 	select {
 	case l.queue <- r:
 	case <-l.quit:
@@ -370,48 +410,85 @@ func (l *Store) drain(batch []*request) []*request {
 // commit), up to maxHold: a busy process pays for opening the file once, not
 // once per commit.
 func (l *Store) session(batch []*request) {
-	opened := false
-	err := l.withDB(false, func(db *bolt.DB, file *os.File) error {
-		opened = true
-		start := time.Now()
-		for len(batch) > 0 {
-			if err := l.commit(db, file, batch); err != nil {
-				// The commit itself failed (I/O): start afresh from the file
-				// rather than go on with this handle.
-				return nil
+	for len(batch) > 0 {
+		opened := false
+		err := l.withDBWait(false, lockWait(batch, time.Now()), func(db *bolt.DB, file *os.File) error {
+			opened = true
+			start := time.Now()
+			for len(batch) > 0 {
+				rest, err := l.commit(db, file, batch)
+				if batch = rest; err != nil {
+					// The commit itself failed (I/O): start afresh from the
+					// file rather than go on with this handle.
+					return nil
+				}
+				held := time.Since(start)
+				if held > maxHold {
+					// Let other processes have the file; what is left of
+					// this batch goes in the next session.
+					return nil
+				}
+				if batch = l.drain(batch); len(batch) == 0 {
+					batch = l.await(batch, min(linger, maxHold-held))
+				}
 			}
-			held := time.Since(start)
-			if held > maxHold {
-				return nil
-			}
-			if batch = l.drain(batch[:0]); len(batch) == 0 {
-				batch = l.await(batch, min(linger, maxHold-held))
-			}
+			return nil
+		})
+		if opened {
+			continue // with what is left, if anything
 		}
-		return nil
-	})
-	if err != nil && !opened { // the file could not be opened: nothing ran
-		for _, r := range batch {
+		if err == nil {
+			return
+		}
+		// The file could not be opened: nothing ran. Try again for the
+		// calls that may still wait, with whatever else queued meanwhile.
+		batch = l.drain(answerExpired(batch, err, time.Now()))
+	}
+}
+
+// lockWait is how long a session for batch may wait for the file lock: no
+// longer than its oldest call may still wait, so that a call queued behind
+// a failed attempt does not wait a whole timeout twice.
+func lockWait(batch []*request, now time.Time) time.Duration {
+	wait := batch[0].deadline.Sub(now)
+	for _, r := range batch[1:] {
+		wait = min(wait, r.deadline.Sub(now))
+	}
+	return max(wait, time.Millisecond)
+}
+
+// answerExpired answers with err the calls of batch that cannot wait any
+// longer — all of them unless err is a lock timeout — and returns the rest.
+func answerExpired(batch []*request, err error, now time.Time) []*request {
+	keep := batch[:0]
+	for _, r := range batch {
+		if errors.Is(err, ErrLocked) && r.deadline.After(now.Add(time.Millisecond)) {
+			keep = append(keep, r)
+		} else {
 			r.done <- err
 		}
 	}
+	return keep
 }
 
 // commit runs the batch in one transaction. A failing fn is answered with its
 // error and the rest run again without it.
-func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) error {
+func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*request, err error) {
 	// The path must still name the file open here: a file renamed away or
 	// deleted after it was opened would take every commit with it.
 	if err := l.checkSameFile(file); err != nil {
 		for _, r := range batch {
 			r.done <- err
 		}
-		return err
+		return nil, err
 	}
+	retries := 0
 	for len(batch) > 0 {
 		failed, ferr := -1, error(nil)
+		ran := len(batch)
 		var head ledger.Head
 		err := db.Update(func(btx *bolt.Tx) error {
+			start := time.Now()
 			if err := l.checkFile(btx); err != nil {
 				return err
 			}
@@ -423,9 +500,27 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) error {
 			if _, err := tx.emptyTrash(128 << 10); err != nil {
 				return err
 			}
+			replica := l.opts.Replica
+			if replica != nil {
+				if err := replica.CatchUp(tx); err != nil {
+					return fmt.Errorf("catch up with the replicated log: %w", err)
+				}
+			}
+			base := tx.head // what the calls decide against
 			for i, r := range batch {
 				if err := safeRun(r.fn, tx); err != nil {
 					failed, ferr = i, err
+					return err
+				}
+				// However many calls are waiting, one commit holds the
+				// file for about maxHold at most: the rest go in the next.
+				if time.Since(start) > maxHold {
+					ran = i + 1
+					break
+				}
+			}
+			if replica != nil && len(tx.appended) > 0 {
+				if err := replica.Append(base, tx.appended); err != nil {
 					return err
 				}
 			}
@@ -436,15 +531,23 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) error {
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue
 		}
+		if errors.Is(err, ErrHeadMoved) && retries < maxReplicaRetries {
+			// Another node appended first: roll back, catch up, decide
+			// again against the new state.
+			retries++
+			continue
+		}
 		if err == nil {
 			l.seen.committed(head)
+		} else {
+			ran = len(batch) // the commit failed: every call gets its error
 		}
-		for _, r := range batch {
+		for _, r := range batch[:ran] {
 			r.done <- err
 		}
-		return err
+		return batch[ran:], err
 	}
-	return nil
+	return nil, nil
 }
 
 func safeRun(fn func(*Tx) error, tx *Tx) (err error) {
@@ -465,3 +568,7 @@ func u64(v uint64) []byte {
 	binary.BigEndian.PutUint64(b[:], v)
 	return b[:]
 }
+
+// Held reports whether the Store keeps its file open (Options.Hold): its
+// read transactions then run alongside commits rather than open the file.
+func (l *Store) Held() bool { return l.held != nil }

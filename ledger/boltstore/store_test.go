@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -238,5 +239,78 @@ func TestEmptyFileIsCreatedOnlyWithCreate(t *testing.T) {
 	l.Close()
 	if _, err := l.Verify(context.Background(), VerifyOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestQueuedCallWaitsForTheLockOnce: after an attempt to take the lock
+// fails, the calls whose wait is over are answered and the others retry
+// with only what is left of their own timeout, so a call queued behind a
+// failed attempt never waits a whole timeout twice.
+func TestQueuedCallWaitsForTheLockOnce(t *testing.T) {
+	now := time.Unix(1000, 0)
+	errLocked := fmt.Errorf("%w (waited 5s)", ErrLocked)
+	old := &request{done: make(chan error, 1), deadline: now}
+	queued := &request{done: make(chan error, 1), deadline: now.Add(3 * time.Second)}
+	if got := lockWait([]*request{queued, old}, now.Add(-2*time.Second)); got != 2*time.Second {
+		t.Errorf("lock wait %v, want the oldest call's 2s left", got)
+	}
+	keep := answerExpired([]*request{old, queued}, errLocked, now)
+	if len(keep) != 1 || keep[0] != queued {
+		t.Fatalf("kept %d calls, want only the one with time left", len(keep))
+	}
+	if err := <-old.done; !errors.Is(err, ErrLocked) {
+		t.Errorf("expired call answered %v", err)
+	}
+	if got := lockWait(keep, now); got != 3*time.Second {
+		t.Errorf("retry waits %v, want the 3s left, not a whole timeout", got)
+	}
+	// Any other failure to open answers every call at once.
+	if keep := answerExpired([]*request{queued}, os.ErrPermission, now); len(keep) != 0 || !errors.Is(<-queued.done, os.ErrPermission) {
+		t.Error("a failure other than the lock kept calls waiting")
+	}
+}
+
+// TestSlowCallsAreSplitAcrossCommits: however many calls are queued, a
+// commit stops taking more once it has held the file for maxHold, so calls
+// that each take longer than that commit one per transaction (and other
+// processes get the file between sessions).
+func TestSlowCallsAreSplitAcrossCommits(t *testing.T) {
+	l := openTest(t)
+	const calls = 12
+	var mu sync.Mutex
+	txids := map[int]int{}
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	// The first call holds the committer until the others are queued.
+	go l.Update(func(tx *Tx) error { <-block; return nil })
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := l.Update(func(tx *Tx) error {
+				time.Sleep(2 * maxHold) // a call's own work, longer than maxHold
+				mu.Lock()
+				txids[tx.btx.ID()]++
+				mu.Unlock()
+				_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester"})
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for len(l.queue) < calls {
+		runtime.Gosched()
+	}
+	close(block)
+	wg.Wait()
+	for id, n := range txids {
+		if n > 1 {
+			t.Errorf("transaction %d ran %d slow calls; want one each", id, n)
+		}
+	}
+	if len(txids) != calls {
+		t.Errorf("%d calls committed in %d transactions", calls, len(txids))
 	}
 }

@@ -20,7 +20,8 @@ type Tx struct {
 	headDirty bool
 	events    *bolt.Bucket
 	levels    []*bolt.Bucket
-	spaces    []byte // the bucket holding this view's spaces: bucketSpaces or bucketStaging
+	spaces    []byte   // the bucket holding this view's spaces: bucketSpaces or bucketStaging
+	appended  [][]byte // stored bytes of the events Append added, in order
 	// stagingUsed is set once this transaction writes to a staging space:
 	// bbolt's MoveBucket would drop what it wrote there.
 	stagingUsed *bool
@@ -59,13 +60,51 @@ func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
 	if err != nil {
 		return ledger.Record{}, err
 	}
-	h := ledger.LeafHash(raw)
-	if err := tx.events.Put(u64(e.Seq), raw); err != nil {
-		return ledger.Record{}, fmt.Errorf("append seq %d: %w", e.Seq, err)
-	}
-	nodes, err := ledger.AppendNodes(e.Seq-1, h, tx.Node)
+	h, err := tx.store(e.Seq, raw)
 	if err != nil {
-		return ledger.Record{}, fmt.Errorf("append seq %d: merkle: %w", e.Seq, err)
+		return ledger.Record{}, err
+	}
+	tx.appended = append(tx.appended, raw)
+	return ledger.Record{Event: e, Raw: raw, Hash: h}, nil
+}
+
+// Ingest appends an event that another node already appended to the
+// replicated log the store follows (Options.Replica), as its stored bytes.
+// It checks them first — a canonical envelope claiming the next seq and
+// linking to the head — so loss or corruption in the replicated log is
+// reported as a *ledger.IntegrityError and never stored or folded.
+func (tx *Tx) Ingest(raw []byte) (ledger.Record, error) {
+	if tx.staged() {
+		return ledger.Record{}, errStagingAppend
+	}
+	want := tx.head.Seq + 1
+	r, err := ledger.DecodeRecord(raw)
+	switch {
+	case err != nil:
+		return ledger.Record{}, &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemMalformed, Detail: err.Error()}
+	case r.Seq != want:
+		return ledger.Record{}, &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemSeq, Detail: fmt.Sprintf("the replicated log's next event claims seq %d", r.Seq)}
+	case r.Prev != tx.head.Hash && !(want == 1 && r.Prev == ledger.Hash{}):
+		return ledger.Record{}, &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemLink, Want: tx.head.Hash, Got: r.Prev}
+	}
+	raw = append([]byte(nil), raw...)
+	r.Raw = raw
+	if _, err := tx.store(want, raw); err != nil {
+		return ledger.Record{}, err
+	}
+	return r, nil
+}
+
+// store puts the stored bytes of event seq (the head's successor) and the
+// Merkle nodes it completes, and makes it the head.
+func (tx *Tx) store(seq uint64, raw []byte) (ledger.Hash, error) {
+	h := ledger.LeafHash(raw)
+	if err := tx.events.Put(u64(seq), raw); err != nil {
+		return h, fmt.Errorf("append seq %d: %w", seq, err)
+	}
+	nodes, err := ledger.AppendNodes(seq-1, h, tx.Node)
+	if err != nil {
+		return h, fmt.Errorf("append seq %d: merkle: %w", seq, err)
 	}
 	for _, n := range nodes {
 		b, err := tx.level(n.Level, true)
@@ -73,12 +112,12 @@ func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
 			err = b.Put(u64(n.Index), append([]byte(nil), n.Hash[:]...))
 		}
 		if err != nil {
-			return ledger.Record{}, fmt.Errorf("append seq %d: merkle node %d/%d: %w", e.Seq, n.Level, n.Index, err)
+			return h, fmt.Errorf("append seq %d: merkle node %d/%d: %w", seq, n.Level, n.Index, err)
 		}
 	}
-	tx.head = ledger.Head{Seq: e.Seq, Hash: h}
+	tx.head = ledger.Head{Seq: seq, Hash: h}
 	tx.headDirty = true
-	return ledger.Record{Event: e, Raw: raw, Hash: h}, nil
+	return h, nil
 }
 
 // flush writes the head once per commit rather than once per event.

@@ -1,0 +1,184 @@
+package boltaudit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// Options tune Verify.
+type Options struct {
+	// Chunk is the number of events per read transaction; default 8192.
+	Chunk uint64
+	// Checkpoint, if set, is a checkpoint whose signature the caller has
+	// checked (audit.OpenCheckpoint): the ledger must extend it.
+	Checkpoint *audit.Checkpoint
+	// Projections refolds the log into a scratch file and compares the
+	// stored projections with it.
+	Projections bool
+	// ScratchDir is where the scratch file goes (default: the system temp
+	// directory); it is deleted before Verify returns.
+	ScratchDir string
+	// Progress, if set, is called as events are read (done of total).
+	Progress func(done, total uint64)
+}
+
+// Verify checks the ledger l without trusting what wrote it, in this order:
+//  1. every event's bytes against its stored leaf, every prev link, the
+//     head, every stored Merkle node (boltstore.Store.Verify); then the root
+//     recomputed from the events' bytes against the stored tree's;
+//  2. with a checkpoint: that the ledger has at least its size, that its
+//     first events as they are now hash to the signed root, and that a
+//     consistency proof from it to the verified root holds;
+//  3. with Projections: the log refolded in a scratch file, compared with
+//     the stored projections key by key (projections of another version
+//     than this binary's are reported as not compared).
+//
+// A ledger that does not hold is reported in the Report (OK false, Problem
+// the first thing wrong); the error is for I/O only.
+func Verify(ctx context.Context, l *boltstore.Store, opts Options) (*audit.Report, error) {
+	if opts.Chunk == 0 {
+		opts.Chunk = 1 << 13
+	}
+	if opts.Progress == nil {
+		opts.Progress = func(done, total uint64) {}
+	}
+	v := &verifier{l: l, opts: opts}
+	return v.run(ctx)
+}
+
+// verifier is one run of Verify.
+type verifier struct {
+	l    *boltstore.Store
+	opts Options
+	out  audit.Report
+}
+
+func (v *verifier) run(ctx context.Context) (*audit.Report, error) {
+	start := time.Now()
+	out, cp := &v.out, v.opts.Checkpoint
+	defer func() { out.Timing.TotalMS = millis(time.Since(start)) }()
+	rep, err := v.l.Verify(ctx, boltstore.VerifyOptions{Chunk: v.opts.Chunk, Progress: v.opts.Progress})
+	out.Timing.ChainMS = millis(time.Since(start))
+	out.Timing.ChainEventsPerS = rate(rep.Size, time.Since(start))
+	out.Size, out.Head, out.Root, out.Nodes = rep.Size, rep.Head, rep.Root, rep.Nodes
+	var ie *ledger.IntegrityError
+	if errors.As(err, &ie) {
+		return out.Fail(audit.FromIntegrity(ie)), nil
+	}
+	if err != nil {
+		return out, err
+	}
+	if cp != nil {
+		if p := cp.CheckSize(rep.Size); p != nil {
+			return out.Fail(p), nil
+		}
+	}
+
+	checkProjections := v.opts.Projections
+	var version, applied uint64
+	if err := v.l.View(func(tx *boltstore.Tx) error {
+		var err error
+		version, applied, err = projections.State(tx)
+		return err
+	}); err != nil {
+		return out, err
+	}
+	if checkProjections {
+		out.Projections = &audit.ProjectionReport{StoredVersion: version, BinaryVersion: projections.Version, AppliedSeq: applied}
+		switch {
+		case version == 0:
+			out.Projections.Note = "the file holds no projections yet; a server builds them from the log when it opens the file"
+			checkProjections = false
+		case version != projections.Version:
+			out.Projections.Note = fmt.Sprintf("stored projections are version %d, this binary folds version %d: they are not compared, and are rebuilt from the log when a server opens the file", version, projections.Version)
+			checkProjections = false
+		}
+	}
+	if cp == nil && !checkProjections {
+		out.OK = true
+		return out, nil
+	}
+
+	// One pass over the log: the root recomputed from the events themselves
+	// (for the checkpoint, and against the stored tree), and the refold.
+	p := &logPass{v: v, rootAt: map[uint64]ledger.Hash{0: ledger.EmptyRoot}}
+	if cp != nil && cp.Size > 0 {
+		p.rootAt[cp.Size] = ledger.Hash{}
+	}
+	if rep.Size > 0 {
+		p.rootAt[rep.Size] = ledger.Hash{}
+	}
+	end := rep.Size
+	if checkProjections {
+		if err := p.openScratch(); err != nil {
+			return out, err
+		}
+		defer p.closeScratch()
+		p.foldTo = applied
+		end = max(end, applied)
+	}
+	pstart := time.Now()
+	if err := p.read(ctx, end); err != nil {
+		var pe *audit.Problem
+		if errors.As(err, &pe) {
+			return out.Fail(pe), nil
+		}
+		return out, err
+	}
+	if got := p.rootAt[rep.Size]; got != rep.Root {
+		root := rep.Root
+		return out.Fail(&audit.Problem{Kind: audit.NodeWrong, Seq: rep.Size, Want: &got, Got: &root,
+			Detail: "the root from the stored Merkle nodes differs from the root recomputed from the events"}), nil
+	}
+	if cp != nil {
+		out.Checkpoint = &audit.CheckpointReport{Origin: cp.Origin, Size: cp.Size, Root: cp.Root}
+		if pe := cp.CheckExtends(p.rootAt[cp.Size], out.Size, out.Root, v.consistencyProof(cp.Size)); pe != nil {
+			return out.Fail(pe), nil
+		}
+		out.Checkpoint.Consistent = true
+	}
+	if checkProjections {
+		pe, err := p.compare()
+		out.Timing.ProjectionsMS = millis(time.Since(pstart))
+		out.Timing.ProjectionsEventsPerS = rate(out.Projections.AppliedSeq, time.Since(pstart))
+		if err != nil {
+			return out, err
+		}
+		if pe != nil {
+			return out.Fail(pe), nil
+		}
+		out.Projections.Checked = true
+	}
+	out.OK = true
+	return out, nil
+}
+
+// consistencyProof reads the proof from size old to the verified size.
+func (v *verifier) consistencyProof(old uint64) func() ([]ledger.Hash, error) {
+	return func() ([]ledger.Hash, error) {
+		var proof []ledger.Hash
+		err := v.l.View(func(tx *boltstore.Tx) error {
+			var err error
+			proof, err = tx.ConsistencyProof(old, v.out.Size)
+			return err
+		})
+		return proof, err
+	}
+}
+
+// rate is events per second, 0 when nothing was timed.
+func rate(events uint64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(events) / d.Seconds()
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

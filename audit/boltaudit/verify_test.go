@@ -1,0 +1,315 @@
+package boltaudit_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/audit/boltaudit"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
+	bolt "go.etcd.io/bbolt"
+)
+
+const tasks = 6
+
+// newLedger writes a ledger of tasks task.created events with their
+// projections folded, and returns its path.
+func newLedger(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := boltstore.Open(path, boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	err = l.Update(func(tx *boltstore.Tx) error {
+		if err := projections.Reset(tx); err != nil {
+			return err
+		}
+		for n := uint64(1); n <= tasks; n++ {
+			if _, err := appendEvent(tx, projections.TypeTaskCreated, projections.TaskCreated{
+				TaskID: projections.FormatID(projections.TaskPrefix, n), Project: "core", Sequence: n,
+				Title: fmt.Sprintf("task %d", n), Priority: "medium", Labels: []string{}, Assignee: "agent",
+			}, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// appendEvent appends one event, folded into the projections if fold.
+func appendEvent(tx *boltstore.Tx, typ string, payload any, fold bool) (ledger.Record, error) {
+	b, err := ledger.EncodePayload(payload)
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	r, err := tx.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: "agent", Payload: b})
+	if err != nil || !fold {
+		return r, err
+	}
+	return r, projections.Apply(tx, r)
+}
+
+func update(t *testing.T, path string, fn func(*boltstore.Tx) error) {
+	t.Helper()
+	l, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// verify runs Verify on the file at path.
+func verify(t *testing.T, path string, opts boltaudit.Options) *audit.Report {
+	t.Helper()
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	opts.ScratchDir = t.TempDir()
+	rep, err := boltaudit.Verify(context.Background(), l, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func root(t *testing.T, path string, size uint64) ledger.Hash {
+	t.Helper()
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var h ledger.Hash
+	if err := l.View(func(tx *boltstore.Tx) (err error) { h, err = tx.Root(size); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// wantProblem fails unless rep failed with a problem of kind want at seq.
+func wantProblem(t *testing.T, rep *audit.Report, want audit.Kind, seq uint64) *audit.Problem {
+	t.Helper()
+	if rep.OK || rep.Problem == nil {
+		t.Fatalf("verified OK, want %q", want)
+	}
+	if rep.Problem.Kind != want || rep.Problem.Seq != seq {
+		t.Fatalf("%v, want %q at seq %d", rep.Problem, want, seq)
+	}
+	return rep.Problem
+}
+
+func TestVerifyHealthy(t *testing.T) {
+	path := newLedger(t)
+	cp := audit.Checkpoint{Origin: "o", Size: 3, Root: root(t, path, 3)}
+	var last [2]uint64 // the last progress report: the refold's end
+	rep := verify(t, path, boltaudit.Options{Projections: true, Checkpoint: &cp, Chunk: 2,
+		Progress: func(done, total uint64) { last = [2]uint64{done, total} }})
+	if !rep.OK || rep.Problem != nil || rep.Size != tasks || rep.Root != root(t, path, tasks) {
+		t.Fatalf("%+v", rep)
+	}
+	if p := rep.Projections; p == nil || !p.Checked || p.AppliedSeq != tasks || p.ComparedKeys == 0 || len(p.Fingerprint) != 16 {
+		t.Errorf("projections: %+v", rep.Projections)
+	}
+	if c := rep.Checkpoint; c == nil || !c.Consistent || c.Size != 3 {
+		t.Errorf("checkpoint: %+v", rep.Checkpoint)
+	}
+	if last != [2]uint64{tasks, tasks} {
+		t.Errorf("last progress %d/%d, want %d/%d", last[0], last[1], tasks, tasks)
+	}
+	if rep := verify(t, path, boltaudit.Options{}); !rep.OK || rep.Projections != nil || rep.Checkpoint != nil {
+		t.Errorf("chain only: %+v", rep)
+	}
+}
+
+// A byte of an event's stored bytes edited: the chain problem, with
+// ledger's own error as its cause.
+func TestVerifyChainProblem(t *testing.T) {
+	path := newLedger(t)
+	editTitle(t, path, 4)
+	p := wantProblem(t, verify(t, path, boltaudit.Options{Projections: true}), audit.ContentChanged, 4)
+	var ie *ledger.IntegrityError
+	if !errors.As(p, &ie) || ie.Problem != ledger.ProblemContent || p.Want == nil || p.Got == nil {
+		t.Errorf("cause %v, want the ledger's integrity error and both hashes", p.Err)
+	}
+}
+
+// editTitle rewrites the title of task n in the stored bytes of event n,
+// behind the store's back.
+func editTitle(t *testing.T, path string, n uint64) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("events"))
+		k := binary.BigEndian.AppendUint64(nil, n)
+		v := bytes.Clone(b.Get(k))
+		i := bytes.Index(v, fmt.Appendf(nil, "task %d", n))
+		if i < 0 {
+			return fmt.Errorf("event %d has no title of task %d", n, n)
+		}
+		v[i+5] = 'X'
+		return b.Put(k, v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyCheckpointProblems(t *testing.T) {
+	path := newLedger(t)
+	long := audit.Checkpoint{Origin: "o", Size: tasks + 3, Root: root(t, path, tasks)}
+	wantProblem(t, verify(t, path, boltaudit.Options{Checkpoint: &long}), audit.LogTruncated, tasks+1)
+
+	// A checkpoint of a log whose first 4 events were other events.
+	other := audit.Checkpoint{Origin: "o", Size: 4, Root: root(t, path, 3)}
+	rep := verify(t, path, boltaudit.Options{Checkpoint: &other})
+	p := wantProblem(t, rep, audit.CheckpointMismatch, 4)
+	if *p.Want != other.Root || *p.Got != root(t, path, 4) {
+		t.Errorf("want %s got %s", p.Want, p.Got)
+	}
+	if rep.Checkpoint == nil || rep.Checkpoint.Consistent {
+		t.Errorf("checkpoint report: %+v", rep.Checkpoint)
+	}
+}
+
+// A stored projection value edited: the refold tells, naming the space
+// and key.
+func TestVerifyProjectionDiffers(t *testing.T) {
+	path := newLedger(t)
+	update(t, path, func(tx *boltstore.Tx) error {
+		sp, err := tx.Space("tasks")
+		if err != nil {
+			return err
+		}
+		k := binary.BigEndian.AppendUint64(nil, 2)
+		v := sp.Get(k)
+		if !bytes.Contains(v, []byte("task 2")) {
+			return fmt.Errorf("task 2 is not stored under key 2: %q", v)
+		}
+		return sp.Put(k, bytes.Replace(v, []byte("task 2"), []byte("TASK 2"), 1))
+	})
+	rep := verify(t, path, boltaudit.Options{Projections: true})
+	p := wantProblem(t, rep, audit.ProjectionDiffers, 2)
+	var d *projections.Difference
+	if !errors.As(p, &d) || d.Space != "tasks" || d.Key != "T-0002" || rep.Projections.Differences != 1 {
+		t.Errorf("difference %+v (%d keys)", d, rep.Projections.Differences)
+	}
+	if rep := verify(t, path, boltaudit.Options{}); !rep.OK {
+		t.Errorf("without projections: %v", rep.Problem)
+	}
+}
+
+// An event the log holds (so the chain verifies) that the fold cannot make
+// sense of, recorded as applied.
+func TestVerifyProjectionFoldFailed(t *testing.T) {
+	path := newLedger(t)
+	update(t, path, func(tx *boltstore.Tx) error {
+		status := "done"
+		if _, err := appendEvent(tx, projections.TypeTaskUpdated, projections.TaskUpdated{TaskID: "T-0099", Status: &status}, false); err != nil {
+			return err
+		}
+		meta, err := tx.Space("meta")
+		if err != nil {
+			return err
+		}
+		return meta.Put([]byte("applied"), binary.BigEndian.AppendUint64(nil, tasks+1))
+	})
+	wantProblem(t, verify(t, path, boltaudit.Options{Projections: true}), audit.ProjectionFoldFailed, tasks+1)
+}
+
+func TestVerifyProjectionsOfAnotherVersion(t *testing.T) {
+	path := newLedger(t)
+	update(t, path, func(tx *boltstore.Tx) error {
+		meta, err := tx.Space("meta")
+		if err != nil {
+			return err
+		}
+		return meta.Put([]byte("version"), binary.BigEndian.AppendUint64(nil, projections.Version+1))
+	})
+	rep := verify(t, path, boltaudit.Options{Projections: true})
+	if !rep.OK || rep.Projections == nil || rep.Projections.Checked || rep.Projections.Note == "" {
+		t.Errorf("%+v %+v", rep, rep.Projections)
+	}
+}
+
+func TestProve(t *testing.T) {
+	path := newLedger(t)
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	trusted := audit.Trusted{Root: root(t, path, 5), Size: 5, SizeKnown: true}
+	err = l.View(func(tx *boltstore.Tx) error {
+		for _, prove := range []func() (*audit.Proof, error){
+			func() (*audit.Proof, error) { return boltaudit.ProveInclusion(tx, 2, 5) },
+			func() (*audit.Proof, error) { return boltaudit.ProveConsistency(tx, 3, 5) },
+		} {
+			p, err := prove()
+			if err != nil {
+				return err
+			}
+			raw, err := p.Encode()
+			if err != nil {
+				return err
+			}
+			if p, err = audit.DecodeProof(raw); err != nil {
+				return err
+			}
+			if _, err := p.Check(trusted); err != nil {
+				return fmt.Errorf("%s: %w", p.Type, err)
+			}
+		}
+		if _, err := boltaudit.ProveInclusion(tx, 2, tasks+1); err == nil {
+			return errors.New("a proof in a tree beyond the head")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Sessions finalized all along the log: the refold asks for the log's root
+// at each, while the next chunks are being read (run with -race).
+func TestVerifyFinalizedSessions(t *testing.T) {
+	path := newLedger(t)
+	update(t, path, func(tx *boltstore.Tx) error {
+		for n := uint64(1); n <= 40; n++ {
+			sid := projections.FormatID(projections.SessionPrefix, n)
+			tid := projections.FormatID(projections.TaskPrefix, n%tasks+1)
+			if _, err := appendEvent(tx, projections.TypeSessionStarted, projections.SessionStarted{SessionID: sid, TaskID: tid, AuditorID: "auditor", Scope: "shallow"}, true); err != nil {
+				return err
+			}
+			if _, err := appendEvent(tx, projections.TypeSessionFinalized, projections.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()}, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	rep := verify(t, path, boltaudit.Options{Projections: true, Chunk: 1})
+	if !rep.OK || !rep.Projections.Checked {
+		t.Fatalf("%v %+v", rep.Problem, rep.Projections)
+	}
+}

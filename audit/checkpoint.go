@@ -1,0 +1,149 @@
+package audit
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Checkpoint is the body of a C2SP tlog-checkpoint (c2sp.org/tlog-checkpoint):
+//
+//	<origin>\n<size>\n<base64 root>\n
+//
+// signed as a note (golang.org/x/mod/sumdb/note) with an Ed25519 key.
+// Published outside the ledger file, it pins the log's size and RFC 9162
+// root at that moment: any later rewrite or truncation of those events is
+// provable against it (boltaudit.Verify with a checkpoint).
+type Checkpoint struct {
+	Origin string
+	Size   uint64
+	Root   ledger.Hash
+}
+
+// Text is the note body that is signed.
+func (c Checkpoint) Text() string {
+	return fmt.Sprintf("%s\n%d\n%s\n", c.Origin, c.Size, base64.StdEncoding.EncodeToString(c.Root[:]))
+}
+
+// ParseCheckpoint reads the first three lines of a checkpoint body;
+// extension lines after them are allowed and ignored. A body that is not
+// origin, size and root is a *Problem of kind CheckpointMalformed.
+func ParseCheckpoint(text string) (Checkpoint, error) {
+	var c Checkpoint
+	bad := func(format string, args ...any) error {
+		return &Problem{Kind: CheckpointMalformed, Detail: fmt.Sprintf(format, args...)}
+	}
+	lines := strings.SplitN(text, "\n", 4)
+	if len(lines) < 4 || lines[0] == "" {
+		return c, bad("want origin, size and root lines")
+	}
+	size, err := strconv.ParseUint(lines[1], 10, 64)
+	if err != nil || (len(lines[1]) > 1 && lines[1][0] == '0') {
+		return c, bad("size line %q", lines[1])
+	}
+	root, err := base64.StdEncoding.Strict().DecodeString(lines[2])
+	if err != nil || len(root) != len(c.Root) {
+		return c, bad("root line %q: want base64 of 32 bytes", lines[2])
+	}
+	c.Origin, c.Size = lines[0], size
+	copy(c.Root[:], root)
+	return c, nil
+}
+
+// Sign returns the signed note of c: its text, a blank line and the
+// signature line.
+func (c Checkpoint) Sign(s note.Signer) ([]byte, error) {
+	if c.Origin == "" || strings.Contains(c.Origin, "\n") {
+		return nil, errors.New("the origin must be one non-empty line")
+	}
+	return note.Sign(&note.Note{Text: c.Text()}, s)
+}
+
+// OpenCheckpoint checks the signature of a signed checkpoint msg with v and
+// parses its body. A signature that does not verify is a *Problem of kind
+// CheckpointSignature, a body that does not parse one of kind
+// CheckpointMalformed.
+func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, error) {
+	n, err := note.Open(msg, note.VerifierList(v))
+	if err != nil {
+		return Checkpoint{}, &Problem{Kind: CheckpointSignature, Detail: "signature: " + err.Error(), Err: err}
+	}
+	return ParseCheckpoint(n.Text)
+}
+
+// ParseSignerKey reads a signer key as a key file holds it (surrounding
+// white space ignored).
+func ParseSignerKey(text string) (note.Signer, error) {
+	return note.NewSigner(strings.TrimSpace(text))
+}
+
+// ParseVerifierKey reads a verifier key as a key file holds it.
+func ParseVerifierKey(text string) (note.Verifier, error) {
+	return note.NewVerifier(strings.TrimSpace(text))
+}
+
+// ValidKeyName is the note package's rule for key names, which
+// note.GenerateKey does not check but NewVerifier does: well-formed UTF-8,
+// no Unicode spaces, no '+'.
+func ValidKeyName(name string) bool {
+	if name == "" || !utf8.ValidString(name) || strings.Contains(name, "+") {
+		return false
+	}
+	return !strings.ContainsFunc(name, unicode.IsSpace)
+}
+
+// Keys is a new Ed25519 note key pair in the note text formats.
+type Keys struct {
+	Signer   string // secret: signs checkpoints
+	Verifier string // public: what auditors are given
+}
+
+// NewKeys generates a key pair named name (see ValidKeyName).
+func NewKeys(name string) (Keys, error) {
+	if !ValidKeyName(name) {
+		return Keys{}, fmt.Errorf("key name %q: want a non-empty name without spaces or '+'", name)
+	}
+	sk, vk, err := note.GenerateKey(rand.Reader, name)
+	return Keys{Signer: sk, Verifier: vk}, err
+}
+
+// Write creates the two key files, which must not exist: the signer key
+// readable by its owner only. On error neither file is left behind.
+func (k Keys) Write(signerPath, verifierPath string) error {
+	if err := writeNew(signerPath, k.Signer+"\n", 0o600); err != nil {
+		return err
+	}
+	if err := writeNew(verifierPath, k.Verifier+"\n", 0o644); err != nil {
+		os.Remove(signerPath)
+		return err
+	}
+	return nil
+}
+
+// writeNew creates path (which must not exist) with data, synced.
+func writeNew(path, data string, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(data)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}

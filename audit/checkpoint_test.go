@@ -1,0 +1,132 @@
+package audit_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/ledger"
+	"golang.org/x/mod/sumdb/note"
+)
+
+func newKeys(t testing.TB, name string) (note.Signer, note.Verifier) {
+	t.Helper()
+	keys, err := audit.NewKeys(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := audit.ParseSignerKey(keys.Signer + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := audit.ParseVerifierKey(" " + keys.Verifier + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, v
+}
+
+func TestCheckpointSignOpen(t *testing.T) {
+	s, v := newKeys(t, "example.com/log")
+	cp := audit.Checkpoint{Origin: "example.com/log", Size: 12, Root: ledger.LeafHash([]byte("x"))}
+	signed, err := cp.Sign(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(signed, []byte(cp.Text()+"\n— example.com/log ")) {
+		t.Errorf("signed note:\n%s", signed)
+	}
+	got, err := audit.OpenCheckpoint(signed, v)
+	if err != nil || got != cp {
+		t.Errorf("open: %+v, %v; want %+v", got, err, cp)
+	}
+	if _, err := (audit.Checkpoint{Origin: "two\nlines"}).Sign(s); err == nil {
+		t.Error("signed an origin of two lines")
+	}
+}
+
+func TestCheckpointSignature(t *testing.T) {
+	s, v := newKeys(t, "example.com/log")
+	_, other := newKeys(t, "example.com/log")
+	signed, _ := audit.Checkpoint{Origin: "example.com/log", Size: 3, Root: ledger.EmptyRoot}.Sign(s)
+	edited := bytes.Replace(signed, []byte("\n3\n"), []byte("\n4\n"), 1)
+	for _, c := range []struct {
+		name string
+		msg  []byte
+		v    note.Verifier
+	}{
+		{"another key of the same name", signed, other},
+		{"the size edited", edited, v},
+		{"not a note", []byte("hello\n"), v},
+	} {
+		_, err := audit.OpenCheckpoint(c.msg, c.v)
+		p := wantKind(t, err, audit.CheckpointSignature, c.name)
+		if !strings.HasPrefix(p.Error(), "signature: ") || p.Err == nil {
+			t.Errorf("%s: %q (cause %v)", c.name, p.Error(), p.Err)
+		}
+	}
+}
+
+func TestCheckpointMalformed(t *testing.T) {
+	s, v := newKeys(t, "k")
+	for _, c := range []struct{ body, want string }{
+		{"origin\n12\n", "want origin, size and root lines"},
+		{"\n12\nAAAA\n", "want origin, size and root lines"},
+		{"origin\n012\n" + rootB64 + "\n", `size line "012"`},
+		{"origin\n-1\n" + rootB64 + "\n", `size line "-1"`},
+		{"origin\n12\nAAAA\n", `root line "AAAA"`},
+	} {
+		// Signed, so the signature holds and the body is what is wrong.
+		msg, err := note.Sign(&note.Note{Text: c.body}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = audit.OpenCheckpoint(msg, v)
+		p := wantKind(t, err, audit.CheckpointMalformed, c.body)
+		if !strings.Contains(p.Error(), c.want) {
+			t.Errorf("%q: %q, want %q", c.body, p.Error(), c.want)
+		}
+	}
+	// Extension lines after the root are allowed.
+	if _, err := audit.ParseCheckpoint("origin\n12\n" + rootB64 + "\nextension\n"); err != nil {
+		t.Errorf("extension line: %v", err)
+	}
+}
+
+var rootB64 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=" // EmptyRoot
+
+func TestKeys(t *testing.T) {
+	if _, err := audit.NewKeys("two words"); err == nil {
+		t.Error("a key name with a space")
+	}
+	for name, want := range map[string]bool{"example.com/log": true, "": false, "a+b": false, "a\tb": false, "\xff": false} {
+		if audit.ValidKeyName(name) != want {
+			t.Errorf("ValidKeyName(%q) = %v", name, !want)
+		}
+	}
+	keys, err := audit.NewKeys("example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sk, vk := filepath.Join(dir, "k.skey"), filepath.Join(dir, "k.vkey")
+	if err := keys.Write(sk, vk); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(sk); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("signer key file: %v, %v", fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(vk); string(b) != keys.Verifier+"\n" {
+		t.Errorf("verifier key file: %q", b)
+	}
+	if err := keys.Write(filepath.Join(dir, "new.skey"), vk); err == nil {
+		t.Error("overwrote a key file")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new.skey")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed Write left the signer key behind: %v", err)
+	}
+}

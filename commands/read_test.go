@@ -1,0 +1,110 @@
+package commands
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+// TestReadsAsideAreAudited: with the file held (a server), every read-only
+// call is answered from a read transaction and recorded in a commit of its
+// own; the harness checks each tool.called records the exact reply's hash,
+// and the replies are those of the write path.
+func TestReadsAsideAreAudited(t *testing.T) {
+	held := newHarnessWith(t, Options{Agent: "reader"}, boltstore.Options{Hold: true, Now: newFakeClock().Now})
+	shared := newHarnessWith(t, Options{Agent: "reader"}, boltstore.Options{Now: newFakeClock().Now})
+	for _, h := range []*harness{held, shared} {
+		task := h.call("task_create", map[string]any{"title": "read me", "project": "reads"}, "OK")["task_id"]
+		h.call("thought_record", map[string]any{"task_id": task, "type": "plan", "content": "a plan"}, "OK")
+		h.call("task_get", map[string]any{"task_id": task, "include_thought_trail": true}, "OK")
+		h.call("task_list", map[string]any{"search": "read"}, "OK")
+		h.call("task_get", map[string]any{"task_id": "T-0999"}, "ERR_TASK_NOT_FOUND")
+		h.call("audit_verify_chain", map[string]any{}, "OK")
+		h.call("thought_record_list", map[string]any{"task_id": task, "verify_chain": true}, "OK")
+	}
+	if !held.svc.readsAside(Call{Tool: "task_get"}) || shared.svc.readsAside(Call{Tool: "task_get"}) || !shared.svc.readsAside(Call{Tool: "task_list"}) {
+		t.Error("reads aside: want every read with a held file, only heavy reads with a shared one")
+	}
+	// Replies with no event hash or wall-clock time in them (durations in
+	// the tool.called events make the two ledgers' hashes differ).
+	for _, i := range []int{2, 3, 4} {
+		if string(held.sent[i].Reply) != string(shared.sent[i].Reply) {
+			t.Errorf("call %d (%s): a held store answered\n%s\nthe shared one\n%s", i, held.sent[i].Tool, held.sent[i].Reply, shared.sent[i].Reply)
+		}
+	}
+}
+
+// TestReadAsideSeesOtherProcesses: events another process appended since
+// this one last committed are folded before a read answers (the read falls
+// back to the write path, which catches up first).
+func TestReadAsideSeesOtherProcesses(t *testing.T) {
+	h := newHarness(t, Options{Agent: "one"})
+	h.call("task_create", map[string]any{"title": "mine", "project": "procs"}, "OK")
+	other, err := boltstore.Open(h.path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	svc, err := New(other, Options{Agent: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []byte(`{"title":"theirs","project":"procs"}`)
+	reply, err := svc.Do(t.Context(), Call{Tool: "task_create", Args: args, Client: h.client, Encode: testEncode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other process's call, for the end-of-test check of every call.
+	h.sent = append(h.sent, sent{Tool: "task_create", Args: args, Code: "OK", Reply: reply})
+	got := h.call("task_list", map[string]any{"project": "procs"}, "OK")
+	if n := got["total_count"]; n != float64(2) {
+		t.Errorf("task_list after another process appended: total_count %v, want 2", n)
+	}
+}
+
+// TestConcurrentRebuilds: servers starting at once on one new file, and
+// `logbook rebuild` run twice at once, each as its own process would (a
+// Store of its own on the file): all succeed, whoever promotes first, and
+// the projections equal a rebuild from scratch.
+func TestConcurrentRebuilds(t *testing.T) {
+	h := newHarness(t, Options{Agent: "seed"})
+	for i := range 30 {
+		h.call("task_create", map[string]any{"title": fmt.Sprintf("task %d", i), "project": "rebuilds"}, "OK")
+	}
+	for _, force := range []bool{false, true} {
+		if !force {
+			// Projections of another version, as after an upgrade.
+			if err := h.l.Update(func(tx *boltstore.Tx) error {
+				meta, err := tx.Space("meta")
+				if err != nil {
+					return err
+				}
+				return meta.Put([]byte("version"), []byte{0, 0, 0, 0, 0, 0, 0, 1})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				l, err := boltstore.Open(h.path, boltstore.Options{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer l.Close()
+				if force {
+					err = Rebuild(l, true, nil)
+				} else {
+					_, err = New(l, Options{Agent: "starter"})
+				}
+				if err != nil {
+					t.Errorf("force %v: %v", force, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
