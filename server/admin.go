@@ -95,7 +95,48 @@ func adminHandler(l *boltstore.Store) http.Handler {
 		list, err := ListTokens(l)
 		reply(w, err, list)
 	})
+	// A consistent copy of the held file, for the offline commands
+	// (verify, replay, proofs) while the server runs.
+	mux.HandleFunc("POST /snapshot", func(w http.ResponseWriter, r *http.Request) {
+		var req snapshotRequest
+		if !decodeJSON(w, r, &req) {
+			return
+		}
+		if !filepath.IsAbs(req.Out) {
+			reply(w, fmt.Errorf("%w: the snapshot path must be absolute", ErrInvalid), nil)
+			return
+		}
+		rep, err := l.Snapshot(r.Context(), req.Out, boltstore.SnapshotOptions{})
+		reply(w, err, rep)
+	})
 	return mux
+}
+
+type snapshotRequest struct {
+	Out string `json:"out"`
+}
+
+// SnapshotThroughServer asks the server answering on socket for a snapshot
+// of its ledger at out (an absolute path, which must not exist; the
+// server's user writes it). ok is false when no server answers there.
+func SnapshotThroughServer(socket, out string) (rep boltstore.SnapshotReport, ok bool, err error) {
+	conn, err := net.DialTimeout("unix", socket, time.Second)
+	if err != nil {
+		return rep, false, nil
+	}
+	conn.Close()
+	m := &Tokens{c: adminClient(socket, 0)}
+	defer m.Close()
+	return rep, true, m.call(http.MethodPost, "/snapshot", snapshotRequest{Out: out}, &rep)
+}
+
+// adminClient speaks HTTP over the admin socket.
+func adminClient(socket string, timeout time.Duration) *http.Client {
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}
+	return &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: timeout}
 }
 
 type issued struct {
@@ -142,11 +183,7 @@ func OpenTokens(db, socket string) (*Tokens, error) {
 	if socket != "" {
 		if conn, err := net.DialTimeout("unix", socket, time.Second); err == nil {
 			conn.Close()
-			dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", socket)
-			}
-			return &Tokens{c: &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: 30 * time.Second}}, nil
+			return &Tokens{c: adminClient(socket, 30*time.Second)}, nil
 		}
 	}
 	l, err := boltstore.Open(db, boltstore.Options{LockTimeout: 2 * time.Second})

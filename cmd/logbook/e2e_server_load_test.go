@@ -17,7 +17,8 @@ import (
 
 // TestServerManyAgents: 16 agents over HTTP (the three protocol revisions
 // mixed) and 4 through stdio bridges work at once on one server, with
-// audit_verify_chain running alongside. Every call is answered, ids are
+// audit_verify_chain, and logbook snapshot then verify of the copy, running
+// alongside. Every call is answered, ids are
 // unique, every event's actor is its caller's token agent, and the chain
 // verifies afterwards.
 func TestServerManyAgents(t *testing.T) {
@@ -115,6 +116,14 @@ func TestServerManyAgents(t *testing.T) {
 			audits.Add(1)
 		}
 	})
+	// An operator copying the held ledger (through the server's admin
+	// socket) and verifying the copy offline, while the agents write.
+	snap := filepath.Join(t.TempDir(), "snap.db")
+	if r := run(t, "snapshot", "--db", db, "--out", snap, "--json"); r.code != 0 {
+		t.Errorf("snapshot beside the server: %v", r)
+	} else {
+		e2eVerify(t, snap)
+	}
 	wg.Wait()
 	close(stop)
 	auditWG.Wait()
