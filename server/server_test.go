@@ -172,6 +172,20 @@ func TestRunAdminSocketAndDrain(t *testing.T) {
 		t.Errorf("list through the socket: %+v %v", list, err)
 	}
 	m.Close()
+	snap := filepath.Join(t.TempDir(), "snap.db")
+	rep, ok, err := SnapshotThroughServer(socket, snap)
+	if !ok || err != nil || rep.Size != 1 {
+		t.Errorf("snapshot through the socket: %+v %v %v", rep, ok, err)
+	}
+	if _, err := os.Stat(snap); err != nil {
+		t.Errorf("no snapshot file: %v", err)
+	}
+	if _, _, err := SnapshotThroughServer(socket, "relative.db"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a relative snapshot path: %v", err)
+	}
+	if _, ok, _ := SnapshotThroughServer(filepath.Join(t.TempDir(), "none.sock"), snap); ok {
+		t.Errorf("no server, yet ok")
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
