@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,6 +58,11 @@ func BenchmarkServer(b *testing.B) {
 				procs[i].initialize("2025-11-25")
 			}
 			id := e2eBenchTask(procs[0])
+			pids := make([]int, len(procs))
+			for i, p := range procs {
+				pids[i] = p.cmd.Process.Pid
+			}
+			defer benchServerCPU(b, pids...)()
 			benchInflight(b, len(procs)*8, func(w, i int) error {
 				s := procs[w%len(procs)]
 				if r := parseE2EReply(b, tool, s.wait(s.callToolAsync(tool, e2eJSON(b, benchArgs(tool, id, i))), tool)); !r.Env.OK {
@@ -74,6 +82,7 @@ func benchHTTP16x8(b *testing.B, proto, tool string) {
 		clients[i] = benchConnect(b, s, token, proto)
 	}
 	id := benchTaskHTTP(b, clients[0])
+	defer benchServerCPU(b, s.cmd.Process.Pid)()
 	benchInflight(b, len(clients)*8, func(w, i int) error {
 		env, err := callHTTP(clients[w%len(clients)], tool, benchArgs(tool, id, i))
 		if err == nil && !env.OK {
@@ -81,6 +90,35 @@ func benchHTTP16x8(b *testing.B, proto, tool string) {
 		}
 		return err
 	})
+}
+
+// benchServerCPU reports, when the returned func runs, the CPU time the
+// server processes used per call since benchServerCPU was called: a figure
+// that depends much less than calls/s on what else the machine runs.
+func benchServerCPU(b *testing.B, pids ...int) func() {
+	total := func() (ticks int64) {
+		for _, pid := range pids {
+			raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				return -1 // not Linux, or gone: no figure
+			}
+			// utime and stime are fields 14 and 15, counted after the
+			// parenthesised command name (which may hold spaces).
+			f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += u + st
+		}
+		return ticks
+	}
+	before := total()
+	return func() {
+		after := total()
+		if before >= 0 && after >= 0 && b.N > 0 {
+			// Clock ticks are 10 ms (USER_HZ 100).
+			b.ReportMetric(float64(after-before)*10000/float64(b.N), "server-cpu-µs/call")
+		}
+	}
 }
 
 // benchInflight runs b.N calls from workers goroutines and reports calls/s.
