@@ -52,7 +52,8 @@ func listenAdmin(path string, l *boltstore.Store, log *slog.Logger) (*adminServe
 		ln.Close()
 		return nil, fmt.Errorf("admin socket: %s exists and is not a socket", path)
 	}
-	if err := os.Chmod(tmp, 0o600); err == nil {
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
