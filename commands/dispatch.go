@@ -6,25 +6,35 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/logbook-dev/logbook/domain"
 )
 
-// handler runs one tool inside the call's transaction.
-type handler func(s *Service, ctx context.Context, tx *Tx, args json.RawMessage) (any, error)
-
-// command is one tool's handler and whether it may append events.
-type command struct {
-	run     handler
+// Command is one thing the service can be asked to do: the domain's rules
+// of its arguments, whether it changes domain state, and how it runs. A
+// transport maps its own names (MCP tool names, HTTP routes) to these values.
+type Command struct {
+	rules   *domain.Command
 	mutates bool
+	// heavy: a read whose work grows with the ledger (see readsAside).
+	heavy bool
+	run   handler
 }
 
-// tool adapts a typed command to a handler: it decodes the arguments
-// (already checked against the schema at the edge; decoding is strict
-// again here) and runs it.
-func tool[In any, Out any](mutates bool, f func(*Service, *Tx, In) (Out, error)) command {
-	return command{mutates: mutates, run: func(s *Service, _ context.Context, tx *Tx, args json.RawMessage) (any, error) {
-		if mutates && s.opts.ReadOnly {
-			return nil, ErrReadOnly
-		}
+// Rules are the domain's rules of the command's arguments.
+func (c *Command) Rules() *domain.Command { return c.rules }
+
+// Mutates reports whether the command changes domain state (it is refused
+// with ErrReadOnly by a read-only service). Every call is audited anyway.
+func (c *Command) Mutates() bool { return c.mutates }
+
+// handler runs one command inside the call's transaction.
+type handler func(s *Service, ctx context.Context, tx *Tx, args json.RawMessage) (any, error)
+
+// command adapts a typed method to a Command: the call's arguments are
+// validated against the domain's rules, then decoded strictly into In.
+func command[In any, Out any](rules *domain.Command, mutates bool, f func(*Service, *Tx, In) (Out, error)) *Command {
+	return &Command{rules: rules, mutates: mutates, run: func(s *Service, _ context.Context, tx *Tx, args json.RawMessage) (any, error) {
 		var in In
 		if err := decodeArgs(args, &in); err != nil {
 			return nil, err
@@ -33,39 +43,51 @@ func tool[In any, Out any](mutates bool, f func(*Service, *Tx, In) (Out, error))
 	}}
 }
 
-// Tools maps each contract tool name to its command.
-var tools = map[string]command{
-	"server_ping":         tool(false, (*Service).Ping),
-	"server_health":       tool(false, (*Service).Health),
-	"skill_list":          tool(false, (*Service).ListSkills),
-	"task_create":         tool(true, (*Service).CreateTask),
-	"task_update":         tool(true, (*Service).UpdateTask),
-	"task_get":            tool(false, (*Service).GetTask),
-	"task_list":           tool(false, (*Service).ListTasks),
-	"task_next_actions":   tool(false, (*Service).NextActions),
-	"thought_record":      tool(true, (*Service).RecordThought),
-	"thought_record_list": tool(false, (*Service).ListThoughts),
-	"audit_session_start": tool(true, (*Service).StartSession),
-	"audit_verify_chain":  tool(false, (*Service).VerifyChain),
-	"merkle_finalize":     tool(true, (*Service).Finalize),
-	"merkle_root":         tool(false, (*Service).Root),
+// growing marks a read whose work grows with the ledger.
+func (c *Command) growing() *Command { c.heavy = true; return c }
+
+// The commands, one per domain rule set.
+var (
+	CreateTask    = command(&domain.CreateTask, true, (*Service).CreateTask)
+	UpdateTask    = command(&domain.UpdateTask, true, (*Service).UpdateTask)
+	GetTask       = command(&domain.GetTask, false, (*Service).GetTask)
+	ListTasks     = command(&domain.ListTasks, false, (*Service).ListTasks).growing()
+	NextActions   = command(&domain.NextActions, false, (*Service).NextActions).growing()
+	RecordThought = command(&domain.RecordThought, true, (*Service).RecordThought)
+	ListThoughts  = command(&domain.ListThoughts, false, (*Service).ListThoughts).growing()
+	StartSession  = command(&domain.StartSession, true, (*Service).StartSession)
+	Finalize      = command(&domain.Finalize, true, (*Service).Finalize)
+	Root          = command(&domain.Root, false, (*Service).Root).growing()
+	VerifyChain   = command(&domain.VerifyChain, false, (*Service).VerifyChain).growing()
+	ListSkills    = command(&domain.ListSkills, false, (*Service).ListSkills)
+	Ping          = command(&domain.Ping, false, (*Service).Ping)
+	Health        = command(&domain.Health, false, (*Service).Health)
+)
+
+// Commands lists every command, in the contract's order.
+var Commands = []*Command{
+	CreateTask, UpdateTask, GetTask, ListTasks, NextActions,
+	RecordThought, ListThoughts,
+	StartSession, Finalize, Root, VerifyChain,
+	ListSkills, Ping, Health,
 }
 
-// ToolNames lists the tools the service runs.
-func ToolNames() []string {
-	names := make([]string, 0, len(tools))
-	for n := range tools {
-		names = append(names, n)
-	}
-	return names
-}
-
+// dispatch validates the call's arguments with the domain's rules (whatever
+// the edge checked before) and runs its command.
 func (s *Service) dispatch(ctx context.Context, tx *Tx, call Call) (any, error) {
-	h, ok := tools[call.Tool]
-	if !ok {
-		return nil, Invalid("name", "unknown tool %q", call.Tool)
+	c := call.Command
+	if c == nil {
+		return nil, Invalid("name", "unknown command %q", call.Name)
 	}
-	return h.run(s, ctx, tx, call.Args)
+	if c.mutates && s.opts.ReadOnly {
+		return nil, ErrReadOnly
+	}
+	if c.rules != nil {
+		if err := c.rules.ValidateJSON(call.Args); err != nil {
+			return nil, err
+		}
+	}
+	return c.run(s, ctx, tx, call.Args)
 }
 
 // decodeArgs decodes a JSON object strictly: unknown fields and trailing

@@ -3,12 +3,14 @@ package commands
 import (
 	"errors"
 	"fmt"
+
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // Sentinel errors. The MCP edge maps them (with errors.Is / errors.As) to the
 // contract's ERR_* codes; the typed errors below carry the details.
 var (
-	ErrInvalidInput       = errors.New("invalid input")
+	ErrInvalidInput       = domain.ErrInvalidInput
 	ErrTaskNotFound       = errors.New("task not found")
 	ErrProjectNotFound    = errors.New("project not found")
 	ErrSessionNotFound    = errors.New("audit session not found")
@@ -20,27 +22,16 @@ var (
 	ErrReadOnly           = errors.New("server is read-only")
 )
 
-// Issue is one failed rule of an input: a JSON-pointer-like path ("title",
-// "labels[3]", "metadata") and a human message.
-type Issue struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+// Issue is one failed rule of an input (domain.Issue).
+type Issue = domain.Issue
 
-// InvalidInputError lists every rule the input broke. errors.Is(err, ErrInvalidInput) holds.
-type InvalidInputError struct{ Issues []Issue }
-
-func (e *InvalidInputError) Error() string {
-	if len(e.Issues) == 0 {
-		return ErrInvalidInput.Error()
-	}
-	return fmt.Sprintf("invalid input: %s: %s", e.Issues[0].Path, e.Issues[0].Message)
-}
-func (e *InvalidInputError) Is(target error) bool { return target == ErrInvalidInput }
+// InvalidInputError lists every rule the input broke (domain.InvalidInputError).
+// errors.Is(err, ErrInvalidInput) holds.
+type InvalidInputError = domain.InvalidInputError
 
 // Invalid returns an *InvalidInputError with one issue.
 func Invalid(path, format string, args ...any) error {
-	return &InvalidInputError{Issues: []Issue{{Path: path, Message: fmt.Sprintf(format, args...)}}}
+	return domain.Invalid(path, "%s", fmt.Sprintf(format, args...))
 }
 
 // NotFoundError names the missing object. Kind is ErrTaskNotFound,

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -300,10 +301,11 @@ func TestInternalErrors(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = tx.emit(projections.TypeTaskCreated, []string{id}, projections.TaskCreated{TaskID: id, Project: "core", Title: "ghost", Priority: "normal", Assignee: "unassigned"})
+		_, err = tx.emit(events.TypeTaskCreated, []string{id}, events.TaskCreated{TaskID: id, Project: "core", Title: "ghost", Priority: "normal", Assignee: "unassigned"})
 		return err
 	}
 	secret := errors.New("disk path /secret/x")
+	testCommands := map[string]*Command{}
 	for name, hd := range map[string]handler{
 		"test_panic": func(*Service, context.Context, *Tx, json.RawMessage) (any, error) { panic("boom /secret/x") },
 		"test_emit_then_fail": func(_ *Service, _ context.Context, tx *Tx, _ json.RawMessage) (any, error) {
@@ -325,8 +327,7 @@ func TestInternalErrors(t *testing.T) {
 			return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: "T-0042"}
 		},
 	} {
-		tools[name] = command{run: hd, mutates: true}
-		t.Cleanup(func() { delete(tools, name) })
+		testCommands[name] = &Command{run: hd, mutates: true}
 	}
 
 	for _, c := range []struct {
@@ -334,13 +335,16 @@ func TestInternalErrors(t *testing.T) {
 		call Call
 		code string
 	}{
-		{"edge rejection, not a domain error", Call{Tool: "task_get", Args: json.RawMessage(`{"task_id":"T-0001"}`), Invalid: secret}, "ERR_INTERNAL"},
-		{"edge rejection, a domain error", Call{Tool: "task_get", Args: json.RawMessage(`{"task_id":`), Invalid: Invalid("", "not JSON")}, "ERR_INVALID_INPUT"},
-		{"handler panics", Call{Tool: "test_panic", Args: json.RawMessage(`{}`)}, "ERR_INTERNAL"},
-		{"handler emits then fails", Call{Tool: "test_emit_then_fail", Args: json.RawMessage(`{}`)}, "ERR_INTERNAL"},
-		{"handler emits then panics", Call{Tool: "test_emit_then_panic", Args: json.RawMessage(`{}`)}, "ERR_INTERNAL"},
-		{"handler emits then rejects", Call{Tool: "test_emit_then_reject", Args: json.RawMessage(`{}`)}, "ERR_TASK_NOT_FOUND"},
+		{"edge rejection, not a domain error", Call{Name: "task_get", Args: json.RawMessage(`{"task_id":"T-0001"}`), Invalid: secret}, "ERR_INTERNAL"},
+		{"edge rejection, a domain error", Call{Name: "task_get", Args: json.RawMessage(`{"task_id":`), Invalid: Invalid("", "not JSON")}, "ERR_INVALID_INPUT"},
+		{"handler panics", Call{Name: "test_panic", Args: json.RawMessage(`{}`)}, "ERR_INTERNAL"},
+		{"handler emits then fails", Call{Name: "test_emit_then_fail", Args: json.RawMessage(`{}`)}, "ERR_INTERNAL"},
+		{"handler emits then panics", Call{Name: "test_emit_then_panic", Args: json.RawMessage(`{}`)}, "ERR_INTERNAL"},
+		{"handler emits then rejects", Call{Name: "test_emit_then_reject", Args: json.RawMessage(`{}`)}, "ERR_TASK_NOT_FOUND"},
 	} {
+		if tc := testCommands[c.call.Name]; tc != nil {
+			c.call.Command = tc
+		}
 		t.Run(c.name, func(t *testing.T) {
 			head, state := h.head(), h.stateFingerprint()
 			o := h.doCall(c.call)
@@ -353,7 +357,7 @@ func TestInternalErrors(t *testing.T) {
 			if strings.Contains(string(o.Reply), "boom") || (c.call.Invalid == nil && strings.Contains(string(o.Reply), "secret")) {
 				t.Errorf("reply leaks the cause: %s", o.Reply)
 			}
-			wantOnlyToolCalled(t, h, head, state, c.call.Tool, c.code)
+			wantOnlyToolCalled(t, h, head, state, c.call.Name, c.code)
 		})
 	}
 	var ghost bool
@@ -375,7 +379,7 @@ func TestStorageError(t *testing.T) {
 	head := h.head()
 	h.l.Close()
 	var encoded bool
-	reply, err := h.svc.Do(context.Background(), Call{Tool: "task_create", Args: json.RawMessage(`{"title":"y","project":"core"}`),
+	reply, err := h.svc.Do(context.Background(), Call{Name: "task_create", Args: json.RawMessage(`{"title":"y","project":"core"}`),
 		Encode: func(r any, err error) (string, []byte) { encoded = true; return testEncode(r, err) }})
 	var se *StorageError
 	if reply != nil || !errors.Is(err, ErrStorage) || !errors.As(err, &se) || se.Reason != "the server is shutting down" {

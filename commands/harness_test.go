@@ -193,7 +193,18 @@ func (h *harness) do(tool string, args any) outcome {
 			h.t.Fatal(err)
 		}
 	}
-	return h.doCall(Call{Tool: tool, Args: raw})
+	return h.doCall(Call{Name: tool, Args: raw})
+}
+
+// named is the command whose domain rules are named name, or nil: the
+// tests call commands by the contract's names.
+func named(name string) *Command {
+	for _, c := range Commands {
+		if c.Rules().Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // doCall runs call with the harness's client and encoder (unless set).
@@ -203,6 +214,9 @@ func (h *harness) doCall(call Call) outcome {
 	if call.Client == "" {
 		call.Client = h.client
 	}
+	if call.Command == nil {
+		call.Command = named(call.Name)
+	}
 	enc := h.encode
 	call.Encode = func(result any, err error) (string, []byte) {
 		gotErr = err
@@ -210,19 +224,19 @@ func (h *harness) doCall(call Call) outcome {
 	}
 	out, err := h.svc.Do(context.Background(), call)
 	if err != nil {
-		h.t.Fatalf("%s: %v", call.Tool, err)
+		h.t.Fatalf("%s: %v", call.Name, err)
 	}
 	var r reply
 	if err := json.Unmarshal(out, &r); err != nil {
-		h.t.Fatalf("%s: reply %q: %v", call.Tool, out, err)
+		h.t.Fatalf("%s: reply %q: %v", call.Name, out, err)
 	}
 	o := outcome{Code: "OK", Reply: out, Err: gotErr}
 	if !r.OK {
 		o.Code = r.Error.Code
 	} else if err := json.Unmarshal(r.Data, &o.Data); err != nil {
-		h.t.Fatalf("%s: data %s: %v", call.Tool, r.Data, err)
+		h.t.Fatalf("%s: data %s: %v", call.Name, r.Data, err)
 	}
-	h.sent = append(h.sent, sent{Tool: call.Tool, Args: call.Args, Code: o.Code, Reply: out, Err: gotErr})
+	h.sent = append(h.sent, sent{Tool: call.Name, Args: call.Args, Code: o.Code, Reply: out, Err: gotErr})
 	return o
 }
 

@@ -19,25 +19,16 @@ import (
 // reply is the state at the read's snapshot; the tool.called event, later
 // in the log, records the reply's hash as always.
 
-// heavyReads are the read-only tools whose work grows with the ledger. In
-// the shared-file mode (where every read transaction opens the file) only
-// they are read aside; a light read is cheaper inside the commit that
-// records it.
-var heavyReads = map[string]bool{
-	"audit_verify_chain":  true,
-	"task_list":           true,
-	"task_next_actions":   true,
-	"thought_record_list": true,
-	"merkle_root":         true,
-}
-
 // readsAside reports whether call runs in a read transaction of its own.
+// In the shared-file mode (where every read transaction opens the file)
+// only the reads whose work grows with the ledger (Command.heavy) are read
+// aside; a light read is cheaper inside the commit that records it.
 func (s *Service) readsAside(call Call) bool {
-	c, ok := tools[call.Tool]
-	if !ok || c.mutates || call.Invalid != nil || !s.first() {
+	c := call.Command
+	if c == nil || c.mutates || call.Invalid != nil || !s.first() {
 		return false
 	}
-	return s.l.Held() || heavyReads[call.Tool]
+	return s.l.Held() || c.heavy
 }
 
 // errFallBack: the read could not be answered aside (projections behind
@@ -86,7 +77,7 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 	case err == nil:
 		return reply, true, nil
 	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
-		return nil, true, s.storageError(call.Tool, err)
+		return nil, true, s.storageError(call.Name, err)
 	}
 	return nil, false, nil
 }

@@ -24,7 +24,7 @@ func TestReadsAsideAreAudited(t *testing.T) {
 		h.call("audit_verify_chain", map[string]any{}, "OK")
 		h.call("thought_record_list", map[string]any{"task_id": task, "verify_chain": true}, "OK")
 	}
-	if !held.svc.readsAside(Call{Tool: "task_get"}) || shared.svc.readsAside(Call{Tool: "task_get"}) || !shared.svc.readsAside(Call{Tool: "task_list"}) {
+	if !held.svc.readsAside(Call{Name: "task_get", Command: GetTask}) || shared.svc.readsAside(Call{Name: "task_get", Command: GetTask}) || !shared.svc.readsAside(Call{Name: "task_list", Command: ListTasks}) {
 		t.Error("reads aside: want every read with a held file, only heavy reads with a shared one")
 	}
 	// Replies with no event hash or wall-clock time in them (durations in
@@ -52,7 +52,7 @@ func TestReadAsideSeesOtherProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []byte(`{"title":"theirs","project":"procs"}`)
-	reply, err := svc.Do(t.Context(), Call{Tool: "task_create", Args: args, Client: h.client, Encode: testEncode})
+	reply, err := svc.Do(t.Context(), Call{Name: "task_create", Command: CreateTask, Args: args, Client: h.client, Encode: testEncode})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -221,7 +223,7 @@ func readPass(t *testing.T, h *harness) []string {
 	h.l.View(func(tx *boltstore.Tx) error {
 		projections.Tasks(tx, func(tk projections.Task) bool { tasks = append(tasks, tk.ID); return true })
 		for n := uint64(1); ; n++ {
-			id := projections.FormatID(projections.SessionPrefix, n)
+			id := domain.FormatID(domain.SessionPrefix, n)
 			if _, ok, _ := projections.GetSession(tx, id); !ok {
 				break
 			}
@@ -442,11 +444,11 @@ func TestProjectionVersion(t *testing.T) {
 			if id, err = projections.NextTaskID(tx); err != nil {
 				return err
 			}
-			b, err := ledger.EncodePayload(projections.TaskCreated{TaskID: id, Project: "alpha", Title: "late", Priority: "normal", Assignee: "unassigned", Labels: []string{}})
+			b, err := ledger.EncodePayload(events.TaskCreated{TaskID: id, Project: "alpha", Title: "late", Priority: "normal", Assignee: "unassigned", Labels: []string{}})
 			if err != nil {
 				return err
 			}
-			_, err = tx.Append(ledger.Event{Type: projections.TypeTaskCreated, Version: projections.CurrentVersion(projections.TypeTaskCreated), Actor: "other", Subjects: []string{id}, Payload: b})
+			_, err = tx.Append(ledger.Event{Type: events.TypeTaskCreated, Version: events.CurrentVersion(events.TypeTaskCreated), Actor: "other", Subjects: []string{id}, Payload: b})
 			return err
 		})
 		if err != nil {

@@ -108,7 +108,7 @@ func TestCallsStopWhenAnotherVersionRebuiltProjections(t *testing.T) {
 	}
 	before := h.head()
 	raw, _ := json.Marshal(map[string]any{"title": "b", "project": "p"})
-	_, err = h.svc.Do(context.Background(), Call{Tool: "task_create", Args: raw, Encode: testEncode})
+	_, err = h.svc.Do(context.Background(), Call{Name: "task_create", Args: raw, Encode: testEncode})
 	var se *StorageError
 	if !errors.As(err, &se) || !strings.Contains(se.Reason, "restart") {
 		t.Fatalf("Do = %v, want a StorageError asking for a restart", err)

@@ -12,16 +12,24 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
-// Call is one MCP tool call as the edge received it.
+// Call is one request to the service, as a transport received it.
 type Call struct {
-	Tool   string          // the tool name as called (may be unknown)
-	Args   json.RawMessage // the raw arguments as received; hashed canonically into tool.called
-	Client string          // the MCP client's clientInfo.name ("" if unknown)
+	// Name is what the caller called (an MCP tool name, an HTTP route…),
+	// recorded in tool.called; it may name nothing the service knows.
+	Name string
+	// Command is what to run; nil if Name names no command (the call is
+	// then recorded as invalid input).
+	Command *Command
+	Args    json.RawMessage // the raw arguments as received; hashed canonically into tool.called
+	Client  string          // the client's name for itself ("" if unknown)
 	// Actor, when set, is the caller as a credential proved it (server mode:
 	// a bearer token's agent). It is the actor of every event of the call,
 	// whatever Options.Agent or the client says; Client is then recorded in
@@ -42,18 +50,10 @@ type Options struct {
 	Agent    string // identity bound at launch; "" means the MCP client's name
 	Project  string // default project of task_next_actions
 	ReadOnly bool   // refuse mutating tools with ErrReadOnly
-	Skills   *projections.Skills
-	Skipped  []projections.SkippedSkill // skill files that failed to load
-	Version  string                     // the binary's version, for server_health
+	Skills   *skills.Set
+	Skipped  []events.SkippedSkill // skill files that failed to load
+	Version  string                // the binary's version, for server_health
 	Logger   *slog.Logger
-	// Edge describes the MCP layer for server_health (see SetEdge).
-	Edge Edge
-}
-
-// Edge is what the MCP layer reports about itself in server_health.
-type Edge struct {
-	Stages []string
-	Tools  int
 }
 
 // Service runs tool calls against the ledger.
@@ -152,10 +152,6 @@ func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) 
 	return nil
 }
 
-// SetEdge records what the MCP layer reports about itself in server_health.
-// Call it before serving.
-func (s *Service) SetEdge(e Edge) { s.opts.Edge = e }
-
 // Tx is one call's view of the ledger transaction: it appends events as the
 // service's actor and folds them into the projections.
 type Tx struct {
@@ -170,7 +166,7 @@ func (tx *Tx) emit(typ string, subjects []string, payload any) (ledger.Record, e
 	if err != nil {
 		return ledger.Record{}, err
 	}
-	rec, err := tx.lt.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: tx.actor, Subjects: subjects, Payload: b})
+	rec, err := tx.lt.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: tx.actor, Subjects: subjects, Payload: b})
 	if err != nil {
 		return rec, err
 	}
@@ -211,7 +207,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 			return err
 		}
 		if firstPending {
-			if _, err := tx.emit(projections.TypeSkillsLoaded, nil, s.opts.Skills.Loaded(s.opts.Skipped)); err != nil {
+			if _, err := tx.emit(events.TypeSkillsLoaded, nil, s.opts.Skills.Loaded(s.opts.Skipped)); err != nil {
 				return err
 			}
 		}
@@ -249,9 +245,9 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	case errors.As(err, &rej):
 		err = rej.err
 	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
-		return nil, s.storageError(call.Tool, err)
+		return nil, s.storageError(call.Name, err)
 	default:
-		s.logInternal(call.Tool, err)
+		s.logInternal(call.Name, err)
 		err = ErrInternal
 	}
 	// Record the call alone, with its error.
@@ -270,11 +266,11 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	case err == nil:
 		return reply, nil
 	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
-		return nil, s.storageError(call.Tool, err)
+		return nil, s.storageError(call.Name, err)
 	}
 	// Even the call alone could not be recorded: answer, unaudited, and
 	// say why on stderr.
-	s.logInternal(call.Tool, err)
+	s.logInternal(call.Name, err)
 	_, reply = call.Encode(nil, ErrInternal)
 	return reply, nil
 }
@@ -303,7 +299,7 @@ func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, resu
 // the SHA-256 of the exact reply bytes.
 func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, code string, replySum [sha256.Size]byte) error {
 	p := projections.ToolCalled{
-		Tool:         call.Tool,
+		Tool:         call.Name,
 		ArgsSHA256:   args.sum,
 		Outcome:      code,
 		ResultSHA256: hex.EncodeToString(replySum[:]),
@@ -441,8 +437,8 @@ func namedIDs(raw json.RawMessage) []string {
 	var ids []string
 	for _, k := range []string{"task_id", "parent_id", "session_id"} {
 		id, _ := m[k].(string)
-		_, task := projections.ParseID(projections.TaskPrefix, id)
-		_, session := projections.ParseID(projections.SessionPrefix, id)
+		_, task := domain.ParseID(domain.TaskPrefix, id)
+		_, session := domain.ParseID(domain.SessionPrefix, id)
 		if task || session {
 			ids = append(ids, id)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -37,8 +38,8 @@ func (s *Service) StartSession(tx *Tx, in StartSessionInput) (*StartSessionResul
 	if err != nil {
 		return nil, err
 	}
-	p := projections.SessionStarted{SessionID: id, TaskID: in.TaskID, AuditorID: in.AuditorID, Reason: in.Reason, Scope: cmp.Or(in.Scope, "shallow")}
-	rec, err := tx.emit(projections.TypeSessionStarted, []string{id, in.TaskID}, p)
+	p := events.SessionStarted{SessionID: id, TaskID: in.TaskID, AuditorID: in.AuditorID, Reason: in.Reason, Scope: cmp.Or(in.Scope, "shallow")}
+	rec, err := tx.emit(events.TypeSessionStarted, []string{id, in.TaskID}, p)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (s *Service) Finalize(tx *Tx, in FinalizeInput) (*FinalizeResult, error) {
 	if sess.Final != nil {
 		return nil, &FinalizedError{SessionID: sess.SessionID}
 	}
-	p := projections.SessionFinalized{SessionID: sess.SessionID}
+	p := events.SessionFinalized{SessionID: sess.SessionID}
 	if in.TaskID != "" {
 		if err := requireTask(tx, in.TaskID); err != nil {
 			return nil, err
@@ -113,7 +114,7 @@ func (s *Service) Finalize(tx *Tx, in FinalizeInput) (*FinalizeResult, error) {
 		return nil, err
 	}
 	p.MerkleRoot, p.TreeDepth, p.LeafCount = f.Root().String(), f.Depth(), f.Size
-	rec, err := tx.emit(projections.TypeSessionFinalized, []string{sess.SessionID, sess.TaskID}, p)
+	rec, err := tx.emit(events.TypeSessionFinalized, []string{sess.SessionID, sess.TaskID}, p)
 	if err != nil {
 		return nil, err
 	}

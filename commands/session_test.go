@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -54,29 +56,29 @@ func (h *harness) refLeaves(id string, upTo uint64) []refLeaf {
 		var concerned []string // tasks the event concerns
 		own := false
 		switch r.Type {
-		case projections.TypeTaskCreated:
-			var p projections.TaskCreated
+		case events.TypeTaskCreated:
+			var p events.TaskCreated
 			ledger.DecodePayload(r.Payload, &p)
 			parent[p.TaskID] = p.ParentID
 			concerned = []string{p.TaskID}
-		case projections.TypeTaskUpdated:
-			var p projections.TaskUpdated
+		case events.TypeTaskUpdated:
+			var p events.TaskUpdated
 			ledger.DecodePayload(r.Payload, &p)
 			concerned = []string{p.TaskID}
-		case projections.TypeThoughtRecorded:
-			var p projections.ThoughtRecorded
+		case events.TypeThoughtRecorded:
+			var p events.ThoughtRecorded
 			ledger.DecodePayload(r.Payload, &p)
 			concerned, own = []string{p.TaskID}, p.SessionID == id
-		case projections.TypeSessionStarted:
-			var p projections.SessionStarted
+		case events.TypeSessionStarted:
+			var p events.SessionStarted
 			ledger.DecodePayload(r.Payload, &p)
 			if p.SessionID == id {
 				task, scope, started = p.TaskID, p.Scope, true
 				leaves = append(leaves, refLeaf{r.Seq, ledger.LeafHash(r.Raw), []string{p.TaskID}})
 				continue
 			}
-		case projections.TypeSessionFinalized:
-			var p projections.SessionFinalized
+		case events.TypeSessionFinalized:
+			var p events.SessionFinalized
 			ledger.DecodePayload(r.Payload, &p)
 			if p.SessionID == id {
 				return leaves
@@ -87,7 +89,7 @@ func (h *harness) refLeaves(id string, upTo uint64) []refLeaf {
 			calls++
 			for _, k := range []string{"task_id", "parent_id"} {
 				if s, ok := args[k].(string); ok {
-					if _, valid := projections.ParseID(projections.TaskPrefix, s); valid {
+					if _, valid := domain.ParseID(domain.TaskPrefix, s); valid {
 						concerned = append(concerned, s)
 					}
 				}
@@ -220,7 +222,7 @@ func TestSessionLeaves(t *testing.T) {
 	if !reflect.DeepEqual(fin, wantFin) {
 		t.Errorf("merkle_finalize = %v\nwant %v", fin, wantFin)
 	}
-	if finRec.Type != projections.TypeSessionFinalized {
+	if finRec.Type != events.TypeSessionFinalized {
 		t.Errorf("event %d is %s", size, finRec.Type)
 	}
 	// Every leaf is provably in the ledger of that size, under ledger_root.
@@ -328,7 +330,7 @@ func TestVerifyChainTrace(t *testing.T) {
 		}
 		ledger.DecodePayload(r.Payload, &p)
 		switch r.Type {
-		case projections.TypeTaskCreated, projections.TypeTaskUpdated, projections.TypeThoughtRecorded:
+		case events.TypeTaskCreated, events.TypeTaskUpdated, events.TypeThoughtRecorded:
 			if p.TaskID == "T-0001" {
 				task = append(task, e)
 			}

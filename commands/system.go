@@ -4,8 +4,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // PingInput is server_ping's (empty) arguments.
@@ -60,20 +63,22 @@ type HealthProj struct {
 	AppliedSeq uint64 `json:"applied_seq"`
 }
 
-// HealthStages lists the middleware stages a call passes, in order.
+// HealthStages lists the middleware stages a call passes, in order: the
+// transport's, which it fills in (the service has none of its own).
 type HealthStages struct {
 	Stages []string `json:"stages"`
 }
 
-// HealthTools counts the registered tools.
+// HealthTools counts the registered tools: the service's commands, or what
+// the transport publishes, which it fills in.
 type HealthTools struct {
 	Registered int `json:"registered"`
 }
 
 // HealthSkills is what the skills folder gave at start-up.
 type HealthSkills struct {
-	Loaded  int                        `json:"loaded"`
-	Skipped []projections.SkippedSkill `json:"skipped"`
+	Loaded  int                   `json:"loaded"`
+	Skipped []events.SkippedSkill `json:"skipped"`
 }
 
 // Health reports the server, ledger and projection state. It is degraded
@@ -95,15 +100,13 @@ func (s *Service) Health(tx *Tx, _ HealthInput) (*HealthResult, error) {
 		DB:          HealthDB{Open: true, Path: s.l.Path(), FormatVersion: boltstore.FormatVersion},
 		Ledger:      HealthLedger{HeadSeq: head.Seq, HeadHash: head.Hash.String(), Root: root.String()},
 		Projections: HealthProj{Version: version, AppliedSeq: applied},
-		Middleware:  HealthStages{Stages: s.opts.Edge.Stages},
-		Tools:       HealthTools{Registered: s.opts.Edge.Tools},
-		Skills:      HealthSkills{Loaded: len(s.opts.Skills.All()), Skipped: s.opts.Skipped},
-	}
-	if res.Middleware.Stages == nil {
-		res.Middleware.Stages = []string{}
+		// A transport describes its own stages and tools in its reply.
+		Middleware: HealthStages{Stages: []string{}},
+		Tools:      HealthTools{Registered: len(domain.Commands)},
+		Skills:     HealthSkills{Loaded: len(s.opts.Skills.All()), Skipped: s.opts.Skipped},
 	}
 	if res.Skills.Skipped == nil {
-		res.Skills.Skipped = []projections.SkippedSkill{}
+		res.Skills.Skipped = []events.SkippedSkill{}
 	}
 	if fi, err := os.Stat(s.l.Path()); err == nil {
 		res.DB.SizeBytes = fi.Size()
@@ -125,12 +128,12 @@ type ListSkillsInput struct {
 
 // ListSkillsResult is skill_list's answer.
 type ListSkillsResult struct {
-	Skills     []projections.Skill `json:"skills"`
-	TotalCount int                 `json:"total_count"`
+	Skills     []skills.Skill `json:"skills"`
+	TotalCount int            `json:"total_count"`
 }
 
 // ListSkills filters the skills loaded at start-up.
 func (s *Service) ListSkills(tx *Tx, in ListSkillsInput) (*ListSkillsResult, error) {
-	skills := s.opts.Skills.List(in.Search, in.Capability)
-	return &ListSkillsResult{Skills: skills, TotalCount: len(skills)}, nil
+	list := s.opts.Skills.List(in.Search, in.Capability)
+	return &ListSkillsResult{Skills: list, TotalCount: len(list)}, nil
 }

@@ -3,26 +3,11 @@ package commands
 import (
 	"cmp"
 	"slices"
-	"strings"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 )
-
-// transitions is the task state machine: the only status changes allowed.
-var transitions = map[string][]string{
-	"backlog":     {"todo", "cancelled"},
-	"todo":        {"in_progress", "blocked", "cancelled"},
-	"in_progress": {"review", "blocked", "cancelled"},
-	"blocked":     {"todo", "in_progress", "cancelled"},
-	"review":      {"done", "backlog", "blocked", "cancelled"},
-	"done":        {},
-	"cancelled":   {},
-}
-
-// priorityRank orders priorities, critical first.
-var priorityRank = map[string]int{"critical": 0, "high": 1, "normal": 2, "low": 3}
-
-func closed(status string) bool { return status == "done" || status == "cancelled" }
 
 // CreateTaskInput is task_create's arguments.
 type CreateTaskInput struct {
@@ -48,9 +33,6 @@ type CreateTaskResult struct {
 
 // CreateTask appends task.created for a new task in backlog.
 func (s *Service) CreateTask(tx *Tx, in CreateTaskInput) (*CreateTaskResult, error) {
-	if strings.TrimSpace(in.Title) == "" {
-		return nil, Invalid("title", "must not be blank")
-	}
 	if in.ParentID != "" {
 		parent, err := getTask(tx, in.ParentID)
 		if err != nil {
@@ -75,12 +57,12 @@ func (s *Service) CreateTask(tx *Tx, in CreateTaskInput) (*CreateTaskResult, err
 	if err != nil {
 		return nil, err
 	}
-	p := projections.TaskCreated{
+	p := events.TaskCreated{
 		TaskID: id, Project: in.Project, Sequence: project.Tasks + 1, Title: in.Title,
 		Description: in.Description, ParentID: in.ParentID, Priority: cmp.Or(in.Priority, "normal"),
 		Labels: dedupe(in.Labels), Assignee: cmp.Or(in.Assignee, "unassigned"), EstimateHours: in.EstimateHours,
 	}
-	rec, err := tx.emit(projections.TypeTaskCreated, []string{id}, p)
+	rec, err := tx.emit(events.TypeTaskCreated, []string{id}, p)
 	if err != nil {
 		return nil, err
 	}
@@ -131,34 +113,26 @@ func (s *Service) UpdateTask(tx *Tx, in UpdateTaskInput) (*UpdateTaskResult, err
 	if err != nil {
 		return nil, err
 	}
-	if closed(t.Status) {
+	if domain.Closed(t.Status) {
 		return nil, &TaskClosedError{TaskID: t.ID, Status: t.Status}
 	}
-	if in.Status == nil && in.Progress == nil && in.Title == nil && in.Description == nil &&
-		in.Priority == nil && in.Assignee == nil && in.Labels == nil && in.BlockedReason == nil {
-		return nil, Invalid("", "give at least one of status, progress, title, description, priority, assignee, labels, blocked_reason")
-	}
-	var p projections.TaskUpdated
+	var p events.TaskUpdated
 	p.TaskID = t.ID
 	status := t.Status
 	if in.Status != nil && *in.Status != t.Status {
-		allowed := transitions[t.Status]
-		if !slices.Contains(allowed, *in.Status) {
-			return nil, &TransitionError{From: t.Status, To: *in.Status, Allowed: allowed}
+		if !domain.CanTransition(t.Status, *in.Status) {
+			return nil, &TransitionError{From: t.Status, To: *in.Status, Allowed: domain.Transitions(t.Status)}
 		}
 		status = *in.Status
 		p.Status, p.PreviousStatus = &status, &t.Status
 	}
-	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
-		return nil, Invalid("title", "must not be blank")
-	}
 	switch {
 	case status == "blocked" && p.Status != nil:
-		if in.BlockedReason == nil || strings.TrimSpace(*in.BlockedReason) == "" {
+		if in.BlockedReason == nil || domain.IsBlank(*in.BlockedReason) {
 			return nil, Invalid("blocked_reason", "is required when status becomes blocked")
 		}
 	case status == "blocked":
-		if in.BlockedReason != nil && strings.TrimSpace(*in.BlockedReason) == "" {
+		if in.BlockedReason != nil && domain.IsBlank(*in.BlockedReason) {
 			return nil, Invalid("blocked_reason", "must not be blank while the task is blocked")
 		}
 	case in.BlockedReason != nil:
@@ -197,10 +171,10 @@ func (s *Service) UpdateTask(tx *Tx, in UpdateTaskInput) (*UpdateTaskResult, err
 	if progress == 100 && status != "done" && status != "review" && status != "cancelled" {
 		res.Warnings = append(res.Warnings, "progress is 100 but status is "+status)
 	}
-	if p == (projections.TaskUpdated{TaskID: t.ID}) {
+	if p == (events.TaskUpdated{TaskID: t.ID}) {
 		return res, nil // the request matches the current state: nothing changes
 	}
-	rec, err := tx.emit(projections.TypeTaskUpdated, []string{t.ID}, p)
+	rec, err := tx.emit(events.TypeTaskUpdated, []string{t.ID}, p)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -93,7 +94,7 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 		case "created":
 			return int64(t.CreatedSeq)
 		case "priority":
-			return int64(-priorityRank[t.Priority]) // ascending = lowest priority first
+			return int64(-domain.PriorityRank(t.Priority)) // ascending = lowest priority first
 		case "progress":
 			return int64(t.Progress)
 		}
@@ -200,7 +201,7 @@ func (s *Service) NextActions(tx *Tx, in NextActionsInput) (*NextActionsResult, 
 		if project != "" && t.Project != project {
 			return true
 		}
-		if t.ParentID != "" && !closed(t.Status) {
+		if t.ParentID != "" && !domain.Closed(t.Status) {
 			unmet[t.ParentID]++
 		}
 		switch t.Status {
@@ -218,7 +219,7 @@ func (s *Service) NextActions(tx *Tx, in NextActionsInput) (*NextActionsResult, 
 	}
 	slices.SortStableFunc(todo, func(a, b projections.Task) int {
 		return cmp.Or(cmp.Compare(unmet[a.ID], unmet[b.ID]),
-			cmp.Compare(priorityRank[a.Priority], priorityRank[b.Priority]),
+			cmp.Compare(domain.PriorityRank(a.Priority), domain.PriorityRank(b.Priority)),
 			cmp.Compare(a.CreatedSeq, b.CreatedSeq))
 	})
 	for _, t := range todo[:min(limit, len(todo))] {

@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
-
-// maxMetadata is the largest metadata object, as compact JSON.
-const maxMetadata = 16 << 10
 
 // RecordThoughtInput is thought_record's arguments.
 type RecordThoughtInput struct {
@@ -51,8 +50,8 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 		if err := json.Compact(&buf, in.Metadata); err != nil || buf.Len() == 0 || buf.Bytes()[0] != '{' {
 			return nil, Invalid("metadata", "must be a JSON object")
 		}
-		if buf.Len() > maxMetadata {
-			return nil, Invalid("metadata", "is %d bytes as JSON; the limit is %d", buf.Len(), maxMetadata)
+		if buf.Len() > domain.MaxMetadataBytes {
+			return nil, Invalid("metadata", "is %d bytes as JSON; the limit is %d", buf.Len(), domain.MaxMetadataBytes)
 		}
 		metadata = buf.String()
 	}
@@ -78,7 +77,7 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 		return nil, err
 	}
 	subjects[0] = id
-	p := projections.ThoughtRecorded{ThoughtID: id, TaskID: in.TaskID, Type: in.Type, Content: in.Content,
+	p := events.ThoughtRecorded{ThoughtID: id, TaskID: in.TaskID, Type: in.Type, Content: in.Content,
 		SessionID: in.SessionID, Branch: in.Branch, CommitSHA: in.CommitSHA, TestsRun: in.TestsRun,
 		Blockers: in.Blockers, Metadata: metadata, ChainPosition: 1}
 	last, ok, err := projections.LastThought(tx.lt, in.TaskID)
@@ -88,7 +87,7 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 	if ok {
 		p.PreviousHash, p.ChainPosition = last.Hash, last.ChainPosition+1
 	}
-	rec, err := tx.emit(projections.TypeThoughtRecorded, subjects, p)
+	rec, err := tx.emit(events.TypeThoughtRecorded, subjects, p)
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +210,8 @@ func thoughtHolds(lt *boltstore.Tx, th projections.Thought) (bool, error) {
 	if err != nil || leaf != rec.Hash {
 		return false, nil
 	}
-	var p projections.ThoughtRecorded
-	if rec.Type != projections.TypeThoughtRecorded || ledger.DecodePayload(rec.Payload, &p) != nil {
+	var p events.ThoughtRecorded
+	if rec.Type != events.TypeThoughtRecorded || ledger.DecodePayload(rec.Payload, &p) != nil {
 		return false, nil
 	}
 	if p.ThoughtID != th.ThoughtID || p.PreviousHash != th.PreviousHash || p.ChainPosition != th.ChainPosition {

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -74,10 +75,10 @@ func TestThoughtChain(t *testing.T) {
 		}
 		// hash is the hash of the ledger event that recorded the thought.
 		rec, leaf := h.eventAt(uint64(d["seq"].(float64)))
-		if rec.Type != projections.TypeThoughtRecorded || ledger.LeafHash(rec.Raw).String() != d["hash"] || leaf.String() != d["hash"] {
+		if rec.Type != events.TypeThoughtRecorded || ledger.LeafHash(rec.Raw).String() != d["hash"] || leaf.String() != d["hash"] {
 			t.Errorf("%s hash %v: event %d is %s with hash %s, stored leaf %s", w.id, d["hash"], rec.Seq, rec.Type, ledger.LeafHash(rec.Raw), leaf)
 		}
-		var p projections.ThoughtRecorded
+		var p events.ThoughtRecorded
 		if err := ledger.DecodePayload(rec.Payload, &p); err != nil {
 			t.Fatal(err)
 		}

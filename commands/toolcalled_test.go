@@ -95,15 +95,15 @@ func TestActor(t *testing.T) {
 		t.Run(c.want+"/"+c.client, func(t *testing.T) {
 			h := newHarness(t, Options{Agent: c.agent})
 			h.client = ""
-			o := h.doCall(Call{Tool: "task_create", Args: json.RawMessage(`{"title":"a","project":"p"}`), Client: c.client})
+			o := h.doCall(Call{Name: "task_create", Args: json.RawMessage(`{"title":"a","project":"p"}`), Client: c.client})
 			if o.Code != "OK" || o.Data["created_by"] != c.want {
 				t.Errorf("created_by = %v, want %s", o.Data["created_by"], c.want)
 			}
-			o = h.doCall(Call{Tool: "thought_record", Args: json.RawMessage(`{"task_id":"T-0001","type":"plan","content":"c"}`), Client: c.client})
+			o = h.doCall(Call{Name: "thought_record", Args: json.RawMessage(`{"task_id":"T-0001","type":"plan","content":"c"}`), Client: c.client})
 			if o.Data["recorded_by"] != c.want {
 				t.Errorf("recorded_by = %v, want %s", o.Data["recorded_by"], c.want)
 			}
-			o = h.doCall(Call{Tool: "task_update", Args: json.RawMessage(`{"task_id":"T-0001","status":"todo"}`), Client: c.client})
+			o = h.doCall(Call{Name: "task_update", Args: json.RawMessage(`{"task_id":"T-0001","status":"todo"}`), Client: c.client})
 			if o.Data["updated_by"] != c.want {
 				t.Errorf("updated_by = %v, want %s", o.Data["updated_by"], c.want)
 			}

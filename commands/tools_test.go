@@ -12,6 +12,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // wantKeys fails unless the object has exactly the keys want.
@@ -85,14 +86,13 @@ func TestToolOutputs(t *testing.T) {
 	writeSkill(t, dir, "review", "name: review\ndescription: Review code changes\nversion: 1.2.0\ncapabilities: [review, lint]\n")
 	writeSkill(t, dir, "deploy", "name: deploy\ndescription: Ship a release\n")
 	writeSkill(t, dir, "broken", "name: other\ndescription: x\n")
-	skills, skipped, err := projections.LoadSkills(dir)
+	set, skipped, err := skills.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: skills, Skipped: skipped,
-		Edge: Edge{Stages: []string{"recover", "audit"}, Tools: 14}})
-	if got := len(ToolNames()); got != 14 {
-		t.Errorf("ToolNames() has %d tools, want 14", got)
+	h := newHarness(t, Options{Agent: "agent-a", Version: "v9.9.9", Skills: set, Skipped: skipped})
+	if got := len(Commands); got != 14 {
+		t.Errorf("Commands has %d commands, want 14", got)
 	}
 
 	t.Run("server_ping", func(t *testing.T) {
@@ -138,7 +138,8 @@ func TestToolOutputs(t *testing.T) {
 		if got := obj(t, d["tools"])["registered"]; got != 14.0 {
 			t.Errorf("tools.registered = %v", got)
 		}
-		if got := obj(t, d["middleware"])["stages"]; !reflect.DeepEqual(got, []any{"recover", "audit"}) {
+		// The service has no stages of its own: a transport fills in its own.
+		if got := obj(t, d["middleware"])["stages"]; !reflect.DeepEqual(got, []any{}) {
 			t.Errorf("middleware.stages = %v", got)
 		}
 		sk := obj(t, d["skills"])

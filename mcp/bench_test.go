@@ -17,7 +17,7 @@ import (
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // The benchmarks here drive Server.Run in-process over io.Pipe with a real
@@ -117,7 +117,7 @@ func startBenchSession(b *testing.B) *benchSession {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := commands.New(l, commands.Options{Agent: "bench", Skills: &projections.Skills{}})
+	svc, err := commands.New(l, commands.Options{Agent: "bench", Skills: &skills.Set{}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,6 +43,7 @@ func (s *Server) Encode(result any, err error) (code string, reply []byte) {
 			code, reply = internalReply()
 		}
 	}()
+	s.describe(result)
 	if err != nil {
 		f, ok := classify(err)
 		if !ok {

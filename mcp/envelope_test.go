@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/commands"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,7 +19,11 @@ func outputIssues(tl *tool, reply []byte) []issue {
 	if root != nil {
 		check(root, envelopeSchema(tl.out), "", &is)
 	}
-	return fromIssues(is.list)
+	var inv *commands.InvalidInputError
+	if !errors.As(is.err(), &inv) {
+		return nil
+	}
+	return fromIssues(inv.Issues)
 }
 
 type panicky struct{}

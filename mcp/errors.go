@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/logbook-dev/logbook/commands"
 )
@@ -190,4 +191,11 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }

@@ -37,7 +37,7 @@ func (f *fakeDo) do(_ context.Context, call commands.Call) ([]byte, error) {
 		return reply, nil
 	}
 	var (
-		res any = map[string]any{"tool": call.Tool}
+		res any = map[string]any{"tool": call.Name}
 		err error
 	)
 	if f.result != nil {

@@ -138,10 +138,10 @@ func (s *Server) authorize(req *sdk.CallToolRequest, call *commands.Call) {
 		return
 	}
 	call.Actor, call.Token = id.Agent, id.Token
-	t := s.byName[call.Tool]
+	t := s.byName[call.Name]
 	switch {
-	case !id.allows(call.Tool):
-		call.Invalid = &forbiddenError{call.Tool}
+	case !id.allows(call.Name):
+		call.Invalid = &forbiddenError{call.Name}
 	case call.Invalid == nil && id.ReadOnly && t != nil && !t.readOnly:
 		call.Invalid = commands.ErrReadOnly
 	}

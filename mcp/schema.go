@@ -4,15 +4,22 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
+
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // schema is the subset of JSON Schema (2020-12) that logbook's tools use. One
 // value serves twice: it is published in tools/list (MarshalJSON) and it is
 // what the edge validates arguments against (validate.go), so the two cannot
 // drift apart. Keywords outside this subset are deliberately not supported.
+// Input schemas are generated from the domain's rules (rules.go), which
+// also validate the values; the edge checks here the JSON itself, the
+// object's members, and the published output schemas in tests.
 type schema struct {
+	// rule, for a schema generated from the domain's rules, is what
+	// validates a value (the keywords below only publish it).
+	rule        *domain.Rule
 	types       []string // "object", "string", "integer", "number", "boolean", "array", "null"
 	description string
 	enum        []string
@@ -20,8 +27,6 @@ type schema struct {
 	minLength   *int
 	maxLength   *int
 	pattern     string
-	re          *regexp.Regexp
-	hint        string // the issue message when pattern does not match
 	format      string // only "date-time" is checked
 	minimum     *float64
 	maximum     *float64
@@ -81,25 +86,12 @@ func (s *schema) length(min, max int) *schema {
 	return s
 }
 
-func (s *schema) maxLen(max int) *schema { s.maxLength = &max; return s }
-
 func (s *schema) rng(min, max float64) *schema {
 	s.minimum, s.maximum = &min, &max
 	return s
 }
 
-func (s *schema) min(min float64) *schema { s.minimum = &min; return s }
-
 func (s *schema) most(n int) *schema { s.maxItems = &n; return s }
-
-// matches sets a pattern; hint is the issue message when a value does not
-// match it ("must match PATTERN" if empty).
-func (s *schema) matches(pattern, hint string) *schema {
-	s.pattern = pattern
-	s.re = regexp.MustCompile(pattern)
-	s.hint = hint
-	return s
-}
 
 func (s *schema) dateTime() *schema { s.format = "date-time"; return s }
 

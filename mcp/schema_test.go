@@ -100,7 +100,7 @@ func TestToolsGolden(t *testing.T) {
 func TestSchemaKeywordOrder(t *testing.T) {
 	s := object("d",
 		prop("n", integer("i").rng(0, 100).byDefault(5)),
-		prop("s", str("").length(1, 3).matches(`^a`, "")),
+		prop("s", func() *schema { s := str("").length(1, 3); s.pattern = `^a`; return s }()),
 	).require("n").closedObject()
 	got, err := s.MarshalJSON()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -56,11 +57,14 @@ type Server struct {
 type tool struct {
 	name        string
 	description string
-	readOnly    bool
-	in          *schema // the arguments object
-	out         *schema // the data of a success envelope
-	// check, if set, enforces rules that span fields, after the schema.
-	check func(args *value, add func(path, msg string))
+	cmd         *commands.Command // what the tool runs; its domain rules are the arguments'
+	out         *schema           // the data of a success envelope
+	// New generates the rest from cmd: readOnly (the command changes no
+	// domain state), the arguments' schema, and check, the domain's rules
+	// the schema cannot express, enforced after it.
+	readOnly bool
+	in       *schema
+	check    func(args *value, add func(path, msg string))
 }
 
 // stages are the steps every tools/call goes through, in order.
@@ -86,12 +90,11 @@ func New(svc *commands.Service, opts Options) *Server {
 		maxLine: opts.MaxMessageBytes,
 		byName:  make(map[string]*tool),
 	}
-	for _, group := range [][]*tool{taskTools(), thoughtTools(), sessionTools(), skillTools(), systemTools()} {
-		for _, t := range group {
-			t.in.closed = true
-			s.tools = append(s.tools, t)
-			s.byName[t.name] = t
-		}
+	for _, t := range allTools() {
+		t.readOnly = !t.cmd.Mutates()
+		t.in, t.check = input(t.cmd.Rules())
+		s.tools = append(s.tools, t)
+		s.byName[t.name] = t
 	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: opts.Instructions,
@@ -127,6 +130,20 @@ func New(svc *commands.Service, opts Options) *Server {
 		}
 	})
 	return s
+}
+
+// allTools is every tool, in the contract's order.
+func allTools() []*tool {
+	return slices.Concat(taskTools(), thoughtTools(), sessionTools(), skillTools(), systemTools())
+}
+
+// ToolNames lists the tools' names, in the contract's order.
+func ToolNames() []string {
+	var names []string
+	for _, t := range allTools() {
+		names = append(names, t.name)
+	}
+	return names
 }
 
 // Tools describes the tools, in the contract's order.
@@ -194,7 +211,8 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (res *sdk
 		args = json.RawMessage("{}")
 	}
 	call := commands.Call{
-		Tool:    req.Params.Name,
+		Name:    req.Params.Name,
+		Command: s.command(req.Params.Name),
 		Args:    args,
 		Client:  clientName(req),
 		Invalid: s.validate(req.Params.Name, args),
@@ -211,6 +229,14 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (res *sdk
 		_, reply = s.Encode(nil, err)
 	}
 	return toolResult(reply), nil
+}
+
+// command is what the tool named name runs, or nil for an unknown tool.
+func (s *Server) command(name string) *commands.Command {
+	if t := s.byName[name]; t != nil {
+		return t.cmd
+	}
+	return nil
 }
 
 // validate is the validate stage: nil, the arguments' issues, or (for an

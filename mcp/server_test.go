@@ -133,8 +133,8 @@ func TestEveryCallGoesThroughDoOnce(t *testing.T) {
 	}
 	for i, tt := range calls {
 		call := got[i]
-		if call.Tool != tt.tool || string(call.Args) != tt.wantArgs || call.Client != "test-agent" || call.Encode == nil {
-			t.Errorf("call %d = {%q %s %q}, want {%q %s %q}", i, call.Tool, call.Args, call.Client, tt.tool, tt.wantArgs, "test-agent")
+		if call.Name != tt.tool || string(call.Args) != tt.wantArgs || call.Client != "test-agent" || call.Encode == nil {
+			t.Errorf("call %d = {%q %s %q}, want {%q %s %q}", i, call.Name, call.Args, call.Client, tt.tool, tt.wantArgs, "test-agent")
 		}
 		if (call.Invalid == nil) != tt.valid {
 			t.Errorf("call %d (%s): Invalid = %v", i, tt.tool, call.Invalid)

@@ -1,6 +1,6 @@
 package mcp
 
-func sessionID(description string) *schema { return str(description).maxLen(maxIDLength) }
+import "github.com/logbook-dev/logbook/commands"
 
 func sessionTools() []*tool {
 	return []*tool{
@@ -8,12 +8,7 @@ func sessionTools() []*tool {
 			name: "audit_session_start",
 			description: "Open an audit session on a task that collects, from now on, the ledger events concerning the task " +
 				"(with scope deep also its sub-tasks) as the leaves of a Merkle tree.",
-			in: object("",
-				prop("task_id", taskID("Id of the task to audit, e.g. \"T-0001\"; it must exist.")),
-				prop("auditor_id", str("Who audits.").length(1, 128)),
-				prop("reason", str("Why the audit is made.").maxLen(1000)),
-				prop("scope", enum("shallow: the task's own events; deep: also its descendants'.", "shallow", "deep").byDefault("shallow")),
-			).require("task_id", "auditor_id"),
+			cmd: commands.StartSession,
 			out: object("",
 				prop("session_id", str("Id of the new session, e.g. \"A-0001\".")),
 				prop("task_id", str("")),
@@ -27,10 +22,7 @@ func sessionTools() []*tool {
 			name: "merkle_finalize",
 			description: "Seal an audit session: compute and freeze its RFC 9162 Merkle root, and return the whole ledger's root " +
 				"so every leaf can also be proven against the full log.",
-			in: object("",
-				prop("session_id", sessionID("Id of the session to finalize, e.g. \"A-0001\".")),
-				prop("task_id", taskID("Only this task's leaves; the task must be in the session's scope.")),
-			).require("session_id"),
+			cmd: commands.Finalize,
 			out: object("",
 				prop("session_id", str("")),
 				prop("merkle_root", str("RFC 9162 root over the session's leaves, hex.")),
@@ -46,11 +38,8 @@ func sessionTools() []*tool {
 		},
 		{
 			name:        "merkle_root",
-			readOnly:    true,
 			description: "Return an audit session's Merkle root: over the leaves so far while it is open, the frozen root once it is finalized.",
-			in: object("",
-				prop("session_id", sessionID("Id of the session, e.g. \"A-0001\".")),
-			).require("session_id"),
+			cmd:         commands.Root,
 			out: object("",
 				prop("session_id", str("")),
 				prop("merkle_root", str("hex")),
@@ -61,15 +50,10 @@ func sessionTools() []*tool {
 			),
 		},
 		{
-			name:     "audit_verify_chain",
-			readOnly: true,
+			name: "audit_verify_chain",
 			description: "Recompute every event hash from the stored bytes and check every link for a session, a task or (neither given) " +
 				"the whole ledger; a broken ledger is reported in the result, not as an error.",
-			in: object("",
-				prop("session_id", sessionID("Verify this audit session's events (and its frozen root, if finalized).")),
-				prop("task_id", taskID("Verify this task's events.")),
-				prop("full_trace", boolean("Also return every verified event's seq and hash.").byDefault(false)),
-			),
+			cmd: commands.VerifyChain,
 			out: object("",
 				prop("session_id", str("").orNull()),
 				prop("task_id", str("").orNull()),

@@ -1,21 +1,21 @@
 package mcp
 
+import "github.com/logbook-dev/logbook/commands"
+
 func systemTools() []*tool {
 	return []*tool{
 		{
 			name:        "server_ping",
-			readOnly:    true,
 			description: "Check that the server answers, and get its current time.",
-			in:          object(""),
+			cmd:         commands.Ping,
 			out: object("",
 				prop("timestamp", str("RFC 3339 UTC.")),
 			),
 		},
 		{
 			name:        "server_health",
-			readOnly:    true,
 			description: "Report the server's mode, uptime, ledger head and root, projection state, middleware stages, tools and loaded or skipped skills.",
-			in:          object(""),
+			cmd:         commands.Health,
 			out: object("",
 				prop("status", str("\"ok\" or \"degraded\".")),
 				prop("mode", str("\"FULL\" or \"READONLY\".")),
@@ -52,5 +52,14 @@ func systemTools() []*tool {
 				)),
 			),
 		},
+	}
+}
+
+// describe puts what only the edge knows about itself into a health report:
+// the stages a call goes through here and the tools published.
+func (s *Server) describe(result any) {
+	if h, ok := result.(*commands.HealthResult); ok && h != nil {
+		h.Middleware.Stages = s.Stages()
+		h.Tools.Registered = len(s.tools)
 	}
 }

@@ -194,10 +194,10 @@ func newBlockingDo() *blockingDo {
 }
 
 func (b *blockingDo) do(ctx context.Context, call commands.Call) ([]byte, error) {
-	b.entered <- call.Tool
+	b.entered <- call.Name
 	<-b.release
 	b.ctxErr <- ctx.Err()
-	_, reply := call.Encode(map[string]any{"tool": call.Tool}, call.Invalid)
+	_, reply := call.Encode(map[string]any{"tool": call.Name}, call.Invalid)
 	return reply, nil
 }
 

@@ -3,16 +3,14 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
-	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // Limits of what the edge accepts as arguments, whatever the tool.
@@ -20,9 +18,8 @@ const (
 	// maxDepth caps the nesting of objects and arrays in the arguments (the
 	// arguments object itself is level 1).
 	maxDepth = 64
-	// maxIssues caps how many issues one rejection lists; a final issue says
-	// how many more there were.
-	maxIssues = 50
+	// maxIssues caps how many issues one rejection lists.
+	maxIssues = domain.MaxIssues
 	// maxValues caps the object members and array items in the arguments,
 	// all levels together. The largest valid arguments hold a few thousand
 	// (a 16 KiB metadata object); the cap keeps the parsed tree of any
@@ -67,35 +64,12 @@ func (v *value) get(key string) *value {
 	return nil
 }
 
-// issues collects validation issues, dropping exact repeats and stopping at maxIssues.
-type issues struct {
-	list    []commands.Issue
-	dropped int
-}
+// issues collects validation issues (domain.Issues: repeats dropped, at
+// most maxIssues).
+type issues struct{ domain.Issues }
 
-func (is *issues) add(path, msg string) {
-	for _, x := range is.list {
-		if x.Path == path && x.Message == msg {
-			return
-		}
-	}
-	if len(is.list) >= maxIssues {
-		is.dropped++
-		return
-	}
-	is.list = append(is.list, commands.Issue{Path: path, Message: msg})
-}
-
-func (is *issues) err() error {
-	if len(is.list) == 0 {
-		return nil
-	}
-	list := is.list
-	if is.dropped > 0 {
-		list = append(list, commands.Issue{Path: "", Message: fmt.Sprintf("%d more issues not shown", is.dropped)})
-	}
-	return &commands.InvalidInputError{Issues: list}
-}
+func (is *issues) add(path, msg string) { is.Add(path, msg) }
+func (is *issues) err() error           { return is.Err() }
 
 // validate checks raw tool arguments against t's input schema and rules. It
 // returns nil or a *commands.InvalidInputError listing every issue found,
@@ -329,20 +303,22 @@ func join(path, key string) string {
 }
 
 // check validates v against s, adding at most one issue for a scalar value.
+// A schema generated from a domain rule is checked by the rule itself.
 func check(v *value, s *schema, path string, is *issues) {
+	if s.rule != nil {
+		s.rule.Validate(v.generic(), path, is.add)
+		return
+	}
 	if len(s.types) > 0 && !matchesType(v, s) {
 		is.add(path, typeMessage(v, s))
 		return
 	}
 	switch v.kind {
 	case kindString:
-		checkString(v.str, s, path, is)
-	case kindNumber:
-		checkNumber(v.str, s, path, is)
-	case kindArray:
-		if s.maxItems != nil && len(v.items) > *s.maxItems {
-			is.add(path, fmt.Sprintf("must have at most %d items (got %d)", *s.maxItems, len(v.items)))
+		if s.enum != nil && !slices.Contains(s.enum, v.str) {
+			is.add(path, "must be one of: "+strings.Join(s.enum, ", "))
 		}
+	case kindArray:
 		if s.items != nil {
 			for i, item := range v.items {
 				check(item, s.items, fmt.Sprintf("%s[%d]", path, i), is)
@@ -398,72 +374,6 @@ func article(t string) string {
 	return "a " + t
 }
 
-func checkString(str string, s *schema, path string, is *issues) {
-	if s.enum != nil {
-		for _, e := range s.enum {
-			if str == e {
-				return
-			}
-		}
-		is.add(path, "must be one of: "+strings.Join(s.enum, ", "))
-		return
-	}
-	n := utf8.RuneCountInString(str)
-	if s.minLength != nil && n < *s.minLength {
-		is.add(path, fmt.Sprintf("must be at least %s", plural(*s.minLength, "character")))
-		return
-	}
-	if s.maxLength != nil && n > *s.maxLength {
-		is.add(path, fmt.Sprintf("must be at most %s (got %d)", plural(*s.maxLength, "character"), n))
-		return
-	}
-	if s.re != nil && !s.re.MatchString(str) {
-		msg := s.hint
-		if msg == "" {
-			msg = "must match " + s.pattern
-		}
-		is.add(path, msg)
-		return
-	}
-	if s.format == "date-time" {
-		if _, err := time.Parse(time.RFC3339Nano, str); err != nil {
-			is.add(path, "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z")
-		}
-	}
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
-}
-
-func checkNumber(lit string, s *schema, path string, is *issues) {
-	f, err := strconv.ParseFloat(lit, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		is.add(path, "must be a number")
-		return
-	}
-	if s.is("integer") && !s.is("number") {
-		// An integer must also fit in 64 bits; a bound on that side, if
-		// any, gives the better message.
-		if _, err := strconv.ParseInt(lit, 10, 64); err != nil && ((f < 0 && s.minimum == nil) || (f > 0 && s.maximum == nil)) {
-			is.add(path, fmt.Sprintf("must be between %d and %d", int64(math.MinInt64), int64(math.MaxInt64)))
-			return
-		}
-	}
-	if s.minimum != nil && f < *s.minimum {
-		is.add(path, "must be at least "+fmtNum(*s.minimum))
-		return
-	}
-	if s.maximum != nil && f > *s.maximum {
-		is.add(path, "must be at most "+fmtNum(*s.maximum))
-	}
-}
-
-func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
 func checkObject(v *value, s *schema, path string, is *issues) {
 	for _, m := range v.members {
 		ps := s.property(m.key)
@@ -478,12 +388,6 @@ func checkObject(v *value, s *schema, path string, is *issues) {
 	for _, r := range s.required {
 		if v.get(r) == nil {
 			is.add(join(path, r), "is required")
-		}
-	}
-	if s.maxBytes > 0 {
-		var b bytes.Buffer
-		if err := json.Compact(&b, v.span); err == nil && b.Len() > s.maxBytes {
-			is.add(path, fmt.Sprintf("must be at most %d bytes as compact JSON (got %d)", s.maxBytes, b.Len()))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
@@ -138,11 +139,11 @@ func keyName(space string, k []byte) string {
 		n := be64(k)
 		switch space {
 		case spTasks:
-			return FormatID(TaskPrefix, n)
+			return domain.FormatID(domain.TaskPrefix, n)
 		case spThoughts:
-			return FormatID(ThoughtPrefix, n)
+			return domain.FormatID(domain.ThoughtPrefix, n)
 		case spSessions, spOpenSessions:
-			return FormatID(SessionPrefix, n)
+			return domain.FormatID(domain.SessionPrefix, n)
 		}
 	}
 	if space == spMeta || space == spProjects || space == spSkills {

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
@@ -122,7 +123,7 @@ func (f *folder) flush() error {
 // isWithin is IsWithin through the folder's decoded tasks.
 func (f *folder) isWithin(id, ancestor string) (bool, error) {
 	return isWithin(id, ancestor, func(id string) (Task, bool, error) {
-		n, valid := ParseID(TaskPrefix, id)
+		n, valid := domain.ParseID(domain.TaskPrefix, id)
 		if !valid {
 			return Task{}, false, nil
 		}

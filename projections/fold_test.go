@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -47,15 +49,15 @@ func appendRaw(t *testing.T, l *boltstore.Store, typ string, version uint16, sub
 // current version ("project_sequence"), live, in time travel and after a
 // rebuild; the stored bytes stay version 1.
 func TestUpcastTaskCreated(t *testing.T) {
-	if v := projections.CurrentVersion(projections.TypeTaskCreated); v != 2 {
+	if v := events.CurrentVersion(events.TypeTaskCreated); v != 2 {
 		t.Fatalf("task.created is written as version %d", v)
 	}
 	l := openFolded(t)
 	v1 := map[string]any{"task_id": "T-0001", "project": "p", "sequence": 3, "title": "old", "description": "",
 		"priority": "normal", "labels": []string{}, "assignee": "unassigned"}
-	appendRaw(t, l, projections.TypeTaskCreated, 1, []string{"T-0001"}, v1)
-	v2 := projections.TaskCreated{TaskID: "T-0002", Project: "p", Sequence: 4, Title: "new", Priority: "normal", Labels: []string{}, Assignee: "unassigned"}
-	appendRaw(t, l, projections.TypeTaskCreated, 2, []string{"T-0002"}, v2)
+	appendRaw(t, l, events.TypeTaskCreated, 1, []string{"T-0001"}, v1)
+	v2 := events.TaskCreated{TaskID: "T-0002", Project: "p", Sequence: 4, Title: "new", Priority: "normal", Labels: []string{}, Assignee: "unassigned"}
+	appendRaw(t, l, events.TypeTaskCreated, 2, []string{"T-0002"}, v2)
 	check := func(when string) {
 		t.Helper()
 		l.View(func(tx *boltstore.Tx) error {
@@ -111,22 +113,22 @@ func history(t *testing.T, l *boltstore.Store, tasks int) {
 	t.Helper()
 	s := func(v string) *string { return &v }
 	for i := 1; i <= tasks; i++ {
-		id := projections.FormatID(projections.TaskPrefix, uint64(i))
+		id := domain.FormatID(domain.TaskPrefix, uint64(i))
 		parent := ""
 		if i > 1 {
 			parent = "T-0001"
 		}
-		appendRaw(t, l, projections.TypeTaskCreated, 2, []string{id}, projections.TaskCreated{TaskID: id, Project: "p", ParentID: parent, Sequence: uint64(i), Title: "task", Priority: "normal", Labels: []string{}, Assignee: "a"})
+		appendRaw(t, l, events.TypeTaskCreated, 2, []string{id}, events.TaskCreated{TaskID: id, Project: "p", ParentID: parent, Sequence: uint64(i), Title: "task", Priority: "normal", Labels: []string{}, Assignee: "a"})
 		if i == 2 {
-			appendRaw(t, l, projections.TypeSessionStarted, 1, []string{"A-0001", "T-0001"}, projections.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "deep"})
+			appendRaw(t, l, events.TypeSessionStarted, 1, []string{"A-0001", "T-0001"}, events.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "deep"})
 		}
-		appendRaw(t, l, projections.TypeTaskUpdated, 1, []string{id}, projections.TaskUpdated{TaskID: id, Status: s("todo")})
-		th := projections.FormatID(projections.ThoughtPrefix, uint64(i))
-		appendRaw(t, l, projections.TypeThoughtRecorded, 1, []string{th, id, "A-0001"}, projections.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
+		appendRaw(t, l, events.TypeTaskUpdated, 1, []string{id}, events.TaskUpdated{TaskID: id, Status: s("todo")})
+		th := domain.FormatID(domain.ThoughtPrefix, uint64(i))
+		appendRaw(t, l, events.TypeThoughtRecorded, 1, []string{th, id, "A-0001"}, events.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
 		appendRaw(t, l, projections.TypeToolCalled, 1, []string{id}, projections.ToolCalled{Tool: "task_get", Outcome: "OK"})
 	}
-	appendRaw(t, l, projections.TypeSessionFinalized, 1, []string{"A-0001", "T-0001"}, projections.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00"})
-	appendRaw(t, l, projections.TypeTaskUpdated, 1, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Title: s("renamed")})
+	appendRaw(t, l, events.TypeSessionFinalized, 1, []string{"A-0001", "T-0001"}, events.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00"})
+	appendRaw(t, l, events.TypeTaskUpdated, 1, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Title: s("renamed")})
 }
 
 // refold folds src's log into a new scratch ledger with Fold, in batches of
@@ -318,18 +320,18 @@ func TestCatchUpLarge(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			r, err := tx.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
+			r, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
 			if err != nil {
 				return err
 			}
 			return projections.Apply(tx, r)
 		}
 		for i := uint64(1); i <= 800; i++ {
-			id, th := projections.FormatID(projections.TaskPrefix, i), projections.FormatID(projections.ThoughtPrefix, i)
+			id, th := domain.FormatID(domain.TaskPrefix, i), domain.FormatID(domain.ThoughtPrefix, i)
 			if err := errorsJoin(
-				add(projections.TypeTaskCreated, []string{id}, projections.TaskCreated{TaskID: id, Project: "p", Sequence: i, Title: "t", Priority: "normal", Labels: []string{}, Assignee: "a"}),
-				add(projections.TypeTaskUpdated, []string{id}, projections.TaskUpdated{TaskID: id, Status: s("todo")}),
-				add(projections.TypeThoughtRecorded, []string{th, id}, projections.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", ChainPosition: 1}),
+				add(events.TypeTaskCreated, []string{id}, events.TaskCreated{TaskID: id, Project: "p", Sequence: i, Title: "t", Priority: "normal", Labels: []string{}, Assignee: "a"}),
+				add(events.TypeTaskUpdated, []string{id}, events.TaskUpdated{TaskID: id, Status: s("todo")}),
+				add(events.TypeThoughtRecorded, []string{th, id}, events.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "c", ChainPosition: 1}),
 			); err != nil {
 				return err
 			}

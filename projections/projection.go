@@ -4,10 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
@@ -170,21 +169,21 @@ func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger
 func (f *folder) apply(r ledger.Record) error {
 	var err error
 	switch r.Type {
-	case TypeTaskCreated:
+	case events.TypeTaskCreated:
 		err = applyTaskCreated(f, r)
-	case TypeTaskUpdated:
+	case events.TypeTaskUpdated:
 		err = applyTaskUpdated(f, r)
-	case TypeThoughtRecorded:
+	case events.TypeThoughtRecorded:
 		err = applyThoughtRecorded(f, r)
-	case TypeSessionStarted:
+	case events.TypeSessionStarted:
 		err = applySessionStarted(f, r)
-	case TypeSessionFinalized:
+	case events.TypeSessionFinalized:
 		err = applySessionFinalized(f, r)
-	case TypeSkillsLoaded:
+	case events.TypeSkillsLoaded:
 		err = applySkillsLoaded(f.tx, r)
-	case TypeTokenIssued:
+	case events.TypeTokenIssued:
 		err = applyTokenIssued(f.tx, r)
-	case TypeTokenRevoked:
+	case events.TypeTokenRevoked:
 		err = applyTokenRevoked(f.tx, r)
 	case TypeToolCalled:
 		// Only sessions fold calls (below).
@@ -233,33 +232,7 @@ func decode(r ledger.Record, v any) error {
 	if err := unmarshal(r.Payload, v); err != nil {
 		return err
 	}
-	if u, ok := v.(interface{ upcast(from uint16) error }); ok && r.Version != CurrentVersion(r.Type) {
-		return u.upcast(r.Version)
-	}
-	return nil
-}
-
-// Identifiers: a prefix and a number, zero-padded to at least 4 digits.
-const (
-	TaskPrefix    = "T-"
-	ThoughtPrefix = "Θ-"
-	SessionPrefix = "A-"
-)
-
-// FormatID renders prefix and n as "T-0001".
-func FormatID(prefix string, n uint64) string { return fmt.Sprintf("%s%04d", prefix, n) }
-
-// ParseID returns the number of an id with the prefix, ok false otherwise.
-func ParseID(prefix, id string) (uint64, bool) {
-	rest, found := strings.CutPrefix(id, prefix)
-	if !found || len(rest) < 4 || rest[0] == '+' || rest[0] == '-' {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(rest, 10, 64)
-	if err != nil || n == 0 || (len(rest) > 4 && rest[0] == '0') {
-		return 0, false
-	}
-	return n, true
+	return events.Upcast(r.Type, r.Version, v)
 }
 
 func u64(v uint64) []byte {
@@ -319,14 +292,3 @@ func putRecord(sp *boltstore.Space, key []byte, v any) error {
 }
 
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
-
-// CurrentVersion is the payload version this binary writes for each event
-// type; older versions are upcast on read (see decode).
-func CurrentVersion(eventType string) uint16 {
-	switch eventType {
-	case TypeTaskCreated:
-		return 2
-	default:
-		return 1
-	}
-}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -40,7 +42,7 @@ func (f *foldLedger) add(fold bool, typ string, subjects []string, payload any) 
 		if err != nil {
 			return err
 		}
-		rec, err = tx.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
+		rec, err = tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
 		if err != nil {
 			return err
 		}
@@ -72,23 +74,23 @@ func (f *foldLedger) view(fn func(tx *boltstore.Tx) error) {
 	}
 }
 
-func created(id, project, parent, title string) projections.TaskCreated {
-	return projections.TaskCreated{TaskID: id, Project: project, ParentID: parent, Title: title, Priority: "normal", Assignee: "unassigned", Labels: []string{}}
+func created(id, project, parent, title string) events.TaskCreated {
+	return events.TaskCreated{TaskID: id, Project: project, ParentID: parent, Title: title, Priority: "normal", Assignee: "unassigned", Labels: []string{}}
 }
 
 func str(s string) *string { return &s }
 
 // history appends a small history of every event type, folding each.
 func (f *foldLedger) history() {
-	f.add(true, projections.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "root"))
-	f.add(true, projections.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "T-0001", "child"))
-	f.add(true, projections.TypeSessionStarted, []string{"A-0001", "T-0001"}, projections.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "deep"})
-	f.add(true, projections.TypeTaskUpdated, []string{"T-0002"}, projections.TaskUpdated{TaskID: "T-0002", Status: str("todo"), PreviousStatus: str("backlog")})
-	f.add(true, projections.TypeThoughtRecorded, []string{"Θ-0001", "T-0002", "A-0001"}, projections.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0002", Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
+	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "root"))
+	f.add(true, events.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "T-0001", "child"))
+	f.add(true, events.TypeSessionStarted, []string{"A-0001", "T-0001"}, events.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "deep"})
+	f.add(true, events.TypeTaskUpdated, []string{"T-0002"}, events.TaskUpdated{TaskID: "T-0002", Status: str("todo"), PreviousStatus: str("backlog")})
+	f.add(true, events.TypeThoughtRecorded, []string{"Θ-0001", "T-0002", "A-0001"}, events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0002", Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
 	f.add(true, projections.TypeToolCalled, []string{"T-0001"}, projections.ToolCalled{Tool: "task_get", Outcome: "OK"})
 	f.add(true, "future.event", []string{"T-0001"}, map[string]any{"x": 1})
-	f.add(true, projections.TypeSessionFinalized, []string{"A-0001", "T-0001"}, projections.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00", LeafCount: 5})
-	f.add(true, projections.TypeTaskUpdated, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Title: str("root, renamed")})
+	f.add(true, events.TypeSessionFinalized, []string{"A-0001", "T-0001"}, events.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00", LeafCount: 5})
+	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Title: str("root, renamed")})
 }
 
 func TestIDs(t *testing.T) {
@@ -97,26 +99,26 @@ func TestIDs(t *testing.T) {
 		n          uint64
 		ok         bool
 	}{
-		{projections.TaskPrefix, "T-0001", 1, true},
-		{projections.TaskPrefix, "T-9999", 9999, true},
-		{projections.TaskPrefix, "T-12345", 12345, true},
-		{projections.ThoughtPrefix, "Θ-0042", 42, true},
-		{projections.SessionPrefix, "A-0007", 7, true},
-		{projections.TaskPrefix, "T-0000", 0, false},
-		{projections.TaskPrefix, "T-1", 0, false},
-		{projections.TaskPrefix, "T-01234", 0, false},
-		{projections.TaskPrefix, "T-+123", 0, false},
-		{projections.TaskPrefix, "T--123", 0, false},
-		{projections.TaskPrefix, "A-0001", 0, false},
-		{projections.TaskPrefix, "t-0001", 0, false},
-		{projections.TaskPrefix, "T-00a1", 0, false},
+		{domain.TaskPrefix, "T-0001", 1, true},
+		{domain.TaskPrefix, "T-9999", 9999, true},
+		{domain.TaskPrefix, "T-12345", 12345, true},
+		{domain.ThoughtPrefix, "Θ-0042", 42, true},
+		{domain.SessionPrefix, "A-0007", 7, true},
+		{domain.TaskPrefix, "T-0000", 0, false},
+		{domain.TaskPrefix, "T-1", 0, false},
+		{domain.TaskPrefix, "T-01234", 0, false},
+		{domain.TaskPrefix, "T-+123", 0, false},
+		{domain.TaskPrefix, "T--123", 0, false},
+		{domain.TaskPrefix, "A-0001", 0, false},
+		{domain.TaskPrefix, "t-0001", 0, false},
+		{domain.TaskPrefix, "T-00a1", 0, false},
 	} {
-		n, ok := projections.ParseID(c.prefix, c.id)
+		n, ok := domain.ParseID(c.prefix, c.id)
 		if n != c.n || ok != c.ok {
-			t.Errorf("ParseID(%q, %q) = %d, %v, want %d, %v", c.prefix, c.id, n, ok, c.n, c.ok)
+			t.Errorf("domain.ParseID(%q, %q) = %d, %v, want %d, %v", c.prefix, c.id, n, ok, c.n, c.ok)
 		}
-		if ok && projections.FormatID(c.prefix, n) != c.id {
-			t.Errorf("FormatID(%q, %d) = %q, want %q", c.prefix, n, projections.FormatID(c.prefix, n), c.id)
+		if ok && domain.FormatID(c.prefix, n) != c.id {
+			t.Errorf("domain.FormatID(%q, %d) = %q, want %q", c.prefix, n, domain.FormatID(c.prefix, n), c.id)
 		}
 	}
 	if got := projections.FormatTime(time.Date(2026, 4, 8, 22, 15, 30, 123456789, time.FixedZone("x", 3600))); got != "2026-04-08T21:15:30.123Z" {
@@ -147,8 +149,8 @@ func TestRebuildEqualsLive(t *testing.T) {
 
 func TestApplyOrder(t *testing.T) {
 	f := newFoldLedger(t)
-	f.add(true, projections.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "a"))
-	rec := f.add(false, projections.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "b"))
+	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "a"))
+	rec := f.add(false, events.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "b"))
 	err := f.l.Update(func(tx *boltstore.Tx) error {
 		rec.Seq = 1 // already folded
 		return projections.Apply(tx, rec)
@@ -218,24 +220,24 @@ func be(v uint64) []byte {
 // session's start or finalization, nor events of types it does not know.
 func TestSessionLeafRule(t *testing.T) {
 	f := newFoldLedger(t)
-	f.add(true, projections.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "root"))  // 1
-	f.add(true, projections.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "other")) // 2
-	f.add(true, projections.TypeSessionStarted, []string{"A-0001", "T-0001"},                         // 3: leaf (own start)
-		projections.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "shallow"})
-	f.add(true, projections.TypeSessionStarted, []string{"A-0002", "T-0001"}, // 4: another session's start
-		projections.SessionStarted{SessionID: "A-0002", TaskID: "T-0001", AuditorID: "b", Scope: "shallow"})
-	f.add(true, projections.TypeTaskUpdated, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Title: str("x")}) // 5: leaf of both
-	f.add(true, projections.TypeToolCalled, []string{"T-0001"}, projections.ToolCalled{Tool: "task_get"})                    // 6: leaf of both
-	f.add(true, projections.TypeToolCalled, []string{"A-0001"}, projections.ToolCalled{Tool: "merkle_root"})                 // 7: names no task
-	f.add(true, projections.TypeThoughtRecorded, []string{"Θ-0001", "T-0002", "A-0001"},                                     // 8: leaf of A-0001 (its id)
-		projections.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0002", Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
-	f.add(true, "future.event", []string{"T-0001"}, map[string]any{"x": 1})     // 9: unknown type
-	f.add(true, projections.TypeSessionFinalized, []string{"A-0002", "T-0001"}, // 10: another session's finalization
-		projections.SessionFinalized{SessionID: "A-0002", MerkleRoot: "00"})
-	f.add(true, projections.TypeTaskUpdated, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Title: str("y")}) // 11: leaf of A-0001
-	f.add(true, projections.TypeSessionFinalized, []string{"A-0001", "T-0001"},                                              // 12: own finalization, no leaf
-		projections.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00"})
-	f.add(true, projections.TypeTaskUpdated, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Title: str("z")}) // 13: after
+	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "root"))  // 1
+	f.add(true, events.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "other")) // 2
+	f.add(true, events.TypeSessionStarted, []string{"A-0001", "T-0001"},                         // 3: leaf (own start)
+		events.SessionStarted{SessionID: "A-0001", TaskID: "T-0001", AuditorID: "a", Scope: "shallow"})
+	f.add(true, events.TypeSessionStarted, []string{"A-0002", "T-0001"}, // 4: another session's start
+		events.SessionStarted{SessionID: "A-0002", TaskID: "T-0001", AuditorID: "b", Scope: "shallow"})
+	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Title: str("x")}) // 5: leaf of both
+	f.add(true, projections.TypeToolCalled, []string{"T-0001"}, projections.ToolCalled{Tool: "task_get"})          // 6: leaf of both
+	f.add(true, projections.TypeToolCalled, []string{"A-0001"}, projections.ToolCalled{Tool: "merkle_root"})       // 7: names no task
+	f.add(true, events.TypeThoughtRecorded, []string{"Θ-0001", "T-0002", "A-0001"},                                // 8: leaf of A-0001 (its id)
+		events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0002", Type: "plan", Content: "c", SessionID: "A-0001", ChainPosition: 1})
+	f.add(true, "future.event", []string{"T-0001"}, map[string]any{"x": 1}) // 9: unknown type
+	f.add(true, events.TypeSessionFinalized, []string{"A-0002", "T-0001"},  // 10: another session's finalization
+		events.SessionFinalized{SessionID: "A-0002", MerkleRoot: "00"})
+	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Title: str("y")}) // 11: leaf of A-0001
+	f.add(true, events.TypeSessionFinalized, []string{"A-0001", "T-0001"},                                         // 12: own finalization, no leaf
+		events.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00"})
+	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Title: str("z")}) // 13: after
 	want := map[string][]uint64{"A-0001": {3, 5, 6, 8, 11}, "A-0002": {4, 5, 6}}
 	f.view(func(tx *boltstore.Tx) error {
 		for id, seqs := range want {
@@ -271,13 +273,13 @@ func TestSessionLeafRule(t *testing.T) {
 
 func TestTaskAsOf(t *testing.T) {
 	f := newFoldLedger(t)
-	f.add(true, projections.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "a"))                                // 1
-	f.add(true, projections.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "b"))                                // 2
-	f.add(true, projections.TypeTaskUpdated, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Status: str("todo")}) // 3
-	f.add(true, projections.TypeThoughtRecorded, []string{"Θ-0001", "T-0001"},                                                   // 4
-		projections.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "plan", Content: "c", ChainPosition: 1})
-	f.add(true, projections.TypeTaskUpdated, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Status: str("blocked"), BlockedReason: str("r")}) // 5
-	f.add(true, projections.TypeTaskUpdated, []string{"T-0001"}, projections.TaskUpdated{TaskID: "T-0001", Status: str("todo"), BlockedReason: str("")})     // 6
+	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "a"))                           // 1
+	f.add(true, events.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "b"))                           // 2
+	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Status: str("todo")}) // 3
+	f.add(true, events.TypeThoughtRecorded, []string{"Θ-0001", "T-0001"},                                              // 4
+		events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "plan", Content: "c", ChainPosition: 1})
+	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Status: str("blocked"), BlockedReason: str("r")}) // 5
+	f.add(true, events.TypeTaskUpdated, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Status: str("todo"), BlockedReason: str("")})     // 6
 	f.view(func(tx *boltstore.Tx) error {
 		for _, c := range []struct {
 			seq            uint64

@@ -5,14 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
-)
-
-// Audit session event types.
-const (
-	TypeSessionStarted   = "session.started"
-	TypeSessionFinalized = "session.finalized"
 )
 
 const (
@@ -23,31 +19,10 @@ const (
 	counterSession = "counter.session"
 )
 
-// SessionStarted is the payload of session.started.
-type SessionStarted struct {
-	SessionID string `json:"session_id"`
-	TaskID    string `json:"task_id"`
-	AuditorID string `json:"auditor_id"`
-	Reason    string `json:"reason,omitempty"`
-	Scope     string `json:"scope"`
-}
-
-// SessionFinalized is the payload of session.finalized: the frozen root and
-// what it covers. TaskID is set when only that task's leaves were sealed.
-type SessionFinalized struct {
-	SessionID  string `json:"session_id"`
-	TaskID     string `json:"task_id,omitempty"`
-	MerkleRoot string `json:"merkle_root"`
-	TreeDepth  int    `json:"tree_depth"`
-	LeafCount  uint64 `json:"leaf_count"`
-	FirstSeq   uint64 `json:"first_seq"`
-	LastSeq    uint64 `json:"last_seq"`
-}
-
 // Session is an audit session: its window's leaves so far (as a Merkle
 // frontier) and, once finalized, its frozen root.
 type Session struct {
-	SessionStarted
+	events.SessionStarted
 	StartedAt string          `json:"started_at"`
 	StartSeq  uint64          `json:"start_seq"`
 	Leaves    ledger.Frontier `json:"leaves"`
@@ -55,10 +30,10 @@ type Session struct {
 	LastSeq   uint64          `json:"last_seq"`
 	Seq       uint64          `json:"seq"`
 
-	Final       *SessionFinalized `json:"final,omitempty"`
-	FinalizedAt string            `json:"finalized_at,omitempty"`
-	LedgerSize  uint64            `json:"ledger_size,omitempty"` // seq of the finalize event
-	LedgerRoot  string            `json:"ledger_root,omitempty"` // root of the log of that size
+	Final       *events.SessionFinalized `json:"final,omitempty"`
+	FinalizedAt string                   `json:"finalized_at,omitempty"`
+	LedgerSize  uint64                   `json:"ledger_size,omitempty"` // seq of the finalize event
+	LedgerRoot  string                   `json:"ledger_root,omitempty"` // root of the log of that size
 }
 
 // Leaf is one leaf of a session: the event's seq and hash and the tasks it
@@ -71,11 +46,11 @@ type Leaf struct {
 
 func applySessionStarted(f *folder, r ledger.Record) error {
 	tx := f.tx
-	var p SessionStarted
+	var p events.SessionStarted
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, ok := ParseID(SessionPrefix, p.SessionID)
+	n, ok := domain.ParseID(domain.SessionPrefix, p.SessionID)
 	if !ok {
 		return fmt.Errorf("bad session id %q", p.SessionID)
 	}
@@ -95,11 +70,11 @@ func applySessionStarted(f *folder, r ledger.Record) error {
 
 func applySessionFinalized(f *folder, r ledger.Record) error {
 	tx := f.tx
-	var p SessionFinalized
+	var p events.SessionFinalized
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, valid := ParseID(SessionPrefix, p.SessionID)
+	n, valid := domain.ParseID(domain.SessionPrefix, p.SessionID)
 	s, ok, err := f.session(n)
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("finalize of unknown session %q: %v", p.SessionID, err)
@@ -142,8 +117,8 @@ func offerToSessions(f *folder, r ledger.Record) error {
 		if err != nil {
 			return err
 		}
-		own := (r.Type == TypeThoughtRecorded && slices.Contains(r.Subjects, s.SessionID)) ||
-			(r.Type == TypeSessionStarted && r.Seq == s.StartSeq) // its start event is always its first leaf
+		own := (r.Type == events.TypeThoughtRecorded && slices.Contains(r.Subjects, s.SessionID)) ||
+			(r.Type == events.TypeSessionStarted && r.Seq == s.StartSeq) // its start event is always its first leaf
 		if len(tasks) == 0 && !own {
 			continue
 		}
@@ -171,7 +146,7 @@ func offerToSessions(f *folder, r ledger.Record) error {
 func taskSubjects(r ledger.Record) []string {
 	var ids []string
 	for _, s := range r.Subjects {
-		if strings.HasPrefix(s, TaskPrefix) {
+		if strings.HasPrefix(s, domain.TaskPrefix) {
 			ids = append(ids, s)
 		}
 	}
@@ -185,7 +160,7 @@ func taskSubjects(r ledger.Record) []string {
 // but changes nothing, so it is no leaf.
 func concerns(f *folder, s *Session, r ledger.Record) ([]string, error) {
 	switch r.Type {
-	case TypeTaskCreated, TypeTaskUpdated, TypeThoughtRecorded, TypeToolCalled:
+	case events.TypeTaskCreated, events.TypeTaskUpdated, events.TypeThoughtRecorded, TypeToolCalled:
 	default:
 		return nil, nil
 	}
@@ -215,7 +190,7 @@ func putSession(tx *boltstore.Tx, n uint64, s *Session) error {
 
 // GetSession returns the session with id; ok false if none.
 func GetSession(tx *boltstore.Tx, id string) (s Session, ok bool, err error) {
-	n, valid := ParseID(SessionPrefix, id)
+	n, valid := domain.ParseID(domain.SessionPrefix, id)
 	if !valid {
 		return s, false, nil
 	}
@@ -229,7 +204,7 @@ func GetSession(tx *boltstore.Tx, id string) (s Session, ok bool, err error) {
 
 // SessionLeaves calls fn for the session's leaves in ledger order.
 func SessionLeaves(tx *boltstore.Tx, id string, fn func(Leaf) error) error {
-	n, valid := ParseID(SessionPrefix, id)
+	n, valid := domain.ParseID(domain.SessionPrefix, id)
 	if !valid {
 		return nil
 	}
@@ -250,7 +225,7 @@ func SessionLeaves(tx *boltstore.Tx, id string, fn func(Leaf) error) error {
 // NextSessionID is the id the next audit session gets.
 func NextSessionID(tx *boltstore.Tx) (string, error) {
 	n, err := nextNumber(tx, counterSession)
-	return FormatID(SessionPrefix, n), err
+	return domain.FormatID(domain.SessionPrefix, n), err
 }
 
 // Selects reports whether leaf l is sealed by a finalize (or checked by a

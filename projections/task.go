@@ -4,14 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
-)
-
-// Task event types.
-const (
-	TypeTaskCreated = "task.created"
-	TypeTaskUpdated = "task.updated"
 )
 
 const (
@@ -22,57 +18,6 @@ const (
 
 	counterTask = "counter.task"
 )
-
-// TaskCreated is the payload of task.created, version 2.
-//
-// Version 1 named the task's number within its project "sequence", which
-// reads like the envelope's seq (the event's position in the ledger) to
-// anyone replaying the log. Version 2 calls it "project_sequence". Version 1
-// payloads stay in the ledger as written and are upcast when read.
-type TaskCreated struct {
-	TaskID        string   `json:"task_id"`
-	Project       string   `json:"project"`
-	Sequence      uint64   `json:"project_sequence"` // the task's number within its project, from 1
-	Title         string   `json:"title"`
-	Description   string   `json:"description"`
-	ParentID      string   `json:"parent_id,omitempty"`
-	Priority      string   `json:"priority"`
-	Labels        []string `json:"labels"`
-	Assignee      string   `json:"assignee"`
-	EstimateHours *float64 `json:"estimate_hours,omitempty"`
-
-	// V1Sequence is version 1's "sequence": set only while a version 1
-	// payload is decoded, and moved to Sequence by upcast.
-	V1Sequence uint64 `json:"sequence,omitempty"`
-}
-
-// upcast converts a payload decoded from an older version to this one. A
-// newer version is taken as is: versions only ever add fields, which this
-// reader ignores.
-func (p *TaskCreated) upcast(from uint16) error {
-	switch {
-	case from == 1:
-		p.Sequence, p.V1Sequence = p.V1Sequence, 0
-	case from == 0:
-		return fmt.Errorf("task.created payload version 0")
-	}
-	return nil
-}
-
-// TaskUpdated is the payload of task.updated: the fields that changed, with
-// their new values. BlockedReason "" clears it.
-type TaskUpdated struct {
-	TaskID         string    `json:"task_id"`
-	Status         *string   `json:"status,omitempty"`
-	PreviousStatus *string   `json:"previous_status,omitempty"`
-	Progress       *int      `json:"progress,omitempty"`
-	Title          *string   `json:"title,omitempty"`
-	Description    *string   `json:"description,omitempty"`
-	Priority       *string   `json:"priority,omitempty"`
-	Assignee       *string   `json:"assignee,omitempty"`
-	Labels         *[]string `json:"labels,omitempty"`
-	BlockedReason  *string   `json:"blocked_reason,omitempty"`
-}
 
 // Task is the current state of a task.
 type Task struct {
@@ -112,14 +57,14 @@ func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05
 // changes, used live, by rebuilds and by time travel.
 func foldTask(t *Task, r ledger.Record) error {
 	switch r.Type {
-	case TypeTaskCreated:
-		var p TaskCreated
+	case events.TypeTaskCreated:
+		var p events.TaskCreated
 		if err := decode(r, &p); err != nil {
 			return err
 		}
 		foldTaskCreated(t, r, &p)
-	case TypeTaskUpdated:
-		var p TaskUpdated
+	case events.TypeTaskUpdated:
+		var p events.TaskUpdated
 		if err := decode(r, &p); err != nil {
 			return err
 		}
@@ -130,7 +75,7 @@ func foldTask(t *Task, r ledger.Record) error {
 	return nil
 }
 
-func foldTaskCreated(t *Task, r ledger.Record, p *TaskCreated) {
+func foldTaskCreated(t *Task, r ledger.Record, p *events.TaskCreated) {
 	*t = Task{
 		ID: p.TaskID, Title: p.Title, Description: p.Description, Project: p.Project,
 		Status: "backlog", Priority: p.Priority, Assignee: p.Assignee, Labels: p.Labels,
@@ -143,7 +88,7 @@ func foldTaskCreated(t *Task, r ledger.Record, p *TaskCreated) {
 	t.UpdatedAt, t.UpdatedBy, t.Seq = FormatTime(r.Time), r.Actor, r.Seq
 }
 
-func foldTaskUpdated(t *Task, r ledger.Record, p *TaskUpdated) {
+func foldTaskUpdated(t *Task, r ledger.Record, p *events.TaskUpdated) {
 	set(&t.Status, p.Status)
 	set(&t.Progress, p.Progress)
 	set(&t.Title, p.Title)
@@ -167,7 +112,7 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 	if err := foldTask(t, r); err != nil {
 		return err
 	}
-	n, ok := ParseID(TaskPrefix, t.ID)
+	n, ok := domain.ParseID(domain.TaskPrefix, t.ID)
 	if !ok {
 		return fmt.Errorf("bad task id %q", t.ID)
 	}
@@ -187,7 +132,7 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 		return err
 	}
 	if t.ParentID != "" {
-		pn, _ := ParseID(TaskPrefix, t.ParentID)
+		pn, _ := domain.ParseID(domain.TaskPrefix, t.ParentID)
 		children, err := tx.Space(spChildren)
 		if err != nil {
 			return err
@@ -200,11 +145,11 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 }
 
 func applyTaskUpdated(f *folder, r ledger.Record) error {
-	var p TaskUpdated
+	var p events.TaskUpdated
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, valid := ParseID(TaskPrefix, p.TaskID)
+	n, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
 	t, ok, err := f.task(n)
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("update of unknown task %q: %v", p.TaskID, err)
@@ -228,7 +173,7 @@ func putTask(f *folder, n uint64, t *Task, seq uint64) error {
 // GetTask returns the current state of the task with id; ok is false if
 // there is none.
 func GetTask(tx *boltstore.Tx, id string) (t Task, ok bool, err error) {
-	n, valid := ParseID(TaskPrefix, id)
+	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return t, false, nil
 	}
@@ -243,7 +188,7 @@ func GetTask(tx *boltstore.Tx, id string) (t Task, ok bool, err error) {
 // TaskAsOf folds the task's events up to and including seq from the log
 // itself (time travel). ok is false if the task did not exist yet.
 func TaskAsOf(tx *boltstore.Tx, id string, seq uint64) (t Task, ok bool, err error) {
-	n, valid := ParseID(TaskPrefix, id)
+	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return t, false, nil
 	}
@@ -287,7 +232,7 @@ func Tasks(tx *boltstore.Tx, fn func(Task) bool) error {
 
 // Children returns the ids of the task's direct sub-tasks in creation order.
 func Children(tx *boltstore.Tx, id string) ([]string, error) {
-	n, valid := ParseID(TaskPrefix, id)
+	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return nil, nil
 	}
@@ -297,7 +242,7 @@ func Children(tx *boltstore.Tx, id string) ([]string, error) {
 	}
 	var ids []string
 	err = children.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
-		ids = append(ids, FormatID(TaskPrefix, be64(k[8:])))
+		ids = append(ids, domain.FormatID(domain.TaskPrefix, be64(k[8:])))
 		return true, nil
 	})
 	return ids, err
@@ -366,12 +311,12 @@ func GetProject(tx *boltstore.Tx, name string) (p Project, ok bool, err error) {
 // NextTaskID is the id the next created task gets.
 func NextTaskID(tx *boltstore.Tx) (string, error) {
 	n, err := nextNumber(tx, counterTask)
-	return FormatID(TaskPrefix, n), err
+	return domain.FormatID(domain.TaskPrefix, n), err
 }
 
 // TaskEventSeqs are the seqs of the events that created or updated the task.
 func TaskEventSeqs(tx *boltstore.Tx, id string) ([]uint64, error) {
-	n, valid := ParseID(TaskPrefix, id)
+	n, valid := domain.ParseID(domain.TaskPrefix, id)
 	if !valid {
 		return nil, nil
 	}

@@ -3,12 +3,11 @@ package projections
 import (
 	"fmt"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
-
-// TypeThoughtRecorded is the event of thought_record.
-const TypeThoughtRecorded = "thought.recorded"
 
 const (
 	spThoughts        = "thoughts"         // thought number → Thought
@@ -18,28 +17,10 @@ const (
 	counterThought = "counter.thought"
 )
 
-// ThoughtRecorded is the payload of thought.recorded. PreviousHash and
-// ChainPosition are written into the event so the per-task chain is itself
-// committed to by the log.
-type ThoughtRecorded struct {
-	ThoughtID     string   `json:"thought_id"`
-	TaskID        string   `json:"task_id"`
-	Type          string   `json:"type"`
-	Content       string   `json:"content"`
-	SessionID     string   `json:"session_id,omitempty"`
-	Branch        string   `json:"branch,omitempty"`
-	CommitSHA     string   `json:"commit_sha,omitempty"`
-	TestsRun      []string `json:"tests_run,omitempty"`
-	Blockers      []string `json:"blockers,omitempty"`
-	Metadata      string   `json:"metadata,omitempty"` // compact JSON object
-	PreviousHash  string   `json:"previous_hash,omitempty"`
-	ChainPosition uint64   `json:"chain_position"`
-}
-
 // Thought is a recorded thought. Hash is the hash of the event that
 // recorded it (its Merkle leaf); PreviousHash is "" for a task's first.
 type Thought struct {
-	ThoughtRecorded
+	events.ThoughtRecorded
 	Hash       string `json:"hash"`
 	RecordedAt string `json:"recorded_at"`
 	RecordedBy string `json:"recorded_by"`
@@ -48,11 +29,11 @@ type Thought struct {
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	tx := f.tx
-	var p ThoughtRecorded
+	var p events.ThoughtRecorded
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, ok := ParseID(ThoughtPrefix, p.ThoughtID)
+	n, ok := domain.ParseID(domain.ThoughtPrefix, p.ThoughtID)
 	if !ok {
 		return fmt.Errorf("bad thought id %q", p.ThoughtID)
 	}
@@ -67,7 +48,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err := putRecord(thoughts, u64(n), &th); err != nil {
 		return err
 	}
-	tn, valid := ParseID(TaskPrefix, p.TaskID)
+	tn, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
 	task, ok, err := f.task(tn)
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("thought on unknown task %q: %v", p.TaskID, err)
@@ -84,7 +65,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 		return err
 	}
 	if p.SessionID != "" {
-		sn, _ := ParseID(SessionPrefix, p.SessionID)
+		sn, _ := domain.ParseID(domain.SessionPrefix, p.SessionID)
 		bySession, err := tx.Space(spSessionThoughts)
 		if err != nil {
 			return err
@@ -109,7 +90,7 @@ func thoughtByNumber(tx *boltstore.Tx, n uint64) (Thought, error) {
 
 // LastThought is the task's latest thought; ok false if it has none.
 func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err error) {
-	tn, valid := ParseID(TaskPrefix, taskID)
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return th, false, nil
 	}
@@ -127,7 +108,7 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 
 // TaskThoughts calls fn for the task's thoughts in chain order.
 func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error {
-	tn, valid := ParseID(TaskPrefix, taskID)
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return nil
 	}
@@ -147,7 +128,7 @@ func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error 
 // SessionThoughts calls fn for the thoughts recorded with the session id,
 // in ledger order.
 func SessionThoughts(tx *boltstore.Tx, sessionID string, fn func(Thought) bool) error {
-	sn, valid := ParseID(SessionPrefix, sessionID)
+	sn, valid := domain.ParseID(domain.SessionPrefix, sessionID)
 	if !valid {
 		return nil
 	}
@@ -182,12 +163,12 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 // NextThoughtID is the id the next recorded thought gets.
 func NextThoughtID(tx *boltstore.Tx) (string, error) {
 	n, err := nextNumber(tx, counterThought)
-	return FormatID(ThoughtPrefix, n), err
+	return domain.FormatID(domain.ThoughtPrefix, n), err
 }
 
 // ThoughtAt is the task's thought at a chain position; ok false if none.
 func ThoughtAt(tx *boltstore.Tx, taskID string, position uint64) (th Thought, ok bool, err error) {
-	tn, valid := ParseID(TaskPrefix, taskID)
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
 	if !valid {
 		return th, false, nil
 	}

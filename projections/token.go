@@ -4,35 +4,12 @@ import (
 	"encoding/hex"
 	"slices"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
-// Bearer tokens of `logbook server`. The log holds only each token's
-// SHA-256: who may act as which agent is itself part of the audit record,
-// and a copy of the file grants nobody anything.
-const (
-	TypeTokenIssued  = "token.issued"
-	TypeTokenRevoked = "token.revoked"
-)
-
 const spTokens = "tokens" // token SHA-256 (32 bytes) → Token
-
-// TokenIssued is the payload of token.issued. The event's actor is the
-// issuer as well (Issuer repeats it, so the payload reads on its own).
-type TokenIssued struct {
-	SHA256   string   `json:"sha256"` // hex SHA-256 of the bearer token
-	Agent    string   `json:"agent"`  // the actor of every event of its calls
-	ReadOnly bool     `json:"read_only,omitempty"`
-	Tools    []string `json:"tools,omitempty"` // the tools it may list and call; empty: all
-	Issuer   string   `json:"issuer"`
-}
-
-// TokenRevoked is the payload of token.revoked: one token by its hash.
-type TokenRevoked struct {
-	SHA256 string `json:"sha256"`
-	Reason string `json:"reason,omitempty"`
-}
 
 // Token is a token's state as folded.
 type Token struct {
@@ -86,7 +63,7 @@ func tokenKey(hexSum string) ([]byte, bool) {
 // applyTokenIssued records a token. Issuing a hash twice keeps the first
 // record: a token once issued (or revoked) is never re-scoped.
 func applyTokenIssued(tx *boltstore.Tx, r ledger.Record) error {
-	var p TokenIssued
+	var p events.TokenIssued
 	if err := decode(r, &p); err != nil {
 		return err
 	}
@@ -107,7 +84,7 @@ func applyTokenIssued(tx *boltstore.Tx, r ledger.Record) error {
 
 // applyTokenRevoked marks a token revoked; the first revocation stands.
 func applyTokenRevoked(tx *boltstore.Tx, r ledger.Record) error {
-	var p TokenRevoked
+	var p events.TokenRevoked
 	if err := decode(r, &p); err != nil {
 		return err
 	}

@@ -12,9 +12,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -71,12 +72,12 @@ func IssueToken(l *boltstore.Store, req Issue) (token string, t projections.Toke
 		return "", t, err
 	}
 	token = newToken()
-	p := projections.TokenIssued{SHA256: TokenSHA256(token), Agent: req.Agent, ReadOnly: req.ReadOnly, Tools: tools, Issuer: req.Issuer}
+	p := events.TokenIssued{SHA256: TokenSHA256(token), Agent: req.Agent, ReadOnly: req.ReadOnly, Tools: tools, Issuer: req.Issuer}
 	err = l.Update(func(tx *boltstore.Tx) error {
 		if _, err := projections.CatchUp(tx, 0); err != nil {
 			return err
 		}
-		if err := appendEvent(tx, projections.TypeTokenIssued, req.Issuer, p); err != nil {
+		if err := appendEvent(tx, events.TypeTokenIssued, req.Issuer, p); err != nil {
 			return err
 		}
 		var sum [32]byte
@@ -119,7 +120,7 @@ func RevokeTokens(l *boltstore.Store, req Revoke) ([]projections.Token, error) {
 			if t.RevokedSeq != 0 || (want != "" && t.SHA256 != want) || (req.Agent != "" && t.Agent != req.Agent) {
 				continue
 			}
-			if err := appendEvent(tx, projections.TypeTokenRevoked, req.Issuer, projections.TokenRevoked{SHA256: t.SHA256}); err != nil {
+			if err := appendEvent(tx, events.TypeTokenRevoked, req.Issuer, events.TokenRevoked{SHA256: t.SHA256}); err != nil {
 				return err
 			}
 			t.RevokedSeq = tx.Head().Seq
@@ -156,7 +157,7 @@ func appendEvent(tx *boltstore.Tx, typ, actor string, payload any) error {
 	if err != nil {
 		return err
 	}
-	rec, err := tx.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: actor, Payload: b})
+	rec, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: actor, Payload: b})
 	if err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func checkName(what, name string) error {
 // checkTools returns the scope sorted and deduplicated; every name must be
 // one of the contract's tools.
 func checkTools(tools []string) ([]string, error) {
-	known := commands.ToolNames()
+	known := mcp.ToolNames()
 	out := slices.Clone(tools)
 	for _, t := range out {
 		if !slices.Contains(known, t) {

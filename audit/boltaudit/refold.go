@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -119,7 +120,7 @@ func (p *logPass) scan(tx *boltstore.Tx, begin, last uint64, fn func(ledger.Reco
 		want++
 		p.tree.Append(r.Hash)
 		// Only this goroutine writes rootAt: its own read needs no lock.
-		if _, ok := p.rootAt[r.Seq]; ok || r.Type == projections.TypeSessionFinalized {
+		if _, ok := p.rootAt[r.Seq]; ok || r.Type == events.TypeSessionFinalized {
 			p.setRoot(r.Seq)
 		}
 		fn(r)

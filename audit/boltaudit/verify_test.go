@@ -11,6 +11,8 @@ import (
 
 	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/audit/boltaudit"
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -34,8 +36,8 @@ func newLedger(t *testing.T) string {
 			return err
 		}
 		for n := uint64(1); n <= tasks; n++ {
-			if _, err := appendEvent(tx, projections.TypeTaskCreated, projections.TaskCreated{
-				TaskID: projections.FormatID(projections.TaskPrefix, n), Project: "core", Sequence: n,
+			if _, err := appendEvent(tx, events.TypeTaskCreated, events.TaskCreated{
+				TaskID: domain.FormatID(domain.TaskPrefix, n), Project: "core", Sequence: n,
 				Title: fmt.Sprintf("task %d", n), Priority: "medium", Labels: []string{}, Assignee: "agent",
 			}, true); err != nil {
 				return err
@@ -55,7 +57,7 @@ func appendEvent(tx *boltstore.Tx, typ string, payload any, fold bool) (ledger.R
 	if err != nil {
 		return ledger.Record{}, err
 	}
-	r, err := tx.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: "agent", Payload: b})
+	r, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "agent", Payload: b})
 	if err != nil || !fold {
 		return r, err
 	}
@@ -226,7 +228,7 @@ func TestVerifyProjectionFoldFailed(t *testing.T) {
 	path := newLedger(t)
 	update(t, path, func(tx *boltstore.Tx) error {
 		status := "done"
-		if _, err := appendEvent(tx, projections.TypeTaskUpdated, projections.TaskUpdated{TaskID: "T-0099", Status: &status}, false); err != nil {
+		if _, err := appendEvent(tx, events.TypeTaskUpdated, events.TaskUpdated{TaskID: "T-0099", Status: &status}, false); err != nil {
 			return err
 		}
 		meta, err := tx.Space("meta")
@@ -297,12 +299,12 @@ func TestVerifyFinalizedSessions(t *testing.T) {
 	path := newLedger(t)
 	update(t, path, func(tx *boltstore.Tx) error {
 		for n := uint64(1); n <= 40; n++ {
-			sid := projections.FormatID(projections.SessionPrefix, n)
-			tid := projections.FormatID(projections.TaskPrefix, n%tasks+1)
-			if _, err := appendEvent(tx, projections.TypeSessionStarted, projections.SessionStarted{SessionID: sid, TaskID: tid, AuditorID: "auditor", Scope: "shallow"}, true); err != nil {
+			sid := domain.FormatID(domain.SessionPrefix, n)
+			tid := domain.FormatID(domain.TaskPrefix, n%tasks+1)
+			if _, err := appendEvent(tx, events.TypeSessionStarted, events.SessionStarted{SessionID: sid, TaskID: tid, AuditorID: "auditor", Scope: "shallow"}, true); err != nil {
 				return err
 			}
-			if _, err := appendEvent(tx, projections.TypeSessionFinalized, projections.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()}, true); err != nil {
+			if _, err := appendEvent(tx, events.TypeSessionFinalized, events.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()}, true); err != nil {
 				return err
 			}
 		}

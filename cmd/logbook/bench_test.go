@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -110,7 +112,7 @@ func (g *callGen) emit(tx *boltstore.Tx, typ, actor string, subjects []string, p
 	if err != nil {
 		return err
 	}
-	r, err := tx.Append(ledger.Event{Type: typ, Version: projections.CurrentVersion(typ), Actor: actor, Subjects: subjects, Payload: b})
+	r, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: actor, Subjects: subjects, Payload: b})
 	g.last = r.Hash
 	return err
 }
@@ -119,7 +121,7 @@ func (g *callGen) call(tx *boltstore.Tx) error {
 	actor := benchAgents[g.rng.IntN(len(benchAgents))]
 	seq := tx.Head().Seq
 	if seq == 0 {
-		if err := g.emit(tx, projections.TypeSkillsLoaded, actor, nil, map[string]any{"skills": []any{}}); err != nil {
+		if err := g.emit(tx, events.TypeSkillsLoaded, actor, nil, map[string]any{"skills": []any{}}); err != nil {
 			return err
 		}
 	}
@@ -131,31 +133,31 @@ func (g *callGen) call(tx *boltstore.Tx) error {
 	switch p := g.rng.IntN(100); {
 	case g.tasks == 0 || p < 10:
 		g.tasks++
-		id := projections.FormatID(projections.TaskPrefix, g.tasks)
+		id := domain.FormatID(domain.TaskPrefix, g.tasks)
 		tool, subjects = "task_create", []string{id}
-		err = g.emit(tx, projections.TypeTaskCreated, actor, subjects, projections.TaskCreated{
+		err = g.emit(tx, events.TypeTaskCreated, actor, subjects, events.TaskCreated{
 			TaskID: id, Project: fmt.Sprintf("project-%d", g.tasks%7), Sequence: g.tasks/7 + 1,
 			Title: fmt.Sprintf("Task %d: make the thing work", g.tasks), Description: "Something an agent was asked to do, in a sentence or two.",
 			Priority: "normal", Labels: []string{"bench"}, Assignee: actor})
 	case p < 40:
 		n := task()
-		id := projections.FormatID(projections.TaskPrefix, n)
+		id := domain.FormatID(domain.TaskPrefix, n)
 		status, progress := []string{"todo", "in_progress", "review", "blocked"}[g.rng.IntN(4)], g.rng.IntN(100)
 		tool, subjects = "task_update", []string{id}
-		err = g.emit(tx, projections.TypeTaskUpdated, actor, subjects, projections.TaskUpdated{TaskID: id, Status: &status, Progress: &progress})
+		err = g.emit(tx, events.TypeTaskUpdated, actor, subjects, events.TaskUpdated{TaskID: id, Status: &status, Progress: &progress})
 	case p < 85:
 		n := task()
 		g.thoughts++
 		g.positions[n]++
-		id := projections.FormatID(projections.TaskPrefix, n)
-		th := projections.FormatID(projections.ThoughtPrefix, g.thoughts)
+		id := domain.FormatID(domain.TaskPrefix, n)
+		th := domain.FormatID(domain.ThoughtPrefix, g.thoughts)
 		tool, subjects = "thought_record", []string{th, id}
-		err = g.emit(tx, projections.TypeThoughtRecorded, actor, subjects, projections.ThoughtRecorded{
+		err = g.emit(tx, events.TypeThoughtRecorded, actor, subjects, events.ThoughtRecorded{
 			ThoughtID: th, TaskID: id, Type: "analysis", ChainPosition: g.positions[n],
 			Content: "Looked at the failing test; the fix is to read in chunks rather than hold the lock.",
 			Branch:  "main", CommitSHA: "abc1234", PreviousHash: g.last.String()})
 	default:
-		tool, subjects = "task_get", []string{projections.FormatID(projections.TaskPrefix, task())}
+		tool, subjects = "task_get", []string{domain.FormatID(domain.TaskPrefix, task())}
 	}
 	if err != nil {
 		return err
@@ -165,13 +167,13 @@ func (g *callGen) call(tx *boltstore.Tx) error {
 	case g.open == 0 && g.rng.IntN(2000) == 0:
 		g.sessions++
 		g.open, g.openUntil = g.sessions, seq+500
-		sid := projections.FormatID(projections.SessionPrefix, g.sessions)
-		tid := projections.FormatID(projections.TaskPrefix, task())
-		err = g.emit(tx, projections.TypeSessionStarted, actor, []string{sid, tid}, projections.SessionStarted{SessionID: sid, TaskID: tid, AuditorID: "auditor", Scope: "shallow"})
+		sid := domain.FormatID(domain.SessionPrefix, g.sessions)
+		tid := domain.FormatID(domain.TaskPrefix, task())
+		err = g.emit(tx, events.TypeSessionStarted, actor, []string{sid, tid}, events.SessionStarted{SessionID: sid, TaskID: tid, AuditorID: "auditor", Scope: "shallow"})
 	case g.open != 0 && seq > g.openUntil:
-		sid := projections.FormatID(projections.SessionPrefix, g.open)
+		sid := domain.FormatID(domain.SessionPrefix, g.open)
 		g.open = 0
-		err = g.emit(tx, projections.TypeSessionFinalized, actor, []string{sid}, projections.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()})
+		err = g.emit(tx, events.TypeSessionFinalized, actor, []string{sid}, events.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()})
 	}
 	if err != nil {
 		return err

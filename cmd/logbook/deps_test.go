@@ -8,12 +8,14 @@ import (
 	"testing"
 )
 
+const mod = "github.com/logbook-dev/logbook/"
+
 // TestDependenciesPointInward enforces the layering
-// cmd → server → mcp → commands → projections → ledger: a package may import
-// only the layers below it, and only mcp may import the MCP SDK.
+// cmd → server → mcp → commands → projections → skills → events → domain →
+// ledger: a package may import only the layers below it, and only mcp may
+// import the MCP SDK.
 func TestDependenciesPointInward(t *testing.T) {
-	const mod = "github.com/logbook-dev/logbook/"
-	layers := []string{"ledger", "projections", "commands", "mcp", "server"}
+	layers := []string{"ledger", "domain", "events", "skills", "projections", "commands", "mcp", "server"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
 		if err != nil {
@@ -50,7 +52,6 @@ func TestDependenciesPointInward(t *testing.T) {
 // TestOnlyEdgesImportNetHTTP: HTTP is the business of mcp (the MCP
 // transport) and server (listening, tokens, admin socket) alone.
 func TestOnlyEdgesImportNetHTTP(t *testing.T) {
-	const mod = "github.com/logbook-dev/logbook/"
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./../../...").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +61,24 @@ func TestOnlyEdgesImportNetHTTP(t *testing.T) {
 		for _, imp := range fields[1:] {
 			if imp == "net/http" && fields[0] != mod+"mcp" && fields[0] != mod+"server" {
 				t.Errorf("%s imports net/http; only mcp and server may", fields[0])
+			}
+		}
+	}
+}
+
+// TestInnermostPackages checks that the domain's rules and the event
+// payloads import nothing but ledger and the standard library, so every
+// layer and transport (and an auditor) can use them.
+func TestInnermostPackages(t *testing.T) {
+	for _, pkg := range []string{"domain", "events"} {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./../../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, imp := range strings.Fields(string(out)) {
+			first, _, _ := strings.Cut(imp, "/")
+			if imp != mod+"ledger" && strings.Contains(first, ".") {
+				t.Errorf("%s imports %s; it may import only ledger and the standard library", pkg, imp)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -181,7 +182,7 @@ func e2eBigLedger(b *testing.B, size uint64) string {
 		err := l.Update(func(tx *boltstore.Tx) error {
 			for i := range n {
 				task := fmt.Sprintf("T-%04d", (done+i)%5000+1)
-				if _, err := tx.Append(ledger.Event{Type: projections.TypeToolCalled, Version: projections.CurrentVersion(projections.TypeToolCalled),
+				if _, err := tx.Append(ledger.Event{Type: projections.TypeToolCalled, Version: events.CurrentVersion(projections.TypeToolCalled),
 					Actor: "bench-agent", Subjects: []string{task}, Payload: payload}); err != nil {
 					return err
 				}

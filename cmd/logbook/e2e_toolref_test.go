@@ -15,7 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // toolRefPath is the generated tool reference, relative to this package.
@@ -48,7 +48,7 @@ func TestToolReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	svc, err := commands.New(l, commands.Options{Skills: &projections.Skills{}})
+	svc, err := commands.New(l, commands.Options{Skills: &skills.Set{}})
 	if err != nil {
 		t.Fatal(err)
 	}

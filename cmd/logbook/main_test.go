@@ -18,7 +18,7 @@ import (
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 // The tests of this package run the real binary, built once by TestMain, the
@@ -134,11 +134,11 @@ func newLedger(t testing.TB, path, agent string) *workload {
 	if err != nil {
 		t.Fatal(err)
 	}
-	skills, skipped, err := projections.LoadSkills(filepath.Join("..", "..", "fixtures", "skills"))
+	set, skipped, err := skills.Load(filepath.Join("..", "..", "fixtures", "skills"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: skills, Skipped: skipped, Version: "test"})
+	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: set, Skipped: skipped, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +160,16 @@ func (w *workload) call(tool string, args any) map[string]any {
 	return data
 }
 
+// commandNamed is the command whose domain rules are named name, or nil.
+func commandNamed(name string) *commands.Command {
+	for _, c := range commands.Commands {
+		if c.Rules().Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
 // try runs one tool call and returns the whole envelope.
 func (w *workload) try(tool string, args any) map[string]any {
 	w.t.Helper()
@@ -167,7 +177,7 @@ func (w *workload) try(tool string, args any) map[string]any {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	reply, err := w.svc.Do(context.Background(), commands.Call{Tool: tool, Args: raw, Client: "test", Encode: w.enc})
+	reply, err := w.svc.Do(context.Background(), commands.Call{Name: tool, Command: commandNamed(tool), Args: raw, Client: "test", Encode: w.enc})
 	if err != nil {
 		w.t.Fatalf("%s: %v", tool, err)
 	}

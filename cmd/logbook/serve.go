@@ -16,7 +16,7 @@ import (
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
-	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
 )
 
 func init() {
@@ -30,7 +30,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 	db := dbFlag(e, fs)
 	agent := fs.String("agent", e.getenv("LOGBOOK_AGENT"), "agent identity written to every event (env LOGBOOK_AGENT; default: the MCP client's name)")
 	project := fs.String("project", "", "default project of task_next_actions")
-	skills := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
+	skillsDir := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
 	readOnly := fs.Bool("read-only", false, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
 	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "answer ERR_STORAGE when another process holds the ledger file longer than this")
 	connect := fs.String("connect", "", "bridge to the logbook server at this URL (http[s]://HOST:PORT/mcp) instead of opening a ledger")
@@ -58,8 +58,8 @@ func serve(ctx context.Context, e *env, args []string) error {
 			return usageErr("serve: %v", err)
 		}
 	}
-	if fi, err := os.Stat(*skills); err == nil && !fi.IsDir() {
-		return usageErr("serve: --skills %s is not a directory", *skills)
+	if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
+		return usageErr("serve: --skills %s is not a directory", *skillsDir)
 	}
 	if e.getenv("GOGC") == "" {
 		// The live heap is tiny and every call allocates a little: the
@@ -73,7 +73,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 		return usageErr("serve: %v", err)
 	}
 	defer l.Close()
-	srv, err := newTools(l, *skills, commands.Options{Agent: *agent, Project: *project, ReadOnly: *readOnly, Logger: log})
+	srv, err := newTools(l, *skillsDir, commands.Options{Agent: *agent, Project: *project, ReadOnly: *readOnly, Logger: log})
 	if err != nil {
 		return usageErr("serve: %v", err)
 	}
@@ -86,8 +86,8 @@ func serve(ctx context.Context, e *env, args []string) error {
 
 // newTools loads the skills folder and returns the MCP tools running on l
 // with opts (Skills, Skipped and Version filled in here).
-func newTools(l *boltstore.Store, skills string, opts commands.Options) (*mcp.Server, error) {
-	set, skipped, err := projections.LoadSkills(skills)
+func newTools(l *boltstore.Store, skillsDir string, opts commands.Options) (*mcp.Server, error) {
+	set, skipped, err := skills.Load(skillsDir)
 	if err != nil {
 		return nil, fmt.Errorf("skills: %w", err)
 	}
@@ -99,7 +99,5 @@ func newTools(l *boltstore.Store, skills string, opts commands.Options) (*mcp.Se
 	if err != nil {
 		return nil, err
 	}
-	srv := mcp.New(svc, mcp.Options{Version: version, Logger: opts.Logger})
-	svc.SetEdge(commands.Edge{Stages: srv.Stages(), Tools: len(srv.Tools())})
-	return srv, nil
+	return mcp.New(svc, mcp.Options{Version: version, Logger: opts.Logger}), nil
 }

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
-	"github.com/logbook-dev/logbook/projections"
 )
 
 // The upgrade path is proven on a ledger written by an older binary:
@@ -137,7 +137,7 @@ func TestUpgradeFromV1(t *testing.T) {
 	if got := fileSHA256(t, fixture); got != golden.Ledger.SHA256 {
 		t.Fatalf("the committed v1 ledger was rewritten: sha256 %s, golden says %s", got, golden.Ledger.SHA256)
 	}
-	if projections.CurrentVersion(projections.TypeTaskCreated) < 2 {
+	if events.CurrentVersion(events.TypeTaskCreated) < 2 {
 		t.Fatal("this binary writes task.created v1: the upgrade under test is missing")
 	}
 
@@ -167,7 +167,7 @@ func TestUpgradeFromV1(t *testing.T) {
 			t.Error("verify changed the file")
 		}
 		// The stored payloads stay version 1: upgrading rewrote nothing.
-		r = run(t, "replay", "--db", cp, "--type", projections.TypeTaskCreated)
+		r = run(t, "replay", "--db", cp, "--type", events.TypeTaskCreated)
 		wantExit(t, r, 0, "replay")
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		if len(lines) != 5 {
@@ -236,7 +236,7 @@ func TestUpgradeFromV1(t *testing.T) {
 		if !rep.Projections.Checked {
 			t.Errorf("projections not compared after the rebuild: %s", r.stdout)
 		}
-		r = run(t, "replay", "--db", cp, "--type", projections.TypeTaskCreated, "--from", "2")
+		r = run(t, "replay", "--db", cp, "--type", events.TypeTaskCreated, "--from", "2")
 		wantExit(t, r, 0, "replay")
 		var versions []int
 		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
@@ -269,7 +269,7 @@ func jsonRoundTrip(t testing.TB, v any) any {
 // queries, and writes ledger.db and golden.json. It must run with the v1
 // code; the test proper then checks every later binary against it.
 func writeV1(t *testing.T) {
-	if projections.CurrentVersion(projections.TypeTaskCreated) != 1 {
+	if events.CurrentVersion(events.TypeTaskCreated) != 1 {
 		t.Fatal("-write-v1-fixture needs the v1 code (task.created version 1); the fixture is history, not regenerated")
 	}
 	var steps []v1Step

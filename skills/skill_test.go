@@ -1,4 +1,4 @@
-package projections
+package skills
 
 import (
 	"crypto/sha256"
@@ -131,9 +131,9 @@ func TestLoadSkillsValid(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			p := writeSkill(t, dir, tt.folder, tt.content)
-			skills, skipped, err := LoadSkills(dir)
+			skills, skipped, err := Load(dir)
 			if err != nil {
-				t.Fatalf("LoadSkills: %v", err)
+				t.Fatalf("Load: %v", err)
 			}
 			if len(skipped) != 0 {
 				t.Fatalf("skipped = %+v, want none", skipped)
@@ -197,8 +197,8 @@ func TestLoadSkillsSkipsMalformed(t *testing.T) {
 		{
 			name:    "too big",
 			folder:  "a",
-			content: fmt.Sprintf(valid, "a") + strings.Repeat("x", MaxSkillSize),
-			want:    fmt.Sprintf("too big: %d bytes, over the %d-byte limit", len(fmt.Sprintf(valid, "a"))+MaxSkillSize, MaxSkillSize),
+			content: fmt.Sprintf(valid, "a") + strings.Repeat("x", MaxSize),
+			want:    fmt.Sprintf("too big: %d bytes, over the %d-byte limit", len(fmt.Sprintf(valid, "a"))+MaxSize, MaxSize),
 		},
 		{
 			name:   "SKILL.md is a directory",
@@ -271,9 +271,9 @@ func TestLoadSkillsSkipsMalformed(t *testing.T) {
 			} else {
 				writeSkill(t, dir, tt.folder, tt.content)
 			}
-			skills, skipped, err := LoadSkills(dir)
+			skills, skipped, err := Load(dir)
 			if err != nil {
-				t.Fatalf("LoadSkills: %v", err)
+				t.Fatalf("Load: %v", err)
 			}
 			if got := skills.All(); len(got) != 0 {
 				t.Errorf("loaded %+v, want none", got)
@@ -304,9 +304,9 @@ func TestLoadSkillsUnreadableFile(t *testing.T) {
 		f.Close()
 		t.Skip("file is still readable (running as root?)")
 	}
-	_, skipped, err := LoadSkills(dir)
+	_, skipped, err := Load(dir)
 	if err != nil {
-		t.Fatalf("LoadSkills: %v", err)
+		t.Fatalf("Load: %v", err)
 	}
 	if len(skipped) != 1 || skipped[0].Path != "a/SKILL.md" || !strings.Contains(skipped[0].Reason, "cannot open SKILL.md: permission denied") {
 		t.Fatalf("skipped = %+v, want a/SKILL.md with a permission reason", skipped)
@@ -330,9 +330,9 @@ func TestLoadSkillsIgnoresNonCandidates(t *testing.T) {
 	writeSkill(t, dir, "deep/nested", "---\nname: nested\ndescription: d\n---\n") // two levels down
 	symlink(t, "README.md", filepath.Join(dir, "readme-link"))                    // a link to a file
 
-	skills, skipped, err := LoadSkills(dir)
+	skills, skipped, err := Load(dir)
 	if err != nil {
-		t.Fatalf("LoadSkills: %v", err)
+		t.Fatalf("Load: %v", err)
 	}
 	if got := skills.All(); len(got) != 0 {
 		t.Errorf("loaded %+v, want none", got)
@@ -343,9 +343,9 @@ func TestLoadSkillsIgnoresNonCandidates(t *testing.T) {
 }
 
 func TestLoadSkillsMissingDir(t *testing.T) {
-	skills, skipped, err := LoadSkills(filepath.Join(t.TempDir(), "no-such-dir"))
+	skills, skipped, err := Load(filepath.Join(t.TempDir(), "no-such-dir"))
 	if err != nil {
-		t.Fatalf("LoadSkills: %v, want nil", err)
+		t.Fatalf("Load: %v, want nil", err)
 	}
 	if skills == nil {
 		t.Fatal("skills = nil, want an empty set")
@@ -363,9 +363,9 @@ func TestLoadSkillsUnreadableDir(t *testing.T) {
 	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	skills, skipped, err := LoadSkills(notDir)
+	skills, skipped, err := Load(notDir)
 	if err == nil {
-		t.Fatalf("LoadSkills(a file) = %+v, %+v, nil; want an error", skills, skipped)
+		t.Fatalf("Load(a file) = %+v, %+v, nil; want an error", skills, skipped)
 	}
 }
 
@@ -377,9 +377,9 @@ func TestLoadSkillsMixedSorted(t *testing.T) {
 	writeSkill(t, dir, "also-broken", "---\nname: wrong\ndescription: d\n---\n")
 	writeSkill(t, dir, "mid", "---\nname: mid\ndescription: Middle.\n---\n")
 
-	skills, skipped, err := LoadSkills(dir)
+	skills, skipped, err := Load(dir)
 	if err != nil {
-		t.Fatalf("LoadSkills: %v", err)
+		t.Fatalf("Load: %v", err)
 	}
 	if got, want := names(skills.All()), []string{"alpha", "mid", "zeta"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("names = %q, want %q", got, want)
@@ -399,9 +399,9 @@ func TestSkillsList(t *testing.T) {
 	writeSkill(t, dir, "test-runner", "---\nname: test-runner\ndescription: Run the tests.\ncapabilities: [test]\n---\n")
 	writeSkill(t, dir, "release-notes", "---\nname: release-notes\ndescription: Summarise the git log.\ncapabilities: [git, docs]\n---\n")
 	writeSkill(t, dir, "plain", "---\nname: plain\ndescription: No capabilities.\n---\n")
-	skills, skipped, err := LoadSkills(dir)
+	skills, skipped, err := Load(dir)
 	if err != nil || len(skipped) != 0 {
-		t.Fatalf("LoadSkills: %v, skipped %+v", err, skipped)
+		t.Fatalf("Load: %v, skipped %+v", err, skipped)
 	}
 
 	tests := []struct {
@@ -436,7 +436,7 @@ func TestSkillsList(t *testing.T) {
 func TestSkillsListReturnsCopies(t *testing.T) {
 	dir := t.TempDir()
 	writeSkill(t, dir, "a", "---\nname: a\ndescription: d\ncapabilities: [x]\n---\n")
-	skills, _, err := LoadSkills(dir)
+	skills, _, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,8 +449,8 @@ func TestSkillsListReturnsCopies(t *testing.T) {
 }
 
 func TestSkillsNilAndZero(t *testing.T) {
-	var nilSkills *Skills
-	for _, s := range []*Skills{nilSkills, {}} {
+	var nilSkills *Set
+	for _, s := range []*Set{nilSkills, {}} {
 		if got := s.All(); got == nil || len(got) != 0 {
 			t.Errorf("All() = %#v, want empty non-nil", got)
 		}
@@ -461,9 +461,9 @@ func TestSkillsNilAndZero(t *testing.T) {
 }
 
 func TestLoadSkillsFixtures(t *testing.T) {
-	skills, skipped, err := LoadSkills(fixtureSkills)
+	skills, skipped, err := Load(fixtureSkills)
 	if err != nil {
-		t.Fatalf("LoadSkills(%s): %v", fixtureSkills, err)
+		t.Fatalf("Load(%s): %v", fixtureSkills, err)
 	}
 	want := []Skill{
 		{
@@ -503,8 +503,8 @@ func TestLoadSkillsFixtures(t *testing.T) {
 	}
 }
 
-func ExampleSkills_List() {
-	skills, skipped, err := LoadSkills("../fixtures/skills")
+func ExampleSet_List() {
+	skills, skipped, err := Load("../fixtures/skills")
 	if err != nil {
 		fmt.Println(err)
 		return

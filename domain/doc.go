@@ -1,0 +1,15 @@
+// Package domain holds logbook's own rules about tasks, thoughts and audit
+// sessions, whatever the transport a request came by: the vocabularies
+// (statuses, priorities, thought types), the forms of ids and project slugs,
+// the bounds of every field, what counts as blank text, and the task state
+// machine.
+//
+// The rules are data (a Command lists its Fields, each a Rule) so that an
+// edge can publish them (the MCP layer generates its JSON Schemas from them)
+// and functions (Command.Validate) so that the commands layer enforces them
+// for every caller. Both therefore refuse the same inputs with an issue at the
+// same path.
+//
+// Invariants: the package imports only the standard library; it holds no
+// state; a rule set never changes at run time.
+package domain

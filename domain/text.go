@@ -1,0 +1,78 @@
+package domain
+
+import (
+	"unicode"
+)
+
+// checkText applies the rule's Text to a string value, or to each string
+// item of an array value; anything else is left to the schema part.
+func (r *Rule) checkText(v any, path string, add func(path, msg string)) {
+	switch x := v.(type) {
+	case string:
+		if msg := r.Text.refuse(x); msg != "" {
+			add(path, msg)
+		}
+	case []any:
+		if r.Items == nil {
+			return
+		}
+		for i, item := range x {
+			r.Items.checkText(item, indexPath(path, i), add)
+		}
+	}
+}
+
+// refuse returns why s breaks t, or "". The empty string is left to MinLen.
+func (t Text) refuse(s string) string {
+	if t == AnyText || s == "" {
+		return ""
+	}
+	for _, c := range s {
+		if !unicode.IsControl(c) || (t != Line && (c == '\t' || c == '\n' || c == '\r')) {
+			continue
+		}
+		if t == Line {
+			return "must not contain control characters (such as NUL, tab or newline)"
+		}
+		return "must not contain control characters other than tab and newline"
+	}
+	switch {
+	case t == Notes:
+		return ""
+	case IsBlank(s) && onlySpace(s):
+		return "must not be only whitespace"
+	case IsBlank(s):
+		return "must not be only whitespace or invisible characters"
+	}
+	return ""
+}
+
+// IsBlank reports whether s shows nothing: it holds only white space,
+// control characters, format characters (U+200B zero width space, U+2060
+// word joiner, U+FEFF, the soft hyphen, bidi marks…) and the blank fillers
+// some scripts define. The empty string is blank.
+func IsBlank(s string) bool {
+	for _, c := range s {
+		if !invisible(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func invisible(c rune) bool {
+	switch c {
+	case '\u115F', '\u1160', '\u3164', '\uFFA0', '\u2800': // Hangul fillers, Braille blank
+		return true
+	}
+	return unicode.IsSpace(c) || unicode.IsControl(c) || unicode.In(c, unicode.Cf, unicode.Zs)
+}
+
+func onlySpace(s string) bool {
+	for _, c := range s {
+		if !unicode.IsSpace(c) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,106 @@
+package domain
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	for _, c := range []struct {
+		cmd  *Command
+		args string
+		want []Issue // nil: valid
+	}{
+		{&CreateTask, `{"title":"a","project":"core"}`, nil},
+		{&CreateTask, `{"title":"a","project":"../../Etc Passwd"}`, []Issue{{"project", "must be a lowercase slug: a letter or digit, then up to 63 letters, digits or dashes"}}},
+		{&CreateTask, `{"title":"a","project":"core","priority":"urgent"}`, []Issue{{"priority", "must be one of: low, normal, high, critical"}}},
+		{&CreateTask, `{"title":"\u200b","project":"core"}`, []Issue{{"title", "must not be only whitespace or invisible characters"}}},
+		{&CreateTask, `{"title":"\u3000 ","project":"core"}`, []Issue{{"title", "must not be only whitespace"}}},
+		{&CreateTask, `{"title":"a\u0000b","project":"core"}`, []Issue{{"title", "must not contain control characters (such as NUL, tab or newline)"}}},
+		{&CreateTask, `{"title":"a","project":"core","labels":["ok","\u2060"]}`, []Issue{{"labels[1]", "must not be only whitespace or invisible characters"}}},
+		{&CreateTask, `{"title":"a","project":"core","description":"line 1\n\tline 2"}`, nil},
+		{&CreateTask, `{"title":"a","project":"core","description":"bell\u0007"}`, []Issue{{"description", "must not contain control characters other than tab and newline"}}},
+		{&CreateTask, `{"project":"core","x":1}`, []Issue{{"x", "is not a known field; known fields: title, project, description, parent_id, priority, labels, assignee, estimate_hours"}, {"title", "is required"}}},
+		{&CreateTask, `{"title":"a","project":"core","estimate_hours":1001}`, []Issue{{"estimate_hours", "must be at most 1000"}}},
+		{&CreateTask, `[]`, []Issue{{"", "arguments must be a JSON object"}}},
+		{&UpdateTask, `{"task_id":"T-0001"}`, []Issue{{"", "at least one of status, progress, title, description, priority, assignee, labels, blocked_reason is required"}}},
+		{&UpdateTask, `{"task_id":"T-0001","progress":1.0}`, []Issue{{"progress", "must be an integer (a whole number without fraction or exponent)"}}},
+		{&UpdateTask, `{"task_id":"T-0001","status":"blocked"}`, []Issue{{"blocked_reason", `is required when status is "blocked"`}}},
+		{&UpdateTask, `{"task_id":"T-0001","status":"blocked","blocked_reason":"\u200b"}`, []Issue{{"blocked_reason", `must not be blank when status is "blocked"`}}},
+		{&UpdateTask, `{"task_id":"T-0001","status":"todo","blocked_reason":" "}`, nil},
+		{&RecordThought, `{"task_id":"T-0001","type":"plan","content":"  "}`, []Issue{{"content", "must not be only whitespace"}}},
+		{&RecordThought, `{"task_id":"T-0001","type":"plan","content":"c","metadata":{"k":"<&>"}}`, nil},
+		{&ListTasks, `{"status":["todo","nope"],"created_after":"today"}`, []Issue{{"created_after", "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z"}, {"status[1]", "must be one of: backlog, todo, in_progress, blocked, review, done, cancelled"}}},
+		{&Ping, ``, nil},
+		{&Ping, `{"a":1}`, []Issue{{"a", "is not a known field; known fields: none"}}},
+	} {
+		err := c.cmd.ValidateJSON([]byte(c.args))
+		var got []Issue
+		var ie *InvalidInputError
+		if errors.As(err, &ie) {
+			got = ie.Issues
+		} else if err != nil {
+			t.Errorf("%s %s: %v, not an *InvalidInputError", c.cmd.Name, c.args, err)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("%s %s: errors.Is(err, ErrInvalidInput) is false", c.cmd.Name, c.args)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %s\n got %q\nwant %q", c.cmd.Name, c.args, got, c.want)
+		}
+	}
+}
+
+func TestPriorityRank(t *testing.T) {
+	for i, p := range []string{"critical", "high", "normal", "low", "urgent", ""} {
+		want := min(i, len(Priorities))
+		if got := PriorityRank(p); got != want {
+			t.Errorf("PriorityRank(%q) = %d, want %d", p, got, want)
+		}
+	}
+}
+
+func TestStateMachine(t *testing.T) {
+	for _, from := range Statuses {
+		for _, to := range Statuses {
+			want := slices.Contains(transitions[from], to)
+			if got := CanTransition(from, to); got != want {
+				t.Errorf("CanTransition(%s, %s) = %v", from, to, got)
+			}
+		}
+		if Closed(from) != (len(Transitions(from)) == 0) {
+			t.Errorf("%s: closed %v but %d moves", from, Closed(from), len(Transitions(from)))
+		}
+	}
+	if CanTransition("done", "todo") || CanTransition("nope", "todo") {
+		t.Error("a closed or unknown status moves")
+	}
+}
+
+func TestIDs(t *testing.T) {
+	for _, c := range []struct {
+		id string
+		n  uint64
+		ok bool
+	}{{"T-0001", 1, true}, {"T-12345", 12345, true}, {"T-001", 0, false}, {"T-00001", 0, false}, {"T-0000", 0, false}, {"T-+001", 0, false}, {"A-0001", 0, false}} {
+		n, ok := ParseID(TaskPrefix, c.id)
+		if n != c.n || ok != c.ok {
+			t.Errorf("ParseID(%q) = %d %v", c.id, n, ok)
+		}
+		if ok && FormatID(TaskPrefix, n) != c.id {
+			t.Errorf("FormatID(%d) = %q", n, FormatID(TaskPrefix, n))
+		}
+	}
+}
+
+// BenchmarkValidateJSON is what the commands layer adds to every call.
+func BenchmarkValidateJSON(b *testing.B) {
+	args := []byte(`{"title":"bench task","project":"bench","description":"a longer description of the task","labels":["a","b"],"priority":"high"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := CreateTask.ValidateJSON(args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,30 @@
+package events
+
+// CurrentVersion is the payload version this binary writes for each event
+// type, tool.called included; older versions are upcast on read (see Upcast).
+func CurrentVersion(eventType string) uint16 {
+	switch eventType {
+	case TypeTaskCreated:
+		return 2
+	default:
+		return 1
+	}
+}
+
+// Upcaster is a payload that can be decoded as an older version of itself
+// and then converted to the current one.
+type Upcaster interface {
+	// Upcast converts the payload, decoded from version from, to the
+	// current version. A newer version is taken as is: versions only ever
+	// add fields, which an older reader ignores.
+	Upcast(from uint16) error
+}
+
+// Upcast converts v, a payload of an event of type typ decoded from payload
+// version from, to the current version, if its type has an upcaster.
+func Upcast(typ string, from uint16, v any) error {
+	if u, ok := v.(Upcaster); ok && from != CurrentVersion(typ) {
+		return u.Upcast(from)
+	}
+	return nil
+}
