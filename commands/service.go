@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -54,6 +53,10 @@ type Options struct {
 	Skipped  []events.SkippedSkill // skill files that failed to load
 	Version  string                // the binary's version, for server_health
 	Logger   *slog.Logger
+	// Now is the clock tool.called durations are measured with; default
+	// time.Now. Tests fix it so that a ledger they build is the same bytes,
+	// hashes included, on every run.
+	Now func() time.Time
 }
 
 // Service runs tool calls against the ledger.
@@ -82,6 +85,9 @@ var ErrInternal = errors.New("internal error")
 func New(l *boltstore.Store, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger}
 	if err := Rebuild(l, false, func(done, total uint64) {
@@ -186,11 +192,15 @@ func (r *rejected) Error() string { return r.err.Error() }
 // the commit failed (errors.Is(err, ErrStorage)) and nothing of the call is in
 // the ledger; reply is then nil.
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
-	start := time.Now()
+	start := s.opts.Now()
 	actor := s.actor(call)
 	// What tool.called records of the arguments depends on them alone:
 	// worked out here, not in the commit that calls queue for.
-	args := callArgs{sum: canonicalArgsHash(call.Args), ids: namedIDs(call.Args)}
+	sum, err := ArgsSHA256(events.CurrentVersion(projections.TypeToolCalled), call.Args)
+	if err != nil {
+		return nil, err
+	}
+	args := callArgs{sum: sum, ids: namedIDs(call.Args)}
 	if s.readsAside(call) {
 		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
 			return reply, err
@@ -244,7 +254,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		return reply, nil
 	case errors.As(err, &rej):
 		err = rej.err
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	default:
 		s.logInternal(call.Name, err)
@@ -265,7 +275,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	switch {
 	case err == nil:
 		return reply, nil
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	}
 	// Even the call alone could not be recorded: answer, unaudited, and
@@ -303,7 +313,7 @@ func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, 
 		ArgsSHA256:   args.sum,
 		Outcome:      code,
 		ResultSHA256: hex.EncodeToString(replySum[:]),
-		DurationUS:   time.Since(start).Microseconds(),
+		DurationUS:   s.opts.Now().Sub(start).Microseconds(),
 		Client:       call.Client,
 	}
 	if call.Actor != "" {
@@ -405,26 +415,6 @@ func isDomain(err error) bool {
 		}
 	}
 	return false
-}
-
-// canonicalArgsHash is the hex SHA-256 of the arguments as canonical JSON
-// (keys sorted, no insignificant space, numbers as written). Arguments that
-// are not JSON are hashed as received.
-func canonicalArgsHash(raw json.RawMessage) string {
-	b := []byte(raw)
-	if len(b) == 0 {
-		b = []byte("{}")
-	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err == nil {
-		if c, err := json.Marshal(v); err == nil {
-			b = c
-		}
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // namedIDs are the ids an argument object names (task_id, parent_id,

@@ -17,8 +17,10 @@ import (
 //
 //	1: the first release
 //	2: task.created payload v2 (project_sequence), read through its upcaster
-//	3: the tokens space (token.issued, token.revoked)
-const Version = 3
+//	3: a thought's text (content, tests, blockers, metadata) is read from
+//	   its event, not copied into the projection
+//	4: the tokens space (token.issued, token.revoked)
+const Version = 4
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens}

@@ -130,7 +130,15 @@ type workload struct {
 // (or let the test's cleanup do so) before running the binary on the file.
 func newLedger(t testing.TB, path, agent string) *workload {
 	t.Helper()
-	l, err := boltstore.Open(path, boltstore.Options{Create: true})
+	return newLedgerClock(t, path, agent, nil)
+}
+
+// newLedgerClock is newLedger with a clock for event times and call
+// durations (nil: the real one); a fixed clock makes the same calls give the
+// same ledger, hashes included.
+func newLedgerClock(t testing.TB, path, agent string, now func() time.Time) *workload {
+	t.Helper()
+	l, err := boltstore.Open(path, boltstore.Options{Create: true, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +146,7 @@ func newLedger(t testing.TB, path, agent string) *workload {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: set, Skipped: skipped, Version: "test"})
+	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: set, Skipped: skipped, Version: "test", Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

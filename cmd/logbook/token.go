@@ -23,6 +23,18 @@ func token(_ context.Context, e *env, args []string) error {
 	if len(args) == 0 {
 		return usageErr(usage)
 	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		fmt.Fprint(e.stdout, `Usage: logbook token add|revoke|list [flags]
+
+Manage the bearer tokens of logbook server (hashes only are recorded):
+  logbook token add --agent NAME [--read-only] [--tools a,b]   print a new token (last line)
+  logbook token revoke (--agent NAME | --token-sha256 HEX)      revoke tokens
+  logbook token list [--json]                                   list them
+Through the running server's admin socket, else in the file. logbook token SUBCOMMAND --help
+lists each one's flags.
+`)
+		return nil
+	}
 	switch args[0] {
 	case "add":
 		return tokenAdd(e, args[1:])

@@ -148,3 +148,17 @@ func fromStorage(v any) bool {
 		return strings.HasPrefix(f.Function, "go.etcd.io/bbolt")
 	}
 }
+
+// checkSize checks the file is at least as long as its last commit says:
+// bbolt grows a file before it commits into the new room, so a shorter one
+// was cut short, and reading it would run past its end.
+func checkSize(btx *bolt.Tx, file *os.File) error {
+	fi, err := file.Stat()
+	if err != nil {
+		return fmt.Errorf("stat ledger: %w", err)
+	}
+	if fi.Size() < btx.Size() {
+		return fmt.Errorf("%w: the file is %d bytes, its last commit needs %d (truncated)", ErrDamaged, fi.Size(), btx.Size())
+	}
+	return nil
+}
