@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/logbook
 PKGS    := ./...
 
-.PHONY: build demo test soak check bench fuzz e2e-deps clean
+.PHONY: build demo test soak check bench bench-peers bench-server fuzz e2e-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/logbook
@@ -17,9 +17,10 @@ test: build e2e-deps
 	$(GO) test -race -count=1 $(PKGS)
 
 # soak: the crash-and-fault suite long (hundreds of SIGKILLs of writing
-# agents, full disk, foreign locks, swapped files); `make test` runs it short.
+# agents, full disk, foreign locks, swapped files, 25 SIGKILLs of logbook
+# server under load); `make test` runs it short.
 soak: build e2e-deps
-	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite' ./cmd/logbook/
+	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite|TestServerKill9' ./cmd/logbook/
 
 # The TypeScript SDK client of the end-to-end tests (cmd/logbook/e2e), from
 # its package-lock.json; go test itself never uses the network.
@@ -58,6 +59,28 @@ bench:
 	@$(GO) test -run '^$$' -bench 'Benchmark(Verify|VerifyChain|Rebuild|Snapshot)$$' -benchtime 1x -count 1 -timeout 30m ./cmd/logbook/ > $(BENCH_OUT:.txt=-audit.txt) 2>&1 \
 		|| { cat $(BENCH_OUT:.txt=-audit.txt); exit 1; }
 	@grep '^Benchmark' $(BENCH_OUT:.txt=-audit.txt)
+
+# bench-peers prints issue 9's peer rows: logbook, a Colibri-style SQLite MCP
+# server (Node, better-sqlite3: WAL, synchronous=FULL, hash-chained rows) and
+# the reference memory server, driven by one TypeScript SDK client over stdio
+# in alternating rounds on fresh stores (bench/peers; about 10 minutes). A
+# quicker run: BENCH_PEERS_ROUNDS=3 BENCH_PEERS_THOUGHTS=10000 make bench-peers.
+# Its npm packages are installed by npm ci whenever its package-lock.json is
+# newer than the install; better-sqlite3 then compiles SQLite (about 2 minutes
+# of CPU) against the running node's own headers where they are installed, so
+# node-gyp downloads nothing. Not part of `make test`.
+BENCH_PEERS_OUT ?= bin/bench-peers.json
+NODE_PREFIX := $(shell node -p "require('path').resolve(process.execPath, '../..')" 2>/dev/null)
+
+bench-peers: build bench/peers/node_modules/.package-lock.json
+	@mkdir -p $(dir $(BENCH_PEERS_OUT))
+	@node --test bench/peers/smoke.test.mjs > $(BENCH_PEERS_OUT:.json=-smoke.txt) 2>&1 \
+		|| { cat $(BENCH_PEERS_OUT:.json=-smoke.txt); exit 1; }
+	node bench/peers/bench.mjs --bin $(BIN) --out $(BENCH_PEERS_OUT)
+
+bench/peers/node_modules/.package-lock.json: bench/peers/package.json bench/peers/package-lock.json
+	$(if $(wildcard $(NODE_PREFIX)/include/node/node.h),npm_config_nodedir=$(NODE_PREFIX)) npm ci --prefix bench/peers --no-audit --no-fund
+	@touch $@
 
 # BENCHTABLE is the awk program behind `make bench`. Each benchmark's
 # baseline: Append and RawBoltPut1Reopen → RawBoltPut1,
@@ -122,6 +145,15 @@ END {
 }
 endef
 export BENCHTABLE
+
+# bench-server: logbook server over Streamable HTTP on loopback (go-sdk
+# client) beside embedded stdio in the same run: p50/p99 per tool, calls/s
+# with 16 clients x 8 in flight (goals: p50 <= 1 ms, >= 10,000 calls/s).
+bench-server:
+	@mkdir -p bin
+	@$(GO) test -run '^$$' -bench BenchmarkServer -count 1 -timeout 30m ./cmd/logbook/ > bin/bench-server.txt 2>&1 \
+		|| { cat bin/bench-server.txt; exit 1; }
+	@grep '^Benchmark' bin/bench-server.txt
 
 fuzz:
 	$(GO) test ./ledger/ -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 30s

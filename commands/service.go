@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,6 +29,12 @@ type Call struct {
 	Command *Command
 	Args    json.RawMessage // the raw arguments as received; hashed canonically into tool.called
 	Client  string          // the client's name for itself ("" if unknown)
+	// Actor, when set, is the caller as a credential proved it (server mode:
+	// a bearer token's agent). It is the actor of every event of the call,
+	// whatever Options.Agent or the client says; Client is then recorded in
+	// tool.called only as an unverified claim, beside Token.
+	Actor string
+	Token string // the hex SHA-256 of the credential that proved Actor
 	// Invalid, when non-nil, is the edge's rejection of the arguments (schema,
 	// UTF-8, unknown tool): Do records the call with this error and runs nothing.
 	Invalid error
@@ -48,6 +53,10 @@ type Options struct {
 	Skipped  []events.SkippedSkill // skill files that failed to load
 	Version  string                // the binary's version, for server_health
 	Logger   *slog.Logger
+	// Now is the clock tool.called durations are measured with; default
+	// time.Now. Tests fix it so that a ledger they build is the same bytes,
+	// hashes included, on every run.
+	Now func() time.Time
 }
 
 // Service runs tool calls against the ledger.
@@ -76,6 +85,9 @@ var ErrInternal = errors.New("internal error")
 func New(l *boltstore.Store, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger}
 	if err := Rebuild(l, false, func(done, total uint64) {
@@ -180,11 +192,15 @@ func (r *rejected) Error() string { return r.err.Error() }
 // the commit failed (errors.Is(err, ErrStorage)) and nothing of the call is in
 // the ledger; reply is then nil.
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
-	start := time.Now()
-	actor := s.actor(call.Client)
+	start := s.opts.Now()
+	actor := s.actor(call)
 	// What tool.called records of the arguments depends on them alone:
 	// worked out here, not in the commit that calls queue for.
-	args := callArgs{sum: canonicalArgsHash(call.Args), ids: namedIDs(call.Args)}
+	sum, err := ArgsSHA256(events.CurrentVersion(projections.TypeToolCalled), call.Args)
+	if err != nil {
+		return nil, err
+	}
+	args := callArgs{sum: sum, ids: namedIDs(call.Args)}
 	if s.readsAside(call) {
 		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
 			return reply, err
@@ -238,7 +254,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		return reply, nil
 	case errors.As(err, &rej):
 		err = rej.err
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	default:
 		s.logInternal(call.Name, err)
@@ -259,7 +275,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	switch {
 	case err == nil:
 		return reply, nil
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	}
 	// Even the call alone could not be recorded: answer, unaudited, and
@@ -292,23 +308,29 @@ func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, resu
 // appendCall appends the call's tool.called event: its outcome code and
 // the SHA-256 of the exact reply bytes.
 func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, code string, replySum [sha256.Size]byte) error {
-	_, err := tx.emit(projections.TypeToolCalled, args.ids, projections.ToolCalled{
+	p := projections.ToolCalled{
 		Tool:         call.Name,
 		ArgsSHA256:   args.sum,
 		Outcome:      code,
 		ResultSHA256: hex.EncodeToString(replySum[:]),
-		DurationUS:   time.Since(start).Microseconds(),
+		DurationUS:   s.opts.Now().Sub(start).Microseconds(),
 		Client:       call.Client,
-	})
+	}
+	if call.Actor != "" {
+		p.Client, p.ClientClaim, p.Token = "", call.Client, call.Token
+	}
+	_, err := tx.emit(projections.TypeToolCalled, args.ids, p)
 	return err
 }
 
-func (s *Service) actor(client string) string {
+func (s *Service) actor(call Call) string {
 	switch {
+	case call.Actor != "":
+		return call.Actor
 	case s.opts.Agent != "":
 		return s.opts.Agent
-	case client != "":
-		return client
+	case call.Client != "":
+		return call.Client
 	}
 	return "unknown"
 }
@@ -393,26 +415,6 @@ func isDomain(err error) bool {
 		}
 	}
 	return false
-}
-
-// canonicalArgsHash is the hex SHA-256 of the arguments as canonical JSON
-// (keys sorted, no insignificant space, numbers as written). Arguments that
-// are not JSON are hashed as received.
-func canonicalArgsHash(raw json.RawMessage) string {
-	b := []byte(raw)
-	if len(b) == 0 {
-		b = []byte("{}")
-	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err == nil {
-		if c, err := json.Marshal(v); err == nil {
-			b = c
-		}
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // namedIDs are the ids an argument object names (task_id, parent_id,

@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	spThoughts        = "thoughts"         // thought number → Thought
+	spThoughts        = "thoughts"         // thought number → Thought, its text left in its event
 	spTaskThoughts    = "task_thoughts"    // task number ‖ chain position → thought number
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
@@ -37,14 +37,20 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if !ok {
 		return fmt.Errorf("bad thought id %q", p.ThoughtID)
 	}
-	th := Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
 	if err := seenNumber(tx, counterThought, n); err != nil {
 		return err
 	}
+	// A thought is immutable and its event holds all of it: the projection
+	// keeps what lists and chains need, and leaves the text (content, tests,
+	// blockers, metadata) in the event, where reads find it by seq. Numbers
+	// only grow, so the pages are packed full.
+	th := Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
+	th.Content, th.Branch, th.CommitSHA, th.TestsRun, th.Blockers, th.Metadata = "", "", "", nil, nil, ""
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
 		return err
 	}
+	thoughts.AppendOnly()
 	if err := putRecord(thoughts, u64(n), &th); err != nil {
 		return err
 	}
@@ -85,7 +91,27 @@ func thoughtByNumber(tx *boltstore.Tx, n uint64) (Thought, error) {
 	if err == nil && !ok {
 		err = fmt.Errorf("thought %d missing from projection", n)
 	}
-	return th, err
+	if err != nil {
+		return th, err
+	}
+	withText(tx, &th)
+	return th, nil
+}
+
+// withText fills in th's text from the event that recorded it. An event
+// that no longer reads as that thought (a damaged ledger, which
+// audit_verify_chain reports) leaves the text empty rather than fail the
+// read.
+func withText(tx *boltstore.Tx, th *Thought) {
+	r, err := tx.Event(th.Seq)
+	if err != nil || r.Type != events.TypeThoughtRecorded {
+		return
+	}
+	var p events.ThoughtRecorded
+	if decode(r, &p) != nil || p.ThoughtID != th.ThoughtID {
+		return
+	}
+	th.Content, th.Branch, th.CommitSHA, th.TestsRun, th.Blockers, th.Metadata = p.Content, p.Branch, p.CommitSHA, p.TestsRun, p.Blockers, p.Metadata
 }
 
 // LastThought is the task's latest thought; ok false if it has none.
@@ -156,6 +182,7 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 		if err := ledger.DecodePayload(v, &th); err != nil {
 			return false, err
 		}
+		withText(tx, &th)
 		return fn(th), nil
 	})
 }

@@ -11,9 +11,6 @@ import (
 	"syscall"
 )
 
-// version is the binary's version; release builds set it with -ldflags.
-var version = "0.1.0"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

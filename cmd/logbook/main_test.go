@@ -67,10 +67,21 @@ func run(t testing.TB, args ...string) result {
 // runIn is run with stdin.
 func runIn(t testing.TB, stdin io.Reader, args ...string) result {
 	t.Helper()
+	return runWith(t, stdin, nil, args...)
+}
+
+// runEnv is run with more environment variables (NAME=value).
+func runEnv(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	return runWith(t, nil, env, args...)
+}
+
+func runWith(t testing.TB, stdin io.Reader, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, logbookBin, args...)
-	cmd.Env = append(os.Environ(), "LOGBOOK_DB=", "LOGBOOK_AGENT=")
+	cmd.Env = append(append(os.Environ(), "LOGBOOK_DB=", "LOGBOOK_AGENT="), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
 	err := cmd.Run()
@@ -119,7 +130,15 @@ type workload struct {
 // (or let the test's cleanup do so) before running the binary on the file.
 func newLedger(t testing.TB, path, agent string) *workload {
 	t.Helper()
-	l, err := boltstore.Open(path, boltstore.Options{Create: true})
+	return newLedgerClock(t, path, agent, nil)
+}
+
+// newLedgerClock is newLedger with a clock for event times and call
+// durations (nil: the real one); a fixed clock makes the same calls give the
+// same ledger, hashes included.
+func newLedgerClock(t testing.TB, path, agent string, now func() time.Time) *workload {
+	t.Helper()
+	l, err := boltstore.Open(path, boltstore.Options{Create: true, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +146,7 @@ func newLedger(t testing.TB, path, agent string) *workload {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: set, Skipped: skipped, Version: "test"})
+	svc, err := commands.New(l, commands.Options{Agent: agent, Skills: set, Skipped: skipped, Version: "test", Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -79,35 +78,6 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
-}
-
-// progress prints "what: done/total (p%)" to w at most once a second, so
-// long runs show they are alive and short ones stay quiet.
-type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	what  string
-	last  time.Time
-	noisy bool
-}
-
-func newProgress(w io.Writer, what string) *progress {
-	return &progress{w: w, what: what, last: time.Now()}
-}
-
-// report is a progress callback.
-func (p *progress) report(done, total uint64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if time.Since(p.last) < time.Second && !(p.noisy && done == total) {
-		return
-	}
-	p.last, p.noisy = time.Now(), true
-	pct := 100.0
-	if total > 0 {
-		pct = 100 * float64(done) / float64(total)
-	}
-	fmt.Fprintf(p.w, "%s: %d/%d (%.0f%%)\n", p.what, done, total, pct)
 }
 
 // rate is events per second, 0 when nothing was timed.

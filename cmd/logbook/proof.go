@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -92,6 +93,25 @@ exactly those events has). Leaves are SHA-256(0x00 || stored event bytes).`)
 	return nil
 }
 
+// proveArgs are prove's flags.
+type proveArgs struct {
+	seq, size, old, newSize *uint64
+	out                     *string
+}
+
+func proveFlags(e *env, name, summary string) (*flag.FlagSet, *ledgerFlags, proveArgs) {
+	fs := newFlags(e, name, summary)
+	lf := addLedgerFlags(e, fs)
+	lf.name = "prove"
+	return fs, lf, proveArgs{
+		seq:     fs.Uint64("seq", 0, "inclusion: the event's seq"),
+		size:    fs.Uint64("size", 0, "inclusion: the tree size (default: the head)"),
+		old:     fs.Uint64("old", 0, "consistency: the old tree size"),
+		newSize: fs.Uint64("new", 0, "consistency: the new tree size (default: the head)"),
+		out:     fs.String("out", "", "write the proof to this file (default: stdout)"),
+	}
+}
+
 func prove(ctx context.Context, e *env, args []string) error {
 	const summary = `Write an RFC 9162 proof as JSON (to --out, or stdout):
   logbook prove inclusion --seq S [--size N]     event S is in the log of the first N events
@@ -102,21 +122,17 @@ N defaults to the head. Check it with logbook check-proof, with no database.`
 			fmt.Fprintln(e.stderr, summary)
 			return usageErr("prove: want inclusion or consistency")
 		}
-		fmt.Fprintln(e.stdout, summary)
+		fs, _, _ := proveFlags(e, "prove inclusion|consistency", summary)
+		fs.SetOutput(e.stdout)
+		fs.Usage()
 		return nil
 	}
 	kind, args := args[0], args[1:]
 	if kind != audit.ProofInclusion && kind != audit.ProofConsistency {
 		return usageErr("prove: unknown proof %q: want inclusion or consistency", kind)
 	}
-	fs := newFlags(e, "prove "+kind, summary)
-	lf := addLedgerFlags(e, fs)
-	lf.name = "prove"
-	seq := fs.Uint64("seq", 0, "inclusion: the event's seq")
-	size := fs.Uint64("size", 0, "inclusion: the tree size (default: the head)")
-	old := fs.Uint64("old", 0, "consistency: the old tree size")
-	newSize := fs.Uint64("new", 0, "consistency: the new tree size (default: the head)")
-	out := fs.String("out", "", "write the proof to this file (default: stdout)")
+	fs, lf, pf := proveFlags(e, "prove "+kind, summary)
+	seq, size, old, newSize, out := pf.seq, pf.size, pf.old, pf.newSize, pf.out
 	if done, err := parse(e, fs, args); done {
 		return err
 	}
@@ -204,25 +220,13 @@ FILE "-" reads stdin. Exit 0 valid, 1 invalid or malformed proof, 2 usage or I/O
 	vkeyPath := fs.String("vkey", "", "verifier key of the checkpoint's signer")
 	asJSON := fs.Bool("json", false, "print JSON")
 	// The proof file comes first or last; flags may come on either side.
+	rest, done, err := parseArgs(e, fs, args, 1)
+	if done {
+		return err
+	}
 	var file string
-	if len(args) > 0 && len(args[0]) > 0 && (args[0][0] != '-' || args[0] == "-") {
-		file, args = args[0], args[1:]
-	}
-	for _, a := range args {
-		if a == "-h" || a == "--help" || a == "-help" {
-			fs.SetOutput(e.stdout)
-			fs.Usage()
-			return nil
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageErr("check-proof: %v", err)
-	}
-	if fs.NArg() > 0 {
-		if file != "" || fs.NArg() > 1 {
-			return usageErr("check-proof: want one proof file")
-		}
-		file = fs.Arg(0)
+	if len(rest) == 1 {
+		file = rest[0]
 	}
 	if file == "" {
 		return usageErr("check-proof: want a proof file (or - for stdin)")
@@ -256,7 +260,6 @@ FILE "-" reads stdin. Exit 0 valid, 1 invalid or malformed proof, 2 usage or I/O
 	}
 	trusted.OldSize, trusted.OldSizeKnown = *oldSize, isSet(fs, "old-size")
 	var raw []byte
-	var err error
 	if file == "-" {
 		raw, err = io.ReadAll(e.stdin)
 	} else {

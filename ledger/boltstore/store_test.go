@@ -281,8 +281,10 @@ func TestSlowCallsAreSplitAcrossCommits(t *testing.T) {
 	txids := map[int]int{}
 	var wg sync.WaitGroup
 	block := make(chan struct{})
+	started := make(chan struct{})
 	// The first call holds the committer until the others are queued.
-	go l.Update(func(tx *Tx) error { <-block; return nil })
+	go l.Update(func(tx *Tx) error { close(started); <-block; return nil })
+	<-started
 	for range calls {
 		wg.Add(1)
 		go func() {

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/term"
+)
+
+// screen is where a human view is printed: its width, and whether colour
+// may be used (a terminal, and NO_COLOR unset: https://no-color.org).
+type screen struct {
+	w     io.Writer
+	width int
+	color bool
+}
+
+// defaultWidth is the width of a view printed to a pipe or a file, so its
+// lines stay the same wherever it is redirected.
+const defaultWidth = 100
+
+func newScreen(e *env) *screen {
+	s := &screen{w: e.stdout, width: defaultWidth}
+	if f, ok := e.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
+			s.width = w
+		}
+		s.color = e.getenv("NO_COLOR") == ""
+	}
+	return s
+}
+
+// taskStatuses are the statuses of the contract's task state machine, in
+// its order, with the colour (an SGR code) each is shown in on a terminal.
+var taskStatuses = []struct{ name, sgr string }{
+	{"backlog", "2"}, {"todo", "36"}, {"in_progress", "33"}, {"blocked", "31"},
+	{"review", "35"}, {"done", "32"}, {"cancelled", "2;9"},
+}
+
+// paint wraps text in the colour of status (a task status, or a session's
+// open/finalized) when colour is on.
+func (s *screen) paint(status, text string) string {
+	if !s.color {
+		return text
+	}
+	sgr := map[string]string{"open": "33", "finalized": "32"}[status]
+	for _, st := range taskStatuses {
+		if st.name == status {
+			sgr = st.sgr
+		}
+	}
+	if sgr == "" {
+		return text
+	}
+	return "\x1b[" + sgr + "m" + text + "\x1b[0m"
+}
+
+// table prints rows under a header, columns padded to their widest cell.
+// The column flex (the last, usually a title) is cut with "…" so that a
+// line fits the screen; colour, if any, is applied to column painted by the
+// cell's own text, after padding, so escape codes never count as width.
+type table struct {
+	header  []string
+	rows    [][]string
+	flex    int // index of the column that is cut to fit; it must be the last when wrap > 1
+	wrap    int // > 1: the flex column wraps onto up to this many lines before it is cut
+	painted int // index of the column painted by its value; -1: none
+	right   map[int]bool
+}
+
+func (s *screen) print(t *table) error {
+	widths := make([]int, len(t.header))
+	for _, row := range append([][]string{t.header}, t.rows...) {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(clean(c)))
+		}
+	}
+	used := 0
+	for i, w := range widths {
+		if i != t.flex {
+			used += w + 2
+		}
+	}
+	widths[t.flex] = min(widths[t.flex], max(s.width-used, 10))
+	var b strings.Builder
+	line := func(row []string, header bool) {
+		var more []string // the flex cell's wrapped lines after its first
+		for i, c := range row {
+			c = clean(c)
+			if i == t.flex && t.wrap > 1 {
+				lines := wrap(c, widths[i], t.wrap)
+				c, more = lines[0], lines[1:]
+			}
+			c = cut(c, widths[i])
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if t.right[i] {
+				c = pad + c
+			} else if i < len(row)-1 {
+				c += pad
+			}
+			if !header && i == t.painted {
+				c = s.paint(row[i], c)
+			}
+			b.WriteString(c)
+			if i < len(row)-1 {
+				b.WriteString("  ")
+			}
+		}
+		b.WriteString("\n")
+		for _, m := range more {
+			b.WriteString(strings.Repeat(" ", used) + m + "\n")
+		}
+	}
+	line(t.header, true)
+	for _, row := range t.rows {
+		line(row, false)
+	}
+	_, err := io.WriteString(s.w, b.String())
+	return err
+}
+
+// wrap splits s at spaces into lines of at most n runes, at most max of
+// them; the last is cut with "…" when s does not fit.
+func wrap(s string, n, max int) []string {
+	var lines []string
+	for len(lines) < max-1 && utf8.RuneCountInString(s) > n {
+		r := []rune(s)
+		at := strings.LastIndex(string(r[:n+1]), " ")
+		if at <= 0 {
+			at = len(string(r[:n]))
+		}
+		lines = append(lines, strings.TrimRight(s[:at], " "))
+		s = strings.TrimLeft(s[at:], " ")
+	}
+	return append(lines, cut(s, n))
+}
+
+// cut shortens s to at most n runes, ending it with "…" when it was cut.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n < 1 {
+		return ""
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+// clean replaces control characters (newlines, tabs, escape sequences an
+// agent may have put in a title) with spaces: a view is one line per row,
+// and a ledger's text must never drive the reader's terminal.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// firstLine is the first non-blank line of s, trimmed, with "…" appended
+// when more lines follow.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	first, rest, more := strings.Cut(s, "\n")
+	first = strings.TrimSpace(first)
+	if more && strings.TrimSpace(rest) != "" {
+		first += " …"
+	}
+	return clean(first)
+}
+
+// shortTime is an event time as a view shows it, to the second:
+// "2026-01-02T15:04:05.000Z" becomes "2026-01-02 15:04:05".
+func shortTime(t string) string {
+	if len(t) < 19 {
+		return t
+	}
+	return strings.Replace(t[:19], "T", " ", 1)
+}
+
+// shortHash is the first 12 hex digits of a hash: enough to tell events
+// apart by eye and to find one in replay's output.
+func shortHash(h string) string { return h[:min(len(h), 12)] }
+
+// orDash is s, or "-" for an empty value in a table cell.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// field prints one "label: value" line of a detail view.
+func (s *screen) field(label, format string, args ...any) {
+	fmt.Fprintf(s.w, "  %-10s %s\n", label+":", fmt.Sprintf(format, args...))
+}
+
+// plural is "1 step", "2 steps".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

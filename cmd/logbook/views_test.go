@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of the human views (testdata/*.golden)")
+
+// fixedClock ticks one second per reading from a fixed instant, so the same
+// calls give the same ledger, byte for byte.
+func fixedClock() func() time.Time {
+	var mu sync.Mutex
+	t := time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(time.Second)
+		return t
+	}
+}
+
+// viewsLedger writes the story plus a task whose title and thought test the
+// views' edges (markup, a long title, several lines),
+// on a fixed clock. It returns the closed ledger's path.
+func viewsLedger(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	w := newLedgerClock(t, path, "agent-a", fixedClock())
+	w.story()
+	id := w.call("task_create", map[string]any{"project": "docs", "assignee": "bob",
+		"title": "<script>alert(1)</script> a title that goes on and on, well past the width of any table anyone would print it in"})["task_id"]
+	w.call("task_update", map[string]any{"task_id": id, "status": "todo", "priority": "low"})
+	w.call("thought_record", map[string]any{"task_id": id, "type": "risk",
+		"content": "Should the title be cut?\nYes: a table row is one line."})
+	w.l.Close()
+	return path
+}
+
+// TestViewsGolden runs each human view on the same deterministic ledger and
+// compares its stdout with testdata/NAME.golden (go test -run
+// TestViewsGolden -update rewrites them). Output to a pipe is never
+// coloured and is 100 columns wide.
+func TestViewsGolden(t *testing.T) {
+	path := viewsLedger(t)
+	again := viewsLedger(t)
+	if a, b := run(t, "replay", "--db", path), run(t, "replay", "--db", again); a.stdout != b.stdout {
+		t.Fatalf("two ledgers built alike differ: the golden files cannot be stable\n%s\n%s", a.stdout, b.stdout)
+	}
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"tasks", []string{"tasks"}},
+		{"tasks-filtered", []string{"tasks", "--project", "core", "--status", "done,backlog"}},
+		{"tasks-json", []string{"tasks", "--json", "--status", "cancelled"}},
+		{"show-task", []string{"show", "T-0002"}},
+		{"show-task-edges", []string{"show", "T-0004"}},
+		{"show-task-json", []string{"show", "--json", "T-0002"}},
+		{"show-session-finalized", []string{"show", "A-0001"}},
+		{"show-session-open", []string{"show", "A-0002"}},
+		{"show-session-json", []string{"show", "A-0001", "--json"}},
+		{"sessions", []string{"sessions"}},
+		{"sessions-json", []string{"sessions", "--json", "--task", "T-0003"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, append(c.args, "--db", path)...)
+			wantExit(t, r, 0, strings.Join(c.args, " "))
+			got := strings.ReplaceAll(r.stdout, path, "L.db")
+			if strings.Contains(got, "\x1b") {
+				t.Errorf("escape sequence in output to a pipe:\n%q", got)
+			}
+			golden := filepath.Join("testdata", c.name+".golden")
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestViewsGolden -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("logbook %s: output differs from %s\n--- got\n%s\n--- want\n%s", strings.Join(c.args, " "), golden, got, want)
+			}
+		})
+	}
+}
+
+// TestViewsUnknownIDs: an id that is in no ledger, or is no id at all, is a
+// usage error (exit 2) that names it, with nothing on stdout.
+func TestViewsUnknownIDs(t *testing.T) {
+	path := viewsLedger(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"show", "T-0099"}, "no task T-0099"},
+		{[]string{"show", "A-0042"}, "no audit session A-0042"},
+		{[]string{"show", "Θ-0001"}, `"Θ-0001" is neither a task id`},
+		{[]string{"show", "T-1"}, `"T-1" is neither`},
+		{[]string{"show"}, "want a task id"},
+		{[]string{"tasks", "--status", "done,finished"}, `unknown status "finished"`},
+	} {
+		r := run(t, append(c.args, "--db", path)...)
+		wantExit(t, r, 2, strings.Join(c.args, " "))
+		if !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+			t.Errorf("logbook %s: want %q on stderr and nothing on stdout, got %s", strings.Join(c.args, " "), c.want, r)
+		}
+	}
+}
+
+// TestTableColour: on a colour screen only the status cell is painted, and
+// the padding is outside the escape codes, so the columns still line up.
+func TestTableColour(t *testing.T) {
+	var b bytes.Buffer
+	s := &screen{w: &b, width: 40, color: true}
+	err := s.print(&table{header: []string{"ID", "STATUS", "TITLE"}, flex: 2, painted: 1, rows: [][]string{
+		{"T-0001", "done", "a title long enough to be cut at forty columns"},
+		{"T-0002", "in_progress", "short"},
+		{"T-0003", "unheard_of", "no colour for an unknown status"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ID      STATUS       TITLE\n" +
+		"T-0001  \x1b[32mdone       \x1b[0m  a title long enoug…\n" +
+		"T-0002  \x1b[33min_progress\x1b[0m  short\n" +
+		"T-0003  unheard_of   no colour for an u…\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+	b.Reset()
+	s.color = false
+	s.print(&table{header: []string{"STATUS"}, painted: 0, rows: [][]string{{"done"}}})
+	if strings.Contains(b.String(), "\x1b") {
+		t.Errorf("colour off, yet escape codes: %q", b.String())
+	}
+}
+
+// TestNewScreenPipe: a view written anywhere but a terminal is 100 columns
+// and never coloured, whatever NO_COLOR says.
+func TestNewScreenPipe(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, w := range []io.Writer{f, &bytes.Buffer{}} {
+		s := newScreen(&env{stdout: w, getenv: func(string) string { return "" }})
+		if s.width != defaultWidth || s.color {
+			t.Errorf("%T: width %d colour %v, want %d and no colour", w, s.width, s.color, defaultWidth)
+		}
+	}
+}
+
+// TestShowSessionProofCommands runs the commands `logbook show A-…` prints
+// to prove a leaf, as printed, for a finalized and an open session: the
+// proof they write must check against the root they name.
+func TestShowSessionProofCommands(t *testing.T) {
+	path := viewsLedger(t)
+	for _, id := range []string{"A-0001", "A-0002"} {
+		r := run(t, "show", id, "--db", path)
+		wantExit(t, r, 0, "show "+id)
+		dir := t.TempDir()
+		var ran int
+		for _, line := range strings.Split(r.stdout, "\n") {
+			args, ok := strings.CutPrefix(line, "  logbook ")
+			if !ok {
+				continue
+			}
+			cmd := exec.Command(logbookBin, strings.Fields(args)...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: logbook %s: %v\n%s", id, args, err, out)
+			}
+			ran++
+		}
+		if ran != 2 {
+			t.Fatalf("%s: want a prove and a check-proof command, ran %d:\n%s", id, ran, r.stdout)
+		}
+	}
+}
+
+// TestCleanText: control characters (which the domain refuses in new titles,
+// but a ledger written before it may hold) never reach the terminal; a
+// thought's first line says when more follow.
+func TestCleanText(t *testing.T) {
+	if got := clean("a\x1b[31mb\tc\nd\u009be"); got != "a [31mb c d e" {
+		t.Errorf("clean: got %q", got)
+	}
+	if got := firstLine("\n  first \x07line \n\nsecond"); got != "first  line …" {
+		t.Errorf("firstLine: got %q", got)
+	}
+	if got := firstLine("only\n  \n"); got != "only" {
+		t.Errorf("firstLine of one line: got %q", got)
+	}
+}
