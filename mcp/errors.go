@@ -20,6 +20,7 @@ const (
 	CodeCircularDependency = "ERR_CIRCULAR_DEPENDENCY"
 	CodeAlreadyFinalized   = "ERR_ALREADY_FINALIZED"
 	CodeReadOnly           = "ERR_READ_ONLY"
+	CodeForbidden          = "ERR_FORBIDDEN"
 	CodeDuplicate          = "ERR_DUPLICATE"
 	CodeStorage            = "ERR_STORAGE"
 	CodeInternal           = "ERR_INTERNAL"
@@ -35,7 +36,7 @@ const (
 var errorCodes = []string{
 	CodeInvalidInput, CodeTaskNotFound, CodeProjectNotFound, CodeSessionNotFound,
 	CodeInvalidTransition, CodeTaskClosed, CodeWritebackRequired, CodeCircularDependency,
-	CodeAlreadyFinalized, CodeReadOnly, CodeDuplicate, CodeStorage, CodeInternal,
+	CodeAlreadyFinalized, CodeReadOnly, CodeForbidden, CodeDuplicate, CodeStorage, CodeInternal,
 }
 
 // failure is the error object of a failure envelope.
@@ -76,6 +77,9 @@ type (
 		TaskID   string `json:"task_id"`
 		ParentID string `json:"parent_id"`
 	}
+	forbiddenDetails struct {
+		Tool string `json:"tool"`
+	}
 	duplicateDetails struct {
 		ExistingID string  `json:"existing_id"`
 		Similarity float64 `json:"similarity"`
@@ -101,6 +105,7 @@ func classify(err error) (f failure, ok bool) {
 		cycle      *commands.CycleError
 		finalized  *commands.FinalizedError
 		storage    *commands.StorageError
+		forbidden  *forbiddenError
 		duplicate  *commands.DuplicateError
 	)
 	switch {
@@ -153,6 +158,9 @@ func classify(err error) (f failure, ok bool) {
 
 	case errors.Is(err, commands.ErrReadOnly):
 		return failure{CodeReadOnly, commands.ErrReadOnly.Error(), noDetails{}}, true
+
+	case errors.As(err, &forbidden):
+		return failure{CodeForbidden, forbidden.Error(), forbiddenDetails{forbidden.tool}}, true
 
 	case errors.As(err, &duplicate):
 		return failure{CodeDuplicate, duplicate.Error(), duplicateDetails{duplicate.ExistingID, duplicate.Similarity}}, true

@@ -70,6 +70,8 @@ var errorCases = []struct {
 	{"already finalized, sentinel", commands.ErrAlreadyFinalized},
 	{"read only", commands.ErrReadOnly},
 	{"read only, wrapped", fmt.Errorf("task_create: %w", commands.ErrReadOnly)},
+	{"forbidden", &forbiddenError{"task_create"}},
+	{"forbidden, wrapped", fmt.Errorf("authorize: %w", &forbiddenError{"merkle_finalize"})},
 	{"duplicate", &commands.DuplicateError{ExistingID: "L-0003", Similarity: 0.75}},
 	{"duplicate, wrapped", fmt.Errorf("learning_record: %w", &commands.DuplicateError{ExistingID: "L-0003", Similarity: 0.75})},
 	{"duplicate, sentinel", commands.ErrDuplicate},

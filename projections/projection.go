@@ -19,12 +19,13 @@ import (
 //	2: task.created payload v2 (project_sequence), read through its upcaster
 //	3: a thought's text (content, tests, blockers, metadata) is read from
 //	   its event, not copied into the projection
-//	4: findings, learnings and memory, and the full-text index of thoughts,
+//	4: the tokens space (token.issued, token.revoked)
+//	5: findings, learnings and memory, and the full-text index of thoughts,
 //	   findings, learnings and memory (package search)
-const Version = 4
+const Version = 5
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
-var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills,
+var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,
 	spFindings, spLearnings, spLiveLearnings, spMemories, spMemoryKeys, spKnowledge}
 
 const (
@@ -185,6 +186,10 @@ func (f *folder) apply(r ledger.Record) error {
 		err = applySessionFinalized(f, r)
 	case events.TypeSkillsLoaded:
 		err = applySkillsLoaded(f.tx, r)
+	case events.TypeTokenIssued:
+		err = applyTokenIssued(f.tx, r)
+	case events.TypeTokenRevoked:
+		err = applyTokenRevoked(f.tx, r)
 	case events.TypeFindingRecorded:
 		err = applyFindingRecorded(f, r)
 	case events.TypeLearningRecorded:

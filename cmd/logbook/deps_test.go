@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -10,11 +11,11 @@ import (
 const mod = "github.com/logbook-dev/logbook/"
 
 // TestDependenciesPointInward enforces the layering
-// cmd → mcp → commands → projections → search → skills → events → domain → ledger:
-// a package may import only the layers below it, and only mcp may import
-// the MCP SDK.
+// cmd → server → mcp → commands → projections → search → skills → events → domain →
+// ledger: a package may import only the layers below it, and only mcp may
+// import the MCP SDK.
 func TestDependenciesPointInward(t *testing.T) {
-	layers := []string{"ledger", "domain", "events", "skills", "search", "projections", "commands", "mcp"}
+	layers := []string{"ledger", "domain", "events", "skills", "search", "projections", "commands", "mcp", "server"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
 		if err != nil {
@@ -30,8 +31,36 @@ func TestDependenciesPointInward(t *testing.T) {
 			if dep == mod+"cmd/logbook" {
 				t.Errorf("%s imports cmd/logbook", pkg)
 			}
-			if strings.HasPrefix(dep, "github.com/modelcontextprotocol/go-sdk") && pkg != "mcp" {
+			// Below mcp nothing reaches the SDK; above it (server) nothing
+			// imports it directly (checked below).
+			if strings.HasPrefix(dep, "github.com/modelcontextprotocol/go-sdk") && i < slices.Index(layers, "mcp") {
 				t.Errorf("%s imports the MCP SDK (%s); only mcp may", pkg, dep)
+			}
+		}
+	}
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./../../server", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if strings.HasPrefix(imp, "github.com/modelcontextprotocol/go-sdk") {
+			t.Errorf("server or cmd/logbook imports the MCP SDK (%s); only mcp may", imp)
+		}
+	}
+}
+
+// TestOnlyEdgesImportNetHTTP: HTTP is the business of mcp (the MCP
+// transport) and server (listening, tokens, admin socket) alone.
+func TestOnlyEdgesImportNetHTTP(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./../../...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if imp == "net/http" && fields[0] != mod+"mcp" && fields[0] != mod+"server" {
+				t.Errorf("%s imports net/http; only mcp and server may", fields[0])
 			}
 		}
 	}
@@ -148,5 +177,34 @@ func TestFormatBuildsForWindows(t *testing.T) {
 	cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("GOOS=windows go build ./ledger/ ./audit/: %v\n%s", err, out)
+	}
+}
+
+// TestJetstreamLayer: ledger/jetstream is a storage engine beside
+// boltstore — it may import ledger, ledger/boltstore and NATS, nothing
+// above — and only it (and the commands wiring it) import NATS.
+func TestJetstreamLayer(t *testing.T) {
+	const mod = "github.com/logbook-dev/logbook/"
+	out, err := exec.Command("go", "list", "-deps", "./../../ledger/jetstream").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{mod + "ledger": true, mod + "ledger/boltstore": true, mod + "ledger/jetstream": true}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, mod) && !allowed[dep] {
+			t.Errorf("ledger/jetstream imports %s", dep)
+		}
+	}
+	out, err = exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./../../...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, "github.com/nats-io/") && fields[0] != mod+"ledger/jetstream" && fields[0] != mod+"cmd/logbook" {
+				t.Errorf("%s imports NATS (%s) directly", fields[0], imp)
+			}
+		}
 	}
 }
