@@ -243,7 +243,7 @@ func TestServerAllToolsEveryProtocol(t *testing.T) {
 			}
 			names = append(names, tool.Name)
 		}
-		if len(names) != 14 {
+		if len(names) != 21 { // the contract's 14 and the knowledge tools
 			t.Errorf("%s: %d tools listed: %v", want, len(names), names)
 		}
 		calls += len(allTools(t, cs, "proto-"+strings.ReplaceAll(cmpOrStr(proto, "new"), ".", "-")))
