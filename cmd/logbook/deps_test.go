@@ -150,3 +150,20 @@ func TestFormatBuildsForWindows(t *testing.T) {
 		t.Fatalf("GOOS=windows go build ./ledger/ ./audit/: %v\n%s", err, out)
 	}
 }
+
+// TestViewsLayer: views (what people look at, shared by the CLI and the web
+// console) reads the ledger file and its projections only; nothing of the
+// write side, MCP or HTTP is in it.
+func TestViewsLayer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./../../views").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, above := range []string{mod + "commands", mod + "mcp", mod + "server", mod + "cmd/logbook", "net/http"} {
+			if dep == above || strings.HasPrefix(dep, above+"/") {
+				t.Errorf("views imports %s", dep)
+			}
+		}
+	}
+}
