@@ -73,7 +73,7 @@ func checkHeaders(t *testing.T, res *http.Response) {
 }
 
 var (
-	scriptTag = regexp.MustCompile(`(?is)<script\b[^>]*>(.*?)</script>`)
+	scriptTag  = regexp.MustCompile(`(?is)<script\b[^>]*>(.*?)</script>`)
 	inlineAttr = regexp.MustCompile(`(?i)<[^>]+\s(style|on[a-z]+)\s*=`)
 )
 
