@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/logbook
 PKGS    := ./...
 
-.PHONY: build demo test test-browser docs-screenshots soak check bench fuzz e2e-deps clean
+.PHONY: build demo test test-browser docs-screenshots soak check bench bench-peers fuzz e2e-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/logbook
@@ -69,6 +69,28 @@ bench:
 	@$(GO) test -run '^$$' -bench 'Benchmark(Verify|VerifyChain|Rebuild|Snapshot)$$' -benchtime 1x -count 1 -timeout 30m ./cmd/logbook/ > $(BENCH_OUT:.txt=-audit.txt) 2>&1 \
 		|| { cat $(BENCH_OUT:.txt=-audit.txt); exit 1; }
 	@grep '^Benchmark' $(BENCH_OUT:.txt=-audit.txt)
+
+# bench-peers prints issue 9's peer rows: logbook, a Colibri-style SQLite MCP
+# server (Node, better-sqlite3: WAL, synchronous=FULL, hash-chained rows) and
+# the reference memory server, driven by one TypeScript SDK client over stdio
+# in alternating rounds on fresh stores (bench/peers; about 10 minutes). A
+# quicker run: BENCH_PEERS_ROUNDS=3 BENCH_PEERS_THOUGHTS=10000 make bench-peers.
+# Its npm packages are installed by npm ci whenever its package-lock.json is
+# newer than the install; better-sqlite3 then compiles SQLite (about 2 minutes
+# of CPU) against the running node's own headers where they are installed, so
+# node-gyp downloads nothing. Not part of `make test`.
+BENCH_PEERS_OUT ?= bin/bench-peers.json
+NODE_PREFIX := $(shell node -p "require('path').resolve(process.execPath, '../..')" 2>/dev/null)
+
+bench-peers: build bench/peers/node_modules/.package-lock.json
+	@mkdir -p $(dir $(BENCH_PEERS_OUT))
+	@node --test bench/peers/smoke.test.mjs > $(BENCH_PEERS_OUT:.json=-smoke.txt) 2>&1 \
+		|| { cat $(BENCH_PEERS_OUT:.json=-smoke.txt); exit 1; }
+	node bench/peers/bench.mjs --bin $(BIN) --out $(BENCH_PEERS_OUT)
+
+bench/peers/node_modules/.package-lock.json: bench/peers/package.json bench/peers/package-lock.json
+	$(if $(wildcard $(NODE_PREFIX)/include/node/node.h),npm_config_nodedir=$(NODE_PREFIX)) npm ci --prefix bench/peers --no-audit --no-fund
+	@touch $@
 
 # BENCHTABLE is the awk program behind `make bench`. Each benchmark's
 # baseline: Append and RawBoltPut1Reopen → RawBoltPut1,

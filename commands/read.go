@@ -76,7 +76,7 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 	switch {
 	case err == nil:
 		return reply, true, nil
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, true, s.storageError(call.Name, err)
 	}
 	return nil, false, nil

@@ -1,11 +1,14 @@
 package commands
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestReadsAsideAreAudited: with the file held (a server), every read-only
@@ -106,5 +109,57 @@ func TestConcurrentRebuilds(t *testing.T) {
 			})
 		}
 		wg.Wait()
+	}
+}
+
+// TestPaddedMerkleNodeIsStorageDamage: a stored Merkle node that is not 32
+// bytes (padded) makes the calls that need it fail with ERR_STORAGE
+// naming the damage, never an unaudited internal error.
+func TestPaddedMerkleNodeIsStorageDamage(t *testing.T) {
+	h := newHarness(t, Options{Agent: "padder"})
+	h.call("task_create", map[string]any{"title": "before", "project": "pad"}, "OK")
+	h.tampered = true
+	h.l.Close()
+	db, err := bolt.Open(h.path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(btx *bolt.Tx) error {
+		merkle := btx.Bucket([]byte("merkle"))
+		return merkle.ForEachBucket(func(level []byte) error {
+			b := merkle.Bucket(level)
+			var keys [][]byte
+			b.ForEach(func(k, _ []byte) error { keys = append(keys, append([]byte(nil), k...)); return nil })
+			for _, k := range keys {
+				if err := b.Put(k, append(append([]byte(nil), b.Get(k)...), 0)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.reopen(h.opts)
+	storage := 0
+	for range 3 {
+		_, err := h.svc.Do(t.Context(), Call{Name: "task_create", Command: CreateTask, Args: []byte(`{"title":"after","project":"pad"}`), Encode: testEncode})
+		var se *StorageError
+		switch {
+		case errors.As(err, &se):
+			storage++
+			if !strings.Contains(se.Reason, "damaged") {
+				t.Errorf("ERR_STORAGE does not name the damage: %q", se.Reason)
+			}
+		case err != nil:
+			t.Errorf("a call on a ledger with padded nodes: %v", err)
+		}
+	}
+	if storage == 0 {
+		t.Error("no call noticed the padded nodes")
 	}
 }

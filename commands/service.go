@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -191,7 +190,11 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	actor := s.actor(call.Client)
 	// What tool.called records of the arguments depends on them alone:
 	// worked out here, not in the commit that calls queue for.
-	args := callArgs{sum: canonicalArgsHash(call.Args), ids: namedIDs(call.Args)}
+	sum, err := ArgsSHA256(events.CurrentVersion(projections.TypeToolCalled), call.Args)
+	if err != nil {
+		return nil, err
+	}
+	args := callArgs{sum: sum, ids: namedIDs(call.Args)}
 	if s.readsAside(call) {
 		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
 			return reply, err
@@ -245,7 +248,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 		return reply, nil
 	case errors.As(err, &rej):
 		err = rej.err
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	default:
 		s.logInternal(call.Name, err)
@@ -266,7 +269,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	switch {
 	case err == nil:
 		return reply, nil
-	case isStorage(err), errors.Is(err, projections.ErrVersionChanged):
+	case isStorage(err), errors.Is(err, boltstore.ErrDamaged), errors.Is(err, projections.ErrVersionChanged):
 		return nil, s.storageError(call.Name, err)
 	}
 	// Even the call alone could not be recorded: answer, unaudited, and
@@ -400,26 +403,6 @@ func isDomain(err error) bool {
 		}
 	}
 	return false
-}
-
-// canonicalArgsHash is the hex SHA-256 of the arguments as canonical JSON
-// (keys sorted, no insignificant space, numbers as written). Arguments that
-// are not JSON are hashed as received.
-func canonicalArgsHash(raw json.RawMessage) string {
-	b := []byte(raw)
-	if len(b) == 0 {
-		b = []byte("{}")
-	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err == nil {
-		if c, err := json.Marshal(v); err == nil {
-			b = c
-		}
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // namedIDs are the ids an argument object names (task_id, parent_id,

@@ -6,6 +6,8 @@ func CurrentVersion(eventType string) uint16 {
 	switch eventType {
 	case TypeTaskCreated:
 		return 2
+	case "tool.called": // projections.TypeToolCalled; v2: args_sha256 over RFC 8785 (commands.ArgsSHA256)
+		return 2
 	default:
 		return 1
 	}

@@ -22,6 +22,8 @@
 //     to the slog logger (stderr), never to the client.
 //   - Tool calls in flight run concurrently and share group commits; a client
 //     that needs an order waits for each reply.
+//   - Every request gets exactly one reply, under the exact bytes of its id
+//     (ids.go): ids that are equal as float64s never share a reply.
 //   - Stdout carries only protocol messages, one per line. A malformed line is
 //     answered with a JSON-RPC error and the session goes on; a line longer
 //     than Options.MaxMessageBytes is not kept in memory.

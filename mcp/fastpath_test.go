@@ -154,7 +154,7 @@ func checkEncodeResult(t *testing.T, result []byte, id any, rerr error) bool {
 		t.Fatal(err)
 	}
 	resp := &jsonrpc.Response{ID: rid, Result: result, Error: rerr}
-	got, ok := encodeResult(resp)
+	got, ok := encodeResult(resp, nil)
 	if !ok {
 		return false
 	}

@@ -51,50 +51,19 @@ func readLine(r *bufio.Reader, maxBytes int) line {
 	}
 }
 
-// requestID returns the id of a JSON object if it is a valid JSON-RPC id (a
-// string or a number), else nil.
-func requestID(data []byte) json.RawMessage {
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(data, &m) != nil {
-		return nil
-	}
-	return validID(m.ID)
-}
-
-func validID(raw json.RawMessage) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || len(raw) > 256 {
-		return nil
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
-	}
-	switch v.(type) {
-	case string, float64:
-		return raw
-	}
-	return nil
-}
-
 // idScanner finds the top-level "id" member of a JSON object streamed through
 // it in pieces, keeping O(1) memory: it is how a line too long to keep still
 // gets its answer. It is best effort (an id spelled with escapes, or after a
 // syntax error, is not found).
 type idScanner struct {
-	depth    int
-	inString bool
-	escaped  bool
+	sc scanner
 
 	expectKey bool   // at depth 1, the next string is a key
 	inKey     bool   // reading a key at depth 1
 	key       []byte // the key so far, up to 3 bytes
-	keyLong   bool
-	isID      bool // the last key read was "id"
-	wantValue bool // after "id":, the value comes next
-	inValue   bool // reading the id's value
+	isID      bool   // the last key read was "id"
+	wantValue bool   // after "id":, the value comes next
+	inValue   bool   // reading the id's value
 	value     []byte
 	done      bool
 }
@@ -109,35 +78,7 @@ func (s *idScanner) feed(b []byte) {
 }
 
 func (s *idScanner) step(c byte) {
-	if s.inString {
-		if s.inKey {
-			if len(s.key) < 3 {
-				s.key = append(s.key, c)
-			} else {
-				s.keyLong = true
-			}
-		}
-		if s.inValue {
-			s.keep(c)
-		}
-		switch {
-		case s.escaped:
-			s.escaped = false
-		case c == '\\':
-			s.escaped = true
-		case c == '"':
-			s.inString = false
-			if s.inKey {
-				s.inKey = false
-				s.isID = !s.keyLong && string(s.key) == `id"`
-			}
-			if s.inValue {
-				s.done = true
-			}
-		}
-		return
-	}
-	if s.inValue { // a bare number
+	if s.inValue && !s.sc.inString { // a bare number
 		switch c {
 		case ',', '}', ' ', '\t', '\r', '\n':
 			s.done = true
@@ -146,38 +87,49 @@ func (s *idScanner) step(c byte) {
 		}
 		return
 	}
-	switch c {
-	case '"':
-		s.inString = true
+	depth := s.sc.depth
+	switch s.sc.step(c) {
+	case inString:
+		if s.inKey && len(s.key) < 3 {
+			s.key = append(s.key, c)
+		}
+		if s.inValue {
+			s.keep(c)
+		}
+	case closeQuote:
+		if s.inKey {
+			s.inKey = false
+			s.isID = string(s.key) == "id"
+		}
+		if s.inValue {
+			s.keep(c)
+			s.done = true
+		}
+	case openQuote:
 		switch {
-		case s.depth == 1 && s.wantValue:
+		case depth == 1 && s.wantValue:
 			s.wantValue, s.inValue = false, true
 			s.keep(c)
-		case s.depth == 1 && s.expectKey:
-			s.expectKey, s.inKey, s.key, s.keyLong = false, true, s.key[:0], false
+		case depth == 1 && s.expectKey:
+			s.expectKey, s.inKey, s.key = false, true, s.key[:0]
 		}
-	case '{', '[':
-		if s.depth == 1 && s.wantValue { // an object or array is no id
+	case openBrack:
+		if depth == 1 && s.wantValue { // an object or array is no id
 			s.done = true
 			return
 		}
-		s.depth++
-		if s.depth == 1 {
+		if s.sc.depth == 1 {
 			s.expectKey = c == '{'
 		}
-	case '}', ']':
-		s.depth--
-	case ':':
-		if s.depth == 1 && s.isID {
-			s.wantValue, s.isID = true, false
-		}
-	case ',':
-		if s.depth == 1 {
+	case other:
+		switch {
+		case depth == 1 && c == ':':
+			if s.isID {
+				s.wantValue, s.isID = true, false
+			}
+		case depth == 1 && c == ',':
 			s.expectKey, s.isID = true, false
-		}
-	case ' ', '\t', '\r', '\n':
-	default:
-		if s.depth == 1 && s.wantValue {
+		case depth == 1 && s.wantValue:
 			s.wantValue, s.inValue = false, true
 			s.keep(c)
 		}
@@ -185,7 +137,7 @@ func (s *idScanner) step(c byte) {
 }
 
 func (s *idScanner) keep(c byte) {
-	if len(s.value) < 257 {
+	if len(s.value) <= maxIDBytes {
 		s.value = append(s.value, c)
 	}
 }

@@ -163,8 +163,8 @@ func (s *Server) Stages() []string { return append([]string(nil), stages...) }
 // Run serves one MCP session over newline-delimited JSON-RPC on in and out.
 // It returns nil when in ends or ctx is cancelled, in both cases only after
 // every call already read has been answered; calls read after that are not
-// taken. It returns an error if writing out fails or reading in fails other
-// than by ending. Run does not close in or out; a goroutine blocked reading in
+// taken. It returns an error if writing out fails (it then stops taking
+// requests) or reading in fails other than by ending. Run does not close in or out; a goroutine blocked reading in
 // may outlive it until in returns.
 func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	c := newConn(in, out, s.maxLine, s.log)
@@ -177,6 +177,9 @@ func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	defer context.AfterFunc(ctx, c.stopReading)()
 	if err := session.Wait(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("mcp session: %w", err)
+	}
+	if err := c.failed(); err != nil {
 		return fmt.Errorf("mcp session: %w", err)
 	}
 	return nil

@@ -27,37 +27,16 @@ const DefaultMaxMessageBytes = 4 << 20
 // without bound. No handler waits on the client, so this cannot deadlock.
 const maxInFlight = 64
 
+// maxHeldBytes bounds the bytes of the request lines in flight. The SDK,
+// validation and hashing each keep their own copy of a request while it
+// runs, so 64 requests of 4 MiB once held over 2 GB; past this budget
+// reading pauses until replies free it (one request is always admitted,
+// whatever its size).
+const maxHeldBytes = 16 << 20
+
 // maxNesting is the deepest JSON a message may have; the SDK refuses deeper
 // messages anyway, and Go's JSON scanner cannot read past 10,000 levels.
 const maxNesting = 1000
-
-// nestedDeeper reports whether data (JSON or not) opens more than limit
-// arrays or objects at once, counting brackets outside strings.
-func nestedDeeper(data []byte, limit int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch b {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case b == '"':
-			inString = true
-		case b == '[' || b == '{':
-			if depth++; depth > limit {
-				return true
-			}
-		case b == ']' || b == '}':
-			depth--
-		}
-	}
-	return false
-}
 
 // JSON-RPC answers the connection writes itself, to lines the SDK never sees.
 const (
@@ -81,7 +60,13 @@ const (
 //     out new messages but reports end of stream only once every request it
 //     handed out has been answered, so in-flight calls complete and reply
 //     (on stop, a message read but not yet handed out is dropped unanswered);
-//   - every write is one whole line under a mutex; nothing else writes out.
+//   - request ids are kept as the client wrote them: the SDK sees a
+//     session-unique id of the connection's, and the reply goes out under
+//     the client's bytes (ids.go); a request reusing an id in flight gets
+//     -32600 under that id; notifications/cancelled is dropped (a call that
+//     reached the server runs, is recorded and answered);
+//   - every write is one whole line under a mutex; nothing else writes out;
+//     once a write fails (the client closed its end) no request is taken.
 type conn struct {
 	out      io.Writer
 	log      *slog.Logger
@@ -95,11 +80,16 @@ type conn struct {
 	ended  bool
 	endErr error
 
-	writeMu sync.Mutex
+	writeMu  sync.Mutex
+	writeErr error // the first failed write; under writeMu
 
-	mu      sync.Mutex
-	pending map[jsonrpc.ID]bool // requests handed out, not yet answered
-	changed chan struct{}       // closed and replaced whenever pending shrinks
+	lastID int64 // the last id handed to the SDK; only Read touches it
+
+	mu       sync.Mutex
+	pending  map[jsonrpc.ID]held // requests handed out, not yet answered
+	inFlight map[string]bool     // the client's ids of pending, byte for byte
+	heldSize int                 // the bytes of pending's lines
+	changed  chan struct{}       // closed and replaced whenever pending shrinks
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -112,7 +102,8 @@ func newConn(in io.Reader, out io.Writer, maxBytes int, log *slog.Logger) *conn 
 		maxBytes: maxBytes,
 		lines:    make(chan line),
 		stop:     make(chan struct{}),
-		pending:  make(map[jsonrpc.ID]bool),
+		pending:  make(map[jsonrpc.ID]held),
+		inFlight: make(map[string]bool),
 		changed:  make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
@@ -175,13 +166,19 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				c.end(l.err)
 				continue
 			}
-			msg := c.decode(l)
+			msg, id := c.decode(l)
 			if msg == nil {
 				continue
 			}
-			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && !c.admit(req) {
-				c.end(nil)
-				continue
+			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+				switch c.admit(req.ID, held{id, len(l.data)}) {
+				case admitStopped:
+					c.end(nil)
+					continue
+				case admitDuplicate:
+					c.writeError(id, jsonrpc.CodeInvalidRequest, invalidRequestMessage+": id "+string(id)+" is already in use by a request in flight")
+					continue
+				}
 			}
 			return msg, nil
 		}
@@ -220,100 +217,160 @@ func (c *conn) drain() (jsonrpc.Message, error) {
 }
 
 // decode turns a line into a message, answering it itself and returning nil
-// if the SDK should not see it.
-func (c *conn) decode(l line) jsonrpc.Message {
+// if the SDK should not see it. A request with an id is handed out under an
+// id of the connection's (ids.go); id is then the client's.
+func (c *conn) decode(l line) (msg jsonrpc.Message, id json.RawMessage) {
 	if l.tooLong {
 		c.log.Warn("inbound message too large; answered with an error", "id", string(l.id))
 		c.writeError(l.id, jsonrpc.CodeInvalidRequest, "Request too large: a message may be at most "+strconv.Itoa(c.maxBytes)+" bytes")
-		return nil
+		return nil, nil
 	}
 	data := bytes.TrimSpace(l.data)
 	if len(data) == 0 {
-		return nil
+		return nil, nil
 	}
 	if nestedDeeper(data, maxNesting) {
 		// Answered by id where one can be found: the client is waiting on it.
 		var sc idScanner
 		sc.feed(data)
 		c.writeError(sc.result(), jsonrpc.CodeInvalidRequest, invalidRequestMessage+": nested deeper than "+strconv.Itoa(maxNesting)+" levels")
-		return nil
+		return nil, nil
 	}
 	if !json.Valid(data) {
 		c.writeError(nil, jsonrpc.CodeParseError, parseErrorMessage)
-		return nil
+		return nil, nil
 	}
 	switch data[0] {
 	case '{':
 	case '[':
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage+": batches are not supported")
-		return nil
+		return nil, nil
 	default:
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage)
-		return nil
+		return nil, nil
 	}
-	if req, ok := decodeRequest(data); ok {
-		return req
+	start, end, ids := topMember(data, "id", false)
+	if _, _, methods := topMember(data, "method", true); ids > 0 && methods > 0 { // a request, not a notification
+		if id = validID(data[start:end]); id == nil || ids > 1 {
+			c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage+": the id must be one string, number or null of at most "+strconv.Itoa(maxIDBytes)+" bytes")
+			return nil, nil
+		}
+		c.lastID++
+		data = replaceSpan(data, start, end, internalID(c.lastID))
 	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		c.writeError(requestID(data), jsonrpc.CodeInvalidRequest, invalidRequestMessage)
-		return nil
+	if req, ok := decodeRequest(data); ok && useFastpath {
+		msg = req
+	} else if msg, _ = jsonrpc.DecodeMessage(data); msg == nil {
+		if id == nil {
+			id = requestID(data)
+		}
+		c.writeError(id, jsonrpc.CodeInvalidRequest, invalidRequestMessage)
+		return nil, nil
 	}
-	return msg
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodCancelled && !req.IsCall() {
+		// A call that reached the server runs to its end and is audited
+		// (Server.handle); cancelling it would only lose its reply. The
+		// notification is dropped: MCP lets a receiver ignore it.
+		return nil, nil
+	}
+	return msg, id
+}
+
+const methodCancelled = "notifications/cancelled"
+
+// Outcomes of admit.
+const (
+	admitted = iota
+	admitDuplicate
+	admitStopped
+)
+
+// held is a request handed out: the client's id and its line's size.
+type held struct {
+	id   json.RawMessage
+	size int
 }
 
 // admit records a request as handed out once fewer than maxInFlight
-// requests are unanswered. It returns false, recording nothing, if the
-// connection stops or closes while the request waits.
-func (c *conn) admit(req *jsonrpc.Request) bool {
+// requests are unanswered and their lines with this one fit maxHeldBytes;
+// key is the id the SDK sees. A client id already in flight is refused
+// (admitDuplicate): its reply would be indistinguishable from the other's.
+// It returns admitStopped, recording nothing, if the connection stops or
+// closes while the request waits.
+func (c *conn) admit(key jsonrpc.ID, r held) int {
 	for {
 		c.mu.Lock()
-		if _, dup := c.pending[req.ID]; dup {
-			// The SDK drops a request whose id is in use (unanswered): it
-			// must not disturb the accounting of the request it copies.
+		if c.inFlight[string(r.id)] {
 			c.mu.Unlock()
-			return true
+			return admitDuplicate
 		}
-		if len(c.pending) < maxInFlight {
-			c.pending[req.ID] = true
+		if len(c.pending) == 0 || len(c.pending) < maxInFlight && c.heldSize+r.size <= maxHeldBytes {
+			c.pending[key] = r
+			c.inFlight[string(r.id)] = true
+			c.heldSize += r.size
 			c.mu.Unlock()
-			return true
+			return admitted
 		}
 		changed := c.changed
 		c.mu.Unlock()
 		select {
 		case <-changed:
 		case <-c.stop:
-			return false
+			return admitStopped
 		case <-c.closed:
-			return false
+			return admitStopped
 		}
 	}
 }
 
-func (c *conn) answered(id jsonrpc.ID) {
+// clientID is the client's id of a request handed out under key, or nil. It
+// frees that id for reuse: the client may reuse it as soon as it reads the
+// reply, which is about to be written.
+func (c *conn) clientID(key jsonrpc.ID) json.RawMessage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.pending[id] {
+	r, ok := c.pending[key]
+	if ok {
+		delete(c.inFlight, string(r.id))
+	}
+	return r.id
+}
+
+// answered records that the request handed out under key has been answered.
+func (c *conn) answered(key jsonrpc.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.pending[key]
+	if !ok {
 		return
 	}
-	delete(c.pending, id)
+	delete(c.pending, key)
+	c.heldSize -= r.size
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
 
-// Write implements sdk.Connection: one message, one line.
+// Write implements sdk.Connection: one message, one line. A response goes
+// out under the client's id of its request.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	data, ok := encodeResult(msg)
-	if !ok {
+	resp, isResp := msg.(*jsonrpc.Response)
+	var id json.RawMessage
+	if isResp {
+		id = c.clientID(resp.ID)
+	}
+	data, ok := encodeResult(msg, id)
+	if !ok || !useFastpath {
 		var err error
 		if data, err = jsonrpc.EncodeMessage(msg); err != nil {
 			return fmt.Errorf("encoding message: %w", err)
 		}
+		if id != nil {
+			data = withID(data, id)
+		}
 		data = append(data, '\n')
 	}
 	err := c.writeLine(data)
-	if resp, ok := msg.(*jsonrpc.Response); ok {
+	if isResp {
 		c.answered(resp.ID)
 	}
 	return err
@@ -328,8 +385,25 @@ func (c *conn) writeLine(data []byte) error {
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err := c.out.Write(data)
-	return err
+	if c.writeErr != nil {
+		return c.writeErr
+	}
+	if _, err := c.out.Write(data); err != nil {
+		// Nothing more can reach the client (its end of the pipe is
+		// closed): stop taking requests; the session ends with the error.
+		c.writeErr = fmt.Errorf("writing output: %w", err)
+		c.log.Error("cannot write to the client; ending the session", "error", err)
+		c.stopReading()
+		return c.writeErr
+	}
+	return nil
+}
+
+// failed is the first write error, if any.
+func (c *conn) failed() error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.writeErr
 }
 
 // writeError answers a line the SDK never sees. id is a JSON string or number, or nil for null.

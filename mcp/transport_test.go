@@ -71,7 +71,7 @@ func TestInvalidRequests(t *testing.T) {
 		{`{"foo":1}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
 		{`{"id":7,"method":"ping"}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid Request"}}`},
 		{`{"jsonrpc":"1.0","id":"a","method":"ping"}`, `{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"Invalid Request"}}`},
-		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
+		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the id must be one string, number or null of at most 1024 bytes"}}`},
 	}
 	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
 	c := startSession(t, s)
@@ -398,7 +398,7 @@ func TestIDScanner(t *testing.T) {
 		{`{"method":"x","params":{"id":1,"a":["id",{"id":2}]},"id":"q\"r"}`, `"q\"r"`},
 		{`{"id" : -3.5e2 }`, `-3.5e2`},
 		{`{"idx":1,"xid":2,"id":3}`, `3`},
-		{`{"id":null}`, ``},
+		{`{"id":null}`, `null`},
 		{`{"id":{"a":1}}`, ``},
 		{`{"id":true}`, ``},
 		{`{"method":"x"}`, ``},

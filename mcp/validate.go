@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/domain"
 )
 
@@ -248,51 +249,9 @@ func (p *parser) checkText(span []byte, path string) {
 		p.is.add(path, "is not valid UTF-8")
 		return
 	}
-	if hasLoneSurrogate(span) {
+	if commands.LoneSurrogate(span) {
 		p.is.add(path, "contains an unpaired UTF-16 surrogate escape")
 	}
-}
-
-// hasLoneSurrogate scans JSON text for a \uD800–\uDFFF escape that is not a
-// high surrogate immediately followed by an escaped low one.
-func hasLoneSurrogate(b []byte) bool {
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			continue
-		}
-		if b[i+1] != 'u' {
-			i++ // skip the escaped character, which may be a backslash
-			continue
-		}
-		r, ok := hex4(b, i+2)
-		if !ok {
-			continue
-		}
-		switch {
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return true
-		case r >= 0xD800 && r <= 0xDBFF:
-			lo, ok := rune(0), false
-			if i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
-				lo, ok = hex4(b, i+8)
-			}
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return true
-			}
-			i += 11
-		default:
-			i += 5
-		}
-	}
-	return false
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(b[at:at+4]), 16, 16)
-	return rune(n), err == nil
 }
 
 func join(path, key string) string {

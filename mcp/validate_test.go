@@ -271,8 +271,8 @@ func TestHasLoneSurrogate(t *testing.T) {
 		{`"\u00e9\u0041"`, false},
 	}
 	for _, tt := range tests {
-		if got := hasLoneSurrogate([]byte(tt.in)); got != tt.want {
-			t.Errorf("hasLoneSurrogate(%s) = %v, want %v", tt.in, got, tt.want)
+		if got := commands.LoneSurrogate([]byte(tt.in)); got != tt.want {
+			t.Errorf("commands.LoneSurrogate(%s) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -313,15 +313,22 @@ const choices = `
 - **Audit record.** Every tools/call the server takes appends one ` + "`tool.called`" + ` event:
   tool, SHA-256 of the arguments, outcome code, SHA-256 of the exact reply bytes, duration, client
   name; its subjects are the ids the arguments name (` + "`task_id`, `parent_id`, `session_id`" + `).
-  The arguments hash is over their canonical JSON: Go's encoding/json of the decoded value — object
-  keys sorted, no insignificant space, numbers as written, ` + "`<`, `>`, `&`" + ` escaped as \u003c …,
-  invalid UTF-8 replaced by U+FFFD; arguments that are not JSON are hashed as received. The first
+  The arguments hash (` + "`args_sha256`" + `, payload version 2) is the SHA-256 of the arguments' RFC 8785
+  (JCS) canonical form — members sorted by UTF-16 code units, no insignificant space, numbers in
+  ECMAScript form (` + "`1.50`" + ` → ` + "`1.5`" + `, ` + "`1E2`" + ` → ` + "`100`" + `), strings with only ` + "`\\`" + `, ` + "`\"`" + ` and control
+  characters escaped; empty arguments are ` + "`{}`" + `; arguments that are not I-JSON (invalid JSON or
+  UTF-8, an unpaired surrogate escape, a repeated member name, a number beyond a double) are hashed
+  as received. Version 1 events (older ledgers) hashed Go's encoding/json re-encoding instead; both
+  rules are ` + "`commands.ArgsSHA256`" + `. The first
   call of each server process also appends ` + "`skills.loaded`" + ` (the skill files it loaded, with
   their SHA-256). Requests the MCP SDK itself refuses before any tool runs are answered but not
   recorded: a tools/call before initialize, a non-string tool name, a missing params object, a
-  request whose id is already in flight, and a tools/call sent as a notification (no id). A line
-  that is not JSON gets -32700; a message over 4 MiB or nested deeper than 1,000 levels gets
-  -32600, by id where one can be read.
+  request whose id is already in flight (-32600 under that id), and a tools/call sent as a
+  notification (no id). A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
+  than 1,000 levels gets -32600, by id where one can be read. Request ids (a string, a number or
+  null, at most 1,024 bytes; anything else gets -32600 with id null) are echoed byte for byte and
+  compared as bytes: ` + "`1`, `1.0` and `\"1\"`" + ` are three ids. ` + "`notifications/cancelled`" + ` is ignored:
+  a call that reached the server runs to its end, is recorded and answered.
 - **Identity.** ` + "`--agent`" + `, else ` + "`LOGBOOK_AGENT`" + `, else the client's ` + "`clientInfo.name`" + ` with
   control characters and invalid UTF-8 dropped and cut to 128 characters, else ` + "`unknown`" + `.
 - **Concurrency.** Calls in flight on one session run concurrently and share commits; a client

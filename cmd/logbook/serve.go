@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -23,6 +25,9 @@ func init() {
 }
 
 var projectRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// serveMemoryLimit is serve's soft heap limit (GOMEMLIMIT overrides it).
+const serveMemoryLimit = 256 << 20
 
 func serve(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "serve", "Serve the MCP tools over stdin/stdout for one agent. Creates the ledger file if it does not exist.")
@@ -61,7 +66,17 @@ func serve(ctx context.Context, e *env, args []string) error {
 		// the heap near 20 MB and cuts CPU per call by about a fifth.
 		debug.SetGCPercent(400)
 	}
+	if e.getenv("GOMEMLIMIT") == "" {
+		// ...but with large requests in flight 400% let the heap reach
+		// five times their size; past this soft limit the GC works harder
+		// instead (the transport bounds what is in flight, mcp.maxHeldBytes).
+		debug.SetMemoryLimit(serveMemoryLimit)
+	}
 	log := newLogger(e)
+	// A client that closes its end of stdout must not kill the server by
+	// SIGPIPE, silently and mid-commit: the write fails with EPIPE instead,
+	// and the session ends with that error on stderr and a normal exit.
+	signal.Ignore(syscall.SIGPIPE)
 	l, err := boltstore.Open(*db, boltstore.Options{Create: true, LockTimeout: *lockTimeout})
 	if err != nil {
 		return usageErr("serve: %v", err)

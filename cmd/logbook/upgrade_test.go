@@ -13,6 +13,7 @@ import (
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // The upgrade path is proven on a ledger written by an older binary:
@@ -248,6 +249,36 @@ func TestUpgradeFromV1(t *testing.T) {
 		}
 		if want := []int{1, 1, 1, 1, 1, 2}; !reflect.DeepEqual(versions, want) {
 			t.Errorf("task.created payload versions %v, want %v", versions, want)
+		}
+		// tool.called: the fixture's events stay v1, the new calls are v2,
+		// whose args_sha256 is over the RFC 8785 form of the arguments.
+		r = run(t, "replay", "--db", cp, "--type", projections.TypeToolCalled)
+		wantExit(t, r, 0, "replay tool.called")
+		var calls []struct {
+			Version int                    `json:"payload_version"`
+			Payload projections.ToolCalled `json:"payload"`
+		}
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			var ev struct {
+				Version int                    `json:"payload_version"`
+				Payload projections.ToolCalled `json:"payload"`
+			}
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatalf("replay line %q: %v", l, err)
+			}
+			calls = append(calls, ev)
+		}
+		if len(calls) < 3 {
+			t.Fatalf("%d tool.called events", len(calls))
+		}
+		for i, c := range calls {
+			if want := map[bool]int{true: 2, false: 1}[i >= len(calls)-2]; c.Version != want {
+				t.Errorf("tool.called #%d (%s) is v%d, want v%d", i, c.Payload.Tool, c.Version, want)
+			}
+		}
+		created := calls[len(calls)-2].Payload
+		if sum := sha256.Sum256([]byte(`{"project":"logbook","title":"After the upgrade"}`)); created.Tool != "task_create" || created.ArgsSHA256 != hex.EncodeToString(sum[:]) {
+			t.Errorf("v2 tool.called %+v: want task_create with the SHA-256 of the RFC 8785 arguments", created)
 		}
 	})
 }

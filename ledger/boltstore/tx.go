@@ -43,7 +43,7 @@ func newTx(btx *bolt.Tx) *Tx {
 // Writable reports whether the transaction may append.
 func (tx *Tx) Writable() bool { return tx.btx.Writable() }
 
-// ledger.Head is the log's last event as of this transaction (including appends
+// Head is the log's last event as of this transaction (including appends
 // made in it).
 func (tx *Tx) Head() ledger.Head { return tx.head }
 
@@ -165,14 +165,17 @@ func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 		return h, err
 	}
 	v := b.Get(u64(index))
-	if len(v) != len(h) {
+	switch {
+	case v == nil:
 		return h, fmt.Errorf("merkle node %d/%d: %w", level, index, ErrNotFound)
+	case len(v) != len(h):
+		return h, fmt.Errorf("%w: merkle node %d/%d is %d bytes, not %d", ErrDamaged, level, index, len(v), len(h))
 	}
 	copy(h[:], v)
 	return h, nil
 }
 
-// ledger.Event reads and decodes the event at seq. ErrNotFound if absent.
+// Event reads and decodes the event at seq. ErrNotFound if absent.
 func (tx *Tx) Event(seq uint64) (ledger.Record, error) {
 	raw := tx.events.Get(u64(seq))
 	if raw == nil {

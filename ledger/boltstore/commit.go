@@ -1,0 +1,237 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Group commit: one committer goroutine per Store takes every call that is
+// waiting and runs them in one write transaction; a failing call is rolled
+// back alone. In the shared-file mode it holds the file only while calls
+// keep coming, and never longer than maxHold at a time.
+
+// maxHold bounds how long one process keeps the file while its own calls
+// keep arriving: other processes wait at most about this plus one commit.
+const maxHold = 2 * time.Millisecond
+
+// linger is how long, within maxHold, the committer keeps the file open after
+// a commit for the next call to arrive. A client's next call typically comes
+// a few hundred µs after the reply to its last; reusing the open file saves
+// reopening, remapping and refaulting it (and its page buffers) each time.
+// It never delays a call: a call that arrives commits at once.
+const linger = 500 * time.Microsecond
+
+func (l *Store) run() {
+	defer close(l.done)
+	batch := make([]*request, 0, l.opts.MaxBatch)
+	for {
+		select {
+		case r := <-l.queue:
+			batch = append(batch[:0], r)
+		case <-l.quit:
+			for {
+				select {
+				case r := <-l.queue:
+					l.session([]*request{r})
+				default:
+					return
+				}
+			}
+		}
+		l.session(l.drain(batch))
+	}
+}
+
+// await waits at most d for a call and returns batch with it and whatever
+// else is waiting then; batch unchanged if none came or the ledger closes.
+func (l *Store) await(batch []*request, d time.Duration) []*request {
+	if d <= 0 {
+		return batch
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-l.queue:
+		return l.drain(append(batch, r))
+	case <-t.C:
+	case <-l.quit:
+	}
+	return batch
+}
+
+// drain adds whatever else is already waiting to batch; it never waits.
+func (l *Store) drain(batch []*request) []*request {
+	for len(batch) < cap(batch) {
+		select {
+		case r := <-l.queue:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// session opens the file once and commits batch, then further batches for
+// as long as more calls keep arriving (each within linger of the last
+// commit), up to maxHold: a busy process pays for opening the file once, not
+// once per commit.
+func (l *Store) session(batch []*request) {
+	for len(batch) > 0 {
+		opened := false
+		err := l.withDBWait(false, lockWait(batch, time.Now()), func(db *bolt.DB, file *os.File) error {
+			opened = true
+			start := time.Now()
+			for len(batch) > 0 {
+				rest, err := l.commit(db, file, batch)
+				if batch = rest; err != nil {
+					// The commit itself failed (I/O): start afresh from the
+					// file rather than go on with this handle.
+					return nil
+				}
+				held := time.Since(start)
+				if held > maxHold {
+					// Let other processes have the file; what is left of
+					// this batch goes in the next session.
+					return nil
+				}
+				if batch = l.drain(batch); len(batch) == 0 {
+					batch = l.await(batch, min(linger, maxHold-held))
+				}
+			}
+			return nil
+		})
+		if opened {
+			continue // with what is left, if anything
+		}
+		if err == nil {
+			return
+		}
+		// The file could not be opened: nothing ran. Try again for the
+		// calls that may still wait, with whatever else queued meanwhile.
+		batch = l.drain(answerExpired(batch, err, time.Now()))
+	}
+}
+
+// lockWait is how long a session for batch may wait for the file lock: no
+// longer than its oldest call may still wait, so that a call queued behind
+// a failed attempt does not wait a whole timeout twice.
+func lockWait(batch []*request, now time.Time) time.Duration {
+	wait := batch[0].deadline.Sub(now)
+	for _, r := range batch[1:] {
+		wait = min(wait, r.deadline.Sub(now))
+	}
+	return max(wait, time.Millisecond)
+}
+
+// answerExpired answers with err the calls of batch that cannot wait any
+// longer — all of them unless err is a lock timeout — and returns the rest.
+func answerExpired(batch []*request, err error, now time.Time) []*request {
+	keep := batch[:0]
+	for _, r := range batch {
+		if errors.Is(err, ErrLocked) && r.deadline.After(now.Add(time.Millisecond)) {
+			keep = append(keep, r)
+		} else {
+			r.done <- err
+		}
+	}
+	return keep
+}
+
+// commit runs the batch in one transaction. A failing fn is answered with its
+// error and the rest run again without it.
+func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*request, err error) {
+	// The path must still name the file open here: a file renamed away or
+	// deleted after it was opened would take every commit with it.
+	if err := l.checkSameFile(file); err != nil {
+		for _, r := range batch {
+			r.done <- err
+		}
+		return nil, err
+	}
+	retries := 0
+	for len(batch) > 0 {
+		failed, ferr := -1, error(nil)
+		ran := len(batch)
+		var head ledger.Head
+		err := db.Update(func(btx *bolt.Tx) error {
+			start := time.Now()
+			if err := l.checkFile(btx); err != nil {
+				return err
+			}
+			tx := newTx(btx)
+			defer func() { head = tx.head }()
+			tx.now = l.opts.Now
+			// Free a little of what rebuilds discarded: a bounded cost,
+			// nothing once the trash is empty.
+			if _, err := tx.emptyTrash(128 << 10); err != nil {
+				return err
+			}
+			replica := l.opts.Replica
+			if replica != nil {
+				if err := replica.CatchUp(tx); err != nil {
+					return fmt.Errorf("catch up with the replicated log: %w", err)
+				}
+			}
+			base := tx.head // what the calls decide against
+			for i, r := range batch {
+				if err := safeRun(r.fn, tx); err != nil {
+					failed, ferr = i, err
+					return err
+				}
+				// However many calls are waiting, one commit holds the
+				// file for about maxHold at most: the rest go in the next.
+				if time.Since(start) > maxHold {
+					ran = i + 1
+					break
+				}
+			}
+			if replica != nil && len(tx.appended) > 0 {
+				if err := replica.Append(base, tx.appended); err != nil {
+					return err
+				}
+			}
+			return tx.flush()
+		})
+		if failed >= 0 {
+			batch[failed].done <- ferr
+			batch = append(batch[:failed:failed], batch[failed+1:]...)
+			continue
+		}
+		if errors.Is(err, ErrHeadMoved) && retries < maxReplicaRetries {
+			// Another node appended first: roll back, catch up, decide
+			// again against the new state.
+			retries++
+			continue
+		}
+		if err == nil {
+			l.seen.committed(head)
+		} else {
+			ran = len(batch) // the commit failed: every call gets its error
+		}
+		for _, r := range batch[:ran] {
+			r.done <- err
+		}
+		return batch[ran:], err
+	}
+	return nil, nil
+}
+
+func safeRun(fn func(*Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if fromStorage(v) {
+				err = fmt.Errorf("%w: %v", ErrDamaged, v)
+				return
+			}
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(tx)
+}

@@ -1,0 +1,95 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// JSON-RPC ids are kept exactly as the client wrote them. The SDK converts
+// ids through float64, so 1.5 and 1, or 9007199254740993 and
+// 9007199254740992, would be one id to it, and a reply could go out under
+// another request's id. The connection therefore hands the SDK each request
+// under an id of its own (a counter, unique for the session) and puts the
+// client's bytes back into the reply: ids are compared, and echoed, byte for
+// byte; "1" and 1 and 1.0 are three ids.
+
+// maxIDBytes bounds an id; a request with a longer one is refused (-32600,
+// id null), since echoing it is what a flood of huge ids would need.
+const maxIDBytes = 1024
+
+// validID returns raw (without surrounding space) if it is a JSON-RPC id — a
+// JSON string, a number or null, at most maxIDBytes — else nil.
+func validID(raw []byte) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || len(raw) > maxIDBytes || !json.Valid(raw) {
+		return nil
+	}
+	switch c := raw[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9', string(raw) == "null":
+		return raw
+	}
+	return nil
+}
+
+// requestID returns the id of a JSON object if it has one valid id member,
+// else nil.
+func requestID(data []byte) json.RawMessage {
+	start, end, n := topMember(data, "id", false)
+	if n != 1 {
+		return nil
+	}
+	return validID(data[start:end])
+}
+
+// topMember finds the top-level member name of a JSON object (data is valid
+// JSON and starts with '{'; keys may be escaped): the span of its value and
+// how many times it occurs (the span is the first's). With first set it
+// stops at the first occurrence.
+func topMember(data []byte, name string, first bool) (start, end, n int) {
+	i := skipSpace(data, 1)
+	if i >= len(data) || data[i] == '}' {
+		return 0, 0, 0
+	}
+	for {
+		keyEnd := valueEnd(data, i)
+		key, _, plain := plainString(data, i)
+		if !plain && json.Unmarshal(data[i:keyEnd], &key) != nil {
+			return start, end, n
+		}
+		i = skipSpace(data, skipSpace(data, keyEnd)+1) // past ':'
+		vEnd := valueEnd(data, i)
+		if key == name {
+			if n++; n == 1 {
+				start, end = i, vEnd
+				if first {
+					return start, end, n
+				}
+			}
+		}
+		if i = skipSpace(data, vEnd); i >= len(data) || data[i] != ',' {
+			return start, end, n
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
+// replaceSpan returns data with data[start:end] replaced by with, in a new slice.
+func replaceSpan(data []byte, start, end int, with []byte) []byte {
+	b := make([]byte, 0, len(data)-(end-start)+len(with))
+	b = append(b, data[:start]...)
+	b = append(b, with...)
+	return append(b, data[end:]...)
+}
+
+// withID returns the encoded message line with its id replaced by raw.
+func withID(line []byte, raw []byte) []byte {
+	start, end, n := topMember(line, "id", true)
+	if n == 0 {
+		return line
+	}
+	return replaceSpan(line, start, end, raw)
+}
+
+// internalID is the id the SDK sees for the n-th request of a session.
+func internalID(n int64) []byte { return strconv.AppendInt(nil, n, 10) }

@@ -1,0 +1,38 @@
+// Package search is a full-text index of the knowledge agents keep (thoughts,
+// findings, learnings, memory), kept as a projection: its postings and
+// statistics live in a key/value Space the caller hands over, normally a
+// ledger space written in the same transaction as the events it indexes.
+//
+// Ranking is BM25 (k1 = 1.2, b = 0.75) summed over the query terms. Terms come
+// from a Unicode-aware tokenizer with a small English stop-word list and the
+// Snowball English stemmer (github.com/kljensen/snowball), so "failing tests"
+// matches "test failed"; dotted or underscored identifiers (go.mod,
+// snake_case) are kept whole as well as split into their parts.
+//
+// Why not bleve: bleve keeps its own index files beside the ledger, so the
+// index could not be folded in the same commit as the events, rebuilt from the
+// log into identical bytes, or read as of an earlier sequence number. Here the
+// index is plain keys in the ledger file.
+//
+// Invariants:
+//   - Adding the same documents (and removing the same ids) in the same order
+//     yields byte-identical keys and values, so a rebuild equals the live index.
+//   - Statistics are incremental: Add and Remove cost O(terms in the document);
+//     Search reads only the statistics and postings of the query terms, plus
+//     the stored documents of the hits it returns.
+//   - Results are deterministic: equal scores are ordered by seq, newest first,
+//     then by insertion order.
+//
+// Time travel: Filter.AsOfSeq hides documents added after that seq. A removed
+// document (a superseded learning, an old memory version) is gone from the
+// index; to see it as it stood before its removal, rebuild up to that seq.
+//
+// Layout of the space (integers are uvarints unless noted):
+//
+//	"s"                         docs, total length, next doc number, next project number
+//	"t" term                    document frequency of term
+//	"p" term 0x00 doc(8 bytes)  tf, doc length, kind, seq, project number
+//	"d" doc(8 bytes)            the stored document
+//	"i" id                      doc number (8 bytes)
+//	"j" project                 project number
+package search

@@ -1,0 +1,267 @@
+package search_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/search"
+)
+
+func doc(id string, kind search.Kind, project string, seq uint64, text string) search.Doc {
+	return search.Doc{ID: id, Kind: kind, Project: project, Author: "agent-" + project, Seq: seq,
+		Hash: [32]byte{byte(seq)}, Fields: []search.Field{{Name: "text", Text: text}}}
+}
+
+func sample() []search.Doc {
+	return []search.Doc{
+		doc("F-0001", search.Finding, "api", 1, "TestCheckout failed on CI: the payment mock times out under -race"),
+		doc("L-0001", search.Learning, "api", 2, "Flaky tests usually share a global clock; inject the clock instead of sleeping"),
+		doc("Θ-0001", search.Thought, "web", 3, "The login page test is failing because the session cookie is not Secure on localhost"),
+		doc("M-0001", search.Memory, "web", 4, "Deploy checklist: run migrations before switching traffic; go.mod pins bbolt v1.5.0"),
+		doc("F-0002", search.Finding, "web", 5, "Nothing about the query here, only CSS grid alignment"),
+	}
+}
+
+func ids(hits []search.Hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
+func build(t testing.TB, docs []search.Doc) (*search.Index, *memSpace) {
+	t.Helper()
+	sp := newMemSpace()
+	ix := search.New(sp)
+	for _, d := range docs {
+		if err := ix.Add(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ix, sp
+}
+
+func TestSearch(t *testing.T) {
+	ix, _ := build(t, sample())
+	for _, tc := range []struct {
+		query string
+		f     search.Filter
+		want  []string
+	}{
+		{"failing tests", search.Filter{}, []string{"Θ-0001", "F-0001", "L-0001"}},
+		{"test failed", search.Filter{Project: "api"}, []string{"F-0001", "L-0001"}},
+		{"test failed", search.Filter{Kinds: []search.Kind{search.Thought, search.Memory}}, []string{"Θ-0001"}},
+		{"test", search.Filter{AsOfSeq: 2}, []string{"L-0001", "F-0001"}},
+		{"go.mod", search.Filter{}, []string{"M-0001"}},
+		{"bbolt", search.Filter{}, []string{"M-0001"}},
+		{"migration", search.Filter{}, []string{"M-0001"}},
+		{"test", search.Filter{Limit: 1}, []string{"Θ-0001"}},
+		{"test", search.Filter{Project: "nowhere"}, nil},
+		{"the of", search.Filter{}, nil},
+		{"zebra", search.Filter{}, nil},
+	} {
+		hits, err := ix.Search(tc.query, tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(hits); !slices.Equal(got, tc.want) {
+			t.Errorf("Search(%q, %+v) = %q, want %q", tc.query, tc.f, got, tc.want)
+		}
+	}
+}
+
+func TestHit(t *testing.T) {
+	long := strings.Repeat("filler words about nothing ", 20) + "the race detector found a data race in the cache" + strings.Repeat(" more filler", 20)
+	ix, _ := build(t, []search.Doc{doc("F-0009", search.Finding, "api", 42, long)})
+	hits, err := ix.Search("races cached", search.Filter{})
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("hits %v, err %v", hits, err)
+	}
+	h := hits[0]
+	if h.ID != "F-0009" || h.Kind != search.Finding || h.Project != "api" || h.Author != "agent-api" ||
+		h.Seq != 42 || h.Hash != [32]byte{42} || h.Score <= 0 || h.Field != "text" {
+		t.Errorf("hit = %+v", h)
+	}
+	if !strings.Contains(h.Snippet, "data race in the cache") || !strings.HasPrefix(h.Snippet, "…") || !strings.HasSuffix(h.Snippet, "…") {
+		t.Errorf("snippet %q", h.Snippet)
+	}
+	if !slices.Equal(h.Matched, []string{"race", "cache"}) {
+		t.Errorf("matched %q", h.Matched)
+	}
+}
+
+func TestTiesBySeq(t *testing.T) {
+	ix, _ := build(t, []search.Doc{
+		doc("L-0001", search.Learning, "p", 7, "retry the migration"),
+		doc("L-0002", search.Learning, "p", 9, "retry the migration"),
+		doc("L-0003", search.Learning, "p", 8, "retry the migration"),
+	})
+	hits, err := ix.Search("migration", search.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(hits); !slices.Equal(got, []string{"L-0002", "L-0003", "L-0001"}) {
+		t.Errorf("order %q, want newest first", got)
+	}
+}
+
+func TestRemove(t *testing.T) {
+	ix, sp := build(t, sample())
+	if err := ix.Remove("L-0001"); err != nil {
+		t.Fatal(err)
+	}
+	hits, _ := ix.Search("flaky clock", search.Filter{})
+	if len(hits) != 0 || ix.Has("L-0001") {
+		t.Errorf("removed learning still matches: %q", ids(hits))
+	}
+	if err := ix.Remove("L-0001"); !errors.Is(err, search.ErrNotFound) {
+		t.Errorf("second remove: %v", err)
+	}
+	// The statistics are those of an index that never had the document,
+	// except for the doc numbers already handed out.
+	docs := slices.DeleteFunc(sample(), func(d search.Doc) bool { return d.ID == "L-0001" })
+	fresh, _ := build(t, docs)
+	for _, q := range []string{"test", "failing tests", "go.mod migrations", "clock"} {
+		a, _ := ix.Search(q, search.Filter{})
+		b, _ := fresh.Search(q, search.Filter{})
+		if fmt.Sprint(scores(a)) != fmt.Sprint(scores(b)) {
+			t.Errorf("%q: after remove %v, fresh %v", q, scores(a), scores(b))
+		}
+	}
+	if _, n := fingerprint(sp); n == 0 {
+		t.Fatal("empty space")
+	}
+}
+
+func scores(hits []search.Hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, fmt.Sprintf("%s:%.6f", h.ID, h.Score))
+	}
+	return out
+}
+
+func TestAddErrors(t *testing.T) {
+	ix, _ := build(t, sample())
+	if err := ix.Add(sample()[0]); !errors.Is(err, search.ErrDuplicate) {
+		t.Errorf("duplicate: %v", err)
+	}
+	if err := ix.Add(doc("", search.Finding, "p", 1, "x")); !errors.Is(err, search.ErrInvalid) {
+		t.Errorf("no id: %v", err)
+	}
+	if err := ix.Add(doc("X-1", search.Kind(9), "p", 1, "x")); !errors.Is(err, search.ErrInvalid) {
+		t.Errorf("bad kind: %v", err)
+	}
+	if k, err := search.ParseKind("learning"); err != nil || k != search.Learning || k.String() != "learning" {
+		t.Errorf("ParseKind: %v %v", k, err)
+	}
+	if _, err := search.ParseKind("note"); !errors.Is(err, search.ErrInvalid) {
+		t.Errorf("ParseKind(note): %v", err)
+	}
+}
+
+// TestRebuildIdentical: the live index, built in steps with removals, and a
+// rebuild replaying the same adds and removes hold byte-identical contents.
+func TestRebuildIdentical(t *testing.T) {
+	corpus := loadCorpus(t)
+	replay := func() *memSpace {
+		sp := newMemSpace()
+		for i, d := range corpus {
+			ix := search.New(sp) // a new Index per "transaction", like the ledger's
+			if err := ix.Add(d); err != nil {
+				t.Fatal(err)
+			}
+			if i%10 == 9 {
+				if err := ix.Remove(corpus[i-5].ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return sp
+	}
+	a, na := fingerprint(replay())
+	b, nb := fingerprint(replay())
+	if a != b || na != nb {
+		t.Errorf("rebuild differs: %x (%d keys) vs %x (%d keys)", a, na, b, nb)
+	}
+	// A different order of adds gives different bytes: the fingerprint sees it.
+	slices.Reverse(corpus)
+	c, _ := fingerprint(replay())
+	if c == a {
+		t.Error("fingerprint blind to the order of adds")
+	}
+}
+
+// TestLedgerSpace: the index works in a real ledger space, written in an
+// update and read in a view.
+func TestLedgerSpace(t *testing.T) {
+	l, err := boltstore.Open(filepath.Join(t.TempDir(), "ledger.db"), boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	err = l.Update(func(tx *boltstore.Tx) error {
+		sp, err := tx.Space("search")
+		if err != nil {
+			return err
+		}
+		ix := search.New(sp)
+		for _, d := range sample() {
+			if err := ix.Add(d); err != nil {
+				return err
+			}
+		}
+		return ix.Remove("F-0002")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := build(t, sample())
+	if err := mem.Remove("F-0002"); err != nil {
+		t.Fatal(err)
+	}
+	err = l.View(func(tx *boltstore.Tx) error {
+		sp, err := tx.Space("search")
+		if err != nil {
+			return err
+		}
+		hits, err := search.New(sp).Search("failing tests migrations", search.Filter{})
+		if err != nil {
+			return err
+		}
+		want, _ := mem.Search("failing tests migrations", search.Filter{})
+		if fmt.Sprint(scores(hits)) != fmt.Sprint(scores(want)) || len(hits) != 4 {
+			t.Errorf("ledger space %v, memory %v", scores(hits), scores(want))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPruningExact: skipping common terms (MaxScore) never changes the top
+// hits: the best 3 are the first 3 of the best 100, scores included, on a
+// corpus large enough for the pruning to engage.
+func TestPruningExact(t *testing.T) {
+	ix, _ := build(t, synthetic(t, 5000))
+	for _, q := range loadQueries(t) {
+		few, err := ix.Search(q.text, search.Filter{Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		many, err := ix.Search(q.text, search.Filter{Limit: search.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := scores(few), scores(many[:min(3, len(many))]); !slices.Equal(got, want) {
+			t.Errorf("%q: limit 3 %v, limit 100 %v", q.text, got, want)
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package search
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// BM25 parameters: the usual defaults (Robertson & Zaragoza).
+const (
+	k1 = 1.2
+	b  = 0.75
+)
+
+// Limits on the number of hits.
+const (
+	DefaultLimit = 10
+	MaxLimit     = 100
+)
+
+// Filter narrows a search. The zero Filter searches every kind in every
+// project, at the head of the log, for DefaultLimit hits.
+type Filter struct {
+	Kinds   []Kind // empty: all kinds
+	Project string // "": all projects
+	AsOfSeq uint64 // 0: no bound; else only documents with Seq <= AsOfSeq
+	Limit   int    // 0: DefaultLimit; capped at MaxLimit
+}
+
+// Hit is one ranked result. Seq and Hash name the ledger event that recorded
+// the document, so the hit can be proven with an inclusion proof.
+type Hit struct {
+	ID      string
+	Kind    Kind
+	Project string
+	Author  string
+	Seq     uint64
+	Hash    [32]byte
+	Score   float64
+	Field   string   // the field the snippet comes from
+	Snippet string   // the best-matching window of that field
+	Matched []string // the words of the snippet that matched, as written
+}
+
+// candidate is a document being scored.
+type candidate struct {
+	num, seq uint64
+	score    float64
+}
+
+// better orders candidates: higher score, then newer seq, then earlier added.
+func better(a, c candidate) bool {
+	if a.score != c.score {
+		return a.score > c.score
+	}
+	if a.seq != c.seq {
+		return a.seq > c.seq
+	}
+	return a.num < c.num
+}
+
+// Search returns the documents matching query, best first. A query with no
+// searchable terms (only stop words or punctuation) returns no hits.
+func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
+	terms := Terms(query)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	s, err := ix.stats()
+	if err != nil || s.docs == 0 {
+		return nil, err
+	}
+	project, ok, err := ix.lookupProject(f.Project)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var kinds [Memory + 1]bool
+	for _, k := range f.Kinds {
+		if k >= Thought && k <= Memory {
+			kinds[k] = true
+		}
+	}
+	avgLen := float64(s.totalLen) / float64(s.docs)
+	n := float64(s.docs)
+	k := limit(f.Limit)
+	qts, err := ix.queryTerms(terms, n)
+	if err != nil {
+		return nil, err
+	}
+	match := func(p posting) bool {
+		return (len(f.Kinds) == 0 || kinds[p.kind]) &&
+			(f.Project == "" || p.project == project) &&
+			(f.AsOfSeq == 0 || p.seq <= f.AsOfSeq)
+	}
+	bm25 := func(idf float64, p posting) float64 {
+		tf := float64(p.tf)
+		return idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(p.length)/avgLen))
+	}
+	// slot[doc number] is 1 + the document's index in cands: doc numbers are
+	// dense, so a slice beats a map by the cost of hashing every posting.
+	slot := make([]int32, s.nextDoc)
+	var cands []candidate
+	for _, qt := range qts {
+		// MaxScore: once the terms left cannot lift a document never seen
+		// above the k-th partial score, only the candidates need these terms,
+		// looked up one by one when that is cheaper than reading the postings.
+		closed := len(cands) >= k && qt.rest < topK(cands, k)[k-1].score
+		if closed && uint64(len(cands)) < qt.df/4 {
+			for j := range cands {
+				v := ix.sp.Get(postingKey(qt.term, cands[j].num))
+				if v == nil {
+					continue
+				}
+				p, err := decodePosting(v)
+				if err != nil {
+					return nil, fmt.Errorf("posting of %q: %w", qt.term, err)
+				}
+				cands[j].score += bm25(qt.idf, p)
+			}
+			continue
+		}
+		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, v []byte) (bool, error) {
+			num := binary.BigEndian.Uint64(key[len(key)-8:])
+			if num >= uint64(len(slot)) {
+				return false, fmt.Errorf("posting of %q: doc %d: %w", qt.term, num, ErrCorrupt)
+			}
+			if closed && slot[num] == 0 {
+				return true, nil
+			}
+			p, err := decodePosting(v)
+			if err != nil {
+				return false, fmt.Errorf("posting of %q: %w", qt.term, err)
+			}
+			if !match(p) {
+				return true, nil
+			}
+			if j := slot[num]; j > 0 {
+				cands[j-1].score += bm25(qt.idf, p)
+			} else {
+				cands = append(cands, candidate{num: num, seq: p.seq, score: bm25(qt.idf, p)})
+				slot[num] = int32(len(cands))
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	top := topK(cands, k)
+	hits := make([]Hit, 0, len(top))
+	for _, c := range top {
+		doc, err := decodeDoc(ix.sp.Get(docKey(c.num)))
+		if err != nil {
+			return nil, fmt.Errorf("hit %d: %w", c.num, err)
+		}
+		h := Hit{ID: doc.ID, Kind: doc.Kind, Project: doc.Project, Author: doc.Author,
+			Seq: doc.Seq, Hash: doc.Hash, Score: c.score}
+		h.Field, h.Snippet, h.Matched = snippet(doc.Fields, terms)
+		hits = append(hits, h)
+	}
+	return hits, nil
+}
+
+// queryTerm is a query term present in the index, with its idf, document
+// frequency, and rest: the most that it and the terms after it can add to a
+// document's score (BM25's tf factor stays below k1+1).
+type queryTerm struct {
+	term      string
+	df        uint64
+	idf, rest float64
+}
+
+// queryTerms returns the terms that occur in the index, rarest (highest
+// bound) first, so that the common terms come last and can be skipped.
+func (ix *Index) queryTerms(terms []string, n float64) ([]queryTerm, error) {
+	var qts []queryTerm
+	for _, t := range terms {
+		df, err := ix.df(t)
+		if err != nil {
+			return nil, err
+		}
+		if df > 0 {
+			idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+			qts = append(qts, queryTerm{term: t, df: df, idf: idf})
+		}
+	}
+	slices.SortStableFunc(qts, func(a, c queryTerm) int { return cmp.Compare(a.df, c.df) })
+	rest := 0.0
+	for i := len(qts) - 1; i >= 0; i-- {
+		rest += qts[i].idf * (k1 + 1)
+		qts[i].rest = rest
+	}
+	return qts, nil
+}
+
+func limit(l int) int {
+	if l <= 0 {
+		return DefaultLimit
+	}
+	return min(l, MaxLimit)
+}
+
+// lookupProject returns the number of project; ok is false when the project
+// has never been indexed (nothing can match). "" means every project.
+func (ix *Index) lookupProject(project string) (num uint64, ok bool, err error) {
+	if project == "" {
+		return 0, true, nil
+	}
+	v := ix.sp.Get(append([]byte{keyProject}, project...))
+	if v == nil {
+		return 0, false, nil
+	}
+	num, _, err = uvarint(v)
+	return num, err == nil, err
+}
+
+// topK returns the k best candidates in order, keeping a sorted window of k
+// so that a common term's many postings cost O(n·log k) rather than a sort.
+func topK(cands []candidate, k int) []candidate {
+	top := make([]candidate, 0, k+1)
+	for _, c := range cands {
+		if len(top) == k && !better(c, top[k-1]) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, c, func(a, c candidate) int {
+			if better(a, c) {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, i, c)
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	return top
+}
+
+// posting is the decoded value of a posting key.
+type posting struct {
+	tf, length, seq, project uint64
+	kind                     Kind
+}
+
+func decodePosting(v []byte) (posting, error) {
+	var p posting
+	var err error
+	if p.tf, v, err = uvarint(v); err != nil {
+		return p, err
+	}
+	if p.length, v, err = uvarint(v); err != nil {
+		return p, err
+	}
+	if len(v) == 0 {
+		return p, ErrCorrupt
+	}
+	p.kind, v = Kind(v[0]), v[1:]
+	if p.seq, v, err = uvarint(v); err != nil {
+		return p, err
+	}
+	p.project, _, err = uvarint(v)
+	return p, err
+}

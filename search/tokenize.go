@@ -1,0 +1,127 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// maxTermLen bounds a term's bytes: longer runs (hashes, base64 blobs) are
+// not words anyone searches for, and they would bloat the keys.
+const maxTermLen = 64
+
+// stopWords are dropped at index and query time. The list is kept small on
+// purpose: words like "not" or "no" change the meaning of a finding.
+var stopWords = map[string]bool{
+	"a": true, "an": true, "and": true, "are": true, "as": true, "at": true,
+	"be": true, "but": true, "by": true, "for": true, "from": true, "has": true,
+	"have": true, "in": true, "is": true, "it": true, "its": true, "of": true,
+	"on": true, "or": true, "that": true, "the": true, "this": true, "to": true,
+	"was": true, "were": true, "will": true, "with": true, "we": true, "i": true,
+}
+
+// isWordRune reports whether r belongs to a word.
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// isJoiner reports whether r joins two word runs into one identifier
+// (go.mod, v1.2.3, snake_case) when it sits between word runes.
+func isJoiner(r rune) bool { return r == '.' || r == '_' }
+
+// tokenize calls emit for each term of text, with the byte range of the word
+// it came from and the word's position. An identifier made of parts (go.mod,
+// snake_case, TestCheckout) emits itself, lowercased, and then each part, all
+// at the same position.
+func tokenize(text string, emit func(term string, start, end, pos int)) {
+	pos := 0
+	i := 0
+	for i < len(text) {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !isWordRune(r) {
+			i += n
+			continue
+		}
+		start := i
+		i += n
+		for i < len(text) {
+			r, n = utf8.DecodeRuneInString(text[i:])
+			if isWordRune(r) {
+				i += n
+				continue
+			}
+			if isJoiner(r) && i+n < len(text) {
+				if next, _ := utf8.DecodeRuneInString(text[i+n:]); isWordRune(next) {
+					i += n
+					continue
+				}
+			}
+			break
+		}
+		word := text[start:i]
+		if parts := splitIdentifier(word); len(parts) > 1 {
+			if whole := strings.ToLower(word); len(whole) <= maxTermLen {
+				emit(whole, start, i, pos)
+			}
+			for _, p := range parts {
+				if t := normalize(p); t != "" {
+					emit(t, start, i, pos)
+				}
+			}
+		} else if t := normalize(word); t != "" {
+			emit(t, start, i, pos)
+		}
+		pos++
+	}
+}
+
+// splitIdentifier returns the parts of an identifier: split at joiners and
+// where a lower-case letter is followed by an upper-case one (TestCheckout,
+// getBalance), so a search for "checkout" finds TestCheckout.
+func splitIdentifier(word string) []string {
+	var parts []string
+	partStart := 0
+	var prev rune
+	for j, r := range word {
+		switch {
+		case isJoiner(r):
+			parts = append(parts, word[partStart:j])
+			partStart = j + utf8.RuneLen(r)
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			parts = append(parts, word[partStart:j])
+			partStart = j
+		}
+		prev = r
+	}
+	return append(parts, word[partStart:])
+}
+
+// normalize lowercases a word, drops stop words and over-long words, and
+// stems words made only of ASCII letters (the English stemmer has nothing to
+// say about other scripts or about words with digits).
+func normalize(word string) string {
+	w := strings.ToLower(word)
+	if w == "" || len(w) > maxTermLen || stopWords[w] {
+		return ""
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c < 'a' || c > 'z' {
+			return w
+		}
+	}
+	return english.Stem(w, true)
+}
+
+// Terms returns the distinct terms of a query, in order of first appearance.
+// A query is plain text: every word counts, stop words excepted.
+func Terms(query string) []string {
+	var terms []string
+	seen := map[string]bool{}
+	tokenize(query, func(t string, _, _, _ int) {
+		if !seen[t] {
+			seen[t] = true
+			terms = append(terms, t)
+		}
+	})
+	return terms
+}
