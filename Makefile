@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/logbook
 PKGS    := ./...
 
-.PHONY: build demo test test-browser docs-screenshots soak check bench bench-peers fuzz e2e-deps clean
+.PHONY: build demo test test-browser docs-screenshots soak check bench bench-peers bench-server fuzz e2e-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/logbook
@@ -28,9 +28,10 @@ docs-screenshots: test-browser
 	cp bin/screenshots/tasks-T-0002.png docs/console-task.png
 
 # soak: the crash-and-fault suite long (hundreds of SIGKILLs of writing
-# agents, full disk, foreign locks, swapped files); `make test` runs it short.
+# agents, full disk, foreign locks, swapped files, 25 SIGKILLs of logbook
+# server under load); `make test` runs it short.
 soak: build e2e-deps
-	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite' ./cmd/logbook/
+	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite|TestServerKill9' ./cmd/logbook/
 
 # The TypeScript SDK client of the end-to-end tests (cmd/logbook/e2e), from
 # its package-lock.json; go test itself never uses the network.
@@ -155,6 +156,15 @@ END {
 }
 endef
 export BENCHTABLE
+
+# bench-server: logbook server over Streamable HTTP on loopback (go-sdk
+# client) beside embedded stdio in the same run: p50/p99 per tool, calls/s
+# with 16 clients x 8 in flight (goals: p50 <= 1 ms, >= 10,000 calls/s).
+bench-server:
+	@mkdir -p bin
+	@$(GO) test -run '^$$' -bench BenchmarkServer -count 1 -timeout 30m ./cmd/logbook/ > bin/bench-server.txt 2>&1 \
+		|| { cat bin/bench-server.txt; exit 1; }
+	@grep '^Benchmark' bin/bench-server.txt
 
 fuzz:
 	$(GO) test ./ledger/ -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 30s

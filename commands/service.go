@@ -29,6 +29,12 @@ type Call struct {
 	Command *Command
 	Args    json.RawMessage // the raw arguments as received; hashed canonically into tool.called
 	Client  string          // the client's name for itself ("" if unknown)
+	// Actor, when set, is the caller as a credential proved it (server mode:
+	// a bearer token's agent). It is the actor of every event of the call,
+	// whatever Options.Agent or the client says; Client is then recorded in
+	// tool.called only as an unverified claim, beside Token.
+	Actor string
+	Token string // the hex SHA-256 of the credential that proved Actor
 	// Invalid, when non-nil, is the edge's rejection of the arguments (schema,
 	// UTF-8, unknown tool): Do records the call with this error and runs nothing.
 	Invalid error
@@ -187,7 +193,7 @@ func (r *rejected) Error() string { return r.err.Error() }
 // the ledger; reply is then nil.
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	start := s.opts.Now()
-	actor := s.actor(call.Client)
+	actor := s.actor(call)
 	// What tool.called records of the arguments depends on them alone:
 	// worked out here, not in the commit that calls queue for.
 	sum, err := ArgsSHA256(events.CurrentVersion(projections.TypeToolCalled), call.Args)
@@ -302,23 +308,29 @@ func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, resu
 // appendCall appends the call's tool.called event: its outcome code and
 // the SHA-256 of the exact reply bytes.
 func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, code string, replySum [sha256.Size]byte) error {
-	_, err := tx.emit(projections.TypeToolCalled, args.ids, projections.ToolCalled{
+	p := projections.ToolCalled{
 		Tool:         call.Name,
 		ArgsSHA256:   args.sum,
 		Outcome:      code,
 		ResultSHA256: hex.EncodeToString(replySum[:]),
 		DurationUS:   s.opts.Now().Sub(start).Microseconds(),
 		Client:       call.Client,
-	})
+	}
+	if call.Actor != "" {
+		p.Client, p.ClientClaim, p.Token = "", call.Client, call.Token
+	}
+	_, err := tx.emit(projections.TypeToolCalled, args.ids, p)
 	return err
 }
 
-func (s *Service) actor(client string) string {
+func (s *Service) actor(call Call) string {
 	switch {
+	case call.Actor != "":
+		return call.Actor
 	case s.opts.Agent != "":
 		return s.opts.Agent
-	case client != "":
-		return client
+	case call.Client != "":
+		return call.Client
 	}
 	return "unknown"
 }

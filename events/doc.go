@@ -1,7 +1,7 @@
 // Package events holds the facts logbook records: the payload of each domain
 // event type (TaskCreated, TaskUpdated, ThoughtRecorded, SessionStarted,
-// SessionFinalized, SkillsLoaded), its type name, its current payload
-// version and the upcasters that read older versions. The write side
+// SessionFinalized, SkillsLoaded, TokenIssued, TokenRevoked), its type name,
+// its current payload version and the upcasters that read older versions. The write side
 // (commands) builds them; the read side (projections) folds them.
 //
 // Invariants: a payload version, once written to a ledger, is never changed:

@@ -1,8 +1,10 @@
 // Package mcp is logbook's MCP edge: the only package that imports the MCP
 // go-sdk. It publishes the 14 tools of the contract (shared/CONTRACT.md) with
 // their input and output JSON schemas, validates arguments, owns the result
-// envelope and the table from errors to ERR_* codes, and serves one session
-// over newline-delimited JSON-RPC on stdio. It implements no tool: every
+// envelope and the table from errors to ERR_* codes, and serves the tools
+// over newline-delimited JSON-RPC on stdio (Server.Run), over Streamable
+// HTTP behind bearer tokens (Server.HTTPHandler, for logbook server), and as
+// a stdio bridge to such a server (Bridge). It implements no tool: every
 // tools/call goes to commands.Service.Do.
 //
 // Invariants:
@@ -32,4 +34,8 @@
 //     range, valid UTF-8, at most 64 levels deep. Call.Args are the bytes the
 //     client sent ("{}" when absent or null). Defaults in the schemas are
 //     documentation: the edge does not fill them in, commands does.
+//   - Over HTTP every request carries a bearer token that HTTPOptions.Authenticate
+//     accepts (else 401); the token's identity is Call.Actor of its calls, a
+//     tool outside its scope is neither listed nor run (ERR_FORBIDDEN), and
+//     clientInfo.name is passed on only as Call.Client, a claim.
 package mcp

@@ -20,6 +20,7 @@ const (
 	CodeCircularDependency = "ERR_CIRCULAR_DEPENDENCY"
 	CodeAlreadyFinalized   = "ERR_ALREADY_FINALIZED"
 	CodeReadOnly           = "ERR_READ_ONLY"
+	CodeForbidden          = "ERR_FORBIDDEN"
 	CodeStorage            = "ERR_STORAGE"
 	CodeInternal           = "ERR_INTERNAL"
 )
@@ -34,7 +35,7 @@ const (
 var errorCodes = []string{
 	CodeInvalidInput, CodeTaskNotFound, CodeProjectNotFound, CodeSessionNotFound,
 	CodeInvalidTransition, CodeTaskClosed, CodeWritebackRequired, CodeCircularDependency,
-	CodeAlreadyFinalized, CodeReadOnly, CodeStorage, CodeInternal,
+	CodeAlreadyFinalized, CodeReadOnly, CodeForbidden, CodeStorage, CodeInternal,
 }
 
 // failure is the error object of a failure envelope.
@@ -75,6 +76,9 @@ type (
 		TaskID   string `json:"task_id"`
 		ParentID string `json:"parent_id"`
 	}
+	forbiddenDetails struct {
+		Tool string `json:"tool"`
+	}
 	storageDetails struct {
 		Reason string `json:"reason"`
 	}
@@ -96,6 +100,7 @@ func classify(err error) (f failure, ok bool) {
 		cycle      *commands.CycleError
 		finalized  *commands.FinalizedError
 		storage    *commands.StorageError
+		forbidden  *forbiddenError
 	)
 	switch {
 	case errors.As(err, &invalid):
@@ -147,6 +152,9 @@ func classify(err error) (f failure, ok bool) {
 
 	case errors.Is(err, commands.ErrReadOnly):
 		return failure{CodeReadOnly, commands.ErrReadOnly.Error(), noDetails{}}, true
+
+	case errors.As(err, &forbidden):
+		return failure{CodeForbidden, forbidden.Error(), forbiddenDetails{forbidden.tool}}, true
 
 	case errors.As(err, &storage):
 		reason := storage.Reason

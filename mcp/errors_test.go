@@ -70,6 +70,8 @@ var errorCases = []struct {
 	{"already finalized, sentinel", commands.ErrAlreadyFinalized},
 	{"read only", commands.ErrReadOnly},
 	{"read only, wrapped", fmt.Errorf("task_create: %w", commands.ErrReadOnly)},
+	{"forbidden", &forbiddenError{"task_create"}},
+	{"forbidden, wrapped", fmt.Errorf("authorize: %w", &forbiddenError{"merkle_finalize"})},
 	{"storage", &commands.StorageError{Reason: "disk full", Err: errors.New("write /data/logbook.db: no space left on device")}},
 	{"storage, no reason", &commands.StorageError{Err: errors.New("x")}},
 	{"storage, sentinel", fmt.Errorf("commit: %w", commands.ErrStorage)},

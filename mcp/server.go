@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -95,17 +96,15 @@ func New(svc *commands.Service, opts Options) *Server {
 		maxLine: opts.MaxMessageBytes,
 		byName:  make(map[string]*tool),
 	}
-	for _, group := range [][]*tool{taskTools(), thoughtTools(), sessionTools(), skillTools(), systemTools()} {
-		for _, t := range group {
-			t.readOnly = !t.cmd.Mutates()
-			t.in, t.check = input(t.cmd.Rules())
-			s.tools = append(s.tools, t)
-			s.byName[t.name] = t
-		}
+	for _, t := range allTools() {
+		t.readOnly = !t.cmd.Mutates()
+		t.in, t.check = input(t.cmd.Rules())
+		s.tools = append(s.tools, t)
+		s.byName[t.name] = t
 	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: opts.Instructions,
-		Logger:       opts.Logger,
+		Logger:       slog.New(quietHandler{opts.Logger.Handler()}),
 		// Tools only: no logging capability, and the tool list never changes.
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
@@ -131,10 +130,27 @@ func New(svc *commands.Service, opts Options) *Server {
 			if call, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" && call.Params != nil {
 				return s.handle(ctx, call)
 			}
+			if method == "tools/list" {
+				return listTools(ctx, method, req, next)
+			}
 			return next(ctx, method, req)
 		}
 	})
 	return s
+}
+
+// allTools is every tool, in the contract's order.
+func allTools() []*tool {
+	return slices.Concat(taskTools(), thoughtTools(), sessionTools(), skillTools(), systemTools())
+}
+
+// ToolNames lists the tools' names, in the contract's order.
+func ToolNames() []string {
+	var names []string
+	for _, t := range allTools() {
+		names = append(names, t.name)
+	}
+	return names
 }
 
 // Tools describes the tools, in the contract's order.
@@ -167,11 +183,16 @@ func (s *Server) Stages() []string { return append([]string(nil), stages...) }
 // requests) or reading in fails other than by ending. Run does not close in or out; a goroutine blocked reading in
 // may outlive it until in returns.
 func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	c := newConn(in, out, s.maxLine, s.log)
+	return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log)
+}
+
+// serveStdio is Run for any SDK server (the bridge's too).
+func serveStdio(ctx context.Context, srv *sdk.Server, in io.Reader, out io.Writer, maxLine int, log *slog.Logger) error {
+	c := newConn(in, out, maxLine, log)
 	defer c.Close()
 	// The SDK's context would cancel in-flight calls abruptly; the connection
 	// turns ctx's cancellation into a drain instead.
-	session, err := s.sdk.Connect(context.WithoutCancel(ctx), transport{c}, nil)
+	session, err := srv.Connect(context.WithoutCancel(ctx), transport{c}, nil)
 	if err != nil {
 		return fmt.Errorf("mcp connect: %w", err)
 	}
@@ -203,10 +224,11 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (res *sdk
 		Name:    req.Params.Name,
 		Command: s.command(req.Params.Name),
 		Args:    args,
-		Client:  clientName(req.Session),
+		Client:  clientName(req),
 		Invalid: s.validate(req.Params.Name, args),
 		Encode:  s.Encode,
 	}
+	s.authorize(req, &call)
 	// A call that reached the server is recorded even if the client stops
 	// waiting for it.
 	reply, err := s.do(context.WithoutCancel(ctx), call)
@@ -247,15 +269,21 @@ func (s *Server) validate(name string, args json.RawMessage) (err error) {
 // recorded) as ERR_INTERNAL.
 var errValidationPanicked = errors.New("argument validation panicked")
 
-// clientName is the client's clientInfo.name as an identity fit to be
+// clientName is the client's clientInfo.name (from initialize, or from the
+// request's own _meta in the sessionless protocol) as an identity fit to be
 // written into every event: control characters and invalid UTF-8 dropped,
 // at most maxClientName characters.
-func clientName(ss *sdk.ServerSession) string {
-	if ss == nil {
-		return ""
+func clientName(req *sdk.CallToolRequest) string {
+	// A request of the sessionless revision carries it in _meta, decoded
+	// as a plain map: read it there rather than have the SDK re-encode and
+	// decode it (a 32 KiB buffer per call).
+	if m, ok := req.Params.Meta[sdk.MetaKeyClientInfo].(map[string]any); ok {
+		if name, ok := m["name"].(string); ok {
+			return sanitizeName(name)
+		}
 	}
-	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-		return sanitizeName(p.ClientInfo.Name)
+	if info := req.ClientInfo(); info != nil {
+		return sanitizeName(info.Name)
 	}
 	return ""
 }

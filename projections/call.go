@@ -14,4 +14,11 @@ type ToolCalled struct {
 	ResultSHA256 string `json:"result_sha256"` // of the exact reply bytes
 	DurationUS   int64  `json:"duration_us"`   // from receipt to this event
 	Client       string `json:"client"`        // MCP clientInfo.name
+	// With an authenticated actor (server mode) the event's actor comes from
+	// a bearer token: Token is that token's SHA-256 (as in its token.issued)
+	// and ClientClaim what the client called itself, unverified; Client
+	// is then empty. Both are absent in stdio mode, so older events decode
+	// unchanged.
+	ClientClaim string `json:"client_claim,omitempty"`
+	Token       string `json:"token_sha256,omitempty"`
 }

@@ -19,10 +19,11 @@ import (
 //	2: task.created payload v2 (project_sequence), read through its upcaster
 //	3: a thought's text (content, tests, blockers, metadata) is read from
 //	   its event, not copied into the projection
-const Version = 3
+//	4: the tokens space (token.issued, token.revoked)
+const Version = 4
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
-var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills}
+var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens}
 
 const (
 	spMeta = "meta"
@@ -182,6 +183,10 @@ func (f *folder) apply(r ledger.Record) error {
 		err = applySessionFinalized(f, r)
 	case events.TypeSkillsLoaded:
 		err = applySkillsLoaded(f.tx, r)
+	case events.TypeTokenIssued:
+		err = applyTokenIssued(f.tx, r)
+	case events.TypeTokenRevoked:
+		err = applyTokenRevoked(f.tx, r)
 	case TypeToolCalled:
 		// Only sessions fold calls (below).
 	default:

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -10,11 +11,11 @@ import (
 const mod = "github.com/logbook-dev/logbook/"
 
 // TestDependenciesPointInward enforces the layering
-// cmd → mcp → commands → projections → skills → events → domain → ledger:
-// a package may import only the layers below it, and only mcp may import
-// the MCP SDK.
+// cmd → server → mcp → commands → projections → skills → events → domain →
+// ledger: a package may import only the layers below it, and only mcp may
+// import the MCP SDK.
 func TestDependenciesPointInward(t *testing.T) {
-	layers := []string{"ledger", "domain", "events", "skills", "projections", "commands", "mcp"}
+	layers := []string{"ledger", "domain", "events", "skills", "projections", "commands", "mcp", "server"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", "./../../"+pkg).Output()
 		if err != nil {
@@ -30,8 +31,37 @@ func TestDependenciesPointInward(t *testing.T) {
 			if dep == mod+"cmd/logbook" {
 				t.Errorf("%s imports cmd/logbook", pkg)
 			}
-			if strings.HasPrefix(dep, "github.com/modelcontextprotocol/go-sdk") && pkg != "mcp" {
+			// Below mcp nothing reaches the SDK; above it (server) nothing
+			// imports it directly (checked below).
+			if strings.HasPrefix(dep, "github.com/modelcontextprotocol/go-sdk") && i < slices.Index(layers, "mcp") {
 				t.Errorf("%s imports the MCP SDK (%s); only mcp may", pkg, dep)
+			}
+		}
+	}
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./../../server", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if strings.HasPrefix(imp, "github.com/modelcontextprotocol/go-sdk") {
+			t.Errorf("server or cmd/logbook imports the MCP SDK (%s); only mcp may", imp)
+		}
+	}
+}
+
+// TestOnlyEdgesImportNetHTTP: HTTP is the business of mcp (the MCP
+// transport) and server (listening, tokens, admin socket, and its web
+// console in server/console) alone.
+func TestOnlyEdgesImportNetHTTP(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./../../...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if imp == "net/http" && fields[0] != mod+"mcp" && fields[0] != mod+"server" && fields[0] != mod+"server/console" {
+				t.Errorf("%s imports net/http; only mcp, server and server/console may", fields[0])
 			}
 		}
 	}
@@ -148,6 +178,22 @@ func TestFormatBuildsForWindows(t *testing.T) {
 	cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("GOOS=windows go build ./ledger/ ./audit/: %v\n%s", err, out)
+	}
+}
+
+// TestConsoleLayer: the web console only reads: no write side (commands),
+// no MCP, nothing of the server it is mounted in.
+func TestConsoleLayer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./../../server/console").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, no := range []string{mod + "commands", mod + "mcp", mod + "server", mod + "cmd/logbook", "github.com/modelcontextprotocol/go-sdk"} {
+			if dep == no || strings.HasPrefix(dep, no+"/") && !strings.HasPrefix(dep, mod+"server/console") {
+				t.Errorf("server/console imports %s", dep)
+			}
+		}
 	}
 }
 

@@ -85,7 +85,7 @@ func TestE2ETypeScriptClient(t *testing.T) {
 	wantCodes := []string{"ERR_ALREADY_FINALIZED", "ERR_INVALID_INPUT", "ERR_INVALID_TRANSITION", "ERR_PROJECT_NOT_FOUND", "ERR_READ_ONLY",
 		"ERR_SESSION_NOT_FOUND", "ERR_STORAGE", "ERR_TASK_CLOSED", "ERR_TASK_NOT_FOUND", "ERR_WRITEBACK_REQUIRED"}
 	if !slices.Equal(sum.ErrorCodesSeen, wantCodes) {
-		t.Errorf("error codes seen: %v\nwant %v (ERR_CIRCULAR_DEPENDENCY and ERR_INTERNAL are unreachable: %v)", sum.ErrorCodesSeen, wantCodes, sum.Unreachable)
+		t.Errorf("error codes seen: %v\nwant %v (ERR_CIRCULAR_DEPENDENCY, ERR_FORBIDDEN and ERR_INTERNAL are unreachable over stdio: %v)", sum.ErrorCodesSeen, wantCodes, sum.Unreachable)
 	}
 	if sum.Protocols["2025-06-18"] != "2025-06-18" {
 		t.Errorf("forcing protocol 2025-06-18 negotiated %q", sum.Protocols["2025-06-18"])

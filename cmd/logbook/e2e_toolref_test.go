@@ -360,6 +360,12 @@ const choices = `
   included.
 - **Read-only.** A ` + "`--read-only`" + ` server refuses the five mutating tools with
   ` + "`ERR_READ_ONLY`" + ` but still records every call.
+- **Server mode** (` + "`logbook server`" + `, MCP over Streamable HTTP). Every request carries a bearer
+  token; the actor of every event is the token's agent, and the client's ` + "`clientInfo.name`" + ` is
+  recorded only as the unverified ` + "`client_claim`" + ` of tool.called, beside the token's
+  ` + "`token_sha256`" + `. A tool outside the token's scope is not listed and answers ` + "`ERR_FORBIDDEN`" + `
+  (` + "`details.tool`" + `); a read-only token gets ` + "`ERR_READ_ONLY`" + ` from the mutating tools. Both
+  are recorded like every call.
 `
 
 // refLineDiff shows the first differing lines of want and got.

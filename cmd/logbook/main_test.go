@@ -67,10 +67,21 @@ func run(t testing.TB, args ...string) result {
 // runIn is run with stdin.
 func runIn(t testing.TB, stdin io.Reader, args ...string) result {
 	t.Helper()
+	return runWith(t, stdin, nil, args...)
+}
+
+// runEnv is run with more environment variables (NAME=value).
+func runEnv(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	return runWith(t, nil, env, args...)
+}
+
+func runWith(t testing.TB, stdin io.Reader, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, logbookBin, args...)
-	cmd.Env = append(os.Environ(), "LOGBOOK_DB=", "LOGBOOK_AGENT=")
+	cmd.Env = append(append(os.Environ(), "LOGBOOK_DB=", "LOGBOOK_AGENT="), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
 	err := cmd.Run()

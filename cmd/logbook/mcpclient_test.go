@@ -46,8 +46,14 @@ func (l *lockedBuffer) String() string {
 // startAgent runs `logbook serve` with args and completes the MCP handshake.
 func startAgent(t testing.TB, name string, args ...string) *agent {
 	t.Helper()
+	return startAgentEnv(t, name, nil, args...)
+}
+
+// startAgentEnv is startAgent with more environment variables (NAME=value).
+func startAgentEnv(t testing.TB, name string, env []string, args ...string) *agent {
+	t.Helper()
 	cmd := exec.Command(logbookBin, append([]string{"serve"}, args...)...)
-	cmd.Env = append(os.Environ(), "LOGBOOK_DB=", "LOGBOOK_AGENT=")
+	cmd.Env = append(append(os.Environ(), "LOGBOOK_DB=", "LOGBOOK_AGENT="), env...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,8 +38,13 @@ func serve(ctx context.Context, e *env, args []string) error {
 	skillsDir := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
 	readOnly := fs.Bool("read-only", false, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
 	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "answer ERR_STORAGE when another process holds the ledger file longer than this")
+	connect := fs.String("connect", "", "bridge to the logbook server at this URL (http[s]://HOST:PORT/mcp) instead of opening a ledger")
+	tokenEnv := fs.String("token-env", "LOGBOOK_TOKEN", "with --connect: the environment variable holding the bearer token")
 	if done, err := parse(e, fs, args); done {
 		return err
+	}
+	if *connect != "" {
+		return bridge(ctx, e, fs, *connect, *tokenEnv)
 	}
 	if *lockTimeout <= 0 {
 		return usageErr("serve: --lock-timeout must be positive")
@@ -82,22 +88,31 @@ func serve(ctx context.Context, e *env, args []string) error {
 		return usageErr("serve: %v", err)
 	}
 	defer l.Close()
-	set, skipped, err := skills.Load(*skillsDir)
-	if err != nil {
-		return usageErr("serve: skills: %v", err)
-	}
-	for _, s := range skipped {
-		log.Warn("skill skipped", "path", s.Path, "reason", s.Reason)
-	}
-	svc, err := commands.New(l, commands.Options{Agent: *agent, Project: *project, ReadOnly: *readOnly,
-		Skills: set, Skipped: skipped, Version: version, Logger: log})
+	srv, err := newTools(l, *skillsDir, commands.Options{Agent: *agent, Project: *project, ReadOnly: *readOnly, Logger: log})
 	if err != nil {
 		return usageErr("serve: %v", err)
 	}
-	srv := mcp.New(svc, mcp.Options{Version: version, Logger: log})
 	log.Info("serving", "db", *db, "agent", cmp.Or(*agent, "(client name)"), "read_only", *readOnly)
 	if err := srv.Run(ctx, e.stdin, e.stdout); err != nil {
 		return err
 	}
 	return l.Close()
+}
+
+// newTools loads the skills folder and returns the MCP tools running on l
+// with opts (Skills, Skipped and Version filled in here).
+func newTools(l *boltstore.Store, skillsDir string, opts commands.Options) (*mcp.Server, error) {
+	set, skipped, err := skills.Load(skillsDir)
+	if err != nil {
+		return nil, fmt.Errorf("skills: %w", err)
+	}
+	for _, s := range skipped {
+		opts.Logger.Warn("skill skipped", "path", s.Path, "reason", s.Reason)
+	}
+	opts.Skills, opts.Skipped, opts.Version = set, skipped, version
+	svc, err := commands.New(l, opts)
+	if err != nil {
+		return nil, err
+	}
+	return mcp.New(svc, mcp.Options{Version: version, Logger: opts.Logger}), nil
 }

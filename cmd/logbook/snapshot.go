@@ -10,6 +10,7 @@ import (
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/server"
 )
 
 func init() {
@@ -46,11 +47,6 @@ The copy passes logbook verify and appears at --out only when complete.`)
 	if _, err := os.Lstat(*out); err == nil {
 		return usageErr("snapshot: --out %s exists; refusing to overwrite it", *out)
 	}
-	l, err := lf.open(true)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
 	boundMemory()
 	// Written under a temporary name, renamed once its projections are built.
 	tmp, err := os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".snapshot-*")
@@ -60,9 +56,9 @@ The copy passes logbook verify and appears at --out only when complete.`)
 	tmp.Close()
 	os.Remove(tmp.Name())
 	defer os.Remove(tmp.Name())
-	rep, err := l.Snapshot(ctx, tmp.Name(), boltstore.SnapshotOptions{Progress: newProgress(e.stderr, "snapshot: copy").report})
+	rep, err := copyLedger(ctx, e, lf, tmp.Name())
 	if err != nil {
-		return ioErr("snapshot", err)
+		return err
 	}
 	res := snapshotJSON{Out: *out, Size: rep.Size, Head: rep.Head, LockedMS: millis(rep.Locked)}
 	cp, err := boltstore.Open(tmp.Name(), boltstore.Options{})
@@ -99,4 +95,30 @@ The copy passes logbook verify and appears at --out only when complete.`)
 	fmt.Fprintf(e.stdout, "snapshot of %d events (head %s, root %s) written to %s; the source was held %.1f ms at most\n",
 		res.Size, res.Head, res.Root, res.Out, res.LockedMS)
 	return nil
+}
+
+// copyLedger snapshots the ledger to dst: through the admin socket of a
+// logbook server holding the file, if one answers there, else directly.
+func copyLedger(ctx context.Context, e *env, lf *ledgerFlags, dst string) (boltstore.SnapshotReport, error) {
+	abs, err := filepath.Abs(dst)
+	if err != nil {
+		return boltstore.SnapshotReport{}, usageErr("snapshot: %v", err)
+	}
+	rep, ok, err := server.SnapshotThroughServer(server.AdminSocketPath(*lf.db), abs)
+	if ok {
+		if err != nil {
+			return rep, ioErr("snapshot (through the logbook server)", err)
+		}
+		return rep, nil
+	}
+	l, err := lf.open(true)
+	if err != nil {
+		return rep, err
+	}
+	defer l.Close()
+	rep, err = l.Snapshot(ctx, dst, boltstore.SnapshotOptions{Progress: newProgress(e.stderr, "snapshot: copy").report})
+	if err != nil {
+		return rep, ioErr("snapshot", err)
+	}
+	return rep, nil
 }

@@ -50,11 +50,12 @@ const TOOLS = [
 const CODES = [
   'ERR_INVALID_INPUT', 'ERR_TASK_NOT_FOUND', 'ERR_PROJECT_NOT_FOUND', 'ERR_SESSION_NOT_FOUND',
   'ERR_INVALID_TRANSITION', 'ERR_TASK_CLOSED', 'ERR_WRITEBACK_REQUIRED', 'ERR_CIRCULAR_DEPENDENCY',
-  'ERR_ALREADY_FINALIZED', 'ERR_READ_ONLY', 'ERR_STORAGE', 'ERR_INTERNAL',
+  'ERR_ALREADY_FINALIZED', 'ERR_READ_ONLY', 'ERR_FORBIDDEN', 'ERR_STORAGE', 'ERR_INTERNAL',
 ];
 const UNREACHABLE = {
   ERR_CIRCULAR_DEPENDENCY: 'v1 has no way to change a parent: parent_id is set only by task_create, to a task that already exists, so no cycle can be formed',
   ERR_INTERNAL: 'only a server bug produces it',
+  ERR_FORBIDDEN: 'only token scopes of logbook server (HTTP) produce it; http.mjs covers it',
 };
 
 const summary = {

@@ -1,0 +1,119 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BridgeOptions configure Bridge.
+type BridgeOptions struct {
+	URL     string // the server's MCP endpoint, e.g. http://127.0.0.1:7460/mcp
+	Token   string // the bearer token sent with every request
+	Version string // serverInfo.version towards the stdio client
+	Logger  *slog.Logger
+	// HTTPClient, if set, carries the requests (its Transport gets the
+	// token added); default http.DefaultTransport.
+	HTTPClient *http.Client
+	// MaxMessageBytes bounds one inbound stdio line; default DefaultMaxMessageBytes.
+	MaxMessageBytes int
+}
+
+// Bridge serves, over newline-delimited JSON-RPC on in and out, the tools
+// of the logbook server at opts.URL: it connects with the token (failing at
+// once if the server refuses it), publishes the tools the server lists for
+// that token, and forwards every tools/call, answering with the server's
+// result unchanged. Nothing is stored locally: the server records every
+// call, with the stdio client's clientInfo.name as its claim. A call the
+// server cannot be reached for is answered with a JSON-RPC error. Bridge
+// returns as Server.Run does.
+func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer) error {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	httpc := &http.Client{}
+	if opts.HTTPClient != nil {
+		*httpc = *opts.HTTPClient
+	}
+	httpc.Transport = bearer{token: opts.Token, next: httpc.Transport}
+	quiet := slog.New(quietHandler{opts.Logger.Handler()})
+	client := sdk.NewClient(&sdk.Implementation{Name: "logbook-bridge", Version: opts.Version}, &sdk.ClientOptions{Logger: quiet})
+	remote, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: httpc, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", opts.URL, err)
+	}
+	defer remote.Close()
+
+	forward := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		params := &sdk.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments}
+		if name := clientName(req); name != "" {
+			params.Meta = sdk.Meta{sdk.MetaKeyClientInfo: &sdk.Implementation{Name: name}}
+		}
+		// Once sent, a call is the server's to record: the stdio client
+		// going away does not withdraw it.
+		res, err := remote.CallTool(context.WithoutCancel(ctx), params)
+		if err != nil {
+			opts.Logger.Warn("forwarding a tool call failed", "tool", req.Params.Name, "err", err)
+			return nil, fmt.Errorf("the logbook server could not be reached; the call may or may not have been recorded: %w", err)
+		}
+		return res, nil
+	}
+	local := sdk.NewServer(&sdk.Implementation{Name: "logbook", Version: opts.Version}, &sdk.ServerOptions{
+		Logger:       quiet,
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	for t, err := range remote.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("list the tools of %s: %w", opts.URL, err)
+		}
+		if err := addTool(local, t, forward); err != nil {
+			return err
+		}
+	}
+	// Every tools/call goes to the server, known tool or not: the server
+	// decides, and records it.
+	local.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if call, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" && call.Params != nil {
+				return forward(ctx, call)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return serveStdio(ctx, local, in, out, opts.MaxMessageBytes, opts.Logger)
+}
+
+// addTool publishes a tool the server listed; AddTool panics on a schema it
+// cannot take, which here is the server's fault, not a crash of ours.
+func addTool(s *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the server listed a tool the bridge cannot publish: %v", p)
+		}
+	}()
+	s.AddTool(t, h)
+	return nil
+}
+
+// bearer adds the Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	next := b.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return next.RoundTrip(r)
+}

@@ -1,0 +1,197 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/logbook-dev/logbook/commands"
+)
+
+// Identity is who a bearer token proves an HTTP caller to be.
+type Identity struct {
+	Agent    string   // the actor of every event of the caller's calls
+	Token    string   // the hex SHA-256 of the token, recorded in tool.called
+	ReadOnly bool     // mutating tools answer ERR_READ_ONLY
+	Tools    []string // the tools the caller may list and call; empty: all
+}
+
+func (id *Identity) allows(tool string) bool {
+	return len(id.Tools) == 0 || slices.Contains(id.Tools, tool)
+}
+
+// ErrUnauthenticated is what HTTPOptions.Authenticate returns for a token
+// that is unknown or revoked: the request is answered 401.
+var ErrUnauthenticated = errors.New("unknown or revoked token")
+
+// HTTPOptions configure HTTPHandler.
+type HTTPOptions struct {
+	// Authenticate maps a bearer token to its identity. It is asked on every
+	// HTTP request, so a revoked token stops working at once. Required.
+	Authenticate func(ctx context.Context, token string) (*Identity, error)
+	// MaxBodyBytes bounds one request body (413 beyond); default
+	// DefaultMaxMessageBytes, the stdio line limit.
+	MaxBodyBytes int64
+	// SessionTimeout closes sessions idle that long; default 30 minutes.
+	SessionTimeout time.Duration
+}
+
+// HTTPHandler serves the tools over MCP Streamable HTTP (the go-sdk's
+// handler): protocol revisions up to 2025-11-25 with sessions, and the
+// sessionless 2026-07-28 one, each request carrying its own credentials.
+// Every request must carry `Authorization: Bearer TOKEN` that Authenticate
+// accepts (else 401 with WWW-Authenticate: Bearer); its identity is the actor
+// of the calls it carries, and only the tools in its scope are listed or
+// callable. Browser cross-origin requests are refused (403), as are
+// requests reaching a loopback address under a foreign Host name (DNS
+// rebinding; the SDK's own check).
+func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = int64(s.maxLine)
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 30 * time.Minute
+	}
+	handler := func(stateless bool) http.Handler {
+		return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
+			Stateless: stateless,
+			// Tools send no notifications: one JSON body per request is
+			// simpler and cheaper than an event stream.
+			JSONResponse:        true,
+			Logger:              s.log,
+			SessionTimeout:      opts.SessionTimeout,
+			MaxRequestBodyBytes: opts.MaxBodyBytes,
+		})
+	}
+	// The SDK serves the sessionless revision (2026-07-28, SEP-2575) only
+	// from a stateless handler, and the older ones fully (clientInfo from
+	// initialize, session bound to its token) only from a stateful one. A
+	// request of the new revision names it in the MCP-Protocol-Version
+	// header (the SDK requires it there), so the header picks the handler.
+	stateful, stateless := handler(false), handler(true)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		id, err := opts.Authenticate(ctx, token)
+		switch {
+		case errors.Is(err, ErrUnauthenticated) || (err == nil && id == nil):
+			return nil, auth.ErrInvalidToken
+		case err != nil:
+			s.log.Error("token check failed", "err", err)
+			return nil, errTokenCheck
+		}
+		// UserID binds a session to the token that opened it: the SDK
+		// refuses the session to any other token.
+		return &auth.TokenInfo{UserID: id.Token, Extra: map[string]any{identityKey: id}}, nil
+	}
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Del("WWW-Authenticate")
+			h.ServeHTTP(w, r)
+		}))
+	// The SDK adds WWW-Authenticate only with OAuth metadata to point at;
+	// a refusal carries it here, and a request that passes drops it above.
+	challenge := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="logbook"`)
+		authed.ServeHTTP(w, r)
+	})
+	return http.NewCrossOriginProtection().Handler(challenge)
+}
+
+// sessionlessRevision is the first protocol revision without sessions.
+const sessionlessRevision = "2026-07-28"
+
+// errTokenCheck answers 500 without naming the cause (logged instead).
+var errTokenCheck = errors.New("the token could not be checked")
+
+const identityKey = "logbook.identity"
+
+// identity is the caller of req as its bearer token proved it; nil over
+// stdio.
+func identity(req sdk.Request) *Identity {
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return nil
+	}
+	id, _ := extra.TokenInfo.Extra[identityKey].(*Identity)
+	return id
+}
+
+// authorize binds call to the caller's identity, if it has one: the actor
+// becomes the token's agent, and a tool outside its scope (ERR_FORBIDDEN,
+// before anything else is checked) or a mutating tool on a read-only token
+// (ERR_READ_ONLY, once the arguments are valid) is refused, still audited.
+func (s *Server) authorize(req *sdk.CallToolRequest, call *commands.Call) {
+	id := identity(req)
+	if id == nil {
+		return
+	}
+	call.Actor, call.Token = id.Agent, id.Token
+	t := s.byName[call.Name]
+	switch {
+	case !id.allows(call.Name):
+		call.Invalid = &forbiddenError{call.Name}
+	case call.Invalid == nil && id.ReadOnly && t != nil && !t.readOnly:
+		call.Invalid = commands.ErrReadOnly
+	}
+}
+
+// listTools answers tools/list with only the tools in the caller's scope.
+func listTools(ctx context.Context, method string, req sdk.Request, next sdk.MethodHandler) (sdk.Result, error) {
+	res, err := next(ctx, method, req)
+	id := identity(req)
+	list, ok := res.(*sdk.ListToolsResult)
+	if err != nil || id == nil || !ok || len(id.Tools) == 0 {
+		return res, err
+	}
+	scoped := *list
+	scoped.Tools = slices.DeleteFunc(slices.Clone(list.Tools), func(t *sdk.Tool) bool { return !id.allows(t.Name) })
+	return &scoped, nil
+}
+
+// forbiddenError is a call outside the caller's token scope: ERR_FORBIDDEN.
+type forbiddenError struct{ tool string }
+
+func (e *forbiddenError) Error() string {
+	return "tool " + e.tool + " is outside this token's scope"
+}
+
+// quietHandler passes the SDK's log records on one level down: its Info
+// records (a session connected, initialized) come once per HTTP session,
+// i.e. per request in the sessionless protocol, and are debug detail here.
+type quietHandler struct{ slog.Handler }
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, quieter(l))
+}
+
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = quieter(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name)}
+}
+
+func quieter(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}

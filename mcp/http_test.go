@@ -1,0 +1,163 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// httpFixture is an HTTPHandler on a fake Do, behind httptest, with two
+// tokens: "full" (agent a) and "scoped" (agent b, task_get only, read-only).
+func httpFixture(tb testing.TB) (*httptest.Server, *fakeDo) {
+	tb.Helper()
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = f.do
+	ids := map[string]*Identity{
+		"full":   {Agent: "a", Token: "sum-a"},
+		"scoped": {Agent: "b", Token: "sum-b", ReadOnly: true, Tools: []string{"task_get", "task_create"}},
+	}
+	h := s.HTTPHandler(HTTPOptions{Authenticate: func(_ context.Context, token string) (*Identity, error) {
+		if id := ids[token]; id != nil {
+			return id, nil
+		}
+		return nil, ErrUnauthenticated
+	}})
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	return srv, f
+}
+
+// post sends one sessionless (2026-07-28) request and returns the status and body.
+func post(tb testing.TB, url, token, body string) (int, string) {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	setNewHeaders(req, body)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func newRequest(id int, method, params string) string {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claims-root","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	if params == "" {
+		params = "{" + meta + "}"
+	} else {
+		params = "{" + meta + "," + params + "}"
+	}
+	return `{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"` + method + `","params":` + params + `}`
+}
+
+// setNewHeaders sets the headers the sessionless revision requires: its
+// version, the method and (for tools/call) the tool's name.
+func setNewHeaders(req *http.Request, body string) {
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	json.Unmarshal([]byte(body), &msg)
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", msg.Method)
+	if msg.Params.Name != "" {
+		req.Header.Set("Mcp-Name", msg.Params.Name)
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestHTTPIdentityScopeAndReadOnly(t *testing.T) {
+	srv, f := httpFixture(t)
+	if code, _ := post(t, srv.URL, "", newRequest(1, "tools/list", "")); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d", code)
+	}
+	if code, _ := post(t, srv.URL, "nope", newRequest(1, "tools/list", "")); code != http.StatusUnauthorized {
+		t.Errorf("unknown token: %d", code)
+	}
+	_, body := post(t, srv.URL, "full", newRequest(1, "tools/list", ""))
+	if n := strings.Count(body, `"inputSchema"`); n != 14 {
+		t.Errorf("full token lists %d tools", n)
+	}
+	_, body = post(t, srv.URL, "scoped", newRequest(2, "tools/list", ""))
+	if n := strings.Count(body, `"inputSchema"`); n != 2 || !strings.Contains(body, `"task_get"`) {
+		t.Errorf("scoped token lists %d tools: %s", n, body)
+	}
+	calls := []struct{ token, tool, args, want string }{
+		{"full", "task_create", `{"title":"t","project":"p"}`, `"ok":true`},
+		{"scoped", "task_list", `{}`, `ERR_FORBIDDEN`},
+		{"scoped", "nope", `{}`, `ERR_FORBIDDEN`},
+		{"scoped", "task_create", `{"title":"t","project":"p"}`, `ERR_READ_ONLY`},
+		{"scoped", "task_create", `{"project":"p"}`, `ERR_INVALID_INPUT`},
+		{"scoped", "task_get", `{"task_id":"T-0001"}`, `"ok":true`},
+	}
+	for i, c := range calls {
+		_, body := post(t, srv.URL, c.token, newRequest(10+i, "tools/call", `"name":"`+c.tool+`","arguments":`+c.args))
+		if !strings.Contains(body, c.want) {
+			t.Errorf("%s %s: %s, want %s", c.token, c.tool, body, c.want)
+		}
+	}
+	got := f.recorded()
+	if len(got) != len(calls) {
+		t.Fatalf("Do got %d calls, want %d (every call, refused or not)", len(got), len(calls))
+	}
+	for i, call := range got {
+		want := map[string]string{"full": "a", "scoped": "b"}[calls[i].token]
+		if call.Actor != want || call.Client != "claims-root" || call.Token != "sum-"+want {
+			t.Errorf("call %d: actor %q client %q token %q", i, call.Actor, call.Client, call.Token)
+		}
+	}
+}
+
+// BenchmarkHTTPHandler is the server side of one tool call over HTTP
+// (sessionless revision, fake Do), 16 clients in parallel.
+func BenchmarkHTTPHandler(b *testing.B) {
+	srv, _ := httpFixture(b)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	client := &http.Client{Transport: tr}
+	body := newRequest(1, "tools/call", `"name":"server_ping","arguments":{}`)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	b.ResetTimer()
+	for range 16 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				setNewHeaders(req, body)
+				req.Header.Set("Authorization", "Bearer full")
+				resp, err := client.Do(req)
+				if err != nil || resp.StatusCode != 200 {
+					failed.Store(true)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() {
+		b.Fatal("a request failed")
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}

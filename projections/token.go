@@ -1,0 +1,106 @@
+package projections
+
+import (
+	"encoding/hex"
+	"slices"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+const spTokens = "tokens" // token SHA-256 (32 bytes) → Token
+
+// Token is a token's state as folded.
+type Token struct {
+	SHA256     string   `json:"sha256"`
+	Agent      string   `json:"agent"`
+	ReadOnly   bool     `json:"read_only,omitempty"`
+	Tools      []string `json:"tools,omitempty"`
+	Issuer     string   `json:"issuer"`
+	IssuedSeq  uint64   `json:"issued_seq"`
+	RevokedSeq uint64   `json:"revoked_seq,omitempty"` // 0: valid
+}
+
+// Allows reports whether the token's scope includes tool.
+func (t Token) Allows(tool string) bool { return len(t.Tools) == 0 || slices.Contains(t.Tools, tool) }
+
+// LookupToken returns the token whose SHA-256 is sum, if one was issued.
+func LookupToken(tx *boltstore.Tx, sum [32]byte) (Token, bool, error) {
+	sp, err := tx.Space(spTokens)
+	if err != nil {
+		return Token{}, false, err
+	}
+	var t Token
+	ok, err := getRecord(sp, sum[:], &t)
+	return t, ok, err
+}
+
+// Tokens lists every token issued, revoked ones included, in the order of
+// their hashes.
+func Tokens(tx *boltstore.Tx) ([]Token, error) {
+	sp, err := tx.Space(spTokens)
+	if err != nil {
+		return nil, err
+	}
+	var out []Token
+	err = sp.Scan(nil, false, func(_, v []byte) (bool, error) {
+		var t Token
+		if err := unmarshal(v, &t); err != nil {
+			return false, err
+		}
+		out = append(out, t)
+		return true, nil
+	})
+	return out, err
+}
+
+func tokenKey(hexSum string) ([]byte, bool) {
+	b, err := hex.DecodeString(hexSum)
+	return b, err == nil && len(b) == 32
+}
+
+// applyTokenIssued records a token. Issuing a hash twice keeps the first
+// record: a token once issued (or revoked) is never re-scoped.
+func applyTokenIssued(tx *boltstore.Tx, r ledger.Record) error {
+	var p events.TokenIssued
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	key, ok := tokenKey(p.SHA256)
+	if !ok { // the writers check it; a bad one stops no fold
+		return nil
+	}
+	sp, err := tx.Space(spTokens)
+	if err != nil {
+		return err
+	}
+	if sp.Get(key) != nil {
+		return nil
+	}
+	return putRecord(sp, key, Token{SHA256: p.SHA256, Agent: p.Agent, ReadOnly: p.ReadOnly,
+		Tools: p.Tools, Issuer: p.Issuer, IssuedSeq: r.Seq})
+}
+
+// applyTokenRevoked marks a token revoked; the first revocation stands.
+func applyTokenRevoked(tx *boltstore.Tx, r ledger.Record) error {
+	var p events.TokenRevoked
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	key, ok := tokenKey(p.SHA256)
+	if !ok { // the writers check it; a bad one stops no fold
+		return nil
+	}
+	sp, err := tx.Space(spTokens)
+	if err != nil {
+		return err
+	}
+	var t Token
+	found, err := getRecord(sp, key, &t)
+	if err != nil || !found || t.RevokedSeq != 0 {
+		return err
+	}
+	t.RevokedSeq = r.Seq
+	return putRecord(sp, key, t)
+}

@@ -1,0 +1,280 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// AdminSocketPath is the admin socket of the server holding the ledger at
+// db: beside the file, so that it shares the file's directory permissions.
+func AdminSocketPath(db string) string { return db + ".admin.sock" }
+
+// adminServer answers token management on a Unix socket: whoever can
+// connect to it (mode 0600: the ledger's owner) may issue and revoke.
+type adminServer struct {
+	path string
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// listenAdmin creates the socket in a fresh 0700 directory, restricts it to
+// 0600 and only then moves it into place, so nobody can connect in between.
+// A socket left at path by a server that died is replaced: this process
+// holds the ledger, so no other server can be using it.
+func listenAdmin(path string, l *boltstore.Store, log *slog.Logger) (*adminServer, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".logbook-admin-")
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket == 0 {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket: %s exists and is not a socket", path)
+	}
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	a := &adminServer{path: path, ln: ln, srv: &http.Server{
+		Handler:           adminHandler(l),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}}
+	go a.srv.Serve(ln)
+	return a, nil
+}
+
+func (a *adminServer) close() {
+	a.srv.Close()
+	os.Remove(a.path)
+}
+
+func adminHandler(l *boltstore.Store) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /tokens/issue", func(w http.ResponseWriter, r *http.Request) {
+		var req Issue
+		if !decodeJSON(w, r, &req) {
+			return
+		}
+		token, t, err := IssueToken(l, req)
+		reply(w, err, issued{Token: token, Record: t})
+	})
+	mux.HandleFunc("POST /tokens/revoke", func(w http.ResponseWriter, r *http.Request) {
+		var req Revoke
+		if !decodeJSON(w, r, &req) {
+			return
+		}
+		list, err := RevokeTokens(l, req)
+		reply(w, err, list)
+	})
+	mux.HandleFunc("GET /tokens", func(w http.ResponseWriter, r *http.Request) {
+		list, err := ListTokens(l)
+		reply(w, err, list)
+	})
+	// A consistent copy of the held file, for the offline commands
+	// (verify, replay, proofs) while the server runs.
+	mux.HandleFunc("POST /snapshot", func(w http.ResponseWriter, r *http.Request) {
+		var req snapshotRequest
+		if !decodeJSON(w, r, &req) {
+			return
+		}
+		if !filepath.IsAbs(req.Out) {
+			reply(w, fmt.Errorf("%w: the snapshot path must be absolute", ErrInvalid), nil)
+			return
+		}
+		rep, err := l.Snapshot(r.Context(), req.Out, boltstore.SnapshotOptions{})
+		reply(w, err, rep)
+	})
+	return mux
+}
+
+type snapshotRequest struct {
+	Out string `json:"out"`
+}
+
+// SnapshotThroughServer asks the server answering on socket for a snapshot
+// of its ledger at out (an absolute path, which must not exist; the
+// server's user writes it). ok is false when no server answers there.
+func SnapshotThroughServer(socket, out string) (rep boltstore.SnapshotReport, ok bool, err error) {
+	conn, err := net.DialTimeout("unix", socket, time.Second)
+	if err != nil {
+		return rep, false, nil
+	}
+	conn.Close()
+	m := &Tokens{c: adminClient(socket, 0)}
+	defer m.Close()
+	return rep, true, m.call(http.MethodPost, "/snapshot", snapshotRequest{Out: out}, &rep)
+}
+
+// adminClient speaks HTTP over the admin socket.
+func adminClient(socket string, timeout time.Duration) *http.Client {
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}
+	return &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: timeout}
+}
+
+type issued struct {
+	Token  string            `json:"token"`
+	Record projections.Token `json:"record"`
+}
+
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		http.Error(w, fmt.Sprintf("%v: %v", ErrInvalid, err), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+// reply writes v, or err with a status that lets the client rebuild it.
+func reply(w http.ResponseWriter, err error, v any) {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+	case errors.Is(err, ErrNoToken):
+		http.Error(w, err.Error(), http.StatusNotFound)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+}
+
+// Tokens manages the tokens of one ledger: through the admin socket of the
+// server holding it when one answers there, else in the file itself.
+type Tokens struct {
+	l *boltstore.Store // direct
+	c *http.Client     // through a server
+}
+
+// OpenTokens connects to the server's admin socket, or opens the ledger at
+// db (which must exist) if no server answers there. ErrHeld if the file is
+// held by a process that does not answer on the socket.
+func OpenTokens(db, socket string) (*Tokens, error) {
+	if socket != "" {
+		if conn, err := net.DialTimeout("unix", socket, time.Second); err == nil {
+			conn.Close()
+			return &Tokens{c: adminClient(socket, 30*time.Second)}, nil
+		}
+	}
+	l, err := boltstore.Open(db, boltstore.Options{LockTimeout: 2 * time.Second})
+	if errors.Is(err, boltstore.ErrLocked) {
+		return nil, fmt.Errorf("%w and no logbook server answers on %s: stop that process, or manage tokens through the server holding the file (its admin socket is <db>.admin.sock)", ErrHeld, socket)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A file last served by another projection version folds nothing until
+	// refolded, as a server would at start-up.
+	if err := commands.Rebuild(l, false, nil); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return &Tokens{l: l}, nil
+}
+
+// ViaServer reports whether the calls go through a running server.
+func (m *Tokens) ViaServer() bool { return m.c != nil }
+
+// Close releases the file or the connection.
+func (m *Tokens) Close() error {
+	if m.l != nil {
+		return m.l.Close()
+	}
+	m.c.CloseIdleConnections()
+	return nil
+}
+
+// Issue is IssueToken, here or at the server.
+func (m *Tokens) Issue(req Issue) (string, projections.Token, error) {
+	if m.l != nil {
+		return IssueToken(m.l, req)
+	}
+	var out issued
+	err := m.call(http.MethodPost, "/tokens/issue", req, &out)
+	return out.Token, out.Record, err
+}
+
+// Revoke is RevokeTokens, here or at the server.
+func (m *Tokens) Revoke(req Revoke) ([]projections.Token, error) {
+	if m.l != nil {
+		return RevokeTokens(m.l, req)
+	}
+	var out []projections.Token
+	err := m.call(http.MethodPost, "/tokens/revoke", req, &out)
+	return out, err
+}
+
+// List is ListTokens, here or at the server.
+func (m *Tokens) List() ([]projections.Token, error) {
+	if m.l != nil {
+		return ListTokens(m.l)
+	}
+	var out []projections.Token
+	err := m.call(http.MethodGet, "/tokens", nil, &out)
+	return out, err
+}
+
+func (m *Tokens) call(method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://logbook-admin"+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := m.c.Do(req)
+	if err != nil {
+		return fmt.Errorf("logbook server admin socket: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	msg := string(bytes.TrimSpace(b))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return json.Unmarshal(b, out)
+	case http.StatusBadRequest:
+		return fmt.Errorf("%w%s", ErrInvalid, strings.TrimPrefix(msg, ErrInvalid.Error()))
+	case http.StatusNotFound:
+		return ErrNoToken
+	}
+	return fmt.Errorf("logbook server: %s", msg)
+}

@@ -1,0 +1,218 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/mcp"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// DefaultListen is the address a server binds unless told otherwise:
+// loopback only.
+const DefaultListen = "127.0.0.1:7460"
+
+// Options configure Run.
+type Options struct {
+	Store *boltstore.Store // the ledger, opened with Hold
+	MCP   *mcp.Server      // the tools, running on Store
+	// Listen is the TCP address (default DefaultListen). Listener, if set,
+	// is used instead (tests pass one on port 0).
+	Listen   string
+	Listener net.Listener
+	// TLSCert and TLSKey, both set, serve HTTPS directly.
+	TLSCert, TLSKey string
+	// AdminSocket is the path of the Unix socket for token management
+	// ("" for none); see AdminSocketPath.
+	AdminSocket string
+	// MaxBodyBytes bounds a request body; default mcp.DefaultMaxMessageBytes.
+	MaxBodyBytes int64
+	// DrainTimeout bounds how long shutdown waits for calls in flight;
+	// default 30 s.
+	DrainTimeout time.Duration
+	Logger       *slog.Logger
+	// Ready, if set, is called once the server accepts connections.
+	Ready func(addr net.Addr)
+}
+
+// Run serves until ctx is cancelled, then drains: it stops accepting,
+// answers every call already received (for at most DrainTimeout) and
+// returns nil. It does not close Store.
+func Run(ctx context.Context, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 30 * time.Second
+	}
+	ln := opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cmp.Or(opts.Listen, DefaultListen)); err != nil {
+			return err
+		}
+	}
+	defer ln.Close()
+
+	var streams inflight
+	mux := http.NewServeMux()
+	mcpHandler := opts.MCP.HTTPHandler(mcp.HTTPOptions{Authenticate: authenticate(opts.Store), MaxBodyBytes: opts.MaxBodyBytes})
+	mux.Handle("/mcp", streams.track(mcpHandler))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if streams.stopping() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, `{"status":"draining"}`)
+			return
+		}
+		fmt.Fprintln(w, `{"status":"ok"}`)
+	})
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+
+	var admin *adminServer
+	if opts.AdminSocket != "" {
+		var err error
+		if admin, err = listenAdmin(opts.AdminSocket, opts.Store, log); err != nil {
+			return err
+		}
+		defer admin.close()
+	}
+
+	if opts.TLSCert != "" || opts.TLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	served := make(chan error, 1)
+	go func() {
+		if srv.TLSConfig != nil {
+			served <- srv.ServeTLS(ln, "", "")
+		} else {
+			served <- srv.Serve(ln)
+		}
+	}()
+	if opts.Ready != nil {
+		opts.Ready(ln.Addr())
+	}
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+
+	log.Info("draining: answering the calls in flight")
+	// Event streams (GET /mcp) idle forever; ending them lets Shutdown
+	// return as soon as every call taken has been answered.
+	streams.stop()
+	sctx, cancel := context.WithTimeout(context.Background(), opts.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("drain timed out with calls in flight", "timeout", opts.DrainTimeout)
+		srv.Close()
+	}
+	<-served
+	return nil
+}
+
+// authenticate checks a bearer token against the tokens projection.
+func authenticate(l *boltstore.Store) func(context.Context, string) (*mcp.Identity, error) {
+	return func(_ context.Context, token string) (*mcp.Identity, error) {
+		if !strings.HasPrefix(token, TokenPrefix) {
+			return nil, mcp.ErrUnauthenticated
+		}
+		sum := sha256.Sum256([]byte(token))
+		var t projections.Token
+		var ok bool
+		err := l.View(func(tx *boltstore.Tx) error {
+			var err error
+			t, ok, err = projections.LookupToken(tx, sum)
+			return err
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok || t.RevokedSeq != 0:
+			return nil, mcp.ErrUnauthenticated
+		}
+		return &mcp.Identity{Agent: t.Agent, Token: t.SHA256, ReadOnly: t.ReadOnly, Tools: t.Tools}, nil
+	}
+}
+
+// inflight tracks the event streams (GET /mcp) being served, so that
+// shutdown can end them: they carry no calls, and would otherwise hold
+// Shutdown, which waits for every request to finish, until its timeout.
+type inflight struct {
+	mu      sync.Mutex
+	done    bool
+	streams map[*http.Request]context.CancelFunc
+}
+
+func (f *inflight) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		r = r.WithContext(ctx)
+		f.mu.Lock()
+		if f.done {
+			f.mu.Unlock()
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if f.streams == nil {
+			f.streams = make(map[*http.Request]context.CancelFunc)
+		}
+		f.streams[r] = cancel
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			delete(f.streams, r)
+			f.mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (f *inflight) stopping() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.done
+}
+
+// stop ends every event stream and refuses new ones.
+func (f *inflight) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.done = true
+	for _, cancel := range f.streams {
+		cancel()
+	}
+}
+
+// ErrHeld: the ledger file is held by another process (a running server
+// whose admin socket did not answer).
+var ErrHeld = errors.New("the ledger file is held by another process")

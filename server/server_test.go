@@ -1,0 +1,196 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/mcp"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+func openStore(t *testing.T, opts boltstore.Options) (*boltstore.Store, string) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "l.db")
+	opts.Create = true
+	l, err := boltstore.Open(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if err := commands.Rebuild(l, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	return l, db
+}
+
+func TestIssueRevokeList(t *testing.T) {
+	l, _ := openStore(t, boltstore.Options{})
+	for _, bad := range []Issue{
+		{Agent: "", Issuer: "op"},
+		{Agent: " a", Issuer: "op"},
+		{Agent: "a\n", Issuer: "op"},
+		{Agent: strings.Repeat("x", 129), Issuer: "op"},
+		{Agent: "a", Issuer: ""},
+		{Agent: "a", Issuer: "op", Tools: []string{"task_create", "rm_rf"}},
+	} {
+		if _, _, err := IssueToken(l, bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("IssueToken(%+v): %v, want ErrInvalid", bad, err)
+		}
+	}
+	tokA1, recA1, err := IssueToken(l, Issue{Agent: "a", Issuer: "op", Tools: []string{"task_get", "server_ping", "task_get"}, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tokA1, TokenPrefix) || recA1.SHA256 != TokenSHA256(tokA1) || recA1.IssuedSeq != 1 ||
+		!slices.Equal(recA1.Tools, []string{"server_ping", "task_get"}) || !recA1.ReadOnly || recA1.Issuer != "op" {
+		t.Errorf("issued %q %+v", tokA1, recA1)
+	}
+	tokA2, _, _ := IssueToken(l, Issue{Agent: "a", Issuer: "op"})
+	tokB, recB, _ := IssueToken(l, Issue{Agent: "b", Issuer: "op"})
+	if tokA1 == tokA2 || tokA2 == tokB {
+		t.Fatal("tokens repeat")
+	}
+	auth := authenticate(l)
+	for _, tok := range []string{tokA1, tokA2, tokB} {
+		if id, err := auth(context.Background(), tok); err != nil || id.Token != TokenSHA256(tok) {
+			t.Errorf("authenticate valid token: %+v %v", id, err)
+		}
+	}
+	id, _ := auth(context.Background(), tokA1)
+	if id.Agent != "a" || !id.ReadOnly || !slices.Equal(id.Tools, []string{"server_ping", "task_get"}) {
+		t.Errorf("identity %+v", id)
+	}
+	for _, bad := range []string{"", "lbk_", tokB + "x", strings.TrimPrefix(tokB, TokenPrefix)} {
+		if _, err := auth(context.Background(), bad); !errors.Is(err, mcp.ErrUnauthenticated) {
+			t.Errorf("authenticate(%q): %v", bad, err)
+		}
+	}
+
+	if _, err := RevokeTokens(l, Revoke{Issuer: "op"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("revoke naming nothing: %v", err)
+	}
+	if _, err := RevokeTokens(l, Revoke{Agent: "a", SHA256: recB.SHA256, Issuer: "op"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("revoke naming both: %v", err)
+	}
+	if _, err := RevokeTokens(l, Revoke{SHA256: "abc", Issuer: "op"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("revoke a malformed hash: %v", err)
+	}
+	revoked, err := RevokeTokens(l, Revoke{Agent: "a", Issuer: "op2"})
+	if err != nil || len(revoked) != 2 || revoked[0].RevokedSeq == 0 || revoked[0].RevokedSeq == revoked[1].RevokedSeq {
+		t.Fatalf("revoke agent a: %+v %v", revoked, err)
+	}
+	if _, err := RevokeTokens(l, Revoke{Agent: "a", Issuer: "op"}); !errors.Is(err, ErrNoToken) {
+		t.Errorf("revoke again: %v, want ErrNoToken", err)
+	}
+	for _, tok := range []string{tokA1, tokA2} {
+		if _, err := auth(context.Background(), tok); !errors.Is(err, mcp.ErrUnauthenticated) {
+			t.Errorf("revoked token authenticates: %v", err)
+		}
+	}
+	if _, err := auth(context.Background(), tokB); err != nil {
+		t.Errorf("b's token was revoked with a's: %v", err)
+	}
+	list, err := ListTokens(l)
+	if err != nil || len(list) != 3 {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	valid := 0
+	for _, tok := range list {
+		if tok.RevokedSeq == 0 {
+			valid++
+		}
+	}
+	if valid != 1 {
+		t.Errorf("%d valid tokens listed, want 1", valid)
+	}
+	// The projection is a fold of the log: rebuilt from empty, it is the same.
+	var before, after uint64
+	l.View(func(tx *boltstore.Tx) error { before, _ = projections.Fingerprint(tx); return nil })
+	if err := commands.Rebuild(l, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	l.View(func(tx *boltstore.Tx) error { after, _ = projections.Fingerprint(tx); return nil })
+	if before != after {
+		t.Errorf("tokens projection differs after a rebuild from the log")
+	}
+}
+
+// TestRunAdminSocketAndDrain: a running server's tokens are managed through
+// its admin socket (0600) while it holds the file; cancelling Run drains
+// and removes the socket.
+func TestRunAdminSocketAndDrain(t *testing.T) {
+	l, db := openStore(t, boltstore.Options{Hold: true})
+	log := slog.New(slog.DiscardHandler)
+	svc, err := commands.New(l, commands.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := AdminSocketPath(db)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Store: l, MCP: mcp.New(svc, mcp.Options{Logger: log}), Listen: "127.0.0.1:0",
+			AdminSocket: socket, Logger: log, Ready: func(a net.Addr) { ready <- a }})
+	}()
+	<-ready
+	fi, err := os.Stat(socket)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("admin socket: %v %v", fi.Mode(), err)
+	}
+	// The file is held: only the socket reaches it.
+	if _, err := OpenTokens(db, filepath.Join(t.TempDir(), "nobody.sock")); !errors.Is(err, ErrHeld) {
+		t.Errorf("OpenTokens without the server's socket: %v, want ErrHeld", err)
+	}
+	m, err := OpenTokens(db, socket)
+	if err != nil || !m.ViaServer() {
+		t.Fatalf("OpenTokens: %v", err)
+	}
+	tok, rec, err := m.Issue(Issue{Agent: "remote", Issuer: "op"})
+	if err != nil || rec.SHA256 != TokenSHA256(tok) {
+		t.Fatalf("issue through the socket: %+v %v", rec, err)
+	}
+	if _, _, err := m.Issue(Issue{Agent: "", Issuer: "op"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("invalid issue through the socket: %v", err)
+	}
+	if _, err := authenticate(l)(ctx, tok); err != nil {
+		t.Errorf("a token issued through the socket does not authenticate: %v", err)
+	}
+	if _, err := m.Revoke(Revoke{Agent: "nobody", Issuer: "op"}); !errors.Is(err, ErrNoToken) {
+		t.Errorf("revoke nothing through the socket: %v", err)
+	}
+	if list, err := m.List(); err != nil || len(list) != 1 {
+		t.Errorf("list through the socket: %+v %v", list, err)
+	}
+	m.Close()
+	snap := filepath.Join(t.TempDir(), "snap.db")
+	rep, ok, err := SnapshotThroughServer(socket, snap)
+	if !ok || err != nil || rep.Size != 1 {
+		t.Errorf("snapshot through the socket: %+v %v %v", rep, ok, err)
+	}
+	if _, err := os.Stat(snap); err != nil {
+		t.Errorf("no snapshot file: %v", err)
+	}
+	if _, _, err := SnapshotThroughServer(socket, "relative.db"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a relative snapshot path: %v", err)
+	}
+	if _, ok, _ := SnapshotThroughServer(filepath.Join(t.TempDir(), "none.sock"), snap); ok {
+		t.Errorf("no server, yet ok")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := os.Lstat(socket); !os.IsNotExist(err) {
+		t.Errorf("admin socket left behind: %v", err)
+	}
+}
