@@ -140,5 +140,5 @@ func sameOrigin(r *http.Request) bool {
 		return true // not a browser, or a browser that sends none: the cookie is SameSite=Strict anyway
 	}
 	u, err := url.Parse(origin)
-	return err == nil && u.Host == r.Host
+	return err == nil && u.Host == r.Host // "null" (an opaque origin) is refused too
 }

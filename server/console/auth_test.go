@@ -112,8 +112,10 @@ func TestLoginForm(t *testing.T) {
 	if res := post("/login", "lbk_wrong", f.srv.URL); res.StatusCode != http.StatusUnauthorized || len(res.Cookies()) != 0 {
 		t.Errorf("bad token: status %d", res.StatusCode)
 	}
-	if res := post("/login", testToken, "https://evil.example"); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
-		t.Errorf("cross-origin login: status %d", res.StatusCode)
+	for _, origin := range []string{"https://evil.example", "null"} {
+		if res := post("/login", testToken, origin); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
+			t.Errorf("login from origin %s: status %d", origin, res.StatusCode)
+		}
 	}
 	res = post("/logout", "", f.srv.URL)
 	if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) != 1 || res.Cookies()[0].MaxAge >= 0 {

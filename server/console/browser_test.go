@@ -163,5 +163,23 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("verify now")
+
+	// Log out with the button, back in with the form.
+	var out, in string
+	err = chromedp.Run(ctx,
+		chromedp.Click(".logout button", chromedp.ByQuery),
+		chromedp.WaitVisible("#token", chromedp.ByQuery),
+		chromedp.Location(&out),
+		chromedp.SendKeys("#token", testToken, chromedp.ByQuery),
+		chromedp.Submit("#token", chromedp.ByQuery),
+		chromedp.WaitVisible(".board", chromedp.ByQuery),
+		chromedp.Location(&in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != f.srv.URL+"/login" || in != f.srv.URL+"/" {
+		t.Errorf("logged out to %q, back in to %q", out, in)
+	}
+	check("log out and in")
 	t.Logf("screenshots in %s", shots)
 }

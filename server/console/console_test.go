@@ -59,7 +59,7 @@ func checkHeaders(t *testing.T, res *http.Response) {
 	want := map[string]string{
 		"Content-Security-Policy": csp,
 		"X-Content-Type-Options":  "nosniff",
-		"Referrer-Policy":         "no-referrer",
+		"Referrer-Policy":         "same-origin",
 		"Cache-Control":           "no-store",
 	}
 	for k, v := range want {
