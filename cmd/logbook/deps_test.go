@@ -181,6 +181,35 @@ func TestFormatBuildsForWindows(t *testing.T) {
 	}
 }
 
+// TestJetstreamLayer: ledger/jetstream is a storage engine beside
+// boltstore — it may import ledger, ledger/boltstore and NATS, nothing
+// above — and only it (and the commands wiring it) import NATS.
+func TestJetstreamLayer(t *testing.T) {
+	const mod = "github.com/logbook-dev/logbook/"
+	out, err := exec.Command("go", "list", "-deps", "./../../ledger/jetstream").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{mod + "ledger": true, mod + "ledger/boltstore": true, mod + "ledger/jetstream": true}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, mod) && !allowed[dep] {
+			t.Errorf("ledger/jetstream imports %s", dep)
+		}
+	}
+	out, err = exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./../../...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, "github.com/nats-io/") && fields[0] != mod+"ledger/jetstream" && fields[0] != mod+"cmd/logbook" {
+				t.Errorf("%s imports NATS (%s) directly", fields[0], imp)
+			}
+		}
+	}
+}
+
 // TestConsoleLayer: the web console only reads: no write side (commands),
 // no MCP, nothing of the server it is mounted in.
 func TestConsoleLayer(t *testing.T) {

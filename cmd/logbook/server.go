@@ -11,7 +11,9 @@ import (
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/ledger/jetstream"
 	"github.com/logbook-dev/logbook/mcp"
+	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/server"
 )
 
@@ -33,8 +35,17 @@ func serveHTTP(ctx context.Context, e *env, args []string) error {
 	readOnly := fs.Bool("read-only", false, "refuse mutating tools to every token with ERR_READ_ONLY (calls are still audited)")
 	maxBody := fs.Int64("max-body-bytes", mcp.DefaultMaxMessageBytes, "largest request body accepted (413 beyond)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long to wait for calls in flight")
+	store := fs.String("store", "", "keep the ledger in NATS JetStream: nats://HOST:PORT[,…] (with --stream); --db is then this node's local copy")
+	noSync := fs.Bool("replica-nosync", false, "with --store: do not fsync the local copy (the stream is the durable log)")
+	nf := addNATSFlags(e, fs)
 	if done, err := parse(e, fs, args); done {
 		return err
+	}
+	if *store != "" && !isNATS(*store) {
+		return usageErr("server: --store %q: want nats://HOST:PORT[,…]", *store)
+	}
+	if *store == "" && (*nf.stream != "" || *noSync) {
+		return usageErr("server: --stream and --replica-nosync go with --store nats://…")
 	}
 	if *project != "" && !projectRE.MatchString(*project) {
 		return usageErr("server: --project %q is not a slug like my-project", *project)
@@ -71,11 +82,43 @@ func serveHTTP(ctx context.Context, e *env, args []string) error {
 	if e.getenv("GOGC") == "" {
 		debug.SetGCPercent(400) // as serve: a tiny live heap, many small allocations
 	}
-	l, err := boltstore.Open(*db, boltstore.Options{Create: true, Hold: true})
+	opts := boltstore.Options{Create: true, Hold: true}
+	var rep *jetstream.Replica
+	if *store != "" {
+		var closeRep func()
+		if rep, closeRep, err = nf.openReplica(ctx, "server", *store, e.stderr); err != nil {
+			return err
+		}
+		defer closeRep()
+		// One commit is one atomic batch: its events (a few per call) stay
+		// well below the servers' limit.
+		opts.Replica, opts.NoSync, opts.MaxBatch = rep, *noSync, jetstream.MaxBatch/8
+	}
+	l, err := boltstore.Open(*db, opts)
 	if err != nil {
 		return usageErr("server: %v", err)
 	}
 	defer l.Close()
+	stopFollowing := func() {}
+	if rep != nil {
+		// Tokens and projections follow what the other nodes append, also
+		// while this node takes no calls.
+		fctx, stop := context.WithCancel(ctx)
+		followed := make(chan struct{})
+		go func() {
+			defer close(followed)
+			err := rep.Follow(fctx, l, time.Second, func(tx *boltstore.Tx) error {
+				_, err := projections.CatchUp(tx, 0)
+				return err
+			})
+			if fctx.Err() == nil {
+				log.Error("following the stream stopped", "stream", *nf.stream, "err", err)
+			}
+		}()
+		stopFollowing = func() { stop(); <-followed }
+		defer stopFollowing()
+		log.Info("ledger kept in NATS JetStream", "stream", *nf.stream, "servers", *store, "local_copy", *db, "nosync", *noSync)
+	}
 	tools, err := newTools(l, *skills, commands.Options{Project: *project, ReadOnly: *readOnly, Logger: log})
 	if err != nil {
 		return usageErr("server: %v", err)
@@ -95,5 +138,6 @@ func serveHTTP(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageErr("server: %v", err)
 	}
+	stopFollowing()
 	return l.Close()
 }

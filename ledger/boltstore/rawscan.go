@@ -1,8 +1,6 @@
 package boltstore
 
-import (
-	"encoding/binary"
-)
+import "fmt"
 
 // ScanRaw calls fn with the stored bytes of each event with seq in
 // [begin, end), in order, without decoding them: for callers that decode
@@ -12,11 +10,18 @@ import (
 func (tx *Tx) ScanRaw(begin, end uint64, fn func(seq uint64, raw []byte) error) error {
 	c := tx.events.Cursor()
 	n := 0
-	for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
+	for k, v := c.Seek(u64(begin)); k != nil; k, v = c.Next() {
+		seq, ok := seqOf(k)
+		if !ok {
+			return fmt.Errorf("%w: an event key of %d bytes", ErrDamaged, len(k))
+		}
+		if seq >= end {
+			break
+		}
 		if n++; n%releaseEvery == 0 {
 			tx.releaseMapped()
 		}
-		if err := fn(binary.BigEndian.Uint64(k), v); err != nil {
+		if err := fn(seq, v); err != nil {
 			return err
 		}
 	}

@@ -155,3 +155,29 @@ func TestReplicaCorruptionIsNeverIngested(t *testing.T) {
 		})
 	}
 }
+
+// TestNoSyncOnlyForAReplica: skipping the fsync is refused for a ledger
+// file that is its own log, and accepted for a copy of a replicated log,
+// which then commits and reopens as usual.
+func TestNoSyncOnlyForAReplica(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(filepath.Join(dir, "alone.db"), Options{Create: true, NoSync: true}); err == nil {
+		t.Fatal("NoSync without a replica was accepted")
+	}
+	log := &memLog{}
+	path := filepath.Join(dir, "copy.db")
+	l, err := Open(path, Options{Create: true, NoSync: true, Replica: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 3)
+	l.Close()
+	l, err = Open(path, Options{NoSync: true, Replica: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if rep, err := l.Verify(context.Background(), VerifyOptions{}); err != nil || rep.Size != 3 {
+		t.Errorf("reopened copy: %d events, %v", rep.Size, err)
+	}
+}

@@ -2,7 +2,6 @@ package boltstore
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -167,7 +166,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, erro
 	cur := tx.events.Cursor()
 	seq := c.copied + 1
 	for k, v := cur.Seek(u64(seq)); seq <= end; k, v = cur.Next() {
-		if k == nil || binary.BigEndian.Uint64(k) != seq {
+		if !keyIs(k, seq) {
 			return nil, nil, fmt.Errorf("event %d: %w", seq, ErrNotFound)
 		}
 		events = append(events, append([]byte(nil), v...))
@@ -185,7 +184,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, erro
 		cur := b.Cursor()
 		i := c.next[level]
 		for k, v := cur.Seek(u64(i)); i < end>>level; k, v = cur.Next() {
-			if k == nil || binary.BigEndian.Uint64(k) != i || len(v) != len(ledger.Hash{}) {
+			if !keyIs(k, i) || len(v) != len(ledger.Hash{}) {
 				return nil, nil, fmt.Errorf("merkle node %d/%d: %w", level, i, ErrNotFound)
 			}
 			var h ledger.Hash

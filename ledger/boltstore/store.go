@@ -64,7 +64,13 @@ type Options struct {
 	// (another storage engine, shared by many nodes): every write
 	// transaction first ingests what it holds past the local head, and
 	// commits only once the events it appended are in it.
-	Replica  Replica
+	Replica Replica
+	// NoSync skips the fsync of each commit, only for a Store with a
+	// Replica: the replicated log keeps every acknowledged event durably
+	// and this file is a copy of it. A machine crash may leave the file
+	// behind the log (ingested again at the next commit) or damaged
+	// (ErrDamaged: delete it; the node ingests the log anew).
+	NoSync   bool
 	MaxBatch int // most calls grouped in one commit; default 256
 }
 
@@ -137,6 +143,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
+	}
+	if opts.NoSync && opts.Replica == nil {
+		return nil, errors.New("open ledger: NoSync is only for a copy of a replicated log (Options.Replica)")
 	}
 	l := &Store{path: path, opts: opts}
 	// A file that exists but is empty is one whose creation was cut short
@@ -252,6 +261,7 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 			return f, err
 		},
 		FreelistType: bolt.FreelistMapType,
+		NoSync:       l.opts.NoSync,
 	})
 	switch {
 	case err == nil:

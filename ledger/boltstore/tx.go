@@ -189,13 +189,20 @@ func (tx *Tx) Event(seq uint64) (ledger.Record, error) {
 func (tx *Tx) Scan(begin, end uint64, fn func(ledger.Record) error) error {
 	c := tx.events.Cursor()
 	n := 0
-	for k, v := c.Seek(u64(begin)); k != nil && binary.BigEndian.Uint64(k) < end; k, v = c.Next() {
+	for k, v := c.Seek(u64(begin)); k != nil; k, v = c.Next() {
+		seq, ok := seqOf(k)
+		if !ok {
+			return fmt.Errorf("%w: an event key of %d bytes", ErrDamaged, len(k))
+		}
+		if seq >= end {
+			break
+		}
 		if n++; n%releaseEvery == 0 {
 			tx.releaseMapped()
 		}
 		r, err := ledger.DecodeRecord(v)
 		if err != nil {
-			return fmt.Errorf("event %d: %w", binary.BigEndian.Uint64(k), err)
+			return fmt.Errorf("event %d: %w", seq, err)
 		}
 		if err := fn(r); err != nil {
 			return err
@@ -366,4 +373,19 @@ func prefixEnd(prefix []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// seqOf decodes a key of the events bucket or of a Merkle level; ok is
+// false for a missing key or one that is not 8 bytes (a damaged file).
+func seqOf(k []byte) (uint64, bool) {
+	if len(k) != 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k), true
+}
+
+// keyIs reports whether k is the key of seq (or index) n.
+func keyIs(k []byte, n uint64) bool {
+	s, ok := seqOf(k)
+	return ok && s == n
 }

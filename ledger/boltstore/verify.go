@@ -2,7 +2,6 @@ package boltstore
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -66,20 +65,20 @@ func (tx *Tx) CheckEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 	ec := tx.events.Cursor()
 	k, raw := ec.Seek(u64(begin))
 	for seq := begin; seq < end; seq++ {
-		if k == nil || binary.BigEndian.Uint64(k) != seq {
+		if s, ok := seqOf(k); !ok || s != seq {
 			if err := c.Missing(seq, fn); err != nil {
 				return err
 			}
 			// Resynchronise on the next stored event.
-			if k != nil && binary.BigEndian.Uint64(k) < end {
-				seq = binary.BigEndian.Uint64(k) - 1
+			if s, ok := seqOf(k); ok && s > seq && s < end {
+				seq = s - 1
 				c.Skip(seq)
 				continue
 			}
 			return nil
 		}
 		var leaf []byte
-		if lk, lv := lc.Seek(u64(seq - 1)); lk != nil && binary.BigEndian.Uint64(lk) == seq-1 {
+		if lk, lv := lc.Seek(u64(seq - 1)); keyIs(lk, seq-1) {
 			leaf = lv
 		}
 		if err := c.Event(seq, raw, leaf, fn); err != nil {
@@ -107,7 +106,7 @@ func (tx *Tx) CheckNodes(level uint, begin, end uint64, fn func(*ledger.Integrit
 	hk, hv := hc.Seek(u64(begin))
 	// at returns the value at index i if the cursor is on it, advancing it.
 	at := func(c interface{ Next() ([]byte, []byte) }, k, v *[]byte, i uint64) []byte {
-		if *k == nil || binary.BigEndian.Uint64(*k) != i {
+		if !keyIs(*k, i) {
 			return nil
 		}
 		got := *v

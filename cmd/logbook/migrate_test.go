@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// natsServer starts a standalone JetStream server in this process on a
+// loopback port, syncing every write, with an APP and a system account.
+func natsServer(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	err := os.WriteFile(conf, fmt.Appendf(nil, `listen: 127.0.0.1:-1
+jetstream { store_dir: %q, sync_interval: always }
+accounts {
+  SYS: { users: [{ user: sys, password: sys }] }
+  APP: { jetstream: enabled, users: [{ user: app, password: app }] }
+}
+system_account: SYS
+`, filepath.Join(dir, "js")), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoSigs = true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s.ClientURL()
+}
+
+// TestMigrateCopiesIntoAStream: migrate copies a file ledger into a new
+// stream (more events than one append carries), reports the file's head
+// and root as the stream's, and refuses a stream that is not empty or not
+// replicated.
+func TestMigrateCopiesIntoAStream(t *testing.T) {
+	url := natsServer(t)
+	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
+	t.Setenv("LOGBOOK_NATS_SYS_PASSWORD", "sys")
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	w := newLedger(t, db, "migrator")
+	for i := range 200 {
+		w.call("task_create", map[string]any{"title": "task " + strconv.Itoa(i), "project": "core"})
+	}
+	w.l.Close()
+	var size uint64
+	var root string
+	l, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.View(func(tx *boltstore.Tx) error {
+		size = tx.Head().Seq
+		h, err := tx.Root(size)
+		root = h.String()
+		return err
+	})
+	l.Close()
+	if size <= migrateBatch {
+		t.Fatalf("the ledger holds %d events; the test needs more than one append's %d", size, migrateBatch)
+	}
+	args := []string{"migrate", "--from", db, "--to", url, "--stream", "migrated", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
+	r := run(t, append(args, "--nats-sys-user", "sys", "--json")...)
+	wantExit(t, r, 0, "migrate")
+	var out migrateJSON
+	decodeJSON(t, r, &out)
+	if out.Size != size || out.Root.String() != root {
+		t.Errorf("migrate reports %d events, root %v; the file holds %d, root %s", out.Size, out.Root, size, root)
+	}
+	r = run(t, args...)
+	wantExit(t, r, 2, "migrate into a stream that is not empty")
+	if !strings.Contains(r.stderr, "already holds") {
+		t.Errorf("refusal does not say why: %s", r)
+	}
+	r = run(t, "migrate", "--from", db, "--to", url, "--stream", "one", "--replicas", "1", "--nats-user", "app")
+	wantExit(t, r, 2, "migrate into an unreplicated stream")
+}

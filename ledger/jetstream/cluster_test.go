@@ -1,0 +1,356 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// cluster is a real NATS JetStream cluster in this process, on loopback:
+// each server with its own ports and store directory, kept across restarts.
+type cluster struct {
+	fatal   func(...any)
+	dir     string
+	ports   []int // client ports
+	routes  []int // cluster (route) ports
+	servers []*server.Server
+	opts    []*server.Options // as each server was started
+	sync    string            // the jetstream sync_interval setting
+}
+
+// freePort is a loopback port nothing listens on now.
+func freePort(fatal func(...any)) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startCluster starts n servers (n = 1: a standalone server, no routes)
+// for the test.
+func startCluster(tb testing.TB, n int, sync string) *cluster {
+	c := newCluster(tb.Fatal, tb.TempDir(), n, sync)
+	tb.Cleanup(c.shutdown)
+	return c
+}
+
+func newCluster(fatal func(...any), dir string, n int, sync string) *cluster {
+	c := &cluster{fatal: fatal, dir: dir, servers: make([]*server.Server, n), opts: make([]*server.Options, n), sync: sync}
+	for range n {
+		c.ports = append(c.ports, freePort(fatal))
+		c.routes = append(c.routes, freePort(fatal))
+	}
+	for i := range n {
+		c.start(i)
+	}
+	return c
+}
+
+func (c *cluster) shutdown() {
+	for i := range c.servers {
+		c.stop(i)
+	}
+}
+
+var shared struct {
+	once sync.Once
+	c    *cluster
+	dir  string
+}
+
+// sharedCluster is one 3-node cluster (sync always) for the tests that do
+// not stop servers, each on streams of its own; TestMain shuts it down.
+func sharedCluster(tb testing.TB) *cluster {
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "logbook-jetstream-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		shared.dir = dir
+		shared.c = newCluster(func(args ...any) { panic(fmt.Sprint(args...)) }, dir, 3, "always")
+	})
+	return shared.c
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.c != nil {
+		shared.c.shutdown()
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// config is server i's configuration file: the one the README shows.
+func (c *cluster) config(i int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "server_name: n%d\nlisten: 127.0.0.1:%d\n", i, c.ports[i])
+	fmt.Fprintf(&b, "jetstream { store_dir: %q, sync_interval: %s }\n", filepath.Join(c.dir, fmt.Sprintf("n%d", i)), c.sync)
+	if len(c.ports) > 1 {
+		var routes []string
+		for j, p := range c.routes {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+			}
+		}
+		fmt.Fprintf(&b, "cluster { name: logbook, listen: 127.0.0.1:%d, routes: [%s] }\n", c.routes[i], strings.Join(routes, ", "))
+	}
+	b.WriteString(`accounts {
+  SYS: { users: [{ user: sys, password: sys }] }
+  APP: { jetstream: enabled, users: [{ user: app, password: app }] }
+}
+system_account: SYS
+`)
+	return b.String()
+}
+
+func (c *cluster) start(i int) {
+	path := filepath.Join(c.dir, fmt.Sprintf("n%d.conf", i))
+	if err := os.WriteFile(path, []byte(c.config(i)), 0o600); err != nil {
+		c.fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		c.fatal(err)
+	}
+	opts.NoSigs = true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		c.fatal(err)
+	}
+	c.opts[i] = opts
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		c.fatal(fmt.Sprintf("server n%d not ready", i))
+	}
+	c.servers[i] = s
+}
+
+func (c *cluster) stop(i int) {
+	if s := c.servers[i]; s != nil {
+		s.Shutdown()
+		s.WaitForShutdown()
+		c.servers[i] = nil
+	}
+}
+
+// partition cuts server k off from the others (each drops its routes to
+// k, k drops its routes to them, through a configuration reload, as an
+// operator would) and waits until k has no route left; heal restores them.
+func (c *cluster) partition(tb testing.TB, k int) {
+	tb.Helper()
+	for i, s := range c.servers {
+		o := c.opts[i].Clone()
+		o.Routes = nil
+		if i != k {
+			for _, u := range c.opts[i].Routes {
+				if u.Port() != fmt.Sprint(c.routes[k]) {
+					o.Routes = append(o.Routes, u)
+				}
+			}
+		}
+		if err := s.ReloadOptions(o); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	eventually(tb, 30*time.Second, func() error {
+		if n := c.servers[k].NumRoutes(); n != 0 {
+			return fmt.Errorf("n%d still has %d routes", k, n)
+		}
+		return nil
+	})
+}
+
+func (c *cluster) heal(tb testing.TB) {
+	tb.Helper()
+	for i, s := range c.servers {
+		if err := s.ReloadOptions(c.opts[i].Clone()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// index is the index of the server named name, -1 if none.
+func (c *cluster) index(name string) int {
+	for i := range c.ports {
+		if name == fmt.Sprintf("n%d", i) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *cluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]) }
+
+// connect connects as user to server i, reconnecting (to any server of the
+// cluster) for as long as the test runs.
+func (c *cluster) connect(tb testing.TB, i int, user string) *nats.Conn {
+	return connectURL(tb, c.url(i), user)
+}
+
+func connectURL(tb testing.TB, url, user string) *nats.Conn {
+	nc, err := nats.Connect(url, nats.UserInfo(user, user), nats.MaxReconnects(-1),
+		nats.ReconnectWait(50*time.Millisecond), nats.Timeout(2*time.Second))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc
+}
+
+// eventually polls cond until it holds, failing the test past limit.
+func eventually(tb testing.TB, limit time.Duration, cond func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("not within %v: %v", limit, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// openReplica opens stream name through nc, waiting for the cluster to
+// elect its JetStream leaders first.
+func openReplica(tb testing.TB, nc *nats.Conn, opts Options, h hooks) *Replica {
+	tb.Helper()
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	var r *Replica
+	eventually(tb, 30*time.Second, func() (err error) {
+		r, err = open(context.Background(), nc, opts, h)
+		return err
+	})
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
+// node is a logbook node: a local ledger file kept as a copy of the stream.
+type node struct {
+	path  string
+	nc    *nats.Conn
+	rep   *Replica
+	store *boltstore.Store
+}
+
+func openNode(tb testing.TB, path string, nc *nats.Conn, rep *Replica) *node {
+	tb.Helper()
+	s, err := boltstore.Open(path, boltstore.Options{Create: true, Hold: true, Replica: rep})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return &node{path: path, nc: nc, rep: rep, store: s}
+}
+
+// appendEvents appends one event per subject in one Update.
+func (n *node) appendEvents(actor string, subjects ...string) error {
+	_, err := n.appendSeq(actor, subjects...)
+	return err
+}
+
+// appendSeq appends one event per subject in one Update and returns the
+// seq the first was given.
+func (n *node) appendSeq(actor string, subjects ...string) (uint64, error) {
+	var first uint64
+	err := n.store.Update(func(tx *boltstore.Tx) error {
+		for i, s := range subjects {
+			r, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: actor, Subjects: []string{s}, Payload: []byte{0x80}})
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				first = r.Seq
+			}
+		}
+		return nil
+	})
+	return first, err
+}
+
+// catchUp brings the node's copy to the stream's head and returns it.
+func (n *node) catchUp(tb testing.TB) ledger.Head {
+	tb.Helper()
+	info, err := n.rep.Info(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n.rep.noteKnown(info.State.LastSeq)
+	if err := n.store.Update(func(*boltstore.Tx) error { return nil }); err != nil {
+		tb.Fatal(err)
+	}
+	var h ledger.Head
+	n.store.View(func(tx *boltstore.Tx) error { h = tx.Head(); return nil })
+	if h.Seq != info.State.LastSeq {
+		tb.Fatalf("%s caught up to seq %d, the stream holds %d", n.path, h.Seq, info.State.LastSeq)
+	}
+	return h
+}
+
+// proxy forwards loopback TCP connections to a server; cut drops every
+// connection through it at once, as a network failure between a client and
+// its server would (the client then reconnects, through it or elsewhere).
+type proxy struct {
+	l     net.Listener
+	to    string
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(tb testing.TB, to string) *proxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &proxy{l: l, to: to}
+	tb.Cleanup(func() { l.Close(); p.cut() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", to)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) url() string { return "nats://" + p.l.Addr().String() }
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}

@@ -1,0 +1,43 @@
+// Package jetstream keeps a logbook ledger in a NATS JetStream stream: a
+// boltstore.Replica, so that each logbook node keeps a local bbolt copy
+// (events, Merkle nodes, projections) of one log that many nodes append to.
+//
+// The stream is the log: one subject, stream sequence = ledger seq (the
+// first event is message 1), each message's data the event's stored bytes.
+// An append is one atomic batch (Nats-Batch-Id/-Sequence/-Commit) whose first
+// message carries the whole-stream Nats-Expected-Last-Sequence = the head the
+// node decided against; never the per-subject variant.
+//
+// Invariants:
+//   - The stream is file-backed, replicated (3 by default; 1 only with
+//     Options.AllowUnreplicated), DenyDelete and DenyPurge, without age,
+//     count or size limits, rollups, TTLs, counters or async persistence.
+//     Open creates it so, or refuses an existing stream that is not so, or
+//     whose messages do not start at 1 without a gap.
+//   - An append lands whole at the position it was decided for, or not at
+//     all: "wrong last sequence" is boltstore.ErrHeadMoved (the store rolls
+//     back, catches up and decides again).
+//   - An outcome the client cannot tell (timeout, no responders, a leader
+//     change, a dropped connection) is resolved by reading the stream back
+//     at head+1: the batch's id and bytes there mean it landed, other bytes
+//     mean another node's append did. While nothing is there, the same batch
+//     may be sent again only guarded by the same expected last sequence, so
+//     at most one copy can ever land; past Options.ResolveWithin the append
+//     fails with ErrOutcomeUnknown, never claimed done.
+//   - Every event read from the stream goes through Tx.Ingest (envelope,
+//     seq, chain link) and the message at the local head must hash to the
+//     local head: a rewritten, missing or foreign message is reported as a
+//     *ledger.IntegrityError naming the seq, and nothing of it is stored.
+//   - The servers must run with `sync_interval: always` (NATS's default
+//     lazy fsync lost acknowledged writes in Jepsen's 2025 analysis). Open
+//     checks every stream peer's setting when given a system-account
+//     connection (Options.SystemConn), refusing one that does not sync
+//     always; without one it logs a loud warning, since a client cannot see
+//     it.
+//   - One Replica serves one Store (its calls are serialised by the store's
+//     committer).
+//
+// The local copy is derived from the stream, which alone makes an append
+// durable: a node may open its file with boltstore.Options.NoSync (no fsync
+// per commit), losing after a machine crash only what it ingests again.
+package jetstream

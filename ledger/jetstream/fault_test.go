@@ -1,0 +1,210 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+// liveNode is a logbook node that the test closes and reopens while its
+// agents run: they hold it shared for each call, the reopen exclusively.
+type liveNode struct {
+	mu   sync.RWMutex
+	n    *node
+	opts Options
+}
+
+func (l *liveNode) reopen(t *testing.T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.n.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.n = openNode(t, l.n.path, l.n.nc, l.n.rep)
+}
+
+// writers runs agents on every node until stop is closed, counting the
+// acknowledged appends; an agent whose call fails (a server down past the
+// timeouts) goes on with its next call.
+type writers struct {
+	mu     sync.Mutex
+	hist   *history
+	acked  map[string]bool
+	count  atomic.Int64
+	failed atomic.Int64
+	wg     sync.WaitGroup
+	stop   chan struct{}
+}
+
+func startWriters(t *testing.T, nodes []*liveNode, perNode int) *writers {
+	w := &writers{hist: newHistory(), acked: map[string]bool{}, stop: make(chan struct{})}
+	for n, l := range nodes {
+		for a := range perNode {
+			w.wg.Go(func() {
+				var lastRead uint64
+				for i := 0; ; i++ {
+					select {
+					case <-w.stop:
+						return
+					default:
+					}
+					subjects := []string{fmt.Sprintf("n%d-a%d-%d", n, a, i)}
+					if i%3 == 2 {
+						subjects = append(subjects, subjects[0]+"b", subjects[0]+"c")
+					}
+					l.mu.RLock()
+					c := call{client: n*perNode + a, subjects: subjects, start: time.Now()}
+					c.seq, c.err = l.n.appendSeq(fmt.Sprintf("agent-%d-%d", n, a), subjects...)
+					c.end = time.Now()
+					var head uint64
+					l.n.store.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil })
+					l.mu.RUnlock()
+					w.hist.add(c)
+					if c.err != nil {
+						w.failed.Add(1)
+						t.Logf("node %d agent %d call %d: %v", n, a, i, c.err)
+						continue
+					}
+					// The node's copy holds what it acknowledged, and its head
+					// never goes back.
+					if last := c.seq + uint64(len(subjects)) - 1; head < last || head < lastRead {
+						t.Errorf("node %d agent %d read head %d after appending up to %d (read %d before)", n, a, head, last, lastRead)
+					}
+					lastRead = head
+					w.mu.Lock()
+					for _, s := range subjects {
+						w.acked[s] = true
+					}
+					w.mu.Unlock()
+					w.count.Add(1)
+				}
+			})
+		}
+	}
+	return w
+}
+
+// await waits until more appends than now+n were acknowledged, saying
+// where the stream's leadership stands if they do not come.
+func (w *writers) await(t *testing.T, n int64, nodes []*liveNode) {
+	t.Helper()
+	target := w.count.Load() + n
+	eventually(t, 60*time.Second, func() error {
+		got := w.count.Load()
+		if got >= target {
+			return nil
+		}
+		var views []string
+		for i, l := range nodes {
+			info, err := l.n.rep.Info(context.Background())
+			if err != nil {
+				views = append(views, fmt.Sprintf("node %d: %v", i, err))
+				continue
+			}
+			var peers []string
+			for _, p := range info.Cluster.Replicas {
+				peers = append(peers, fmt.Sprintf("%s current=%v offline=%v lag=%d", p.Name, p.Current, p.Offline, p.Lag))
+			}
+			views = append(views, fmt.Sprintf("node %d: leader %s last %d replicas %v", i, info.Cluster.Leader, info.State.LastSeq, peers))
+		}
+		return fmt.Errorf("%d appends acknowledged, waiting for %d; %v", got, target, views)
+	})
+}
+
+// leader is the index of the server leading the stream.
+func leader(t *testing.T, c *cluster, r *Replica) int {
+	var i int
+	eventually(t, 30*time.Second, func() error {
+		info, err := r.Info(context.Background())
+		if err != nil {
+			return err
+		}
+		if i = c.index(info.Cluster.Leader); i < 0 {
+			return fmt.Errorf("no leader")
+		}
+		return nil
+	})
+	return i
+}
+
+// TestFaultsLoseNothing: agents on three logbook nodes append while the
+// stream's leader server is shut down and restarted, then another server,
+// a node's connection to its server is cut with appends in flight, and a
+// logbook node is closed and reopened: every acknowledged append is
+// in the stream exactly once, nothing is there twice, and every node ends
+// with the same verified chain. LOGBOOK_SOAK=1 runs five rounds, each also
+// partitioning the leader's server from the others (routes dropped) and
+// healing it.
+func TestFaultsLoseNothing(t *testing.T) {
+	rounds, soak := 1, os.Getenv("LOGBOOK_SOAK") != ""
+	if soak {
+		rounds = 5
+	}
+	c := startCluster(t, 3, "always")
+	dir := t.TempDir()
+	opts := Options{Stream: "faults", ResolveWithin: 20 * time.Second}
+	var nodes []*liveNode
+	// Node 2 reaches its server through a proxy the test cuts: its
+	// appends in flight then lose their answers.
+	cable := startProxy(t, fmt.Sprintf("127.0.0.1:%d", c.ports[2]))
+	for i := range 3 {
+		nc := c.connect(t, i, "app")
+		if i == 2 {
+			nc = connectURL(t, cable.url(), "app")
+		}
+		rep := openReplica(t, nc, opts, hooks{})
+		nodes = append(nodes, &liveNode{n: openNode(t, filepath.Join(dir, fmt.Sprintf("node%d.db", i)), nc, rep), opts: opts})
+	}
+	w := startWriters(t, nodes, 2)
+	w.await(t, 30, nodes)
+	for round := range rounds {
+		lead := leader(t, c, nodes[0].n.rep)
+		t.Logf("round %d: stopping the stream leader n%d", round, lead)
+		c.stop(lead)
+		w.await(t, 30, nodes)
+		c.start(lead)
+		w.await(t, 30, nodes)
+		other := (lead + 1 + round%2) % 3
+		t.Logf("round %d: stopping n%d", round, other)
+		c.stop(other)
+		w.await(t, 30, nodes)
+		c.start(other)
+		w.await(t, 30, nodes)
+		if soak {
+			// Soak only: after the restarts above, the stream has been seen
+			// leaderless for minutes once its leader is partitioned (a
+			// liveness stall of the servers, nothing lost); the default run
+			// must not depend on it.
+			lead = leader(t, c, nodes[0].n.rep)
+			t.Logf("round %d: partitioning the stream leader n%d from the others", round, lead)
+			c.partition(t, lead)
+			w.await(t, 30, nodes)
+			c.heal(t)
+			w.await(t, 30, nodes)
+		}
+		t.Logf("round %d: cutting logbook node 2's connection", round)
+		cable.cut()
+		w.await(t, 30, nodes)
+		t.Logf("round %d: reopening logbook node %d", round, round%3)
+		nodes[round%3].reopen(t)
+		w.await(t, 30, nodes)
+	}
+	close(w.stop)
+	w.wg.Wait()
+	t.Logf("%d appends acknowledged, %d failed", w.count.Load(), w.failed.Load())
+	var plain []*node
+	for _, l := range nodes {
+		plain = append(plain, l.n)
+	}
+	// A failed append's events may have landed (its outcome unknown to
+	// the caller); none may be there twice, and every acknowledged one is.
+	checkLedger(t, plain, w.acked, true)
+	w.hist.check(t, streamEvents(t, plain[0].rep))
+}

@@ -1,0 +1,259 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// readBatch is the most messages one direct get asks for.
+const readBatch = 512
+
+// message is one stream message as read back.
+type message struct {
+	seq  uint64
+	id   string // the Logbook-Append-Id of the append that carried it
+	data []byte
+}
+
+// read asks the stream (any server holding it, as the stream's direct get
+// answers) for up to n messages from seq from on. It returns them in order
+// and how many more the server holds past them.
+func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err error) {
+	r.reqID++
+	reply := r.inbox + "." + strconv.FormatUint(r.reqID, 10)
+	body := fmt.Appendf(nil, `{"seq":%d,"batch":%d}`, from, n)
+	if err := r.nc.PublishRequest(r.getSubj, reply, body); err != nil {
+		return nil, 0, err
+	}
+	deadline := time.Now().Add(r.opts.Timeout)
+	for {
+		m, err := r.replies.NextMsg(max(time.Until(deadline), time.Millisecond))
+		if err != nil {
+			return msgs, 0, err
+		}
+		if m.Subject != reply {
+			continue // a late answer to an earlier read
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+			seq, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+			if err != nil {
+				return msgs, 0, fmt.Errorf("direct get: a message without its sequence: %w", err)
+			}
+			data := m.Data
+			if r.hooks.tamper != nil {
+				data = r.hooks.tamper(seq, data)
+			}
+			msgs = append(msgs, message{seq: seq, id: m.Header.Get(hdrAppendID), data: data})
+		case "204": // end of batch
+			pending, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+			return msgs, pending, nil
+		case "404": // nothing at or past from
+			return msgs, 0, nil
+		case "503":
+			return msgs, 0, nats.ErrNoResponders
+		default:
+			return msgs, 0, fmt.Errorf("direct get: %s %s", status, m.Header.Get("Description"))
+		}
+	}
+}
+
+// CatchUp ingests into tx every message the stream holds past the local
+// head, after checking that the message at the local head is the local
+// head's event. It reads from the server nearest to it (direct gets); if
+// that one lags behind what this replica knows the stream holds, it reads
+// from the stream's leader, bounded by Options.Timeout.
+func (r *Replica) CatchUp(tx *boltstore.Tx) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := &catchUp{tx: tx, head: tx.Head(), checked: tx.Head().Seq == 0}
+	// A conflict's hint is only worth a short wait: the leader that named
+	// it may count appends it proposed that will never commit.
+	hint := r.hint.Swap(0)
+	deadline := time.Now().Add(r.opts.Timeout)
+	progress := time.Now()
+	wait := time.Millisecond
+	for {
+		at := c.next()
+		msgs, pending, err := r.read(at, readBatch)
+		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, nats.ErrNoResponders) {
+			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, at, err)
+		}
+		if err := c.apply(msgs); err != nil {
+			return err
+		}
+		if err == nil && c.checked && pending == 0 && tx.Head().Seq >= max(r.known.Load(), hint) {
+			return nil
+		}
+		if c.next() > at {
+			progress = time.Now()
+			if err == nil && pending > 0 {
+				continue
+			}
+		}
+		if time.Since(progress) > leaderAfter {
+			// The nearest server lags (restarted, partitioned): read what
+			// this replica knows the stream holds from its leader.
+			msgs, lerr := r.readLeader(c.next(), max(r.known.Load(), hint))
+			if err := c.apply(msgs); err != nil {
+				return err
+			}
+			if c.next() > at {
+				progress = time.Now()
+				continue
+			}
+			if err == nil && c.checked && tx.Head().Seq >= r.known.Load() {
+				return nil // the hint is not (yet) committed
+			}
+			err = errors.Join(err, lerr)
+		}
+		if time.Now().After(deadline) {
+			return r.behind(tx.Head(), c.checked, err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// leaderAfter is how long a catch-up waits for the nearest server to serve
+// what the stream holds before it asks the leader.
+const leaderAfter = 200 * time.Millisecond
+
+// catchUp is one CatchUp's progress.
+type catchUp struct {
+	tx      *boltstore.Tx
+	head    ledger.Head // the local head it started from
+	checked bool        // whether the stream's message at head was compared
+}
+
+// next is the seq to read next.
+func (c *catchUp) next() uint64 {
+	if !c.checked {
+		return c.head.Seq
+	}
+	return c.tx.Head().Seq + 1
+}
+
+// apply checks the message at the local head and ingests those past it.
+func (c *catchUp) apply(msgs []message) error {
+	for _, m := range msgs {
+		if !c.checked {
+			if m.seq != c.head.Seq {
+				// A server holds messages in order: one past the head
+				// without the head means the head's message is gone.
+				return &ledger.IntegrityError{Seq: c.head.Seq, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d, not this node's head", m.seq)}
+			}
+			if h := ledger.LeafHash(m.data); h != c.head.Hash {
+				return &ledger.IntegrityError{Seq: c.head.Seq, Problem: ledger.ProblemContent, Want: c.head.Hash, Got: h,
+					Detail: "the stream's message differs from this node's event"}
+			}
+			c.checked = true
+			continue
+		}
+		if want := c.tx.Head().Seq + 1; m.seq != want {
+			return &ledger.IntegrityError{Seq: want, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d next", m.seq)}
+		}
+		if _, err := c.tx.Ingest(m.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readLeader reads messages from..upTo (at most readBatch) from the
+// stream's leader, one request each, stopping at the first it lacks.
+func (r *Replica) readLeader(from, upTo uint64) ([]message, error) {
+	var msgs []message
+	for seq := from; seq <= upTo && len(msgs) < readBatch; seq++ {
+		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+		m, err := r.stream.GetMsg(ctx, seq)
+		cancel()
+		if err != nil {
+			return msgs, err
+		}
+		data := m.Data
+		if r.hooks.tamper != nil {
+			data = r.hooks.tamper(seq, data)
+		}
+		msgs = append(msgs, message{seq: m.Sequence, id: m.Header.Get(hdrAppendID), data: data})
+	}
+	return msgs, nil
+}
+
+// behind explains a catch-up that could not reach what the stream holds:
+// the stream lost events this node holds, or the servers did not answer.
+func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
+	info, err := r.Info(context.Background())
+	if err != nil {
+		return fmt.Errorf("catch up with stream %s: %w", r.opts.Stream, errors.Join(readErr, err))
+	}
+	s := info.State
+	if s.LastSeq < local.Seq {
+		return &ledger.IntegrityError{Seq: s.LastSeq + 1, Problem: ledger.ProblemGap,
+			Detail: fmt.Sprintf("the stream ends at seq %d (%d deleted); this node holds events up to %d", s.LastSeq, s.NumDeleted, local.Seq)}
+	}
+	if !checked {
+		// The stream reaches the local head, yet its message there was not
+		// served: ask the leader whether it still holds it.
+		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+		_, err := r.stream.GetMsg(ctx, local.Seq)
+		cancel()
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return &ledger.IntegrityError{Seq: local.Seq, Problem: ledger.ProblemGap, Detail: "the stream no longer holds this node's head"}
+		}
+	}
+	if err := checkState(s); err != nil {
+		return &ledger.IntegrityError{Seq: s.FirstSeq, Problem: ledger.ProblemGap, Detail: err.Error()}
+	}
+	if known := r.known.Load(); known > s.LastSeq {
+		return fmt.Errorf("catch up with stream %s: at seq %d; seq %d was acknowledged but the stream's leader reports %d (a leader change not settled within %v): %w",
+			r.opts.Stream, local.Seq, known, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
+	}
+	return fmt.Errorf("catch up with stream %s: at seq %d, the stream holds %d and no server served them within %v: %w",
+		r.opts.Stream, local.Seq, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
+}
+
+// noteKnown records that the stream holds at least seq (committed: an
+// acknowledgement, or a message read).
+func (r *Replica) noteKnown(seq uint64) {
+	for {
+		k := r.known.Load()
+		if seq <= k || r.known.CompareAndSwap(k, seq) {
+			return
+		}
+	}
+}
+
+// Scan calls fn with every message of the stream from seq from on, in
+// order, as the nearest server holds them; a gap is an integrity error.
+func (r *Replica) Scan(from uint64, fn func(seq uint64, raw []byte) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	from = max(from, 1)
+	for {
+		msgs, pending, err := r.read(from, readBatch)
+		if err != nil {
+			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, from, err)
+		}
+		for _, m := range msgs {
+			if m.seq != from {
+				return &ledger.IntegrityError{Seq: from, Problem: ledger.ProblemGap, Detail: fmt.Sprintf("the stream holds seq %d next", m.seq)}
+			}
+			if err := fn(m.seq, m.data); err != nil {
+				return err
+			}
+			from++
+		}
+		if pending == 0 {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options configure Open.
+type Options struct {
+	// Stream is the stream's name (letters, digits, '-', '_'); its one
+	// subject is logbook.<Stream>.events.
+	Stream string
+	// Replicas is how many servers keep the stream; default 3. Fewer than 3
+	// is refused unless AllowUnreplicated.
+	Replicas          int
+	AllowUnreplicated bool
+	// Timeout bounds one request to the servers; default 5s.
+	Timeout time.Duration
+	// ResolveWithin bounds how long an append whose outcome is ambiguous is
+	// resolved (read back, resent under the same expected sequence) before
+	// it fails with ErrOutcomeUnknown; default 30s.
+	ResolveWithin time.Duration
+	// SystemConn, if set, is a connection as a system-account user: Open
+	// then checks that every server holding the stream syncs always.
+	SystemConn *nats.Conn
+	// Logf receives warnings; default the standard logger on stderr.
+	Logf func(format string, args ...any)
+}
+
+// MaxBatch is the most events one append may carry: the servers' default
+// limit on an atomic batch. A store's commit must stay below it
+// (boltstore.Options.MaxBatch, with events per call in mind).
+const MaxBatch = 1000
+
+var (
+	// ErrStreamConfig: the stream exists with settings that lose or rewrite
+	// events, or is not a logbook stream.
+	ErrStreamConfig = errors.New("stream settings unsafe for a ledger")
+	// ErrServerSync: a server holding the stream does not fsync every write.
+	ErrServerSync = errors.New("server does not sync always")
+	// ErrOutcomeUnknown: whether an append landed could not be told within
+	// Options.ResolveWithin. Its events may still appear in the stream; the
+	// next catch-up then ingests them.
+	ErrOutcomeUnknown = errors.New("append outcome unknown")
+)
+
+// Replica is a JetStream stream that a boltstore.Store keeps a local copy of
+// (boltstore.Options.Replica).
+type Replica struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	opts    Options
+	subject string
+	getSubj string // direct get API subject of the stream
+	inbox   string // prefix of the replies to this replica's reads
+	replies *nats.Subscription
+	mu      sync.Mutex // one read or append at a time on replies
+	// known is the highest seq this replica knows the stream holds (from
+	// its acks, conflicts and stream info): a catch-up that reads less from
+	// a lagging server waits for it.
+	known atomic.Uint64
+	// hint is the last sequence a conflict named: what the leader counts,
+	// appends proposed but not committed among them. The next catch-up
+	// waits for it briefly, never fails for it.
+	hint  atomic.Uint64
+	reqID uint64
+	hooks hooks // set by tests only
+}
+
+// hooks let tests damage what a replica reads and lose what it sends.
+type hooks struct {
+	// tamper edits a message's data as it is read.
+	tamper func(seq uint64, data []byte) []byte
+	// lose tells, per publish attempt, whether the batch is not sent at
+	// all or sent with its answer lost (both seen as a timeout).
+	lose func(attempt int) (unsent, unanswered bool)
+	// lax skips the stream settings check at Open.
+	lax bool
+}
+
+var streamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Subject is the one subject of the stream named name.
+func Subject(name string) string { return "logbook." + name + ".events" }
+
+// Open creates the stream (or checks the existing one) on the servers nc is
+// connected to and returns it as a Replica.
+func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Replica, error) {
+	return open(ctx, nc, opts, hooks{})
+}
+
+func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, error) {
+	if !streamName.MatchString(opts.Stream) {
+		return nil, fmt.Errorf("stream name %q: want 1-64 letters, digits, '-' or '_'", opts.Stream)
+	}
+	if opts.Replicas == 0 {
+		opts.Replicas = 3
+	}
+	if opts.Replicas < 3 && !opts.AllowUnreplicated {
+		return nil, fmt.Errorf("%w: %d replicas; a ledger needs 3 or more (AllowUnreplicated to accept fewer)", ErrStreamConfig, opts.Replicas)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.ResolveWithin <= 0 {
+		opts.ResolveWithin = 30 * time.Second
+	}
+	if opts.Logf == nil {
+		logger := log.New(os.Stderr, "", log.LstdFlags)
+		opts.Logf = logger.Printf
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	r := &Replica{nc: nc, js: js, opts: opts, subject: Subject(opts.Stream),
+		getSubj: "$JS.API.DIRECT.GET." + opts.Stream, inbox: nc.NewRespInbox(), hooks: h}
+	info, err := r.ensureStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkSync(ctx, info); err != nil {
+		return nil, err
+	}
+	if r.replies, err = nc.SubscribeSync(r.inbox + ".*"); err != nil {
+		return nil, err
+	}
+	r.replies.SetPendingLimits(-1, -1)
+	r.known.Store(info.State.LastSeq)
+	return r, nil
+}
+
+// Close stops the replica's reads. The connection stays the caller's.
+func (r *Replica) Close() error { return r.replies.Unsubscribe() }
+
+// streamConfig is the stream a ledger needs.
+func (r *Replica) streamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               r.opts.Stream,
+		Description:        "logbook ledger: stream sequence = ledger seq",
+		Subjects:           []string{r.subject},
+		Retention:          jetstream.LimitsPolicy,
+		MaxConsumers:       -1,
+		MaxMsgs:            -1,
+		MaxBytes:           -1,
+		MaxMsgsPerSubject:  -1,
+		Discard:            jetstream.DiscardNew,
+		Storage:            jetstream.FileStorage,
+		Replicas:           r.opts.Replicas,
+		DenyDelete:         true,
+		DenyPurge:          true,
+		AllowDirect:        true,
+		AllowAtomicPublish: true,
+		Metadata:           map[string]string{"logbook": "ledger"},
+	}
+}
+
+// ensureStream creates the stream, or checks the one that exists.
+func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	s, err := r.js.Stream(ctx, r.opts.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = r.js.CreateStream(ctx, r.streamConfig())
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // another node created it first
+			s, err = r.js.Stream(ctx, r.opts.Stream)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", r.opts.Stream, err)
+	}
+	r.stream = s
+	info := s.CachedInfo()
+	if r.hooks.lax {
+		return info, nil
+	}
+	if err := r.checkConfig(info.Config); err != nil {
+		return nil, err
+	}
+	if err := checkState(info.State); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", r.opts.Stream, err)
+	}
+	return info, nil
+}
+
+// checkConfig refuses a stream whose settings could lose, reorder or rewrite
+// events.
+func (r *Replica) checkConfig(c jetstream.StreamConfig) error {
+	var bad []string
+	check := func(ok bool, what string) {
+		if !ok {
+			bad = append(bad, what)
+		}
+	}
+	check(len(c.Subjects) == 1 && c.Subjects[0] == r.subject, fmt.Sprintf("subjects %v, want [%s]", c.Subjects, r.subject))
+	check(c.Storage == jetstream.FileStorage, "storage is not file")
+	check(c.Replicas >= 3 || (r.opts.AllowUnreplicated && c.Replicas >= 1), fmt.Sprintf("%d replicas", c.Replicas))
+	check(c.DenyDelete, "deletes allowed (deny_delete off)")
+	check(c.DenyPurge, "purges allowed (deny_purge off)")
+	check(c.Retention == jetstream.LimitsPolicy, "retention is not limits (messages would be removed once consumed)")
+	check(c.MaxAge == 0, "max_age set")
+	check(c.MaxMsgs <= 0, "max_msgs set")
+	check(c.MaxBytes <= 0, "max_bytes set")
+	check(c.MaxMsgsPerSubject <= 0, "max_msgs_per_subject set")
+	check(!c.AllowRollup, "rollups allowed")
+	check(!c.AllowMsgTTL && c.SubjectDeleteMarkerTTL == 0, "message TTLs allowed")
+	check(!c.AllowMsgCounter, "a counter stream")
+	check(!c.AllowMsgSchedules, "message schedules allowed")
+	check(c.PersistMode == jetstream.DefaultPersistMode, "async persistence")
+	check(c.Mirror == nil && len(c.Sources) == 0 && c.SubjectTransform == nil, "mirrored, sourced or transformed")
+	check(c.FirstSeq <= 1, fmt.Sprintf("first_seq %d", c.FirstSeq))
+	check(!c.NoAck, "no_ack set")
+	check(c.AllowAtomicPublish, "atomic batches not allowed (allow_atomic off)")
+	check(c.AllowDirect, "direct gets not allowed (allow_direct off)")
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: stream %s: %v", ErrStreamConfig, c.Name, bad)
+	}
+	return nil
+}
+
+// checkState refuses a stream whose messages are not 1..last without gaps:
+// its sequence could not be the ledger's.
+func checkState(s jetstream.StreamState) error {
+	switch {
+	case s.Msgs == 0 && s.LastSeq == 0:
+		return nil
+	case s.FirstSeq != 1 || s.Msgs != s.LastSeq || s.NumDeleted != 0:
+		return fmt.Errorf("%w: messages %d..%d (%d held, %d deleted); a ledger's run from 1 without a gap",
+			ErrStreamConfig, s.FirstSeq, s.LastSeq, s.Msgs, s.NumDeleted)
+	}
+	return nil
+}
+
+// Info is the stream's state as its leader reports it.
+func (r *Replica) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	return r.stream.Info(ctx)
+}
+
+var _ boltstore.Replica = (*Replica)(nil)
