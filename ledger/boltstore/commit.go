@@ -3,6 +3,7 @@ package boltstore
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime/debug"
 	"time"
@@ -206,8 +207,11 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 		}
 		if errors.Is(err, ErrHeadMoved) && retries < maxReplicaRetries {
 			// Another node appended first: roll back, catch up, decide
-			// again against the new state.
+			// again against the new state — after a short random pause
+			// that grows with each conflict, so nodes that keep colliding
+			// spread out instead of colliding again.
 			retries++
+			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(retries, 7))))
 			continue
 		}
 		if err == nil {

@@ -114,8 +114,9 @@ type Replica interface {
 var ErrHeadMoved = errors.New("the log's head moved")
 
 // maxReplicaRetries bounds how often one commit is run again because other
-// nodes kept appending first.
-const maxReplicaRetries = 16
+// nodes kept appending first (with the pauses between, about a second in
+// all at worst).
+const maxReplicaRetries = 64
 
 type request struct {
 	fn       func(*Tx) error
