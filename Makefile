@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/logbook
 PKGS    := ./...
 
-.PHONY: build demo test soak check bench bench-peers bench-server fuzz e2e-deps clean
+.PHONY: build demo test test-browser docs-screenshots soak check bench bench-peers bench-server fuzz e2e-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/logbook
@@ -15,6 +15,17 @@ demo: build
 
 test: build e2e-deps
 	$(GO) test -race -count=1 $(PKGS)
+
+# test-browser: the web console in headless Chromium (Debian's chromium
+# package at /usr/bin/chromium; the test skips without it), every page of a
+# populated ledger, screenshots in bin/screenshots. `make test` skips it.
+test-browser:
+	LOGBOOK_BROWSER=1 LOGBOOK_SCREENSHOTS=$(CURDIR)/bin/screenshots $(GO) test -count=1 -run TestBrowser -v ./server/console/
+
+# docs-screenshots: the README's pictures of the console, from test-browser's.
+docs-screenshots: test-browser
+	cp bin/screenshots/board.png docs/console-board.png
+	cp bin/screenshots/tasks-T-0002.png docs/console-task.png
 
 # soak: the crash-and-fault suite long (hundreds of SIGKILLs of writing
 # agents, full disk, foreign locks, swapped files, 25 SIGKILLs of logbook

@@ -8,9 +8,9 @@ var StartSession = Command{
 	Name: "audit_session_start",
 	Fields: []Field{
 		field("task_id", taskID("Id of the task to audit, e.g. \"T-0001\"; it must exist.")),
-		field("auditor_id", str("Who audits.").length(1, 128).text(Line)),
-		field("reason", str("Why the audit is made.").length(0, 1000).text(Notes)),
-		field("scope", enum("shallow: the task's own events; deep: also its descendants'.", Scopes...).byDefault("shallow")),
+		field("auditor_id", str("Name of the person or agent doing the audit, e.g. \"security-review\"; recorded as given, next to the caller's own identity.").length(1, 128).text(Line)),
+		field("reason", str("Why the audit is made, e.g. \"sign-off for release 1.4\".").length(0, 1000).text(Notes)),
+		field("scope", enum("Which events become leaves. shallow: the task's own events; deep: also those of its sub-tasks, at any depth.", Scopes...).byDefault("shallow")),
 	},
 	Required: []string{"task_id", "auditor_id"},
 }
@@ -19,8 +19,8 @@ var StartSession = Command{
 var Finalize = Command{
 	Name: "merkle_finalize",
 	Fields: []Field{
-		field("session_id", sessionID("Id of the session to finalize, e.g. \"A-0001\".")),
-		field("task_id", taskID("Only this task's leaves; the task must be in the session's scope.")),
+		field("session_id", sessionID("Id of the open session to seal, e.g. \"A-0001\"; a finalized session cannot be finalized again.")),
+		field("task_id", taskID("Seal only the leaves concerning this task (and the session's start event); the task must be in the session's scope. Default: all leaves.")),
 	},
 	Required: []string{"session_id"},
 }
@@ -29,7 +29,7 @@ var Finalize = Command{
 var Root = Command{
 	Name: "merkle_root",
 	Fields: []Field{
-		field("session_id", sessionID("Id of the session, e.g. \"A-0001\".")),
+		field("session_id", sessionID("Id of the session, open or finalized, e.g. \"A-0001\".")),
 	},
 	Required: []string{"session_id"},
 }
@@ -38,8 +38,8 @@ var Root = Command{
 var VerifyChain = Command{
 	Name: "audit_verify_chain",
 	Fields: []Field{
-		field("session_id", sessionID("Verify this audit session's events (and its frozen root, if finalized).")),
-		field("task_id", taskID("Verify this task's events.")),
-		field("full_trace", boolean("Also return every verified event's seq and hash.").byDefault(false)),
+		field("session_id", sessionID("Verify this audit session's leaves (and its frozen root, if finalized). Give neither session_id nor task_id to verify the whole ledger.")),
+		field("task_id", taskID("Verify this task's events and thoughts; with session_id, only that task's leaves in the session.")),
+		field("full_trace", boolean("Also return the seq and hash of every verified event (long for a big ledger).").byDefault(false)),
 	},
 }

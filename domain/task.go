@@ -46,10 +46,12 @@ func projectSlug(doc string) Rule {
 	return str(doc).matches(SlugPattern, "must be a lowercase slug: a letter or digit, then up to 63 letters, digits or dashes")
 }
 
-func taskTitle() Rule { return str("Short title of the task.").length(1, 256).text(Line) }
+func taskTitle() Rule {
+	return str("Short title of the task, one line, e.g. \"Fix rounding in invoice totals\".").length(1, 256).text(Line)
+}
 
 func taskDescription() Rule {
-	return str("Longer description of the task.").length(0, 8000).text(Notes)
+	return str("What the task is for: goal, context, what done means.").length(0, 8000).text(Notes)
 }
 
 func labelList(doc string) Rule {
@@ -65,10 +67,10 @@ var CreateTask = Command{
 		field("title", taskTitle()),
 		field("project", projectSlug("Project slug, lowercase letters, digits and dashes, e.g. \"billing-api\".")),
 		field("description", taskDescription()),
-		field("parent_id", taskID("Id of the parent task, which must be in the same project.")),
-		field("priority", enum("Priority of the task.", Priorities...).byDefault("normal")),
+		field("parent_id", taskID("Make this a sub-task of that task, e.g. \"T-0001\", which must be in the same project; set only at creation.")),
+		field("priority", enum("How urgent the task is; task_next_actions puts critical first.", Priorities...).byDefault("normal")),
 		field("labels", labelList("Labels; duplicates are removed.")),
-		field("assignee", assigneeName("Who works on the task.").byDefault("unassigned")),
+		field("assignee", assigneeName("Agent or person who works on the task.").byDefault("unassigned")),
 		field("estimate_hours", number("Estimated effort in hours.").rng(0, 1000)),
 	},
 	Required: []string{"title", "project"},
@@ -82,11 +84,11 @@ var UpdateTask = Command{
 		field("status", enum("New status. Allowed moves: backlog→todo|cancelled; todo→in_progress|blocked|cancelled; "+
 			"in_progress→review|blocked|cancelled; blocked→todo|in_progress|cancelled; review→done|backlog|blocked|cancelled. "+
 			"done needs at least one thought record on the task and sets progress to 100.", Statuses...)),
-		field("progress", integer("Progress in percent.").rng(0, 100)),
+		field("progress", integer("Progress in percent; status done sets it to 100.").rng(0, 100)),
 		field("title", taskTitle()),
 		field("description", taskDescription()),
-		field("priority", enum("Priority of the task.", Priorities...)),
-		field("assignee", assigneeName("Who works on the task.")),
+		field("priority", enum("How urgent the task is; task_next_actions puts critical first.", Priorities...)),
+		field("assignee", assigneeName("Agent or person who works on the task.")),
 		field("labels", labelList("Labels, replacing the current ones; duplicates are removed.")),
 		field("blocked_reason", str("Why the task is blocked; required with status \"blocked\", cleared when the task leaves blocked.").length(0, 1000).text(Notes)),
 	},
@@ -115,9 +117,9 @@ var GetTask = Command{
 	Name: "task_get",
 	Fields: []Field{
 		field("task_id", taskID("Id of the task, e.g. \"T-0001\".")),
-		field("include_thought_trail", boolean("Also return the task's thought ids in chain order.").byDefault(false)),
+		field("include_thought_trail", boolean("Also return the task's thought ids in chain order (read them with thought_record_list).").byDefault(false)),
 		field("include_dependents", boolean("Also return the ids of the task's sub-tasks.").byDefault(false)),
-		field("as_of_seq", integer("Return the task as it stood right after this ledger sequence (time travel).").atLeast(0)),
+		field("as_of_seq", integer("Return the task as it stood right after this ledger sequence (time travel); at most the ledger head.").atLeast(0)),
 	},
 	Required: []string{"task_id"},
 }
@@ -127,8 +129,8 @@ var ListTasks = Command{
 	Name: "task_list",
 	Fields: []Field{
 		field("project", projectSlug("Only tasks of this project.")),
-		field("status", array("Only tasks in one of these statuses.", enum("", Statuses...), 0)),
-		field("priority", array("Only tasks with one of these priorities.", enum("", Priorities...), 0)),
+		field("status", array("Only tasks in one of these statuses.", enum("A status.", Statuses...), 0)),
+		field("priority", array("Only tasks with one of these priorities.", enum("A priority.", Priorities...), 0)),
 		field("assignee", assigneeName("Only tasks assigned to this agent.")),
 		field("label", str("Only tasks carrying this label.").length(1, 64).text(Line)),
 		field("created_after", Rule{Kind: String, Doc: "Only tasks created after this RFC 3339 time.", DateTime: true}),
@@ -136,7 +138,7 @@ var ListTasks = Command{
 		field("search", str("Case-insensitive words that must all occur in the title or description.").length(0, 1000)),
 		field("limit", integer("Maximum number of tasks to return.").rng(1, 500).byDefault(50)),
 		field("offset", integer("Number of matching tasks to skip.").atLeast(0).byDefault(0)),
-		field("sort_by", enum("Sort key.", "created", "updated", "priority", "progress").byDefault("updated")),
+		field("sort_by", enum("Sort key: created or updated (ledger order), priority, progress.", "created", "updated", "priority", "progress").byDefault("updated")),
 		field("sort_order", enum("Sort direction.", "asc", "desc").byDefault("desc")),
 	},
 }

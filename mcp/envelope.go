@@ -94,6 +94,16 @@ func toolResult(reply []byte) *sdk.CallToolResult {
 	}
 }
 
+// result is a tool's data schema as the envelope publishes it, described.
+func result(data *schema) *schema {
+	if data.description != "" {
+		return data
+	}
+	d := *data
+	d.description = "The tool's result, present when ok is true."
+	return &d
+}
+
 // envelopeSchema is a tool's outputSchema: the envelope around the tool's
 // data. It accepts both the success and the failure envelope, because the
 // TypeScript SDK client validates structuredContent against it on every
@@ -102,7 +112,7 @@ func toolResult(reply []byte) *sdk.CallToolResult {
 func envelopeSchema(data *schema) *schema {
 	return object("The logbook envelope: {\"ok\":true,\"data\":{...}} on success, {\"ok\":false,\"error\":{...}} on failure (with isError).",
 		prop("ok", boolean("Whether the call succeeded.")),
-		prop("data", data),
+		prop("data", result(data)),
 		prop("error", object("Present when ok is false.",
 			prop("code", enum("Stable error code.", errorCodes...)),
 			prop("message", str("Human-readable explanation.")),

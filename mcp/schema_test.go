@@ -85,11 +85,12 @@ func TestToolsGolden(t *testing.T) {
 	for _, sp := range New(nil, Options{}).Tools() {
 		spec := struct {
 			Name         string          `json:"name"`
+			Title        string          `json:"title"`
 			Description  string          `json:"description"`
 			ReadOnly     bool            `json:"readOnly"`
 			InputSchema  json.RawMessage `json:"inputSchema"`
 			OutputSchema json.RawMessage `json:"outputSchema"`
-		}{sp.Name, sp.Description, sp.ReadOnly, sp.InputSchema, sp.OutputSchema}
+		}{sp.Name, sp.Title, sp.Description, sp.ReadOnly, sp.InputSchema, sp.OutputSchema}
 		raw, err := json.Marshal(spec)
 		if err != nil {
 			t.Fatal(err)

@@ -22,7 +22,8 @@ import (
 type Options struct {
 	Name    string // serverInfo.name; default "logbook"
 	Version string // serverInfo.version; default "dev"
-	// Instructions, if set, are sent to the client at initialization.
+	// Instructions are sent to the client at initialization; default
+	// Instructions (the package's).
 	Instructions string
 	// Logger receives internal causes (unmapped errors, panics with their
 	// stack, transport trouble). Default slog.Default(), i.e. stderr: stdout
@@ -35,6 +36,7 @@ type Options struct {
 // ToolSpec describes one tool as tools/list publishes it.
 type ToolSpec struct {
 	Name         string
+	Title        string // for people: a short human-readable name
 	Description  string
 	ReadOnly     bool            // the tool changes no domain state (it is still audited)
 	InputSchema  json.RawMessage // type object, additionalProperties false
@@ -57,6 +59,7 @@ type Server struct {
 // finding.go, learning.go, memory.go, knowledge.go).
 type tool struct {
 	name        string
+	title       string // human-readable, published as the tool's title
 	description string
 	cmd         *commands.Command // what the tool runs; its domain rules are the arguments'
 	out         *schema           // the data of a success envelope
@@ -78,6 +81,9 @@ func New(svc *commands.Service, opts Options) *Server {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.Instructions == "" {
+		opts.Instructions = Instructions
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -110,6 +116,7 @@ func New(svc *commands.Service, opts Options) *Server {
 		}
 		s.sdk.AddTool(&sdk.Tool{
 			Name:         t.name,
+			Title:        t.title,
 			Description:  t.description,
 			InputSchema:  t.in,
 			OutputSchema: envelopeSchema(t.out),
@@ -160,7 +167,7 @@ func (s *Server) Tools() []ToolSpec {
 		if err != nil {
 			panic(fmt.Sprintf("tool %s: output schema: %v", t.name, err))
 		}
-		specs = append(specs, ToolSpec{t.name, t.description, t.readOnly, in, out})
+		specs = append(specs, ToolSpec{t.name, t.title, t.description, t.readOnly, in, out})
 	}
 	return specs
 }

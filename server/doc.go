@@ -18,6 +18,8 @@
 //     ledger may manage its tokens, nobody else.
 //   - On shutdown the server stops accepting, answers every tool call
 //     already received, and only then closes the ledger.
+//   - "/" is the read-only web console (server/console), open to tokens
+//     without a --tools limit.
 //
-// This package and mcp are the only importers of net/http.
+// This package, server/console and mcp are the only importers of net/http.
 package server

@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/server/console"
 )
 
 // DefaultListen is the address a server binds unless told otherwise:
@@ -70,6 +71,11 @@ func Run(ctx context.Context, opts Options) error {
 	mux := http.NewServeMux()
 	mcpHandler := opts.MCP.HTTPHandler(mcp.HTTPOptions{Authenticate: authenticate(opts.Store), MaxBodyBytes: opts.MaxBodyBytes})
 	mux.Handle("/mcp", streams.track(mcpHandler))
+	// The read-only console at "/": its verification stream is ended on
+	// shutdown like the MCP event streams, its pages are short reads.
+	web := console.New(console.Options{Store: opts.Store, Authenticate: consoleReader(opts.Store), Logger: log})
+	mux.Handle("/", web)
+	mux.Handle("/ledger/verify", streams.track(web))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
@@ -156,6 +162,24 @@ func authenticate(l *boltstore.Store) func(context.Context, string) (*mcp.Identi
 			return nil, mcp.ErrUnauthenticated
 		}
 		return &mcp.Identity{Agent: t.Agent, Token: t.SHA256, ReadOnly: t.ReadOnly, Tools: t.Tools}, nil
+	}
+}
+
+// consoleReader accepts, for the web console, the tokens that may read the
+// whole ledger: any valid one without a --tools limit (read-only ones
+// included). A token limited to some tools was meant for less than every
+// task, thought and session the console shows.
+func consoleReader(l *boltstore.Store) func(context.Context, string) (bool, error) {
+	auth := authenticate(l)
+	return func(ctx context.Context, token string) (bool, error) {
+		id, err := auth(ctx, token)
+		switch {
+		case errors.Is(err, mcp.ErrUnauthenticated):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		return len(id.Tools) == 0, nil
 	}
 }
 

@@ -50,7 +50,8 @@ func TestDependenciesPointInward(t *testing.T) {
 }
 
 // TestOnlyEdgesImportNetHTTP: HTTP is the business of mcp (the MCP
-// transport) and server (listening, tokens, admin socket) alone.
+// transport) and server (listening, tokens, admin socket, and its web
+// console in server/console) alone.
 func TestOnlyEdgesImportNetHTTP(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./../../...").Output()
 	if err != nil {
@@ -59,8 +60,8 @@ func TestOnlyEdgesImportNetHTTP(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		for _, imp := range fields[1:] {
-			if imp == "net/http" && fields[0] != mod+"mcp" && fields[0] != mod+"server" {
-				t.Errorf("%s imports net/http; only mcp and server may", fields[0])
+			if imp == "net/http" && fields[0] != mod+"mcp" && fields[0] != mod+"server" && fields[0] != mod+"server/console" {
+				t.Errorf("%s imports net/http; only mcp, server and server/console may", fields[0])
 			}
 		}
 	}
@@ -204,6 +205,39 @@ func TestJetstreamLayer(t *testing.T) {
 		for _, imp := range fields[1:] {
 			if strings.HasPrefix(imp, "github.com/nats-io/") && fields[0] != mod+"ledger/jetstream" && fields[0] != mod+"cmd/logbook" {
 				t.Errorf("%s imports NATS (%s) directly", fields[0], imp)
+			}
+		}
+	}
+}
+
+// TestConsoleLayer: the web console only reads: no write side (commands),
+// no MCP, nothing of the server it is mounted in.
+func TestConsoleLayer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./../../server/console").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, no := range []string{mod + "commands", mod + "mcp", mod + "server", mod + "cmd/logbook", "github.com/modelcontextprotocol/go-sdk"} {
+			if dep == no || strings.HasPrefix(dep, no+"/") && !strings.HasPrefix(dep, mod+"server/console") {
+				t.Errorf("server/console imports %s", dep)
+			}
+		}
+	}
+}
+
+// TestViewsLayer: views (what people look at, shared by the CLI and the web
+// console) reads the ledger file and its projections only; nothing of the
+// write side, MCP or HTTP is in it.
+func TestViewsLayer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./../../views").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, above := range []string{mod + "commands", mod + "mcp", mod + "server", mod + "cmd/logbook", "net/http"} {
+			if dep == above || strings.HasPrefix(dep, above+"/") {
+				t.Errorf("views imports %s", dep)
 			}
 		}
 	}

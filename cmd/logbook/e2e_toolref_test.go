@@ -180,6 +180,21 @@ func (s *refSchema) constraints() []string {
 	return c
 }
 
+// refFields writes one row per output field, nested ones by their path
+// (`db.path`, `tasks[].title`).
+func refFields(b *bytes.Buffer, prefix string, props refProps) {
+	for _, p := range props {
+		path := prefix + p.Name
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", path, p.Schema.typeName(), refCell(p.Schema.Description))
+		switch {
+		case len(p.Schema.Properties) > 0:
+			refFields(b, path+".", p.Schema.Properties)
+		case p.Schema.Items != nil && len(p.Schema.Items.Properties) > 0:
+			refFields(b, path+"[].", p.Schema.Items.Properties)
+		}
+	}
+}
+
 func refCell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(s, "\n", " ")
@@ -196,19 +211,25 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 	b.WriteString("itself publishes in `tools/list`, so it cannot drift from them.\n\n")
 	b.WriteString("Every result carries the same JSON as `structuredContent` and as one text item:\n")
 	b.WriteString("`{\"ok\":true,\"data\":{…}}` on success, `{\"ok\":false,\"error\":{\"code\",\"message\",\"details\"}}` with\n")
-	b.WriteString("`isError: true` on failure (invalid arguments included). The *Returns* lists below are the fields of `data`.\n")
+	b.WriteString("`isError: true` on failure (invalid arguments included). The *Returns* tables below are the fields of `data`.\n")
 	b.WriteString("Every call, read or write, valid or not, is recorded as one `tool.called` event in the ledger.\n")
 	b.WriteString("Input objects reject unknown fields.\n\n")
 
+	b.WriteString("At initialize the server sends these instructions, for the model to read before any tool:\n\n")
+	for _, line := range strings.Split(mcp.Instructions, "\n") {
+		b.WriteString("> " + line + "\n")
+	}
+	b.WriteString("\n")
+
 	var codes []string
-	b.WriteString("| tool | kind | summary |\n|---|---|---|\n")
+	b.WriteString("| tool | title | kind | summary |\n|---|---|---|---|\n")
 	for _, sp := range specs {
 		kind := "write"
 		if sp.ReadOnly {
 			kind = "read"
 		}
 		summary := sp.Description
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s |\n", sp.Name, sp.Name, kind, refCell(summary))
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s |\n", sp.Name, sp.Name, refCell(sp.Title), kind, refCell(summary))
 	}
 	b.WriteString("\n")
 
@@ -221,6 +242,7 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 			t.Fatalf("%s output schema: %v", sp.Name, err)
 		}
 		fmt.Fprintf(&b, "## %s\n\n", sp.Name)
+		fmt.Fprintf(&b, "**%s.** ", sp.Title)
 		if sp.ReadOnly {
 			b.WriteString("*Read-only* (still audited).")
 		} else {
@@ -264,13 +286,9 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 			}
 		}
 		if data != nil && len(data.Properties) > 0 {
-			b.WriteString("**Returns:** ")
-			var fields []string
-			for _, p := range data.Properties {
-				f := "`" + p.Name + "` (" + p.Schema.typeName() + ")"
-				fields = append(fields, f)
-			}
-			b.WriteString(strings.Join(fields, ", ") + ".\n\n")
+			b.WriteString("**Returns**\n\n| field | type | description |\n|---|---|---|\n")
+			refFields(&b, "", data.Properties)
+			b.WriteString("\n")
 		}
 	}
 	if len(codes) > 0 {

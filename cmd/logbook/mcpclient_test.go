@@ -22,6 +22,7 @@ type agent struct {
 	out    *bufio.Reader
 	stderr *lockedBuffer
 	nextID int
+	init   json.RawMessage // the initialize result
 }
 
 // lockedBuffer collects a process's stderr.
@@ -67,7 +68,7 @@ func startAgentEnv(t testing.TB, name string, env []string, args ...string) *age
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.close() })
-	a.request("initialize", map[string]any{
+	a.init = a.request("initialize", map[string]any{
 		"protocolVersion": "2025-06-18",
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]any{"name": name, "version": "1.0"},

@@ -1,0 +1,144 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// cookieName holds the token in the browser after a login.
+const cookieName = "logbook_console"
+
+// maxTokenBytes bounds a token read from a form, header or cookie.
+const maxTokenBytes = 512
+
+// authed lets a request through to h if it carries an accepted token: a
+// bearer header, or the console's cookie. A GET with ?token= is exchanged
+// for the cookie and redirected to the same address without the token.
+func (c *console) authed(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query(); q.Has("token") {
+			tok := q.Get("token")
+			if !c.accept(w, r, tok) {
+				return
+			}
+			c.setCookie(w, r, tok)
+			q.Del("token")
+			to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+			http.Redirect(w, r, to.String(), http.StatusSeeOther)
+			return
+		}
+		tok := bearer(r)
+		if tok == "" {
+			if ck, err := r.Cookie(cookieName); err == nil {
+				tok = ck.Value
+			}
+		}
+		if tok == "" {
+			c.unauthorized(w, r, "")
+			return
+		}
+		if c.accept(w, r, tok) {
+			h(w, r)
+		}
+	})
+}
+
+// accept checks tok, answering the request itself (401 or 500) when false.
+func (c *console) accept(w http.ResponseWriter, r *http.Request, tok string) bool {
+	if tok == "" || len(tok) > maxTokenBytes {
+		c.unauthorized(w, r, "That token is not valid.")
+		return false
+	}
+	ok, err := c.opts.Authenticate(r.Context(), tok)
+	switch {
+	case err != nil:
+		c.log.Error("console: authenticate", "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return false
+	case !ok:
+		c.unauthorized(w, r, "That token is not valid (unknown, revoked, or not allowed to read the console).")
+		return false
+	}
+	return true
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// unauthorized answers 401: the login form for a page, plain text for the
+// verification stream and proofs, which a script or a download asks for.
+func (c *console) unauthorized(w http.ResponseWriter, r *http.Request, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="logbook"`)
+	if strings.HasPrefix(r.URL.Path, "/proofs/") || r.URL.Path == "/ledger/verify" {
+		http.Error(w, "a token is required", http.StatusUnauthorized)
+		return
+	}
+	// A cookie that no longer works (a revoked token) is dropped.
+	if _, err := r.Cookie(cookieName); err == nil {
+		c.clearCookie(w, r)
+	}
+	c.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Data: msg})
+}
+
+func (c *console) setCookie(w http.ResponseWriter, r *http.Request, tok string) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+}
+
+func (c *console) clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+}
+
+func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, http.StatusOK, "login", page{Title: "Log in"})
+}
+
+// login takes the token from the form, so that it never appears in an
+// address.
+func (c *console) login(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	tok := strings.TrimSpace(r.PostForm.Get("token"))
+	if !c.accept(w, r, tok) {
+		return
+	}
+	c.setCookie(w, r, tok)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (c *console) logout(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+		return
+	}
+	c.clearCookie(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// sameOrigin refuses a form posted from another site (login CSRF): browsers
+// send Origin with a POST, and Sec-Fetch-Site when they know it.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true // not a browser, or a browser that sends none: the cookie is SameSite=Strict anyway
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host // "null" (an opaque origin) is refused too
+}

@@ -1,0 +1,139 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+// Options configure a console.
+type Options struct {
+	Store *boltstore.Store // the ledger the server holds
+	// Authenticate reports whether token may read the console; an error is
+	// a failure to tell (answered 500), not a refusal. Required.
+	Authenticate func(ctx context.Context, token string) (bool, error)
+	// ScratchDir is where "verify now" refolds the projections (default:
+	// the system temp directory).
+	ScratchDir string
+	Logger     *slog.Logger
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// console serves the pages.
+type console struct {
+	opts  Options
+	log   *slog.Logger
+	pages map[string]*template.Template
+	// verifying admits one "verify now" at a time: each reads the whole log.
+	verifying sync.Mutex
+}
+
+// New returns the console's handler, to be mounted at "/".
+func New(opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &console{opts: opts, log: opts.Logger, pages: parsePages()}
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /login", c.loginPage)
+	mux.HandleFunc("POST /login", c.login)
+	mux.HandleFunc("POST /logout", c.logout)
+	mux.Handle("GET /{$}", c.authed(c.board))
+	mux.Handle("GET /tasks/{id}", c.authed(c.task))
+	mux.Handle("GET /sessions", c.authed(c.sessions))
+	mux.Handle("GET /sessions/{id}", c.authed(c.session))
+	mux.Handle("GET /ledger", c.authed(c.ledger))
+	mux.Handle("GET /ledger/verify", c.authed(c.verify))
+	mux.Handle("GET /proofs/{seq}", c.authed(c.proof))
+	mux.Handle("GET /", c.authed(func(w http.ResponseWriter, r *http.Request) {
+		c.notFound(w, r, "There is no page at this address.")
+	}))
+	return secure(mux)
+}
+
+// csp allows this origin's own script, style and images and nothing else:
+// no inline script or style, no other origin, no framing.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// secure sets the headers every answer carries.
+func secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", csp)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		// A token may be in the address of the first request: never pass
+		// the address to another origin. (no-referrer would also make a
+		// browser send "Origin: null" with the login form, which
+		// sameOrigin could not tell from a foreign one.)
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// parsePages parses each page with the layout around it.
+func parsePages() map[string]*template.Template {
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		panic(err) // static data
+	}
+	pages := make(map[string]*template.Template)
+	for _, name := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
+		if base == "layout" {
+			continue
+		}
+		pages[base] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", name))
+	}
+	return pages
+}
+
+// page is what every page's template gets.
+type page struct {
+	Title  string
+	Nav    string // the section the page belongs to
+	Authed bool   // a logout button is shown
+	Data   any
+}
+
+// render writes the page named name with status code, or a 500 if the
+// template fails (before anything was written).
+func (c *console) render(w http.ResponseWriter, code int, name string, p page) {
+	var b bytes.Buffer
+	if err := c.pages[name].Execute(&b, p); err != nil {
+		c.log.Error("console: render", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	w.Write(b.Bytes())
+}
+
+func (c *console) notFound(w http.ResponseWriter, r *http.Request, msg string) {
+	c.render(w, http.StatusNotFound, "error", page{Title: "Not found", Authed: true, Data: msg})
+}
+
+// fail answers an internal failure: the cause goes to the log only.
+func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.Error("console: read the ledger", "path", r.URL.Path, "err", err)
+	c.render(w, http.StatusInternalServerError, "error", page{Title: "Error", Authed: true,
+		Data: "The ledger could not be read; the cause is in the server's log."})
+}

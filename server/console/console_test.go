@@ -1,0 +1,371 @@
+package console
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/views"
+)
+
+// pages are every page of the fixture, with words each must show.
+var pages = []struct {
+	path string
+	want []string
+}{
+	{"/", []string{"Ship the ledger", "Write the verifier", "Release notes", "T-0001", "T-0004", "in progress"}},
+	{"/?project=docs", []string{"Release notes", "Tasks of docs"}},
+	{"/tasks/T-0002", []string{"Write the verifier", "Status history", "Decision trail", "Hash everything, then walk the chain.",
+		"Chunked reads of 8,192 events.", "Check every hash.\nThen every link.", "A-0001", "sub-task of"}},
+	{"/tasks/T-0004", []string{"Decision trail", "discovery"}},
+	{"/sessions", []string{"A-0001", "A-0002", "security-review", "docs-lead", "finalized", "open"}},
+	{"/sessions/A-0001", []string{"release sign-off", "frozen", "task.updated", "logbook check-proof"}},
+	{"/sessions/A-0002", []string{"not finalized", "docs-lead"}},
+	{"/ledger", []string{"Verify now", "4 tasks, 2 audit sessions"}},
+}
+
+// TestPages fetches every page with a token: each is a 200 HTML page with
+// its content, the security headers, and no inline script or style.
+func TestPages(t *testing.T) {
+	f := newFixture(t)
+	for _, p := range pages {
+		t.Run(p.path, func(t *testing.T) {
+			res, body := f.get(t, p.path, testToken)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("status %d\n%s", res.StatusCode, body)
+			}
+			for _, w := range p.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			checkHeaders(t, res)
+			checkNoInline(t, body)
+		})
+	}
+}
+
+func checkHeaders(t *testing.T, res *http.Response) {
+	t.Helper()
+	want := map[string]string{
+		"Content-Security-Policy": csp,
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "same-origin",
+		"Cache-Control":           "no-store",
+	}
+	for k, v := range want {
+		if got := res.Header.Get(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	if !strings.Contains(res.Header.Get("Content-Security-Policy"), "script-src 'self';") {
+		t.Error("the CSP does not restrict scripts to this origin")
+	}
+}
+
+var (
+	scriptTag  = regexp.MustCompile(`(?is)<script\b[^>]*>(.*?)</script>`)
+	inlineAttr = regexp.MustCompile(`(?i)<[^>]+\s(style|on[a-z]+)\s*=`)
+)
+
+// checkNoInline fails on an inline script, an inline event handler or a
+// style attribute: the CSP would block them, so they would be dead code.
+func checkNoInline(t *testing.T, body string) {
+	t.Helper()
+	for _, m := range scriptTag.FindAllStringSubmatch(body, -1) {
+		if strings.TrimSpace(m[1]) != "" || !strings.Contains(m[0], ` src="/static/`) {
+			t.Errorf("inline or foreign script: %s", m[0])
+		}
+	}
+	if m := inlineAttr.FindString(body); m != "" {
+		t.Errorf("inline style or handler: %s", m)
+	}
+}
+
+// TestHostileTextIsEscaped: a title, description, thought and blocked reason
+// made of markup come out as text on every page that shows them.
+func TestHostileTextIsEscaped(t *testing.T) {
+	f := newFixture(t)
+	for _, path := range []string{"/", "/?project=docs", "/tasks/T-0004"} {
+		_, body := f.get(t, path, testToken)
+		if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+			t.Errorf("%s: the hostile title is not shown as text", path)
+		}
+		for _, raw := range []string{"<script>alert(", "<img src=x", "</dd><script>"} {
+			if strings.Contains(body, raw) {
+				t.Errorf("%s: raw markup %q in the page", path, raw)
+			}
+		}
+	}
+	_, body := f.get(t, "/tasks/T-0004", testToken)
+	for _, w := range []string{"&lt;img src=x onerror=alert(2)&gt;", "&lt;script&gt;alert(3)&lt;/script&gt;", "&lt;/dd&gt;&lt;script&gt;alert(4)"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("task page lacks the escaped %q", w)
+		}
+	}
+}
+
+// TestBoardColumns: one column per status, in the order of a task's life,
+// each task in the column of its status.
+func TestBoardColumns(t *testing.T) {
+	f := newFixture(t)
+	_, body := f.get(t, "/", testToken)
+	cols := regexp.MustCompile(`data-status="([a-z_]+)"`).FindAllStringSubmatch(body, -1)
+	var got []string
+	for _, c := range cols {
+		got = append(got, c[1])
+	}
+	if !slices.Equal(got, domain.Statuses) {
+		t.Fatalf("columns %v, want %v", got, domain.Statuses)
+	}
+	want := map[string]string{"T-0001": "backlog", "T-0002": "done", "T-0003": "todo", "T-0004": "blocked"}
+	for id, st := range want {
+		col := body[strings.Index(body, `data-status="`+st+`"`):]
+		if end := strings.Index(col[1:], `data-status="`); end >= 0 {
+			col = col[:end+1]
+		}
+		if !strings.Contains(col, `href="/tasks/`+id+`"`) {
+			t.Errorf("%s is not in the %s column", id, st)
+		}
+	}
+}
+
+// TestTaskPageMatchesTheView: the task page shows every step of the view
+// the CLI shows, in order, each with its seq, short hash and a proof link
+// at the ledger size the page states.
+func TestTaskPageMatchesTheView(t *testing.T) {
+	f := newFixture(t)
+	var v *views.Task
+	var size uint64
+	err := f.store.View(func(tx *boltstore.Tx) error {
+		var err error
+		v, err = views.ReadTask(tx, "T-0002")
+		size = tx.Head().Seq
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := f.get(t, "/tasks/T-0002", testToken)
+	at := 0
+	for _, st := range v.Timeline {
+		i := strings.Index(body[at:], `<span class="seq">seq `+itoa(st.Seq)+`</span>`)
+		if i < 0 {
+			t.Fatalf("step seq %d missing or out of order", st.Seq)
+		}
+		at += i
+		for _, w := range []string{st.Hash[:12], `href="/proofs/` + itoa(st.Seq) + `?size=` + itoa(size) + `"`} {
+			if !strings.Contains(body[at:], w) {
+				t.Errorf("step seq %d lacks %q", st.Seq, w)
+			}
+		}
+	}
+	history := body[strings.Index(body, "Status history"):strings.Index(body, "Decision trail")]
+	for _, st := range []string{"backlog", "todo", "in progress", "review", "done"} {
+		if !strings.Contains(history, ">"+st+"<") {
+			t.Errorf("status history lacks %s", st)
+		}
+	}
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// TestSessionsShowRoots: the sessions list and each session page show the
+// root the views compute (frozen for a finalized session).
+func TestSessionsShowRoots(t *testing.T) {
+	f := newFixture(t)
+	var list []views.SessionSummary
+	err := f.store.View(func(tx *boltstore.Tx) error {
+		var err error
+		list, err = views.Sessions(tx, "")
+		return err
+	})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("sessions %v, %v", list, err)
+	}
+	_, all := f.get(t, "/sessions", testToken)
+	for _, s := range list {
+		if !strings.Contains(all, s.Root) {
+			t.Errorf("the sessions page lacks %s's root %s", s.SessionID, s.Root)
+		}
+		_, one := f.get(t, "/sessions/"+s.SessionID, testToken)
+		if !strings.Contains(one, s.Root) {
+			t.Errorf("%s's page lacks its root", s.SessionID)
+		}
+	}
+}
+
+// TestNotFound: unknown ids and addresses are 404 pages; other methods are
+// refused.
+func TestNotFound(t *testing.T) {
+	f := newFixture(t)
+	for _, path := range []string{"/tasks/T-0099", "/tasks/nonsense", "/sessions/A-0099", "/sessions/T-0001", "/nowhere"} {
+		if res, _ := f.get(t, path, testToken); res.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: status %d, want 404", path, res.StatusCode)
+		}
+	}
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+		req, _ := http.NewRequest(m, f.srv.URL+"/tasks/T-0001", nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		if res, _ := do(t, req); res.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s: status %d, want 405", m, res.StatusCode)
+		}
+	}
+}
+
+// TestProofDownload: a proof file for an event checks, with audit's proof
+// checker (what `logbook check-proof` runs), against the ledger's root of
+// the size asked for; out-of-range requests are refused.
+func TestProofDownload(t *testing.T) {
+	f := newFixture(t)
+	var head uint64
+	roots := map[uint64]ledger.Hash{}
+	err := f.store.View(func(tx *boltstore.Tx) error {
+		head = tx.Head().Seq
+		for _, size := range []uint64{head, 10} {
+			r, err := tx.Root(size)
+			roots[size] = r
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ seq, size uint64 }{{1, head}, {7, 10}, {head, head}, {10, 10}} {
+		q := "/proofs/" + itoa(c.seq) + "?size=" + itoa(c.size)
+		res, body := f.get(t, q, testToken)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d %s", q, res.StatusCode, body)
+		}
+		if cd := res.Header.Get("Content-Disposition"); !strings.HasPrefix(cd, "attachment;") {
+			t.Errorf("%s: Content-Disposition %q", q, cd)
+		}
+		p, err := audit.DecodeProof([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if p.Seq != c.seq {
+			t.Errorf("%s: proof of seq %d", q, p.Seq)
+		}
+		if _, err := p.Check(audit.Trusted{Root: roots[c.size], Size: c.size, SizeKnown: true}); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+		// The same proof against another root must not hold.
+		other := roots[head]
+		if c.size == head {
+			other = roots[10]
+		}
+		if _, err := p.Check(audit.Trusted{Root: other}); err == nil {
+			t.Errorf("%s: the proof holds against a wrong root", q)
+		}
+	}
+	// Without a size: the whole ledger.
+	_, body := f.get(t, "/proofs/3", testToken)
+	if p, err := audit.DecodeProof([]byte(body)); err != nil || p.TreeSize != head {
+		t.Errorf("default size: %v, %v", p, err)
+	}
+	for q, code := range map[string]int{
+		"/proofs/0": 400, "/proofs/x": 400, "/proofs/1?size=-1": 400,
+		"/proofs/" + itoa(head+1): 404, "/proofs/5?size=4": 404, "/proofs/1?size=" + itoa(head+1): 404,
+	} {
+		if res, _ := f.get(t, q, testToken); res.StatusCode != code {
+			t.Errorf("%s: status %d, want %d", q, res.StatusCode, code)
+		}
+	}
+}
+
+// TestVerifyStream runs "verify now" and reads its Server-Sent Events:
+// progress through both phases, then the report of a sound ledger whose
+// root is the ledger's.
+func TestVerifyStream(t *testing.T) {
+	f := newFixture(t)
+	var root ledger.Hash
+	var size uint64
+	err := f.store.View(func(tx *boltstore.Tx) error {
+		size = tx.Head().Seq
+		var err error
+		root, err = tx.Root(size)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/ledger/verify", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	events := readEvents(t, bufio.NewScanner(res.Body))
+	if len(events) < 3 {
+		t.Fatalf("events %v", events)
+	}
+	phases := map[int]bool{}
+	for _, e := range events[:len(events)-1] {
+		if e.name != "progress" {
+			t.Fatalf("event %q before the end", e.name)
+		}
+		var p progress
+		if err := json.Unmarshal([]byte(e.data), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Total < size || p.Done > p.Total {
+			t.Errorf("progress %+v of a ledger of %d", p, size)
+		}
+		phases[p.Phase] = true
+	}
+	if !phases[1] || !phases[2] {
+		t.Errorf("phases %v, want 1 and 2", phases)
+	}
+	last := events[len(events)-1]
+	if last.name != "report" {
+		t.Fatalf("last event %s: %s", last.name, last.data)
+	}
+	var rep audit.Report
+	if err := json.Unmarshal([]byte(last.data), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || rep.Size != size || rep.Root != root || rep.Projections == nil || !rep.Projections.Checked {
+		t.Errorf("report %s", last.data)
+	}
+}
+
+type sse struct{ name, data string }
+
+func readEvents(t *testing.T, sc *bufio.Scanner) []sse {
+	t.Helper()
+	var out []sse
+	var cur sse
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			cur.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = strings.TrimPrefix(line, "data: ")
+		case line == "":
+			out = append(out, cur)
+			cur = sse{}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

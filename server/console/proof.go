@@ -1,0 +1,62 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/audit/boltaudit"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+// errRange is a seq or size outside the ledger.
+var errRange = errors.New("out of range")
+
+// proof downloads the inclusion proof of event {seq} in the ledger of
+// ?size= events (default: all of them now), the file `logbook prove
+// inclusion` writes and `logbook check-proof` checks.
+func (c *console) proof(w http.ResponseWriter, r *http.Request) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil || seq == 0 {
+		http.Error(w, "the seq must be a positive integer", http.StatusBadRequest)
+		return
+	}
+	var size uint64
+	if s := r.URL.Query().Get("size"); s != "" {
+		if size, err = strconv.ParseUint(s, 10, 64); err != nil {
+			http.Error(w, "the size must be a positive integer", http.StatusBadRequest)
+			return
+		}
+	}
+	var p *audit.Proof
+	err = c.opts.Store.View(func(tx *boltstore.Tx) error {
+		head := tx.Head().Seq
+		if size == 0 {
+			size = head
+		}
+		if seq > size || size > head {
+			return errRange
+		}
+		var err error
+		p, err = boltaudit.ProveInclusion(tx, seq, size)
+		return err
+	})
+	if errors.Is(err, errRange) {
+		http.Error(w, fmt.Sprintf("no event %d in a ledger of %d events", seq, size), http.StatusNotFound)
+		return
+	}
+	var raw []byte
+	if err == nil {
+		raw, err = p.Encode()
+	}
+	if err != nil {
+		c.log.Error("console: prove", "seq", seq, "size", size, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="leaf-%d-size-%d.json"`, seq, size))
+	w.Write(raw)
+}

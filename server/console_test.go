@@ -1,0 +1,78 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/mcp"
+)
+
+// TestConsoleMounted: Run serves the console at "/" beside /mcp and
+// /healthz, to tokens of the tokens projection without a --tools limit
+// (read-only ones included); a limited, revoked or unknown token gets the
+// login page.
+func TestConsoleMounted(t *testing.T) {
+	l, _ := openStore(t, boltstore.Options{Hold: true})
+	log := slog.New(slog.DiscardHandler)
+	svc, err := commands.New(l, commands.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _, _ := IssueToken(l, Issue{Agent: "auditor", Issuer: "op"})
+	reader, _, _ := IssueToken(l, Issue{Agent: "reader", Issuer: "op", ReadOnly: true})
+	limited, _, _ := IssueToken(l, Issue{Agent: "bot", Issuer: "op", Tools: []string{"task_get", "task_list"}})
+	revoked, _, _ := IssueToken(l, Issue{Agent: "gone", Issuer: "op"})
+	if _, err := RevokeTokens(l, Revoke{Agent: "gone", Issuer: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Store: l, MCP: mcp.New(svc, mcp.Options{Logger: log}), Listen: "127.0.0.1:0",
+			Logger: log, Ready: func(a net.Addr) { ready <- a }})
+	}()
+	base := "http://" + (<-ready).String()
+	get := func(path, tok string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	for _, tok := range []string{full, reader} {
+		for _, path := range []string{"/", "/sessions", "/ledger"} {
+			if code, body := get(path, tok); code != http.StatusOK || !strings.Contains(body, "Log out") {
+				t.Errorf("%s: status %d", path, code)
+			}
+		}
+	}
+	for _, tok := range []string{"", limited, revoked, "lbk_nonsense"} {
+		if code, body := get("/", tok); code != http.StatusUnauthorized || !strings.Contains(body, `action="/login"`) {
+			t.Errorf("token %q: status %d", tok, code)
+		}
+	}
+	if code, body := get("/healthz", ""); code != http.StatusOK || !strings.Contains(body, "ok") {
+		t.Errorf("/healthz: %d %s", code, body)
+	}
+	if code, _ := get("/mcp", ""); code != http.StatusUnauthorized {
+		t.Errorf("/mcp without a token: %d", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

@@ -1,0 +1,141 @@
+package views
+
+import (
+	"fmt"
+
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// EachSession calls fn for every audit session in id order. Session ids are
+// numbered from 1 with none skipped, so the next id bounds them.
+func EachSession(tx *boltstore.Tx, fn func(projections.Session)) error {
+	next, err := projections.NextSessionID(tx)
+	if err != nil {
+		return err
+	}
+	last, _ := domain.ParseID(domain.SessionPrefix, next)
+	for n := uint64(1); n < last; n++ {
+		s, ok, err := projections.GetSession(tx, domain.FormatID(domain.SessionPrefix, n))
+		if err != nil {
+			return err
+		}
+		if ok {
+			fn(s)
+		}
+	}
+	return nil
+}
+
+// SessionSummary is an audit session as a list shows it.
+type SessionSummary struct {
+	SessionID   string `json:"session_id"`
+	TaskID      string `json:"task_id"`
+	AuditorID   string `json:"auditor_id"`
+	Scope       string `json:"scope"`
+	Reason      string `json:"reason,omitempty"`
+	StartedAt   string `json:"started_at"`
+	StartSeq    uint64 `json:"start_seq"`
+	Leaves      uint64 `json:"leaves"`
+	Finalized   bool   `json:"finalized"`
+	FinalizedAt string `json:"finalized_at,omitempty"`
+	// Root is the frozen root once finalized, else the root of the leaves so far.
+	Root string `json:"root"`
+}
+
+// Summarize is s as a list shows it.
+func Summarize(s projections.Session) SessionSummary {
+	sum := SessionSummary{SessionID: s.SessionID, TaskID: s.TaskID, AuditorID: s.AuditorID, Scope: s.Scope,
+		Reason: s.Reason, StartedAt: s.StartedAt, StartSeq: s.StartSeq, Leaves: s.Leaves.Size,
+		Finalized: s.Final != nil, FinalizedAt: s.FinalizedAt, Root: s.Leaves.Root().String()}
+	if s.Final != nil {
+		sum.Root = s.Final.MerkleRoot
+	}
+	return sum
+}
+
+// State is "finalized" or "open".
+func (s SessionSummary) State() string {
+	if s.Finalized {
+		return "finalized"
+	}
+	return "open"
+}
+
+// Sessions lists the audit sessions in id order, those on task only when
+// task is not empty.
+func Sessions(tx *boltstore.Tx, task string) ([]SessionSummary, error) {
+	list := []SessionSummary{}
+	err := EachSession(tx, func(s projections.Session) {
+		if task == "" || s.TaskID == task {
+			list = append(list, Summarize(s))
+		}
+	})
+	return list, err
+}
+
+// Session is one audit session with its leaves, and the ledger size and
+// root its leaves are proven against.
+type Session struct {
+	SessionSummary
+	// Sealed is how many leaves the frozen root covers: all of them, or
+	// those of one task (SealedTask) and the start event.
+	Sealed     uint64 `json:"sealed,omitempty"`
+	SealedTask string `json:"sealed_task,omitempty"`
+	FirstSeq   uint64 `json:"first_seq"`
+	LastSeq    uint64 `json:"last_seq"`
+	LeafList   []Leaf `json:"leaf_list"`
+	// Proofs are against the ledger as it was when the session was
+	// finalized (its size and root are in the session), else as it is now.
+	LedgerSize uint64 `json:"ledger_size"`
+	LedgerRoot string `json:"ledger_root"`
+}
+
+// Leaf is one leaf of a session: a ledger event.
+type Leaf struct {
+	Seq    uint64   `json:"seq"`
+	Hash   string   `json:"hash"`
+	Type   string   `json:"type"`
+	Tasks  []string `json:"tasks"`
+	Sealed bool     `json:"sealed"`
+}
+
+// ReadSession reads the audit session id and its leaves; ErrNotFound
+// (wrapped) if the ledger has no such session.
+func ReadSession(tx *boltstore.Tx, id string) (*Session, error) {
+	s, ok, err := projections.GetSession(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("audit session %s: %w", id, ErrNotFound)
+	}
+	v := &Session{SessionSummary: Summarize(s), FirstSeq: s.FirstSeq, LastSeq: s.LastSeq, LeafList: []Leaf{}}
+	var only string
+	if s.Final != nil {
+		v.Sealed, v.SealedTask, only = s.Final.LeafCount, s.Final.TaskID, s.Final.TaskID
+		v.LedgerSize, v.LedgerRoot = s.LedgerSize, s.LedgerRoot
+	} else {
+		v.LedgerSize = tx.Head().Seq
+		root, err := tx.Root(v.LedgerSize)
+		if err != nil {
+			return nil, err
+		}
+		v.LedgerRoot = root.String()
+	}
+	err = projections.SessionLeaves(tx, id, func(l projections.Leaf) error {
+		r, err := tx.Event(l.Seq)
+		if err != nil {
+			return err
+		}
+		tasks := l.Tasks
+		if tasks == nil {
+			tasks = []string{}
+		}
+		v.LeafList = append(v.LeafList, Leaf{Seq: l.Seq, Hash: l.Hash.String(), Type: r.Type, Tasks: tasks,
+			Sealed: s.Final != nil && s.Selects(l, only)})
+		return nil
+	})
+	return v, err
+}
