@@ -5,12 +5,13 @@ import "github.com/logbook-dev/logbook/commands"
 func knowledgeTools() []*tool {
 	return []*tool{
 		{
-			name: "knowledge_search",
+			name:  "knowledge_search",
+			title: "Search knowledge",
 			description: "Search thoughts, findings, live learnings and the latest version of each memory key by relevance " +
 				"(BM25 over stemmed words), each hit with the seq and hash of the ledger event that recorded it.",
 			cmd: commands.SearchKnowledge,
 			out: object("",
-				prop("query", str("")),
+				prop("query", str("The query as given.")),
 				prop("project", str("The project searched; absent when every project was.")),
 				prop("count", integer("Number of hits returned.")),
 				prop("hits", array("Best first.", object("",
