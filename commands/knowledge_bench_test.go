@@ -2,7 +2,9 @@ package commands
 
 import (
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +26,21 @@ import (
 // of every projection, the index included.
 //
 //	go test ./commands -run XXX -bench KnowledgeIndex -benchtime 2000x
+//
+// LOGBOOK_BENCH_KNOWLEDGE=1000000 (a comma-separated list) sets the sizes.
 func BenchmarkKnowledgeIndex(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	sizes := []int{10_000, 100_000}
+	if env := os.Getenv("LOGBOOK_BENCH_KNOWLEDGE"); env != "" {
+		sizes = sizes[:0]
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("LOGBOOK_BENCH_KNOWLEDGE=%q: want sizes like 1000000", env)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			h := newHarness(b, Options{Agent: "bench"})
 			h.tampered = true // the benchmark times its own rebuild
