@@ -1,8 +1,6 @@
 package projections
 
 import (
-	"fmt"
-
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
@@ -31,19 +29,8 @@ func applyFindingRecorded(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, ok := domain.ParseID(domain.FindingPrefix, p.FindingID)
-	if !ok {
-		return fmt.Errorf("bad finding id %q", p.FindingID)
-	}
-	if err := seenNumber(f.tx, counterFinding, n); err != nil {
-		return err
-	}
-	findings, err := f.tx.Space(spFindings)
-	if err != nil {
-		return err
-	}
 	fd := Finding{FindingRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
-	if err := putRecord(findings, u64(n), &fd); err != nil {
+	if _, err := putNumbered(f, domain.FindingPrefix, counterFinding, spFindings, p.FindingID, &fd); err != nil {
 		return err
 	}
 	return f.index(r, p.FindingID, search.Finding, p.Project, search.Field{Name: "summary", Text: p.Summary},

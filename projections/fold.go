@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -135,4 +136,24 @@ func (f *folder) isWithin(id, ancestor string) (bool, error) {
 		}
 		return *t, ok, err
 	})
+}
+
+// putNumbered stores rec, the projection of the object with the given id
+// (prefix and a number), in space under its number, after checking the id
+// and advancing the id counter; numbers only grow, so the space's pages are
+// packed full. It returns the number.
+func putNumbered(f *folder, prefix, counter, space, id string, rec any) (uint64, error) {
+	n, ok := domain.ParseID(prefix, id)
+	if !ok {
+		return 0, fmt.Errorf("bad id %q", id)
+	}
+	if err := seenNumber(f.tx, counter, n); err != nil {
+		return 0, err
+	}
+	sp, err := f.tx.Space(space)
+	if err != nil {
+		return 0, err
+	}
+	sp.AppendOnly()
+	return n, putRecord(sp, u64(n), rec)
 }

@@ -40,19 +40,9 @@ func applyLearningRecorded(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, ok := domain.ParseID(domain.LearningPrefix, p.LearningID)
-	if !ok {
-		return fmt.Errorf("bad learning id %q", p.LearningID)
-	}
-	if err := seenNumber(f.tx, counterLearning, n); err != nil {
-		return err
-	}
-	learnings, err := f.tx.Space(spLearnings)
-	if err != nil {
-		return err
-	}
 	l := Learning{LearningRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
-	if err := putRecord(learnings, u64(n), &l); err != nil {
+	n, err := putNumbered(f, domain.LearningPrefix, counterLearning, spLearnings, p.LearningID, &l)
+	if err != nil {
 		return err
 	}
 	live, err := f.tx.Space(spLiveLearnings)

@@ -59,19 +59,9 @@ func applyMemoryWritten(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, ok := domain.ParseID(domain.MemoryPrefix, p.MemoryID)
-	if !ok {
-		return fmt.Errorf("bad memory id %q", p.MemoryID)
-	}
-	if err := seenNumber(f.tx, counterMemory, n); err != nil {
-		return err
-	}
-	memories, err := f.tx.Space(spMemories)
-	if err != nil {
-		return err
-	}
 	m := Memory{MemoryWritten: p, Hash: r.Hash.String(), WrittenAt: FormatTime(r.Time), WrittenBy: r.Actor, Seq: r.Seq}
-	if err := putRecord(memories, u64(n), &m); err != nil {
+	n, err := putNumbered(f, domain.MemoryPrefix, counterMemory, spMemories, p.MemoryID, &m)
+	if err != nil {
 		return err
 	}
 	keys, err := f.tx.Space(spMemoryKeys)

@@ -34,25 +34,13 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	n, ok := domain.ParseID(domain.ThoughtPrefix, p.ThoughtID)
-	if !ok {
-		return fmt.Errorf("bad thought id %q", p.ThoughtID)
-	}
-	if err := seenNumber(tx, counterThought, n); err != nil {
-		return err
-	}
 	// A thought is immutable and its event holds all of it: the projection
 	// keeps what lists and chains need, and leaves the text (content, tests,
-	// blockers, metadata) in the event, where reads find it by seq. Numbers
-	// only grow, so the pages are packed full.
+	// blockers, metadata) in the event, where reads find it by seq.
 	th := Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
 	th.Content, th.Branch, th.CommitSHA, th.TestsRun, th.Blockers, th.Metadata = "", "", "", nil, nil, ""
-	thoughts, err := tx.Space(spThoughts)
+	n, err := putNumbered(f, domain.ThoughtPrefix, counterThought, spThoughts, p.ThoughtID, &th)
 	if err != nil {
-		return err
-	}
-	thoughts.AppendOnly()
-	if err := putRecord(thoughts, u64(n), &th); err != nil {
 		return err
 	}
 	tn, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)

@@ -187,28 +187,13 @@ func (tx *Tx) Event(seq uint64) (ledger.Record, error) {
 // Scan calls fn for each event with seq in [begin, end), in order. It stops
 // at the first error and returns it.
 func (tx *Tx) Scan(begin, end uint64, fn func(ledger.Record) error) error {
-	c := tx.events.Cursor()
-	n := 0
-	for k, v := c.Seek(u64(begin)); k != nil; k, v = c.Next() {
-		seq, ok := seqOf(k)
-		if !ok {
-			return fmt.Errorf("%w: an event key of %d bytes", ErrDamaged, len(k))
-		}
-		if seq >= end {
-			break
-		}
-		if n++; n%releaseEvery == 0 {
-			tx.releaseMapped()
-		}
-		r, err := ledger.DecodeRecord(v)
+	return tx.ScanRaw(begin, end, func(seq uint64, raw []byte) error {
+		r, err := ledger.DecodeRecord(raw)
 		if err != nil {
 			return fmt.Errorf("event %d: %w", seq, err)
 		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return nil
+		return fn(r)
+	})
 }
 
 // Root is the RFC 9162 root of the first size events.
