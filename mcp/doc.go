@@ -1,11 +1,12 @@
 // Package mcp is logbook's MCP edge: the only package that imports the MCP
-// go-sdk. It publishes the 14 tools of the contract (shared/CONTRACT.md) with
-// their input and output JSON schemas, validates arguments, owns the result
-// envelope and the table from errors to ERR_* codes, and serves the tools
-// over newline-delimited JSON-RPC on stdio (Server.Run), over Streamable
-// HTTP behind bearer tokens (Server.HTTPHandler, for logbook server), and as
-// a stdio bridge to such a server (Bridge). It implements no tool: every
-// tools/call goes to commands.Service.Do.
+// go-sdk. It publishes the tools of the contract (docs/CONTRACT.md) and the
+// knowledge tools with their input and output JSON schemas, validates
+// arguments, owns the result envelope and the table from errors to ERR_*
+// codes, and serves the tools over newline-delimited JSON-RPC on stdio
+// (Server.Run), over Streamable HTTP behind bearer tokens
+// (Server.HTTPHandler, for logbook server), and as a stdio bridge to such a
+// server (Bridge). It implements no tool: every tools/call goes to
+// commands.Service.Do.
 //
 // Invariants:
 //

@@ -39,15 +39,7 @@ func applyFindingRecorded(f *folder, r ledger.Record) error {
 
 // GetFinding reads a finding; ok is false if there is none with that id.
 func GetFinding(tx *boltstore.Tx, id string) (fd Finding, ok bool, err error) {
-	n, valid := domain.ParseID(domain.FindingPrefix, id)
-	if !valid {
-		return fd, false, nil
-	}
-	findings, err := tx.Space(spFindings)
-	if err != nil {
-		return fd, false, err
-	}
-	ok, err = getRecord(findings, u64(n), &fd)
+	ok, err = getNumbered(tx, domain.FindingPrefix, spFindings, id, &fd)
 	return fd, ok, err
 }
 

@@ -157,3 +157,17 @@ func putNumbered(f *folder, prefix, counter, space, id string, rec any) (uint64,
 	sp.AppendOnly()
 	return n, putRecord(sp, u64(n), rec)
 }
+
+// getNumbered reads into rec what putNumbered stored for id; ok is false if
+// there is none (or id is not of that prefix).
+func getNumbered(tx *boltstore.Tx, prefix, space, id string, rec any) (ok bool, err error) {
+	n, valid := domain.ParseID(prefix, id)
+	if !valid {
+		return false, nil
+	}
+	sp, err := tx.Space(space)
+	if err != nil {
+		return false, err
+	}
+	return getRecord(sp, u64(n), rec)
+}

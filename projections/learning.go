@@ -97,15 +97,7 @@ func applyLearningSuperseded(f *folder, r ledger.Record) error {
 
 // GetLearning reads a learning; ok is false if there is none with that id.
 func GetLearning(tx *boltstore.Tx, id string) (l Learning, ok bool, err error) {
-	n, valid := domain.ParseID(domain.LearningPrefix, id)
-	if !valid {
-		return l, false, nil
-	}
-	learnings, err := tx.Space(spLearnings)
-	if err != nil {
-		return l, false, err
-	}
-	ok, err = getRecord(learnings, u64(n), &l)
+	ok, err = getNumbered(tx, domain.LearningPrefix, spLearnings, id, &l)
 	return l, ok, err
 }
 
