@@ -22,7 +22,9 @@ import (
 //	4: the tokens space (token.issued, token.revoked)
 //	5: findings, learnings and memory, and the full-text index of thoughts,
 //	   findings, learnings and memory (package search)
-const Version = 5
+//	6: the full-text index keeps no text (it reads it from the events) and
+//	   packs each term's postings into delta-coded blocks
+const Version = 6
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

@@ -69,8 +69,13 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 			return err
 		}
 	}
-	return f.index(r, p.ThoughtID, search.Thought, task.Project, search.Field{Name: "content", Text: p.Content},
-		search.Field{Name: "blockers", Text: joinLines(p.Blockers)})
+	return f.index(thoughtDoc(r, &p, task.Project))
+}
+
+// thoughtDoc is what the knowledge index holds of a thought.
+func thoughtDoc(r ledger.Record, p *events.ThoughtRecorded, project string) search.Doc {
+	return search.Doc{ID: p.ThoughtID, Kind: search.Thought, Project: project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash,
+		Fields: []search.Field{{Name: "content", Text: p.Content}, {Name: "blockers", Text: joinLines(p.Blockers)}}}
 }
 
 func thoughtByNumber(tx *boltstore.Tx, n uint64) (Thought, error) {

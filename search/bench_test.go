@@ -124,7 +124,7 @@ func BenchmarkAdd(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; {
 		b.StopTimer()
-		ix := search.New(newMemSpace())
+		ix := search.New(newMemSpace(), docsOf(docs))
 		b.StartTimer()
 		for j := 0; j < len(docs) && i < b.N; j, i = j+1, i+1 {
 			if err := ix.Add(docs[j]); err != nil {
@@ -164,7 +164,7 @@ func BenchmarkLedger100k(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			ix := search.New(sp)
+			ix := search.New(sp, docsOf(docs))
 			for _, d := range docs[i:min(i+1000, len(docs))] {
 				if err := ix.Add(d); err != nil {
 					return err
@@ -186,7 +186,7 @@ func BenchmarkLedger100k(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			_, err = search.New(sp).Search(qs[i%len(qs)], search.Filter{})
+			_, err = search.New(sp, docsOf(docs)).Search(qs[i%len(qs)], search.Filter{})
 			return err
 		})
 		if err != nil {

@@ -38,7 +38,7 @@ func ids(hits []search.Hit) []string {
 func build(t testing.TB, docs []search.Doc) (*search.Index, *memSpace) {
 	t.Helper()
 	sp := newMemSpace()
-	ix := search.New(sp)
+	ix := search.New(sp, docsOf(docs))
 	for _, d := range docs {
 		if err := ix.Add(d); err != nil {
 			t.Fatal(err)
@@ -173,7 +173,7 @@ func TestRebuildIdentical(t *testing.T) {
 	replay := func() *memSpace {
 		sp := newMemSpace()
 		for i, d := range corpus {
-			ix := search.New(sp) // a new Index per "transaction", like the ledger's
+			ix := search.New(sp, docsOf(corpus)) // a new Index per "transaction", like the ledger's
 			if err := ix.Add(d); err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +211,7 @@ func TestLedgerSpace(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		ix := search.New(sp)
+		ix := search.New(sp, docsOf(sample()))
 		for _, d := range sample() {
 			if err := ix.Add(d); err != nil {
 				return err
@@ -231,7 +231,7 @@ func TestLedgerSpace(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		hits, err := search.New(sp).Search("failing tests migrations", search.Filter{})
+		hits, err := search.New(sp, docsOf(sample())).Search("failing tests migrations", search.Filter{})
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package search
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -104,54 +103,37 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 	var cands []candidate
 	for _, qt := range qts {
 		// MaxScore: once the terms left cannot lift a document never seen
-		// above the k-th partial score, only the candidates need these terms,
-		// looked up one by one when that is cheaper than reading the postings.
+		// above the k-th partial score, only the candidates need these terms.
 		closed := len(cands) >= k && qt.rest < topK(cands, k)[k-1].score
-		if closed && uint64(len(cands)) < qt.df/4 {
-			for j := range cands {
-				v := ix.sp.Get(postingKey(qt.term, cands[j].num))
-				if v == nil {
-					continue
+		var bad error
+		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, block []byte) (bool, error) {
+			err := eachPosting(key, block, func(num uint64, p posting, _, _ int) bool {
+				switch {
+				case num >= uint64(len(slot)):
+					bad = fmt.Errorf("doc %d: %w", num, ErrCorrupt)
+					return false
+				case closed && slot[num] == 0, !match(p):
+				case slot[num] > 0:
+					cands[slot[num]-1].score += bm25(qt.idf, p)
+				default:
+					cands = append(cands, candidate{num: num, seq: p.seq, score: bm25(qt.idf, p)})
+					slot[num] = int32(len(cands))
 				}
-				p, err := decodePosting(v)
-				if err != nil {
-					return nil, fmt.Errorf("posting of %q: %w", qt.term, err)
-				}
-				cands[j].score += bm25(qt.idf, p)
+				return true
+			})
+			if err == nil {
+				err = bad
 			}
-			continue
-		}
-		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, v []byte) (bool, error) {
-			num := binary.BigEndian.Uint64(key[len(key)-8:])
-			if num >= uint64(len(slot)) {
-				return false, fmt.Errorf("posting of %q: doc %d: %w", qt.term, num, ErrCorrupt)
-			}
-			if closed && slot[num] == 0 {
-				return true, nil
-			}
-			p, err := decodePosting(v)
-			if err != nil {
-				return false, fmt.Errorf("posting of %q: %w", qt.term, err)
-			}
-			if !match(p) {
-				return true, nil
-			}
-			if j := slot[num]; j > 0 {
-				cands[j-1].score += bm25(qt.idf, p)
-			} else {
-				cands = append(cands, candidate{num: num, seq: p.seq, score: bm25(qt.idf, p)})
-				slot[num] = int32(len(cands))
-			}
-			return true, nil
+			return err == nil, err
 		})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("postings of %q: %w", qt.term, err)
 		}
 	}
 	top := topK(cands, k)
 	hits := make([]Hit, 0, len(top))
 	for _, c := range top {
-		doc, err := decodeDoc(ix.sp.Get(docKey(c.num)))
+		doc, err := ix.doc(c.seq, "")
 		if err != nil {
 			return nil, fmt.Errorf("hit %d: %w", c.num, err)
 		}
@@ -177,7 +159,7 @@ type queryTerm struct {
 func (ix *Index) queryTerms(terms []string, n float64) ([]queryTerm, error) {
 	var qts []queryTerm
 	for _, t := range terms {
-		df, err := ix.df(t)
+		df, _, err := ix.term(t)
 		if err != nil {
 			return nil, err
 		}
@@ -236,30 +218,4 @@ func topK(cands []candidate, k int) []candidate {
 		}
 	}
 	return top
-}
-
-// posting is the decoded value of a posting key.
-type posting struct {
-	tf, length, seq, project uint64
-	kind                     Kind
-}
-
-func decodePosting(v []byte) (posting, error) {
-	var p posting
-	var err error
-	if p.tf, v, err = uvarint(v); err != nil {
-		return p, err
-	}
-	if p.length, v, err = uvarint(v); err != nil {
-		return p, err
-	}
-	if len(v) == 0 {
-		return p, ErrCorrupt
-	}
-	p.kind, v = Kind(v[0]), v[1:]
-	if p.seq, v, err = uvarint(v); err != nil {
-		return p, err
-	}
-	p.project, _, err = uvarint(v)
-	return p, err
 }
