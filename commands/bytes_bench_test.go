@@ -110,6 +110,7 @@ func reportUsage(b *testing.B, h *harness, n int, when string) int64 {
 		pages, used int
 	}
 	var rows []row
+	var used int64 // the high-water mark: pages ever allocated
 	ps := db.Info().PageSize
 	add := func(name string, bk *bolt.Bucket) {
 		s := bk.Stats()
@@ -117,6 +118,7 @@ func reportUsage(b *testing.B, h *harness, n int, when string) int64 {
 		rows = append(rows, row{name, pages, s.BranchInuse + s.LeafInuse})
 	}
 	err = db.View(func(tx *bolt.Tx) error {
+		used = tx.Size()
 		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
 			switch string(name) {
 			case "spaces", "merkle":
@@ -140,8 +142,8 @@ func reportUsage(b *testing.B, h *harness, n int, when string) int64 {
 	}
 	slices.SortFunc(rows, func(a, c row) int { return c.pages - a.pages })
 	per := func(v int) float64 { return float64(v) / float64(n) }
-	b.Logf("%s: file %d bytes, %.0f B/thought; free pages %d (%.0f B/thought), pending %d", when, fi.Size(), per(int(fi.Size())),
-		st.FreePageN, per(st.FreePageN*ps), st.PendingPageN)
+	b.Logf("%s: file %d bytes, %.0f B/thought (pages used %.0f B/thought, of which free %.0f)", when, fi.Size(), per(int(fi.Size())),
+		per(int(used)), per(st.FreePageN*ps))
 	for _, r := range rows {
 		if r.pages == 0 {
 			continue

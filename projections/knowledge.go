@@ -41,6 +41,7 @@ func (f *folder) knowledge() (*search.Index, error) {
 		if err != nil {
 			return nil, err
 		}
+		sp.AppendOnly()
 		return search.New(sp, knowledgeDocs(f.tx, f.taskProject)), nil
 	}
 	if f.indexBuf.sp == nil {
@@ -48,6 +49,7 @@ func (f *folder) knowledge() (*search.Index, error) {
 		if err != nil {
 			return nil, err
 		}
+		sp.AppendOnly()
 		f.indexBuf.sp = sp
 	}
 	return search.New(f.indexBuf, knowledgeDocs(f.tx, f.taskProject)), nil

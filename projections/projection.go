@@ -23,7 +23,8 @@ import (
 //	5: findings, learnings and memory, and the full-text index of thoughts,
 //	   findings, learnings and memory (package search)
 //	6: the full-text index keeps no text (it reads it from the events) and
-//	   packs each term's postings into delta-coded blocks
+//	   packs each term's postings into delta-coded blocks; a thought is
+//	   kept as the seq of its event alone
 const Version = 6
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
