@@ -103,10 +103,11 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 	var cands []candidate
 	for _, qt := range qts {
 		// MaxScore: once the terms left cannot lift a document never seen
-		// above the k-th partial score, only the candidates need these terms.
+		// above the k-th partial score, only the candidates need these terms:
+		// a block none of them falls in is skipped undecoded.
 		closed := len(cands) >= k && qt.rest < topK(cands, k)[k-1].score
 		var bad error
-		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, block []byte) (bool, error) {
+		score := func(key, block []byte) error {
 			err := eachPosting(key, block, func(num uint64, p posting, _, _ int) bool {
 				switch {
 				case num >= uint64(len(slot)):
@@ -124,8 +125,39 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 			if err == nil {
 				err = bad
 			}
+			return err
+		}
+		var nums []uint64 // the candidates' doc numbers, in order
+		if closed {
+			for _, c := range cands {
+				nums = append(nums, c.num)
+			}
+			slices.Sort(nums)
+		}
+		// holds reports whether a candidate falls in [lo, hi).
+		holds := func(lo, hi uint64) bool {
+			i, _ := slices.BinarySearch(nums, lo)
+			return i < len(nums) && nums[i] < hi
+		}
+		// A block's postings lie below the next block's base: a block is
+		// decoded once the next one's key says whether it holds a candidate.
+		var pendKey, pendBlock []byte
+		var pendBase uint64
+		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, block []byte) (bool, error) {
+			if !closed {
+				err := score(key, block)
+				return err == nil, err
+			}
+			base, _, _, err := blockBase(key, block)
+			if err == nil && pendKey != nil && holds(pendBase, base) {
+				err = score(pendKey, pendBlock)
+			}
+			pendKey, pendBlock, pendBase = append(pendKey[:0], key...), append(pendBlock[:0], block...), base
 			return err == nil, err
 		})
+		if err == nil && pendKey != nil && holds(pendBase, math.MaxUint64) {
+			err = score(pendKey, pendBlock)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("postings of %q: %w", qt.term, err)
 		}
