@@ -93,7 +93,7 @@ const (
 // left as it is and the next posting starts a new one: large enough that
 // the key of a block costs little beside its postings, small enough that
 // appending to it (read, append, write) stays cheap.
-const blockBytes = 512
+const blockBytes = 256
 
 // Index is the full-text index in one Space. It holds no state of its own, so
 // an Index is as cheap as the Space it wraps and as valid as its transaction.
