@@ -174,15 +174,16 @@ func (ix *Index) Add(doc Doc) error {
 	s.nextDoc++
 	terms, tf, length := termFreqs(doc.Fields)
 	for _, t := range terms {
-		df, last, err := ix.term(t)
+		e, err := ix.term(t)
 		if err != nil {
 			return err
 		}
 		p := posting{tf: tf[t], length: length, kind: doc.Kind, seq: doc.Seq, project: project}
-		if last, err = ix.appendPosting(t, df, last, num, p); err != nil {
+		if err := ix.appendPosting(t, &e, num, p); err != nil {
 			return fmt.Errorf("add %s: %w", doc.ID, err)
 		}
-		if err := ix.putTerm(t, df+1, last); err != nil {
+		e.df++
+		if err := ix.putTerm(t, e); err != nil {
 			return err
 		}
 	}
@@ -220,20 +221,19 @@ func (ix *Index) Remove(id string) error {
 	}
 	terms, _, length := termFreqs(doc.Fields)
 	for _, t := range terms {
-		df, last, err := ix.term(t)
+		e, err := ix.term(t)
 		if err != nil {
 			return err
 		}
-		if df <= 1 {
-			err = ix.sp.Delete(dfKey(t))
-		} else {
-			err = ix.putTerm(t, df-1, last)
+		if e.df == 0 {
+			return fmt.Errorf("remove %s: term %q not indexed: %w", id, t, ErrCorrupt)
 		}
-		if err != nil {
-			return err
-		}
-		if err := ix.removePosting(t, num); err != nil {
+		if err := ix.removePosting(t, &e, num); err != nil {
 			return fmt.Errorf("remove %s: %w", id, err)
+		}
+		e.df--
+		if err := ix.putTerm(t, e); err != nil {
+			return err
 		}
 	}
 	if err := ix.sp.Delete(idKey); err != nil {
@@ -259,26 +259,6 @@ func (ix *Index) doc(seq uint64, id string) (Doc, error) {
 // Has reports whether a document with this id is indexed.
 func (ix *Index) Has(id string) bool {
 	return ix.sp.Get(append([]byte{keyID}, id...)) != nil
-}
-
-// term returns the document frequency of term and the base of its last
-// block of postings (0, 0 for a term no document holds).
-func (ix *Index) term(term string) (df, last uint64, err error) {
-	v := ix.sp.Get(dfKey(term))
-	if v == nil {
-		return 0, 0, nil
-	}
-	if df, v, err = uvarint(v); err == nil {
-		last, _, err = uvarint(v)
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("df %q: %w", term, err)
-	}
-	return df, last, nil
-}
-
-func (ix *Index) putTerm(term string, df, last uint64) error {
-	return ix.sp.Put(dfKey(term), binary.AppendUvarint(binary.AppendUvarint(nil, df), last))
 }
 
 // projectNumber returns the number of project, assigning the next one (and

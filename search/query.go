@@ -107,8 +107,8 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 		// a block none of them falls in is skipped undecoded.
 		closed := len(cands) >= k && qt.rest < topK(cands, k)[k-1].score
 		var bad error
-		score := func(key, block []byte) error {
-			err := eachPosting(key, block, func(num uint64, p posting, _, _ int) bool {
+		score := func(base uint64, block []byte) error {
+			err := eachPosting(base, block, func(num uint64, p posting, _, _ int) bool {
 				switch {
 				case num >= uint64(len(slot)):
 					bad = fmt.Errorf("doc %d: %w", num, ErrCorrupt)
@@ -140,23 +140,32 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 			return i < len(nums) && nums[i] < hi
 		}
 		// A block's postings lie below the next block's base: a block is
-		// decoded once the next one's key says whether it holds a candidate.
-		var pendKey, pendBlock []byte
+		// decoded once the next one's base says whether it holds a candidate.
+		var pending []byte
 		var pendBase uint64
-		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, block []byte) (bool, error) {
+		visit := func(base uint64, block []byte) error {
 			if !closed {
-				err := score(key, block)
-				return err == nil, err
+				return score(base, block)
 			}
-			base, _, _, err := blockBase(key, block)
-			if err == nil && pendKey != nil && holds(pendBase, base) {
-				err = score(pendKey, pendBlock)
+			var err error
+			if pending != nil && holds(pendBase, base) {
+				err = score(pendBase, pending)
 			}
-			pendKey, pendBlock, pendBase = append(pendKey[:0], key...), append(pendBlock[:0], block...), base
+			pending, pendBase = append(pending[:0], block...), base
+			return err
+		}
+		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, block []byte) (bool, error) {
+			base, err := keyBase(key)
+			if err == nil {
+				err = visit(base, block)
+			}
 			return err == nil, err
 		})
-		if err == nil && pendKey != nil && holds(pendBase, math.MaxUint64) {
-			err = score(pendKey, pendBlock)
+		if err == nil && qt.open != nil {
+			err = visit(qt.base, qt.open)
+		}
+		if err == nil && pending != nil && holds(pendBase, math.MaxUint64) {
+			err = score(pendBase, pending)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("postings of %q: %w", qt.term, err)
@@ -181,8 +190,8 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 // frequency, and rest: the most that it and the terms after it can add to a
 // document's score (BM25's tf factor stays below k1+1).
 type queryTerm struct {
-	term      string
-	df        uint64
+	term string
+	termEntry
 	idf, rest float64
 }
 
@@ -191,13 +200,13 @@ type queryTerm struct {
 func (ix *Index) queryTerms(terms []string, n float64) ([]queryTerm, error) {
 	var qts []queryTerm
 	for _, t := range terms {
-		df, _, err := ix.term(t)
+		e, err := ix.term(t)
 		if err != nil {
 			return nil, err
 		}
-		if df > 0 {
-			idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-			qts = append(qts, queryTerm{term: t, df: df, idf: idf})
+		if df := float64(e.df); df > 0 {
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			qts = append(qts, queryTerm{term: t, termEntry: e, idf: idf})
 		}
 	}
 	slices.SortStableFunc(qts, func(a, c queryTerm) int { return cmp.Compare(a.df, c.df) })
