@@ -24,7 +24,7 @@ func knowledgeIndex(tx *boltstore.Tx) (*search.Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return search.New(sp, knowledgeDocs(tx, func(taskID string) (string, error) {
+	return search.New(sp, knowledgeDocs(tx.Event, func(taskID string) (string, error) {
 		t, ok, err := GetTask(tx, taskID)
 		if err == nil && !ok {
 			err = fmt.Errorf("task %q missing from projection", taskID)
@@ -42,7 +42,7 @@ func (f *folder) knowledge() (*search.Index, error) {
 			return nil, err
 		}
 		sp.AppendOnly()
-		return search.New(sp, knowledgeDocs(f.tx, f.taskProject)), nil
+		return search.New(sp, knowledgeDocs(f.event, f.taskProject)), nil
 	}
 	if f.indexBuf.sp == nil {
 		sp, err := f.tx.Space(spKnowledge)
@@ -52,7 +52,7 @@ func (f *folder) knowledge() (*search.Index, error) {
 		sp.AppendOnly()
 		f.indexBuf.sp = sp
 	}
-	return search.New(f.indexBuf, knowledgeDocs(f.tx, f.taskProject)), nil
+	return search.New(f.indexBuf, knowledgeDocs(f.event, f.taskProject)), nil
 }
 
 // taskProject is the project of a task as the fold sees it (a batch's
@@ -69,11 +69,12 @@ func (f *folder) taskProject(taskID string) (string, error) {
 	return t.Project, nil
 }
 
-// knowledgeDocs reads the index's documents from their events in tx: the
-// index keeps no text. taskProject names the project of a thought's task.
-func knowledgeDocs(tx *boltstore.Tx, taskProject func(taskID string) (string, error)) search.Docs {
+// knowledgeDocs reads the index's documents from their events, which event
+// returns by seq: the index keeps no text. taskProject names the project of
+// a thought's task.
+func knowledgeDocs(event func(seq uint64) (ledger.Record, error), taskProject func(taskID string) (string, error)) search.Docs {
 	return func(seq uint64) (search.Doc, error) {
-		r, err := tx.Event(seq)
+		r, err := event(seq)
 		if err != nil {
 			return search.Doc{}, err
 		}
