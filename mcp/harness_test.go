@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // The tests in this package drive a Server in-process over io.Pipe with raw
@@ -32,8 +33,17 @@ func (f *fakeDo) do(_ context.Context, call commands.Call) ([]byte, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, call)
 	f.mu.Unlock()
-	if call.Invalid != nil {
-		_, reply := call.Encode(nil, call.Invalid)
+	// As commands.Service.Do: the edge's refusal, else the arguments
+	// checked with the domain's rules, then a read-only caller's.
+	invalid := call.Invalid
+	if invalid == nil && call.Command != nil {
+		invalid = call.Command.Rules().ValidateArgs(domain.ParseArgs(call.Args))
+	}
+	if invalid == nil && call.ReadOnly && call.Command.Mutates() {
+		invalid = commands.ErrReadOnly
+	}
+	if invalid != nil {
+		_, reply := call.Encode(nil, invalid)
 		return reply, nil
 	}
 	var (
