@@ -108,12 +108,26 @@ type session struct {
 
 func startSession(t *testing.T, s *Server) *session {
 	t.Helper()
+	return startSessionWith(t, s, nil)
+}
+
+// startSessionWith is startSession with d (if not nil) as the connection's
+// direct tool calls, so that a test can count them.
+func startSessionWith(t *testing.T, s *Server, d *direct) *session {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &session{t: t, in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1), cancel: cancel}
 	go func() {
-		err := s.Run(ctx, inR, outW)
+		run := s.Run
+		if d != nil {
+			run = func(ctx context.Context, in io.Reader, out io.Writer) error {
+				d.ctx, d.handle = context.WithoutCancel(ctx), s.handle
+				return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log, d)
+			}
+		}
+		err := run(ctx, inR, outW)
 		outW.Close()
 		inR.Close()
 		c.done <- err

@@ -186,18 +186,22 @@ func (s *Server) Stages() []string { return append([]string(nil), stages...) }
 // requests) or reading in fails other than by ending. Run does not close in or out; a goroutine blocked reading in
 // may outlive it until in returns.
 func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log)
+	return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log, &direct{ctx: context.WithoutCancel(ctx), handle: s.handle})
 }
 
-// serveStdio is Run for any SDK server (the bridge's too).
-func serveStdio(ctx context.Context, srv *sdk.Server, in io.Reader, out io.Writer, maxLine int, log *slog.Logger) error {
+// serveStdio is Run for any SDK server (the bridge's too, without d).
+func serveStdio(ctx context.Context, srv *sdk.Server, in io.Reader, out io.Writer, maxLine int, log *slog.Logger, d *direct) error {
 	c := newConn(in, out, maxLine, log)
+	c.direct = d
 	defer c.Close()
 	// The SDK's context would cancel in-flight calls abruptly; the connection
 	// turns ctx's cancellation into a drain instead.
 	session, err := srv.Connect(context.WithoutCancel(ctx), transport{c}, nil)
 	if err != nil {
 		return fmt.Errorf("mcp connect: %w", err)
+	}
+	if d != nil {
+		d.session.Store(session)
 	}
 	defer context.AfterFunc(ctx, c.stopReading)()
 	if err := session.Wait(); err != nil && !errors.Is(err, io.EOF) {
