@@ -75,8 +75,8 @@ func toolCallParams(params json.RawMessage) (*sdk.CallToolParamsRaw, bool) {
 	var name string
 	var args json.RawMessage
 	var seen uint8
-	ok := members(params, func(key string, val []byte) bool {
-		switch key {
+	ok := members(params, func(key, val []byte) bool {
+		switch string(key) {
 		case "name":
 			n, end, ok := plainString(val, 0)
 			if !ok || end != len(val) || seen&1 != 0 {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -66,4 +67,34 @@ func TestDirectCallsAgreeWithSDK(t *testing.T) {
 	if sdkOut != fastOut {
 		t.Errorf("transcripts differ:\nSDK:\n%s\ndirect:\n%s", sdkOut, fastOut)
 	}
+}
+
+// FuzzToolCallParams: params toolCallParams takes decode, with encoding/json,
+// to the same name and arguments, and carry no other member.
+func FuzzToolCallParams(f *testing.F) {
+	for _, s := range []string{`{"name":"x","arguments":{"a":[1,"}"]}}`, `{ "arguments" : { } , "name" : "t" }`, `{"name":"x"}`,
+		`{"name":"x","arguments":null}`, `{"name":"x","name":"y"}`, `{"name":"x","_meta":{}}`, `{"name":"\u0078"}`, `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.TrimSpace(data)
+		if !json.Valid(data) || len(data) == 0 || data[0] != '{' {
+			return // params the fast path saw are a valid object
+		}
+		p, ok := toolCallParams(data)
+		if !ok {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		var name string
+		if err := json.Unmarshal(m["name"], &name); err != nil || name != p.Name {
+			t.Fatalf("%s: name %q, encoding/json %q (%v)", data, p.Name, name, err)
+		}
+		if !bytes.Equal(m["arguments"], p.Arguments) || len(m) != 1+min(len(p.Arguments), 1) {
+			t.Fatalf("%s: arguments %s, encoding/json %s (%d members)", data, p.Arguments, m["arguments"], len(m))
+		}
+	})
 }

@@ -12,7 +12,8 @@ import (
 // allocates a 32 KiB buffer for every message). The transport decodes and
 // encodes the two messages of a tool call, the request and its successful
 // response, itself, byte for byte as the SDK would (checked against it in
-// fastpath_test.go), and leaves every other message to the SDK.
+// fastpath_test.go), runs the usual tool call without the SDK's request
+// machinery (direct.go), and leaves every other message to the SDK.
 //
 // useFastpath is false only in BenchmarkFastpathAB, which measures what the
 // fast path earns: it stays while that is at least 10% of per-call CPU.
@@ -36,9 +37,9 @@ func decodeRequest(data []byte) (*jsonrpc.Request, bool) {
 	}
 	var version, id, method, params []byte
 	var seen uint8
-	ok := members(data, func(key string, val []byte) bool {
+	ok := members(data, func(key, val []byte) bool {
 		var bit uint8
-		switch key {
+		switch string(key) {
 		case "jsonrpc":
 			bit, version = 1, val
 		case "id":
@@ -93,7 +94,7 @@ func decodeRequest(data []byte) (*jsonrpc.Request, bool) {
 // members calls f with each member of data, a JSON object that json.Valid
 // accepts, in order: its key and its value's bytes. It returns false if a
 // key is not a plain string (see plainString) or f returns false.
-func members(data []byte, f func(key string, val []byte) bool) bool {
+func members(data []byte, f func(key, val []byte) bool) bool {
 	if len(data) < 2 || data[0] != '{' {
 		return false
 	}
@@ -102,7 +103,7 @@ func members(data []byte, f func(key string, val []byte) bool) bool {
 		return true
 	}
 	for {
-		key, next, ok := plainString(data, i)
+		key, next, ok := plainText(data, i)
 		if !ok {
 			return false
 		}
@@ -130,18 +131,24 @@ func members(data []byte, f func(key string, val []byte) bool) bool {
 // plainString reads the JSON string starting at data[i] if it is printable
 // ASCII without escapes, returning its text and the index after it.
 func plainString(data []byte, i int) (string, int, bool) {
+	text, end, ok := plainText(data, i)
+	return string(text), end, ok
+}
+
+// plainText is plainString's text as bytes of data, without copying it.
+func plainText(data []byte, i int) ([]byte, int, bool) {
 	if i >= len(data) || data[i] != '"' {
-		return "", 0, false
+		return nil, 0, false
 	}
 	for j := i + 1; j < len(data); j++ {
 		switch c := data[j]; {
 		case c == '"':
-			return string(data[i+1 : j]), j + 1, true
+			return data[i+1 : j], j + 1, true
 		case c == '\\' || c < 0x20 || c > 0x7e:
-			return "", 0, false
+			return nil, 0, false
 		}
 	}
-	return "", 0, false
+	return nil, 0, false
 }
 
 func skipSpace(data []byte, i int) int {
