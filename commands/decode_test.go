@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/domain"
@@ -70,6 +72,30 @@ func TestDecodeRefusesWhatGoCannotHold(t *testing.T) {
 		err := fields.decode(domain.ParseArgs([]byte(c.args)).Object(), &in)
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%s: %v, want %s", c.args, err, c.want)
+		}
+	}
+}
+
+// TestNamedIDs: the subjects of tool.called are the ids the arguments name,
+// read as encoding/json decodes them (the last of a repeated key), for
+// arguments past the parser's limits too.
+func TestNamedIDs(t *testing.T) {
+	deep := strings.Repeat("[", 70) + strings.Repeat("]", 70)
+	for _, c := range []struct {
+		args string
+		want []string
+	}{
+		{`{"task_id":"T-0001","session_id":"A-0002","parent_id":"T-0003"}`, []string{"T-0001", "T-0003", "A-0002"}},
+		{`{"task_id":"T-0001","task_id":"T-0002"}`, []string{"T-0002"}},
+		{`{"task_id":"T-0001","task_id":5}`, nil},
+		{`{"task_id":"x","parent_id":"A-0001"}`, []string{"A-0001"}},
+		{`{"task_id":"T-0001","metadata":` + deep + `}`, []string{"T-0001"}},
+		{`[{"task_id":"T-0001"}]`, nil},
+		{`{"task_id":"T-0001"`, nil},
+		{``, nil},
+	} {
+		if got := namedIDs(domain.ParseArgs([]byte(c.args))); !slices.Equal(got, c.want) {
+			t.Errorf("%.60s: %q, want %q", c.args, got, c.want)
 		}
 	}
 }

@@ -435,29 +435,31 @@ func namedIDs(a *domain.Args) []string {
 		if json.Unmarshal(a.Raw(), &m) != nil {
 			return nil
 		}
-		return idsOf(func(k string) any { return m[k] })
+		return idsOf(func(k string) string { s, _ := m[k].(string); return s })
 	}
 	obj := a.Object()
 	if obj == nil || obj.Kind() != domain.Object {
 		return nil
 	}
-	return idsOf(func(k string) any {
-		var last any
+	return idsOf(func(k string) string {
+		last := ""
 		for _, m := range obj.Members() {
-			if m.Key == k && m.Value.Kind() == domain.String {
-				last = m.Value.Text()
-			} else if m.Key == k {
-				last = nil
+			if m.Key == k {
+				last = ""
+				if m.Value.Kind() == domain.String {
+					last = m.Value.Text()
+				}
 			}
 		}
 		return last
 	})
 }
 
-func idsOf(get func(key string) any) []string {
+// idsOf are the ids among the string values get gives of the id keys ("" if none).
+func idsOf(get func(key string) string) []string {
 	var ids []string
 	for _, k := range []string{"task_id", "parent_id", "session_id"} {
-		id, _ := get(k).(string)
+		id := get(k)
 		_, task := domain.ParseID(domain.TaskPrefix, id)
 		_, session := domain.ParseID(domain.SessionPrefix, id)
 		if task || session {

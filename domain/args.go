@@ -74,7 +74,8 @@ func (v *Value) Get(key string) *Value {
 // this one tree.
 type Args struct {
 	raw    []byte
-	root   *Value // the whole tree; nil if raw is not JSON or passes a limit
+	root   *Value // the whole tree (&tree); nil if raw is not JSON or passes a limit
+	tree   Value
 	absent bool   // raw is empty or null: the empty object
 	issues Issues // what the text itself breaks, in the order found
 	// overLimit: parsing stopped at MaxDepth or MaxValues, so root is nil
@@ -105,7 +106,7 @@ func ParseArgs(raw []byte) *Args {
 		a.absent = true
 	}
 	p := parser{raw: raw, is: &a.issues}
-	root := new(Value)
+	root := &a.tree
 	p.skipSpace()
 	if p.value(root, "", 1) {
 		if p.skipSpace(); p.i < len(raw) {

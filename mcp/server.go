@@ -283,10 +283,32 @@ func clientName(req *sdk.CallToolRequest) string {
 	return ""
 }
 
+// plainName reports whether sanitizeName leaves name as it is: printable
+// ASCII, at most maxClientName characters, no space at either end.
+func plainName(name string) bool {
+	if len(name) > maxClientName || name == "" || name[0] == ' ' || name[len(name)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < 0x20 || name[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // maxClientName matches the longest --agent name.
 const maxClientName = 128
 
 func sanitizeName(name string) string {
+	if plainName(name) {
+		return name // the usual name, unchanged: no copy
+	}
+	return cleanName(name)
+}
+
+// cleanName is sanitizeName's rule, for any name.
+func cleanName(name string) string {
 	var b strings.Builder
 	n := 0
 	for _, r := range name {
