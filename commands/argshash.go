@@ -192,7 +192,7 @@ func utf16Key(r rune) rune {
 // refused here first, so that two different argument texts never share a
 // canonical form.
 func canonicalJCSText(raw []byte) []byte {
-	if !json.Valid(raw) || !utf8.Valid(raw) || loneSurrogate(raw) {
+	if !json.Valid(raw) || !utf8.Valid(raw) || domain.LoneSurrogate(raw) {
 		return raw
 	}
 	c, err := jcs.Transform(raw)
@@ -216,45 +216,3 @@ func canonicalV1(raw []byte) []byte {
 	return c
 }
 
-// loneSurrogate reports whether JSON text holds a \uD800–\uDFFF escape that
-// is not a high surrogate immediately followed by an escaped low one: text
-// that decoders silently turn into U+FFFD.
-func loneSurrogate(b []byte) bool {
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			continue
-		}
-		if b[i+1] != 'u' {
-			i++ // skip the escaped character, which may be a backslash
-			continue
-		}
-		r, ok := hex4(b, i+2)
-		if !ok {
-			continue
-		}
-		switch {
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return true
-		case r >= 0xD800 && r <= 0xDBFF:
-			lo, ok := rune(0), false
-			if i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
-				lo, ok = hex4(b, i+8)
-			}
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return true
-			}
-			i += 11
-		default:
-			i += 5
-		}
-	}
-	return false
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(b[at:at+4]), 16, 16)
-	return rune(n), err == nil
-}

@@ -142,7 +142,7 @@ func FuzzCanonicalJCS(f *testing.F) {
 		if string(c) == in {
 			return
 		}
-		if !json.Valid([]byte(in)) || !utf8.Valid([]byte(in)) || loneSurrogate([]byte(in)) {
+		if !json.Valid([]byte(in)) || !utf8.Valid([]byte(in)) || domain.LoneSurrogate([]byte(in)) {
 			t.Fatalf("%q is not I-JSON but was canonicalised to %q", in, c)
 		}
 		if !json.Valid(c) || !utf8.Valid(c) {

@@ -229,9 +229,7 @@ func (p *parser) value(v *Value, path string, depth int) bool {
 
 func (p *parser) object(v *Value, path string, depth int) bool {
 	var seen map[string]bool // the keys, once the object is large
-	p.skipSpace()
-	if p.i < len(p.raw) && p.raw[p.i] == '}' {
-		p.i++
+	if p.closes('}') {
 		return true
 	}
 	for {
@@ -261,18 +259,36 @@ func (p *parser) object(v *Value, path string, depth int) bool {
 		if !p.value(&v.members[len(v.members)-1].Value, kp, depth+1) {
 			return false
 		}
-		p.skipSpace()
-		if p.i < len(p.raw) && p.raw[p.i] == '}' {
-			p.i++
-			return true
+		if done, ok := p.next('}'); done || !ok {
+			return ok
 		}
-		if p.i >= len(p.raw) || p.raw[p.i] != ',' {
-			p.syntax()
-			return false
-		}
-		p.i++
-		p.skipSpace()
 	}
+}
+
+// closes reports whether the container just opened is empty: the close
+// comes next (and is read).
+func (p *parser) closes(close byte) bool {
+	p.skipSpace()
+	if p.i < len(p.raw) && p.raw[p.i] == close {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// next reads what follows a member or an item: the container's close
+// (done) or a comma; ok is false, with the issue recorded, for anything else.
+func (p *parser) next(close byte) (done, ok bool) {
+	if p.closes(close) {
+		return true, true
+	}
+	if p.i >= len(p.raw) || p.raw[p.i] != ',' {
+		p.syntax()
+		return false, false
+	}
+	p.i++
+	p.skipSpace()
+	return false, true
 }
 
 // repeated reports whether object v already has a member named key: a
@@ -295,9 +311,7 @@ func (p *parser) repeated(v *Value, key string, seen *map[string]bool) bool {
 }
 
 func (p *parser) array(v *Value, path string, depth int) bool {
-	p.skipSpace()
-	if p.i < len(p.raw) && p.raw[p.i] == ']' {
-		p.i++
+	if p.closes(']') {
 		return true
 	}
 	for n := 0; ; n++ {
@@ -308,17 +322,9 @@ func (p *parser) array(v *Value, path string, depth int) bool {
 		if !p.value(&v.items[n], indexPath(path, n), depth+1) {
 			return false
 		}
-		p.skipSpace()
-		if p.i < len(p.raw) && p.raw[p.i] == ']' {
-			p.i++
-			return true
+		if done, ok := p.next(']'); done || !ok {
+			return ok
 		}
-		if p.i >= len(p.raw) || p.raw[p.i] != ',' {
-			p.syntax()
-			return false
-		}
-		p.i++
-		p.skipSpace()
 	}
 }
 
@@ -435,6 +441,41 @@ func (p *parser) escape() (r rune, n int, lone bool) {
 		}
 	}
 	return utf8.RuneError, 6, true
+}
+
+// LoneSurrogate reports whether JSON text holds a \uD800–\uDFFF escape that
+// is not a high surrogate immediately followed by an escaped low one: text
+// that decoders silently turn into U+FFFD.
+func LoneSurrogate(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // skip the escaped character, which may be a backslash
+			continue
+		}
+		r, ok := hex4(b, i+2)
+		if !ok {
+			continue
+		}
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		case r >= 0xD800 && r <= 0xDBFF:
+			lo, ok := rune(0), false
+			if i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+				lo, ok = hex4(b, i+8)
+			}
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return false
 }
 
 func hex4(b []byte, at int) (rune, bool) {

@@ -83,3 +83,31 @@ func FuzzParseArgs(f *testing.F) {
 		}
 	})
 }
+
+func TestLoneSurrogate(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{`"plain"`, false},
+		{`"\ud83d\ude00"`, false},
+		{`"\uD83D\uDE00"`, false},
+		{`"\\ud800"`, false}, // an escaped backslash, then text
+		{`"\\\ud800"`, true},
+		{`"\ud800"`, true},
+		{`"\ud800\n"`, true},
+		{`"\ud800\ud800"`, true},
+		{`"\ude00\ud83d"`, true},
+		{`"x\ud83d"`, true},
+		{`"\u00e9\u0041"`, false},
+	}
+	for _, tt := range tests {
+		if got := LoneSurrogate([]byte(tt.in)); got != tt.want {
+			t.Errorf("LoneSurrogate(%s) = %v, want %v", tt.in, got, tt.want)
+		}
+		// The parser agrees on the same text.
+		if _, _, lone, ok := (&parser{raw: []byte(tt.in), is: &Issues{}}).str(); !ok || lone != tt.want {
+			t.Errorf("parser on %s: lone %v, want %v", tt.in, lone, tt.want)
+		}
+	}
+}
