@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/ledger/jetstream"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/server"
+)
+
+// The commands that copy or rebuild a ledger: snapshot, rebuild, migrate.
+
+// snapshotJSON is snapshot's --json output.
+type snapshotJSON struct {
+	Out      string      `json:"out"`
+	Size     uint64      `json:"size"`
+	Head     ledger.Hash `json:"head"`
+	Root     ledger.Hash `json:"root"`
+	LockedMS float64     `json:"locked_ms"` // the longest the source was held for the copy
+}
+
+func snapshot(c *call) func() error {
+	c.ledgerFlags()
+	out := c.fs.String("out", "", "the new file to write (required; must not exist)")
+	c.jsonFlag("print JSON")
+	return func() error {
+		if *out == "" {
+			return usageErr("snapshot: --out is required")
+		}
+		if err := checkPath("--out", *out, false); err != nil {
+			return err
+		}
+		exists := usageErr("snapshot: --out %s exists; refusing to overwrite it", *out)
+		if _, err := os.Lstat(*out); err == nil {
+			return exists
+		}
+		opts, err := c.openOptions(true)
+		if err != nil {
+			return err
+		}
+		boundMemory()
+		s, err := server.Snapshot(c.ctx, *c.db, *out, server.SnapshotOptions{Open: opts,
+			Copied: c.progress("snapshot: copy"), Folded: c.progress("snapshot: projections")})
+		if errors.Is(err, os.ErrExist) {
+			return exists
+		}
+		if err != nil {
+			return ioErr("snapshot", err)
+		}
+		res := snapshotJSON{Out: *out, Size: s.Size, Head: s.Head, Root: s.Root, LockedMS: millis(s.Locked)}
+		return c.print(res, func() error {
+			_, err := fmt.Fprintf(c.stdout, "snapshot of %d events (head %s, root %s) written to %s; the source was held %.1f ms at most\n",
+				res.Size, res.Head, res.Root, res.Out, res.LockedMS)
+			return err
+		})
+	}
+}
+
+// rebuildJSON is rebuild's --json output.
+type rebuildJSON struct {
+	Events     uint64  `json:"events"` // folded: seq 1..events
+	Version    uint64  `json:"version"`
+	MS         float64 `json:"ms"`
+	EventsPerS float64 `json:"events_per_s"`
+	FreeMS     float64 `json:"free_ms"` // freeing the old projections' pages, after the refold
+}
+
+func rebuild(c *call) func() error {
+	c.ledgerFlags()
+	c.jsonFlag("print JSON")
+	return func() error {
+		l, err := c.open(false)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		boundMemory()
+		start := time.Now()
+		if err := commands.Rebuild(l, true, c.progress("rebuild")); err != nil {
+			if errors.Is(err, projections.ErrNewerVersion) {
+				return usageErr("rebuild: %v", err)
+			}
+			return ioErr("rebuild", err)
+		}
+		elapsed := time.Since(start)
+		// The old projections were discarded at once and are freed a little
+		// per transaction; free the rest now, still in short transactions.
+		if err := l.EmptyTrash(); err != nil {
+			return ioErr("rebuild", err)
+		}
+		res := rebuildJSON{FreeMS: millis(time.Since(start) - elapsed)}
+		if err := l.View(func(tx *boltstore.Tx) (err error) {
+			res.Version, res.Events, err = projections.State(tx)
+			return err
+		}); err != nil {
+			return ioErr("rebuild", err)
+		}
+		if res.MS = millis(elapsed); elapsed > 0 {
+			res.EventsPerS = float64(res.Events) / elapsed.Seconds()
+		}
+		if err := l.Close(); err != nil {
+			return ioErr("rebuild", err)
+		}
+		return c.print(res, func() error {
+			_, err := fmt.Fprintf(c.stdout, "rebuilt projections (version %d) from %d events in %.0f ms (%.0f events/s)\n",
+				res.Version, res.Events, res.MS, res.EventsPerS)
+			return err
+		})
+	}
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func migrate(c *call) func() error {
+	from := c.fs.String("from", "", "the ledger file to copy (required)")
+	to := c.fs.String("to", "", "NATS servers: nats://HOST:PORT[,nats://HOST:PORT…] (required)")
+	nf := c.natsFlags()
+	c.jsonFlag("print JSON")
+	return func() error {
+		if *from == "" || !jetstream.IsURL(*to) {
+			return usageErr("migrate: --from FILE and --to nats://HOST:PORT are required")
+		}
+		if err := checkPath("--from", *from, true); err != nil {
+			return err
+		}
+		src, err := boltstore.Open(*from, boltstore.Options{ReadOnly: true})
+		if err != nil {
+			return ioErr("migrate", err)
+		}
+		defer src.Close()
+		rep, closeRep, err := c.openReplica(nf, *to)
+		if err != nil {
+			return err
+		}
+		defer closeRep()
+		res, err := jetstream.Migrate(c.ctx, src, rep, c.progress("migrate: copy"))
+		var mismatch *jetstream.MismatchError
+		switch {
+		case errors.Is(err, jetstream.ErrNotEmpty):
+			return usageErr("migrate: %v", err)
+		case errors.As(err, &mismatch):
+			return integrityErr(fmt.Errorf("migrate: %w", err))
+		case err != nil:
+			return ioErr("migrate", err)
+		}
+		return c.print(res, func() error {
+			_, err := fmt.Fprintf(c.stdout, "migrated %d events into stream %s\nhead %v\nroot %v (identical to the file's)\n", res.Size, res.Stream, res.Head, res.Root)
+			return err
+		})
+	}
+}
+
+// natsFlags are the flags of every command that reaches a JetStream-backed
+// ledger: the stream, the servers' credentials and TLS, and a system-account
+// user to check the servers' sync setting with. Passwords come from the
+// environment only, never argv.
+type natsFlags struct {
+	stream            *string
+	replicas          *int
+	allowUnreplicated *bool
+	dial              jetstream.Dial
+}
+
+func (c *call) natsFlags() *natsFlags {
+	f := &natsFlags{
+		stream:            c.fs.String("stream", "", "JetStream stream holding the ledger (required; subject logbook.<stream>.events)"),
+		replicas:          c.fs.Int("replicas", 3, "servers keeping the stream when it is created"),
+		allowUnreplicated: c.fs.Bool("allow-unreplicated", false, "accept a stream on fewer than 3 servers (loses events with a disk)"),
+		dial:              jetstream.Dial{Password: c.getenv("LOGBOOK_NATS_PASSWORD"), SysPassword: c.getenv("LOGBOOK_NATS_SYS_PASSWORD")},
+	}
+	d := &f.dial
+	c.fs.StringVar(&d.Creds, "nats-creds", "", "NATS credentials file (JWT + nkey)")
+	c.fs.StringVar(&d.User, "nats-user", "", "NATS user (password from env LOGBOOK_NATS_PASSWORD)")
+	c.fs.StringVar(&d.TLSCA, "nats-tls-ca", "", "CA certificate file to verify the NATS servers with")
+	c.fs.StringVar(&d.TLSCert, "nats-tls-cert", "", "client certificate file for NATS (with --nats-tls-key)")
+	c.fs.StringVar(&d.TLSKey, "nats-tls-key", "", "client key file for NATS")
+	c.fs.StringVar(&d.SysCreds, "nats-sys-creds", "", "system-account credentials file: check every server syncs always")
+	c.fs.StringVar(&d.SysUser, "nats-sys-user", "", "system-account user (password from env LOGBOOK_NATS_SYS_PASSWORD): check every server syncs always")
+	return f
+}
+
+// openReplica connects to the servers at urls (comma-separated) and opens
+// the stream. The returned close ends the replica and its connections.
+func (c *call) openReplica(f *natsFlags, urls string) (*jetstream.Replica, func(), error) {
+	if *f.stream == "" {
+		return nil, nil, usageErr("%s: --stream is required with a NATS store", c.name)
+	}
+	f.dial.URLs, f.dial.Name = urls, "logbook "+c.name
+	rep, closeRep, err := jetstream.Connect(c.ctx, f.dial, jetstream.Options{
+		Stream: *f.stream, Replicas: *f.replicas, AllowUnreplicated: *f.allowUnreplicated,
+		Logf: func(format string, args ...any) { fmt.Fprintf(c.stderr, c.name+": "+format+"\n", args...) },
+	})
+	if err != nil {
+		return nil, nil, usageErr("%s: %w", c.name, err)
+	}
+	return rep, closeRep, nil
+}
