@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -26,43 +27,37 @@ func verify(c *call) func() error {
 	cpPath := c.fs.String("checkpoint", "", "signed checkpoint the ledger must extend")
 	vkeyPath := c.fs.String("vkey", "", "verifier key of the checkpoint's signer (with --checkpoint)")
 	noProj := c.fs.Bool("no-projections", false, "skip the projection check")
-	scratch := c.fs.String("scratch", "", "directory for the scratch projections (default: the system temp dir)")
-	chunk := c.fs.Uint64("chunk", 1<<13, "events per read transaction")
+	opts := boltaudit.Options{Progress: c.progress("verify")}
+	c.fs.StringVar(&opts.ScratchDir, "scratch", "", "directory for the scratch projections (default: the system temp dir)")
+	c.fs.Uint64Var(&opts.Chunk, "chunk", 1<<13, "events per read transaction")
 	return func() error {
-		if *chunk == 0 {
+		switch {
+		case opts.Chunk == 0:
 			return usageErr("verify: --chunk must be positive")
-		}
-		if *vkeyPath != "" && *cpPath == "" {
+		case *vkeyPath != "" && *cpPath == "":
 			return usageErr("verify: --vkey without --checkpoint")
-		}
-		opts := boltaudit.Options{Chunk: *chunk, Projections: !*noProj, ScratchDir: *scratch, Progress: c.progress("verify")}
-		if *cpPath != "" {
+		case *cpPath != "":
 			cp, err := openCheckpoint("verify", *cpPath, *vkeyPath)
 			if err != nil {
 				return err
 			}
 			opts.Checkpoint = &cp
 		}
-		if fi, err := os.Stat(*scratch); *scratch != "" && (err != nil || !fi.IsDir()) {
-			return usageErr("verify: --scratch %s is not a directory", *scratch)
+		if fi, err := os.Stat(opts.ScratchDir); opts.ScratchDir != "" && (err != nil || !fi.IsDir()) {
+			return usageErr("verify: --scratch %s is not a directory", opts.ScratchDir)
 		}
-		l, err := c.open(true)
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		boundMemory()
-		out, err := boltaudit.Verify(c.ctx, l, opts)
-		if err != nil {
-			return ioErr("verify", err)
-		}
-		if err := c.print(out, func() error { views.VerifyReport(c.stdout, out); return nil }); err != nil {
-			return err
-		}
-		if !out.OK {
+		opts.Projections = !*noProj
+		return c.with(true, func(l *boltstore.Store) error {
+			boundMemory()
+			out, err := boltaudit.Verify(c.ctx, l, opts)
+			if err != nil {
+				return ioErr("verify", err)
+			}
+			if err := c.print(out, func() error { views.VerifyReport(c.stdout, out); return nil }); err != nil || out.OK {
+				return err
+			}
 			return integrityErr(fmt.Errorf("verify: %w", out.Problem))
-		}
-		return nil
+		})
 	}
 }
 
@@ -92,25 +87,22 @@ func replay(c *call) func() error {
 		if *types != "" {
 			o.Filter.Types = strings.Split(*types, ",")
 		}
-		l, err := c.open(true)
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		if err := l.View(func(tx *boltstore.Tx) error {
-			if head := tx.Head().Seq; !o.Follow && o.To > head {
-				return usageErr("replay: --to %d is beyond the head %d", o.To, head)
+		return c.with(true, func(l *boltstore.Store) error {
+			err := l.View(func(tx *boltstore.Tx) error {
+				if head := tx.Head().Seq; !o.Follow && o.To > head {
+					return usageErr("replay: --to %d is beyond the head %d", o.To, head)
+				}
+				return nil
+			})
+			if err == nil {
+				err = boltaudit.Replay(c.ctx, l, c.stdout, o)
 			}
-			return nil
-		}); err != nil {
+			var ie *ledger.IntegrityError
+			if errors.Is(err, ledger.ErrMalformed) || errors.As(err, &ie) {
+				return integrityErr(fmt.Errorf("replay: %w (run logbook verify)", err))
+			}
 			return passExit("replay", err)
-		}
-		err = boltaudit.Replay(c.ctx, l, c.stdout, o)
-		var ie *ledger.IntegrityError
-		if errors.Is(err, ledger.ErrMalformed) || errors.As(err, &ie) {
-			return integrityErr(fmt.Errorf("replay: %w (run logbook verify)", err))
-		}
-		return passExit("replay", err)
+		})
 	}
 }
 
@@ -232,13 +224,10 @@ func proveKind(kind string) func(c *call) func() error {
 					return usageErr("prove: tree size %d is beyond the head %d", n, head)
 				case inclusion && *seq > n:
 					return usageErr("prove inclusion: --seq %d is beyond the tree size %d", *seq, n)
-				case inclusion:
-					p, err = boltaudit.ProveInclusion(tx, *seq, n)
-				case *old > n:
+				case !inclusion && *old > n:
 					return usageErr("prove consistency: --old %d is beyond the new size %d", *old, n)
-				default:
-					p, err = boltaudit.ProveConsistency(tx, *old, n)
 				}
+				p, err = boltaudit.Prove(tx, kind, max(*seq, *old), n)
 				return err
 			})
 			if err != nil {
@@ -259,15 +248,6 @@ func proveKind(kind string) func(c *call) func() error {
 	}
 }
 
-// checkJSON is check-proof's --json output.
-type checkJSON struct {
-	OK        bool   `json:"ok"`
-	Type      string `json:"type,omitempty"`
-	Statement string `json:"statement,omitempty"` // what the proof proved
-	SizeBound bool   `json:"size_bound"`          // the tree size came from a trusted source, not the proof
-	Error     string `json:"error,omitempty"`
-}
-
 func checkProof(c *call) func() error {
 	rootHex := c.fs.String("root", "", "trusted root (hex) of the tree the proof is for (the new tree, for consistency)")
 	size := c.fs.Uint64("size", 0, "trusted size of that tree")
@@ -277,13 +257,11 @@ func checkProof(c *call) func() error {
 	vkeyPath := c.fs.String("vkey", "", "verifier key of the checkpoint's signer")
 	c.jsonFlag("print JSON")
 	return func() error {
-		file := c.arg()
-		if file == "" {
-			return usageErr("check-proof: want a proof file (or - for stdin)")
-		}
-		var trusted audit.Trusted
+		t := audit.Trusted{OldSize: *oldSize, OldSizeKnown: c.isSet("old-size")}
 		var err error
-		switch {
+		switch file := c.arg(); {
+		case file == "":
+			return usageErr("check-proof: want a proof file (or - for stdin)")
 		case *cpPath != "" && (*rootHex != "" || c.isSet("size")):
 			return usageErr("check-proof: --checkpoint and --root/--size exclude each other")
 		case *cpPath != "":
@@ -291,51 +269,42 @@ func checkProof(c *call) func() error {
 			if err != nil {
 				return err
 			}
-			trusted.Root, trusted.Size, trusted.SizeKnown = cp.Root, cp.Size, true
+			t.Root, t.Size, t.SizeKnown = cp.Root, cp.Size, true
 		case *rootHex == "":
 			return usageErr("check-proof: --root (or --checkpoint) is required: a proof is only as good as the root it is checked against")
 		default:
-			if trusted.Root, err = ledger.ParseHash(*rootHex); err != nil {
+			if t.Root, err = ledger.ParseHash(*rootHex); err != nil {
 				return usageErr("check-proof: --root: %v", err)
 			}
-			trusted.Size, trusted.SizeKnown = *size, c.isSet("size")
+			t.Size, t.SizeKnown = *size, c.isSet("size")
 		}
-		if *oldRootHex != "" {
-			if trusted.OldRoot, err = ledger.ParseHash(*oldRootHex); err != nil {
+		if t.OldRootKnown = *oldRootHex != ""; t.OldRootKnown {
+			if t.OldRoot, err = ledger.ParseHash(*oldRootHex); err != nil {
 				return usageErr("check-proof: --old-root: %v", err)
 			}
-			trusted.OldRootKnown = true
 		}
-		trusted.OldSize, trusted.OldSizeKnown = *oldSize, c.isSet("old-size")
 		var raw []byte
-		if file == "-" {
+		if file := c.arg(); file == "-" {
 			raw, err = io.ReadAll(c.stdin)
-		} else if err = checkPath("proof file", file, true); err == nil {
-			raw, err = os.ReadFile(file)
-		} else {
+		} else if err = checkPath("proof file", file, true); err != nil {
 			return err
+		} else {
+			raw, err = os.ReadFile(file)
 		}
 		if err != nil {
 			return usageErr("check-proof: %v", err)
 		}
-		res := checkJSON{SizeBound: trusted.SizeKnown}
-		p, err := audit.DecodeProof(raw)
-		if err == nil {
-			res.Type = p.Type
-			res.Statement, err = p.Check(trusted)
-		}
-		if errors.Is(err, audit.ErrOldForInclusion) {
+		res, err := audit.CheckProof(raw, t)
+		switch {
+		case errors.Is(err, audit.ErrOldForInclusion):
 			return usageErr("check-proof: --old-root/--old-size are for consistency proofs")
-		}
-		if err != nil {
-			res.Error = err.Error()
+		case err != nil:
 			c.print(res, func() error { _, werr := fmt.Fprintf(c.stdout, "INVALID: %v\n", err); return werr })
 			return integrityErr(fmt.Errorf("check-proof: %w", err))
 		}
-		res.OK = true
 		return c.print(res, func() error {
 			fmt.Fprintf(c.stdout, "ok: %s\n", res.Statement)
-			if !trusted.SizeKnown {
+			if !t.SizeKnown {
 				fmt.Fprintln(c.stdout, "note: the tree size is the proof's own; pass --size or --checkpoint to bind it")
 			}
 			return nil
@@ -454,30 +423,25 @@ func checkpoint(c *call) func() error {
 // verifier key file. An unreadable file or key is an exit-2 error; a
 // signature that does not verify, or a malformed body, is exit 1.
 func openCheckpoint(cmd, cpPath, vkeyPath string) (audit.Checkpoint, error) {
-	var c audit.Checkpoint
 	if err := checkPath("--checkpoint", cpPath, true); err != nil {
-		return c, err
+		return audit.Checkpoint{}, err
 	}
 	if vkeyPath == "" {
-		return c, usageErr("%s: --checkpoint needs --vkey, the verifier key of its signer", cmd)
+		return audit.Checkpoint{}, usageErr("%s: --checkpoint needs --vkey, the verifier key of its signer", cmd)
 	}
 	if err := checkPath("--vkey", vkeyPath, true); err != nil {
-		return c, err
+		return audit.Checkpoint{}, err
 	}
-	vk, err := os.ReadFile(vkeyPath)
-	if err != nil {
-		return c, usageErr("%s: %v", cmd, err)
-	}
-	verifier, err := audit.ParseVerifierKey(string(vk))
-	if err != nil {
-		return c, usageErr("%s: --vkey %s is not a verifier key: %v", cmd, vkeyPath, err)
-	}
-	msg, err := os.ReadFile(cpPath)
-	if err != nil {
-		return c, usageErr("%s: %v", cmd, err)
-	}
-	if c, err = audit.OpenCheckpoint(msg, verifier); err != nil {
+	c, err := audit.ReadCheckpoint(cpPath, vkeyPath)
+	var p *audit.Problem
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &p):
 		return c, integrityErr(fmt.Errorf("%s: checkpoint %s: %w", cmd, cpPath, err))
+	case errors.As(err, &pe):
+		return c, usageErr("%s: %v", cmd, err)
+	case err != nil:
+		return c, usageErr("%s: --vkey %v", cmd, err)
 	}
 	return c, nil
 }

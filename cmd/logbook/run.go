@@ -201,12 +201,7 @@ func (c *call) open(readOnly bool) (*boltstore.Store, error) {
 // view runs fn in one read transaction of the ledger; an exit error fn
 // returns is kept, any other error is an I/O error.
 func (c *call) view(fn func(tx *boltstore.Tx) error) error {
-	l, err := c.open(true)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	return passExit(c.name, l.View(fn))
+	return c.with(true, func(l *boltstore.Store) error { return passExit(c.name, l.View(fn)) })
 }
 
 // print writes v as one line of JSON with --json, else runs text.
@@ -260,4 +255,14 @@ func newLogger(e *env) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// with runs fn on the existing ledger, opened as open does, and closes it.
+func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
+	l, err := c.open(readOnly)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return fn(l)
 }

@@ -30,33 +30,24 @@ var projectRE = regexp.MustCompile(domain.SlugPattern)
 // serveMemoryLimit is serve's soft heap limit (GOMEMLIMIT overrides it).
 const serveMemoryLimit = 256 << 20
 
-// toolFlags are the flags serve and server share (with --db): they
-// configure the tools.
-type toolFlags struct {
-	project, skills *string
-	readOnly        *bool
-}
-
-func (c *call) toolFlags(readOnlyUsage string) toolFlags {
+// toolFlags adds the flags serve and server share: --db and the tools'
+// options (into opts); it returns --skills.
+func (c *call) toolFlags(opts *commands.Options, readOnlyUsage string) *string {
 	c.dbFlag()
-	return toolFlags{c.fs.String("project", "", "default project of task_next_actions"),
-		c.fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files"), c.fs.Bool("read-only", false, readOnlyUsage)}
+	c.fs.StringVar(&opts.Project, "project", "", "default project of task_next_actions")
+	c.fs.BoolVar(&opts.ReadOnly, "read-only", false, readOnlyUsage)
+	return c.fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
 }
 
-// prepare checks the shared flags and makes the default ledger's folder.
-func (c *call) prepare(tf toolFlags) error {
-	if *tf.project != "" && !projectRE.MatchString(*tf.project) {
-		return usageErr("%s: --project %q is not a slug like my-project", c.name, *tf.project)
+// prepare checks --project and --db, creating the default ledger's folder,
+// and tunes the collector for a server: the live heap is tiny and every
+// call allocates a little, so the default GC target (100%) collects many
+// times a second; 400% keeps the heap near 20 MB and cuts CPU per call by
+// about a fifth.
+func (c *call) prepare(opts commands.Options) error {
+	if opts.Project != "" && !projectRE.MatchString(opts.Project) {
+		return usageErr("%s: --project %q is not a slug like my-project", c.name, opts.Project)
 	}
-	return nil
-}
-
-// prepareDB checks --db, creating the default ledger's folder, and tunes
-// the collector for a server: the live heap is tiny and every call
-// allocates a little, so the default GC target (100%) collects many times a
-// second; 400% keeps the heap near 20 MB and cuts CPU per call by about a
-// fifth.
-func (c *call) prepareDB() error {
 	if err := checkPath("--db", *c.db, false); err != nil {
 		return err
 	}
@@ -72,29 +63,27 @@ func (c *call) prepareDB() error {
 }
 
 func serve(c *call) func() error {
-	tf := c.toolFlags("refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
-	agent := c.fs.String("agent", c.getenv("LOGBOOK_AGENT"), "agent identity written to every event (env LOGBOOK_AGENT; default: the MCP client's name)")
+	var opts commands.Options
+	skillsDir := c.toolFlags(&opts, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
+	c.fs.StringVar(&opts.Agent, "agent", c.getenv("LOGBOOK_AGENT"), "agent identity written to every event (env LOGBOOK_AGENT; default: the MCP client's name)")
 	lockTimeout := c.fs.Duration("lock-timeout", 5*time.Second, "answer ERR_STORAGE when another process holds the ledger file longer than this")
 	connect := c.fs.String("connect", "", "bridge to the logbook server at this URL (http[s]://HOST:PORT/mcp) instead of opening a ledger")
 	tokenEnv := c.fs.String("token-env", "LOGBOOK_TOKEN", "with --connect: the environment variable holding the bearer token")
 	return func() error {
-		if *connect != "" {
+		agent := opts.Agent
+		switch {
+		case *connect != "":
 			return c.bridge(*connect, *tokenEnv)
-		}
-		if *lockTimeout <= 0 {
+		case *lockTimeout <= 0:
 			return usageErr("serve: --lock-timeout must be positive")
-		}
-		if err := c.prepare(tf); err != nil {
-			return err
-		}
-		if n := utf8.RuneCountInString(*agent); n > 128 || !utf8.ValidString(*agent) || strings.IndexFunc(*agent, unicode.IsControl) >= 0 {
+		case utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, unicode.IsControl) >= 0:
 			return usageErr("serve: --agent must be at most 128 characters of valid UTF-8 with no control characters")
 		}
-		if err := c.prepareDB(); err != nil {
+		if err := c.prepare(opts); err != nil {
 			return err
 		}
-		if fi, err := os.Stat(*tf.skills); err == nil && !fi.IsDir() {
-			return usageErr("serve: --skills %s is not a directory", *tf.skills)
+		if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
+			return usageErr("serve: --skills %s is not a directory", *skillsDir)
 		}
 		if c.getenv("GOMEMLIMIT") == "" {
 			// ...but with large requests in flight 400% let the heap reach
@@ -102,7 +91,7 @@ func serve(c *call) func() error {
 			// instead (the transport bounds what is in flight, mcp.maxHeldBytes).
 			debug.SetMemoryLimit(serveMemoryLimit)
 		}
-		log := newLogger(c.env)
+		opts.Logger = newLogger(c.env)
 		// A client that closes its end of stdout must not kill the server by
 		// SIGPIPE, silently and mid-commit: the write fails with EPIPE instead,
 		// and the session ends with that error on stderr and a normal exit.
@@ -112,11 +101,11 @@ func serve(c *call) func() error {
 			return usageErr("serve: %v", err)
 		}
 		defer l.Close()
-		srv, err := newTools(l, *tf.skills, commands.Options{Agent: *agent, Project: *tf.project, ReadOnly: *tf.readOnly, Logger: log})
+		srv, err := newTools(l, *skillsDir, opts)
 		if err != nil {
 			return usageErr("serve: %v", err)
 		}
-		log.Info("serving", "db", *c.db, "agent", cmp.Or(*agent, "(client name)"), "read_only", *tf.readOnly)
+		opts.Logger.Info("serving", "db", *c.db, "agent", cmp.Or(agent, "(client name)"), "read_only", opts.ReadOnly)
 		if err := srv.Run(c.ctx, c.stdin, c.stdout); err != nil {
 			return err
 		}
@@ -150,7 +139,8 @@ func (c *call) bridge(connect, tokenEnv string) error {
 }
 
 func serveHTTP(c *call) func() error {
-	tf := c.toolFlags("refuse mutating tools to every token with ERR_READ_ONLY (calls are still audited)")
+	var topts commands.Options
+	skillsDir := c.toolFlags(&topts, "refuse mutating tools to every token with ERR_READ_ONLY (calls are still audited)")
 	listen := c.fs.String("listen", server.DefaultListen, "TCP address to serve on (loopback unless told otherwise)")
 	tlsCert := c.fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	tlsKey := c.fs.String("tls-key", "", "the certificate's private key (PEM)")
@@ -161,22 +151,17 @@ func serveHTTP(c *call) func() error {
 	noSync := c.fs.Bool("replica-nosync", false, "with --store: do not fsync the local copy (the stream is the durable log)")
 	nf := c.natsFlags()
 	return func() error {
-		if *store != "" && !jetstream.IsURL(*store) {
+		switch {
+		case *store != "" && !jetstream.IsURL(*store):
 			return usageErr("server: --store %q: want nats://HOST:PORT[,…]", *store)
-		}
-		if *store == "" && (*nf.stream != "" || *noSync) {
+		case *store == "" && (*nf.stream != "" || *noSync):
 			return usageErr("server: --stream and --replica-nosync go with --store nats://…")
-		}
-		if err := c.prepare(tf); err != nil {
-			return err
-		}
-		if (*tlsCert == "") != (*tlsKey == "") {
+		case (*tlsCert == "") != (*tlsKey == ""):
 			return usageErr("server: --tls-cert and --tls-key go together")
-		}
-		if *maxBody <= 0 || *drain <= 0 {
+		case *maxBody <= 0 || *drain <= 0:
 			return usageErr("server: --max-body-bytes and --drain-timeout must be positive")
 		}
-		if err := c.prepareDB(); err != nil {
+		if err := c.prepare(topts); err != nil {
 			return err
 		}
 		switch *admin {
@@ -191,6 +176,7 @@ func serveHTTP(c *call) func() error {
 		}
 		defer ln.Close()
 		log := newLogger(c.env)
+		topts.Logger = log
 		if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() && *tlsCert == "" {
 			log.Warn("serving beyond loopback without TLS: bearer tokens cross the network in clear; use --tls-cert or a TLS proxy", "listen", ln.Addr().String())
 		}
@@ -214,7 +200,7 @@ func serveHTTP(c *call) func() error {
 		if rep != nil {
 			log.Info("ledger kept in NATS JetStream", "stream", *nf.stream, "servers", *store, "local_copy", *c.db, "nosync", *noSync)
 		}
-		tools, err := newTools(l, *tf.skills, commands.Options{Project: *tf.project, ReadOnly: *tf.readOnly, Logger: log})
+		tools, err := newTools(l, *skillsDir, topts)
 		if err != nil {
 			return usageErr("server: %v", err)
 		}
@@ -223,7 +209,7 @@ func serveHTTP(c *call) func() error {
 			MaxBodyBytes: *maxBody, DrainTimeout: *drain, Logger: log, Replica: rep,
 			Ready: func(addr net.Addr) {
 				scheme := map[bool]string{false: "http", true: "https"}[*tlsCert != ""]
-				log.Info("serving", "db", *c.db, "url", fmt.Sprintf("%s://%s/mcp", scheme, addr), "admin_socket", *admin, "read_only", *tf.readOnly)
+				log.Info("serving", "db", *c.db, "url", fmt.Sprintf("%s://%s/mcp", scheme, addr), "admin_socket", *admin, "read_only", topts.ReadOnly)
 				fmt.Fprintf(c.stdout, "listening %s://%s/mcp\n", scheme, addr)
 			},
 		})
