@@ -81,7 +81,8 @@ func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapsh
 	}
 	// Link, not rename: it fails rather than replace a file created at out
 	// meanwhile.
-	if err := os.Link(tmp.Name(), out); err != nil && !errors.Is(err, os.ErrExist) {
+	err = os.Link(tmp.Name(), out)
+	if err != nil && !errors.Is(err, os.ErrExist) {
 		err = os.Rename(tmp.Name(), out)
 	}
 	return res, err
