@@ -120,7 +120,7 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func migrate(c *call) func() error {
 	from := c.fs.String("from", "", "the ledger file to copy (required)")
 	to := c.fs.String("to", "", "NATS servers: nats://HOST:PORT[,nats://HOST:PORT…] (required)")
-	nf := c.natsFlags()
+	nf := jetstream.AddFlags(c.fs, c.getenv)
 	c.jsonFlag("print JSON")
 	return func() error {
 		if *from == "" || !jetstream.IsURL(*to) {
@@ -156,46 +156,16 @@ func migrate(c *call) func() error {
 	}
 }
 
-// natsFlags are the flags of every command that reaches a JetStream-backed
-// ledger: the stream, the servers' credentials and TLS, and a system-account
-// user to check the servers' sync setting with. Passwords come from the
-// environment only, never argv.
-type natsFlags struct {
-	stream            *string
-	replicas          *int
-	allowUnreplicated *bool
-	dial              jetstream.Dial
-}
-
-func (c *call) natsFlags() *natsFlags {
-	f := &natsFlags{
-		stream:            c.fs.String("stream", "", "JetStream stream holding the ledger (required; subject logbook.<stream>.events)"),
-		replicas:          c.fs.Int("replicas", 3, "servers keeping the stream when it is created"),
-		allowUnreplicated: c.fs.Bool("allow-unreplicated", false, "accept a stream on fewer than 3 servers (loses events with a disk)"),
-		dial:              jetstream.Dial{Password: c.getenv("LOGBOOK_NATS_PASSWORD"), SysPassword: c.getenv("LOGBOOK_NATS_SYS_PASSWORD")},
-	}
-	d := &f.dial
-	c.fs.StringVar(&d.Creds, "nats-creds", "", "NATS credentials file (JWT + nkey)")
-	c.fs.StringVar(&d.User, "nats-user", "", "NATS user (password from env LOGBOOK_NATS_PASSWORD)")
-	c.fs.StringVar(&d.TLSCA, "nats-tls-ca", "", "CA certificate file to verify the NATS servers with")
-	c.fs.StringVar(&d.TLSCert, "nats-tls-cert", "", "client certificate file for NATS (with --nats-tls-key)")
-	c.fs.StringVar(&d.TLSKey, "nats-tls-key", "", "client key file for NATS")
-	c.fs.StringVar(&d.SysCreds, "nats-sys-creds", "", "system-account credentials file: check every server syncs always")
-	c.fs.StringVar(&d.SysUser, "nats-sys-user", "", "system-account user (password from env LOGBOOK_NATS_SYS_PASSWORD): check every server syncs always")
-	return f
-}
-
 // openReplica connects to the servers at urls (comma-separated) and opens
-// the stream. The returned close ends the replica and its connections.
-func (c *call) openReplica(f *natsFlags, urls string) (*jetstream.Replica, func(), error) {
-	if *f.stream == "" {
+// the stream f names. The returned close ends the replica and its
+// connections.
+func (c *call) openReplica(f *jetstream.Flags, urls string) (*jetstream.Replica, func(), error) {
+	if f.Options.Stream == "" {
 		return nil, nil, usageErr("%s: --stream is required with a NATS store", c.name)
 	}
-	f.dial.URLs, f.dial.Name = urls, "logbook "+c.name
-	rep, closeRep, err := jetstream.Connect(c.ctx, f.dial, jetstream.Options{
-		Stream: *f.stream, Replicas: *f.replicas, AllowUnreplicated: *f.allowUnreplicated,
-		Logf: func(format string, args ...any) { fmt.Fprintf(c.stderr, c.name+": "+format+"\n", args...) },
-	})
+	f.Dial.URLs, f.Dial.Name = urls, "logbook "+c.name
+	f.Options.Logf = func(format string, args ...any) { fmt.Fprintf(c.stderr, c.name+": "+format+"\n", args...) }
+	rep, closeRep, err := jetstream.Connect(c.ctx, f.Dial, f.Options)
 	if err != nil {
 		return nil, nil, usageErr("%s: %w", c.name, err)
 	}

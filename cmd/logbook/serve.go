@@ -149,12 +149,12 @@ func serveHTTP(c *call) func() error {
 	drain := c.fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long to wait for calls in flight")
 	store := c.fs.String("store", "", "keep the ledger in NATS JetStream: nats://HOST:PORT[,…] (with --stream); --db is then this node's local copy")
 	noSync := c.fs.Bool("replica-nosync", false, "with --store: do not fsync the local copy (the stream is the durable log)")
-	nf := c.natsFlags()
+	nf := jetstream.AddFlags(c.fs, c.getenv)
 	return func() error {
 		switch {
 		case *store != "" && !jetstream.IsURL(*store):
 			return usageErr("server: --store %q: want nats://HOST:PORT[,…]", *store)
-		case *store == "" && (*nf.stream != "" || *noSync):
+		case *store == "" && (nf.Options.Stream != "" || *noSync):
 			return usageErr("server: --stream and --replica-nosync go with --store nats://…")
 		case (*tlsCert == "") != (*tlsKey == ""):
 			return usageErr("server: --tls-cert and --tls-key go together")
@@ -198,7 +198,7 @@ func serveHTTP(c *call) func() error {
 		}
 		defer l.Close()
 		if rep != nil {
-			log.Info("ledger kept in NATS JetStream", "stream", *nf.stream, "servers", *store, "local_copy", *c.db, "nosync", *noSync)
+			log.Info("ledger kept in NATS JetStream", "stream", nf.Options.Stream, "servers", *store, "local_copy", *c.db, "nosync", *noSync)
 		}
 		tools, err := newTools(l, *skillsDir, topts)
 		if err != nil {

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -19,6 +20,33 @@ type Dial struct {
 	TLSCA, TLSCert, TLSKey string
 	SysCreds, SysUser      string
 	SysPassword            string
+}
+
+// Flags are what the flags of a command that reaches a stream set: the
+// stream's Options and how to Dial its servers.
+type Flags struct {
+	Dial    Dial
+	Options Options
+}
+
+// AddFlags declares on fs the flags that set the returned Flags: --stream,
+// --replicas, --allow-unreplicated and the NATS user, TLS and system-user
+// flags. Passwords come from the environment only (getenv's
+// LOGBOOK_NATS_PASSWORD and LOGBOOK_NATS_SYS_PASSWORD), never argv.
+func AddFlags(fs *flag.FlagSet, getenv func(string) string) *Flags {
+	f := &Flags{Dial: Dial{Password: getenv("LOGBOOK_NATS_PASSWORD"), SysPassword: getenv("LOGBOOK_NATS_SYS_PASSWORD")}}
+	o, d := &f.Options, &f.Dial
+	fs.StringVar(&o.Stream, "stream", "", "JetStream stream holding the ledger (required; subject logbook.<stream>.events)")
+	fs.IntVar(&o.Replicas, "replicas", 3, "servers keeping the stream when it is created")
+	fs.BoolVar(&o.AllowUnreplicated, "allow-unreplicated", false, "accept a stream on fewer than 3 servers (loses events with a disk)")
+	fs.StringVar(&d.Creds, "nats-creds", "", "NATS credentials file (JWT + nkey)")
+	fs.StringVar(&d.User, "nats-user", "", "NATS user (password from env LOGBOOK_NATS_PASSWORD)")
+	fs.StringVar(&d.TLSCA, "nats-tls-ca", "", "CA certificate file to verify the NATS servers with")
+	fs.StringVar(&d.TLSCert, "nats-tls-cert", "", "client certificate file for NATS (with --nats-tls-key)")
+	fs.StringVar(&d.TLSKey, "nats-tls-key", "", "client key file for NATS")
+	fs.StringVar(&d.SysCreds, "nats-sys-creds", "", "system-account credentials file: check every server syncs always")
+	fs.StringVar(&d.SysUser, "nats-sys-user", "", "system-account user (password from env LOGBOOK_NATS_SYS_PASSWORD): check every server syncs always")
+	return f
 }
 
 // IsURL tells whether a store address names NATS servers.
