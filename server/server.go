@@ -71,6 +71,9 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	defer ln.Close()
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() && opts.TLSCert == "" {
+		log.Warn("serving beyond loopback without TLS: bearer tokens cross the network in clear; use --tls-cert or a TLS proxy", "listen", ln.Addr().String())
+	}
 	if opts.Replica != nil {
 		defer follow(ctx, opts.Replica, opts.Store, log)()
 	}

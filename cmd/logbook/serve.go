@@ -177,9 +177,6 @@ func serveHTTP(c *call) func() error {
 		defer ln.Close()
 		log := newLogger(c.env)
 		topts.Logger = log
-		if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() && *tlsCert == "" {
-			log.Warn("serving beyond loopback without TLS: bearer tokens cross the network in clear; use --tls-cert or a TLS proxy", "listen", ln.Addr().String())
-		}
 		opts := boltstore.Options{Create: true, Hold: true}
 		var rep *jetstream.Replica
 		if *store != "" {
