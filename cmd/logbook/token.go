@@ -70,12 +70,12 @@ func (c *call) tokens(issuer *string) func(fn func(m *server.Tokens) error) erro
 			return usageErr("%s: %v", c.name, err)
 		}
 		defer m.Close()
-		if err := fn(m); err != nil {
-			var ee *exitError
-			if errors.As(err, &ee) || !(errors.Is(err, server.ErrInvalid) || errors.Is(err, server.ErrNoToken)) {
-				return passExit(c.name, err)
-			}
+		err = fn(m)
+		switch {
+		case errors.Is(err, server.ErrInvalid) || errors.Is(err, server.ErrNoToken):
 			return usageErr("%s: %v", c.name, err)
+		case err != nil:
+			return ioErr(c.name, err)
 		}
 		return m.Close()
 	}
