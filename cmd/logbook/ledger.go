@@ -75,37 +75,36 @@ func rebuild(c *call) func() error {
 	c.ledgerFlags()
 	c.jsonFlag("print JSON")
 	return func() error {
-		l, err := c.open(false)
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		boundMemory()
-		start := time.Now()
-		if err := commands.Rebuild(l, true, c.progress("rebuild")); err != nil {
-			if errors.Is(err, projections.ErrNewerVersion) {
+		var res rebuildJSON
+		err := c.with(false, func(l *boltstore.Store) error {
+			boundMemory()
+			start := time.Now()
+			if err := commands.Rebuild(l, true, c.progress("rebuild")); errors.Is(err, projections.ErrNewerVersion) {
 				return usageErr("rebuild: %v", err)
+			} else if err != nil {
+				return err
 			}
-			return ioErr("rebuild", err)
-		}
-		elapsed := time.Since(start)
-		// The old projections were discarded at once and are freed a little
-		// per transaction; free the rest now, still in short transactions.
-		if err := l.EmptyTrash(); err != nil {
-			return ioErr("rebuild", err)
-		}
-		res := rebuildJSON{FreeMS: millis(time.Since(start) - elapsed)}
-		if err := l.View(func(tx *boltstore.Tx) (err error) {
-			res.Version, res.Events, err = projections.State(tx)
+			elapsed := time.Since(start)
+			// The old projections were discarded at once and are freed a little
+			// per transaction; free the rest now, still in short transactions.
+			if err := l.EmptyTrash(); err != nil {
+				return err
+			}
+			res.FreeMS = millis(time.Since(start) - elapsed)
+			err := l.View(func(tx *boltstore.Tx) (err error) {
+				res.Version, res.Events, err = projections.State(tx)
+				return err
+			})
+			if res.MS = millis(elapsed); elapsed > 0 {
+				res.EventsPerS = float64(res.Events) / elapsed.Seconds()
+			}
+			if err == nil {
+				err = l.Close()
+			}
 			return err
-		}); err != nil {
-			return ioErr("rebuild", err)
-		}
-		if res.MS = millis(elapsed); elapsed > 0 {
-			res.EventsPerS = float64(res.Events) / elapsed.Seconds()
-		}
-		if err := l.Close(); err != nil {
-			return ioErr("rebuild", err)
+		})
+		if err != nil {
+			return passExit("rebuild", err)
 		}
 		return c.print(res, func() error {
 			_, err := fmt.Fprintf(c.stdout, "rebuilt projections (version %d) from %d events in %.0f ms (%.0f events/s)\n",

@@ -184,18 +184,20 @@ func (c *call) openOptions(readOnly bool) (boltstore.Options, error) {
 	return boltstore.Options{ReadOnly: readOnly, LockTimeout: *c.lockTimeout}, nil
 }
 
-// open opens the existing ledger. Every failure is an exit-2 error: the file
-// is missing, locked, or not a ledger this binary reads.
-func (c *call) open(readOnly bool) (*boltstore.Store, error) {
+// with opens the existing ledger, runs fn on it and closes it. A ledger
+// that does not open is an exit-2 error: the file is missing, locked, or
+// not a ledger this binary reads.
+func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
 	opts, err := c.openOptions(readOnly)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	l, err := boltstore.Open(*c.db, opts)
 	if err != nil {
-		return nil, ioErr(c.name, err)
+		return ioErr(c.name, err)
 	}
-	return l, nil
+	defer l.Close()
+	return fn(l)
 }
 
 // view runs fn in one read transaction of the ledger; an exit error fn
@@ -255,14 +257,4 @@ func newLogger(e *env) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-}
-
-// with runs fn on the existing ledger, opened as open does, and closes it.
-func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
-	l, err := c.open(readOnly)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	return fn(l)
 }
