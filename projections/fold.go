@@ -78,7 +78,9 @@ func (f *folder) setTask(n uint64, t *Task) error {
 }
 
 // session returns session number n; ok is false if there is none.
-func (f *folder) session(n uint64) (*Session, bool, error) { return load(f.tx, f.sessions, spSessions, n) }
+func (f *folder) session(n uint64) (*Session, bool, error) {
+	return load(f.tx, f.sessions, spSessions, n)
+}
 
 // setSession stores session number n (in a batch, at flush).
 func (f *folder) setSession(n uint64, s *Session) error {
