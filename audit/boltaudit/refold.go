@@ -158,7 +158,17 @@ func (p *logPass) fold(recs []ledger.Record) error {
 		}
 		return h, nil
 	}
-	err := p.scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs, root) })
+	// An earlier event (the full-text index reads what it takes out from
+	// the event that recorded it), in a read transaction of its own.
+	event := func(seq uint64) (r ledger.Record, err error) {
+		err = p.v.l.View(func(tx *boltstore.Tx) error {
+			r, err = tx.Event(seq)
+			r.Raw = nil // valid only in this transaction
+			return err
+		})
+		return r, err
+	}
+	err := p.scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs, root, event) })
 	var fe error
 	if err != nil && p.scratch.Update(func(*boltstore.Tx) error { return nil }) == nil {
 		// The scratch file works, so the events do not fold: the log
@@ -166,7 +176,7 @@ func (p *logPass) fold(recs []ledger.Record) error {
 		// of. Fold them one by one (rolled back) to name the first.
 		fe, err = err, p.scratch.Update(func(tx *boltstore.Tx) error {
 			for _, r := range recs {
-				if err := projections.Fold(tx, []ledger.Record{r}, root); err != nil {
+				if err := projections.Fold(tx, []ledger.Record{r}, root, event); err != nil {
 					return &audit.Problem{Seq: r.Seq, Kind: audit.ProjectionFoldFailed, Detail: err.Error(), Err: err}
 				}
 			}
