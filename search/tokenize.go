@@ -2,6 +2,7 @@ package search
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -109,7 +110,46 @@ func normalize(word string) string {
 			return w
 		}
 	}
-	return english.Stem(w, true)
+	return stems.stem(w)
+}
+
+// stemCacheSize bounds the stem cache: a working vocabulary fits, and a
+// flood of distinct words only empties it now and then.
+const stemCacheSize = 1 << 15
+
+// stems caches english.Stem, which converts each word to runes and tries
+// its suffix lists one by one (most of a rebuild's indexing time): the
+// words of agents' notes repeat, so a word is mostly stemmed once. Stem is
+// a pure function of the word, so a cached stem is the one Stem gives.
+var stems = stemCache{m: make(map[string]string, stemCacheSize)}
+
+type stemCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (c *stemCache) stem(w string) string {
+	c.mu.Lock()
+	s, ok := c.m[w]
+	c.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = english.Stem(w, true)
+	// w may be a slice of a whole document: keep copies, not the text.
+	w = strings.Clone(w)
+	if s == w {
+		s = w
+	} else {
+		s = strings.Clone(s)
+	}
+	c.mu.Lock()
+	if len(c.m) >= stemCacheSize {
+		clear(c.m)
+	}
+	c.m[w] = s
+	c.mu.Unlock()
+	return s
 }
 
 // Terms returns the distinct terms of a query, in order of first appearance.
