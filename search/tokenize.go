@@ -78,8 +78,12 @@ func tokenize(text string, emit func(term string, start, end, pos int)) {
 
 // splitIdentifier returns the parts of an identifier: split at joiners and
 // where a lower-case letter is followed by an upper-case one (TestCheckout,
-// getBalance), so a search for "checkout" finds TestCheckout.
+// getBalance), so a search for "checkout" finds TestCheckout. A word of one
+// part (most words) gives nil, without allocating.
 func splitIdentifier(word string) []string {
+	if !compound(word) {
+		return nil
+	}
 	var parts []string
 	partStart := 0
 	var prev rune
@@ -95,6 +99,18 @@ func splitIdentifier(word string) []string {
 		prev = r
 	}
 	return append(parts, word[partStart:])
+}
+
+// compound reports whether splitIdentifier splits word.
+func compound(word string) bool {
+	var prev rune
+	for _, r := range word {
+		if isJoiner(r) || unicode.IsUpper(r) && unicode.IsLower(prev) {
+			return true
+		}
+		prev = r
+	}
+	return false
 }
 
 // normalize lowercases a word, drops stop words and over-long words, and
