@@ -315,3 +315,78 @@ func TestVerifyFinalizedSessions(t *testing.T) {
 		t.Fatalf("%v %+v", rep.Problem, rep.Projections)
 	}
 }
+
+// Agents append (sessions started and finalized, folded) while the log is
+// read: the refold catches up with them before comparing, asking for the
+// roots of the log as it grew past the events the pass read.
+func TestVerifyWhileAppending(t *testing.T) {
+	path := newLedger(t)
+	writer, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	appended := 0
+	progress := func(done, total uint64) {
+		if appended >= 3 {
+			return
+		}
+		appended++
+		n := uint64(appended)
+		err := writer.Update(func(tx *boltstore.Tx) error {
+			sid := domain.FormatID(domain.SessionPrefix, n)
+			if _, err := appendEvent(tx, events.TypeSessionStarted, events.SessionStarted{SessionID: sid, TaskID: domain.FormatID(domain.TaskPrefix, 1), AuditorID: "auditor", Scope: "shallow"}, true); err != nil {
+				return err
+			}
+			_, err := appendEvent(tx, events.TypeSessionFinalized, events.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()}, true)
+			return err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	rep := verify(t, path, boltaudit.Options{Projections: true, Chunk: 2, Progress: progress})
+	if !rep.OK || !rep.Projections.Checked || rep.Projections.AppliedSeq != tasks+2*3 || rep.Size != tasks {
+		t.Fatalf("%v size %d %+v", rep.Problem, rep.Size, rep.Projections)
+	}
+	// A verification of the grown log gets the same refold.
+	again := verify(t, path, boltaudit.Options{Projections: true})
+	if !again.OK || again.Projections.Fingerprint != rep.Projections.Fingerprint {
+		t.Errorf("fingerprints %s then %s", rep.Projections.Fingerprint, again.Projections.Fingerprint)
+	}
+}
+
+// The projections are behind the log when verify starts (events of a
+// process that stopped before folding them) and catch up while it reads:
+// the refold goes on from the events it folded, not from the end of the
+// pass, for the session's root.
+func TestVerifyProjectionsCatchUp(t *testing.T) {
+	path := newLedger(t)
+	update(t, path, func(tx *boltstore.Tx) error {
+		sid := domain.FormatID(domain.SessionPrefix, 1)
+		if _, err := appendEvent(tx, events.TypeSessionStarted, events.SessionStarted{SessionID: sid, TaskID: domain.FormatID(domain.TaskPrefix, 1), AuditorID: "auditor", Scope: "shallow"}, false); err != nil {
+			return err
+		}
+		_, err := appendEvent(tx, events.TypeSessionFinalized, events.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()}, false)
+		return err
+	})
+	writer, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	caughtUp := false
+	progress := func(done, total uint64) {
+		if caughtUp {
+			return
+		}
+		caughtUp = true
+		if err := writer.Update(func(tx *boltstore.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
+			t.Error(err)
+		}
+	}
+	rep := verify(t, path, boltaudit.Options{Projections: true, Chunk: 2, Progress: progress})
+	if !rep.OK || !rep.Projections.Checked || rep.Projections.AppliedSeq != tasks+2 {
+		t.Fatalf("%v %+v", rep.Problem, rep.Projections)
+	}
+}
