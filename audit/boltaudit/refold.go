@@ -74,22 +74,30 @@ func (p *logPass) closeScratch() {
 func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	opts := boltstore.VerifyOptions{Chunk: p.v.opts.Chunk, Progress: p.v.opts.Progress}
 	chunks := make(chan foldChunk, 1) // one chunk folded while the next is read
+	// The record slices go round: one being filled, one waiting, one
+	// being folded.
+	free := make(chan []ledger.Record, 3)
+	for range cap(free) {
+		free <- nil
+	}
 	if p.recompute {
 		opts.Each = p.each
 	}
 	if p.scratch != nil {
+		p.pending.recs = <-free
 		opts.Chunked = func(uint64) error {
 			c := p.pending
-			p.pending = foldChunk{}
 			if len(c.recs) == 0 || p.stopped.Load() {
+				p.pending.recs = c.recs[:0]
 				return nil
 			}
 			select {
 			case chunks <- c:
-				return nil
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+			p.pending = foldChunk{recs: <-free}
+			return nil
 		}
 	}
 	type result struct {
@@ -104,12 +112,13 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 		done <- result{rep, err}
 	}()
 	for c := range chunks {
-		if p.stopped.Load() {
-			continue
+		if !p.stopped.Load() {
+			if err := p.fold(c); err != nil {
+				p.stop(err)
+			}
 		}
-		if err := p.fold(c); err != nil {
-			p.stop(err)
-		}
+		clear(c.recs) // nothing of the events is kept past their fold
+		free <- c.recs[:0]
 	}
 	r := <-done
 	if r.err != nil {
