@@ -14,7 +14,9 @@ import (
 
 // Options tune Verify.
 type Options struct {
-	// Chunk is the number of events per read transaction; default 8192.
+	// Chunk is the number of events per read transaction, and per commit
+	// of the refold; default 4096 (a refold's commit costs more per event
+	// as it grows: 8192 took about a tenth more CPU at 1M events).
 	Chunk uint64
 	// Checkpoint, if set, is a checkpoint whose signature the caller has
 	// checked (audit.OpenCheckpoint): the ledger must extend it.
@@ -46,7 +48,7 @@ type Options struct {
 // the first thing wrong); the error is for I/O only.
 func Verify(ctx context.Context, l *boltstore.Store, opts Options) (*audit.Report, error) {
 	if opts.Chunk == 0 {
-		opts.Chunk = 1 << 13
+		opts.Chunk = 1 << 12
 	}
 	if opts.Progress == nil {
 		opts.Progress = func(done, total uint64) {}

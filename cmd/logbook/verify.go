@@ -29,7 +29,7 @@ Reads in short transactions, so agents keep writing. Exit 0 ok, 1 integrity fail
 	vkeyPath := fs.String("vkey", "", "verifier key of the checkpoint's signer (with --checkpoint)")
 	noProj := fs.Bool("no-projections", false, "skip the projection check")
 	scratch := fs.String("scratch", "", "directory for the scratch projections (default: the system temp dir)")
-	chunk := fs.Uint64("chunk", 1<<13, "events per read transaction")
+	chunk := fs.Uint64("chunk", 1<<12, "events per read transaction (and per commit of the refold)")
 	if done, err := parse(e, fs, args); done {
 		return err
 	}
