@@ -96,9 +96,9 @@ func (v *verifier) run(ctx context.Context) (*audit.Report, error) {
 	// One pass over the log: every event and node checked, the root
 	// recomputed from the events themselves (for the checkpoint, and
 	// against the stored tree) and the refold, all from the same reads.
-	p := &logPass{v: v, recompute: cp != nil || checkProjections}
+	p := &logPass{v: v, recompute: cp != nil || checkProjections, cpRoot: ledger.EmptyRoot}
 	if cp != nil {
-		p.cpSize = cp.Size
+		p.cpSize = cp.Size // cpRoot is the empty log's until the pass reads that many
 	}
 	if checkProjections {
 		if err := p.openScratch(); err != nil {

@@ -193,6 +193,15 @@ func TestVerifyCheckpointProblems(t *testing.T) {
 	if rep.Checkpoint == nil || rep.Checkpoint.Consistent {
 		t.Errorf("checkpoint report: %+v", rep.Checkpoint)
 	}
+
+	// The empty log's checkpoint: every ledger extends it; one claiming
+	// another root for it does not hold.
+	empty := audit.Checkpoint{Origin: "o", Size: 0, Root: ledger.EmptyRoot}
+	if rep := verify(t, path, boltaudit.Options{Checkpoint: &empty}); !rep.OK || !rep.Checkpoint.Consistent {
+		t.Errorf("empty checkpoint: %v %+v", rep.Problem, rep.Checkpoint)
+	}
+	empty.Root = root(t, path, 1)
+	wantProblem(t, verify(t, path, boltaudit.Options{Checkpoint: &empty}), audit.CheckpointMismatch, 0)
 }
 
 // A stored projection value edited: the refold tells, naming the space
