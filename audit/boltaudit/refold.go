@@ -34,8 +34,9 @@ type logPass struct {
 	folded   uint64
 	foldTree ledger.Frontier // the tree over the events folded so far
 	pending  foldChunk       // what the chunk being read adds to the refold
-	stopped  atomic.Bool     // the refold stopped (a problem): read on, fold no more
-	foldErr  error           // why, read once the reader has finished
+	badEvent error           // the first event that does not decode (the reader's)
+	failed   atomic.Bool     // the refold failed: read on, fold no more
+	foldErr  error           // why (the folding goroutine's)
 	dir      string
 	scratch  *boltstore.Store
 }
@@ -87,8 +88,8 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 		p.pending.recs = <-free
 		opts.Chunked = func(uint64) error {
 			c := p.pending
-			if len(c.recs) == 0 || p.stopped.Load() {
-				p.pending.recs = c.recs[:0]
+			if len(c.recs) == 0 || p.failed.Load() {
+				p.pending = foldChunk{recs: c.recs[:0]}
 				return nil
 			}
 			select {
@@ -112,34 +113,31 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 		done <- result{rep, err}
 	}()
 	for c := range chunks {
-		if !p.stopped.Load() {
+		if !p.failed.Load() {
 			if err := p.fold(c); err != nil {
-				p.stop(err)
+				p.foldErr = err
+				p.failed.Store(true)
 			}
 		}
 		clear(c.recs) // nothing of the events is kept past their fold
 		free <- c.recs[:0]
 	}
 	r := <-done
-	if r.err != nil {
+	switch {
+	case r.err != nil:
 		return r.rep, r.err
+	case p.foldErr != nil: // of an event before any that does not decode
+		return r.rep, p.foldErr
+	case p.badEvent != nil:
+		return r.rep, p.badEvent
 	}
-	if p.foldErr == nil && p.folded < p.foldTo {
+	if p.folded < p.foldTo {
 		// The log verified is shorter than the projections' applied seq
 		// was (it can only be if the file changed between the two reads):
 		// the refold goes on from where the pass ended.
 		p.foldTree = ledger.Frontier{Size: p.tree.Size, Nodes: slices.Clone(p.tree.Nodes)}
 	}
-	return r.rep, p.foldErr
-}
-
-// stop ends the refold with err; the log is still read and checked to the
-// end. Called by the fold, or by the reader before it hands on the chunk
-// with the event that failed.
-func (p *logPass) stop(err error) {
-	if p.stopped.CompareAndSwap(false, true) {
-		p.foldErr = err
-	}
+	return r.rep, nil
 }
 
 // each takes one checked event: into the tree, and decoded into the
@@ -152,12 +150,13 @@ func (p *logPass) each(seq uint64, raw []byte, h ledger.Hash) error {
 	if seq == p.foldTo {
 		p.foldTree = ledger.Frontier{Size: p.tree.Size, Nodes: slices.Clone(p.tree.Nodes)}
 	}
-	if p.stopped.Load() {
+	if p.badEvent != nil || p.failed.Load() {
 		return nil
 	}
 	e, err := ledger.DecodeEvent(raw)
 	if err != nil {
-		p.stop(&audit.Problem{Seq: seq, Kind: audit.EventMalformed, Detail: err.Error(), Err: err})
+		// The events before it are still folded.
+		p.badEvent = &audit.Problem{Seq: seq, Kind: audit.EventMalformed, Detail: err.Error(), Err: err}
 		return nil
 	}
 	if seq > p.foldTo || p.scratch == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -398,4 +399,53 @@ func TestVerifyProjectionsCatchUp(t *testing.T) {
 	if !rep.OK || !rep.Projections.Checked || rep.Projections.AppliedSeq != tasks+2 {
 		t.Fatalf("%v %+v", rep.Problem, rep.Projections)
 	}
+}
+
+// The last event rewritten in a longer integer form for its seq, with its
+// leaf and the head fixed up to match: the chain and tree hold, but the
+// bytes are not the event's canonical encoding, which the pass that
+// recomputes the root (with a checkpoint or the projections) reports.
+func TestVerifyNonCanonicalEvent(t *testing.T) {
+	path := newLedger(t)
+	update(t, path, func(tx *boltstore.Tx) error {
+		_, err := appendEvent(tx, events.TypeTaskCreated, events.TaskCreated{TaskID: domain.FormatID(domain.TaskPrefix, tasks+1), Project: "core",
+			Sequence: tasks + 1, Title: "last", Priority: "medium", Labels: []string{}, Assignee: "agent"}, true)
+		return err
+	})
+	const last = tasks + 1 // leaf index 6 completes no node above the leaves
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		k := binary.BigEndian.AppendUint64(nil, last)
+		e, err := ledger.DecodeEvent(tx.Bucket([]byte("events")).Get(k))
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		enc := msgpack.NewEncoder(&buf)
+		err = errors.Join(enc.EncodeArrayLen(9), enc.EncodeUint(ledger.EnvelopeVersion),
+			enc.EncodeUint64(e.Seq), // 9 bytes where one is the canonical form
+			enc.EncodeInt(e.Time.UnixMilli()), enc.EncodeString(e.Type), enc.EncodeUint(uint64(e.Version)),
+			enc.EncodeString(e.Actor), enc.EncodeArrayLen(0), enc.EncodeBytes(e.Payload), enc.EncodeBytes(e.Prev[:]))
+		if err != nil {
+			return err
+		}
+		raw := buf.Bytes()
+		h := ledger.LeafHash(raw)
+		return errors.Join(tx.Bucket([]byte("events")).Put(k, raw),
+			tx.Bucket([]byte("merkle")).Bucket([]byte{0}).Put(binary.BigEndian.AppendUint64(nil, last-1), h[:]),
+			tx.Bucket([]byte("meta")).Put([]byte("head"), append(k, h[:]...)))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := verify(t, path, boltaudit.Options{}); !rep.OK {
+		t.Fatalf("chain only: %v", rep.Problem)
+	}
+	cp := audit.Checkpoint{Origin: "o", Size: 2, Root: root(t, path, 2)}
+	wantProblem(t, verify(t, path, boltaudit.Options{Checkpoint: &cp}), audit.EventMalformed, last)
+	wantProblem(t, verify(t, path, boltaudit.Options{Projections: true}), audit.EventMalformed, last)
 }
