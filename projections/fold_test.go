@@ -207,8 +207,12 @@ func TestFoldEqualsApply(t *testing.T) {
 			t.Errorf("batch %d: fingerprints %x and %x", batch, a, b)
 		}
 		for _, step := range []int{1, 5, 4096} {
-			if c := compare(t, scratch, live, step); c.Differences != 0 || c.Keys == 0 {
+			c := compare(t, scratch, live, step)
+			if c.Differences != 0 || c.Keys == 0 {
 				t.Errorf("batch %d step %d: %d differences in %d keys: %v", batch, step, c.Differences, c.Keys, c.First)
+			}
+			if fp, want := c.Fingerprint(), fingerprintOf(t, scratch); fp != want {
+				t.Errorf("batch %d step %d: the comparison's fingerprint %x, Fingerprint %x", batch, step, fp, want)
 			}
 		}
 	}

@@ -176,24 +176,35 @@ func joinLines(lines []string) string {
 // order every insert appends. The bytes written are the same either way.
 type writeBuffer struct {
 	sp   *boltstore.Space
-	over map[string]*[]byte // nil: deleted in this batch
+	over map[string][]byte // nil: deleted in this batch
+	slab []byte            // where the values put are copied, many to an allocation
 }
 
-func newWriteBuffer() *writeBuffer { return &writeBuffer{over: map[string]*[]byte{}} }
+func newWriteBuffer() *writeBuffer { return &writeBuffer{over: map[string][]byte{}} }
 
 func (w *writeBuffer) Get(key []byte) []byte {
 	if v, ok := w.over[string(key)]; ok {
-		if v == nil {
-			return nil
-		}
-		return *v
+		return v
 	}
 	return w.sp.Get(key)
 }
 
+// slabSize is the size of the allocations values are copied into; a value
+// larger than a quarter of it gets its own.
+const slabSize = 64 << 10
+
 func (w *writeBuffer) Put(key, value []byte) error {
-	v := append([]byte{}, value...)
-	w.over[string(key)] = &v
+	if len(value) > slabSize/4 {
+		w.over[string(key)] = append(make([]byte, 0, len(value)), value...)
+		return nil
+	}
+	if w.slab == nil || cap(w.slab)-len(w.slab) < len(value) {
+		w.slab = make([]byte, 0, slabSize)
+	}
+	n := len(w.slab)
+	w.slab = append(w.slab, value...)
+	// Never nil, even when empty: nil marks a deletion.
+	w.over[string(key)] = w.slab[n:len(w.slab):len(w.slab)]
 	return nil
 }
 
@@ -219,7 +230,7 @@ func (w *writeBuffer) flush() error {
 		if v := w.over[k]; v == nil {
 			err = w.sp.Delete([]byte(k))
 		} else {
-			err = w.sp.Put([]byte(k), *v)
+			err = w.sp.Put([]byte(k), v)
 		}
 		if err != nil {
 			return err

@@ -221,29 +221,38 @@ func (f *folder) apply(r ledger.Record) error {
 // xxhash: two states with equal fingerprints hold the same data. The
 // applied seq is included, so compare states folded to the same seq.
 func Fingerprint(tx *boltstore.Tx) (uint64, error) {
-	d := xxhash.New()
-	var lenBuf [8]byte
-	write := func(b []byte) {
-		binary.BigEndian.PutUint64(lenBuf[:], uint64(len(b)))
-		d.Write(lenBuf[:])
-		d.Write(b)
-	}
+	f := newFingerprint()
 	for _, name := range spaces {
 		sp, err := tx.Space(name)
 		if err != nil {
 			return 0, err
 		}
-		write([]byte(name))
+		f.write([]byte(name))
 		err = sp.Scan(nil, false, func(k, v []byte) (bool, error) {
-			write(k)
-			write(v)
+			f.write(k)
+			f.write(v)
 			return true, nil
 		})
 		if err != nil {
 			return 0, err
 		}
 	}
-	return d.Sum64(), nil
+	return f.d.Sum64(), nil
+}
+
+// fingerprint is Fingerprint's hash, fed the names of the spaces and their
+// keys and values in order, each after its length.
+type fingerprint struct {
+	d      *xxhash.Digest
+	lenBuf [8]byte
+}
+
+func newFingerprint() *fingerprint { return &fingerprint{d: xxhash.New()} }
+
+func (f *fingerprint) write(b []byte) {
+	binary.BigEndian.PutUint64(f.lenBuf[:], uint64(len(b)))
+	f.d.Write(f.lenBuf[:])
+	f.d.Write(b)
 }
 
 // decode reads a payload into v through the type's upcasters: a payload of
