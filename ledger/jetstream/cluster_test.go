@@ -175,6 +175,20 @@ func (c *cluster) partition(tb testing.TB, k int) {
 	})
 }
 
+// awaitLeader waits until a server other than except leads stream and
+// returns how long after since that was (limit at most).
+func (c *cluster) awaitLeader(account, stream string, except int, limit time.Duration, since time.Time) time.Duration {
+	for time.Since(since) < limit {
+		for i, s := range c.servers {
+			if i != except && s != nil && s.JetStreamIsStreamLeader(account, stream) {
+				return time.Since(since)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return limit
+}
+
 func (c *cluster) heal(tb testing.TB) {
 	tb.Helper()
 	for i, s := range c.servers {
@@ -196,15 +210,24 @@ func (c *cluster) index(name string) int {
 
 func (c *cluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]) }
 
-// connect connects as user to server i, reconnecting (to any server of the
-// cluster) for as long as the test runs.
+// connect connects as user to server i first, reconnecting for as long as
+// the test runs to any server of the cluster: every server is listed, as
+// an operator lists them (a server cut off from the others tells its
+// clients it is the whole cluster; only the servers given stay known).
 func (c *cluster) connect(tb testing.TB, i int, user string) *nats.Conn {
-	return connectURL(tb, c.url(i), user)
+	return c.connectVia(tb, c.url(i), user)
 }
 
-func connectURL(tb testing.TB, url, user string) *nats.Conn {
-	nc, err := nats.Connect(url, nats.UserInfo(user, user), nats.MaxReconnects(-1),
-		nats.ReconnectWait(50*time.Millisecond), nats.Timeout(2*time.Second))
+// connectVia connects as user through url first, then as connect does.
+func (c *cluster) connectVia(tb testing.TB, url, user string) *nats.Conn {
+	urls := []string{url}
+	for j := range c.ports {
+		if u := c.url(j); u != url {
+			urls = append(urls, u)
+		}
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.UserInfo(user, user), nats.MaxReconnects(-1),
+		nats.DontRandomize(), nats.ReconnectWait(50*time.Millisecond), nats.Timeout(2*time.Second))
 	if err != nil {
 		tb.Fatal(err)
 	}

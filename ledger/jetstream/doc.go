@@ -34,6 +34,13 @@
 //     connection (Options.SystemConn), refusing one that does not sync
 //     always; without one it logs a loud warning, since a client cannot see
 //     it.
+//   - A connection through which the stream's leader stays out of reach for
+//     Options.LeaderWait (requests it should answer time out, or its server
+//     knows no leader) is moved to another server (nats.Conn.ForceReconnect):
+//     a server partitioned from the others stays up and keeps its clients,
+//     which would otherwise never reach the leader the others elected. The
+//     connection must list every server: a partitioned server tells its
+//     clients it is the whole cluster, and only the URLs given stay known.
 //   - One Replica serves one Store (its calls are serialised by the store's
 //     committer).
 //

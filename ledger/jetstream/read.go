@@ -174,8 +174,12 @@ func (r *Replica) readLeader(from, upTo uint64) ([]message, error) {
 	var msgs []message
 	for seq := from; seq <= upTo && len(msgs) < readBatch; seq++ {
 		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+		sent := time.Now()
 		m, err := r.stream.GetMsg(ctx, seq)
 		cancel()
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			r.leaderLost(sent)
+		}
 		if err != nil {
 			return msgs, err
 		}
