@@ -94,6 +94,7 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.acked.Store(0) // only this append's acknowledgement may set it
 	id := nuid.Next()
 	deadline := time.Now().Add(r.opts.ResolveWithin)
 	ambiguous := false // whether an earlier attempt may have landed
@@ -110,6 +111,7 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 				return fmt.Errorf("stream %s acknowledged the append at seq %d, want %d", r.opts.Stream, seq, want)
 			}
 			r.noteKnown(seq)
+			r.acked.Store(seq)
 			return nil
 		case errors.As(err, &refused) && refused.headMoved() && !ambiguous:
 			// Refused before anything of ours could have landed.

@@ -189,6 +189,40 @@ func (c *cluster) awaitLeader(account, stream string, except int, limit time.Dur
 	return limit
 }
 
+// awaitSettled waits until one server leads stream and every server holds
+// the same last seq of it: after a partition heals, the server that was cut
+// off may for a while still answer as the leader of its stale copy.
+func (c *cluster) awaitSettled(tb testing.TB, account, stream string) {
+	tb.Helper()
+	eventually(tb, time.Minute, func() error {
+		var leaders []string
+		last := map[uint64][]string{}
+		for i, s := range c.servers {
+			if s == nil {
+				continue
+			}
+			if s.JetStreamIsStreamLeader(account, stream) {
+				leaders = append(leaders, fmt.Sprintf("n%d", i))
+			}
+			jsz, err := s.Jsz(&server.JSzOptions{Accounts: true, Streams: true})
+			if err != nil {
+				return err
+			}
+			for _, a := range jsz.AccountDetails {
+				for _, sd := range a.Streams {
+					if sd.Name == stream {
+						last[sd.State.LastSeq] = append(last[sd.State.LastSeq], fmt.Sprintf("n%d", i))
+					}
+				}
+			}
+		}
+		if len(leaders) != 1 || len(last) != 1 {
+			return fmt.Errorf("stream %s: leaders %v, last seqs %v", stream, leaders, last)
+		}
+		return nil
+	})
+}
+
 func (c *cluster) heal(tb testing.TB) {
 	tb.Helper()
 	for i, s := range c.servers {

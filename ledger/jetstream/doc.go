@@ -24,6 +24,11 @@
 //     may be sent again only guarded by the same expected last sequence, so
 //     at most one copy can ever land; past Options.ResolveWithin the append
 //     fails with ErrOutcomeUnknown, never claimed done.
+//   - A writer whose own append the stream acknowledged last skips the read
+//     before its next append (the expected last sequence refuses it if
+//     another node appended meanwhile), comparing its head with the stream
+//     at least every headCheckEvery (100ms): one round trip per sequential
+//     append, not two.
 //   - Every event read from the stream goes through Tx.Ingest (envelope,
 //     seq, chain link) and the message at the local head must hash to the
 //     local head: a rewritten, missing or foreign message is reported as a

@@ -247,6 +247,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 		w.await(t, 30, nodes)
 	}
 	w.halt()
+	c.awaitSettled(t, "APP", "faults")
 	t.Logf("%d appends acknowledged, %d failed", w.count.Load(), w.failed.Load())
 	var plain []*node
 	for _, l := range nodes {

@@ -71,9 +71,36 @@ func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err 
 // head's event. It reads from the server nearest to it (direct gets); if
 // that one lags behind what this replica knows the stream holds, it reads
 // from the stream's leader, bounded by Options.Timeout.
+//
+// It reads nothing when the local head is this replica's own last append,
+// acknowledged by the stream with nothing heard of since, and the head was
+// compared with the stream within headCheckEvery: a sequential writer then
+// pays one round trip per append, not two. If another node appended
+// meanwhile, the append's expected last sequence refuses it (ErrHeadMoved)
+// and the catch-up that follows reads; a message at the head changed
+// behind the servers' back (deletes and purges are denied) is found by the
+// next catch-up that reads, within headCheckEvery, as by every node that
+// ingests it.
 func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	head := tx.Head().Seq
+	if head > 0 && r.acked.Load() == head && max(r.known.Load(), r.hint.Load()) <= head &&
+		time.Since(time.Unix(0, r.checked.Load())) < headCheckEvery {
+		return nil
+	}
+	if err := r.catchUp(tx); err != nil {
+		return err
+	}
+	r.checked.Store(time.Now().UnixNano())
+	return nil
+}
+
+// headCheckEvery is how long a writer that appended last may skip reading
+// the stream before its appends (see CatchUp).
+const headCheckEvery = 100 * time.Millisecond
+
+func (r *Replica) catchUp(tx *boltstore.Tx) error {
 	c := &catchUp{tx: tx, head: tx.Head(), checked: tx.Head().Seq == 0}
 	// A conflict's hint is only worth a short wait: the leader that named
 	// it may count appends it proposed that will never commit.

@@ -85,8 +85,14 @@ type Replica struct {
 	// Options.LeaderWait of the last, with no append acknowledged since);
 	// failed the last failed request's end.
 	lost, failed atomic.Int64
-	reqID        uint64
-	hooks        hooks // set by tests only
+	// acked is the last seq of this replica's last append, while the
+	// stream acknowledged it and nothing since told of another append;
+	// checked is when (unix ns) a catch-up last compared the local head
+	// with the stream. See CatchUp.
+	acked   atomic.Uint64
+	checked atomic.Int64
+	reqID   uint64
+	hooks   hooks // set by tests only
 }
 
 // hooks let tests damage what a replica reads and lose what it sends.
