@@ -227,6 +227,12 @@ func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 		return fmt.Errorf("catch up with stream %s: %w", r.opts.Stream, errors.Join(readErr, err))
 	}
 	s := info.State
+	if !quorumCurrent(info) {
+		// A server cut off from the others (or just back) may answer as
+		// the leader of its stale copy: its word is no verdict.
+		return fmt.Errorf("catch up with stream %s: at seq %d; the server answering as its leader (%s, last seq %d) has no quorum of current replicas: %w",
+			r.opts.Stream, local.Seq, info.Cluster.Leader, s.LastSeq, errors.Join(readErr, nats.ErrTimeout))
+	}
 	if s.LastSeq < local.Seq {
 		return &ledger.IntegrityError{Seq: s.LastSeq + 1, Problem: ledger.ProblemGap,
 			Detail: fmt.Sprintf("the stream ends at seq %d (%d deleted); this node holds events up to %d", s.LastSeq, s.NumDeleted, local.Seq)}
@@ -250,6 +256,22 @@ func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 	}
 	return fmt.Errorf("catch up with stream %s: at seq %d, the stream holds %d and no server served them within %v: %w",
 		r.opts.Stream, local.Seq, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
+}
+
+// quorumCurrent tells whether the stream's leader, by its own report,
+// hears from a majority of the stream's servers (itself included); true for
+// an unclustered stream.
+func quorumCurrent(info *jetstream.StreamInfo) bool {
+	if info.Cluster == nil || len(info.Cluster.Replicas) == 0 {
+		return true
+	}
+	current := 1
+	for _, p := range info.Cluster.Replicas {
+		if p.Current && !p.Offline {
+			current++
+		}
+	}
+	return info.Cluster.Leader != "" && current > (len(info.Cluster.Replicas)+1)/2
 }
 
 // noteKnown records that the stream holds at least seq (committed: an
