@@ -80,6 +80,27 @@ func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, error) {
 	return ParseCheckpoint(n.Text)
 }
 
+// ReadCheckpoint reads the signed checkpoint file path and checks its
+// signature with the verifier key in the file verifierPath. A file that
+// cannot be read is the os error; a key that does not parse is an error
+// naming its file; a signature that does not verify, or a body that does
+// not parse, is OpenCheckpoint's *Problem.
+func ReadCheckpoint(path, verifierPath string) (Checkpoint, error) {
+	vk, err := os.ReadFile(verifierPath)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	v, err := ParseVerifierKey(string(vk))
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("%s is not a verifier key: %w", verifierPath, err)
+	}
+	msg, err := os.ReadFile(path)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	return OpenCheckpoint(msg, v)
+}
+
 // ParseSignerKey reads a signer key as a key file holds it (surrounding
 // white space ignored).
 func ParseSignerKey(text string) (note.Signer, error) {

@@ -130,3 +130,41 @@ func TestKeys(t *testing.T) {
 		t.Errorf("a failed Write left the signer key behind: %v", err)
 	}
 }
+
+// TestReadCheckpoint: a checkpoint file checked with a verifier key file;
+// a missing file, a file that is not a key, and another signer's key each
+// fail as documented.
+func TestReadCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	keys, err := audit.NewKeys("example.com/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	skey, vkey := filepath.Join(dir, "s.key"), filepath.Join(dir, "v.key")
+	if err := keys.Write(skey, vkey); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := audit.ParseSignerKey(keys.Signer)
+	cp := audit.Checkpoint{Origin: "example.com/log", Size: 5, Root: ledger.LeafHash([]byte("x"))}
+	signed, _ := cp.Sign(s)
+	path := filepath.Join(dir, "checkpoint")
+	if err := os.WriteFile(path, signed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := audit.ReadCheckpoint(path, vkey); err != nil || got != cp {
+		t.Errorf("ReadCheckpoint: %+v, %v; want %+v", got, err, cp)
+	}
+	if _, err := audit.ReadCheckpoint(filepath.Join(dir, "none"), vkey); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing checkpoint: %v", err)
+	}
+	if _, err := audit.ReadCheckpoint(path, skey); err == nil || !strings.Contains(err.Error(), skey+" is not a verifier key") {
+		t.Errorf("signer key given as the verifier key: %v", err)
+	}
+	other, _ := audit.NewKeys("example.com/log")
+	otherPath := filepath.Join(dir, "other.key")
+	os.WriteFile(otherPath, []byte(other.Verifier), 0o644)
+	var p *audit.Problem
+	if _, err := audit.ReadCheckpoint(path, otherPath); !errors.As(err, &p) || p.Kind != audit.CheckpointSignature {
+		t.Errorf("another signer's key: %v", err)
+	}
+}

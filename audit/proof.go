@@ -226,3 +226,28 @@ func hexHashes(hs []ledger.Hash) []string {
 	}
 	return out
 }
+
+// ProofCheck is the outcome of checking a proof file, as logbook
+// check-proof --json prints it.
+type ProofCheck struct {
+	OK        bool   `json:"ok"`
+	Type      string `json:"type,omitempty"`
+	Statement string `json:"statement,omitempty"` // what the proof proved
+	SizeBound bool   `json:"size_bound"`          // the tree size came from a trusted source, not the proof
+	Error     string `json:"error,omitempty"`
+}
+
+// CheckProof decodes the proof file raw (DecodeProof) and checks it against
+// t (Proof.Check); the error is theirs, and is also in the outcome.
+func CheckProof(raw []byte, t Trusted) (ProofCheck, error) {
+	res := ProofCheck{SizeBound: t.SizeKnown}
+	p, err := DecodeProof(raw)
+	if err == nil {
+		res.Type = p.Type
+		res.Statement, err = p.Check(t)
+	}
+	if res.OK = err == nil; err != nil {
+		res.Error = err.Error()
+	}
+	return res, err
+}

@@ -194,3 +194,23 @@ func TestProofStatements(t *testing.T) {
 		t.Errorf("inclusion: %q, %v; want %q", got, err, want)
 	}
 }
+
+// TestCheckProof: the outcome says what was proven, or why not, and
+// whether the size was bound by a trusted source.
+func TestCheckProof(t *testing.T) {
+	l := newMemLog(7)
+	raw := encode(t, l.inclusion(t, 3, 7))
+	res, err := audit.CheckProof(raw, audit.Trusted{Root: l.root(t, 7), Size: 7, SizeKnown: true})
+	if err != nil || !res.OK || res.Type != audit.ProofInclusion || !res.SizeBound || res.Statement == "" || res.Error != "" {
+		t.Errorf("good proof: %+v, %v", res, err)
+	}
+	res, err = audit.CheckProof(raw, audit.Trusted{Root: l.root(t, 6)})
+	if err == nil || res.OK || res.Type != audit.ProofInclusion || res.SizeBound || res.Error != err.Error() {
+		t.Errorf("proof against another root: %+v, %v", res, err)
+	}
+	res, err = audit.CheckProof([]byte("{}"), audit.Trusted{Root: l.root(t, 7)})
+	var p *audit.Problem
+	if !errors.As(err, &p) || res.OK || res.Type != "" || res.Error == "" {
+		t.Errorf("malformed proof: %+v, %v", res, err)
+	}
+}

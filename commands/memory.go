@@ -8,25 +8,9 @@ import (
 	"github.com/logbook-dev/logbook/projections"
 )
 
-// MemoryVersion is one version of a memory key.
-type MemoryVersion struct {
-	MemoryID  string `json:"memory_id"`
-	Key       string `json:"key"`
-	Scope     string `json:"scope"`
-	Project   string `json:"project,omitempty"`
-	Agent     string `json:"agent,omitempty"`
-	Version   uint64 `json:"version"`
-	Content   string `json:"content"`
-	Hash      string `json:"hash"`
-	WrittenAt string `json:"written_at"`
-	WrittenBy string `json:"written_by"`
-	Seq       uint64 `json:"seq"`
-}
-
-func memoryVersion(m projections.Memory) MemoryVersion {
-	return MemoryVersion{MemoryID: m.MemoryID, Key: m.Key, Scope: m.Scope, Project: m.Project, Agent: m.Agent,
-		Version: m.Version, Content: m.Content, Hash: m.Hash, WrittenAt: m.WrittenAt, WrittenBy: m.WrittenBy, Seq: m.Seq}
-}
+// MemoryVersion is one version of a memory key, as the memory tools answer
+// it: the projection's record.
+type MemoryVersion = projections.Memory
 
 // namespace binds a scope to its owner: scope "project" to the project
 // argument, else the server's --project (which must name a project with
@@ -83,8 +67,8 @@ func (s *Service) WriteMemory(tx *Tx, in WriteMemoryInput) (*MemoryVersion, erro
 	if err != nil {
 		return nil, err
 	}
-	return &MemoryVersion{MemoryID: id, Key: p.Key, Scope: p.Scope, Project: p.Project, Agent: p.Agent, Version: p.Version,
-		Content: p.Content, Hash: rec.Hash.String(), WrittenAt: projections.FormatTime(rec.Time), WrittenBy: rec.Actor, Seq: rec.Seq}, nil
+	m := projections.MemoryOf(rec, p)
+	return &m, nil
 }
 
 // ReadMemoryInput is memory_read's arguments.
@@ -127,7 +111,7 @@ func (s *Service) ReadMemory(tx *Tx, in ReadMemoryInput) (*ReadMemoryResult, err
 	}
 	res := &ReadMemoryResult{Key: in.Key, Scope: in.Scope, Owner: ns.Owner, Found: ok, AsOfSeq: asOf}
 	if ok {
-		v := memoryVersion(m)
+		v := m
 		res.Memory = &v
 	}
 	return res, nil
@@ -171,7 +155,7 @@ func (s *Service) MemoryHistory(tx *Tx, in MemoryHistoryInput) (*MemoryHistoryRe
 	err = projections.MemoryVersions(tx.lt, in.Key, keep, func(m projections.Memory) bool {
 		res.VersionCount++
 		if len(res.Versions) < limit {
-			res.Versions = append(res.Versions, memoryVersion(m))
+			res.Versions = append(res.Versions, m)
 		}
 		return true
 	})

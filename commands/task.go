@@ -203,26 +203,9 @@ type GetTaskInput struct {
 
 // TaskView is task_get's answer.
 type TaskView struct {
-	TaskID        string   `json:"task_id"`
-	Title         string   `json:"title"`
-	Description   string   `json:"description"`
-	Project       string   `json:"project"`
-	Status        string   `json:"status"`
-	Priority      string   `json:"priority"`
-	Progress      int      `json:"progress"`
-	Assignee      string   `json:"assignee"`
-	Labels        []string `json:"labels"`
-	EstimateHours *float64 `json:"estimate_hours,omitempty"`
-	CreatedAt     string   `json:"created_at"`
-	UpdatedAt     string   `json:"updated_at"`
-	CreatedBy     string   `json:"created_by"`
-	UpdatedBy     string   `json:"updated_by"`
-	ParentID      string   `json:"parent_id,omitempty"`
-	BlockedReason string   `json:"blocked_reason,omitempty"`
-	Sequence      uint64   `json:"sequence"`
-	Seq           uint64   `json:"seq"`
-	ThoughtTrail  []string `json:"thought_trail,omitzero"` // present (maybe empty) when asked
-	Dependents    []string `json:"dependents,omitzero"`    // present (maybe empty) when asked
+	projections.TaskState
+	ThoughtTrail []string `json:"thought_trail,omitzero"` // present (maybe empty) when asked
+	Dependents   []string `json:"dependents,omitzero"`    // present (maybe empty) when asked
 }
 
 // GetTask answers from the projection, or with as_of_seq from the log.
@@ -246,10 +229,7 @@ func (s *Service) GetTask(tx *Tx, in GetTaskInput) (*TaskView, error) {
 	if !ok {
 		return nil, &NotFoundError{Kind: ErrTaskNotFound, ID: in.TaskID}
 	}
-	v := &TaskView{TaskID: t.ID, Title: t.Title, Description: t.Description, Project: t.Project, Status: t.Status,
-		Priority: t.Priority, Progress: t.Progress, Assignee: t.Assignee, Labels: t.Labels, EstimateHours: t.EstimateHours,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, CreatedBy: t.CreatedBy, UpdatedBy: t.UpdatedBy,
-		ParentID: t.ParentID, BlockedReason: t.BlockedReason, Sequence: t.Sequence, Seq: t.Seq}
+	v := &TaskView{TaskState: t.TaskState}
 	if in.IncludeThoughtTrail {
 		v.ThoughtTrail = []string{}
 		err := projections.TaskThoughts(tx.lt, t.ID, func(th projections.Thought) bool {

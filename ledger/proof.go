@@ -35,22 +35,7 @@ func VerifyInclusion(leaf Hash, index, size uint64, proof []Hash, root Hash) err
 	// RFC 9162 steps 2 to 5. Its checks on sn (step 4a: a path too long;
 	// step 5: too short) cannot fail once the length is right, and the
 	// length check above is what makes them so.
-	fn, sn := index, size-1
-	r := leaf
-	for _, p := range proof {
-		if fn&1 == 1 || fn == sn {
-			r = NodeHash(p, r)
-			// Skip the levels where the node has no sibling: it is on
-			// the tree's right border and its parent is itself.
-			for fn&1 == 0 && fn != 0 {
-				fn, sn = fn>>1, sn>>1
-			}
-		} else {
-			r = NodeHash(r, p)
-		}
-		fn, sn = fn>>1, sn>>1
-	}
-	if r != root {
+	if r := climb(index, size-1, leaf, proof, nil); r != root {
 		return fmt.Errorf("verify inclusion of leaf %d in tree of size %d: proof gives root %s, want %s: %w",
 			index, size, r, root, ErrProofInvalid)
 	}
@@ -94,19 +79,8 @@ func VerifyConsistency(oldSize, newSize uint64, oldRoot, newRoot Hash, proof []H
 	for fn&1 == 1 {
 		fn, sn = fn>>1, sn>>1
 	}
-	fr, sr := path[0], path[0]
-	for _, c := range path[1:] {
-		if fn&1 == 1 || fn == sn {
-			fr = NodeHash(c, fr)
-			sr = NodeHash(c, sr)
-			for fn&1 == 0 && fn != 0 {
-				fn, sn = fn>>1, sn>>1
-			}
-		} else {
-			sr = NodeHash(sr, c)
-		}
-		fn, sn = fn>>1, sn>>1
-	}
+	fr := path[0]
+	sr := climb(fn, sn, path[0], path[1:], &fr)
 	if fr != oldRoot {
 		return fmt.Errorf("verify consistency of size %d with %d: proof gives old root %s, want %s: %w",
 			oldSize, newSize, fr, oldRoot, ErrProofInvalid)
@@ -116,6 +90,32 @@ func VerifyConsistency(oldSize, newSize uint64, oldRoot, newRoot Hash, proof []H
 			oldSize, newSize, sr, newRoot, ErrProofInvalid)
 	}
 	return nil
+}
+
+// climb is the loop RFC 9162's two verifications share (§2.1.3.2 steps 4
+// and 5, §2.1.4.2 steps 6 and 7): from node fn of a level whose last node
+// is sn, it hashes each hash of path into r, as the left sibling where fn
+// is a right child or on the tree's right border, else as the right one,
+// and returns r. With left not nil, it also hashes the left siblings alone
+// into *left (the old root of a consistency proof).
+func climb(fn, sn uint64, r Hash, path []Hash, left *Hash) Hash {
+	for _, p := range path {
+		if fn&1 == 1 || fn == sn {
+			r = NodeHash(p, r)
+			if left != nil {
+				*left = NodeHash(p, *left)
+			}
+			// Skip the levels where the node has no sibling: it is on
+			// the tree's right border and its parent is itself.
+			for fn&1 == 0 && fn != 0 {
+				fn, sn = fn>>1, sn>>1
+			}
+		} else {
+			r = NodeHash(r, p)
+		}
+		fn, sn = fn>>1, sn>>1
+	}
+	return r
 }
 
 // inclusionLen is the length of the inclusion proof for index < size: one

@@ -41,22 +41,27 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), batch b
 }
 
 // task returns task number n; ok is false if there is none.
-func (f *folder) task(n uint64) (t *Task, ok bool, err error) {
-	if t, ok := f.tasks[n]; ok {
-		return t, true, nil
+func (f *folder) task(n uint64) (*Task, bool, error) { return load(f.tx, f.tasks, spTasks, n) }
+
+// load returns record number n of space, from cache if it holds it (a
+// batch folder's), else decoded and then kept there; ok is false if there
+// is none.
+func load[T any](tx *boltstore.Tx, cache map[uint64]*T, space string, n uint64) (v *T, ok bool, err error) {
+	if v, ok := cache[n]; ok {
+		return v, true, nil
 	}
-	tasks, err := f.tx.Space(spTasks)
+	sp, err := tx.Space(space)
 	if err != nil {
 		return nil, false, err
 	}
-	t = new(Task)
-	if ok, err = getRecord(tasks, u64(n), t); err != nil || !ok {
+	v = new(T)
+	if ok, err = getRecord(sp, u64(n), v); err != nil || !ok {
 		return nil, false, err
 	}
-	if f.tasks != nil {
-		f.tasks[n] = t
+	if cache != nil {
+		cache[n] = v
 	}
-	return t, true, nil
+	return v, true, nil
 }
 
 // setTask stores task number n (in a batch, at flush).
@@ -73,22 +78,8 @@ func (f *folder) setTask(n uint64, t *Task) error {
 }
 
 // session returns session number n; ok is false if there is none.
-func (f *folder) session(n uint64) (s *Session, ok bool, err error) {
-	if s, ok := f.sessions[n]; ok {
-		return s, true, nil
-	}
-	sessions, err := f.tx.Space(spSessions)
-	if err != nil {
-		return nil, false, err
-	}
-	s = new(Session)
-	if ok, err = getRecord(sessions, u64(n), s); err != nil || !ok {
-		return nil, false, err
-	}
-	if f.sessions != nil {
-		f.sessions[n] = s
-	}
-	return s, true, nil
+func (f *folder) session(n uint64) (*Session, bool, error) {
+	return load(f.tx, f.sessions, spSessions, n)
 }
 
 // setSession stores session number n (in a batch, at flush).

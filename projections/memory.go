@@ -28,6 +28,11 @@ type Memory struct {
 	Seq       uint64 `json:"seq"`
 }
 
+// MemoryOf is the memory version the event r, whose payload is p, writes.
+func MemoryOf(r ledger.Record, p events.MemoryWritten) Memory {
+	return Memory{MemoryWritten: p, Hash: r.Hash.String(), WrittenAt: FormatTime(r.Time), WrittenBy: r.Actor, Seq: r.Seq}
+}
+
 // Namespace names where a memory key lives: its scope and its owner (the
 // project for scope "project", the agent for scope "agent", "" for global).
 type Namespace struct {
@@ -59,7 +64,7 @@ func applyMemoryWritten(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	m := Memory{MemoryWritten: p, Hash: r.Hash.String(), WrittenAt: FormatTime(r.Time), WrittenBy: r.Actor, Seq: r.Seq}
+	m := MemoryOf(r, p)
 	n, err := putNumbered(f, domain.MemoryPrefix, counterMemory, spMemories, p.MemoryID, &m)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -285,6 +286,17 @@ func seenNumber(tx *boltstore.Tx, key string, n uint64) error {
 		return putU64(meta, key, n)
 	}
 	return nil
+}
+
+// spaceOf is a space and the number of id, an id of prefix; a nil space
+// for an id that is not one.
+func spaceOf(tx *boltstore.Tx, space, prefix, id string) (*boltstore.Space, uint64, error) {
+	n, valid := domain.ParseID(prefix, id)
+	if !valid {
+		return nil, 0, nil
+	}
+	sp, err := tx.Space(space)
+	return sp, n, err
 }
 
 // getRecord decodes the msgpack value at key into v; false if absent.

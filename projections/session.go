@@ -190,12 +190,8 @@ func putSession(tx *boltstore.Tx, n uint64, s *Session) error {
 
 // GetSession returns the session with id; ok false if none.
 func GetSession(tx *boltstore.Tx, id string) (s Session, ok bool, err error) {
-	n, valid := domain.ParseID(domain.SessionPrefix, id)
-	if !valid {
-		return s, false, nil
-	}
-	sessions, err := tx.Space(spSessions)
-	if err != nil {
+	sessions, n, err := spaceOf(tx, spSessions, domain.SessionPrefix, id)
+	if sessions == nil {
 		return s, false, err
 	}
 	ok, err = getRecord(sessions, u64(n), &s)
@@ -204,12 +200,8 @@ func GetSession(tx *boltstore.Tx, id string) (s Session, ok bool, err error) {
 
 // SessionLeaves calls fn for the session's leaves in ledger order.
 func SessionLeaves(tx *boltstore.Tx, id string, fn func(Leaf) error) error {
-	n, valid := domain.ParseID(domain.SessionPrefix, id)
-	if !valid {
-		return nil
-	}
-	leaves, err := tx.Space(spSessionLeaves)
-	if err != nil {
+	leaves, n, err := spaceOf(tx, spSessionLeaves, domain.SessionPrefix, id)
+	if leaves == nil {
 		return err
 	}
 	return leaves.Scan(u64(n), false, func(k, v []byte) (bool, error) {

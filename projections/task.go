@@ -19,8 +19,16 @@ const (
 	counterTask = "counter.task"
 )
 
-// Task is the current state of a task.
+// Task is the current state of a task: what task_get shows of it, and how
+// far the projection has folded it.
 type Task struct {
+	TaskState
+	CreatedSeq uint64 `json:"created_seq"` // event that created it
+	Thoughts   uint64 `json:"thoughts"`    // thought records on it
+}
+
+// TaskState is a task as task_get shows it.
+type TaskState struct {
 	ID            string   `json:"task_id"`
 	Title         string   `json:"title"`
 	Description   string   `json:"description"`
@@ -38,9 +46,7 @@ type Task struct {
 	ParentID      string   `json:"parent_id,omitempty"`
 	BlockedReason string   `json:"blocked_reason,omitempty"`
 	Sequence      uint64   `json:"sequence"`
-	Seq           uint64   `json:"seq"`         // event that last changed it
-	CreatedSeq    uint64   `json:"created_seq"` // event that created it
-	Thoughts      uint64   `json:"thoughts"`    // thought records on it
+	Seq           uint64   `json:"seq"` // event that last changed it
 }
 
 // Project is a project's counters. A project exists from its first task.
@@ -76,12 +82,12 @@ func foldTask(t *Task, r ledger.Record) error {
 }
 
 func foldTaskCreated(t *Task, r ledger.Record, p *events.TaskCreated) {
-	*t = Task{
+	*t = Task{TaskState: TaskState{
 		ID: p.TaskID, Title: p.Title, Description: p.Description, Project: p.Project,
 		Status: "backlog", Priority: p.Priority, Assignee: p.Assignee, Labels: p.Labels,
 		EstimateHours: p.EstimateHours, ParentID: p.ParentID, Sequence: p.Sequence,
-		CreatedAt: FormatTime(r.Time), CreatedBy: r.Actor, CreatedSeq: r.Seq,
-	}
+		CreatedAt: FormatTime(r.Time), CreatedBy: r.Actor,
+	}, CreatedSeq: r.Seq}
 	if t.Labels == nil {
 		t.Labels = []string{}
 	}
@@ -173,12 +179,8 @@ func putTask(f *folder, n uint64, t *Task, seq uint64) error {
 // GetTask returns the current state of the task with id; ok is false if
 // there is none.
 func GetTask(tx *boltstore.Tx, id string) (t Task, ok bool, err error) {
-	n, valid := domain.ParseID(domain.TaskPrefix, id)
-	if !valid {
-		return t, false, nil
-	}
-	tasks, err := tx.Space(spTasks)
-	if err != nil {
+	tasks, n, err := spaceOf(tx, spTasks, domain.TaskPrefix, id)
+	if tasks == nil {
 		return t, false, err
 	}
 	ok, err = getRecord(tasks, u64(n), &t)
@@ -188,12 +190,8 @@ func GetTask(tx *boltstore.Tx, id string) (t Task, ok bool, err error) {
 // TaskAsOf folds the task's events up to and including seq from the log
 // itself (time travel). ok is false if the task did not exist yet.
 func TaskAsOf(tx *boltstore.Tx, id string, seq uint64) (t Task, ok bool, err error) {
-	n, valid := domain.ParseID(domain.TaskPrefix, id)
-	if !valid {
-		return t, false, nil
-	}
-	events, err := tx.Space(spTaskEvents)
-	if err != nil {
+	events, n, err := spaceOf(tx, spTaskEvents, domain.TaskPrefix, id)
+	if events == nil {
 		return t, false, err
 	}
 	err = events.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
@@ -232,12 +230,8 @@ func Tasks(tx *boltstore.Tx, fn func(Task) bool) error {
 
 // Children returns the ids of the task's direct sub-tasks in creation order.
 func Children(tx *boltstore.Tx, id string) ([]string, error) {
-	n, valid := domain.ParseID(domain.TaskPrefix, id)
-	if !valid {
-		return nil, nil
-	}
-	children, err := tx.Space(spChildren)
-	if err != nil {
+	children, n, err := spaceOf(tx, spChildren, domain.TaskPrefix, id)
+	if children == nil {
 		return nil, err
 	}
 	var ids []string
@@ -316,12 +310,8 @@ func NextTaskID(tx *boltstore.Tx) (string, error) {
 
 // TaskEventSeqs are the seqs of the events that created or updated the task.
 func TaskEventSeqs(tx *boltstore.Tx, id string) ([]uint64, error) {
-	n, valid := domain.ParseID(domain.TaskPrefix, id)
-	if !valid {
-		return nil, nil
-	}
-	events, err := tx.Space(spTaskEvents)
-	if err != nil {
+	events, n, err := spaceOf(tx, spTaskEvents, domain.TaskPrefix, id)
+	if events == nil {
 		return nil, err
 	}
 	var seqs []uint64

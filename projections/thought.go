@@ -108,12 +108,8 @@ func withText(tx *boltstore.Tx, th *Thought) {
 
 // LastThought is the task's latest thought; ok false if it has none.
 func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err error) {
-	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
-	if !valid {
-		return th, false, nil
-	}
-	chain, err := tx.Space(spTaskThoughts)
-	if err != nil {
+	chain, tn, err := spaceOf(tx, spTaskThoughts, domain.TaskPrefix, taskID)
+	if chain == nil {
 		return th, false, err
 	}
 	err = chain.Scan(u64(tn), true, func(_, v []byte) (bool, error) {
@@ -126,36 +122,25 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 
 // TaskThoughts calls fn for the task's thoughts in chain order.
 func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error {
-	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
-	if !valid {
-		return nil
-	}
-	chain, err := tx.Space(spTaskThoughts)
-	if err != nil {
-		return err
-	}
-	return chain.Scan(u64(tn), false, func(_, v []byte) (bool, error) {
-		th, err := thoughtByNumber(tx, be64(v))
-		if err != nil {
-			return false, err
-		}
-		return fn(th), nil
-	})
+	return listedThoughts(tx, spTaskThoughts, domain.TaskPrefix, taskID, func(_, v []byte) uint64 { return be64(v) }, fn)
 }
 
 // SessionThoughts calls fn for the thoughts recorded with the session id,
 // in ledger order.
 func SessionThoughts(tx *boltstore.Tx, sessionID string, fn func(Thought) bool) error {
-	sn, valid := domain.ParseID(domain.SessionPrefix, sessionID)
-	if !valid {
-		return nil
-	}
-	bySession, err := tx.Space(spSessionThoughts)
-	if err != nil {
+	return listedThoughts(tx, spSessionThoughts, domain.SessionPrefix, sessionID, func(k, _ []byte) uint64 { return be64(k[8:]) }, fn)
+}
+
+// listedThoughts calls fn for the thoughts a space lists under the number
+// of id (a prefix's id), in key order; number is a thought's number from
+// its key and value there.
+func listedThoughts(tx *boltstore.Tx, space, prefix, id string, number func(k, v []byte) uint64, fn func(Thought) bool) error {
+	sp, n, err := spaceOf(tx, space, prefix, id)
+	if sp == nil {
 		return err
 	}
-	return bySession.Scan(u64(sn), false, func(k, _ []byte) (bool, error) {
-		th, err := thoughtByNumber(tx, be64(k[8:]))
+	return sp.Scan(u64(n), false, func(k, v []byte) (bool, error) {
+		th, err := thoughtByNumber(tx, number(k, v))
 		if err != nil {
 			return false, err
 		}
@@ -187,12 +172,8 @@ func NextThoughtID(tx *boltstore.Tx) (string, error) {
 
 // ThoughtAt is the task's thought at a chain position; ok false if none.
 func ThoughtAt(tx *boltstore.Tx, taskID string, position uint64) (th Thought, ok bool, err error) {
-	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
-	if !valid {
-		return th, false, nil
-	}
-	chain, err := tx.Space(spTaskThoughts)
-	if err != nil {
+	chain, tn, err := spaceOf(tx, spTaskThoughts, domain.TaskPrefix, taskID)
+	if chain == nil {
 		return th, false, err
 	}
 	v := chain.Get(key2(tn, position))

@@ -55,9 +55,16 @@ func Tokens(tx *boltstore.Tx) ([]Token, error) {
 	return out, err
 }
 
-func tokenKey(hexSum string) ([]byte, bool) {
-	b, err := hex.DecodeString(hexSum)
-	return b, err == nil && len(b) == 32
+// tokenAt is the tokens space and the key of the token whose SHA-256 is
+// hexSum; a nil space for a malformed hash (the writers check it; a bad one
+// stops no fold).
+func tokenAt(tx *boltstore.Tx, hexSum string) (*boltstore.Space, []byte, error) {
+	key, err := hex.DecodeString(hexSum)
+	if err != nil || len(key) != 32 {
+		return nil, nil, nil
+	}
+	sp, err := tx.Space(spTokens)
+	return sp, key, err
 }
 
 // applyTokenIssued records a token. Issuing a hash twice keeps the first
@@ -67,16 +74,9 @@ func applyTokenIssued(tx *boltstore.Tx, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	key, ok := tokenKey(p.SHA256)
-	if !ok { // the writers check it; a bad one stops no fold
-		return nil
-	}
-	sp, err := tx.Space(spTokens)
-	if err != nil {
+	sp, key, err := tokenAt(tx, p.SHA256)
+	if sp == nil || sp.Get(key) != nil {
 		return err
-	}
-	if sp.Get(key) != nil {
-		return nil
 	}
 	return putRecord(sp, key, Token{SHA256: p.SHA256, Agent: p.Agent, ReadOnly: p.ReadOnly,
 		Tools: p.Tools, Issuer: p.Issuer, IssuedSeq: r.Seq})
@@ -88,12 +88,8 @@ func applyTokenRevoked(tx *boltstore.Tx, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	key, ok := tokenKey(p.SHA256)
-	if !ok { // the writers check it; a bad one stops no fold
-		return nil
-	}
-	sp, err := tx.Space(spTokens)
-	if err != nil {
+	sp, key, err := tokenAt(tx, p.SHA256)
+	if sp == nil {
 		return err
 	}
 	var t Token

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/ledger/jetstream"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/server/console"
@@ -45,6 +46,10 @@ type Options struct {
 	Logger       *slog.Logger
 	// Ready, if set, is called once the server accepts connections.
 	Ready func(addr net.Addr)
+	// Replica, if set, is the replicated log Store copies
+	// (boltstore.Options.Replica): tokens and projections follow what the
+	// other nodes append, also while this node takes no calls.
+	Replica *jetstream.Replica
 }
 
 // Run serves until ctx is cancelled, then drains: it stops accepting,
@@ -66,6 +71,12 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	defer ln.Close()
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() && opts.TLSCert == "" {
+		log.Warn("serving beyond loopback without TLS: bearer tokens cross the network in clear; use --tls-cert or a TLS proxy", "listen", ln.Addr().String())
+	}
+	if opts.Replica != nil {
+		defer follow(ctx, opts.Replica, opts.Store, log)()
+	}
 
 	var streams inflight
 	mux := http.NewServeMux()
@@ -240,3 +251,21 @@ func (f *inflight) stop() {
 // ErrHeld: the ledger file is held by another process (a running server
 // whose admin socket did not answer).
 var ErrHeld = errors.New("the ledger file is held by another process")
+
+// follow keeps l caught up with rep, folding what it ingests, until the
+// returned stop is called.
+func follow(ctx context.Context, rep *jetstream.Replica, l *boltstore.Store, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		err := rep.Follow(ctx, l, time.Second, func(tx *boltstore.Tx) error {
+			_, err := projections.CatchUp(tx, 0)
+			return err
+		})
+		if ctx.Err() == nil {
+			log.Error("following the stream stopped", "err", err)
+		}
+	}()
+	return func() { cancel(); <-followed }
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/projections"
@@ -186,11 +187,58 @@ func TestRunAdminSocketAndDrain(t *testing.T) {
 	if _, ok, _ := SnapshotThroughServer(filepath.Join(t.TempDir(), "none.sock"), snap); ok {
 		t.Errorf("no server, yet ok")
 	}
+	// Snapshot goes through the socket of the server holding the file.
+	if s, err := Snapshot(ctx, db, filepath.Join(t.TempDir(), "copy.db"), SnapshotOptions{}); err != nil || s.Size != 1 {
+		t.Errorf("Snapshot of a held file: %+v %v", s, err)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if _, err := os.Lstat(socket); !os.IsNotExist(err) {
 		t.Errorf("admin socket left behind: %v", err)
+	}
+}
+
+// TestSnapshot: a snapshot of a file no server holds is a verified copy
+// with its projections refolded, appears only at out, and never replaces a
+// file there.
+func TestSnapshot(t *testing.T) {
+	l, db := openStore(t, boltstore.Options{})
+	if _, _, err := IssueToken(l, Issue{Agent: "a", Issuer: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	var root ledger.Hash
+	var fp uint64
+	l.View(func(tx *boltstore.Tx) (err error) {
+		fp, _ = projections.Fingerprint(tx)
+		root, err = tx.Root(tx.Head().Seq)
+		return err
+	})
+	l.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "snap.db")
+	var copied, folded bool
+	s, err := Snapshot(context.Background(), db, out, SnapshotOptions{
+		Copied: func(done, total uint64) { copied = true }, Folded: func(done, total uint64) { folded = true }})
+	if err != nil || s.Size != 1 || s.Root != root || !copied || !folded {
+		t.Fatalf("Snapshot: %+v %v (copied %v folded %v), want 1 event, root %v", s, err, copied, folded, root)
+	}
+	c, err := boltstore.Open(out, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got uint64
+	c.View(func(tx *boltstore.Tx) error { got, _ = projections.Fingerprint(tx); return nil })
+	c.Close()
+	if got != fp {
+		t.Errorf("the snapshot's projections differ from the file's")
+	}
+	if _, err := Snapshot(context.Background(), db, out, SnapshotOptions{}); !errors.Is(err, os.ErrExist) {
+		t.Errorf("a snapshot over an existing file: %v, want os.ErrExist", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("left behind in the snapshot's folder: %v", entries)
 	}
 }

@@ -4,5 +4,9 @@
 // render the same values, so they cannot tell different stories.
 //
 // Views are read in one read transaction of a ledger file and hold plain
-// data with JSON tags (the CLI's --json output); rendering is the caller's.
+// data with JSON tags (the CLI's --json output). Their text form for a
+// terminal is here too (Screen: tables cut to the width, colour only on a
+// terminal without NO_COLOR, control characters never passed through), with
+// the verify report, the token table and the progress bar of long runs; the
+// console renders the same values as HTML (server/console).
 package views

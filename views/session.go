@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -138,4 +139,84 @@ func ReadSession(tx *boltstore.Tx, id string) (*Session, error) {
 		return nil
 	})
 	return v, err
+}
+
+// SessionList prints sessions as a table, or "no audit sessions".
+func (s *Screen) SessionList(list []SessionSummary) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(s.W, "no audit sessions")
+		return err
+	}
+	t := &Table{Header: []string{"ID", "TASK", "AUDITOR", "SCOPE", "STATE", "LEAVES", "ROOT", "STARTED (UTC)"}, Flex: 2, Painted: 4,
+		Right: map[int]bool{5: true}}
+	for _, v := range list {
+		t.Rows = append(t.Rows, []string{v.SessionID, v.TaskID, v.AuditorID, v.Scope, v.State(),
+			fmt.Sprint(v.Leaves), shortHash(v.Root), shortTime(v.StartedAt)})
+	}
+	return s.Print(t)
+}
+
+// Session prints the session, its leaves, and the logbook commands that
+// prove a leaf is in the ledger; db is the ledger file they name ("" when
+// it is the default one).
+func (s *Screen) Session(v *Session, db string) error {
+	fmt.Fprintf(s.W, "%s  audit of %s by %s\n", v.SessionID, v.TaskID, clean(v.AuditorID))
+	s.field("state", "%s", s.paint(v.State(), v.State()))
+	s.field("scope", "%s", v.Scope)
+	if v.Reason != "" {
+		s.field("reason", "%s", cut(firstLine(v.Reason), s.Width-14))
+	}
+	s.field("started", "%s (seq %d)", v.StartedAt, v.StartSeq)
+	if v.Finalized {
+		s.field("finalized", "%s (seq %d)", v.FinalizedAt, v.LedgerSize)
+	}
+	s.field("leaves", "%d, seq %d to %d", v.Leaves, v.FirstSeq, v.LastSeq)
+	if v.Finalized {
+		what := "all leaves"
+		if v.SealedTask != "" {
+			what = fmt.Sprintf("%d leaves: the start event and those of %s", v.Sealed, v.SealedTask)
+		}
+		s.field("root", "%s (frozen; %s)", v.Root, what)
+		s.field("ledger", "size %d, root %s (when finalized)", v.LedgerSize, v.LedgerRoot)
+	} else {
+		s.field("root", "%s (of the leaves so far; not finalized)", v.Root)
+		s.field("ledger", "size %d, root %s (now)", v.LedgerSize, v.LedgerRoot)
+	}
+	fmt.Fprintf(s.W, "\nLeaves (%d):\n", len(v.LeafList))
+	t := &Table{Header: []string{"SEQ", "HASH", "TYPE", "TASKS"}, Flex: 3, Painted: -1, Right: map[int]bool{0: true}}
+	if v.Finalized && v.SealedTask != "" {
+		t.Header = append(t.Header[:3:3], "SEALED", "TASKS")
+		t.Flex = 4
+	}
+	for _, l := range v.LeafList {
+		row := []string{fmt.Sprint(l.Seq), shortHash(l.Hash), l.Type}
+		if len(t.Header) == 5 {
+			row = append(row, map[bool]string{true: "yes", false: "no"}[l.Sealed])
+		}
+		t.Rows = append(t.Rows, append(row, orDash(strings.Join(l.Tasks, ", "))))
+	}
+	if err := s.Print(t); err != nil || len(v.LeafList) == 0 {
+		return err
+	}
+	seq := v.LeafList[0].Seq
+	when := "the ledger as it was when the session was finalized"
+	if !v.Finalized {
+		when = "the ledger as it is now (it grows: take the size and root you trust)"
+	}
+	fmt.Fprintf(s.W, "\nProve that a leaf (here seq %d) is in %s:\n", seq, when)
+	dbArg := ""
+	if db != "" {
+		dbArg = " --db " + shellQuote(db)
+	}
+	fmt.Fprintf(s.W, "  logbook prove inclusion%s --seq %d --size %d --out leaf-%d.json\n", dbArg, seq, v.LedgerSize, seq)
+	_, err := fmt.Fprintf(s.W, "  logbook check-proof leaf-%d.json --root %s --size %d\n", seq, v.LedgerRoot, v.LedgerSize)
+	return err
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -142,3 +142,68 @@ func taskStep(r ledger.Record) (Step, error) {
 	}
 	return st, nil
 }
+
+// TaskList prints tasks as a table: id, status, priority, progress,
+// assignee and title (cut to the screen's width), or "no tasks".
+func (s *Screen) TaskList(list []projections.Task) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(s.W, "no tasks")
+		return err
+	}
+	t := &Table{Header: []string{"ID", "STATUS", "PRIORITY", "PROGRESS", "ASSIGNEE", "TITLE"}, Flex: 5, Painted: 1,
+		Right: map[int]bool{3: true}}
+	for _, task := range list {
+		t.Rows = append(t.Rows, []string{task.ID, task.Status, orDash(task.Priority),
+			fmt.Sprintf("%d%%", task.Progress), orDash(task.Assignee), task.Title})
+	}
+	return s.Print(t)
+}
+
+// Task prints the task, then its timeline as a table, oldest first.
+func (s *Screen) Task(v *Task) error {
+	t := v.Task
+	fmt.Fprintf(s.W, "%s  %s\n", t.ID, clean(t.Title))
+	s.field("status", "%s · priority %s · progress %d%%", s.paint(t.Status, t.Status), orDash(t.Priority), t.Progress)
+	s.field("project", "%s", clean(t.Project))
+	if t.ParentID != "" || len(v.Children) > 0 {
+		s.field("family", "parent %s · sub-tasks %s", orDash(t.ParentID), orDash(strings.Join(v.Children, ", ")))
+	}
+	if t.Assignee != "" || len(t.Labels) > 0 {
+		s.field("assigned", "%s · labels %s", orDash(clean(t.Assignee)), orDash(clean(strings.Join(t.Labels, ", "))))
+	}
+	if t.BlockedReason != "" {
+		s.field("blocked", "%s", firstLine(t.BlockedReason))
+	}
+	s.field("created", "%s by %s (seq %d)", t.CreatedAt, clean(t.CreatedBy), t.CreatedSeq)
+	s.field("updated", "%s by %s (seq %d)", t.UpdatedAt, clean(t.UpdatedBy), t.Seq)
+	if len(v.Sessions) > 0 {
+		s.field("audits", "%s (logbook show A-…)", strings.Join(v.Sessions, ", "))
+	}
+	if d := firstLine(t.Description); d != "" {
+		s.field("about", "%s", cut(d, s.Width-14))
+	}
+	fmt.Fprintf(s.W, "\nTimeline, oldest first (%s, %s):\n", plural(len(v.Timeline), "step"), plural(int(t.Thoughts), "thought"))
+	tb := &Table{Header: []string{"SEQ", "HASH", "TIME (UTC)", "ACTOR", "WHAT"}, Flex: 4, Wrap: 3, Painted: -1, Right: map[int]bool{0: true}}
+	for _, st := range v.Timeline {
+		tb.Rows = append(tb.Rows, []string{fmt.Sprint(st.Seq), shortHash(st.Hash), shortTime(st.Time), st.Actor, st.what()})
+	}
+	return s.Print(tb)
+}
+
+// what is the step in words, for the WHAT column.
+func (st Step) what() string {
+	switch st.Kind {
+	case "created":
+		return "created (backlog)"
+	case "thought":
+		if st.SessionID != "" {
+			return fmt.Sprintf("thought %s %s [%s]: %s", st.ThoughtID, st.ThoughtType, st.SessionID, firstLine(st.Content))
+		}
+		return fmt.Sprintf("thought %s %s: %s", st.ThoughtID, st.ThoughtType, firstLine(st.Content))
+	}
+	var parts []string
+	if st.ToStatus != "" {
+		parts = append(parts, fmt.Sprintf("status %s → %s", orDash(st.FromStatus), st.ToStatus))
+	}
+	return strings.Join(append(parts, st.Changes...), ", ")
+}

@@ -5,39 +5,33 @@ import (
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
-// ProveInclusion is the proof that event seq is in the tree of the first
-// size events, read in tx. It needs 1 <= seq <= size <= the head.
-func ProveInclusion(tx *boltstore.Tx, seq, size uint64) (*audit.Proof, error) {
-	root, err := tx.Root(size)
+// Prove is the proof of kind, read in tx: with audit.ProofInclusion, that
+// event m is in the tree of the first n events; with
+// audit.ProofConsistency, that the tree of the first m events is a prefix
+// of it. It needs 1 <= m <= n <= the head.
+func Prove(tx *boltstore.Tx, kind string, m, n uint64) (*audit.Proof, error) {
+	root, err := tx.Root(n)
 	if err != nil {
 		return nil, err
 	}
-	r, err := tx.Event(seq)
+	if kind == audit.ProofInclusion {
+		r, err := tx.Event(m)
+		if err != nil {
+			return nil, err
+		}
+		path, err := tx.InclusionProof(m, n)
+		if err != nil {
+			return nil, err
+		}
+		return audit.NewInclusionProof(m, r.Raw, n, root, path), nil
+	}
+	oldRoot, err := tx.Root(m)
 	if err != nil {
 		return nil, err
 	}
-	path, err := tx.InclusionProof(seq, size)
+	path, err := tx.ConsistencyProof(m, n)
 	if err != nil {
 		return nil, err
 	}
-	return audit.NewInclusionProof(seq, r.Raw, size, root, path), nil
-}
-
-// ProveConsistency is the proof that the tree of the first old events is a
-// prefix of the tree of the first size, read in tx. It needs
-// 1 <= old <= size <= the head.
-func ProveConsistency(tx *boltstore.Tx, old, size uint64) (*audit.Proof, error) {
-	root, err := tx.Root(size)
-	if err != nil {
-		return nil, err
-	}
-	oldRoot, err := tx.Root(old)
-	if err != nil {
-		return nil, err
-	}
-	path, err := tx.ConsistencyProof(old, size)
-	if err != nil {
-		return nil, err
-	}
-	return audit.NewConsistencyProof(old, oldRoot, size, root, path), nil
+	return audit.NewConsistencyProof(m, oldRoot, n, root, path), nil
 }

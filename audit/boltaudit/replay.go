@@ -1,6 +1,15 @@
 package boltaudit
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
@@ -56,4 +65,104 @@ func (rp *Replayer) ReadChunk(end uint64, fn func(ledger.Record) error) error {
 		err = &ledger.IntegrityError{Seq: rp.next, Problem: ledger.ProblemGap}
 	}
 	return err
+}
+
+// Line is one event as Replay writes it: the envelope, the event's hash,
+// and the payload decoded as stored (its own schema version).
+type Line struct {
+	Seq            uint64      `json:"seq"`
+	Time           string      `json:"time"`
+	Type           string      `json:"type"`
+	PayloadVersion uint16      `json:"payload_version"`
+	Actor          string      `json:"actor"`
+	Subjects       []string    `json:"subjects"`
+	Prev           ledger.Hash `json:"prev"`
+	Hash           ledger.Hash `json:"hash"`
+	Payload        any         `json:"payload"`
+	PayloadError   string      `json:"payload_error,omitempty"`
+}
+
+// LineOf is r as Replay writes it; a payload that does not decode is
+// written as its bytes, with the error.
+func LineOf(r ledger.Record) Line {
+	line := Line{Seq: r.Seq, Time: r.Time.UTC().Format("2006-01-02T15:04:05.000Z"), Type: r.Type,
+		PayloadVersion: r.Version, Actor: r.Actor, Subjects: r.Subjects, Prev: r.Prev, Hash: r.Hash}
+	if line.Subjects == nil {
+		line.Subjects = []string{}
+	}
+	if err := ledger.DecodePayload(r.Payload, &line.Payload); err != nil {
+		line.Payload, line.PayloadError = r.Payload, err.Error()
+	}
+	return line
+}
+
+// Filter selects events; empty fields select everything.
+type Filter struct {
+	Types                []string
+	Task, Session, Actor string
+}
+
+// Match reports whether r passes every field of f.
+func (f Filter) Match(r ledger.Record) bool {
+	return (len(f.Types) == 0 || slices.Contains(f.Types, r.Type)) &&
+		(f.Task == "" || slices.Contains(r.Subjects, f.Task)) &&
+		(f.Session == "" || slices.Contains(r.Subjects, f.Session)) &&
+		(f.Actor == "" || r.Actor == f.Actor)
+}
+
+// ReplayOptions tune Replay.
+type ReplayOptions struct {
+	From     uint64 // first seq (>= 1)
+	To       uint64 // last seq, inclusive; 0: the head (with Follow, no end)
+	Chunk    uint64 // events per read transaction (> 0)
+	Follow   bool   // keep writing events as they are appended, until ctx ends
+	Interval time.Duration
+	Filter   Filter
+}
+
+// Replay writes the events of l that opts.Filter selects to w as JSON
+// lines (Line), in seq order, checking every link as it reads (Replayer),
+// flushed after each chunk. It ends at opts.To or the head, or with
+// Follow when ctx ends (a nil error). A broken chain stops it with a
+// *ledger.IntegrityError, an event that does not decode with an error
+// wrapping ledger.ErrMalformed that names its seq.
+func Replay(ctx context.Context, l *boltstore.Store, w io.Writer, opts ReplayOptions) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	defer bw.Flush()
+	enc := json.NewEncoder(bw)
+	rp := NewReplayer(l, opts.From, opts.Chunk)
+	for {
+		var end uint64
+		if err := l.View(func(tx *boltstore.Tx) error { end = tx.Head().Seq; return nil }); err != nil {
+			return err
+		}
+		if opts.To != 0 {
+			end = min(end, opts.To)
+		}
+		for rp.Next() <= end {
+			err := rp.ReadChunk(end, func(r ledger.Record) error {
+				if !opts.Filter.Match(r) {
+					return nil
+				}
+				return enc.Encode(LineOf(r))
+			})
+			if errors.Is(err, ledger.ErrMalformed) {
+				err = fmt.Errorf("seq %d: %w", rp.Next(), err)
+			}
+			if ferr := bw.Flush(); err == nil {
+				err = ferr
+			}
+			if err != nil || ctx.Err() != nil {
+				return err
+			}
+		}
+		if !opts.Follow || (opts.To != 0 && rp.Next() > opts.To) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil // interrupted: the normal end of Follow
+		case <-time.After(opts.Interval):
+		}
+	}
 }

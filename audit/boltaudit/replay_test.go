@@ -1,10 +1,16 @@
 package boltaudit_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/audit/boltaudit"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
@@ -47,3 +53,62 @@ func TestReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayLines: Replay writes the events it selects as JSON lines, in
+// order, from From to To; a filter that matches nothing writes nothing;
+// with Follow it ends when ctx does.
+func TestReplayLines(t *testing.T) {
+	path := newLedger(t)
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lines := func(ctx context.Context, o boltaudit.ReplayOptions) []boltaudit.Line {
+		t.Helper()
+		var b bytes.Buffer
+		w := io.Writer(&b)
+		if o.Follow {
+			// Following ends when ctx does: once every event is written.
+			var cancel func()
+			ctx, cancel = context.WithCancel(ctx)
+			w = writerFunc(func(p []byte) (int, error) {
+				b.Write(p)
+				if bytes.Count(b.Bytes(), []byte("\n")) == tasks {
+					cancel()
+				}
+				return len(p), nil
+			})
+		}
+		if err := boltaudit.Replay(ctx, l, w, o); err != nil {
+			t.Fatal(err)
+		}
+		var out []boltaudit.Line
+		dec := json.NewDecoder(&b)
+		for dec.More() {
+			var line boltaudit.Line
+			if err := dec.Decode(&line); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, line)
+		}
+		return out
+	}
+	got := lines(context.Background(), boltaudit.ReplayOptions{From: 2, To: 5, Chunk: 2, Filter: boltaudit.Filter{Types: []string{events.TypeTaskCreated}, Actor: "agent"}})
+	if len(got) != 4 || got[0].Seq != 2 || got[3].Seq != 5 || got[1].Prev != got[0].Hash || got[0].Subjects == nil {
+		t.Fatalf("replay 2..5: %+v", got)
+	}
+	if p, ok := got[0].Payload.(map[string]any); !ok || p["task_id"] != "T-0002" {
+		t.Errorf("payload of seq 2: %#v", got[0].Payload)
+	}
+	if got := lines(context.Background(), boltaudit.ReplayOptions{From: 1, Chunk: 4, Filter: boltaudit.Filter{Task: "T-9999"}}); len(got) != 0 {
+		t.Errorf("a filter that matches nothing: %+v", got)
+	}
+	if got := lines(context.Background(), boltaudit.ReplayOptions{From: 1, Chunk: 4, Follow: true, Interval: time.Millisecond}); len(got) != tasks {
+		t.Errorf("follow: %d events, want %d", len(got), tasks)
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

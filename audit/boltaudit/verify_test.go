@@ -265,8 +265,8 @@ func TestProve(t *testing.T) {
 	trusted := audit.Trusted{Root: root(t, path, 5), Size: 5, SizeKnown: true}
 	err = l.View(func(tx *boltstore.Tx) error {
 		for _, prove := range []func() (*audit.Proof, error){
-			func() (*audit.Proof, error) { return boltaudit.ProveInclusion(tx, 2, 5) },
-			func() (*audit.Proof, error) { return boltaudit.ProveConsistency(tx, 3, 5) },
+			func() (*audit.Proof, error) { return boltaudit.Prove(tx, audit.ProofInclusion, 2, 5) },
+			func() (*audit.Proof, error) { return boltaudit.Prove(tx, audit.ProofConsistency, 3, 5) },
 		} {
 			p, err := prove()
 			if err != nil {
@@ -283,7 +283,7 @@ func TestProve(t *testing.T) {
 				return fmt.Errorf("%s: %w", p.Type, err)
 			}
 		}
-		if _, err := boltaudit.ProveInclusion(tx, 2, tasks+1); err == nil {
+		if _, err := boltaudit.Prove(tx, audit.ProofInclusion, 2, tasks+1); err == nil {
 			return errors.New("a proof in a tree beyond the head")
 		}
 		return nil

@@ -22,7 +22,8 @@ func commandArgs(name string) []string {
 func TestHelpCommand(t *testing.T) {
 	top := run(t, "--help")
 	wantExit(t, top, 0, "--help")
-	for name := range subcommands {
+	for _, sc := range subcommands {
+		name := sc.name
 		h := run(t, "help", name)
 		wantExit(t, h, 0, "help "+name)
 		if !strings.HasPrefix(h.stdout, "Usage: logbook "+name) || h.stdout == top.stdout {
@@ -51,8 +52,8 @@ func TestProveHelpListsFlags(t *testing.T) {
 // TestUnknownFlagOnce: an unknown flag is one line on stderr, exit 2,
 // naming the flag and where the flags are listed.
 func TestUnknownFlagOnce(t *testing.T) {
-	for name := range subcommands {
-		args := append(commandArgs(name), "--no-such-flag")
+	for _, sc := range subcommands {
+		args := append(commandArgs(sc.name), "--no-such-flag")
 		r := run(t, args...)
 		wantExit(t, r, 2, strings.Join(args, " "))
 		if n := strings.Count(r.stderr, "no-such-flag"); n != 1 || strings.Count(r.stderr, "\n") != 1 ||

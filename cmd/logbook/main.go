@@ -4,11 +4,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 func main() {
@@ -51,3 +57,39 @@ func exitCode(err error, stderr *os.File) int {
 	}
 	return exitUsage
 }
+
+// ioErr is an I/O failure (exit 2), or an integrity failure (exit 1) when
+// err is one or the file is damaged.
+func ioErr(cmd string, err error) error {
+	var ie *ledger.IntegrityError
+	if errors.As(err, &ie) || errors.Is(err, boltstore.ErrDamaged) {
+		return integrityErr(fmt.Errorf("%s: %w", cmd, err))
+	}
+	return &exitError{exitUsage, fmt.Errorf("%s: %w", cmd, err)}
+}
+
+// passExit keeps an exit error raised inside a transaction, and makes any
+// other error an I/O error.
+func passExit(cmd string, err error) error {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) {
+		return err
+	}
+	return ioErr(cmd, err)
+}
+
+// writeJSON writes v as one line of JSON.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// boundMemory sets a soft limit on the Go heap for the commands that walk a
+// whole ledger (verify, rebuild, snapshot), whose memory must not grow with
+// it: past the limit the collector runs more often rather than let garbage
+// pile up between collections.
+func boundMemory() { debug.SetMemoryLimit(48 << 20) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/ledger/jetstream"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -74,13 +75,13 @@ func TestMigrateCopiesIntoAStream(t *testing.T) {
 		return err
 	})
 	l.Close()
-	if size <= migrateBatch {
-		t.Fatalf("the ledger holds %d events; the test needs more than one append's %d", size, migrateBatch)
+	if size <= 256 {
+		t.Fatalf("the ledger holds %d events; the test needs more than one append's 256", size)
 	}
 	args := []string{"migrate", "--from", db, "--to", url, "--stream", "migrated", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
 	r := run(t, append(args, "--nats-sys-user", "sys", "--json")...)
 	wantExit(t, r, 0, "migrate")
-	var out migrateJSON
+	var out jetstream.Migrated
 	decodeJSON(t, r, &out)
 	if out.Size != size || out.Root.String() != root {
 		t.Errorf("migrate reports %d events, root %v; the file holds %d, root %s", out.Size, out.Root, size, root)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -8,14 +9,25 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/views"
 )
 
-// subcommand is one `logbook NAME`.
+// subcommand is one `logbook NAME`: the line of logbook --help, the text
+// of NAME --help, how many arguments may come among its flags, and setup,
+// which declares its flags on a call and returns what runs once they are
+// parsed. A subcommand with subs (token, prove) is NAME SUB, one of them.
 type subcommand struct {
-	summary string
-	run     func(ctx context.Context, env *env, args []string) error
+	name, summary string
+	use           string // NAME --help's usage after "logbook" (default: name)
+	help          string
+	args          int
+	setup         func(c *call) func() error
+	subs          func(ctx context.Context, e *env, args []string) error
 }
 
 // env is what every subcommand gets: the standard streams and environment.
@@ -23,12 +35,6 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-}
-
-var subcommands = map[string]subcommand{}
-
-func register(name, summary string, run func(ctx context.Context, env *env, args []string) error) {
-	subcommands[name] = subcommand{summary: summary, run: run}
 }
 
 // Run runs `logbook args...`.
@@ -49,33 +55,31 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return nil
 	}
 	if args[0] == "version" || args[0] == "--version" {
-		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help") {
+		if len(args) > 1 && isHelp(args[1]) {
 			fmt.Fprintln(stdout, "Usage: logbook version\n\nPrint the version: the module's, or "+nextRelease+"-dev+REVISION[.dirty] for a build from a clone.")
 			return nil
 		}
 		fmt.Fprintln(stdout, "logbook", version)
 		return nil
 	}
-	sc, ok := subcommands[args[0]]
-	if !ok {
+	i := slices.IndexFunc(subcommands, func(sc subcommand) bool { return sc.name == args[0] })
+	if i < 0 {
 		usage(stderr)
 		return usageErr("unknown command %q", args[0])
 	}
-	defer endBars()
-	return sc.run(ctx, e, args[1:])
+	defer views.EndBars()
+	if sc := subcommands[i]; sc.subs != nil {
+		return sc.subs(ctx, e, args[1:])
+	}
+	return e.exec(ctx, subcommands[i], args[1:])
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "logbook — a tamper-evident audit ledger for AI coding agents")
 	fmt.Fprintln(w, "\nUsage: logbook COMMAND [flags]   (logbook COMMAND --help for its flags)")
 	fmt.Fprintln(w, "\nCommands:")
-	names := make([]string, 0, len(subcommands))
-	for n := range subcommands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, subcommands[n].summary)
+	for _, sc := range subcommands {
+		fmt.Fprintf(w, "  %-12s %s\n", sc.name, sc.summary)
 	}
 	fmt.Fprintf(w, "  %-12s %s\n", "version", "print the version (also --version)")
 	fmt.Fprintln(w, "\nlogbook help COMMAND is logbook COMMAND --help.")
@@ -88,73 +92,134 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nExit codes: 0 ok, 1 integrity failure, 2 usage or I/O error.")
 }
 
-// newFlags returns a flag set that reports errors as usage errors and
-// prints --help to stdout.
-func newFlags(e *env, name, summary string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: logbook %s [flags]\n\n%s\n\nFlags:\n", name, summary)
-		fs.PrintDefaults()
+func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
+
+// call is one run of a subcommand: its flags, its arguments, and the
+// ledger it reads, if any.
+type call struct {
+	ctx context.Context
+	*env
+	name        string // in error messages
+	fs          *flag.FlagSet
+	args        []string
+	db          *string
+	lockTimeout *time.Duration
+	json        *bool
+}
+
+// exec declares sc's flags, parses args and runs sc; --help prints its
+// usage to stdout and ends with no error.
+func (e *env) exec(ctx context.Context, sc subcommand, args []string) error {
+	c := &call{ctx: ctx, env: e, name: sc.name, fs: flag.NewFlagSet(cmp.Or(sc.use, sc.name), flag.ContinueOnError)}
+	c.fs.Usage = func() {
+		fmt.Fprintf(c.fs.Output(), "Usage: logbook %s [flags]\n\n%s\n\nFlags:\n", c.fs.Name(), sc.help)
+		c.fs.PrintDefaults()
 	}
-	return fs
-}
-
-// parse parses flags; --help prints usage to stdout and ends with no error.
-func parse(e *env, fs *flag.FlagSet, args []string) (done bool, err error) {
-	_, done, err = parseArgs(e, fs, args, 0)
-	return done, err
-}
-
-// parseArgs is parse for a command that takes up to max arguments after its
-// flags; it returns them.
-func parseArgs(e *env, fs *flag.FlagSet, args []string, max int) (rest []string, done bool, err error) {
-	for _, a := range args {
-		if a == "-h" || a == "--help" || a == "-help" {
-			fs.SetOutput(e.stdout)
-			fs.Usage()
-			return nil, true, nil
-		}
+	run := sc.setup(c)
+	if slices.ContainsFunc(args, isHelp) {
+		c.fs.SetOutput(e.stdout)
+		c.fs.Usage()
+		return nil
 	}
 	// The flag package would print the error and the whole usage to
 	// stderr, and then the caller prints the error again: say it once,
-	// with where to find the flags.
-	out := fs.Output()
-	fs.SetOutput(io.Discard)
-	defer fs.SetOutput(out)
-	// Arguments may come between flags (logbook show T-0001 --json): the
-	// flag package stops at the first, so parsing resumes after each.
+	// with where to find the flags. Arguments may come between flags
+	// (logbook show T-0001 --json): the flag package stops at the first,
+	// so parsing resumes after each.
+	c.fs.SetOutput(io.Discard)
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, true, usageErr("%s: %v (see logbook %s --help)", fs.Name(), err, fs.Name())
+		if err := c.fs.Parse(args); err != nil {
+			return usageErr("%s: %v (see logbook %s --help)", c.fs.Name(), err, c.fs.Name())
 		}
-		if fs.NArg() == 0 {
-			return rest, false, nil
+		if c.fs.NArg() == 0 {
+			return run()
 		}
-		if len(rest) == max {
-			return nil, true, usageErr("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		if len(c.args) == sc.args {
+			return usageErr("%s: unexpected argument %q", c.fs.Name(), c.fs.Arg(0))
 		}
-		rest, args = append(rest, fs.Arg(0)), fs.Args()[1:]
+		c.args, args = append(c.args, c.fs.Arg(0)), c.fs.Args()[1:]
 	}
 }
 
 // isSet reports whether the flag name was given.
-func isSet(fs *flag.FlagSet, name string) bool {
+func (c *call) isSet(name string) bool {
 	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// arg is the first argument, or "".
+func (c *call) arg() string {
+	if len(c.args) == 0 {
+		return ""
+	}
+	return c.args[0]
 }
 
 // defaultDB is where the ledger lives when neither --db nor LOGBOOK_DB says.
 const defaultDB = ".logbook/ledger.db"
 
 // dbFlag adds --db with LOGBOOK_DB and the default.
-func dbFlag(e *env, fs *flag.FlagSet) *string {
-	def := e.getenv("LOGBOOK_DB")
-	if def == "" {
-		def = defaultDB
+func (c *call) dbFlag() {
+	c.db = c.fs.String("db", cmp.Or(c.getenv("LOGBOOK_DB"), defaultDB), "ledger file (env LOGBOOK_DB)")
+}
+
+// ledgerFlags adds the flags of a command that opens an existing ledger.
+func (c *call) ledgerFlags() {
+	c.dbFlag()
+	c.lockTimeout = c.fs.Duration("lock-timeout", 5*time.Second, "give up (exit 2) when another process holds the ledger file longer than this")
+}
+
+// jsonFlag adds --json.
+func (c *call) jsonFlag(usage string) { c.json = c.fs.Bool("json", false, usage) }
+
+// openOptions checks --db and --lock-timeout: the file must exist.
+func (c *call) openOptions(readOnly bool) (boltstore.Options, error) {
+	if err := checkPath("--db", *c.db, true); err != nil {
+		return boltstore.Options{}, err
 	}
-	return fs.String("db", def, "ledger file (env LOGBOOK_DB)")
+	if *c.lockTimeout <= 0 {
+		return boltstore.Options{}, usageErr("%s: --lock-timeout must be positive", c.name)
+	}
+	return boltstore.Options{ReadOnly: readOnly, LockTimeout: *c.lockTimeout}, nil
+}
+
+// with opens the existing ledger, runs fn on it and closes it. A ledger
+// that does not open is an exit-2 error: the file is missing, locked, or
+// not a ledger this binary reads.
+func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
+	opts, err := c.openOptions(readOnly)
+	if err != nil {
+		return err
+	}
+	l, err := boltstore.Open(*c.db, opts)
+	if err != nil {
+		return ioErr(c.name, err)
+	}
+	defer l.Close()
+	return fn(l)
+}
+
+// view runs fn in one read transaction of the ledger; an exit error fn
+// returns is kept, any other error is an I/O error.
+func (c *call) view(fn func(tx *boltstore.Tx) error) error {
+	return c.with(true, func(l *boltstore.Store) error { return passExit(c.name, l.View(fn)) })
+}
+
+// print writes v as one line of JSON with --json, else runs text.
+func (c *call) print(v any, text func() error) error {
+	if *c.json {
+		return writeJSON(c.stdout, v)
+	}
+	return text()
+}
+
+// screen is stdout as a screen for the human views.
+func (c *call) screen() *views.Screen { return views.NewScreen(c.stdout, c.getenv("NO_COLOR") != "") }
+
+// progress is a progress bar on stderr.
+func (c *call) progress(what string) func(done, total uint64) {
+	return views.NewProgress(c.stderr, what).Report
 }
 
 // checkPath validates a user-given file path: not empty, no NUL, not a

@@ -2,8 +2,9 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,87 +17,204 @@ import (
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/ledger/jetstream"
 	"github.com/logbook-dev/logbook/mcp"
+	"github.com/logbook-dev/logbook/server"
 	"github.com/logbook-dev/logbook/skills"
 )
 
-func init() {
-	register("serve", "run the MCP stdio server for one agent", serve)
-}
-
-var projectRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+var projectRE = regexp.MustCompile(domain.SlugPattern)
 
 // serveMemoryLimit is serve's soft heap limit (GOMEMLIMIT overrides it).
 const serveMemoryLimit = 256 << 20
 
-func serve(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "serve", "Serve the MCP tools over stdin/stdout for one agent. Creates the ledger file if it does not exist.")
-	db := dbFlag(e, fs)
-	agent := fs.String("agent", e.getenv("LOGBOOK_AGENT"), "agent identity written to every event (env LOGBOOK_AGENT; default: the MCP client's name)")
-	project := fs.String("project", "", "default project of task_next_actions")
-	skillsDir := fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
-	readOnly := fs.Bool("read-only", false, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
-	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "answer ERR_STORAGE when another process holds the ledger file longer than this")
-	connect := fs.String("connect", "", "bridge to the logbook server at this URL (http[s]://HOST:PORT/mcp) instead of opening a ledger")
-	tokenEnv := fs.String("token-env", "LOGBOOK_TOKEN", "with --connect: the environment variable holding the bearer token")
-	if done, err := parse(e, fs, args); done {
+// toolFlags adds the flags serve and server share: --db and the tools'
+// options (into opts); it returns --skills.
+func (c *call) toolFlags(opts *commands.Options, readOnlyUsage string) *string {
+	c.dbFlag()
+	c.fs.StringVar(&opts.Project, "project", "", "default project of task_next_actions")
+	c.fs.BoolVar(&opts.ReadOnly, "read-only", false, readOnlyUsage)
+	return c.fs.String("skills", ".agents/skills", "skills folder: */SKILL.md files")
+}
+
+// prepare checks --project and --db, creating the default ledger's folder,
+// and tunes the collector for a server: the live heap is tiny and every
+// call allocates a little, so the default GC target (100%) collects many
+// times a second; 400% keeps the heap near 20 MB and cuts CPU per call by
+// about a fifth.
+func (c *call) prepare(opts commands.Options) error {
+	if opts.Project != "" && !projectRE.MatchString(opts.Project) {
+		return usageErr("%s: --project %q is not a slug like my-project", c.name, opts.Project)
+	}
+	if err := checkPath("--db", *c.db, false); err != nil {
 		return err
 	}
-	if *connect != "" {
-		return bridge(ctx, e, fs, *connect, *tokenEnv)
-	}
-	if *lockTimeout <= 0 {
-		return usageErr("serve: --lock-timeout must be positive")
-	}
-	if *project != "" && !projectRE.MatchString(*project) {
-		return usageErr("serve: --project %q is not a slug like my-project", *project)
-	}
-	if n := utf8.RuneCountInString(*agent); n > 128 || !utf8.ValidString(*agent) || strings.IndexFunc(*agent, unicode.IsControl) >= 0 {
-		return usageErr("serve: --agent must be at most 128 characters of valid UTF-8 with no control characters")
-	}
-	if err := checkPath("--db", *db, false); err != nil {
-		return err
-	}
-	if *db == defaultDB {
+	if *c.db == defaultDB {
 		if err := os.MkdirAll(filepath.Dir(defaultDB), 0o700); err != nil {
-			return usageErr("serve: %v", err)
+			return usageErr("%s: %v", c.name, err)
 		}
 	}
-	if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
-		return usageErr("serve: --skills %s is not a directory", *skillsDir)
-	}
-	if e.getenv("GOGC") == "" {
-		// The live heap is tiny and every call allocates a little: the
-		// default GC target (100%) collects many times a second. 400% keeps
-		// the heap near 20 MB and cuts CPU per call by about a fifth.
+	if c.getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	if e.getenv("GOMEMLIMIT") == "" {
-		// ...but with large requests in flight 400% let the heap reach
-		// five times their size; past this soft limit the GC works harder
-		// instead (the transport bounds what is in flight, mcp.maxHeldBytes).
-		debug.SetMemoryLimit(serveMemoryLimit)
+	return nil
+}
+
+func serve(c *call) func() error {
+	var opts commands.Options
+	skillsDir := c.toolFlags(&opts, "refuse mutating tools with ERR_READ_ONLY (calls are still audited)")
+	c.fs.StringVar(&opts.Agent, "agent", c.getenv("LOGBOOK_AGENT"), "agent identity written to every event (env LOGBOOK_AGENT; default: the MCP client's name)")
+	lockTimeout := c.fs.Duration("lock-timeout", 5*time.Second, "answer ERR_STORAGE when another process holds the ledger file longer than this")
+	connect := c.fs.String("connect", "", "bridge to the logbook server at this URL (http[s]://HOST:PORT/mcp) instead of opening a ledger")
+	tokenEnv := c.fs.String("token-env", "LOGBOOK_TOKEN", "with --connect: the environment variable holding the bearer token")
+	return func() error {
+		agent := opts.Agent
+		switch {
+		case *connect != "":
+			return c.bridge(*connect, *tokenEnv)
+		case *lockTimeout <= 0:
+			return usageErr("serve: --lock-timeout must be positive")
+		case utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, unicode.IsControl) >= 0:
+			return usageErr("serve: --agent must be at most 128 characters of valid UTF-8 with no control characters")
+		}
+		if err := c.prepare(opts); err != nil {
+			return err
+		}
+		if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
+			return usageErr("serve: --skills %s is not a directory", *skillsDir)
+		}
+		if c.getenv("GOMEMLIMIT") == "" {
+			// ...but with large requests in flight 400% let the heap reach
+			// five times their size; past this soft limit the GC works harder
+			// instead (the transport bounds what is in flight, mcp.maxHeldBytes).
+			debug.SetMemoryLimit(serveMemoryLimit)
+		}
+		opts.Logger = newLogger(c.env)
+		// A client that closes its end of stdout must not kill the server by
+		// SIGPIPE, silently and mid-commit: the write fails with EPIPE instead,
+		// and the session ends with that error on stderr and a normal exit.
+		signal.Ignore(syscall.SIGPIPE)
+		l, err := boltstore.Open(*c.db, boltstore.Options{Create: true, LockTimeout: *lockTimeout})
+		if err != nil {
+			return usageErr("serve: %v", err)
+		}
+		defer l.Close()
+		srv, err := newTools(l, *skillsDir, opts)
+		if err != nil {
+			return usageErr("serve: %v", err)
+		}
+		opts.Logger.Info("serving", "db", *c.db, "agent", cmp.Or(agent, "(client name)"), "read_only", opts.ReadOnly)
+		if err := srv.Run(c.ctx, c.stdin, c.stdout); err != nil {
+			return err
+		}
+		return l.Close()
 	}
-	log := newLogger(e)
-	// A client that closes its end of stdout must not kill the server by
-	// SIGPIPE, silently and mid-commit: the write fails with EPIPE instead,
-	// and the session ends with that error on stderr and a normal exit.
-	signal.Ignore(syscall.SIGPIPE)
-	l, err := boltstore.Open(*db, boltstore.Options{Create: true, LockTimeout: *lockTimeout})
-	if err != nil {
+}
+
+// bridge is `logbook serve --connect URL`: the stdio face of a logbook
+// server, for hosts that only launch stdio servers. Flags that configure a
+// local ledger make no sense with it and are refused.
+func (c *call) bridge(connect, tokenEnv string) error {
+	for _, name := range []string{"skills", "read-only", "project", "lock-timeout", "db", "agent"} {
+		if c.isSet(name) {
+			return usageErr("serve: --%s configures a local ledger; with --connect the server decides it", name)
+		}
+	}
+	u, err := url.Parse(connect)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageErr("serve: --connect %q is not an http(s) URL like http://127.0.0.1:7460/mcp", connect)
+	}
+	token := c.getenv(tokenEnv)
+	if token == "" {
+		return usageErr("serve: --connect needs a bearer token in $%s (logbook token add prints one)", tokenEnv)
+	}
+	log := newLogger(c.env)
+	log.Info("bridging", "url", u.Redacted())
+	if err := mcp.Bridge(c.ctx, mcp.BridgeOptions{URL: connect, Token: token, Version: version, Logger: log}, c.stdin, c.stdout); err != nil {
 		return usageErr("serve: %v", err)
 	}
-	defer l.Close()
-	srv, err := newTools(l, *skillsDir, commands.Options{Agent: *agent, Project: *project, ReadOnly: *readOnly, Logger: log})
-	if err != nil {
-		return usageErr("serve: %v", err)
+	return nil
+}
+
+func serveHTTP(c *call) func() error {
+	var topts commands.Options
+	skillsDir := c.toolFlags(&topts, "refuse mutating tools to every token with ERR_READ_ONLY (calls are still audited)")
+	listen := c.fs.String("listen", server.DefaultListen, "TCP address to serve on (loopback unless told otherwise)")
+	tlsCert := c.fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
+	tlsKey := c.fs.String("tls-key", "", "the certificate's private key (PEM)")
+	admin := c.fs.String("admin-socket", "", "Unix socket for logbook token while the server runs (default: <db>.admin.sock; \"none\" disables)")
+	maxBody := c.fs.Int64("max-body-bytes", mcp.DefaultMaxMessageBytes, "largest request body accepted (413 beyond)")
+	drain := c.fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long to wait for calls in flight")
+	store := c.fs.String("store", "", "keep the ledger in NATS JetStream: nats://HOST:PORT[,…] (with --stream); --db is then this node's local copy")
+	noSync := c.fs.Bool("replica-nosync", false, "with --store: do not fsync the local copy (the stream is the durable log)")
+	nf := jetstream.AddFlags(c.fs, c.getenv)
+	return func() error {
+		switch {
+		case *store != "" && !jetstream.IsURL(*store):
+			return usageErr("server: --store %q: want nats://HOST:PORT[,…]", *store)
+		case *store == "" && (nf.Options.Stream != "" || *noSync):
+			return usageErr("server: --stream and --replica-nosync go with --store nats://…")
+		case (*tlsCert == "") != (*tlsKey == ""):
+			return usageErr("server: --tls-cert and --tls-key go together")
+		case *maxBody <= 0 || *drain <= 0:
+			return usageErr("server: --max-body-bytes and --drain-timeout must be positive")
+		}
+		if err := c.prepare(topts); err != nil {
+			return err
+		}
+		switch *admin {
+		case "":
+			*admin = server.AdminSocketPath(*c.db)
+		case "none":
+			*admin = ""
+		}
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return usageErr("server: %v", err)
+		}
+		defer ln.Close()
+		log := newLogger(c.env)
+		topts.Logger = log
+		opts := boltstore.Options{Create: true, Hold: true}
+		var rep *jetstream.Replica
+		if *store != "" {
+			var closeRep func()
+			if rep, closeRep, err = c.openReplica(nf, *store); err != nil {
+				return err
+			}
+			defer closeRep()
+			// One commit is one atomic batch: its events (a few per call) stay
+			// well below the servers' limit.
+			opts.Replica, opts.NoSync, opts.MaxBatch = rep, *noSync, jetstream.MaxBatch/8
+		}
+		l, err := boltstore.Open(*c.db, opts)
+		if err != nil {
+			return usageErr("server: %v", err)
+		}
+		defer l.Close()
+		if rep != nil {
+			log.Info("ledger kept in NATS JetStream", "stream", nf.Options.Stream, "servers", *store, "local_copy", *c.db, "nosync", *noSync)
+		}
+		tools, err := newTools(l, *skillsDir, topts)
+		if err != nil {
+			return usageErr("server: %v", err)
+		}
+		err = server.Run(c.ctx, server.Options{
+			Store: l, MCP: tools, Listener: ln, TLSCert: *tlsCert, TLSKey: *tlsKey, AdminSocket: *admin,
+			MaxBodyBytes: *maxBody, DrainTimeout: *drain, Logger: log, Replica: rep,
+			Ready: func(addr net.Addr) {
+				scheme := map[bool]string{false: "http", true: "https"}[*tlsCert != ""]
+				log.Info("serving", "db", *c.db, "url", fmt.Sprintf("%s://%s/mcp", scheme, addr), "admin_socket", *admin, "read_only", topts.ReadOnly)
+				fmt.Fprintf(c.stdout, "listening %s://%s/mcp\n", scheme, addr)
+			},
+		})
+		if err != nil {
+			return usageErr("server: %v", err)
+		}
+		return l.Close()
 	}
-	log.Info("serving", "db", *db, "agent", cmp.Or(*agent, "(client name)"), "read_only", *readOnly)
-	if err := srv.Run(ctx, e.stdin, e.stdout); err != nil {
-		return err
-	}
-	return l.Close()
 }
 
 // newTools loads the skills folder and returns the MCP tools running on l

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"flag"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,50 +121,6 @@ func TestViewsUnknownIDs(t *testing.T) {
 	}
 }
 
-// TestTableColour: on a colour screen only the status cell is painted, and
-// the padding is outside the escape codes, so the columns still line up.
-func TestTableColour(t *testing.T) {
-	var b bytes.Buffer
-	s := &screen{w: &b, width: 40, color: true}
-	err := s.print(&table{header: []string{"ID", "STATUS", "TITLE"}, flex: 2, painted: 1, rows: [][]string{
-		{"T-0001", "done", "a title long enough to be cut at forty columns"},
-		{"T-0002", "in_progress", "short"},
-		{"T-0003", "unheard_of", "no colour for an unknown status"},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "ID      STATUS       TITLE\n" +
-		"T-0001  \x1b[32mdone       \x1b[0m  a title long enoug…\n" +
-		"T-0002  \x1b[33min_progress\x1b[0m  short\n" +
-		"T-0003  unheard_of   no colour for an u…\n"
-	if b.String() != want {
-		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
-	}
-	b.Reset()
-	s.color = false
-	s.print(&table{header: []string{"STATUS"}, painted: 0, rows: [][]string{{"done"}}})
-	if strings.Contains(b.String(), "\x1b") {
-		t.Errorf("colour off, yet escape codes: %q", b.String())
-	}
-}
-
-// TestNewScreenPipe: a view written anywhere but a terminal is 100 columns
-// and never coloured, whatever NO_COLOR says.
-func TestNewScreenPipe(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, w := range []io.Writer{f, &bytes.Buffer{}} {
-		s := newScreen(&env{stdout: w, getenv: func(string) string { return "" }})
-		if s.width != defaultWidth || s.color {
-			t.Errorf("%T: width %d colour %v, want %d and no colour", w, s.width, s.color, defaultWidth)
-		}
-	}
-}
-
 // TestShowSessionProofCommands runs the commands `logbook show A-…` prints
 // to prove a leaf, as printed, for a finalized and an open session: the
 // proof they write must check against the root they name.
@@ -192,20 +146,5 @@ func TestShowSessionProofCommands(t *testing.T) {
 		if ran != 2 {
 			t.Fatalf("%s: want a prove and a check-proof command, ran %d:\n%s", id, ran, r.stdout)
 		}
-	}
-}
-
-// TestCleanText: control characters (which the domain refuses in new titles,
-// but a ledger written before it may hold) never reach the terminal; a
-// thought's first line says when more follow.
-func TestCleanText(t *testing.T) {
-	if got := clean("a\x1b[31mb\tc\nd\u009be"); got != "a [31mb c d e" {
-		t.Errorf("clean: got %q", got)
-	}
-	if got := firstLine("\n  first \x07line \n\nsecond"); got != "first  line …" {
-		t.Errorf("firstLine: got %q", got)
-	}
-	if got := firstLine("only\n  \n"); got != "only" {
-		t.Errorf("firstLine of one line: got %q", got)
 	}
 }

@@ -40,7 +40,7 @@ func (c *console) proof(w http.ResponseWriter, r *http.Request) {
 			return errRange
 		}
 		var err error
-		p, err = boltaudit.ProveInclusion(tx, seq, size)
+		p, err = boltaudit.Prove(tx, audit.ProofInclusion, seq, size)
 		return err
 	})
 	if errors.Is(err, errRange) {

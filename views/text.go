@@ -1,4 +1,4 @@
-package main
+package views
 
 import (
 	"fmt"
@@ -11,98 +11,93 @@ import (
 	"golang.org/x/term"
 )
 
-// screen is where a human view is printed: its width, and whether colour
+// Screen is where a human view is printed: its width, and whether colour
 // may be used (a terminal, and NO_COLOR unset: https://no-color.org).
-type screen struct {
-	w     io.Writer
-	width int
-	color bool
+type Screen struct {
+	W     io.Writer
+	Width int
+	Color bool
 }
 
-// defaultWidth is the width of a view printed to a pipe or a file, so its
+// DefaultWidth is the width of a view printed to a pipe or a file, so its
 // lines stay the same wherever it is redirected.
-const defaultWidth = 100
+const DefaultWidth = 100
 
-func newScreen(e *env) *screen {
-	s := &screen{w: e.stdout, width: defaultWidth}
-	if f, ok := e.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+// NewScreen is w as a screen: a terminal's width and colour (unless
+// noColor), else DefaultWidth and no colour.
+func NewScreen(w io.Writer, noColor bool) *Screen {
+	s := &Screen{W: w, Width: DefaultWidth}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
-			s.width = w
+			s.Width = w
 		}
-		s.color = e.getenv("NO_COLOR") == ""
+		s.Color = !noColor
 	}
 	return s
 }
 
-// taskStatuses are the statuses of the contract's task state machine, in
-// its order, with the colour (an SGR code) each is shown in on a terminal.
-var taskStatuses = []struct{ name, sgr string }{
-	{"backlog", "2"}, {"todo", "36"}, {"in_progress", "33"}, {"blocked", "31"},
-	{"review", "35"}, {"done", "32"}, {"cancelled", "2;9"},
+// colours are the SGR codes a task status (in the contract's order) or a
+// session state is shown in on a terminal.
+var colours = map[string]string{
+	"backlog": "2", "todo": "36", "in_progress": "33", "blocked": "31",
+	"review": "35", "done": "32", "cancelled": "2;9", "open": "33", "finalized": "32",
 }
 
 // paint wraps text in the colour of status (a task status, or a session's
 // open/finalized) when colour is on.
-func (s *screen) paint(status, text string) string {
-	if !s.color {
-		return text
-	}
-	sgr := map[string]string{"open": "33", "finalized": "32"}[status]
-	for _, st := range taskStatuses {
-		if st.name == status {
-			sgr = st.sgr
-		}
-	}
-	if sgr == "" {
+func (s *Screen) paint(status, text string) string {
+	sgr := colours[status]
+	if !s.Color || sgr == "" {
 		return text
 	}
 	return "\x1b[" + sgr + "m" + text + "\x1b[0m"
 }
 
-// table prints rows under a header, columns padded to their widest cell.
+// Table is rows under a header, columns padded to their widest cell.
 // The column flex (the last, usually a title) is cut with "…" so that a
 // line fits the screen; colour, if any, is applied to column painted by the
 // cell's own text, after padding, so escape codes never count as width.
-type table struct {
-	header  []string
-	rows    [][]string
-	flex    int // index of the column that is cut to fit; it must be the last when wrap > 1
-	wrap    int // > 1: the flex column wraps onto up to this many lines before it is cut
-	painted int // index of the column painted by its value; -1: none
-	right   map[int]bool
+type Table struct {
+	Header  []string
+	Rows    [][]string
+	Flex    int // index of the column that is cut to fit; it must be the last when Wrap > 1
+	Wrap    int // > 1: the flex column wraps onto up to this many lines before it is cut
+	Painted int // index of the column painted by its value; -1: none
+	Right   map[int]bool
 }
 
-func (s *screen) print(t *table) error {
-	widths := make([]int, len(t.header))
-	for _, row := range append([][]string{t.header}, t.rows...) {
+// Print prints t, columns padded to their widest cell.
+func (s *Screen) Print(t *Table) error {
+	widths := make([]int, len(t.Header))
+	for _, row := range append([][]string{t.Header}, t.Rows...) {
 		for i, c := range row {
 			widths[i] = max(widths[i], utf8.RuneCountInString(clean(c)))
 		}
 	}
 	used := 0
 	for i, w := range widths {
-		if i != t.flex {
+		if i != t.Flex {
 			used += w + 2
 		}
 	}
-	widths[t.flex] = min(widths[t.flex], max(s.width-used, 10))
+	widths[t.Flex] = min(widths[t.Flex], max(s.Width-used, 10))
 	var b strings.Builder
 	line := func(row []string, header bool) {
 		var more []string // the flex cell's wrapped lines after its first
 		for i, c := range row {
 			c = clean(c)
-			if i == t.flex && t.wrap > 1 {
-				lines := wrap(c, widths[i], t.wrap)
+			if i == t.Flex && t.Wrap > 1 {
+				lines := wrap(c, widths[i], t.Wrap)
 				c, more = lines[0], lines[1:]
 			}
 			c = cut(c, widths[i])
 			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
-			if t.right[i] {
+			if t.Right[i] {
 				c = pad + c
 			} else if i < len(row)-1 {
 				c += pad
 			}
-			if !header && i == t.painted {
+			if !header && i == t.Painted {
 				c = s.paint(row[i], c)
 			}
 			b.WriteString(c)
@@ -115,11 +110,11 @@ func (s *screen) print(t *table) error {
 			b.WriteString(strings.Repeat(" ", used) + m + "\n")
 		}
 	}
-	line(t.header, true)
-	for _, row := range t.rows {
+	line(t.Header, true)
+	for _, row := range t.Rows {
 		line(row, false)
 	}
-	_, err := io.WriteString(s.w, b.String())
+	_, err := io.WriteString(s.W, b.String())
 	return err
 }
 
@@ -197,8 +192,8 @@ func orDash(s string) string {
 }
 
 // field prints one "label: value" line of a detail view.
-func (s *screen) field(label, format string, args ...any) {
-	fmt.Fprintf(s.w, "  %-10s %s\n", label+":", fmt.Sprintf(format, args...))
+func (s *Screen) field(label, format string, args ...any) {
+	fmt.Fprintf(s.W, "  %-10s %s\n", label+":", fmt.Sprintf(format, args...))
 }
 
 // plural is "1 step", "2 steps".

@@ -1,4 +1,4 @@
-package main
+package views
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 )
 
 // fakeProgress is a progress whose clock the test moves.
-func fakeProgress(bar bool) (*progress, *bytes.Buffer, *time.Time) {
+func fakeProgress(bar bool) (*Progress, *bytes.Buffer, *time.Time) {
 	var b bytes.Buffer
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := &progress{w: &b, what: "verify", bar: bar, width: 80, now: func() time.Time { return now }}
+	p := &Progress{w: &b, what: "verify", bar: bar, width: 80, now: func() time.Time { return now }}
 	p.start, p.last = now, now
 	return p, &b, &now
 }
@@ -24,18 +24,18 @@ func fakeProgress(bar bool) (*progress, *bytes.Buffer, *time.Time) {
 func TestProgressLines(t *testing.T) {
 	p, b, now := fakeProgress(false)
 	*now = now.Add(500 * time.Millisecond)
-	p.report(10, 100)
+	p.Report(10, 100)
 	*now = now.Add(600 * time.Millisecond)
-	p.report(20, 100)
+	p.Report(20, 100)
 	*now = now.Add(100 * time.Millisecond)
-	p.report(30, 100)
-	p.report(100, 100)
+	p.Report(30, 100)
+	p.Report(100, 100)
 	if want := "verify: 20/100 (20%)\nverify: 100/100 (100%)\n"; b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 	quick, qb, _ := fakeProgress(false)
-	quick.report(5, 100)
-	quick.report(100, 100)
+	quick.Report(5, 100)
+	quick.Report(100, 100)
 	if qb.Len() != 0 {
 		t.Errorf("a run shorter than a second printed %q", qb.String())
 	}
@@ -47,11 +47,11 @@ func TestProgressBar(t *testing.T) {
 	p, b, now := fakeProgress(true)
 	for _, done := range []uint64{25, 50} {
 		*now = now.Add(time.Second)
-		p.report(done, 100)
+		p.Report(done, 100)
 	}
 	*now = now.Add(10 * time.Millisecond)
-	p.report(60, 100) // within 100 ms of the last frame: not drawn
-	p.report(100, 100)
+	p.Report(60, 100) // within 100 ms of the last frame: not drawn
+	p.Report(100, 100)
 	frames := strings.Split(b.String(), "\r")
 	if len(frames) != 4 || frames[0] != "" || !strings.HasSuffix(b.String(), "\n") || strings.Count(b.String(), "\n") != 1 {
 		t.Fatalf("want 3 frames on one line ended by a newline, got %q", b.String())
@@ -67,7 +67,7 @@ func TestProgressBar(t *testing.T) {
 
 	half, hb, hnow := fakeProgress(true)
 	*hnow = hnow.Add(time.Second)
-	half.report(40, 100)
+	half.Report(40, 100)
 	half.end()
 	half.end()
 	if !strings.HasPrefix(hb.String(), "\r") || strings.Count(hb.String(), "\n") != 1 || !strings.HasSuffix(hb.String(), "\n") {
@@ -95,7 +95,7 @@ func TestProgressNotATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if newProgress(f, "verify").bar || newProgress(&bytes.Buffer{}, "verify").bar {
+	if NewProgress(f, "verify").bar || NewProgress(&bytes.Buffer{}, "verify").bar {
 		t.Error("a bar for a writer that is no terminal")
 	}
 }
@@ -106,11 +106,11 @@ func TestProgressNotATerminal(t *testing.T) {
 func TestProgressBarPhases(t *testing.T) {
 	p, b, now := fakeProgress(true)
 	*now = now.Add(10 * time.Second)
-	p.report(50, 200) // 5/s
+	p.Report(50, 200) // 5/s
 	*now = now.Add(time.Second)
-	p.report(10, 100) // the next phase starts
+	p.Report(10, 100) // the next phase starts
 	*now = now.Add(2 * time.Second)
-	p.report(50, 100) // 50 in its first 2 s
+	p.Report(50, 100) // 50 in its first 2 s
 	frames := strings.Split(b.String(), "\r")
 	if len(frames) != 4 || !strings.HasSuffix(frames[1], "\n") || strings.Contains(frames[2]+frames[3], "\n") {
 		t.Fatalf("want the first phase's frame ended by a newline, then the second's: %q", b.String())

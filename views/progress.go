@@ -1,4 +1,4 @@
-package main
+package views
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 	"golang.org/x/term"
 )
 
-// progress reports how far a long run (verify, rebuild, snapshot) is, on
-// stderr. On a terminal it is a bar redrawn in place, at most ten times a
+// Progress reports how far a long run (verify, rebuild, snapshot, migrate)
+// is, on stderr. On a terminal it is a bar redrawn in place, at most ten times a
 // second; anywhere else (a log file, CI) it is a plain line
 // "what: done/total (p%)" at most once a second. Either way a run shorter
 // than the first interval prints nothing.
-type progress struct {
+type Progress struct {
 	mu     sync.Mutex
 	w      io.Writer
 	what   string
@@ -33,15 +33,16 @@ type progress struct {
 	reported bool
 }
 
-// openBars are the bars drawn and not ended, so that Run can end their
+// openBars are the bars drawn and not ended, so that EndBars can end their
 // line before anything else is printed.
 var openBars struct {
 	sync.Mutex
-	list []*progress
+	list []*Progress
 }
 
-func newProgress(w io.Writer, what string) *progress {
-	p := &progress{w: w, what: what, now: time.Now, width: defaultWidth}
+// NewProgress reports on w the progress of what.
+func NewProgress(w io.Writer, what string) *Progress {
+	p := &Progress{w: w, what: what, now: time.Now, width: DefaultWidth}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.bar = true
 		if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 20 {
@@ -55,8 +56,8 @@ func newProgress(w io.Writer, what string) *progress {
 	return p
 }
 
-// report is a progress callback.
-func (p *progress) report(done, total uint64) {
+// Report is a progress callback: done of total.
+func (p *Progress) Report(done, total uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -96,7 +97,7 @@ func (p *progress) report(done, total uint64) {
 }
 
 // end finishes a bar's line, if one is on the screen.
-func (p *progress) end() {
+func (p *Progress) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.inLine {
@@ -105,9 +106,9 @@ func (p *progress) end() {
 	}
 }
 
-// endBars ends the line of every bar still drawn: a command that failed
+// EndBars ends the line of every bar still drawn: a command that failed
 // half-way leaves its error on a line of its own.
-func endBars() {
+func EndBars() {
 	openBars.Lock()
 	defer openBars.Unlock()
 	for _, p := range openBars.list {

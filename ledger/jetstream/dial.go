@@ -1,0 +1,105 @@
+package jetstream
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Dial says how to reach the NATS servers holding a stream: their URLs, a
+// user (credentials file, or user and password), TLS, and optionally a
+// system-account user with which Open checks that every server syncs always.
+type Dial struct {
+	URLs                   string // comma-separated nats:// or tls:// URLs
+	Name                   string // the connections' name, as the servers list them
+	Creds, User, Password  string
+	TLSCA, TLSCert, TLSKey string
+	SysCreds, SysUser      string
+	SysPassword            string
+}
+
+// Flags are what the flags of a command that reaches a stream set: the
+// stream's Options and how to Dial its servers.
+type Flags struct {
+	Dial    Dial
+	Options Options
+}
+
+// AddFlags declares on fs the flags that set the returned Flags: --stream,
+// --replicas, --allow-unreplicated and the NATS user, TLS and system-user
+// flags. Passwords come from the environment only (getenv's
+// LOGBOOK_NATS_PASSWORD and LOGBOOK_NATS_SYS_PASSWORD), never argv.
+func AddFlags(fs *flag.FlagSet, getenv func(string) string) *Flags {
+	f := &Flags{Dial: Dial{Password: getenv("LOGBOOK_NATS_PASSWORD"), SysPassword: getenv("LOGBOOK_NATS_SYS_PASSWORD")}}
+	o, d := &f.Options, &f.Dial
+	fs.StringVar(&o.Stream, "stream", "", "JetStream stream holding the ledger (required; subject logbook.<stream>.events)")
+	fs.IntVar(&o.Replicas, "replicas", 3, "servers keeping the stream when it is created")
+	fs.BoolVar(&o.AllowUnreplicated, "allow-unreplicated", false, "accept a stream on fewer than 3 servers (loses events with a disk)")
+	fs.StringVar(&d.Creds, "nats-creds", "", "NATS credentials file (JWT + nkey)")
+	fs.StringVar(&d.User, "nats-user", "", "NATS user (password from env LOGBOOK_NATS_PASSWORD)")
+	fs.StringVar(&d.TLSCA, "nats-tls-ca", "", "CA certificate file to verify the NATS servers with")
+	fs.StringVar(&d.TLSCert, "nats-tls-cert", "", "client certificate file for NATS (with --nats-tls-key)")
+	fs.StringVar(&d.TLSKey, "nats-tls-key", "", "client key file for NATS")
+	fs.StringVar(&d.SysCreds, "nats-sys-creds", "", "system-account credentials file: check every server syncs always")
+	fs.StringVar(&d.SysUser, "nats-sys-user", "", "system-account user (password from env LOGBOOK_NATS_SYS_PASSWORD): check every server syncs always")
+	return f
+}
+
+// IsURL tells whether a store address names NATS servers.
+func IsURL(addr string) bool {
+	return strings.HasPrefix(addr, "nats://") || strings.HasPrefix(addr, "tls://")
+}
+
+// options are nats.go options for a user (creds file or user/password)
+// with d's TLS settings.
+func (d Dial) options(name, creds, user, password string) []nats.Option {
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	if creds != "" {
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	if user != "" {
+		opts = append(opts, nats.UserInfo(user, password))
+	}
+	if d.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(d.TLSCA))
+	}
+	if d.TLSCert != "" || d.TLSKey != "" {
+		opts = append(opts, nats.ClientCert(d.TLSCert, d.TLSKey))
+	}
+	return opts
+}
+
+// Connect connects to the servers as d says and opens the stream
+// (opts.SystemConn is the system user's connection, if d names one). The
+// returned close ends the replica and its connections.
+func Connect(ctx context.Context, d Dial, opts Options) (*Replica, func(), error) {
+	nc, err := nats.Connect(d.URLs, d.options(d.Name, d.Creds, d.User, d.Password)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", d.URLs, err)
+	}
+	if d.SysCreds != "" || d.SysUser != "" {
+		if opts.SystemConn, err = nats.Connect(d.URLs, d.options(d.Name+" (sync check)", d.SysCreds, d.SysUser, d.SysPassword)...); err != nil {
+			nc.Close()
+			return nil, nil, fmt.Errorf("connect to %s as the system user: %w", d.URLs, err)
+		}
+	}
+	rep, err := Open(ctx, nc, opts)
+	closeAll := func() {
+		if rep != nil {
+			rep.Close()
+		}
+		if opts.SystemConn != nil {
+			opts.SystemConn.Close()
+		}
+		nc.Close()
+	}
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return rep, closeAll, nil
+}

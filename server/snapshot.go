@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+// SnapshotOptions tune Snapshot.
+type SnapshotOptions struct {
+	// Open is how the ledger file is opened when no server holds it.
+	Open boltstore.Options
+	// Copied and Folded, if set, report the progress of the copy and of the
+	// copy's refold (done of total).
+	Copied, Folded func(done, total uint64)
+}
+
+// Snapshotted is what Snapshot wrote.
+type Snapshotted struct {
+	Size       uint64
+	Head, Root ledger.Hash
+	Locked     time.Duration // the longest the source was held for the copy
+}
+
+// Snapshot copies the ledger file db, while agents keep writing, to the new
+// file out, which must not exist: through the admin socket of a logbook
+// server holding db, if one answers there, else directly
+// (boltstore.Store.Snapshot). The copy's projections are refolded from its
+// own log. The file appears at out only when complete, and never replaces
+// a file created there meanwhile (an error wrapping os.ErrExist).
+func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapshotted, error) {
+	var res Snapshotted
+	// Written under a temporary name, linked into place once its
+	// projections are built.
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".snapshot-*")
+	if err != nil {
+		return res, err
+	}
+	tmp.Close()
+	os.Remove(tmp.Name())
+	defer os.Remove(tmp.Name())
+	abs, err := filepath.Abs(tmp.Name())
+	if err != nil {
+		return res, err
+	}
+	rep, ok, err := SnapshotThroughServer(AdminSocketPath(db), abs)
+	switch {
+	case !ok:
+		rep, err = snapshotFile(ctx, db, tmp.Name(), opts)
+	case err != nil:
+		err = fmt.Errorf("through the logbook server: %w", err)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Size, res.Head, res.Locked = rep.Size, rep.Head, rep.Locked
+	cp, err := boltstore.Open(tmp.Name(), boltstore.Options{})
+	if err != nil {
+		return res, err
+	}
+	defer cp.Close()
+	if err := commands.Rebuild(cp, true, opts.Folded); err != nil {
+		return res, err
+	}
+	if err := cp.View(func(tx *boltstore.Tx) error {
+		var err error
+		res.Root, err = tx.Root(rep.Size)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	if err := cp.Close(); err != nil {
+		return res, err
+	}
+	// Link, not rename: it fails rather than replace a file created at out
+	// meanwhile.
+	err = os.Link(tmp.Name(), out)
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		err = os.Rename(tmp.Name(), out)
+	}
+	return res, err
+}
+
+// snapshotFile copies the ledger file db to dst directly.
+func snapshotFile(ctx context.Context, db, dst string, opts SnapshotOptions) (boltstore.SnapshotReport, error) {
+	l, err := boltstore.Open(db, opts.Open)
+	if err != nil {
+		return boltstore.SnapshotReport{}, err
+	}
+	defer l.Close()
+	return l.Snapshot(ctx, dst, boltstore.SnapshotOptions{Progress: opts.Copied})
+}

@@ -1,0 +1,69 @@
+package views
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTableColour: on a colour screen only the status cell is painted, and
+// the padding is outside the escape codes, so the columns still line up.
+func TestTableColour(t *testing.T) {
+	var b bytes.Buffer
+	s := &Screen{W: &b, Width: 40, Color: true}
+	err := s.Print(&Table{Header: []string{"ID", "STATUS", "TITLE"}, Flex: 2, Painted: 1, Rows: [][]string{
+		{"T-0001", "done", "a title long enough to be cut at forty columns"},
+		{"T-0002", "in_progress", "short"},
+		{"T-0003", "unheard_of", "no colour for an unknown status"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ID      STATUS       TITLE\n" +
+		"T-0001  \x1b[32mdone       \x1b[0m  a title long enoug…\n" +
+		"T-0002  \x1b[33min_progress\x1b[0m  short\n" +
+		"T-0003  unheard_of   no colour for an u…\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+	b.Reset()
+	s.Color = false
+	s.Print(&Table{Header: []string{"STATUS"}, Painted: 0, Rows: [][]string{{"done"}}})
+	if strings.Contains(b.String(), "\x1b") {
+		t.Errorf("colour off, yet escape codes: %q", b.String())
+	}
+}
+
+// TestNewScreenPipe: a view written anywhere but a terminal is 100 columns
+// and never coloured, whatever NO_COLOR says.
+func TestNewScreenPipe(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, w := range []io.Writer{f, &bytes.Buffer{}} {
+		s := NewScreen(w, false)
+		if s.Width != DefaultWidth || s.Color {
+			t.Errorf("%T: width %d colour %v, want %d and no colour", w, s.Width, s.Color, DefaultWidth)
+		}
+	}
+}
+
+// TestCleanText: control characters (which the domain refuses in new titles,
+// but a ledger written before it may hold) never reach the terminal; a
+// thought's first line says when more follow.
+func TestCleanText(t *testing.T) {
+	if got := clean("a\x1b[31mb\tc\nd\u009be"); got != "a [31mb c d e" {
+		t.Errorf("clean: got %q", got)
+	}
+	if got := firstLine("\n  first \x07line \n\nsecond"); got != "first  line …" {
+		t.Errorf("firstLine: got %q", got)
+	}
+	if got := firstLine("only\n  \n"); got != "only" {
+		t.Errorf("firstLine of one line: got %q", got)
+	}
+}
