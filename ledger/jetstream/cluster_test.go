@@ -175,18 +175,44 @@ func (c *cluster) partition(tb testing.TB, k int) {
 	})
 }
 
-// awaitLeader waits until a server other than except leads stream and
-// returns how long after since that was (limit at most).
-func (c *cluster) awaitLeader(account, stream string, except int, limit time.Duration, since time.Time) time.Duration {
+// awaitLeader waits until a server other than except leads stream, and
+// then until that leader holds seq upTo, and returns how long after since
+// each was (limit at most).
+func (c *cluster) awaitLeader(account, stream string, except int, upTo uint64, limit time.Duration, since time.Time) (elected, applied time.Duration) {
+	elected, applied = limit, limit
+	leader := -1
 	for time.Since(since) < limit {
 		for i, s := range c.servers {
-			if i != except && s != nil && s.JetStreamIsStreamLeader(account, stream) {
-				return time.Since(since)
+			if leader < 0 && i != except && s != nil && s.JetStreamIsStreamLeader(account, stream) {
+				leader, elected = i, time.Since(since)
 			}
+		}
+		if leader >= 0 && c.lastSeq(leader, account, stream) >= upTo {
+			return elected, time.Since(since)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return limit
+	return elected, applied
+}
+
+// lastSeq is the last seq server i holds of stream (0 if it cannot tell).
+func (c *cluster) lastSeq(i int, account, stream string) uint64 {
+	s := c.servers[i]
+	if s == nil {
+		return 0
+	}
+	jsz, err := s.Jsz(&server.JSzOptions{Accounts: true, Streams: true})
+	if err != nil {
+		return 0
+	}
+	for _, a := range jsz.AccountDetails {
+		for _, sd := range a.Streams {
+			if a.Name == account && sd.Name == stream {
+				return sd.State.LastSeq
+			}
+		}
+	}
+	return 0
 }
 
 // awaitSettled waits until one server leads stream and every server holds

@@ -195,7 +195,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 	dir := t.TempDir()
 	var quiet atomic.Bool // no logging once the test is over
 	t.Cleanup(func() { quiet.Store(true) })
-	opts := Options{Stream: "faults", ResolveWithin: 20 * time.Second, LeaderWait: 3 * time.Second, Logf: func(format string, args ...any) {
+	opts := Options{Stream: "faults", ResolveWithin: 20 * time.Second, LeaderWait: 5 * time.Second, Logf: func(format string, args ...any) {
 		if !quiet.Load() {
 			t.Logf(format, args...)
 		}
@@ -232,11 +232,18 @@ func TestFaultsLoseNothing(t *testing.T) {
 		lead = leader(t, c, nodes[0].n.rep)
 		t.Logf("round %d: partitioning the stream leader n%d from the others", round, lead)
 		partitioned := time.Now()
+		committed := c.lastSeq(lead, "APP", "faults")
 		c.partition(t, lead)
-		elected := make(chan time.Duration, 1)
-		go func() { elected <- c.awaitLeader("APP", "faults", lead, time.Minute, partitioned) }()
+		type times struct{ elected, applied time.Duration }
+		leaderAt := make(chan times, 1)
+		go func() {
+			e, a := c.awaitLeader("APP", "faults", lead, committed, time.Minute, partitioned)
+			leaderAt <- times{e, a}
+		}()
 		took := w.awaitEach(t, 5, nodes)
-		t.Logf("round %d: a leader was elected on the majority side %v after the partition; every node appended again within %v", round, <-elected, took)
+		at := <-leaderAt
+		t.Logf("round %d: the majority elected a leader %v after the partition, which held seq %d (the old leader's last) after %v; every node appended again within %v",
+			round, at.elected.Round(time.Millisecond), committed, at.applied.Round(time.Millisecond), took)
 		c.heal(t)
 		t.Logf("round %d: every node appends again after the heal, within %v", round, w.awaitEach(t, 5, nodes))
 		t.Logf("round %d: cutting logbook node 2's connection", round)

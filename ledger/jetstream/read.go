@@ -89,7 +89,13 @@ func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 		time.Since(time.Unix(0, r.checked.Load())) < headCheckEvery {
 		return nil
 	}
+	start := time.Now()
 	if err := r.catchUp(tx); err != nil {
+		if !errors.As(err, new(*ledger.IntegrityError)) {
+			// Nothing served what the stream holds within the timeout:
+			// the server this connection holds may be cut off.
+			r.leaderLost(start)
+		}
 		return err
 	}
 	r.checked.Store(time.Now().UnixNano())
