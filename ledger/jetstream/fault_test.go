@@ -185,7 +185,8 @@ func leader(t *testing.T, c *cluster, r *Replica) int {
 // twice, every node ends with the same verified chain, and the history is
 // linearizable. While the partition lasts every node appends again (a node
 // whose connection is held by the partitioned server leaves it), and so
-// after it heals. LOGBOOK_SOAK=1 runs five rounds.
+// after it heals (the partition is left out under the race detector: see
+// the comment in the round). LOGBOOK_SOAK=1 runs five rounds.
 func TestFaultsLoseNothing(t *testing.T) {
 	rounds := 1
 	if os.Getenv("LOGBOOK_SOAK") != "" {
@@ -227,25 +228,33 @@ func TestFaultsLoseNothing(t *testing.T) {
 		w.await(t, 30, nodes)
 		c.start(other)
 		w.await(t, 30, nodes)
-		// After the restarts, clients have reconnected wherever they
-		// could: nodes held by the partitioned server must leave it.
-		lead = leader(t, c, nodes[0].n.rep)
-		t.Logf("round %d: partitioning the stream leader n%d from the others", round, lead)
-		partitioned := time.Now()
-		committed := c.lastSeq(lead, "APP", "faults")
-		c.partition(t, lead)
-		type times struct{ elected, applied time.Duration }
-		leaderAt := make(chan times, 1)
-		go func() {
-			e, a := c.awaitLeader("APP", "faults", lead, committed, time.Minute, partitioned)
-			leaderAt <- times{e, a}
-		}()
-		took := w.awaitEach(t, 5, nodes)
-		at := <-leaderAt
-		t.Logf("round %d: the majority elected a leader %v after the partition, which held seq %d (the old leader's last) after %v; every node appended again within %v",
-			round, at.elected.Round(time.Millisecond), committed, at.applied.Round(time.Millisecond), took)
-		c.heal(t)
-		t.Logf("round %d: every node appends again after the heal, within %v", round, w.awaitEach(t, 5, nodes))
+		if raceDetector {
+			// nats-server 2.15.2 reads its options unlocked while a reload
+			// (how the test drops routes) replaces them: stream.go:6365
+			// (s.opts.MaxPending, a direct get) vs server.go:1224
+			// (setOpts). The race detector reports the server's race.
+			t.Logf("round %d: no partition under the race detector (nats-server's own race on reload)", round)
+		} else {
+			// After the restarts, clients have reconnected wherever they
+			// could: nodes held by the partitioned server must leave it.
+			lead = leader(t, c, nodes[0].n.rep)
+			t.Logf("round %d: partitioning the stream leader n%d from the others", round, lead)
+			partitioned := time.Now()
+			committed := c.lastSeq(lead, "APP", "faults")
+			c.partition(t, lead)
+			type times struct{ elected, applied time.Duration }
+			leaderAt := make(chan times, 1)
+			go func() {
+				e, a := c.awaitLeader("APP", "faults", lead, committed, time.Minute, partitioned)
+				leaderAt <- times{e, a}
+			}()
+			took := w.awaitEach(t, 5, nodes)
+			at := <-leaderAt
+			t.Logf("round %d: the majority elected a leader %v after the partition, which held seq %d (the old leader's last) after %v; every node appended again within %v",
+				round, at.elected.Round(time.Millisecond), committed, at.applied.Round(time.Millisecond), took)
+			c.heal(t)
+			t.Logf("round %d: every node appends again after the heal, within %v", round, w.awaitEach(t, 5, nodes))
+		}
 		t.Logf("round %d: cutting logbook node 2's connection", round)
 		cable.cut()
 		w.await(t, 30, nodes)
