@@ -8,6 +8,7 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/search"
 )
 
 // folder folds records into the projections of one transaction. A batch
@@ -28,7 +29,8 @@ type folder struct {
 	sessions      map[uint64]*Session
 	dirtyTasks    map[uint64]bool
 	dirtySessions map[uint64]bool
-	indexBuf      *writeBuffer // the full-text index's writes (knowledge.go)
+	indexBuf      *writeBuffer  // the full-text index's writes (knowledge.go)
+	indexBatch    *search.Batch // the index's term entries and stats
 }
 
 func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event func(uint64) (ledger.Record, error), batch bool) *folder {
@@ -36,7 +38,7 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event f
 	if batch {
 		f.tasks, f.dirtyTasks = map[uint64]*Task{}, map[uint64]bool{}
 		f.sessions, f.dirtySessions = map[uint64]*Session{}, map[uint64]bool{}
-		f.indexBuf = newWriteBuffer()
+		f.indexBuf, f.indexBatch = newWriteBuffer(), search.NewBatch()
 	}
 	return f
 }
@@ -112,6 +114,11 @@ func (f *folder) flush() error {
 		}
 	}
 	clear(f.dirtySessions)
+	if f.indexBuf != nil && f.indexBuf.sp != nil {
+		if err := f.indexBatch.Flush(f.indexBuf); err != nil {
+			return err
+		}
+	}
 	return f.indexBuf.flush()
 }
 

@@ -98,8 +98,9 @@ const blockBytes = 256
 // Index is the full-text index in one Space. It holds no state of its own, so
 // an Index is as cheap as the Space it wraps and as valid as its transaction.
 type Index struct {
-	sp   Space
-	docs Docs
+	sp    Space
+	docs  Docs
+	batch *Batch // nil: every write goes to sp at once
 }
 
 // New returns the index kept in sp, whose documents docs reads.
@@ -111,6 +112,9 @@ type stats struct {
 }
 
 func (ix *Index) stats() (stats, error) {
+	if ix.batch != nil && ix.batch.st != nil {
+		return *ix.batch.st, nil
+	}
 	var s stats
 	v := ix.sp.Get([]byte{keyStats})
 	if v == nil {
@@ -126,6 +130,10 @@ func (ix *Index) stats() (stats, error) {
 }
 
 func (ix *Index) putStats(s stats) error {
+	if ix.batch != nil {
+		ix.batch.st = &s
+		return nil
+	}
 	b := binary.AppendUvarint(nil, s.docs)
 	b = binary.AppendUvarint(b, s.totalLen)
 	b = binary.AppendUvarint(b, s.nextDoc)
