@@ -31,12 +31,12 @@ func snapshot(c *call) func() error {
 	c.jsonFlag("print JSON")
 	return func() error {
 		if *out == "" {
-			return usageErr("snapshot: --out is required")
+			return errors.New("--out is required")
 		}
 		if err := checkPath("--out", *out, false); err != nil {
 			return err
 		}
-		exists := usageErr("snapshot: --out %s exists; refusing to overwrite it", *out)
+		exists := fmt.Errorf("--out %s exists; refusing to overwrite it", *out)
 		if _, err := os.Lstat(*out); err == nil {
 			return exists
 		}
@@ -51,7 +51,7 @@ func snapshot(c *call) func() error {
 			return exists
 		}
 		if err != nil {
-			return ioErr("snapshot", err)
+			return err
 		}
 		res := snapshotJSON{Out: *out, Size: s.Size, Head: s.Head, Root: s.Root, LockedMS: millis(s.Locked)}
 		return c.print(res, func() error {
@@ -79,9 +79,7 @@ func rebuild(c *call) func() error {
 		err := c.with(false, func(l *boltstore.Store) error {
 			boundMemory()
 			start := time.Now()
-			if err := commands.Rebuild(l, true, c.progress("rebuild")); errors.Is(err, projections.ErrNewerVersion) {
-				return usageErr("rebuild: %v", err)
-			} else if err != nil {
+			if err := commands.Rebuild(l, true, c.progress("rebuild")); err != nil {
 				return err
 			}
 			elapsed := time.Since(start)
@@ -104,7 +102,7 @@ func rebuild(c *call) func() error {
 			return err
 		})
 		if err != nil {
-			return passExit("rebuild", err)
+			return err
 		}
 		return c.print(res, func() error {
 			_, err := fmt.Fprintf(c.stdout, "rebuilt projections (version %d) from %d events in %.0f ms (%.0f events/s)\n",
@@ -123,14 +121,14 @@ func migrate(c *call) func() error {
 	c.jsonFlag("print JSON")
 	return func() error {
 		if *from == "" || !jetstream.IsURL(*to) {
-			return usageErr("migrate: --from FILE and --to nats://HOST:PORT are required")
+			return errors.New("--from FILE and --to nats://HOST:PORT are required")
 		}
 		if err := checkPath("--from", *from, true); err != nil {
 			return err
 		}
 		src, err := boltstore.Open(*from, boltstore.Options{ReadOnly: true})
 		if err != nil {
-			return ioErr("migrate", err)
+			return err
 		}
 		defer src.Close()
 		rep, closeRep, err := c.openReplica(nf, *to)
@@ -139,14 +137,8 @@ func migrate(c *call) func() error {
 		}
 		defer closeRep()
 		res, err := jetstream.Migrate(c.ctx, src, rep, c.progress("migrate: copy"))
-		var mismatch *jetstream.MismatchError
-		switch {
-		case errors.Is(err, jetstream.ErrNotEmpty):
-			return usageErr("migrate: %v", err)
-		case errors.As(err, &mismatch):
-			return integrityErr(fmt.Errorf("migrate: %w", err))
-		case err != nil:
-			return ioErr("migrate", err)
+		if err != nil {
+			return err
 		}
 		return c.print(res, func() error {
 			_, err := fmt.Fprintf(c.stdout, "migrated %d events into stream %s\nhead %v\nroot %v (identical to the file's)\n", res.Size, res.Stream, res.Head, res.Root)
@@ -160,13 +152,13 @@ func migrate(c *call) func() error {
 // connections.
 func (c *call) openReplica(f *jetstream.Flags, urls string) (*jetstream.Replica, func(), error) {
 	if f.Options.Stream == "" {
-		return nil, nil, usageErr("%s: --stream is required with a NATS store", c.name)
+		return nil, nil, errors.New("--stream is required with a NATS store")
 	}
 	f.Dial.URLs, f.Dial.Name = urls, "logbook "+c.name
 	f.Options.Logf = func(format string, args ...any) { fmt.Fprintf(c.stderr, c.name+": "+format+"\n", args...) }
 	rep, closeRep, err := jetstream.Connect(c.ctx, f.Dial, f.Options)
 	if err != nil {
-		return nil, nil, usageErr("%s: %w", c.name, err)
+		return nil, nil, err
 	}
 	return rep, closeRep, nil
 }

@@ -46,14 +46,14 @@ func (c *call) toolFlags(opts *commands.Options, readOnlyUsage string) *string {
 // about a fifth.
 func (c *call) prepare(opts commands.Options) error {
 	if opts.Project != "" && !projectRE.MatchString(opts.Project) {
-		return usageErr("%s: --project %q is not a slug like my-project", c.name, opts.Project)
+		return fmt.Errorf("--project %q is not a slug like my-project", opts.Project)
 	}
 	if err := checkPath("--db", *c.db, false); err != nil {
 		return err
 	}
 	if *c.db == defaultDB {
 		if err := os.MkdirAll(filepath.Dir(defaultDB), 0o700); err != nil {
-			return usageErr("%s: %v", c.name, err)
+			return fmt.Errorf("%v", err)
 		}
 	}
 	if c.getenv("GOGC") == "" {
@@ -75,15 +75,15 @@ func serve(c *call) func() error {
 		case *connect != "":
 			return c.bridge(*connect, *tokenEnv)
 		case *lockTimeout <= 0:
-			return usageErr("serve: --lock-timeout must be positive")
+			return fmt.Errorf("--lock-timeout must be positive")
 		case utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, unicode.IsControl) >= 0:
-			return usageErr("serve: --agent must be at most 128 characters of valid UTF-8 with no control characters")
+			return fmt.Errorf("--agent must be at most 128 characters of valid UTF-8 with no control characters")
 		}
 		if err := c.prepare(opts); err != nil {
 			return err
 		}
 		if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
-			return usageErr("serve: --skills %s is not a directory", *skillsDir)
+			return fmt.Errorf("--skills %s is not a directory", *skillsDir)
 		}
 		if c.getenv("GOMEMLIMIT") == "" {
 			// ...but with large requests in flight 400% let the heap reach
@@ -98,12 +98,12 @@ func serve(c *call) func() error {
 		signal.Ignore(syscall.SIGPIPE)
 		l, err := boltstore.Open(*c.db, boltstore.Options{Create: true, LockTimeout: *lockTimeout})
 		if err != nil {
-			return usageErr("serve: %v", err)
+			return fmt.Errorf("%v", err)
 		}
 		defer l.Close()
 		srv, err := newTools(l, *skillsDir, opts)
 		if err != nil {
-			return usageErr("serve: %v", err)
+			return fmt.Errorf("%v", err)
 		}
 		opts.Logger.Info("serving", "db", *c.db, "agent", cmp.Or(agent, "(client name)"), "read_only", opts.ReadOnly)
 		if err := srv.Run(c.ctx, c.stdin, c.stdout); err != nil {
@@ -119,21 +119,21 @@ func serve(c *call) func() error {
 func (c *call) bridge(connect, tokenEnv string) error {
 	for _, name := range []string{"skills", "read-only", "project", "lock-timeout", "db", "agent"} {
 		if c.isSet(name) {
-			return usageErr("serve: --%s configures a local ledger; with --connect the server decides it", name)
+			return fmt.Errorf("--%s configures a local ledger; with --connect the server decides it", name)
 		}
 	}
 	u, err := url.Parse(connect)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageErr("serve: --connect %q is not an http(s) URL like http://127.0.0.1:7460/mcp", connect)
+		return fmt.Errorf("--connect %q is not an http(s) URL like http://127.0.0.1:7460/mcp", connect)
 	}
 	token := c.getenv(tokenEnv)
 	if token == "" {
-		return usageErr("serve: --connect needs a bearer token in $%s (logbook token add prints one)", tokenEnv)
+		return fmt.Errorf("--connect needs a bearer token in $%s (logbook token add prints one)", tokenEnv)
 	}
 	log := newLogger(c.env)
 	log.Info("bridging", "url", u.Redacted())
 	if err := mcp.Bridge(c.ctx, mcp.BridgeOptions{URL: connect, Token: token, Version: version, Logger: log}, c.stdin, c.stdout); err != nil {
-		return usageErr("serve: %v", err)
+		return fmt.Errorf("%v", err)
 	}
 	return nil
 }
@@ -153,13 +153,13 @@ func serveHTTP(c *call) func() error {
 	return func() error {
 		switch {
 		case *store != "" && !jetstream.IsURL(*store):
-			return usageErr("server: --store %q: want nats://HOST:PORT[,…]", *store)
+			return fmt.Errorf("--store %q: want nats://HOST:PORT[,…]", *store)
 		case *store == "" && (nf.Options.Stream != "" || *noSync):
-			return usageErr("server: --stream and --replica-nosync go with --store nats://…")
+			return fmt.Errorf("--stream and --replica-nosync go with --store nats://…")
 		case (*tlsCert == "") != (*tlsKey == ""):
-			return usageErr("server: --tls-cert and --tls-key go together")
+			return fmt.Errorf("--tls-cert and --tls-key go together")
 		case *maxBody <= 0 || *drain <= 0:
-			return usageErr("server: --max-body-bytes and --drain-timeout must be positive")
+			return fmt.Errorf("--max-body-bytes and --drain-timeout must be positive")
 		}
 		if err := c.prepare(topts); err != nil {
 			return err
@@ -172,7 +172,7 @@ func serveHTTP(c *call) func() error {
 		}
 		ln, err := net.Listen("tcp", *listen)
 		if err != nil {
-			return usageErr("server: %v", err)
+			return fmt.Errorf("%v", err)
 		}
 		defer ln.Close()
 		log := newLogger(c.env)
@@ -191,7 +191,7 @@ func serveHTTP(c *call) func() error {
 		}
 		l, err := boltstore.Open(*c.db, opts)
 		if err != nil {
-			return usageErr("server: %v", err)
+			return fmt.Errorf("%v", err)
 		}
 		defer l.Close()
 		if rep != nil {
@@ -199,7 +199,7 @@ func serveHTTP(c *call) func() error {
 		}
 		tools, err := newTools(l, *skillsDir, topts)
 		if err != nil {
-			return usageErr("server: %v", err)
+			return fmt.Errorf("%v", err)
 		}
 		err = server.Run(c.ctx, server.Options{
 			Store: l, MCP: tools, Listener: ln, TLSCert: *tlsCert, TLSKey: *tlsKey, AdminSocket: *admin,
@@ -211,7 +211,7 @@ func serveHTTP(c *call) func() error {
 			},
 		})
 		if err != nil {
-			return usageErr("server: %v", err)
+			return fmt.Errorf("%v", err)
 		}
 		return l.Close()
 	}

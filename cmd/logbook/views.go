@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -25,7 +26,7 @@ func tasks(c *call) func() error {
 			want = strings.Split(*status, ",")
 			for _, st := range want {
 				if !slices.Contains(domain.Statuses, st) {
-					return usageErr("tasks: unknown status %q (want %s)", st, strings.Join(domain.Statuses, ", "))
+					return fmt.Errorf("unknown status %q (want %s)", st, strings.Join(domain.Statuses, ", "))
 				}
 			}
 		}
@@ -54,9 +55,9 @@ func show(c *call) func() error {
 		_, isSession := domain.ParseID(domain.SessionPrefix, id)
 		if !isTask && !isSession {
 			if id == "" {
-				return usageErr("show: want a task id (T-0001) or an audit session id (A-0001)")
+				return errors.New("want a task id (T-0001) or an audit session id (A-0001)")
 			}
-			return usageErr("show: %q is neither a task id (T-0001) nor an audit session id (A-0001)", id)
+			return fmt.Errorf("%q is neither a task id (T-0001) nor an audit session id (A-0001)", id)
 		}
 		var task *views.Task
 		var session *views.Session
@@ -70,9 +71,9 @@ func show(c *call) func() error {
 		})
 		switch {
 		case errors.Is(err, views.ErrNotFound) && isTask:
-			return usageErr("show: no task %s in this ledger", id)
+			return fmt.Errorf("no task %s in this ledger", id)
 		case errors.Is(err, views.ErrNotFound):
-			return usageErr("show: no audit session %s in this ledger", id)
+			return fmt.Errorf("no audit session %s in this ledger", id)
 		case err != nil:
 			return err
 		case isTask:
