@@ -34,9 +34,13 @@ type Snapshotted struct {
 // server holding db, if one answers there, else directly
 // (boltstore.Store.Snapshot). The copy's projections are refolded from its
 // own log. The file appears at out only when complete, and never replaces
-// a file created there meanwhile (an error wrapping os.ErrExist).
+// a file there, even one created meanwhile (an error wrapping os.ErrExist,
+// at once if out exists when it starts).
 func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapshotted, error) {
 	var res Snapshotted
+	if _, err := os.Lstat(out); err == nil {
+		return res, fmt.Errorf("%s: %w", out, os.ErrExist)
+	}
 	// Written under a temporary name, linked into place once its
 	// projections are built.
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".snapshot-*")

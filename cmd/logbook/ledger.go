@@ -6,11 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/ledger/jetstream"
-	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/server"
 )
 
@@ -36,10 +34,6 @@ func snapshot(c *call) func() error {
 		if err := checkPath("--out", *out, false); err != nil {
 			return err
 		}
-		exists := fmt.Errorf("--out %s exists; refusing to overwrite it", *out)
-		if _, err := os.Lstat(*out); err == nil {
-			return exists
-		}
 		opts, err := c.openOptions(true)
 		if err != nil {
 			return err
@@ -48,7 +42,7 @@ func snapshot(c *call) func() error {
 		s, err := server.Snapshot(c.ctx, *c.db, *out, server.SnapshotOptions{Open: opts,
 			Copied: c.progress("snapshot: copy"), Folded: c.progress("snapshot: projections")})
 		if errors.Is(err, os.ErrExist) {
-			return exists
+			return fmt.Errorf("--out %s exists; refusing to overwrite it", *out)
 		}
 		if err != nil {
 			return err
@@ -62,41 +56,14 @@ func snapshot(c *call) func() error {
 	}
 }
 
-// rebuildJSON is rebuild's --json output.
-type rebuildJSON struct {
-	Events     uint64  `json:"events"` // folded: seq 1..events
-	Version    uint64  `json:"version"`
-	MS         float64 `json:"ms"`
-	EventsPerS float64 `json:"events_per_s"`
-	FreeMS     float64 `json:"free_ms"` // freeing the old projections' pages, after the refold
-}
-
 func rebuild(c *call) func() error {
 	c.ledgerFlags()
 	c.jsonFlag("print JSON")
 	return func() error {
-		var res rebuildJSON
-		err := c.with(false, func(l *boltstore.Store) error {
+		var res server.Rebuilt
+		err := c.with(false, func(l *boltstore.Store) (err error) {
 			boundMemory()
-			start := time.Now()
-			if err := commands.Rebuild(l, true, c.progress("rebuild")); err != nil {
-				return err
-			}
-			elapsed := time.Since(start)
-			// The old projections were discarded at once and are freed a little
-			// per transaction; free the rest now, still in short transactions.
-			if err := l.EmptyTrash(); err != nil {
-				return err
-			}
-			res.FreeMS = millis(time.Since(start) - elapsed)
-			err := l.View(func(tx *boltstore.Tx) (err error) {
-				res.Version, res.Events, err = projections.State(tx)
-				return err
-			})
-			if res.MS = millis(elapsed); elapsed > 0 {
-				res.EventsPerS = float64(res.Events) / elapsed.Seconds()
-			}
-			if err == nil {
+			if res, err = server.Rebuild(l, c.progress("rebuild")); err == nil {
 				err = l.Close()
 			}
 			return err

@@ -22,7 +22,6 @@ import (
 	"github.com/logbook-dev/logbook/ledger/jetstream"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/server"
-	"github.com/logbook-dev/logbook/skills"
 )
 
 var projectRE = regexp.MustCompile(domain.SlugPattern)
@@ -101,7 +100,7 @@ func serve(c *call) func() error {
 			return fmt.Errorf("%v", err)
 		}
 		defer l.Close()
-		srv, err := newTools(l, *skillsDir, opts)
+		srv, err := server.Tools(l, *skillsDir, version, opts)
 		if err != nil {
 			return fmt.Errorf("%v", err)
 		}
@@ -197,7 +196,7 @@ func serveHTTP(c *call) func() error {
 		if rep != nil {
 			log.Info("ledger kept in NATS JetStream", "stream", nf.Options.Stream, "servers", *store, "local_copy", *c.db, "nosync", *noSync)
 		}
-		tools, err := newTools(l, *skillsDir, topts)
+		tools, err := server.Tools(l, *skillsDir, version, topts)
 		if err != nil {
 			return fmt.Errorf("%v", err)
 		}
@@ -215,22 +214,4 @@ func serveHTTP(c *call) func() error {
 		}
 		return l.Close()
 	}
-}
-
-// newTools loads the skills folder and returns the MCP tools running on l
-// with opts (Skills, Skipped and Version filled in here).
-func newTools(l *boltstore.Store, skillsDir string, opts commands.Options) (*mcp.Server, error) {
-	set, skipped, err := skills.Load(skillsDir)
-	if err != nil {
-		return nil, fmt.Errorf("skills: %w", err)
-	}
-	for _, s := range skipped {
-		opts.Logger.Warn("skill skipped", "path", s.Path, "reason", s.Reason)
-	}
-	opts.Skills, opts.Skipped, opts.Version = set, skipped, version
-	svc, err := commands.New(l, opts)
-	if err != nil {
-		return nil, err
-	}
-	return mcp.New(svc, mcp.Options{Version: version, Logger: opts.Logger}), nil
 }

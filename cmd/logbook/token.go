@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/user"
 	"strings"
 
 	"github.com/logbook-dev/logbook/projections"
@@ -58,12 +57,6 @@ func (c *call) tokens(issuer *string) func(fn func(m *server.Tokens) error) erro
 	return func(fn func(m *server.Tokens) error) error {
 		if err := checkPath("--db", *c.db, true); err != nil {
 			return err
-		}
-		if issuer != nil && *issuer == "" {
-			*issuer = "unknown"
-			if u, err := user.Current(); err == nil && u.Username != "" {
-				*issuer = u.Username
-			}
 		}
 		m, err := server.OpenTokens(*c.db, cmp.Or(*socket, server.AdminSocketPath(*c.db)))
 		if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/logbook-dev/logbook/domain"
@@ -21,23 +20,14 @@ func tasks(c *call) func() error {
 	status := c.fs.String("status", "", "only tasks in these statuses, comma-separated (e.g. todo,in_progress)")
 	c.jsonFlag(`print {"tasks":[…]}, each task as task_get answers it`)
 	return func() error {
-		var want []string
+		var statuses []string
 		if *status != "" {
-			want = strings.Split(*status, ",")
-			for _, st := range want {
-				if !slices.Contains(domain.Statuses, st) {
-					return fmt.Errorf("unknown status %q (want %s)", st, strings.Join(domain.Statuses, ", "))
-				}
-			}
+			statuses = strings.Split(*status, ",")
 		}
-		list := []projections.Task{}
-		err := c.view(func(tx *boltstore.Tx) error {
-			return projections.Tasks(tx, func(t projections.Task) bool {
-				if (*project == "" || t.Project == *project) && (want == nil || slices.Contains(want, t.Status)) {
-					list = append(list, t)
-				}
-				return c.ctx.Err() == nil
-			})
+		var list []projections.Task
+		err := c.view(func(tx *boltstore.Tx) (err error) {
+			list, err = views.Tasks(tx, *project, statuses)
+			return err
 		})
 		if err != nil {
 			return err
