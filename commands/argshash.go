@@ -2,14 +2,19 @@ package commands
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // ArgsSHA256 is the args_sha256 of a tool.called event of payload version
@@ -26,29 +31,168 @@ import (
 //     sorted, numbers as written, <>& escaped as \u003c…, invalid UTF-8 as
 //     U+FFFD, the last of repeated keys); bytes as received if not JSON.
 func ArgsSHA256(version uint16, raw []byte) (string, error) {
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	var canon []byte
 	switch version {
 	case 1:
-		canon = canonicalV1(raw)
+		if len(raw) == 0 {
+			raw = []byte("{}")
+		}
+		return hexSHA256(canonicalV1(raw)), nil
 	case 2:
-		canon = canonicalJCS(raw)
-	default:
-		return "", fmt.Errorf("tool.called payload version %d has no arguments hash rule", version)
+		return hexSHA256(canonicalJCS(domain.ParseArgs(raw))), nil
 	}
-	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:]), nil
+	return "", fmt.Errorf("tool.called payload version %d has no arguments hash rule", version)
 }
 
-// canonicalJCS is raw's RFC 8785 form, or raw itself when raw is not I-JSON.
-// The library passes invalid UTF-8 through, turns a broken surrogate pair
-// into U+FFFD and reads some invalid JSON (`{"` becomes {}, found by
-// FuzzCanonicalJCS); all three are refused here first, so that two different
-// argument texts never share a canonical form.
-func canonicalJCS(raw []byte) []byte {
-	if !json.Valid(raw) || !utf8.Valid(raw) || LoneSurrogate(raw) {
+func hexSHA256(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// canonicalJCS is the RFC 8785 form of parsed arguments, written from
+// their tree; the bytes as received when they are not I-JSON; "{}" when
+// empty.
+func canonicalJCS(a *domain.Args) []byte {
+	raw := a.Raw()
+	switch {
+	case len(raw) == 0:
+		return []byte("{}")
+	case a.OverLimit():
+		// Deeper or larger than the tree is kept for: only refused calls
+		// come here, and the library reads the text itself.
+		return canonicalJCSText(raw)
+	case !a.Clean():
+		return raw
+	}
+	root := a.Root()
+	if k := root.Kind(); (k == domain.Number || k == domain.Boolean || k == domain.Null) && len(root.Raw()) != len(raw) {
+		// A bare literal with white space around it: the library, and so
+		// version 2 since its first event, takes it as not I-JSON.
+		return raw
+	}
+	c, ok := appendJCS(make([]byte, 0, len(raw)), root)
+	if !ok {
+		return raw // a number beyond IEEE 754 doubles
+	}
+	return c
+}
+
+// appendJCS appends v in RFC 8785 form; false if a number is not a finite
+// double.
+func appendJCS(b []byte, v *domain.Value) ([]byte, bool) {
+	switch v.Kind() {
+	case domain.String:
+		return appendJCSString(b, v.Text()), true
+	case domain.Number:
+		f, err := strconv.ParseFloat(v.Text(), 64)
+		if err != nil {
+			return b, false
+		}
+		s, err := jcs.NumberToJSON(f)
+		if err != nil {
+			return b, false
+		}
+		return append(b, s...), true
+	case domain.Array:
+		b = append(b, '[')
+		for i := range v.Items() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendJCS(b, &v.Items()[i]); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case domain.Object:
+		members := v.Members()
+		order := make([]int, len(members))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(i, j int) int { return compareUTF16(members[i].Key, members[j].Key) })
+		b = append(b, '{')
+		for n, i := range order {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendJCSString(b, members[i].Key)
+			b = append(b, ':')
+			var ok bool
+			if b, ok = appendJCS(b, &members[i].Value); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	}
+	return append(b, v.Raw()...), true // true, false, null
+}
+
+// appendJCSString quotes s as RFC 8785 does: \b \f \n \r \t \" \\ as short
+// escapes, other control characters as \u00xx, everything else as is.
+func appendJCSString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// compareUTF16 orders valid UTF-8 strings by their UTF-16 code units, as
+// RFC 8785 sorts member names.
+func compareUTF16(a, b string) int {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			return cmp.Compare(utf16Key(ra), utf16Key(rb))
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// utf16Key orders runes as their UTF-16 code units do: a rune beyond the
+// BMP sorts by its surrogates, so before U+E000–U+FFFF.
+func utf16Key(r rune) rune {
+	if hi, lo := utf16.EncodeRune(r); hi != utf8.RuneError {
+		return hi<<10 | (lo - 0xDC00)
+	}
+	return r << 10
+}
+
+// canonicalJCSText is the RFC 8785 form of raw read by the library, or raw
+// itself when raw is not I-JSON. The library passes invalid UTF-8
+// through, turns a broken surrogate pair into U+FFFD and reads some
+// invalid JSON (`{"` becomes {}, found by FuzzCanonicalJCS); all three are
+// refused here first, so that two different argument texts never share a
+// canonical form.
+func canonicalJCSText(raw []byte) []byte {
+	if !json.Valid(raw) || !utf8.Valid(raw) || domain.LoneSurrogate(raw) {
 		return raw
 	}
 	c, err := jcs.Transform(raw)
@@ -72,45 +216,3 @@ func canonicalV1(raw []byte) []byte {
 	return c
 }
 
-// LoneSurrogate reports whether JSON text holds a \uD800–\uDFFF escape that
-// is not a high surrogate immediately followed by an escaped low one: text
-// that decoders silently turn into U+FFFD.
-func LoneSurrogate(b []byte) bool {
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			continue
-		}
-		if b[i+1] != 'u' {
-			i++ // skip the escaped character, which may be a backslash
-			continue
-		}
-		r, ok := hex4(b, i+2)
-		if !ok {
-			continue
-		}
-		switch {
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return true
-		case r >= 0xD800 && r <= 0xDBFF:
-			lo, ok := rune(0), false
-			if i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
-				lo, ok = hex4(b, i+8)
-			}
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return true
-			}
-			i += 11
-		default:
-			i += 5
-		}
-	}
-	return false
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(b[at:at+4]), 16, 16)
-	return rune(n), err == nil
-}

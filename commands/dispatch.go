@@ -1,11 +1,8 @@
 package commands
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"strings"
+	"reflect"
 
 	"github.com/logbook-dev/logbook/domain"
 )
@@ -28,15 +25,17 @@ func (c *Command) Rules() *domain.Command { return c.rules }
 // with ErrReadOnly by a read-only service). Every call is audited anyway.
 func (c *Command) Mutates() bool { return c.mutates }
 
-// handler runs one command inside the call's transaction.
-type handler func(s *Service, ctx context.Context, tx *Tx, args json.RawMessage) (any, error)
+// handler runs one command inside the call's transaction, on its
+// arguments object (which has passed the command's rules).
+type handler func(s *Service, ctx context.Context, tx *Tx, args *domain.Value) (any, error)
 
-// command adapts a typed method to a Command: the call's arguments are
-// validated against the domain's rules, then decoded strictly into In.
+// command adapts a typed method to a Command: the call's arguments, once
+// they pass the domain's rules, are decoded from their tree into In.
 func command[In any, Out any](rules *domain.Command, mutates bool, f func(*Service, *Tx, In) (Out, error)) *Command {
-	return &Command{rules: rules, mutates: mutates, run: func(s *Service, _ context.Context, tx *Tx, args json.RawMessage) (any, error) {
+	fields := fieldsOf(reflect.TypeFor[In]())
+	return &Command{rules: rules, mutates: mutates, run: func(s *Service, _ context.Context, tx *Tx, args *domain.Value) (any, error) {
 		var in In
-		if err := decodeArgs(args, &in); err != nil {
+		if err := fields.decode(args, &in); err != nil {
 			return nil, err
 		}
 		return f(s, tx, in)
@@ -83,49 +82,21 @@ var Commands = []*Command{
 	SearchKnowledge,
 }
 
-// dispatch validates the call's arguments with the domain's rules (whatever
-// the edge checked before) and runs its command.
-func (s *Service) dispatch(ctx context.Context, tx *Tx, call Call) (any, error) {
+// dispatch validates the call's arguments with the domain's rules and runs
+// its command. Invalid arguments are refused first, then a mutating command
+// of a read-only service or caller.
+func (s *Service) dispatch(ctx context.Context, tx *Tx, call Call, args *domain.Args) (any, error) {
 	c := call.Command
 	if c == nil {
 		return nil, Invalid("name", "unknown command %q", call.Name)
 	}
-	if c.mutates && s.opts.ReadOnly {
-		return nil, ErrReadOnly
-	}
 	if c.rules != nil {
-		if err := c.rules.ValidateJSON(call.Args); err != nil {
+		if err := c.rules.ValidateArgs(args); err != nil {
 			return nil, err
 		}
 	}
-	return c.run(s, ctx, tx, call.Args)
-}
-
-// decodeArgs decodes a JSON object strictly: unknown fields and trailing
-// data are input errors.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		raw = json.RawMessage("{}")
+	if c.mutates && (s.opts.ReadOnly || call.ReadOnly) {
+		return nil, ErrReadOnly
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeIssue(err)
-	}
-	if dec.More() {
-		return Invalid("", "trailing data after the arguments object")
-	}
-	return nil
-}
-
-func decodeIssue(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return Invalid(te.Field, "must be %s, not %s", te.Type.Kind(), te.Value)
-	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return Invalid(strings.Trim(f, `"`), "unknown field")
-	}
-	return Invalid("", "arguments are not a valid JSON object: %s", strings.TrimPrefix(msg, "json: "))
+	return c.run(s, ctx, tx, args.Object())
 }

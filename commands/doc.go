@@ -3,6 +3,9 @@
 // together with exactly one tool.called event in one atomic, durable commit.
 //
 // Invariants:
+//   - A call's arguments are parsed once (domain.ParseArgs): the domain's
+//     rules, the typed input of the command, the subjects and args_sha256 of
+//     its tool.called event are all read from that one tree.
 //   - A rejected call appends only its tool.called event: a handler that
 //     fails after emitting events is rolled back and recorded again alone.
 //   - Every event is folded into the projections in the commit that appends

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -237,7 +238,8 @@ func TestBoundaries(t *testing.T) {
 	h.call("task_list", map[string]any{"created_after": "2026-04-08T22:15:30.123+02:00", "created_before": "2999-01-01T00:00:00Z"}, "OK")
 }
 
-// TestReadOnly: every mutating tool is refused, whatever its arguments;
+// TestReadOnly: every mutating tool with valid arguments is refused
+// (invalid arguments are refused as such first, as for every caller);
 // reads work; every call is still recorded by one tool.called.
 func TestReadOnly(t *testing.T) {
 	h := errorFixture(t, Options{})
@@ -247,22 +249,24 @@ func TestReadOnly(t *testing.T) {
 	for _, c := range []struct {
 		tool string
 		args any
+		want string
 	}{
-		{"task_create", m{"title": "x", "project": "core"}},
-		{"task_create", m{"title": "", "bogus": 1}},
-		{"task_update", m{"task_id": "T-0001", "status": "todo"}},
-		{"task_update", m{"task_id": "T-0999"}},
-		{"thought_record", m{"task_id": "T-0001", "type": "plan", "content": "c"}},
-		{"audit_session_start", m{"task_id": "T-0001", "auditor_id": "a"}},
-		{"merkle_finalize", m{"session_id": "A-0002"}},
-		{"merkle_finalize", m{"session_id": "A-0001"}},
+		{"task_create", m{"title": "x", "project": "core"}, "ERR_READ_ONLY"},
+		{"task_create", m{"title": "", "bogus": 1}, "ERR_INVALID_INPUT"},
+		{"task_update", m{"task_id": "T-0001", "status": "todo"}, "ERR_READ_ONLY"},
+		{"task_update", m{"task_id": "T-0999"}, "ERR_INVALID_INPUT"},
+		{"task_update", m{"task_id": "T-0999", "status": "todo"}, "ERR_READ_ONLY"},
+		{"thought_record", m{"task_id": "T-0001", "type": "plan", "content": "c"}, "ERR_READ_ONLY"},
+		{"audit_session_start", m{"task_id": "T-0001", "auditor_id": "a"}, "ERR_READ_ONLY"},
+		{"merkle_finalize", m{"session_id": "A-0002"}, "ERR_READ_ONLY"},
+		{"merkle_finalize", m{"session_id": "A-0001"}, "ERR_READ_ONLY"},
 	} {
 		head, state := h.head(), h.stateFingerprint()
 		o := h.do(c.tool, c.args)
-		if o.Code != "ERR_READ_ONLY" || !errors.Is(o.Err, ErrReadOnly) {
-			t.Errorf("%s(%v) = %s, want ERR_READ_ONLY", c.tool, c.args, o.Code)
+		if o.Code != c.want || (c.want == "ERR_READ_ONLY") != errors.Is(o.Err, ErrReadOnly) {
+			t.Errorf("%s(%v) = %s, want %s", c.tool, c.args, o.Code, c.want)
 		}
-		wantOnlyToolCalled(t, h, head, state, c.tool, "ERR_READ_ONLY")
+		wantOnlyToolCalled(t, h, head, state, c.tool, c.want)
 	}
 	for _, c := range []struct {
 		tool string
@@ -307,20 +311,20 @@ func TestInternalErrors(t *testing.T) {
 	secret := errors.New("disk path /secret/x")
 	testCommands := map[string]*Command{}
 	for name, hd := range map[string]handler{
-		"test_panic": func(*Service, context.Context, *Tx, json.RawMessage) (any, error) { panic("boom /secret/x") },
-		"test_emit_then_fail": func(_ *Service, _ context.Context, tx *Tx, _ json.RawMessage) (any, error) {
+		"test_panic": func(*Service, context.Context, *Tx, *domain.Value) (any, error) { panic("boom /secret/x") },
+		"test_emit_then_fail": func(_ *Service, _ context.Context, tx *Tx, _ *domain.Value) (any, error) {
 			if err := emitTask(tx); err != nil {
 				return nil, err
 			}
 			return nil, secret
 		},
-		"test_emit_then_panic": func(_ *Service, _ context.Context, tx *Tx, _ json.RawMessage) (any, error) {
+		"test_emit_then_panic": func(_ *Service, _ context.Context, tx *Tx, _ *domain.Value) (any, error) {
 			if err := emitTask(tx); err != nil {
 				return nil, err
 			}
 			panic("boom")
 		},
-		"test_emit_then_reject": func(_ *Service, _ context.Context, tx *Tx, _ json.RawMessage) (any, error) {
+		"test_emit_then_reject": func(_ *Service, _ context.Context, tx *Tx, _ *domain.Value) (any, error) {
 			if err := emitTask(tx); err != nil {
 				return nil, err
 			}

@@ -52,7 +52,7 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 		if err != nil || version != projections.Version || applied != lt.Head().Seq {
 			return errFallBack // another process appended: fold first
 		}
-		result, herr := s.safeDispatch(ctx, &Tx{lt: lt, actor: actor}, call)
+		result, herr := s.safeDispatch(ctx, &Tx{lt: lt, actor: actor}, call, args)
 		if herr != nil && !isDomain(herr) {
 			return errFallBack
 		}
@@ -84,11 +84,11 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 
 // safeDispatch runs a read-only handler, turning a panic into errFallBack
 // (the write path runs the call again, and reports it as an internal error).
-func (s *Service) safeDispatch(ctx context.Context, tx *Tx, call Call) (result any, err error) {
+func (s *Service) safeDispatch(ctx context.Context, tx *Tx, call Call, args callArgs) (result any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			result, err = nil, fmt.Errorf("%w: panic: %v", errFallBack, v)
 		}
 	}()
-	return s.dispatch(ctx, tx, call)
+	return s.dispatch(ctx, tx, call, args.parsed)
 }

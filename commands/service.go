@@ -35,6 +35,9 @@ type Call struct {
 	// tool.called only as an unverified claim, beside Token.
 	Actor string
 	Token string // the hex SHA-256 of the credential that proved Actor
+	// ReadOnly: the caller may not change state (a read-only token); a
+	// mutating command with valid arguments is refused with ErrReadOnly.
+	ReadOnly bool
 	// Invalid, when non-nil, is the edge's rejection of the arguments (schema,
 	// UTF-8, unknown tool): Do records the call with this error and runs nothing.
 	Invalid error
@@ -194,13 +197,11 @@ func (r *rejected) Error() string { return r.err.Error() }
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	start := s.opts.Now()
 	actor := s.actor(call)
-	// What tool.called records of the arguments depends on them alone:
-	// worked out here, not in the commit that calls queue for.
-	sum, err := ArgsSHA256(events.CurrentVersion(projections.TypeToolCalled), call.Args)
-	if err != nil {
-		return nil, err
-	}
-	args := callArgs{sum: sum, ids: namedIDs(call.Args)}
+	// The arguments are parsed here, once: their tree is validated, decoded
+	// into the command's input and hashed. What tool.called records of
+	// them depends on them alone: worked out here, not in the commit that
+	// calls queue for.
+	args := readArgs(call.Args)
 	if s.readsAside(call) {
 		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
 			return reply, err
@@ -227,7 +228,7 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 			herr = call.Invalid
 		} else {
 			before := tx.emitted
-			result, herr = s.dispatch(ctx, tx, call)
+			result, herr = s.dispatch(ctx, tx, call, args.parsed)
 			if herr != nil && isDomain(herr) && tx.emitted > before {
 				return &rejected{herr}
 			}
@@ -291,11 +292,18 @@ func (s *Service) first() bool {
 	return s.firstDone
 }
 
-// callArgs is what tool.called records of a call's arguments: their
-// canonical hash and the ids they name (the event's subjects).
+// callArgs are a call's arguments as parsed once, and what tool.called
+// records of them: their canonical hash (tool.called v2) and the ids they
+// name (the event's subjects).
 type callArgs struct {
-	sum string
-	ids []string
+	parsed *domain.Args
+	sum    string
+	ids    []string
+}
+
+func readArgs(raw json.RawMessage) callArgs {
+	a := domain.ParseArgs(raw)
+	return callArgs{parsed: a, sum: hexSHA256(canonicalJCS(a)), ids: namedIDs(a)}
 }
 
 // record encodes the reply and appends the call's tool.called event.
@@ -418,15 +426,40 @@ func isDomain(err error) bool {
 }
 
 // namedIDs are the ids an argument object names (task_id, parent_id,
-// session_id): the subjects of its tool.called event.
-func namedIDs(raw json.RawMessage) []string {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
+// session_id): the subjects of its tool.called event. Of a repeated key
+// the last counts, as encoding/json decodes it. Arguments past the parse
+// limits (refused) are decoded from their text.
+func namedIDs(a *domain.Args) []string {
+	if a.OverLimit() {
+		var m map[string]any
+		if json.Unmarshal(a.Raw(), &m) != nil {
+			return nil
+		}
+		return idsOf(func(k string) string { s, _ := m[k].(string); return s })
+	}
+	obj := a.Object()
+	if obj == nil || obj.Kind() != domain.Object {
 		return nil
 	}
+	return idsOf(func(k string) string {
+		last := ""
+		for _, m := range obj.Members() {
+			if m.Key == k {
+				last = ""
+				if m.Value.Kind() == domain.String {
+					last = m.Value.Text()
+				}
+			}
+		}
+		return last
+	})
+}
+
+// idsOf are the ids among the string values get gives of the id keys ("" if none).
+func idsOf(get func(key string) string) []string {
 	var ids []string
 	for _, k := range []string{"task_id", "parent_id", "session_id"} {
-		id, _ := m[k].(string)
+		id := get(k)
 		_, task := domain.ParseID(domain.TaskPrefix, id)
 		_, session := domain.ParseID(domain.SessionPrefix, id)
 		if task || session {

@@ -6,9 +6,11 @@
 //
 // The rules are data (a Command lists its Fields, each a Rule) so that an
 // edge can publish them (the MCP layer generates its JSON Schemas from them)
-// and functions (Command.Validate) so that the commands layer enforces them
-// for every caller. Both therefore refuse the same inputs with an issue at the
-// same path.
+// and functions (Command.ValidateArgs) so that the commands layer enforces
+// them for every caller. A call's arguments are parsed once (ParseArgs)
+// into a Value tree that keeps what the rules need and encoding/json loses:
+// member order, repeated keys, invalid text, number literals, the bytes
+// sent.
 //
 // Invariants: the package imports only the standard library; it holds no
 // state; a rule set never changes at run time.

@@ -20,8 +20,8 @@ func ExampleCommand_ValidateJSON() {
 	}
 	fmt.Println(domain.PriorityRank("urgent") > domain.PriorityRank("low"))
 	// Output:
-	// priority: must be one of: low, normal, high, critical
 	// project: must be a lowercase slug: a letter or digit, then up to 63 letters, digits or dashes
+	// priority: must be one of: low, normal, high, critical
 	// title: must not be only whitespace or invisible characters
 	// true
 }

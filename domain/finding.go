@@ -30,11 +30,14 @@ var RecordFinding = Command{
 	check:    checkFinding,
 }
 
-func checkFinding(args map[string]any, add func(path, msg string)) {
-	files, _ := args["files"].([]any)
-	for i, f := range files {
-		if p, ok := f.(string); ok {
-			if msg := RepoPathProblem(p); msg != "" {
+func checkFinding(args *Value, add func(path, msg string)) {
+	files := args.Get("files")
+	if files == nil {
+		return
+	}
+	for i, f := range files.items {
+		if f.kind == String {
+			if msg := RepoPathProblem(f.text); msg != "" {
 				add(indexPath("files", i), msg)
 			}
 		}

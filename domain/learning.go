@@ -37,12 +37,12 @@ var RecordLearning = Command{
 	check:    checkLearning,
 }
 
-func checkLearning(args map[string]any, add func(path, msg string)) {
+func checkLearning(args *Value, add func(path, msg string)) {
 	for _, f := range []struct {
 		name string
 		min  int
 	}{{"pattern", MinPatternWords}, {"context", MinContextWords}} {
-		if s, ok := args[f.name].(string); ok && len(distinct(Words(s))) < f.min {
+		if v := args.Get(f.name); v != nil && v.kind == String && len(distinct(Words(v.text))) < f.min {
 			add(f.name, "must have at least "+plural(f.min, "distinct word"))
 		}
 	}

@@ -57,11 +57,11 @@ var MemoryHistory = Command{
 }
 
 // checkMemoryProject: a project names a scope "project" key only.
-func checkMemoryProject(args map[string]any, add func(path, msg string)) {
-	if _, given := args["project"]; !given {
+func checkMemoryProject(args *Value, add func(path, msg string)) {
+	if args.Get("project") == nil {
 		return
 	}
-	if scope, ok := args["scope"].(string); ok && scope != "project" {
+	if scope := args.Get("scope"); scope != nil && scope.kind == String && scope.text != "project" {
 		add("project", `is only allowed with scope "project"`)
 	}
 }

@@ -69,7 +69,7 @@ type Command struct {
 	AnyOf []string
 	// check enforces rules that span fields. It sees only values that
 	// passed their own field's rule.
-	check func(args map[string]any, add func(path, msg string))
+	check func(args *Value, add func(path, msg string))
 }
 
 // Field returns the rule of the field named name, or nil.

@@ -98,16 +98,14 @@ var UpdateTask = Command{
 }
 
 // checkUpdateTask: moving to blocked needs a reason that shows something.
-func checkUpdateTask(args map[string]any, add func(path, msg string)) {
-	if st, _ := args["status"].(string); st != "blocked" {
+func checkUpdateTask(args *Value, add func(path, msg string)) {
+	if st := args.Get("status"); st == nil || st.kind != String || st.text != "blocked" {
 		return
 	}
-	r, given := args["blocked_reason"]
-	s, isString := r.(string)
-	switch {
-	case !given:
+	switch r := args.Get("blocked_reason"); {
+	case r == nil:
 		add("blocked_reason", `is required when status is "blocked"`)
-	case isString && IsBlank(s):
+	case r.kind == String && IsBlank(r.text):
 		add("blocked_reason", `must not be blank when status is "blocked"`)
 	}
 }

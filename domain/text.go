@@ -6,18 +6,18 @@ import (
 
 // checkText applies the rule's Text to a string value, or to each string
 // item of an array value; anything else is left to the schema part.
-func (r *Rule) checkText(v any, path string, add func(path, msg string)) {
-	switch x := v.(type) {
-	case string:
-		if msg := r.Text.refuse(x); msg != "" {
+func (r *Rule) checkText(v *Value, path string, add func(path, msg string)) {
+	switch v.kind {
+	case String:
+		if msg := r.Text.refuse(v.text); msg != "" {
 			add(path, msg)
 		}
-	case []any:
+	case Array:
 		if r.Items == nil {
 			return
 		}
-		for i, item := range x {
-			r.Items.checkText(item, indexPath(path, i), add)
+		for i := range v.items {
+			r.Items.checkText(&v.items[i], indexPath(path, i), add)
 		}
 	}
 }

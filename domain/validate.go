@@ -1,8 +1,6 @@
 package domain
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,69 +11,54 @@ import (
 	"unicode/utf8"
 )
 
-// ValidateJSON decodes raw arguments (empty or null meaning the empty object)
-// and validates them with Validate.
-func (c *Command) ValidateJSON(raw []byte) error {
-	b := bytes.TrimSpace(raw)
-	if len(b) == 0 || string(b) == "null" {
-		b = []byte("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return Invalid("", "arguments are not valid JSON")
-	}
-	if dec.More() {
-		return Invalid("", "arguments are not valid JSON")
-	}
-	return c.Validate(v)
-}
+// ValidateJSON parses raw arguments (empty or null meaning the empty
+// object) and validates them: ParseArgs, then ValidateArgs.
+func (c *Command) ValidateJSON(raw []byte) error { return c.ValidateArgs(ParseArgs(raw)) }
 
-// Validate checks args, a JSON value as encoding/json decodes it with
-// UseNumber (map[string]any, []any, string, json.Number, bool, nil), against
-// every rule of c. It returns nil or an *InvalidInputError listing every
-// issue, at most one per scalar value. Members are visited in name order.
-func (c *Command) Validate(args any) error {
+// ValidateArgs checks parsed arguments against every rule of c. It returns
+// nil or an *InvalidInputError listing every issue, at most one per scalar
+// value, in this order: what the text itself breaks (ParseArgs), each
+// member's rule in the order sent, the required fields, each field's Text,
+// then the rules that span fields.
+func (c *Command) ValidateArgs(a *Args) error {
 	var is Issues
-	obj, ok := args.(map[string]any)
-	if !ok {
+	if !a.absent { // what the text broke (not JSON, if blank) is no matter then
+		is = Issues{list: slices.Clip(a.issues.list), dropped: a.issues.dropped}
+	}
+	obj := a.Object()
+	if obj == nil {
+		return is.Err()
+	}
+	if obj.kind != Object {
 		is.Add("", "arguments must be a JSON object")
 		return is.Err()
 	}
-	for _, name := range sortedKeys(obj) {
-		r := c.Field(name)
+	for i := range obj.members {
+		m := &obj.members[i]
+		r := c.Field(m.Key)
 		if r == nil {
-			is.Add(name, "is not a known field; known fields: "+c.known())
+			is.Add(m.Key, "is not a known field; known fields: "+c.known())
 			continue
 		}
-		r.Validate(obj[name], name, is.Add)
+		r.Validate(&m.Value, m.Key, is.Add)
 	}
 	for _, name := range c.Required {
-		if _, ok := obj[name]; !ok {
+		if obj.Get(name) == nil {
 			is.Add(name, "is required")
 		}
 	}
-	c.Check(obj, is.Add)
-	return is.Err()
-}
-
-// Check enforces the rules a JSON Schema does not express: the Text of each
-// string and the rules that span fields. An edge that has already checked
-// args against the schema generated from c calls Check for the rest; values
-// of the wrong type are skipped (the schema reported them).
-func (c *Command) Check(args map[string]any, add func(path, msg string)) {
-	for _, f := range c.Fields {
-		if v, ok := args[f.Name]; ok {
-			f.checkText(v, f.Name, add)
+	for i := range c.Fields {
+		if v := obj.Get(c.Fields[i].Name); v != nil {
+			c.Fields[i].checkText(v, c.Fields[i].Name, is.Add)
 		}
 	}
-	if len(c.AnyOf) > 0 && !slices.ContainsFunc(c.AnyOf, func(n string) bool { _, ok := args[n]; return ok }) {
-		add("", "at least one of "+strings.Join(c.AnyOf, ", ")+" is required")
+	if len(c.AnyOf) > 0 && !slices.ContainsFunc(c.AnyOf, func(n string) bool { return obj.Get(n) != nil }) {
+		is.Add("", "at least one of "+strings.Join(c.AnyOf, ", ")+" is required")
 	}
 	if c.check != nil {
-		c.check(args, add)
+		c.check(obj, is.Add)
 	}
+	return is.Err()
 }
 
 func (c *Command) known() string {
@@ -89,65 +72,50 @@ func (c *Command) known() string {
 	return strings.Join(names, ", ")
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// Validate checks v, one value as ValidateJSON decodes it, against what the
-// rule's JSON Schema says (kind, enum, lengths, pattern, bounds, items),
-// adding at most one issue for a scalar value. The rule's Text and the
-// command's rules that span fields are Command.Check's.
-func (r *Rule) Validate(v any, path string, add func(path, msg string)) {
+// Validate checks v against what the rule's JSON Schema says (kind, enum,
+// lengths, pattern, bounds, items), adding at most one issue for a scalar
+// value. The rule's Text and the command's rules that span fields are
+// checked by Command.ValidateArgs afterwards.
+func (r *Rule) Validate(v *Value, path string, add func(path, msg string)) {
 	if r.Kind != "" && !r.hasKind(v) {
 		msg := "must be " + article(string(r.Kind))
-		if _, num := v.(json.Number); num && r.Kind == Integer {
+		if v.kind == Number && r.Kind == Integer {
 			msg += " (a whole number without fraction or exponent)"
 		}
 		add(path, msg)
 		return
 	}
-	switch x := v.(type) {
-	case string:
-		r.checkString(x, path, add)
-	case json.Number:
-		r.checkNumber(string(x), path, add)
-	case []any:
-		if r.MaxItems > 0 && len(x) > r.MaxItems {
-			add(path, fmt.Sprintf("must have at most %d items (got %d)", r.MaxItems, len(x)))
+	switch v.kind {
+	case String:
+		r.checkString(v.text, path, add)
+	case Number:
+		r.checkNumber(v.text, path, add)
+	case Array:
+		if r.MaxItems > 0 && len(v.items) > r.MaxItems {
+			add(path, fmt.Sprintf("must have at most %d items (got %d)", r.MaxItems, len(v.items)))
 		}
 		if r.Items != nil {
-			for i, item := range x {
-				r.Items.Validate(item, indexPath(path, i), add)
+			for i := range v.items {
+				r.Items.Validate(&v.items[i], indexPath(path, i), add)
 			}
 		}
-	case map[string]any:
+	case Object:
 		if r.MaxBytes > 0 {
-			if n, err := compactSize(x); err == nil && n > r.MaxBytes {
+			if n := compactSize(v); n > r.MaxBytes {
 				add(path, fmt.Sprintf("must be at most %d bytes as compact JSON (got %d)", r.MaxBytes, n))
 			}
 		}
 	}
 }
 
-func (r *Rule) hasKind(v any) bool {
-	switch x := v.(type) {
-	case string:
-		return r.Kind == String
-	case json.Number:
-		return r.Kind == Number || (r.Kind == Integer && !strings.ContainsAny(string(x), ".eE"))
-	case bool:
-		return r.Kind == Boolean
-	case []any:
-		return r.Kind == Array
-	case map[string]any:
-		return r.Kind == Object
+func (r *Rule) hasKind(v *Value) bool {
+	switch v.kind {
+	case Number:
+		return r.Kind == Number || (r.Kind == Integer && !strings.ContainsAny(v.text, ".eE"))
+	case Null:
+		return false // no field of a command takes it
 	}
-	return false // null: no field of a command takes it
+	return r.Kind == v.kind
 }
 
 func article(t string) string {
@@ -221,15 +189,48 @@ func (r *Rule) checkNumber(lit string, path string, add func(path, msg string)) 
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// compactSize is the length of v as compact JSON, without HTML escaping.
-func compactSize(v any) (int, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return 0, err
+// compactSize is the length of v as encoding/json writes its decoded form
+// compactly without HTML escaping: a repeated key counts once (the first),
+// numbers as sent, strings as encoding/json escapes them.
+func compactSize(v *Value) int {
+	switch v.kind {
+	case String:
+		return quotedSize(v.text)
+	case Array:
+		n := 2 + max(len(v.items)-1, 0)
+		for i := range v.items {
+			n += compactSize(&v.items[i])
+		}
+		return n
+	case Object:
+		n, count := 2, 0
+		for i, m := range v.members {
+			if v.Get(m.Key) != &v.members[i].Value {
+				continue // a repeat: the decoded form keeps the first
+			}
+			n += quotedSize(m.Key) + 1 + compactSize(&v.members[i].Value)
+			count++
+		}
+		return n + max(count-1, 0)
+	case Null:
+		return len("null")
 	}
-	return b.Len() - 1, nil // the encoder's newline
+	return len(v.text)
 }
 
-func indexPath(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+// quotedSize is the length of s (valid UTF-8) as encoding/json quotes it
+// without HTML escaping.
+func quotedSize(s string) int {
+	n := 2
+	for _, c := range s {
+		switch {
+		case c == '\\' || c == '"' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20 || c == '\u2028' || c == '\u2029':
+			n += 6
+		default:
+			n += utf8.RuneLen(c)
+		}
+	}
+	return n
+}

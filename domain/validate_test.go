@@ -31,7 +31,7 @@ func TestValidate(t *testing.T) {
 		{&UpdateTask, `{"task_id":"T-0001","status":"todo","blocked_reason":" "}`, nil},
 		{&RecordThought, `{"task_id":"T-0001","type":"plan","content":"  "}`, []Issue{{"content", "must not be only whitespace"}}},
 		{&RecordThought, `{"task_id":"T-0001","type":"plan","content":"c","metadata":{"k":"<&>"}}`, nil},
-		{&ListTasks, `{"status":["todo","nope"],"created_after":"today"}`, []Issue{{"created_after", "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z"}, {"status[1]", "must be one of: backlog, todo, in_progress, blocked, review, done, cancelled"}}},
+		{&ListTasks, `{"status":["todo","nope"],"created_after":"today"}`, []Issue{{"status[1]", "must be one of: backlog, todo, in_progress, blocked, review, done, cancelled"}, {"created_after", "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z"}}},
 		{&Ping, ``, nil},
 		{&Ping, `{"a":1}`, []Issue{{"a", "is not a known field; known fields: none"}}},
 	} {

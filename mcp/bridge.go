@@ -87,7 +87,7 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 			return next(ctx, method, req)
 		}
 	})
-	return serveStdio(ctx, local, in, out, opts.MaxMessageBytes, opts.Logger)
+	return serveStdio(ctx, local, in, out, opts.MaxMessageBytes, opts.Logger, nil)
 }
 
 // addTool publishes a tool the server listed; AddTool panics on a schema it

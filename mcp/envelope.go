@@ -14,18 +14,14 @@ import (
 //
 //	{"ok":true,"data":{...}}
 //	{"ok":false,"error":{"code":"ERR_…","message":"…","details":{...}}}
-type (
-	successEnvelope struct {
-		OK   bool `json:"ok"`
-		Data any  `json:"data"`
-	}
-	failureEnvelope struct {
-		OK    bool    `json:"ok"`
-		Error failure `json:"error"`
-	}
-)
+type failureEnvelope struct {
+	OK    bool    `json:"ok"`
+	Error failure `json:"error"`
+}
 
-var okPrefix = []byte(`{"ok":true,`)
+// okPrefix begins every success envelope; data, compact JSON as marshal
+// writes it, follows it and a closing brace ends it.
+var okPrefix = []byte(`{"ok":true,"data":`)
 
 // Encode turns a call's outcome into the contract's outcome code ("OK" or an
 // ERR_* code) and the exact reply bytes sent to the client: the success
@@ -63,12 +59,9 @@ func (s *Server) Encode(result any, err error) (code string, reply []byte) {
 		s.log.Error("result is not a JSON object", "type", fmt.Sprintf("%T", result))
 		return internalReply()
 	}
-	b, merr := marshal(successEnvelope{OK: true, Data: json.RawMessage(data)})
-	if merr != nil {
-		s.log.Error("cannot marshal envelope", "error", merr)
-		return internalReply()
-	}
-	return CodeOK, b
+	b := make([]byte, 0, len(okPrefix)+len(data)+1)
+	b = append(append(b, okPrefix...), data...)
+	return CodeOK, append(b, '}')
 }
 
 func encodeFailure(f failure) (string, []byte) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -14,13 +15,14 @@ import (
 // TypeScript SDK client does with every structuredContent it receives. Tests
 // with a real commands.Service should run every reply through it.
 func outputIssues(tl *tool, reply []byte) []issue {
-	var is issues
-	root := parse(reply, &is)
-	if root != nil {
+	var is domain.Issues
+	if root := domain.ParseArgs(reply).Root(); root != nil {
 		check(root, envelopeSchema(tl.out), "", &is)
+	} else {
+		is.Add("", "not valid JSON")
 	}
 	var inv *commands.InvalidInputError
-	if !errors.As(is.err(), &inv) {
+	if !errors.As(is.Err(), &inv) {
 		return nil
 	}
 	return fromIssues(inv.Issues)

@@ -12,7 +12,8 @@ import (
 // allocates a 32 KiB buffer for every message). The transport decodes and
 // encodes the two messages of a tool call, the request and its successful
 // response, itself, byte for byte as the SDK would (checked against it in
-// fastpath_test.go), and leaves every other message to the SDK.
+// fastpath_test.go), runs the usual tool call without the SDK's request
+// machinery (direct.go), and leaves every other message to the SDK.
 //
 // useFastpath is false only in BenchmarkFastpathAB, which measures what the
 // fast path earns: it stays while that is at least 10% of per-call CPU.
@@ -36,22 +37,9 @@ func decodeRequest(data []byte) (*jsonrpc.Request, bool) {
 	}
 	var version, id, method, params []byte
 	var seen uint8
-	for i := skipSpace(data, 1); ; {
-		key, next, ok := plainString(data, i)
-		if !ok {
-			return nil, false
-		}
-		if i = skipSpace(data, next); i >= len(data) || data[i] != ':' {
-			return nil, false
-		}
-		i = skipSpace(data, i+1)
-		end := valueEnd(data, i)
-		if end <= i {
-			return nil, false
-		}
-		val := data[i:end]
+	ok := members(data, func(key, val []byte) bool {
 		var bit uint8
-		switch key {
+		switch string(key) {
 		case "jsonrpc":
 			bit, version = 1, val
 		case "id":
@@ -61,24 +49,15 @@ func decodeRequest(data []byte) (*jsonrpc.Request, bool) {
 		case "params":
 			bit, params = 8, val
 		default:
-			return nil, false
+			return false
 		}
 		if seen&bit != 0 {
-			return nil, false
+			return false
 		}
 		seen |= bit
-		if i = skipSpace(data, end); i >= len(data) {
-			return nil, false
-		}
-		if data[i] == '}' {
-			break
-		}
-		if data[i] != ',' {
-			return nil, false
-		}
-		i = skipSpace(data, i+1)
-	}
-	if string(version) != `"2.0"` || method == nil || (params != nil && params[0] != '{') {
+		return true
+	})
+	if !ok || string(version) != `"2.0"` || method == nil || (params != nil && params[0] != '{') {
 		return nil, false
 	}
 	name, end, ok := plainString(method, 0)
@@ -112,21 +91,64 @@ func decodeRequest(data []byte) (*jsonrpc.Request, bool) {
 	return req, true
 }
 
+// members calls f with each member of data, a JSON object that json.Valid
+// accepts, in order: its key and its value's bytes. It returns false if a
+// key is not a plain string (see plainString) or f returns false.
+func members(data []byte, f func(key, val []byte) bool) bool {
+	if len(data) < 2 || data[0] != '{' {
+		return false
+	}
+	i := skipSpace(data, 1)
+	if i < len(data) && data[i] == '}' {
+		return true
+	}
+	for {
+		key, next, ok := plainText(data, i)
+		if !ok {
+			return false
+		}
+		if i = skipSpace(data, next); i >= len(data) || data[i] != ':' {
+			return false
+		}
+		i = skipSpace(data, i+1)
+		end := valueEnd(data, i)
+		if end <= i || !f(key, data[i:end]) {
+			return false
+		}
+		if i = skipSpace(data, end); i >= len(data) {
+			return false
+		}
+		if data[i] == '}' {
+			return true
+		}
+		if data[i] != ',' {
+			return false
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
 // plainString reads the JSON string starting at data[i] if it is printable
 // ASCII without escapes, returning its text and the index after it.
 func plainString(data []byte, i int) (string, int, bool) {
+	text, end, ok := plainText(data, i)
+	return string(text), end, ok
+}
+
+// plainText is plainString's text as bytes of data, without copying it.
+func plainText(data []byte, i int) ([]byte, int, bool) {
 	if i >= len(data) || data[i] != '"' {
-		return "", 0, false
+		return nil, 0, false
 	}
 	for j := i + 1; j < len(data); j++ {
 		switch c := data[j]; {
 		case c == '"':
-			return string(data[i+1 : j]), j + 1, true
+			return data[i+1 : j], j + 1, true
 		case c == '\\' || c < 0x20 || c > 0x7e:
-			return "", 0, false
+			return nil, 0, false
 		}
 	}
-	return "", 0, false
+	return nil, 0, false
 }
 
 func skipSpace(data []byte, i int) int {
@@ -157,11 +179,17 @@ func encodeResult(msg jsonrpc.Message, id json.RawMessage) ([]byte, bool) {
 		}
 		id = strconv.AppendInt(nil, n, 10)
 	}
+	return frameResult(id, resp.Result), true
+}
+
+// frameResult is the line of a successful response with id (JSON) and
+// result (compact JSON), as jsonrpc.EncodeMessage writes it.
+func frameResult(id, result json.RawMessage) []byte {
 	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
-	b := make([]byte, 0, len(head)+len(id)+len(mid)+len(resp.Result)+2)
+	b := make([]byte, 0, len(head)+len(id)+len(mid)+len(result)+2)
 	b = append(b, head...)
 	b = append(b, id...)
 	b = append(b, mid...)
-	b = append(b, resp.Result...)
-	return append(b, '}', '\n'), true
+	b = append(b, result...)
+	return append(b, '}', '\n')
 }

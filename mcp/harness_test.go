@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // The tests in this package drive a Server in-process over io.Pipe with raw
@@ -32,8 +33,17 @@ func (f *fakeDo) do(_ context.Context, call commands.Call) ([]byte, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, call)
 	f.mu.Unlock()
-	if call.Invalid != nil {
-		_, reply := call.Encode(nil, call.Invalid)
+	// As commands.Service.Do: the edge's refusal, else the arguments
+	// checked with the domain's rules, then a read-only caller's.
+	invalid := call.Invalid
+	if invalid == nil && call.Command != nil {
+		invalid = call.Command.Rules().ValidateArgs(domain.ParseArgs(call.Args))
+	}
+	if invalid == nil && call.ReadOnly && call.Command.Mutates() {
+		invalid = commands.ErrReadOnly
+	}
+	if invalid != nil {
+		_, reply := call.Encode(nil, invalid)
 		return reply, nil
 	}
 	var (
@@ -98,12 +108,26 @@ type session struct {
 
 func startSession(t *testing.T, s *Server) *session {
 	t.Helper()
+	return startSessionWith(t, s, nil)
+}
+
+// startSessionWith is startSession with d (if not nil) as the connection's
+// direct tool calls, so that a test can count them.
+func startSessionWith(t *testing.T, s *Server, d *direct) *session {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &session{t: t, in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1), cancel: cancel}
 	go func() {
-		err := s.Run(ctx, inR, outW)
+		run := s.Run
+		if d != nil {
+			run = func(ctx context.Context, in io.Reader, out io.Writer) error {
+				d.ctx, d.handle = context.WithoutCancel(ctx), s.handle
+				return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log, d)
+			}
+		}
+		err := run(ctx, inR, outW)
 		outW.Close()
 		inR.Close()
 		c.done <- err

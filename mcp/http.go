@@ -142,8 +142,8 @@ func (s *Server) authorize(req *sdk.CallToolRequest, call *commands.Call) {
 	switch {
 	case !id.allows(call.Name):
 		call.Invalid = &forbiddenError{call.Name}
-	case call.Invalid == nil && id.ReadOnly && t != nil && !t.readOnly:
-		call.Invalid = commands.ErrReadOnly
+	case id.ReadOnly && t != nil && !t.readOnly:
+		call.ReadOnly = true
 	}
 }
 

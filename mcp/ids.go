@@ -53,13 +53,14 @@ func topMember(data []byte, name string, first bool) (start, end, n int) {
 	}
 	for {
 		keyEnd := valueEnd(data, i)
-		key, _, plain := plainString(data, i)
+		text, _, plain := plainText(data, i)
+		key := ""
 		if !plain && json.Unmarshal(data[i:keyEnd], &key) != nil {
 			return start, end, n
 		}
 		i = skipSpace(data, skipSpace(data, keyEnd)+1) // past ':'
 		vEnd := valueEnd(data, i)
-		if key == name {
+		if plain && string(text) == name || !plain && key == name {
 			if n++; n == 1 {
 				start, end = i, vEnd
 				if first {

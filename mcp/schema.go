@@ -5,21 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-
-	"github.com/logbook-dev/logbook/domain"
 )
 
-// schema is the subset of JSON Schema (2020-12) that logbook's tools use. One
-// value serves twice: it is published in tools/list (MarshalJSON) and it is
-// what the edge validates arguments against (validate.go), so the two cannot
-// drift apart. Keywords outside this subset are deliberately not supported.
-// Input schemas are generated from the domain's rules (rules.go), which
-// also validate the values; the edge checks here the JSON itself, the
-// object's members, and the published output schemas in tests.
+// schema is the subset of JSON Schema (2020-12) that logbook's tools use,
+// published in tools/list (MarshalJSON). Keywords outside this subset are
+// deliberately not supported. Input schemas are generated from the
+// domain's rules (rules.go), which validate every call themselves (in
+// commands); tests check every reply against its output schema
+// (schemacheck_test.go).
 type schema struct {
-	// rule, for a schema generated from the domain's rules, is what
-	// validates a value (the keywords below only publish it).
-	rule        *domain.Rule
 	types       []string // "object", "string", "integer", "number", "boolean", "array", "null"
 	description string
 	enum        []string

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,11 +65,9 @@ type tool struct {
 	cmd         *commands.Command // what the tool runs; its domain rules are the arguments'
 	out         *schema           // the data of a success envelope
 	// New generates the rest from cmd: readOnly (the command changes no
-	// domain state), the arguments' schema, and check, the domain's rules
-	// the schema cannot express, enforced after it.
+	// domain state) and the arguments' schema.
 	readOnly bool
 	in       *schema
-	check    func(args *value, add func(path, msg string))
 }
 
 // stages are the steps every tools/call goes through, in order.
@@ -99,7 +98,7 @@ func New(svc *commands.Service, opts Options) *Server {
 	}
 	for _, t := range allTools() {
 		t.readOnly = !t.cmd.Mutates()
-		t.in, t.check = input(t.cmd.Rules())
+		t.in = input(t.cmd.Rules())
 		s.tools = append(s.tools, t)
 		s.byName[t.name] = t
 	}
@@ -173,9 +172,11 @@ func (s *Server) Tools() []ToolSpec {
 }
 
 // Stages names, in order, the steps every tool call goes through: recover (a
-// panic becomes ERR_INTERNAL), validate (the input schema and rules),
-// audit+commit (commands.Service.Do: the call's events and its tool.called
-// event, with the hash of the reply Encode made, in one durable commit).
+// panic becomes ERR_INTERNAL), validate (commands.Service.Do parses the
+// arguments once and checks them with the domain's rules, from which the
+// input schemas are generated), audit+commit (the call's events and its
+// tool.called event, with the hash of the reply Encode made, in one
+// durable commit).
 func (s *Server) Stages() []string { return append([]string(nil), stages...) }
 
 // Run serves one MCP session over newline-delimited JSON-RPC on in and out.
@@ -185,18 +186,22 @@ func (s *Server) Stages() []string { return append([]string(nil), stages...) }
 // requests) or reading in fails other than by ending. Run does not close in or out; a goroutine blocked reading in
 // may outlive it until in returns.
 func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log)
+	return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log, &direct{ctx: context.WithoutCancel(ctx), handle: s.handle})
 }
 
-// serveStdio is Run for any SDK server (the bridge's too).
-func serveStdio(ctx context.Context, srv *sdk.Server, in io.Reader, out io.Writer, maxLine int, log *slog.Logger) error {
+// serveStdio is Run for any SDK server (the bridge's too, without d).
+func serveStdio(ctx context.Context, srv *sdk.Server, in io.Reader, out io.Writer, maxLine int, log *slog.Logger, d *direct) error {
 	c := newConn(in, out, maxLine, log)
+	c.direct = d
 	defer c.Close()
 	// The SDK's context would cancel in-flight calls abruptly; the connection
 	// turns ctx's cancellation into a drain instead.
 	session, err := srv.Connect(context.WithoutCancel(ctx), transport{c}, nil)
 	if err != nil {
 		return fmt.Errorf("mcp connect: %w", err)
+	}
+	if d != nil {
+		d.session.Store(session)
 	}
 	defer context.AfterFunc(ctx, c.stopReading)()
 	if err := session.Wait(); err != nil && !errors.Is(err, io.EOF) {
@@ -227,8 +232,10 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (res *sdk
 		Command: s.command(req.Params.Name),
 		Args:    args,
 		Client:  clientName(req),
-		Invalid: s.validate(req.Params.Name, args),
 		Encode:  s.Encode,
+	}
+	if call.Command == nil {
+		call.Invalid = commands.Invalid("name", "unknown tool %q", call.Name)
 	}
 	s.authorize(req, &call)
 	// A call that reached the server is recorded even if the client stops
@@ -251,25 +258,11 @@ func (s *Server) command(name string) *commands.Command {
 	return nil
 }
 
-// validate is the validate stage: nil, the arguments' issues, or (for an
-// unknown tool) an issue naming it. A panic here still lets Do record the call.
-func (s *Server) validate(name string, args json.RawMessage) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("validation panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
-			err = errValidationPanicked
-		}
-	}()
-	t := s.byName[name]
-	if t == nil {
-		return commands.Invalid("name", "unknown tool %q", name)
-	}
-	return validate(t, args)
+// isAbsent reports whether raw arguments count as not given: empty or null.
+func isAbsent(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) == 0 || string(b) == "null"
 }
-
-// errValidationPanicked is unmapped on purpose: the call is answered (and
-// recorded) as ERR_INTERNAL.
-var errValidationPanicked = errors.New("argument validation panicked")
 
 // clientName is the client's clientInfo.name (from initialize, or from the
 // request's own _meta in the sessionless protocol) as an identity fit to be
@@ -290,10 +283,32 @@ func clientName(req *sdk.CallToolRequest) string {
 	return ""
 }
 
+// plainName reports whether sanitizeName leaves name as it is: printable
+// ASCII, at most maxClientName characters, no space at either end.
+func plainName(name string) bool {
+	if len(name) > maxClientName || name == "" || name[0] == ' ' || name[len(name)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < 0x20 || name[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // maxClientName matches the longest --agent name.
 const maxClientName = 128
 
 func sanitizeName(name string) string {
+	if plainName(name) {
+		return name // the usual name, unchanged: no copy
+	}
+	return cleanName(name)
+}
+
+// cleanName is sanitizeName's rule, for any name.
+func cleanName(name string) string {
 	var b strings.Builder
 	n := 0
 	for _, r := range name {

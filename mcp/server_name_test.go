@@ -19,3 +19,15 @@ func TestSanitizeName(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPlainName: a name plainName passes is one cleanName leaves unchanged.
+func FuzzPlainName(f *testing.F) {
+	for _, s := range []string{"bench", "claude code", " x", "x ", "a\tb", "é", strings.Repeat("a", 129), ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if plainName(name) && cleanName(name) != name {
+			t.Fatalf("plainName(%q) but cleanName gives %q", name, cleanName(name))
+		}
+	})
+}

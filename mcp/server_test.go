@@ -136,7 +136,9 @@ func TestEveryCallGoesThroughDoOnce(t *testing.T) {
 		if call.Name != tt.tool || string(call.Args) != tt.wantArgs || call.Client != "test-agent" || call.Encode == nil {
 			t.Errorf("call %d = {%q %s %q}, want {%q %s %q}", i, call.Name, call.Args, call.Client, tt.tool, tt.wantArgs, "test-agent")
 		}
-		if (call.Invalid == nil) != tt.valid {
+		// The edge refuses only a tool it does not know; commands checks
+		// the arguments.
+		if unknown := s.byName[tt.tool] == nil; (call.Invalid != nil) != unknown {
 			t.Errorf("call %d (%s): Invalid = %v", i, tt.tool, call.Invalid)
 		}
 		if call.Invalid != nil && !errors.Is(call.Invalid, commands.ErrInvalidInput) {
@@ -221,24 +223,6 @@ func TestDoFailures(t *testing.T) {
 			s.do = (&fakeDo{}).do
 			c.ping() // the server lives on
 		})
-	}
-}
-
-func TestPanicInValidationIsStillRecorded(t *testing.T) {
-	f := &fakeDo{}
-	s, logs := newTestServer(t, f.do, Options{})
-	boom := &tool{name: "boom", in: object("").closedObject(), check: func(*value, func(string, string)) { panic("bad rule") }}
-	s.byName["boom"] = boom
-	c := startSession(t, s)
-	c.initialize()
-	if code := errorCode(t, c.toolCall("boom", `{}`)); code != CodeInternal {
-		t.Errorf("code = %s, want %s", code, CodeInternal)
-	}
-	if got := f.recorded(); len(got) != 1 || got[0].Invalid == nil {
-		t.Errorf("Do calls = %v, want one with Invalid set", got)
-	}
-	if !strings.Contains(logs.String(), "bad rule") {
-		t.Errorf("panic not logged: %s", logs.String())
 	}
 }
 

@@ -85,6 +85,8 @@ type conn struct {
 
 	lastID int64 // the last id handed to the SDK; only Read touches it
 
+	direct *direct // answers usual tool calls itself; nil for the bridge
+
 	mu       sync.Mutex
 	pending  map[jsonrpc.ID]held // requests handed out, not yet answered
 	inFlight map[string]bool     // the client's ids of pending, byte for byte
@@ -166,7 +168,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				c.end(l.err)
 				continue
 			}
-			msg, id := c.decode(l)
+			msg, id, fast := c.decode(l)
 			if msg == nil {
 				continue
 			}
@@ -177,6 +179,9 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 					continue
 				case admitDuplicate:
 					c.writeError(id, jsonrpc.CodeInvalidRequest, invalidRequestMessage+": id "+string(id)+" is already in use by a request in flight")
+					continue
+				}
+				if fast && c.direct.serve(c, req) {
 					continue
 				}
 			}
@@ -218,62 +223,63 @@ func (c *conn) drain() (jsonrpc.Message, error) {
 
 // decode turns a line into a message, answering it itself and returning nil
 // if the SDK should not see it. A request with an id is handed out under an
-// id of the connection's (ids.go); id is then the client's.
-func (c *conn) decode(l line) (msg jsonrpc.Message, id json.RawMessage) {
+// id of the connection's (ids.go); id is then the client's. fast: the fast
+// path decoded it (fastpath.go).
+func (c *conn) decode(l line) (msg jsonrpc.Message, id json.RawMessage, fast bool) {
 	if l.tooLong {
 		c.log.Warn("inbound message too large; answered with an error", "id", string(l.id))
 		c.writeError(l.id, jsonrpc.CodeInvalidRequest, "Request too large: a message may be at most "+strconv.Itoa(c.maxBytes)+" bytes")
-		return nil, nil
+		return nil, nil, false
 	}
 	data := bytes.TrimSpace(l.data)
 	if len(data) == 0 {
-		return nil, nil
+		return nil, nil, false
 	}
 	if nestedDeeper(data, maxNesting) {
 		// Answered by id where one can be found: the client is waiting on it.
 		var sc idScanner
 		sc.feed(data)
 		c.writeError(sc.result(), jsonrpc.CodeInvalidRequest, invalidRequestMessage+": nested deeper than "+strconv.Itoa(maxNesting)+" levels")
-		return nil, nil
+		return nil, nil, false
 	}
 	if !json.Valid(data) {
 		c.writeError(nil, jsonrpc.CodeParseError, parseErrorMessage)
-		return nil, nil
+		return nil, nil, false
 	}
 	switch data[0] {
 	case '{':
 	case '[':
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage+": batches are not supported")
-		return nil, nil
+		return nil, nil, false
 	default:
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage)
-		return nil, nil
+		return nil, nil, false
 	}
 	start, end, ids := topMember(data, "id", false)
 	if _, _, methods := topMember(data, "method", true); ids > 0 && methods > 0 { // a request, not a notification
 		if id = validID(data[start:end]); id == nil || ids > 1 {
 			c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage+": the id must be one string, number or null of at most "+strconv.Itoa(maxIDBytes)+" bytes")
-			return nil, nil
+			return nil, nil, false
 		}
 		c.lastID++
 		data = replaceSpan(data, start, end, internalID(c.lastID))
 	}
 	if req, ok := decodeRequest(data); ok && useFastpath {
-		msg = req
+		msg, fast = req, true
 	} else if msg, _ = jsonrpc.DecodeMessage(data); msg == nil {
 		if id == nil {
 			id = requestID(data)
 		}
 		c.writeError(id, jsonrpc.CodeInvalidRequest, invalidRequestMessage)
-		return nil, nil
+		return nil, nil, false
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodCancelled && !req.IsCall() {
 		// A call that reached the server runs to its end and is audited
 		// (Server.handle); cancelling it would only lose its reply. The
 		// notification is dropped: MCP lets a receiver ignore it.
-		return nil, nil
+		return nil, nil, false
 	}
-	return msg, id
+	return msg, id, fast
 }
 
 const methodCancelled = "notifications/cancelled"

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // issue is commands.Issue in a form that test tables can write unkeyed.
@@ -49,6 +50,12 @@ func issuesOf(t *testing.T, tl *tool, args string) []issue {
 		t.Fatalf("validate: errors.Is(err, ErrInvalidInput) is false")
 	}
 	return fromIssues(inv.Issues)
+}
+
+// validate is what commands.Service.Do does with a call's arguments before
+// running its command: parse them once, check them with the domain's rules.
+func validate(tl *tool, args json.RawMessage) error {
+	return tl.cmd.Rules().ValidateArgs(domain.ParseArgs(args))
 }
 
 func deep(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
@@ -245,41 +252,17 @@ func TestValidateCapsIssues(t *testing.T) {
 	}
 	b.WriteString("}")
 	got := issuesOf(t, toolByName(t, "server_ping"), b.String())
-	if len(got) != maxIssues+1 {
-		t.Fatalf("got %d issues, want %d", len(got), maxIssues+1)
+	if len(got) != domain.MaxIssues+1 {
+		t.Fatalf("got %d issues, want %d", len(got), domain.MaxIssues+1)
 	}
 	if last := got[len(got)-1]; last != (issue{"", "10 more issues not shown"}) {
 		t.Errorf("last issue = %v", last)
 	}
 }
 
-func TestHasLoneSurrogate(t *testing.T) {
-	tests := []struct {
-		in   string
-		want bool
-	}{
-		{`"plain"`, false},
-		{`"\ud83d\ude00"`, false},
-		{`"\uD83D\uDE00"`, false},
-		{`"\\ud800"`, false}, // an escaped backslash, then text
-		{`"\\\ud800"`, true},
-		{`"\ud800"`, true},
-		{`"\ud800\n"`, true},
-		{`"\ud800\ud800"`, true},
-		{`"\ude00\ud83d"`, true},
-		{`"x\ud83d"`, true},
-		{`"\u00e9\u0041"`, false},
-	}
-	for _, tt := range tests {
-		if got := commands.LoneSurrogate([]byte(tt.in)); got != tt.want {
-			t.Errorf("commands.LoneSurrogate(%s) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestArgumentsWithTooManyValuesAreRefusedEarly(t *testing.T) {
 	tl := toolByName(t, "task_create")
-	raw := `{"title":"t","project":"p","labels":[` + strings.Repeat(`"x",`, maxValues) + `"x"]}`
+	raw := `{"title":"t","project":"p","labels":[` + strings.Repeat(`"x",`, domain.MaxValues) + `"x"]}`
 	err := validate(tl, json.RawMessage(raw))
 	var inv *commands.InvalidInputError
 	if !errors.As(err, &inv) || inv.Issues[0].Path != "labels" || !strings.Contains(inv.Issues[0].Message, "at most") {

@@ -1,0 +1,100 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/commands"
+)
+
+// TestDirectCallsAgreeWithSDK: a session's transcript is the same bytes
+// whether the connection answers the usual tool calls itself (direct.go)
+// or leaves them to the SDK, and the connection takes exactly the usual
+// ones (an initialized session, params of name and an arguments object).
+func TestDirectCallsAgreeWithSDK(t *testing.T) {
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`, // before initialize
+		`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent <&>","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"a <b> & \u2028 é 😀","project":"p"}}}`,
+		`{"jsonrpc":"2.0","id":"x-4","method":"tools/call","params":{"arguments":{"task_id":"T-0001"},"name":"task_get"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"server_ping"}}`,
+		` { "jsonrpc" : "2.0" , "id" : 6 , "method" : "tools/call" , "params" : { "name" : "task_list" , "arguments" : { "project" : "p" } } } `,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"task_create","arguments":{"title":""}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"task_get","arguments":{"task_id":"T-0404"}}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"task_get","arguments":{"task_id":"T-0001"},"_meta":{"progressToken":1}}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"task_get","arguments":null}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"t\u0061sk_get","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1.0e1,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"server_ping","arguments":{},"name":"x"}}`,
+	}
+	transcript := func(fast bool) (string, int64) {
+		useFastpath = fast
+		defer func() { useFastpath = true }()
+		f := &fakeDo{result: func(call commands.Call) (any, error) {
+			if strings.Contains(string(call.Args), "T-0404") {
+				return nil, &commands.NotFoundError{Kind: commands.ErrTaskNotFound, ID: "T-0404"}
+			}
+			if call.Name == "task_list" {
+				return nil, errors.New("secret cause")
+			}
+			return map[string]any{"tool": call.Name, "args": string(call.Args), "text": "<a href='x'>&amp;</a>\u2028"}, nil
+		}}
+		s, _ := newTestServer(t, f.do, Options{})
+		d := &direct{}
+		c := startSessionWith(t, s, d)
+		var out bytes.Buffer
+		for _, l := range lines {
+			c.send(l)
+			if strings.Contains(l, `"id"`) {
+				out.WriteString(c.recvLine() + "\n")
+			}
+		}
+		return out.String(), d.served.Load()
+	}
+	sdkOut, viaSDK := transcript(false)
+	fastOut, direct := transcript(true)
+	if viaSDK != 0 {
+		t.Errorf("with the fast path off, %d calls were answered directly", viaSDK)
+	}
+	if want := int64(8); direct != want { // ids 3 to 9 and 1.0e1
+		t.Errorf("%d calls answered directly, want %d", direct, want)
+	}
+	if sdkOut != fastOut {
+		t.Errorf("transcripts differ:\nSDK:\n%s\ndirect:\n%s", sdkOut, fastOut)
+	}
+}
+
+// FuzzToolCallParams: params toolCallParams takes decode, with encoding/json,
+// to the same name and arguments, and carry no other member.
+func FuzzToolCallParams(f *testing.F) {
+	for _, s := range []string{`{"name":"x","arguments":{"a":[1,"}"]}}`, `{ "arguments" : { } , "name" : "t" }`, `{"name":"x"}`,
+		`{"name":"x","arguments":null}`, `{"name":"x","name":"y"}`, `{"name":"x","_meta":{}}`, `{"name":"\u0078"}`, `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.TrimSpace(data)
+		if !json.Valid(data) || len(data) == 0 || data[0] != '{' {
+			return // params the fast path saw are a valid object
+		}
+		p, ok := toolCallParams(data)
+		if !ok {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		var name string
+		if err := json.Unmarshal(m["name"], &name); err != nil || name != p.Name {
+			t.Fatalf("%s: name %q, encoding/json %q (%v)", data, p.Name, name, err)
+		}
+		if !bytes.Equal(m["arguments"], p.Arguments) || len(m) != 1+min(len(p.Arguments), 1) {
+			t.Fatalf("%s: arguments %s, encoding/json %s (%d members)", data, p.Arguments, m["arguments"], len(m))
+		}
+	})
+}
