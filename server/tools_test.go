@@ -1,7 +1,12 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -71,4 +76,46 @@ func TestTokensDefaultIssuer(t *testing.T) {
 	if _, err := m.Revoke(Revoke{Agent: "a"}); err != nil {
 		t.Errorf("Revoke with no issuer: %v", err)
 	}
+}
+
+// TestServe: a server that cannot listen creates no ledger file; one that
+// can creates it, answers /healthz, and drains when ctx ends.
+func TestServe(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	db := filepath.Join(t.TempDir(), "l.db")
+	led := Ledger{DB: db, Skills: t.TempDir(), Version: "1.2.3"}
+	if err := Serve(context.Background(), led, Options{Listen: taken.Addr().String(), Logger: log}); err == nil {
+		t.Fatal("Serve on a taken address")
+	}
+	if _, err := os.Stat(db); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a server that did not start left a ledger file: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, led, Options{Listen: "127.0.0.1:0", Logger: log, Ready: func(a net.Addr) { ready <- a }})
+	}()
+	addr := <-ready
+	resp, err := http.Get("http://" + addr.String() + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz: %v %v", resp, err)
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve after ctx ended: %v", err)
+	}
+	l, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("the ledger after Serve: %v", err)
+	}
+	l.Close()
 }

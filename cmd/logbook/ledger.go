@@ -4,24 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
-	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/ledger/jetstream"
 	"github.com/logbook-dev/logbook/server"
 )
 
 // The commands that copy or rebuild a ledger: snapshot, rebuild, migrate.
-
-// snapshotJSON is snapshot's --json output.
-type snapshotJSON struct {
-	Out      string      `json:"out"`
-	Size     uint64      `json:"size"`
-	Head     ledger.Hash `json:"head"`
-	Root     ledger.Hash `json:"root"`
-	LockedMS float64     `json:"locked_ms"` // the longest the source was held for the copy
-}
 
 func snapshot(c *call) func() error {
 	c.ledgerFlags()
@@ -39,7 +28,7 @@ func snapshot(c *call) func() error {
 			return err
 		}
 		boundMemory()
-		s, err := server.Snapshot(c.ctx, *c.db, *out, server.SnapshotOptions{Open: opts,
+		res, err := server.Snapshot(c.ctx, *c.db, *out, server.SnapshotOptions{Open: opts,
 			Copied: c.progress("snapshot: copy"), Folded: c.progress("snapshot: projections")})
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("--out %s exists; refusing to overwrite it", *out)
@@ -47,7 +36,6 @@ func snapshot(c *call) func() error {
 		if err != nil {
 			return err
 		}
-		res := snapshotJSON{Out: *out, Size: s.Size, Head: s.Head, Root: s.Root, LockedMS: millis(s.Locked)}
 		return c.print(res, func() error {
 			_, err := fmt.Fprintf(c.stdout, "snapshot of %d events (head %s, root %s) written to %s; the source was held %.1f ms at most\n",
 				res.Size, res.Head, res.Root, res.Out, res.LockedMS)
@@ -78,8 +66,6 @@ func rebuild(c *call) func() error {
 		})
 	}
 }
-
-func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func migrate(c *call) func() error {
 	from := c.fs.String("from", "", "the ledger file to copy (required)")

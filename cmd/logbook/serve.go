@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -74,9 +75,9 @@ func serve(c *call) func() error {
 		case *connect != "":
 			return c.bridge(*connect, *tokenEnv)
 		case *lockTimeout <= 0:
-			return fmt.Errorf("--lock-timeout must be positive")
+			return errors.New("--lock-timeout must be positive")
 		case utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, unicode.IsControl) >= 0:
-			return fmt.Errorf("--agent must be at most 128 characters of valid UTF-8 with no control characters")
+			return errors.New("--agent must be at most 128 characters of valid UTF-8 with no control characters")
 		}
 		if err := c.prepare(opts); err != nil {
 			return err
@@ -106,7 +107,7 @@ func serve(c *call) func() error {
 		}
 		opts.Logger.Info("serving", "db", *c.db, "agent", cmp.Or(agent, "(client name)"), "read_only", opts.ReadOnly)
 		if err := srv.Run(c.ctx, c.stdin, c.stdout); err != nil {
-			return err
+			return fmt.Errorf("%v", err) // exit 2 whatever the cause: serve does not audit
 		}
 		return l.Close()
 	}
@@ -154,11 +155,11 @@ func serveHTTP(c *call) func() error {
 		case *store != "" && !jetstream.IsURL(*store):
 			return fmt.Errorf("--store %q: want nats://HOST:PORT[,…]", *store)
 		case *store == "" && (nf.Options.Stream != "" || *noSync):
-			return fmt.Errorf("--stream and --replica-nosync go with --store nats://…")
+			return errors.New("--stream and --replica-nosync go with --store nats://…")
 		case (*tlsCert == "") != (*tlsKey == ""):
-			return fmt.Errorf("--tls-cert and --tls-key go together")
+			return errors.New("--tls-cert and --tls-key go together")
 		case *maxBody <= 0 || *drain <= 0:
-			return fmt.Errorf("--max-body-bytes and --drain-timeout must be positive")
+			return errors.New("--max-body-bytes and --drain-timeout must be positive")
 		}
 		if err := c.prepare(topts); err != nil {
 			return err
@@ -169,40 +170,20 @@ func serveHTTP(c *call) func() error {
 		case "none":
 			*admin = ""
 		}
-		ln, err := net.Listen("tcp", *listen)
-		if err != nil {
-			return fmt.Errorf("%v", err)
-		}
-		defer ln.Close()
 		log := newLogger(c.env)
-		topts.Logger = log
-		opts := boltstore.Options{Create: true, Hold: true}
-		var rep *jetstream.Replica
+		led := server.Ledger{DB: *c.db, Skills: *skillsDir, Version: version, Tools: topts, NoSync: *noSync}
 		if *store != "" {
-			var closeRep func()
-			if rep, closeRep, err = c.openReplica(nf, *store); err != nil {
+			rep, closeRep, err := c.openReplica(nf, *store)
+			if err != nil {
 				return err
 			}
 			defer closeRep()
-			// One commit is one atomic batch: its events (a few per call) stay
-			// well below the servers' limit.
-			opts.Replica, opts.NoSync, opts.MaxBatch = rep, *noSync, jetstream.MaxBatch/8
-		}
-		l, err := boltstore.Open(*c.db, opts)
-		if err != nil {
-			return fmt.Errorf("%v", err)
-		}
-		defer l.Close()
-		if rep != nil {
+			led.Replica = rep
 			log.Info("ledger kept in NATS JetStream", "stream", nf.Options.Stream, "servers", *store, "local_copy", *c.db, "nosync", *noSync)
 		}
-		tools, err := server.Tools(l, *skillsDir, version, topts)
-		if err != nil {
-			return fmt.Errorf("%v", err)
-		}
-		err = server.Run(c.ctx, server.Options{
-			Store: l, MCP: tools, Listener: ln, TLSCert: *tlsCert, TLSKey: *tlsKey, AdminSocket: *admin,
-			MaxBodyBytes: *maxBody, DrainTimeout: *drain, Logger: log, Replica: rep,
+		err := server.Serve(c.ctx, led, server.Options{
+			Listen: *listen, TLSCert: *tlsCert, TLSKey: *tlsKey, AdminSocket: *admin,
+			MaxBodyBytes: *maxBody, DrainTimeout: *drain, Logger: log,
 			Ready: func(addr net.Addr) {
 				scheme := map[bool]string{false: "http", true: "https"}[*tlsCert != ""]
 				log.Info("serving", "db", *c.db, "url", fmt.Sprintf("%s://%s/mcp", scheme, addr), "admin_socket", *admin, "read_only", topts.ReadOnly)
@@ -210,8 +191,8 @@ func serveHTTP(c *call) func() error {
 			},
 		})
 		if err != nil {
-			return fmt.Errorf("%v", err)
+			return fmt.Errorf("%v", err) // exit 2 whatever the cause: a server does not audit
 		}
-		return l.Close()
+		return nil
 	}
 }
