@@ -55,6 +55,14 @@ var ErrMalformed = errors.New("malformed event")
 // encode to equal bytes.
 func (e *Event) Encode() ([]byte, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, 64+len(e.Payload)+len(e.Type)+len(e.Actor)))
+	if err := e.encodeTo(buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// encodeTo appends the stored bytes of e to buf.
+func (e *Event) encodeTo(buf *bytes.Buffer) error {
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
 	enc.Reset(buf)
@@ -75,9 +83,9 @@ func (e *Event) Encode() ([]byte, error) {
 	}
 	err = errors.Join(err, enc.EncodeBytes(e.Payload), enc.EncodeBytes(e.Prev[:]))
 	if err != nil {
-		return nil, fmt.Errorf("encode event: %w", err)
+		return fmt.Errorf("encode event: %w", err)
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // DecodeEvent parses stored bytes. It never panics; any deviation from the
@@ -157,10 +165,23 @@ func DecodeEvent(raw []byte) (Event, error) {
 	// Each element has one encoding, its shortest: anything else (a longer
 	// integer form, str8 or bin for a short string, a version beyond
 	// uint16) decodes leniently above, and is refused here.
-	if canon, err := e.Encode(); err != nil || !bytes.Equal(canon, raw) {
-		return fail("not the canonical encoding", err)
+	if !e.encodes(raw) {
+		return fail("not the canonical encoding", nil)
 	}
 	return e, nil
+}
+
+// encodes reports whether raw is e's encoding (into a pooled buffer: every
+// event read is re-encoded).
+func (e *Event) encodes(raw []byte) bool {
+	buf := payloadBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 { // a rare large event's buffer is not kept
+			buf.Reset()
+			payloadBufs.Put(buf)
+		}
+	}()
+	return e.encodeTo(buf) == nil && bytes.Equal(buf.Bytes(), raw)
 }
 
 // EncodePayload encodes a payload value deterministically: struct fields in
@@ -185,8 +206,8 @@ func EncodePayload(v any) ([]byte, error) {
 	return bytes.Clone(buf.Bytes()), nil
 }
 
-// payloadBufs are EncodePayload's scratch buffers: a payload is encoded into
-// one and copied out once, at its final size.
+// payloadBufs are EncodePayload's scratch buffers (a payload is encoded into
+// one and copied out once, at its final size) and DecodeEvent's.
 var payloadBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // DecodePayload decodes a payload into v (a pointer). Unknown fields are

@@ -74,6 +74,10 @@ func (c *ChainChecker) Skip(seq uint64) { c.seq, c.pending = seq, nil }
 // Seq is the last seq checked.
 func (c *ChainChecker) Seq() uint64 { return c.seq }
 
+// Hash is the hash computed from the stored bytes of event Seq (its leaf
+// hash), so a caller that also needs it does not hash the event again.
+func (c *ChainChecker) Hash() Hash { return c.prev }
+
 // Missing reports that no event is stored at seq (after any leaf mismatch
 // held back, which the missing event can no longer decide).
 func (c *ChainChecker) Missing(seq uint64, fn func(*IntegrityError) error) error {

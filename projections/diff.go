@@ -37,6 +37,18 @@ type Comparison struct {
 	Keys        uint64      // keys compared so far
 	Differences uint64      // keys that differ so far
 	First       *Difference // the difference with the lowest seq so far
+
+	want *fingerprint // of the reference state, as its keys are compared
+}
+
+// Fingerprint is Fingerprint of the reference state, from the keys the
+// steps read: valid once Done, if the reference did not change between
+// steps.
+func (c *Comparison) Fingerprint() uint64 {
+	if c.want == nil {
+		c.want = newFingerprint()
+	}
+	return c.want.d.Sum64()
 }
 
 // Done reports whether every space has been compared.
@@ -71,6 +83,16 @@ func (c *Comparison) Step(want, got *boltstore.Tx, limit int) error {
 	})
 	if err != nil {
 		return err
+	}
+	if c.want == nil {
+		c.want = newFingerprint()
+	}
+	if c.after == nil {
+		c.want.write([]byte(name))
+	}
+	for _, x := range ws {
+		c.want.write(x.k)
+		c.want.write(x.v)
 	}
 	// want's keys up to its last one here, or all the rest of got's if want
 	// has no more.

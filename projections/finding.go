@@ -33,8 +33,13 @@ func applyFindingRecorded(f *folder, r ledger.Record) error {
 	if _, err := putNumbered(f, domain.FindingPrefix, counterFinding, spFindings, p.FindingID, &fd); err != nil {
 		return err
 	}
-	return f.index(r, p.FindingID, search.Finding, p.Project, search.Field{Name: "summary", Text: p.Summary},
-		search.Field{Name: "details", Text: p.Details}, search.Field{Name: "files", Text: joinLines(p.Files)})
+	return f.index(findingDoc(r, &p))
+}
+
+// findingDoc is what the knowledge index holds of a finding.
+func findingDoc(r ledger.Record, p *events.FindingRecorded) search.Doc {
+	return search.Doc{ID: p.FindingID, Kind: search.Finding, Project: p.Project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash,
+		Fields: []search.Field{{Name: "summary", Text: p.Summary}, {Name: "details", Text: p.Details}, {Name: "files", Text: joinLines(p.Files)}}}
 }
 
 // GetFinding reads a finding; ok is false if there is none with that id.

@@ -18,8 +18,9 @@ import (
 // are the same either way, so a batch fold and record-by-record Apply leave
 // identical projections.
 type folder struct {
-	tx   *boltstore.Tx
-	root func(uint64) (ledger.Hash, error) // the root of the folded log at a size
+	tx    *boltstore.Tx
+	root  func(uint64) (ledger.Hash, error)   // the root of the folded log at a size
+	event func(uint64) (ledger.Record, error) // an earlier event of the folded log
 
 	// Batch folders only (nil maps otherwise): decoded records, and the
 	// numbers of those changed since the last flush.
@@ -30,8 +31,8 @@ type folder struct {
 	indexBuf      *writeBuffer // the full-text index's writes (knowledge.go)
 }
 
-func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), batch bool) *folder {
-	f := &folder{tx: tx, root: root}
+func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event func(uint64) (ledger.Record, error), batch bool) *folder {
+	f := &folder{tx: tx, root: root, event: event}
 	if batch {
 		f.tasks, f.dirtyTasks = map[uint64]*Task{}, map[uint64]bool{}
 		f.sessions, f.dirtySessions = map[uint64]*Session{}, map[uint64]bool{}

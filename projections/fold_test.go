@@ -1,7 +1,9 @@
 package projections_test
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,6 +131,15 @@ func history(t *testing.T, l *boltstore.Store, tasks int) {
 	}
 	appendRaw(t, l, events.TypeSessionFinalized, 1, []string{"A-0001", "T-0001"}, events.SessionFinalized{SessionID: "A-0001", MerkleRoot: "00"})
 	appendRaw(t, l, events.TypeTaskUpdated, 1, []string{"T-0001"}, events.TaskUpdated{TaskID: "T-0001", Title: s("renamed")})
+	// Knowledge the index takes out again, reading it from its event: a
+	// superseded learning, a replaced memory version.
+	appendRaw(t, l, events.TypeLearningRecorded, 1, []string{"L-0001"}, events.LearningRecorded{LearningID: "L-0001", Project: "p", Pattern: "retry flaky uploads", Context: "rate limits"})
+	appendRaw(t, l, events.TypeLearningRecorded, 1, []string{"L-0002"}, events.LearningRecorded{LearningID: "L-0002", Project: "p", Pattern: "retry uploads with back-off", Context: "rate limits"})
+	appendRaw(t, l, events.TypeLearningSuperseded, 1, []string{"L-0001", "L-0002"}, events.LearningSuperseded{LearningID: "L-0001", By: "L-0002"})
+	for v := uint64(1); v <= 2; v++ {
+		id := domain.FormatID(domain.MemoryPrefix, v)
+		appendRaw(t, l, events.TypeMemoryWritten, 1, []string{id}, events.MemoryWritten{MemoryID: id, Key: "deploy", Scope: "global", Version: v, Content: fmt.Sprintf("deploy checklist v%d", v)})
+	}
 }
 
 // refold folds src's log into a new scratch ledger with Fold, in batches of
@@ -147,9 +158,16 @@ func refold(t *testing.T, src *boltstore.Store, batch int) *boltstore.Store {
 		})
 	})
 	root := func(size uint64) (ledger.Hash, error) { return roots[size], nil }
+	all := slices.Clone(recs)
+	event := func(seq uint64) (ledger.Record, error) {
+		if seq == 0 || seq > uint64(len(all)) {
+			return ledger.Record{}, fmt.Errorf("no event %d", seq)
+		}
+		return all[seq-1], nil
+	}
 	for len(recs) > 0 {
 		n := min(batch, len(recs))
-		if err := scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root) }); err != nil {
+		if err := scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root, event) }); err != nil {
 			t.Fatal(err)
 		}
 		recs = recs[n:]
@@ -189,8 +207,12 @@ func TestFoldEqualsApply(t *testing.T) {
 			t.Errorf("batch %d: fingerprints %x and %x", batch, a, b)
 		}
 		for _, step := range []int{1, 5, 4096} {
-			if c := compare(t, scratch, live, step); c.Differences != 0 || c.Keys == 0 {
+			c := compare(t, scratch, live, step)
+			if c.Differences != 0 || c.Keys == 0 {
 				t.Errorf("batch %d step %d: %d differences in %d keys: %v", batch, step, c.Differences, c.Keys, c.First)
+			}
+			if fp, want := c.Fingerprint(), fingerprintOf(t, scratch); fp != want {
+				t.Errorf("batch %d step %d: the comparison's fingerprint %x, Fingerprint %x", batch, step, fp, want)
 			}
 		}
 	}
@@ -199,7 +221,7 @@ func TestFoldEqualsApply(t *testing.T) {
 	var r ledger.Record
 	live.View(func(tx *boltstore.Tx) (err error) { r, err = tx.Event(2); return })
 	err := scratch.Update(func(tx *boltstore.Tx) error {
-		return projections.Fold(tx, []ledger.Record{r}, func(uint64) (ledger.Hash, error) { return ledger.Hash{}, nil })
+		return projections.Fold(tx, []ledger.Record{r}, func(uint64) (ledger.Hash, error) { return ledger.Hash{}, nil }, tx.Event)
 	})
 	if err == nil || !strings.Contains(err.Error(), "fold seq 2") {
 		t.Errorf("folding seq 2 first: %v", err)

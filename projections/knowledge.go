@@ -1,9 +1,12 @@
 package projections
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
+	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/search"
@@ -21,39 +24,112 @@ func knowledgeIndex(tx *boltstore.Tx) (*search.Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return search.New(sp), nil
+	return search.New(sp, knowledgeDocs(tx.Event, func(taskID string) (string, error) {
+		t, ok, err := GetTask(tx, taskID)
+		if err == nil && !ok {
+			err = fmt.Errorf("task %q missing from projection", taskID)
+		}
+		return t.Project, err
+	})), nil
 }
 
 // knowledge is the index the folder writes to: the space itself for a
 // record-by-record Apply, a write buffer over it for a batch.
 func (f *folder) knowledge() (*search.Index, error) {
 	if f.indexBuf == nil {
-		return knowledgeIndex(f.tx)
+		sp, err := f.tx.Space(spKnowledge)
+		if err != nil {
+			return nil, err
+		}
+		sp.AppendOnly()
+		return search.New(sp, knowledgeDocs(f.event, f.taskProject)), nil
 	}
 	if f.indexBuf.sp == nil {
 		sp, err := f.tx.Space(spKnowledge)
 		if err != nil {
 			return nil, err
 		}
+		sp.AppendOnly()
 		f.indexBuf.sp = sp
 	}
-	return search.New(f.indexBuf), nil
+	return search.New(f.indexBuf, knowledgeDocs(f.event, f.taskProject)), nil
 }
 
-// index adds the knowledge recorded by r to the full-text index, under id.
-// An id already indexed (a log that records it twice, which commands never
-// write) is replaced, as every other space keeps the last record of an id.
-func (f *folder) index(r ledger.Record, id string, kind search.Kind, project string, fields ...search.Field) error {
+// taskProject is the project of a task as the fold sees it (a batch's
+// tasks included).
+func (f *folder) taskProject(taskID string) (string, error) {
+	tn, valid := domain.ParseID(domain.TaskPrefix, taskID)
+	t, ok, err := f.task(tn)
+	if err == nil && (!ok || !valid) {
+		err = fmt.Errorf("task %q missing from projection", taskID)
+	}
+	if err != nil {
+		return "", err
+	}
+	return t.Project, nil
+}
+
+// knowledgeDocs reads the index's documents from their events, which event
+// returns by seq: the index keeps no text. taskProject names the project of
+// a thought's task.
+func knowledgeDocs(event func(seq uint64) (ledger.Record, error), taskProject func(taskID string) (string, error)) search.Docs {
+	return func(seq uint64) (search.Doc, error) {
+		r, err := event(seq)
+		if err != nil {
+			return search.Doc{}, err
+		}
+		return knowledgeDoc(r, taskProject)
+	}
+}
+
+// knowledgeDoc is the document the event r added to the knowledge index,
+// exactly as its fold built it.
+func knowledgeDoc(r ledger.Record, taskProject func(taskID string) (string, error)) (search.Doc, error) {
+	var err error
+	switch r.Type {
+	case events.TypeThoughtRecorded:
+		var p events.ThoughtRecorded
+		if err = decode(r, &p); err == nil {
+			var project string
+			if project, err = taskProject(p.TaskID); err == nil {
+				return thoughtDoc(r, &p, project), nil
+			}
+		}
+	case events.TypeFindingRecorded:
+		var p events.FindingRecorded
+		if err = decode(r, &p); err == nil {
+			return findingDoc(r, &p), nil
+		}
+	case events.TypeLearningRecorded:
+		var p events.LearningRecorded
+		if err = decode(r, &p); err == nil {
+			return learningDoc(r, &p), nil
+		}
+	case events.TypeMemoryWritten:
+		var p events.MemoryWritten
+		if err = decode(r, &p); err == nil {
+			return memoryDoc(r, &p), nil
+		}
+	default:
+		err = fmt.Errorf("a %s event indexes no knowledge", r.Type)
+	}
+	return search.Doc{}, fmt.Errorf("event %d: %w", r.Seq, err)
+}
+
+// index adds doc to the full-text index. An id already indexed (a log that
+// records it twice, which commands never write) is replaced, as every other
+// space keeps the last record of an id.
+func (f *folder) index(doc search.Doc) error {
 	ix, err := f.knowledge()
 	if err != nil {
 		return err
 	}
-	if ix.Has(id) {
-		if err := ix.Remove(id); err != nil {
+	if ix.Has(doc.ID) {
+		if err := ix.Remove(doc.ID); err != nil {
 			return err
 		}
 	}
-	return ix.Add(search.Doc{ID: id, Kind: kind, Project: project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash, Fields: fields})
+	return ix.Add(doc)
 }
 
 // unindex takes id out of the full-text index: a superseded learning, a
@@ -100,24 +176,35 @@ func joinLines(lines []string) string {
 // order every insert appends. The bytes written are the same either way.
 type writeBuffer struct {
 	sp   *boltstore.Space
-	over map[string]*[]byte // nil: deleted in this batch
+	over map[string][]byte // nil: deleted in this batch
+	slab []byte            // where the values put are copied, many to an allocation
 }
 
-func newWriteBuffer() *writeBuffer { return &writeBuffer{over: map[string]*[]byte{}} }
+func newWriteBuffer() *writeBuffer { return &writeBuffer{over: map[string][]byte{}} }
 
 func (w *writeBuffer) Get(key []byte) []byte {
 	if v, ok := w.over[string(key)]; ok {
-		if v == nil {
-			return nil
-		}
-		return *v
+		return v
 	}
 	return w.sp.Get(key)
 }
 
+// slabSize is the size of the allocations values are copied into; a value
+// larger than a quarter of it gets its own.
+const slabSize = 64 << 10
+
 func (w *writeBuffer) Put(key, value []byte) error {
-	v := append([]byte{}, value...)
-	w.over[string(key)] = &v
+	if len(value) > slabSize/4 {
+		w.over[string(key)] = append(make([]byte, 0, len(value)), value...)
+		return nil
+	}
+	if w.slab == nil || cap(w.slab)-len(w.slab) < len(value) {
+		w.slab = make([]byte, 0, slabSize)
+	}
+	n := len(w.slab)
+	w.slab = append(w.slab, value...)
+	// Never nil, even when empty: nil marks a deletion.
+	w.over[string(key)] = w.slab[n:len(w.slab):len(w.slab)]
 	return nil
 }
 
@@ -143,7 +230,7 @@ func (w *writeBuffer) flush() error {
 		if v := w.over[k]; v == nil {
 			err = w.sp.Delete([]byte(k))
 		} else {
-			err = w.sp.Put([]byte(k), *v)
+			err = w.sp.Put([]byte(k), v)
 		}
 		if err != nil {
 			return err

@@ -59,8 +59,13 @@ func applyLearningRecorded(f *folder, r ledger.Record) error {
 	if err := live.Put(liveKey(p.Project, n), packed); err != nil {
 		return err
 	}
-	return f.index(r, p.LearningID, search.Learning, p.Project, search.Field{Name: "pattern", Text: p.Pattern},
-		search.Field{Name: "context", Text: p.Context}, search.Field{Name: "tags", Text: joinLines(p.Tags)})
+	return f.index(learningDoc(r, &p))
+}
+
+// learningDoc is what the knowledge index holds of a learning.
+func learningDoc(r ledger.Record, p *events.LearningRecorded) search.Doc {
+	return search.Doc{ID: p.LearningID, Kind: search.Learning, Project: p.Project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash,
+		Fields: []search.Field{{Name: "pattern", Text: p.Pattern}, {Name: "context", Text: p.Context}, {Name: "tags", Text: joinLines(p.Tags)}}}
 }
 
 func applyLearningSuperseded(f *folder, r ledger.Record) error {

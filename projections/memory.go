@@ -88,8 +88,13 @@ func applyMemoryWritten(f *folder, r ledger.Record) error {
 	if err := keys.Put(append(ns, u64(p.Version)...), u64(n)); err != nil {
 		return err
 	}
-	return f.index(r, p.MemoryID, search.Memory, p.Project, search.Field{Name: "key", Text: p.Key},
-		search.Field{Name: "content", Text: p.Content})
+	return f.index(memoryDoc(r, &p))
+}
+
+// memoryDoc is what the knowledge index holds of a memory version.
+func memoryDoc(r ledger.Record, p *events.MemoryWritten) search.Doc {
+	return search.Doc{ID: p.MemoryID, Kind: search.Memory, Project: p.Project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash,
+		Fields: []search.Field{{Name: "key", Text: p.Key}, {Name: "content", Text: p.Content}}}
 }
 
 func memoryByNumber(tx *boltstore.Tx, n []byte) (Memory, error) {

@@ -23,7 +23,10 @@ import (
 //	4: the tokens space (token.issued, token.revoked)
 //	5: findings, learnings and memory, and the full-text index of thoughts,
 //	   findings, learnings and memory (package search)
-const Version = 5
+//	6: the full-text index keeps no text (it reads it from the events) and
+//	   packs each term's postings into delta-coded blocks; a thought is
+//	   kept as the seq of its event alone
+const Version = 6
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,
@@ -97,7 +100,7 @@ func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 	if limit > 0 && applied+1+limit < end {
 		end = applied + 1 + limit
 	}
-	f := newFolder(tx, tx.Root, true)
+	f := newFolder(tx, tx.Root, tx.Event, true)
 	var n uint64
 	fold := func(r ledger.Record) error {
 		n++
@@ -134,7 +137,7 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 	if applied := getU64(meta, keyApplied); applied+1 != r.Seq {
 		return fmt.Errorf("apply seq %d: projections are at seq %d", r.Seq, applied)
 	}
-	if err := newFolder(tx, tx.Root, false).apply(r); err != nil {
+	if err := newFolder(tx, tx.Root, tx.Event, false).apply(r); err != nil {
 		return err
 	}
 	return putU64(meta, keyApplied, r.Seq)
@@ -146,14 +149,17 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 // records must come in seq order with none skipped, starting after the
 // state's applied seq (1 after Reset); tx's own log plays no part. root
 // returns the RFC 9162 root of the records' log of the given size; it is
-// asked only by the folds that record a ledger root.
-func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error)) error {
+// asked only by the folds that record a ledger root. event returns an
+// earlier event of that log by seq: the full-text index keeps no text, so
+// it reads a document it takes out (a superseded learning, a replaced
+// memory version) from its event.
+func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
 	}
 	applied := getU64(meta, keyApplied)
-	f := newFolder(tx, root, true)
+	f := newFolder(tx, root, event, true)
 	for _, r := range recs {
 		if applied+1 != r.Seq {
 			return fmt.Errorf("fold seq %d: projections are at seq %d", r.Seq, applied)
@@ -215,29 +221,38 @@ func (f *folder) apply(r ledger.Record) error {
 // xxhash: two states with equal fingerprints hold the same data. The
 // applied seq is included, so compare states folded to the same seq.
 func Fingerprint(tx *boltstore.Tx) (uint64, error) {
-	d := xxhash.New()
-	var lenBuf [8]byte
-	write := func(b []byte) {
-		binary.BigEndian.PutUint64(lenBuf[:], uint64(len(b)))
-		d.Write(lenBuf[:])
-		d.Write(b)
-	}
+	f := newFingerprint()
 	for _, name := range spaces {
 		sp, err := tx.Space(name)
 		if err != nil {
 			return 0, err
 		}
-		write([]byte(name))
+		f.write([]byte(name))
 		err = sp.Scan(nil, false, func(k, v []byte) (bool, error) {
-			write(k)
-			write(v)
+			f.write(k)
+			f.write(v)
 			return true, nil
 		})
 		if err != nil {
 			return 0, err
 		}
 	}
-	return d.Sum64(), nil
+	return f.d.Sum64(), nil
+}
+
+// fingerprint is Fingerprint's hash, fed the names of the spaces and their
+// keys and values in order, each after its length.
+type fingerprint struct {
+	d      *xxhash.Digest
+	lenBuf [8]byte
+}
+
+func newFingerprint() *fingerprint { return &fingerprint{d: xxhash.New()} }
+
+func (f *fingerprint) write(b []byte) {
+	binary.BigEndian.PutUint64(f.lenBuf[:], uint64(len(b)))
+	f.d.Write(f.lenBuf[:])
+	f.d.Write(b)
 }
 
 // decode reads a payload into v through the type's upcasters: a payload of

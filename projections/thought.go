@@ -11,7 +11,7 @@ import (
 )
 
 const (
-	spThoughts        = "thoughts"         // thought number → Thought, its text left in its event
+	spThoughts        = "thoughts"         // thought number → thoughtRef: the thought is its event
 	spTaskThoughts    = "task_thoughts"    // task number ‖ chain position → thought number
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
@@ -28,18 +28,20 @@ type Thought struct {
 	Seq        uint64 `json:"seq"`
 }
 
+// thoughtRef is what the thoughts space keeps of a thought: the seq of the
+// event that recorded it. A thought is immutable and its event holds all of
+// it (hash, time and actor included), so reads find it there by seq.
+type thoughtRef struct {
+	Seq uint64 `json:"seq"`
+}
+
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	tx := f.tx
 	var p events.ThoughtRecorded
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	// A thought is immutable and its event holds all of it: the projection
-	// keeps what lists and chains need, and leaves the text (content, tests,
-	// blockers, metadata) in the event, where reads find it by seq.
-	th := Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
-	th.Content, th.Branch, th.CommitSHA, th.TestsRun, th.Blockers, th.Metadata = "", "", "", nil, nil, ""
-	n, err := putNumbered(f, domain.ThoughtPrefix, counterThought, spThoughts, p.ThoughtID, &th)
+	n, err := putNumbered(f, domain.ThoughtPrefix, counterThought, spThoughts, p.ThoughtID, &thoughtRef{Seq: r.Seq})
 	if err != nil {
 		return err
 	}
@@ -56,6 +58,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err != nil {
 		return err
 	}
+	chain.AppendOnly() // each task's chain grows at its end
 	if err := chain.Put(key2(tn, p.ChainPosition), u64(n)); err != nil {
 		return err
 	}
@@ -65,45 +68,54 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 		if err != nil {
 			return err
 		}
+		bySession.AppendOnly()
 		if err := bySession.Put(key2(sn, n), nil); err != nil {
 			return err
 		}
 	}
-	return f.index(r, p.ThoughtID, search.Thought, task.Project, search.Field{Name: "content", Text: p.Content},
-		search.Field{Name: "blockers", Text: joinLines(p.Blockers)})
+	return f.index(thoughtDoc(r, &p, task.Project))
 }
 
-func thoughtByNumber(tx *boltstore.Tx, n uint64) (Thought, error) {
+// thoughtDoc is what the knowledge index holds of a thought.
+func thoughtDoc(r ledger.Record, p *events.ThoughtRecorded, project string) search.Doc {
+	return search.Doc{ID: p.ThoughtID, Kind: search.Thought, Project: project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash,
+		Fields: []search.Field{{Name: "content", Text: p.Content}, {Name: "blockers", Text: joinLines(p.Blockers)}}}
+}
+
+// thoughtByNumber reads thought number n; known is what the caller knows of
+// it from the key it came by (its task and chain position, or its session),
+// which is all a damaged event leaves of it.
+func thoughtByNumber(tx *boltstore.Tx, n uint64, known Thought) (Thought, error) {
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
 		return Thought{}, err
 	}
-	var th Thought
-	ok, err := getRecord(thoughts, u64(n), &th)
+	var ref thoughtRef
+	ok, err := getRecord(thoughts, u64(n), &ref)
 	if err == nil && !ok {
 		err = fmt.Errorf("thought %d missing from projection", n)
 	}
 	if err != nil {
-		return th, err
+		return Thought{}, err
 	}
-	withText(tx, &th)
-	return th, nil
+	known.ThoughtID, known.Seq = domain.FormatID(domain.ThoughtPrefix, n), ref.Seq
+	return thoughtAt(tx, known), nil
 }
 
-// withText fills in th's text from the event that recorded it. An event
-// that no longer reads as that thought (a damaged ledger, which
-// audit_verify_chain reports) leaves the text empty rather than fail the
-// read.
-func withText(tx *boltstore.Tx, th *Thought) {
+// thoughtAt reads thought th.ThoughtID from the event at th.Seq that
+// recorded it. An event that no longer reads as that thought (a damaged
+// ledger, which audit_verify_chain reports) gives th as it is rather than
+// fail the read.
+func thoughtAt(tx *boltstore.Tx, th Thought) Thought {
 	r, err := tx.Event(th.Seq)
 	if err != nil || r.Type != events.TypeThoughtRecorded {
-		return
+		return th
 	}
 	var p events.ThoughtRecorded
 	if decode(r, &p) != nil || p.ThoughtID != th.ThoughtID {
-		return
+		return th
 	}
-	th.Content, th.Branch, th.CommitSHA, th.TestsRun, th.Blockers, th.Metadata = p.Content, p.Branch, p.CommitSHA, p.TestsRun, p.Blockers, p.Metadata
+	return Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
 }
 
 // LastThought is the task's latest thought; ok false if it has none.
@@ -112,8 +124,8 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 	if chain == nil {
 		return th, false, err
 	}
-	err = chain.Scan(u64(tn), true, func(_, v []byte) (bool, error) {
-		th, err = thoughtByNumber(tx, be64(v))
+	err = chain.Scan(u64(tn), true, func(k, v []byte) (bool, error) {
+		th, err = thoughtByNumber(tx, be64(v), chainLink(taskID, k))
 		ok = err == nil
 		return false, err
 	})
@@ -122,25 +134,32 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 
 // TaskThoughts calls fn for the task's thoughts in chain order.
 func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error {
-	return listedThoughts(tx, spTaskThoughts, domain.TaskPrefix, taskID, func(_, v []byte) uint64 { return be64(v) }, fn)
+	return listedThoughts(tx, spTaskThoughts, domain.TaskPrefix, taskID, func(k, v []byte) (uint64, Thought) {
+		return be64(v), chainLink(taskID, k)
+	}, fn)
 }
 
 // SessionThoughts calls fn for the thoughts recorded with the session id,
 // in ledger order.
 func SessionThoughts(tx *boltstore.Tx, sessionID string, fn func(Thought) bool) error {
-	return listedThoughts(tx, spSessionThoughts, domain.SessionPrefix, sessionID, func(k, _ []byte) uint64 { return be64(k[8:]) }, fn)
+	return listedThoughts(tx, spSessionThoughts, domain.SessionPrefix, sessionID, func(k, _ []byte) (uint64, Thought) {
+		var known Thought
+		known.SessionID = sessionID
+		return be64(k[8:]), known
+	}, fn)
 }
 
 // listedThoughts calls fn for the thoughts a space lists under the number
-// of id (a prefix's id), in key order; number is a thought's number from
-// its key and value there.
-func listedThoughts(tx *boltstore.Tx, space, prefix, id string, number func(k, v []byte) uint64, fn func(Thought) bool) error {
+// of id (a prefix's id), in key order; listed is a thought's number from
+// its key and value there, and what they say of it (see thoughtByNumber).
+func listedThoughts(tx *boltstore.Tx, space, prefix, id string, listed func(k, v []byte) (uint64, Thought), fn func(Thought) bool) error {
 	sp, n, err := spaceOf(tx, space, prefix, id)
 	if sp == nil {
 		return err
 	}
 	return sp.Scan(u64(n), false, func(k, v []byte) (bool, error) {
-		th, err := thoughtByNumber(tx, number(k, v))
+		num, known := listed(k, v)
+		th, err := thoughtByNumber(tx, num, known)
 		if err != nil {
 			return false, err
 		}
@@ -154,13 +173,14 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 	if err != nil {
 		return err
 	}
-	return thoughts.Scan(nil, false, func(_, v []byte) (bool, error) {
-		var th Thought
-		if err := ledger.DecodePayload(v, &th); err != nil {
-			return false, err
+	return thoughts.Scan(nil, false, func(k, v []byte) (bool, error) {
+		var ref thoughtRef
+		if err := unmarshal(v, &ref); err != nil || len(k) != 8 {
+			return false, fmt.Errorf("thought %x: %v", k, err)
 		}
-		withText(tx, &th)
-		return fn(th), nil
+		var th Thought
+		th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, be64(k)), ref.Seq
+		return fn(thoughtAt(tx, th)), nil
 	})
 }
 
@@ -180,6 +200,17 @@ func ThoughtAt(tx *boltstore.Tx, taskID string, position uint64) (th Thought, ok
 	if len(v) != 8 {
 		return th, false, nil
 	}
-	th, err = thoughtByNumber(tx, be64(v))
+	th, err = thoughtByNumber(tx, be64(v), chainLink(taskID, key2(tn, position)))
 	return th, err == nil, err
+}
+
+// chainLink is what a task_thoughts key (task number ‖ chain position) says
+// of the thought it leads to.
+func chainLink(taskID string, k []byte) Thought {
+	var th Thought
+	th.TaskID = taskID
+	if len(k) == 16 {
+		th.ChainPosition = be64(k[8:])
+	}
+	return th
 }

@@ -124,7 +124,7 @@ func BenchmarkAdd(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; {
 		b.StopTimer()
-		ix := search.New(newMemSpace())
+		ix := search.New(newMemSpace(), docsOf(docs))
 		b.StartTimer()
 		for j := 0; j < len(docs) && i < b.N; j, i = j+1, i+1 {
 			if err := ix.Add(docs[j]); err != nil {
@@ -151,6 +151,7 @@ func BenchmarkRebuild(b *testing.B) {
 // transactions, as the knowledge tools will.
 func BenchmarkLedger100k(b *testing.B) {
 	docs := synthetic(b, 100_000)
+	byseq := docsOf(docs)
 	qs := benchQueries(b)
 	l, err := boltstore.Open(filepath.Join(b.TempDir(), "ledger.db"), boltstore.Options{Create: true})
 	if err != nil {
@@ -164,7 +165,7 @@ func BenchmarkLedger100k(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			ix := search.New(sp)
+			ix := search.New(sp, byseq)
 			for _, d := range docs[i:min(i+1000, len(docs))] {
 				if err := ix.Add(d); err != nil {
 					return err
@@ -186,7 +187,7 @@ func BenchmarkLedger100k(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			_, err = search.New(sp).Search(qs[i%len(qs)], search.Filter{})
+			_, err = search.New(sp, byseq).Search(qs[i%len(qs)], search.Filter{})
 			return err
 		})
 		if err != nil {

@@ -19,7 +19,7 @@
 //     yields byte-identical keys and values, so a rebuild equals the live index.
 //   - Statistics are incremental: Add and Remove cost O(terms in the document);
 //     Search reads only the statistics and postings of the query terms, plus
-//     the stored documents of the hits it returns.
+//     the events of the hits it returns.
 //   - Results are deterministic: equal scores are ordered by seq, newest first,
 //     then by insertion order.
 //
@@ -27,12 +27,17 @@
 // document (a superseded learning, an old memory version) is gone from the
 // index; to see it as it stood before its removal, rebuild up to that seq.
 //
+// The index copies no text: a document's fields stay in the ledger event
+// that recorded it, which Docs reads by seq for a hit's snippet and for the
+// terms of a document being removed.
+//
 // Layout of the space (integers are uvarints unless noted):
 //
-//	"s"                         docs, total length, next doc number, next project number
-//	"t" term                    document frequency of term
-//	"p" term 0x00 doc(8 bytes)  tf, doc length, kind, seq, project number
-//	"d" doc(8 bytes)            the stored document
-//	"i" id                      doc number (8 bytes)
-//	"j" project                 project number
+//	"s"                          docs, total length, next doc number, next project number
+//	"t" term                     document frequency of term, then its open block of
+//	                             postings (base, block), where new postings go
+//	"p" term 0x00 base(8 bytes)  a sealed block of term's postings (posting.go): delta-
+//	                             coded doc, tf, doc length, kind, seq, project of each
+//	"i" id                       doc number, seq
+//	"j" project                  project number
 package search

@@ -67,6 +67,11 @@ type Doc struct {
 	Fields  []Field
 }
 
+// Docs returns the document recorded by the ledger event at seq, as it was
+// added. The index keeps no text of its own: it reads a hit's document (for
+// its snippet) and a removed document's terms from the event, through Docs.
+type Docs func(seq uint64) (Doc, error)
+
 // Errors returned by the index.
 var (
 	ErrInvalid   = errors.New("invalid document")
@@ -80,17 +85,25 @@ const (
 	keyStats   = 's'
 	keyDF      = 't'
 	keyPosting = 'p'
-	keyDoc     = 'd'
 	keyID      = 'i'
 	keyProject = 'j'
 )
 
+// blockBytes is the size past which a term's last block of postings is
+// left as it is and the next posting starts a new one: large enough that
+// the key of a block costs little beside its postings, small enough that
+// appending to it (read, append, write) stays cheap.
+const blockBytes = 256
+
 // Index is the full-text index in one Space. It holds no state of its own, so
 // an Index is as cheap as the Space it wraps and as valid as its transaction.
-type Index struct{ sp Space }
+type Index struct {
+	sp   Space
+	docs Docs
+}
 
-// New returns the index kept in sp.
-func New(sp Space) *Index { return &Index{sp: sp} }
+// New returns the index kept in sp, whose documents docs reads.
+func New(sp Space, docs Docs) *Index { return &Index{sp: sp, docs: docs} }
 
 // stats are the collection-wide figures BM25 needs, kept incrementally.
 type stats struct {
@@ -140,6 +153,7 @@ func termFreqs(fields []Field) (terms []string, tf map[string]uint64, length uin
 
 // Add indexes doc. It fails with ErrInvalid for a document without an id or
 // with an unknown kind, and with ErrDuplicate when the id is already indexed.
+// Docs must return doc for doc.Seq from then on.
 func (ix *Index) Add(doc Doc) error {
 	if doc.ID == "" || doc.Kind < Thought || doc.Kind > Memory {
 		return fmt.Errorf("add %q (%s): %w", doc.ID, doc.Kind, ErrInvalid)
@@ -160,26 +174,20 @@ func (ix *Index) Add(doc Doc) error {
 	s.nextDoc++
 	terms, tf, length := termFreqs(doc.Fields)
 	for _, t := range terms {
-		df, err := ix.df(t)
+		e, err := ix.term(t)
 		if err != nil {
 			return err
 		}
-		if err := ix.sp.Put(dfKey(t), binary.AppendUvarint(nil, df+1)); err != nil {
-			return err
+		p := posting{tf: tf[t], length: length, kind: doc.Kind, seq: doc.Seq, project: project}
+		if err := ix.appendPosting(t, &e, num, p); err != nil {
+			return fmt.Errorf("add %s: %w", doc.ID, err)
 		}
-		v := binary.AppendUvarint(nil, tf[t])
-		v = binary.AppendUvarint(v, length)
-		v = append(v, byte(doc.Kind))
-		v = binary.AppendUvarint(v, doc.Seq)
-		v = binary.AppendUvarint(v, project)
-		if err := ix.sp.Put(postingKey(t, num), v); err != nil {
+		e.df++
+		if err := ix.putTerm(t, e); err != nil {
 			return err
 		}
 	}
-	if err := ix.sp.Put(docKey(num), encodeDoc(doc)); err != nil {
-		return err
-	}
-	if err := ix.sp.Put(idKey, binary.BigEndian.AppendUint64(nil, num)); err != nil {
+	if err := ix.sp.Put(idKey, binary.AppendUvarint(binary.AppendUvarint(nil, num), doc.Seq)); err != nil {
 		return err
 	}
 	s.docs++
@@ -195,11 +203,15 @@ func (ix *Index) Remove(id string) error {
 	if v == nil {
 		return fmt.Errorf("remove %s: %w", id, ErrNotFound)
 	}
-	if len(v) != 8 {
-		return fmt.Errorf("remove %s: doc number: %w", id, ErrCorrupt)
+	num, rest, err := uvarint(v)
+	if err != nil {
+		return fmt.Errorf("remove %s: doc number: %w", id, err)
 	}
-	num := binary.BigEndian.Uint64(v)
-	doc, err := decodeDoc(ix.sp.Get(docKey(num)))
+	seq, _, err := uvarint(rest)
+	if err != nil {
+		return fmt.Errorf("remove %s: seq: %w", id, err)
+	}
+	doc, err := ix.doc(seq, id)
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", id, err)
 	}
@@ -209,24 +221,20 @@ func (ix *Index) Remove(id string) error {
 	}
 	terms, _, length := termFreqs(doc.Fields)
 	for _, t := range terms {
-		df, err := ix.df(t)
+		e, err := ix.term(t)
 		if err != nil {
 			return err
 		}
-		if df <= 1 {
-			err = ix.sp.Delete(dfKey(t))
-		} else {
-			err = ix.sp.Put(dfKey(t), binary.AppendUvarint(nil, df-1))
+		if e.df == 0 {
+			return fmt.Errorf("remove %s: term %q not indexed: %w", id, t, ErrCorrupt)
 		}
-		if err != nil {
+		if err := ix.removePosting(t, &e, num); err != nil {
+			return fmt.Errorf("remove %s: %w", id, err)
+		}
+		e.df--
+		if err := ix.putTerm(t, e); err != nil {
 			return err
 		}
-		if err := ix.sp.Delete(postingKey(t, num)); err != nil {
-			return err
-		}
-	}
-	if err := ix.sp.Delete(docKey(num)); err != nil {
-		return err
 	}
 	if err := ix.sp.Delete(idKey); err != nil {
 		return err
@@ -236,21 +244,21 @@ func (ix *Index) Remove(id string) error {
 	return ix.putStats(s)
 }
 
+// doc reads the document recorded at seq, which must be id's.
+func (ix *Index) doc(seq uint64, id string) (Doc, error) {
+	d, err := ix.docs(seq)
+	if err != nil {
+		return Doc{}, fmt.Errorf("document at seq %d: %w", seq, err)
+	}
+	if id != "" && d.ID != id {
+		return Doc{}, fmt.Errorf("seq %d records %q, not %q: %w", seq, d.ID, id, ErrCorrupt)
+	}
+	return d, nil
+}
+
 // Has reports whether a document with this id is indexed.
 func (ix *Index) Has(id string) bool {
 	return ix.sp.Get(append([]byte{keyID}, id...)) != nil
-}
-
-func (ix *Index) df(term string) (uint64, error) {
-	v := ix.sp.Get(dfKey(term))
-	if v == nil {
-		return 0, nil
-	}
-	df, _, err := uvarint(v)
-	if err != nil {
-		return 0, fmt.Errorf("df %q: %w", term, err)
-	}
-	return df, nil
 }
 
 // projectNumber returns the number of project, assigning the next one (and
@@ -268,19 +276,6 @@ func (ix *Index) projectNumber(project string, s *stats) (uint64, error) {
 }
 
 func dfKey(term string) []byte { return append([]byte{keyDF}, term...) }
-
-func postingPrefix(term string) []byte {
-	b := make([]byte, 0, len(term)+10)
-	b = append(b, keyPosting)
-	b = append(b, term...)
-	return append(b, 0)
-}
-
-func postingKey(term string, num uint64) []byte {
-	return binary.BigEndian.AppendUint64(postingPrefix(term), num)
-}
-
-func docKey(num uint64) []byte { return binary.BigEndian.AppendUint64([]byte{keyDoc}, num) }
 
 func uvarint(b []byte) (uint64, []byte, error) {
 	v, n := binary.Uvarint(b)

@@ -38,7 +38,7 @@ func ids(hits []search.Hit) []string {
 func build(t testing.TB, docs []search.Doc) (*search.Index, *memSpace) {
 	t.Helper()
 	sp := newMemSpace()
-	ix := search.New(sp)
+	ix := search.New(sp, docsOf(docs))
 	for _, d := range docs {
 		if err := ix.Add(d); err != nil {
 			t.Fatal(err)
@@ -173,7 +173,7 @@ func TestRebuildIdentical(t *testing.T) {
 	replay := func() *memSpace {
 		sp := newMemSpace()
 		for i, d := range corpus {
-			ix := search.New(sp) // a new Index per "transaction", like the ledger's
+			ix := search.New(sp, docsOf(corpus)) // a new Index per "transaction", like the ledger's
 			if err := ix.Add(d); err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +211,7 @@ func TestLedgerSpace(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		ix := search.New(sp)
+		ix := search.New(sp, docsOf(sample()))
 		for _, d := range sample() {
 			if err := ix.Add(d); err != nil {
 				return err
@@ -231,7 +231,7 @@ func TestLedgerSpace(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		hits, err := search.New(sp).Search("failing tests migrations", search.Filter{})
+		hits, err := search.New(sp, docsOf(sample())).Search("failing tests migrations", search.Filter{})
 		if err != nil {
 			return err
 		}
@@ -263,5 +263,47 @@ func TestPruningExact(t *testing.T) {
 		if got, want := scores(few), scores(many[:min(3, len(many))]); !slices.Equal(got, want) {
 			t.Errorf("%q: limit 3 %v, limit 100 %v", q.text, got, want)
 		}
+	}
+}
+
+// TestRemoveFromBlocks: documents taken out of a term's sealed blocks and
+// out of its open block stop matching, and the rest score as in an index
+// that never had them; once every document is out, the term's keys are gone.
+func TestRemoveFromBlocks(t *testing.T) {
+	var docs []search.Doc
+	for i := range 300 {
+		docs = append(docs, doc(fmt.Sprintf("F-%04d", i+1), search.Finding, "p", uint64(i+1), fmt.Sprintf("common word%d", i)))
+	}
+	ix, sp := build(t, docs)
+	gone := map[string]bool{"F-0001": true, "F-0004": true, "F-0150": true, "F-0299": true, "F-0300": true}
+	for id := range gone {
+		if err := ix.Remove(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh, _ := build(t, slices.DeleteFunc(slices.Clone(docs), func(d search.Doc) bool { return gone[d.ID] }))
+	got, err := ix.Search("common", search.Filter{Limit: search.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := fresh.Search("common", search.Filter{Limit: search.MaxLimit})
+	if fmt.Sprint(ids(got)) != fmt.Sprint(ids(want)) || fmt.Sprint(scores(got)) != fmt.Sprint(scores(want)) {
+		t.Errorf("after removes %v, fresh %v", ids(got)[:5], ids(want)[:5])
+	}
+	for _, d := range docs {
+		if !gone[d.ID] {
+			if err := ix.Remove(d.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sp.Scan(nil, false, func(k, _ []byte) (bool, error) {
+		if k[0] == 'p' || k[0] == 't' {
+			t.Errorf("key %q left after every document was removed", k)
+		}
+		return true, nil
+	})
+	if hits, _ := ix.Search("common", search.Filter{}); len(hits) != 0 {
+		t.Errorf("hits in an emptied index: %v", ids(hits))
 	}
 }

@@ -2,7 +2,6 @@ package search
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -104,54 +103,78 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 	var cands []candidate
 	for _, qt := range qts {
 		// MaxScore: once the terms left cannot lift a document never seen
-		// above the k-th partial score, only the candidates need these terms,
-		// looked up one by one when that is cheaper than reading the postings.
+		// above the k-th partial score, only the candidates need these terms:
+		// a block none of them falls in is skipped undecoded.
 		closed := len(cands) >= k && qt.rest < topK(cands, k)[k-1].score
-		if closed && uint64(len(cands)) < qt.df/4 {
-			for j := range cands {
-				v := ix.sp.Get(postingKey(qt.term, cands[j].num))
-				if v == nil {
-					continue
+		var bad error
+		score := func(base uint64, block []byte) error {
+			err := eachPosting(base, block, func(num uint64, p posting, _, _ int) bool {
+				switch {
+				case num >= uint64(len(slot)):
+					bad = fmt.Errorf("doc %d: %w", num, ErrCorrupt)
+					return false
+				case closed && slot[num] == 0, !match(p):
+				case slot[num] > 0:
+					cands[slot[num]-1].score += bm25(qt.idf, p)
+				default:
+					cands = append(cands, candidate{num: num, seq: p.seq, score: bm25(qt.idf, p)})
+					slot[num] = int32(len(cands))
 				}
-				p, err := decodePosting(v)
-				if err != nil {
-					return nil, fmt.Errorf("posting of %q: %w", qt.term, err)
-				}
-				cands[j].score += bm25(qt.idf, p)
+				return true
+			})
+			if err == nil {
+				err = bad
 			}
-			continue
+			return err
 		}
-		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, v []byte) (bool, error) {
-			num := binary.BigEndian.Uint64(key[len(key)-8:])
-			if num >= uint64(len(slot)) {
-				return false, fmt.Errorf("posting of %q: doc %d: %w", qt.term, num, ErrCorrupt)
+		var nums []uint64 // the candidates' doc numbers, in order
+		if closed {
+			for _, c := range cands {
+				nums = append(nums, c.num)
 			}
-			if closed && slot[num] == 0 {
-				return true, nil
+			slices.Sort(nums)
+		}
+		// holds reports whether a candidate falls in [lo, hi).
+		holds := func(lo, hi uint64) bool {
+			i, _ := slices.BinarySearch(nums, lo)
+			return i < len(nums) && nums[i] < hi
+		}
+		// A block's postings lie below the next block's base: a block is
+		// decoded once the next one's base says whether it holds a candidate.
+		var pending []byte
+		var pendBase uint64
+		visit := func(base uint64, block []byte) error {
+			if !closed {
+				return score(base, block)
 			}
-			p, err := decodePosting(v)
-			if err != nil {
-				return false, fmt.Errorf("posting of %q: %w", qt.term, err)
+			var err error
+			if pending != nil && holds(pendBase, base) {
+				err = score(pendBase, pending)
 			}
-			if !match(p) {
-				return true, nil
+			pending, pendBase = append(pending[:0], block...), base
+			return err
+		}
+		err = ix.sp.Scan(postingPrefix(qt.term), false, func(key, block []byte) (bool, error) {
+			base, err := keyBase(key)
+			if err == nil {
+				err = visit(base, block)
 			}
-			if j := slot[num]; j > 0 {
-				cands[j-1].score += bm25(qt.idf, p)
-			} else {
-				cands = append(cands, candidate{num: num, seq: p.seq, score: bm25(qt.idf, p)})
-				slot[num] = int32(len(cands))
-			}
-			return true, nil
+			return err == nil, err
 		})
+		if err == nil && qt.open != nil {
+			err = visit(qt.base, qt.open)
+		}
+		if err == nil && pending != nil && holds(pendBase, math.MaxUint64) {
+			err = score(pendBase, pending)
+		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("postings of %q: %w", qt.term, err)
 		}
 	}
 	top := topK(cands, k)
 	hits := make([]Hit, 0, len(top))
 	for _, c := range top {
-		doc, err := decodeDoc(ix.sp.Get(docKey(c.num)))
+		doc, err := ix.doc(c.seq, "")
 		if err != nil {
 			return nil, fmt.Errorf("hit %d: %w", c.num, err)
 		}
@@ -167,8 +190,8 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 // frequency, and rest: the most that it and the terms after it can add to a
 // document's score (BM25's tf factor stays below k1+1).
 type queryTerm struct {
-	term      string
-	df        uint64
+	term string
+	termEntry
 	idf, rest float64
 }
 
@@ -177,13 +200,13 @@ type queryTerm struct {
 func (ix *Index) queryTerms(terms []string, n float64) ([]queryTerm, error) {
 	var qts []queryTerm
 	for _, t := range terms {
-		df, err := ix.df(t)
+		e, err := ix.term(t)
 		if err != nil {
 			return nil, err
 		}
-		if df > 0 {
-			idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-			qts = append(qts, queryTerm{term: t, df: df, idf: idf})
+		if df := float64(e.df); df > 0 {
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			qts = append(qts, queryTerm{term: t, termEntry: e, idf: idf})
 		}
 	}
 	slices.SortStableFunc(qts, func(a, c queryTerm) int { return cmp.Compare(a.df, c.df) })
@@ -236,30 +259,4 @@ func topK(cands []candidate, k int) []candidate {
 		}
 	}
 	return top
-}
-
-// posting is the decoded value of a posting key.
-type posting struct {
-	tf, length, seq, project uint64
-	kind                     Kind
-}
-
-func decodePosting(v []byte) (posting, error) {
-	var p posting
-	var err error
-	if p.tf, v, err = uvarint(v); err != nil {
-		return p, err
-	}
-	if p.length, v, err = uvarint(v); err != nil {
-		return p, err
-	}
-	if len(v) == 0 {
-		return p, ErrCorrupt
-	}
-	p.kind, v = Kind(v[0]), v[1:]
-	if p.seq, v, err = uvarint(v); err != nil {
-		return p, err
-	}
-	p.project, _, err = uvarint(v)
-	return p, err
 }

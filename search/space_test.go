@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
@@ -80,4 +81,20 @@ func fingerprint(sp search.Space) (uint64, int) {
 		return true, nil
 	})
 	return h.Sum64(), n
+}
+
+// docsOf stands in for the ledger the documents are recorded in: it
+// returns the one of docs with the seq asked for.
+func docsOf(docs []search.Doc) search.Docs {
+	bySeq := make(map[uint64]search.Doc, len(docs))
+	for _, d := range docs {
+		bySeq[d.Seq] = d
+	}
+	return func(seq uint64) (search.Doc, error) {
+		d, ok := bySeq[seq]
+		if !ok {
+			return d, fmt.Errorf("no document at seq %d", seq)
+		}
+		return d, nil
+	}
 }

@@ -2,6 +2,7 @@ package search
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -77,8 +78,12 @@ func tokenize(text string, emit func(term string, start, end, pos int)) {
 
 // splitIdentifier returns the parts of an identifier: split at joiners and
 // where a lower-case letter is followed by an upper-case one (TestCheckout,
-// getBalance), so a search for "checkout" finds TestCheckout.
+// getBalance), so a search for "checkout" finds TestCheckout. A word of one
+// part (most words) gives nil, without allocating.
 func splitIdentifier(word string) []string {
+	if !compound(word) {
+		return nil
+	}
 	var parts []string
 	partStart := 0
 	var prev rune
@@ -96,6 +101,18 @@ func splitIdentifier(word string) []string {
 	return append(parts, word[partStart:])
 }
 
+// compound reports whether splitIdentifier splits word.
+func compound(word string) bool {
+	var prev rune
+	for _, r := range word {
+		if isJoiner(r) || unicode.IsUpper(r) && unicode.IsLower(prev) {
+			return true
+		}
+		prev = r
+	}
+	return false
+}
+
 // normalize lowercases a word, drops stop words and over-long words, and
 // stems words made only of ASCII letters (the English stemmer has nothing to
 // say about other scripts or about words with digits).
@@ -109,7 +126,46 @@ func normalize(word string) string {
 			return w
 		}
 	}
-	return english.Stem(w, true)
+	return stems.stem(w)
+}
+
+// stemCacheSize bounds the stem cache: a working vocabulary fits, and a
+// flood of distinct words only empties it now and then.
+const stemCacheSize = 1 << 15
+
+// stems caches english.Stem, which converts each word to runes and tries
+// its suffix lists one by one (most of a rebuild's indexing time): the
+// words of agents' notes repeat, so a word is mostly stemmed once. Stem is
+// a pure function of the word, so a cached stem is the one Stem gives.
+var stems = stemCache{m: make(map[string]string, stemCacheSize)}
+
+type stemCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (c *stemCache) stem(w string) string {
+	c.mu.Lock()
+	s, ok := c.m[w]
+	c.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = english.Stem(w, true)
+	// w may be a slice of a whole document: keep copies, not the text.
+	w = strings.Clone(w)
+	if s == w {
+		s = w
+	} else {
+		s = strings.Clone(s)
+	}
+	c.mu.Lock()
+	if len(c.m) >= stemCacheSize {
+		clear(c.m)
+	}
+	c.m[w] = s
+	c.mu.Unlock()
+	return s
 }
 
 // Terms returns the distinct terms of a query, in order of first appearance.

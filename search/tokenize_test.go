@@ -50,8 +50,9 @@ func FuzzTerms(f *testing.F) {
 			}
 			seen[term] = true
 		}
-		ix := search.New(newMemSpace())
-		if err := ix.Add(search.Doc{ID: "F-1", Kind: search.Finding, Seq: 1, Fields: []search.Field{{Name: "summary", Text: s}}}); err != nil {
+		d := search.Doc{ID: "F-1", Kind: search.Finding, Seq: 1, Fields: []search.Field{{Name: "summary", Text: s}}}
+		ix := search.New(newMemSpace(), docsOf([]search.Doc{d}))
+		if err := ix.Add(d); err != nil {
 			t.Fatal(err)
 		}
 		hits, err := ix.Search(s, search.Filter{})

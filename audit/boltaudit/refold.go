@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/logbook-dev/logbook/audit"
@@ -16,18 +17,35 @@ import (
 	"github.com/logbook-dev/logbook/projections"
 )
 
-// logPass reads the log once, in chunks of short read transactions: it
-// recomputes the tree root from the events' hashes at the sizes asked for
-// in rootAt, and folds the events up to foldTo into scratch projections.
+// logPass reads the log once, in chunks of short read transactions, through
+// boltstore's Verify, which checks every event and node: from the same reads
+// it recomputes the tree root from the events' hashes (with recompute) and
+// folds the events up to foldTo into scratch projections, one chunk while
+// the next is read and checked in another goroutine.
 type logPass struct {
-	v       *verifier
-	rootMu  sync.Mutex             // rootAt is written by the reading goroutine while the fold reads it
-	rootAt  map[uint64]ledger.Hash // size → root of the first size events, recomputed
-	tree    ledger.Frontier        // over every event read so far
-	foldTo  uint64
-	folded  uint64
-	dir     string
-	scratch *boltstore.Store
+	v         *verifier
+	recompute bool            // recompute the tree and decode every event
+	tree      ledger.Frontier // over every event read so far
+	cpSize    uint64          // the checkpoint's size, if any
+	cpRoot    ledger.Hash     // the recomputed root at cpSize
+	checked   time.Time       // when the log's check ended
+
+	foldTo   uint64
+	folded   uint64
+	foldTree ledger.Frontier // the tree over the events folded so far
+	pending  foldChunk       // what the chunk being read adds to the refold
+	badEvent error           // the first event that does not decode (the reader's)
+	failed   atomic.Bool     // the refold failed: read on, fold no more
+	foldErr  error           // why (the folding goroutine's)
+	dir      string
+	scratch  *boltstore.Store
+}
+
+// foldChunk is events to fold, decoded, with the recomputed roots at the
+// sizes where a session.finalized event asks for one.
+type foldChunk struct {
+	recs  []ledger.Record
+	roots map[uint64]ledger.Hash
 }
 
 func (p *logPass) openScratch() error {
@@ -50,78 +68,123 @@ func (p *logPass) closeScratch() {
 	os.RemoveAll(p.dir)
 }
 
-// read reads events 1..end and folds those up to foldTo. Reading and
-// folding overlap: one goroutine reads the next chunk while this one folds.
-func (p *logPass) read(ctx context.Context, end uint64) error {
-	chunks := make(chan []ledger.Record) // one chunk folded while the next is read
-	errc := make(chan error, 1)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		defer close(chunks)
-		for begin := uint64(1); begin <= end; begin += p.v.opts.Chunk {
-			last := min(begin+p.v.opts.Chunk-1, end)
-			recs, err := p.readChunk(begin, last)
-			if err != nil {
-				errc <- err
-				return
-			}
-			if len(recs) == 0 {
-				continue
+// run checks the log and reads it for the root and the refold. A problem of
+// the log (a *ledger.IntegrityError, lowest seq first) comes before one of
+// the refold (an *audit.Problem): the whole log is checked even when an
+// event does not decode or fold.
+func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
+	opts := boltstore.VerifyOptions{Chunk: p.v.opts.Chunk, Progress: p.v.opts.Progress}
+	chunks := make(chan foldChunk, 1) // one chunk folded while the next is read
+	// The record slices go round: one being filled, one waiting, one
+	// being folded.
+	free := make(chan []ledger.Record, 3)
+	for range cap(free) {
+		free <- nil
+	}
+	if p.recompute {
+		opts.Each = p.each
+	}
+	if p.scratch != nil {
+		p.pending.recs = <-free
+		opts.Chunked = func(uint64) error {
+			c := p.pending
+			if len(c.recs) == 0 || p.failed.Load() {
+				p.pending = foldChunk{recs: c.recs[:0]}
+				return nil
 			}
 			select {
-			case chunks <- recs:
+			case chunks <- c:
 			case <-ctx.Done():
-				errc <- ctx.Err()
-				return
+				return ctx.Err()
 			}
+			p.pending = foldChunk{recs: <-free}
+			return nil
 		}
-		errc <- nil
+	}
+	type result struct {
+		rep boltstore.VerifyReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer close(chunks)
+		rep, err := p.v.l.Verify(ctx, opts)
+		p.checked = time.Now()
+		done <- result{rep, err}
 	}()
-	for recs := range chunks {
-		if err := p.fold(recs); err != nil {
-			cancel()
-			for range chunks {
+	for c := range chunks {
+		if !p.failed.Load() {
+			if err := p.fold(c); err != nil {
+				p.foldErr = err
+				p.failed.Store(true)
 			}
-			<-errc
-			return err
 		}
-		p.v.opts.Progress(recs[len(recs)-1].Seq, end)
+		clear(c.recs) // nothing of the events is kept past their fold
+		free <- c.recs[:0]
 	}
-	return <-errc
+	r := <-done
+	switch {
+	case r.err != nil:
+		return r.rep, r.err
+	case p.foldErr != nil: // of an event before any that does not decode
+		return r.rep, p.foldErr
+	case p.badEvent != nil:
+		return r.rep, p.badEvent
+	}
+	if p.folded < p.foldTo {
+		// The log verified is shorter than the projections' applied seq
+		// was (it can only be if the file changed between the two reads):
+		// the refold goes on from where the pass ended.
+		p.foldTree = ledger.Frontier{Size: p.tree.Size, Nodes: slices.Clone(p.tree.Nodes)}
+	}
+	return r.rep, nil
 }
 
-// readChunk reads events [begin, last] in one read transaction, feeding the
-// recomputed tree, and returns those to fold.
-func (p *logPass) readChunk(begin, last uint64) ([]ledger.Record, error) {
-	var recs []ledger.Record
-	foldEnd := min(last, p.foldTo)
-	if foldEnd >= begin {
-		recs = make([]ledger.Record, 0, foldEnd-begin+1)
+// each takes one checked event: into the tree, and decoded into the
+// chunk to fold if it is one of the events to fold.
+func (p *logPass) each(seq uint64, raw []byte, h ledger.Hash) error {
+	p.tree.Append(h)
+	if seq == p.cpSize {
+		p.cpRoot = p.tree.Root()
 	}
-	err := p.v.l.View(func(tx *boltstore.Tx) error {
-		return p.scan(tx, begin, last, func(r ledger.Record) {
-			if r.Seq <= p.foldTo {
-				r.Raw = nil // valid only in this transaction; the fold needs the decoded event
-				recs = append(recs, r)
-			}
-		})
-	})
-	return recs, err
+	if seq == p.foldTo {
+		p.foldTree = ledger.Frontier{Size: p.tree.Size, Nodes: slices.Clone(p.tree.Nodes)}
+	}
+	if p.badEvent != nil || p.failed.Load() {
+		return nil
+	}
+	e, err := ledger.DecodeEvent(raw)
+	if err != nil {
+		// The events before it are still folded.
+		p.badEvent = &audit.Problem{Seq: seq, Kind: audit.EventMalformed, Detail: err.Error(), Err: err}
+		return nil
+	}
+	if seq > p.foldTo || p.scratch == nil {
+		return nil
+	}
+	if e.Type == events.TypeSessionFinalized {
+		if p.pending.roots == nil {
+			p.pending.roots = map[uint64]ledger.Hash{}
+		}
+		p.pending.roots[seq] = p.tree.Root()
+	}
+	p.pending.recs = append(p.pending.recs, ledger.Record{Event: e, Hash: h})
+	return nil
 }
 
-// scan reads events [begin, last] of tx in order into the tree.
-func (p *logPass) scan(tx *boltstore.Tx, begin, last uint64, fn func(ledger.Record)) error {
+// scan reads events [begin, last] of tx in order, for a refold that
+// catches up past the events the pass read: into foldTree, and the roots a
+// fold of them asks for into roots.
+func (p *logPass) scan(tx *boltstore.Tx, begin, last uint64, roots map[uint64]ledger.Hash, fn func(ledger.Record)) error {
 	want := begin
 	err := tx.Scan(begin, last+1, func(r ledger.Record) error {
 		if r.Seq != want {
 			return &audit.Problem{Seq: want, Kind: audit.EventMissing}
 		}
 		want++
-		p.tree.Append(r.Hash)
-		// Only this goroutine writes rootAt: its own read needs no lock.
-		if _, ok := p.rootAt[r.Seq]; ok || r.Type == events.TypeSessionFinalized {
-			p.setRoot(r.Seq)
+		p.foldTree.Append(r.Hash)
+		if r.Type == events.TypeSessionFinalized {
+			roots[r.Seq] = p.foldTree.Root()
 		}
 		fn(r)
 		return nil
@@ -139,26 +202,27 @@ func (p *logPass) scan(tx *boltstore.Tx, begin, last uint64, fn func(ledger.Reco
 	return nil
 }
 
-// setRoot records the recomputed root of the first size events, the tree's
-// current size.
-func (p *logPass) setRoot(size uint64) {
-	p.rootMu.Lock()
-	defer p.rootMu.Unlock()
-	p.rootAt[size] = p.tree.Root()
-}
-
-// fold folds records into the scratch projections in one transaction.
-func (p *logPass) fold(recs []ledger.Record) error {
+// fold folds a chunk into the scratch projections in one transaction.
+func (p *logPass) fold(c foldChunk) error {
+	recs := c.recs
 	root := func(size uint64) (ledger.Hash, error) {
-		p.rootMu.Lock()
-		h, ok := p.rootAt[size]
-		p.rootMu.Unlock()
+		h, ok := c.roots[size]
 		if !ok {
 			return h, fmt.Errorf("no recomputed root at size %d", size)
 		}
 		return h, nil
 	}
-	err := p.scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs, root) })
+	// An earlier event (the full-text index reads what it takes out from
+	// the event that recorded it), in a read transaction of its own.
+	event := func(seq uint64) (r ledger.Record, err error) {
+		err = p.v.l.View(func(tx *boltstore.Tx) error {
+			r, err = tx.Event(seq)
+			r.Raw = nil // valid only in this transaction
+			return err
+		})
+		return r, err
+	}
+	err := p.scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs, root, event) })
 	var fe error
 	if err != nil && p.scratch.Update(func(*boltstore.Tx) error { return nil }) == nil {
 		// The scratch file works, so the events do not fold: the log
@@ -166,7 +230,7 @@ func (p *logPass) fold(recs []ledger.Record) error {
 		// of. Fold them one by one (rolled back) to name the first.
 		fe, err = err, p.scratch.Update(func(tx *boltstore.Tx) error {
 			for _, r := range recs {
-				if err := projections.Fold(tx, []ledger.Record{r}, root); err != nil {
+				if err := projections.Fold(tx, []ledger.Record{r}, root, event); err != nil {
 					return &audit.Problem{Seq: r.Seq, Kind: audit.ProjectionFoldFailed, Detail: err.Error(), Err: err}
 				}
 			}
@@ -194,6 +258,7 @@ const compareStep = 1024
 func (p *logPass) compare() (*audit.Problem, error) {
 	out := p.v.out.Projections
 	var cmp projections.Comparison
+	began, moved := false, false // a step ran; the refold moved on after it
 	for !cmp.Done() {
 		err := p.v.l.View(func(tx *boltstore.Tx) error {
 			start := time.Now()
@@ -207,15 +272,17 @@ func (p *logPass) compare() (*audit.Problem, error) {
 			}
 			out.AppliedSeq = applied
 			if applied > p.folded {
-				var recs []ledger.Record
-				err := p.scan(tx, p.folded+1, applied, func(r ledger.Record) { r.Raw = nil; recs = append(recs, r) })
+				c := foldChunk{roots: map[uint64]ledger.Hash{}}
+				err := p.scan(tx, p.folded+1, applied, c.roots, func(r ledger.Record) { r.Raw = nil; c.recs = append(c.recs, r) })
 				if err != nil {
 					return err
 				}
-				if err := p.fold(recs); err != nil {
+				if err := p.fold(c); err != nil {
 					return err
 				}
+				moved = moved || began
 			}
+			began = true
 			return p.scratch.View(func(stx *boltstore.Tx) error { return cmp.Step(stx, tx, compareStep) })
 		})
 		if err != nil {
@@ -228,6 +295,11 @@ func (p *logPass) compare() (*audit.Problem, error) {
 	}
 	out.ComparedKeys = cmp.Keys
 	if cmp.Differences == 0 {
+		if !moved {
+			// The steps read every key of the refold as it stands.
+			out.Fingerprint = fmt.Sprintf("%016x", cmp.Fingerprint())
+			return nil, nil
+		}
 		// The scratch is this process's own file: fingerprinting it holds
 		// no lock the agents wait on.
 		return nil, p.scratch.View(func(stx *boltstore.Tx) error {

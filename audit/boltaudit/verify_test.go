@@ -16,6 +16,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -193,6 +194,15 @@ func TestVerifyCheckpointProblems(t *testing.T) {
 	if rep.Checkpoint == nil || rep.Checkpoint.Consistent {
 		t.Errorf("checkpoint report: %+v", rep.Checkpoint)
 	}
+
+	// The empty log's checkpoint: every ledger extends it; one claiming
+	// another root for it does not hold.
+	empty := audit.Checkpoint{Origin: "o", Size: 0, Root: ledger.EmptyRoot}
+	if rep := verify(t, path, boltaudit.Options{Checkpoint: &empty}); !rep.OK || !rep.Checkpoint.Consistent {
+		t.Errorf("empty checkpoint: %v %+v", rep.Problem, rep.Checkpoint)
+	}
+	empty.Root = root(t, path, 1)
+	wantProblem(t, verify(t, path, boltaudit.Options{Checkpoint: &empty}), audit.CheckpointMismatch, 0)
 }
 
 // A stored projection value edited: the refold tells, naming the space
@@ -314,4 +324,128 @@ func TestVerifyFinalizedSessions(t *testing.T) {
 	if !rep.OK || !rep.Projections.Checked {
 		t.Fatalf("%v %+v", rep.Problem, rep.Projections)
 	}
+}
+
+// Agents append (sessions started and finalized, folded) while the log is
+// read: the refold catches up with them before comparing, asking for the
+// roots of the log as it grew past the events the pass read.
+func TestVerifyWhileAppending(t *testing.T) {
+	path := newLedger(t)
+	writer, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	appended := 0
+	progress := func(done, total uint64) {
+		if appended >= 3 {
+			return
+		}
+		appended++
+		n := uint64(appended)
+		err := writer.Update(func(tx *boltstore.Tx) error {
+			sid := domain.FormatID(domain.SessionPrefix, n)
+			if _, err := appendEvent(tx, events.TypeSessionStarted, events.SessionStarted{SessionID: sid, TaskID: domain.FormatID(domain.TaskPrefix, 1), AuditorID: "auditor", Scope: "shallow"}, true); err != nil {
+				return err
+			}
+			_, err := appendEvent(tx, events.TypeSessionFinalized, events.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()}, true)
+			return err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	rep := verify(t, path, boltaudit.Options{Projections: true, Chunk: 2, Progress: progress})
+	if !rep.OK || !rep.Projections.Checked || rep.Projections.AppliedSeq != tasks+2*3 || rep.Size != tasks {
+		t.Fatalf("%v size %d %+v", rep.Problem, rep.Size, rep.Projections)
+	}
+	// A verification of the grown log gets the same refold.
+	again := verify(t, path, boltaudit.Options{Projections: true})
+	if !again.OK || again.Projections.Fingerprint != rep.Projections.Fingerprint {
+		t.Errorf("fingerprints %s then %s", rep.Projections.Fingerprint, again.Projections.Fingerprint)
+	}
+}
+
+// The projections are behind the log when verify starts (events of a
+// process that stopped before folding them) and catch up while it reads:
+// the refold goes on from the events it folded, not from the end of the
+// pass, for the session's root.
+func TestVerifyProjectionsCatchUp(t *testing.T) {
+	path := newLedger(t)
+	update(t, path, func(tx *boltstore.Tx) error {
+		sid := domain.FormatID(domain.SessionPrefix, 1)
+		if _, err := appendEvent(tx, events.TypeSessionStarted, events.SessionStarted{SessionID: sid, TaskID: domain.FormatID(domain.TaskPrefix, 1), AuditorID: "auditor", Scope: "shallow"}, false); err != nil {
+			return err
+		}
+		_, err := appendEvent(tx, events.TypeSessionFinalized, events.SessionFinalized{SessionID: sid, MerkleRoot: ledger.EmptyRoot.String()}, false)
+		return err
+	})
+	writer, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	caughtUp := false
+	progress := func(done, total uint64) {
+		if caughtUp {
+			return
+		}
+		caughtUp = true
+		if err := writer.Update(func(tx *boltstore.Tx) error { _, err := projections.CatchUp(tx, 0); return err }); err != nil {
+			t.Error(err)
+		}
+	}
+	rep := verify(t, path, boltaudit.Options{Projections: true, Chunk: 2, Progress: progress})
+	if !rep.OK || !rep.Projections.Checked || rep.Projections.AppliedSeq != tasks+2 {
+		t.Fatalf("%v %+v", rep.Problem, rep.Projections)
+	}
+}
+
+// The last event rewritten in a longer integer form for its seq, with its
+// leaf and the head fixed up to match: the chain and tree hold, but the
+// bytes are not the event's canonical encoding, which the pass that
+// recomputes the root (with a checkpoint or the projections) reports.
+func TestVerifyNonCanonicalEvent(t *testing.T) {
+	path := newLedger(t)
+	update(t, path, func(tx *boltstore.Tx) error {
+		_, err := appendEvent(tx, events.TypeTaskCreated, events.TaskCreated{TaskID: domain.FormatID(domain.TaskPrefix, tasks+1), Project: "core",
+			Sequence: tasks + 1, Title: "last", Priority: "medium", Labels: []string{}, Assignee: "agent"}, true)
+		return err
+	})
+	const last = tasks + 1 // leaf index 6 completes no node above the leaves
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		k := binary.BigEndian.AppendUint64(nil, last)
+		e, err := ledger.DecodeEvent(tx.Bucket([]byte("events")).Get(k))
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		enc := msgpack.NewEncoder(&buf)
+		err = errors.Join(enc.EncodeArrayLen(9), enc.EncodeUint(ledger.EnvelopeVersion),
+			enc.EncodeUint64(e.Seq), // 9 bytes where one is the canonical form
+			enc.EncodeInt(e.Time.UnixMilli()), enc.EncodeString(e.Type), enc.EncodeUint(uint64(e.Version)),
+			enc.EncodeString(e.Actor), enc.EncodeArrayLen(0), enc.EncodeBytes(e.Payload), enc.EncodeBytes(e.Prev[:]))
+		if err != nil {
+			return err
+		}
+		raw := buf.Bytes()
+		h := ledger.LeafHash(raw)
+		return errors.Join(tx.Bucket([]byte("events")).Put(k, raw),
+			tx.Bucket([]byte("merkle")).Bucket([]byte{0}).Put(binary.BigEndian.AppendUint64(nil, last-1), h[:]),
+			tx.Bucket([]byte("meta")).Put([]byte("head"), append(k, h[:]...)))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := verify(t, path, boltaudit.Options{}); !rep.OK {
+		t.Fatalf("chain only: %v", rep.Problem)
+	}
+	cp := audit.Checkpoint{Origin: "o", Size: 2, Root: root(t, path, 2)}
+	wantProblem(t, verify(t, path, boltaudit.Options{Checkpoint: &cp}), audit.EventMalformed, last)
+	wantProblem(t, verify(t, path, boltaudit.Options{Projections: true}), audit.EventMalformed, last)
 }

@@ -1,6 +1,10 @@
 package boltstore
 
-import "syscall"
+import (
+	"syscall"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // releaseMapped lets the kernel unmap the file pages this process has mapped
 // so far in the transaction. bbolt reads the file through a shared read-only
@@ -10,10 +14,11 @@ import "syscall"
 // resident. The data stays valid: the pages are mapped again from the page
 // cache on the next access, and bbolt never writes the file through the
 // mapping, nor a page a transaction can see before it commits.
-func (tx *Tx) releaseMapped() {
-	db := tx.btx.DB()
-	info := db.Info()
-	size := tx.btx.Size()
+func (tx *Tx) releaseMapped() { releaseMapped(tx.btx) }
+
+func releaseMapped(btx *bolt.Tx) {
+	info := btx.DB().Info()
+	size := btx.Size()
 	if info == nil || info.Data == 0 || size <= 0 {
 		return
 	}
@@ -21,7 +26,8 @@ func (tx *Tx) releaseMapped() {
 	syscall.Syscall(syscall.SYS_MADVISE, info.Data, uintptr(size), syscall.MADV_DONTNEED)
 }
 
-// releaseEvery is how many events a long scan reads between releases of
-// the pages it has mapped: a rebuild's chunk reads projection pages all over
-// the file, and only the recent ones need to stay mapped.
+// releaseEvery is how many events (or keys of a space) a long scan reads
+// between releases of the pages it has mapped: a rebuild's chunk reads
+// projection pages all over the file, and a walk over a whole space (a
+// fingerprint, a comparison) would otherwise keep all of it resident.
 const releaseEvery = 4096

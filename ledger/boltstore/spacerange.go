@@ -17,7 +17,10 @@ func (s *Space) Range(begin, end []byte, fn func(k, v []byte) (bool, error)) err
 	} else {
 		k, v = c.Seek(begin)
 	}
-	for ; k != nil && (end == nil || bytes.Compare(k, end) < 0); k, v = c.Next() {
+	for n := 0; k != nil && (end == nil || bytes.Compare(k, end) < 0); k, v = c.Next() {
+		if n++; n%releaseEvery == 0 {
+			releaseMapped(s.b.Tx())
+		}
 		more, err := fn(k, v)
 		if err != nil || !more {
 			return err

@@ -333,7 +333,10 @@ func (s *Space) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, er
 			k, v = c.Prev()
 		}
 	}
-	for k != nil && bytes.HasPrefix(k, prefix) {
+	for n := 1; k != nil && bytes.HasPrefix(k, prefix); n++ {
+		if n%releaseEvery == 0 {
+			releaseMapped(s.b.Tx())
+		}
 		more, err := fn(k, v)
 		if err != nil || !more {
 			return err

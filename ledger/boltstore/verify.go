@@ -54,6 +54,11 @@ func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*ledger.IntegrityError) er
 // stored leaves, to c, which calls fn for each problem. A missing event is
 // reported and the check resumes at the next stored one.
 func (tx *Tx) CheckEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*ledger.IntegrityError) error) error {
+	return tx.checkEvents(c, begin, end, fn, nil)
+}
+
+// checkEvents is CheckEvents calling each, if set, with every event checked.
+func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*ledger.IntegrityError) error, each EachEvent) error {
 	if end <= begin {
 		return nil
 	}
@@ -83,6 +88,14 @@ func (tx *Tx) CheckEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 		}
 		if err := c.Event(seq, raw, leaf, fn); err != nil {
 			return err
+		}
+		if each != nil {
+			if err := each(seq, raw, c.Hash()); err != nil {
+				return err
+			}
+		}
+		if (seq-begin+1)%releaseEvery == 0 {
+			tx.releaseMapped()
 		}
 		k, raw = ec.Next()
 	}
@@ -131,7 +144,21 @@ func (tx *Tx) CheckNodes(level uint, begin, end uint64, fn func(*ledger.Integrit
 type VerifyOptions struct {
 	Chunk    uint64                   // events per read transaction; default 65536
 	Progress func(done, total uint64) // called after each chunk, if set
+	// Each, if set, is called with every event checked, in seq order, in
+	// the chunk's read transaction: a caller that reads the log for more
+	// (a refold, a recomputed root) does so in the same pass. An event
+	// passed to Each may still be reported bad afterwards (a changed
+	// stored leaf is told from changed bytes by the next event's link).
+	Each EachEvent
+	// Chunked, if set, is called after each chunk's read transaction with
+	// the last seq it read, outside it (where a caller hands on what Each
+	// gathered without holding the file). Its error stops Verify.
+	Chunked func(last uint64) error
 }
+
+// EachEvent is called with an event's seq, its stored bytes (valid during
+// the call only) and their hash; its error stops the check.
+type EachEvent func(seq uint64, raw []byte, hash ledger.Hash) error
 
 // VerifyReport is what a successful Verify checked.
 type VerifyReport struct {
@@ -173,9 +200,14 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 			return rep, err
 		}
 		end := min(begin+opts.Chunk, head.Seq+1)
-		err := s.View(func(tx *Tx) error { return tx.CheckEvents(c, begin, end, keep) })
+		err := s.View(func(tx *Tx) error { return tx.checkEvents(c, begin, end, keep, opts.Each) })
 		if err != nil && err != errStop {
 			return rep, err
+		}
+		if opts.Chunked != nil && first == nil {
+			if err := opts.Chunked(end - 1); err != nil {
+				return rep, err
+			}
 		}
 		if opts.Progress != nil {
 			opts.Progress(end-1, total)

@@ -11,7 +11,8 @@ import (
 
 // progress is one "progress" event of the verification stream: Done of
 // Total units of work (events, Merkle nodes) in a phase. Phase 1 is the
-// chain and the Merkle tree, phase 2 the refold of the projections.
+// chain and the Merkle tree, read once for the refold of the projections
+// too; phase 2 the refolded projections compared with the stored ones.
 type progress struct {
 	Phase int    `json:"phase"`
 	Done  uint64 `json:"done"`

@@ -10,7 +10,7 @@
   const bar = document.getElementById("verify-progress");
   const status = document.getElementById("verify-status");
   const report = document.getElementById("verify-report");
-  const phases = { 1: "chain and Merkle tree", 2: "projections refolded from the log" };
+  const phases = { 1: "chain, Merkle tree and refold of the projections", 2: "projections compared with the refold" };
 
   function fact(name, value) {
     const dt = document.createElement("dt");

@@ -1,0 +1,164 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	bolt "go.etcd.io/bbolt"
+)
+
+// BenchmarkBytesPerThought records n thoughts through the service, one
+// thought_record call each, 8 calls in flight (group commits, as the peer
+// benchmark's stdio client makes them), then reports the file's size and
+// each bucket's pages per thought: the events, the Merkle nodes, every
+// projection space, the knowledge index. It then rebuilds the projections
+// twice (as `logbook rebuild` does: staging set, swap, trash emptied) and
+// reports the file's size after each, which must not grow.
+//
+//	go test ./commands -run '^$' -bench BytesPerThought -benchtime 1x -v
+//
+// LOGBOOK_BENCH_THOUGHTS sets n (default 100,000). Each row of the log is
+// "bucket  pages B/thought  in-use B/thought  fill%".
+func BenchmarkBytesPerThought(b *testing.B) {
+	n := 100_000
+	if env := os.Getenv("LOGBOOK_BENCH_THOUGHTS"); env != "" {
+		v, err := strconv.Atoi(env)
+		if err != nil || v <= 0 {
+			b.Fatalf("LOGBOOK_BENCH_THOUGHTS=%q: want a count like 100000", env)
+		}
+		n = v
+	}
+	for b.Loop() {
+		h := newHarnessWith(b, Options{Agent: "bench-agent"}, boltstore.Options{Hold: true})
+		h.tampered = true // checked below, at the size measured
+		task := h.call("task_create", map[string]any{"title": "bench solo", "project": "bench"}, "OK")["task_id"].(string)
+		cmd := named("thought_record")
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+					args, _ := json.Marshal(map[string]any{"task_id": task, "type": "analysis", "content": benchThoughtText(i)})
+					var code string
+					_, err := h.svc.Do(context.Background(), Call{Name: "thought_record", Command: cmd, Args: args, Client: "bench",
+						Encode: func(r any, err error) (string, []byte) { c, out := testEncode(r, err); code = c; return c, out }})
+					if err == nil && code != "OK" {
+						err = fmt.Errorf("thought_record #%d: %s", i, code)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+		live := h.fingerprint()
+		size := reportUsage(b, h, n, "fresh")
+		for round := 1; round <= 2; round++ {
+			if err := Rebuild(h.l, true, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := h.l.EmptyTrash(); err != nil {
+				b.Fatal(err)
+			}
+			if fp := h.fingerprint(); fp != live {
+				b.Fatalf("rebuilt projections differ from live ones (%x != %x)", fp, live)
+			}
+			after := reportUsage(b, h, n, fmt.Sprintf("rebuild %d", round))
+			b.ReportMetric(float64(after)/float64(size), fmt.Sprintf("size-after-rebuild%d/fresh", round))
+		}
+		b.ReportMetric(float64(size)/float64(n), "B/thought")
+	}
+}
+
+// benchThoughtText is the peer benchmark's thought (bench/peers/servers.mjs).
+func benchThoughtText(i int) string {
+	return strconv.Itoa(i) + ": Retry the upload with exponential back-off: the storage API rate-limits bursts, and a fixed delay either waits too long or trips the limit again."
+}
+
+// reportUsage logs the file's size and every bucket's pages per thought,
+// with the ledger closed (and opened again after), and returns the size.
+func reportUsage(b *testing.B, h *harness, n int, when string) int64 {
+	b.Helper()
+	h.l.Close()
+	fi, err := os.Stat(h.path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := bolt.Open(h.path, 0o600, nil) // not read-only: that would skip the freelist
+	if err != nil {
+		b.Fatal(err)
+	}
+	type row struct {
+		name        string
+		pages, used int
+	}
+	var rows []row
+	var used int64 // the high-water mark: pages ever allocated
+	ps := db.Info().PageSize
+	add := func(name string, bk *bolt.Bucket) {
+		s := bk.Stats()
+		pages := (s.BranchPageN + s.BranchOverflowN + s.LeafPageN + s.LeafOverflowN) * ps
+		rows = append(rows, row{name, pages, s.BranchInuse + s.LeafInuse})
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		used = tx.Size()
+		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+			switch string(name) {
+			case "spaces", "merkle":
+				return bk.ForEachBucket(func(k []byte) error {
+					label := string(name) + "/" + string(k)
+					if string(name) == "merkle" {
+						label = fmt.Sprintf("merkle/level %d", k[0])
+					}
+					add(label, bk.Bucket(k))
+					return nil
+				})
+			}
+			add(string(name), bk)
+			return nil
+		})
+	})
+	st := db.Stats()
+	db.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.SortFunc(rows, func(a, c row) int { return c.pages - a.pages })
+	per := func(v int) float64 { return float64(v) / float64(n) }
+	b.Logf("%s: file %d bytes, %.0f B/thought (pages used %.0f B/thought, of which free %.0f)", when, fi.Size(), per(int(fi.Size())),
+		per(int(used)), per(st.FreePageN*ps))
+	for _, r := range rows {
+		if r.pages == 0 {
+			continue
+		}
+		b.Logf("  %-28s %8.1f %8.1f %5.1f%%", r.name, per(r.pages), per(r.used), 100*float64(r.used)/float64(r.pages))
+	}
+	l, err := boltstore.Open(h.path, h.lopts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.l = l
+	svc, err := New(l, h.opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.svc = svc
+	return fi.Size()
+}
