@@ -117,7 +117,7 @@ type ReplayOptions struct {
 	To       uint64        // last seq, inclusive; 0: the head (with Follow, no end)
 	Chunk    uint64        // events per read transaction (> 0)
 	Follow   bool          // keep writing events as they are appended, until ctx ends
-	Interval time.Duration // with Follow, how often to look for new events (> 0; never < 0)
+	Interval time.Duration // with Follow, how often to look for new events (> 0)
 	Filter   Filter
 }
 
@@ -129,7 +129,7 @@ func (o ReplayOptions) Validate() error {
 		return audit.BadOption("from", "must be at least 1 (seqs start at 1)")
 	case o.To != 0 && o.To < o.From:
 		return audit.BadOption("to", "%d is before from %d", o.To, o.From)
-	case o.Interval < 0 || (o.Follow && o.Interval == 0):
+	case o.Interval <= 0:
 		return audit.BadOption("interval", "must be positive")
 	case o.Chunk == 0:
 		return audit.BadOption("chunk", "must be positive")

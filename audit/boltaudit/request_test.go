@@ -129,12 +129,12 @@ func TestReplayRefuses(t *testing.T) {
 		o      boltaudit.ReplayOptions
 		option string
 	}{
-		{boltaudit.ReplayOptions{Chunk: 1}, "from"},
-		{boltaudit.ReplayOptions{From: 5, To: 2, Chunk: 1}, "to"},
-		{boltaudit.ReplayOptions{From: 1, Chunk: 1, Follow: true}, "interval"},
+		{boltaudit.ReplayOptions{Chunk: 1, Interval: time.Second}, "from"},
+		{boltaudit.ReplayOptions{From: 5, To: 2, Chunk: 1, Interval: time.Second}, "to"},
+		{boltaudit.ReplayOptions{From: 1, Chunk: 1}, "interval"},
 		{boltaudit.ReplayOptions{From: 1, Chunk: 1, Interval: -time.Second}, "interval"},
-		{boltaudit.ReplayOptions{From: 1}, "chunk"},
-		{boltaudit.ReplayOptions{From: 1, To: tasks + 1, Chunk: 1}, "to"},
+		{boltaudit.ReplayOptions{From: 1, Interval: time.Second}, "chunk"},
+		{boltaudit.ReplayOptions{From: 1, To: tasks + 1, Chunk: 1, Interval: time.Second}, "to"},
 	} {
 		var out bytes.Buffer
 		err := boltaudit.Replay(context.Background(), l, &out, c.o)

@@ -150,7 +150,12 @@ func proveKind(kind string) func(c *call) func() error {
 		newSize := c.fs.Uint64("new", 0, "consistency: the new tree size (default: the head)")
 		out := c.fs.String("out", "", "write the proof to this file (default: stdout)")
 		return func() error {
-			// --size and --new are the one tree size, named for each proof.
+			// prove --help lists the flags of both proofs; each takes its own.
+			for _, f := range map[string][]string{audit.ProofInclusion: {"old", "new"}, audit.ProofConsistency: {"seq", "size"}}[kind] {
+				if c.isSet(f) {
+					return fmt.Errorf("--%s is not for %s proofs", f, kind)
+				}
+			}
 			req.Size, req.SizeKnown = max(*size, *newSize), c.isSet("size") || c.isSet("new")
 			var p *audit.Proof
 			err := c.view(func(tx *boltstore.Tx) (err error) {
