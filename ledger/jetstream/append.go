@@ -12,6 +12,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 )
 
@@ -93,26 +94,32 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.acked.Store(0) // only this append's acknowledgement may set it
 	id := nuid.Next()
 	deadline := time.Now().Add(r.opts.ResolveWithin)
 	ambiguous := false // whether an earlier attempt may have landed
 	wait := 20 * time.Millisecond
 	var last error
 	for attempt := 0; ; attempt++ {
+		sent := time.Now()
 		seq, err := r.publish(attempt, head.Seq, id, events)
 		var refused *apiError
 		switch {
 		case err == nil:
+			r.leaderAnswered()
 			if want := head.Seq + uint64(len(events)); seq != want {
 				return fmt.Errorf("stream %s acknowledged the append at seq %d, want %d", r.opts.Stream, seq, want)
 			}
 			r.noteKnown(seq)
+			r.acked.Store(seq)
 			return nil
 		case errors.As(err, &refused) && refused.headMoved() && !ambiguous:
 			// Refused before anything of ours could have landed.
 			if last, ok := refused.lastSeq(); ok && last < head.Seq {
 				// A leader just elected that has not applied all it
-				// holds yet: give it a moment before deciding again.
+				// holds yet, or one cut off from the others that lacks
+				// what they hold: give it a moment before deciding again.
+				r.leaderLost(sent)
 				time.Sleep(wait)
 			} else if ok {
 				r.hint.Store(last)
@@ -124,15 +131,20 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 			if !ambiguous {
 				return err
 			}
+		case errors.As(err, &refused) && refused.headMoved():
+			// An earlier attempt may be what moved it: read back.
 		case errors.As(err, &refused) && refused.transient():
 			// Nothing of this attempt landed; read back for earlier ones.
+			r.leaderLost(sent)
 		default:
 			ambiguous = true
+			r.leaderLost(sent)
 		}
 		last = err
 		landed, err := r.readBack(head.Seq, id, events)
 		switch {
 		case err == nil && landed:
+			r.leaderAnswered()
 			r.noteKnown(head.Seq + uint64(len(events)))
 			return nil
 		case errors.Is(err, boltstore.ErrHeadMoved) || errors.As(err, new(*ledger.IntegrityError)):
@@ -155,6 +167,19 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 // it does, ErrHeadMoved if it holds another's, false if nothing is there.
 func (r *Replica) readBack(head uint64, id string, events [][]byte) (bool, error) {
 	msgs, _, err := r.read(head+1, len(events))
+	if len(msgs) < len(events) {
+		// The server read from may lag (just restarted, healed from a
+		// partition): ask the leader, which holds what was committed.
+		lmsgs, lerr := r.readLeader(head+1, head+uint64(len(events)))
+		switch {
+		case len(lmsgs) > len(msgs):
+			msgs, err = lmsgs, lerr
+		case errors.Is(lerr, jetstream.ErrMsgNotFound) && len(msgs) == 0:
+			return false, nil
+		case lerr != nil:
+			err = errors.Join(err, lerr)
+		}
+	}
 	if len(msgs) == 0 {
 		return false, err
 	}

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nuid"
 )
 
 var benchStreams atomic.Int64
@@ -46,18 +48,39 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(at(0.99), "p99-µs")
 }
 
+// rawAppend is the engine alone, no ledger: one publish of an event-sized
+// message guarded by the expected last sequence, as Append sends it. Its
+// rate is the ceiling of a sequential append on the same servers.
+func rawAppend(b *testing.B) func(i int) error {
+	c := sharedCluster(b)
+	nc := c.connect(b, 0, "app")
+	rep := openReplica(b, nc, Options{Stream: fmt.Sprintf("bench%d", benchStreams.Add(1))}, hooks{})
+	data := make([]byte, 200)
+	return func(i int) error {
+		_, err := rep.publish(0, uint64(i), nuid.Next(), [][]byte{data})
+		return err
+	}
+}
+
 // BenchmarkSequentialAppend: one caller, one event per call, each waiting
-// for the last: appends/s and latency, embedded file vs 3-node stream.
+// for the last: appends/s and latency, embedded file vs 3-node stream, and
+// the stream's own ceiling (nats3-publish: a guarded publish, no ledger).
 func BenchmarkSequentialAppend(b *testing.B) {
-	for _, engine := range []string{"file", "nats3", "nats3-nosync"} {
+	for _, engine := range []string{"file", "nats3", "nats3-nosync", "nats3-publish"} {
 		b.Run(engine, func(b *testing.B) {
-			n := benchNode(b, engine)
+			var appendOne func(i int) error
+			if engine == "nats3-publish" {
+				appendOne = rawAppend(b)
+			} else {
+				n := benchNode(b, engine)
+				appendOne = func(i int) error { return n.appendEvents("bench", fmt.Sprintf("s%d", i)) }
+			}
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			start := time.Now()
 			for i := range b.N {
 				t0 := time.Now()
-				if err := n.appendEvents("bench", fmt.Sprintf("s%d", i)); err != nil {
+				if err := appendOne(i); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(t0))
@@ -70,12 +93,29 @@ func BenchmarkSequentialAppend(b *testing.B) {
 
 // BenchmarkInFlight64: 64 callers at once, one event per call (the store
 // groups them into commits, each one atomic batch): ev/s and per-call
-// latency, embedded file vs 3-node stream.
+// latency, embedded file vs 3-node stream, and the stream's own ceiling
+// (nats3-publish: 64 plain publishes in flight, unguarded, no ledger).
 func BenchmarkInFlight64(b *testing.B) {
 	const inFlight = 64
-	for _, engine := range []string{"file", "nats3", "nats3-nosync"} {
+	for _, engine := range []string{"file", "nats3", "nats3-nosync", "nats3-publish"} {
 		b.Run(engine, func(b *testing.B) {
-			n := benchNode(b, engine)
+			var appendOne func(i int64) error
+			if engine == "nats3-publish" {
+				c := sharedCluster(b)
+				nc := c.connect(b, 0, "app")
+				rep := openReplica(b, nc, Options{Stream: fmt.Sprintf("bench%d", benchStreams.Add(1))}, hooks{})
+				data := make([]byte, 200)
+				appendOne = func(int64) error {
+					m, err := nc.Request(rep.subject, data, rep.opts.Timeout)
+					if err == nil && bytes.Contains(m.Data, []byte(`"error"`)) {
+						err = fmt.Errorf("%s", m.Data)
+					}
+					return err
+				}
+			} else {
+				n := benchNode(b, engine)
+				appendOne = func(i int64) error { return n.appendEvents("bench", fmt.Sprintf("s%d", i)) }
+			}
 			var next atomic.Int64
 			var mu sync.Mutex
 			lat := make([]time.Duration, 0, b.N)
@@ -87,7 +127,7 @@ func BenchmarkInFlight64(b *testing.B) {
 					var mine []time.Duration
 					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
 						t0 := time.Now()
-						if err := n.appendEvents("bench", fmt.Sprintf("s%d", i)); err != nil {
+						if err := appendOne(i); err != nil {
 							b.Error(err)
 							return
 						}

@@ -175,6 +175,80 @@ func (c *cluster) partition(tb testing.TB, k int) {
 	})
 }
 
+// awaitLeader waits until a server other than except leads stream, and
+// then until that leader holds seq upTo, and returns how long after since
+// each was (limit at most).
+func (c *cluster) awaitLeader(account, stream string, except int, upTo uint64, limit time.Duration, since time.Time) (elected, applied time.Duration) {
+	elected, applied = limit, limit
+	leader := -1
+	for time.Since(since) < limit {
+		for i, s := range c.servers {
+			if leader < 0 && i != except && s != nil && s.JetStreamIsStreamLeader(account, stream) {
+				leader, elected = i, time.Since(since)
+			}
+		}
+		if leader >= 0 && c.lastSeq(leader, account, stream) >= upTo {
+			return elected, time.Since(since)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return elected, applied
+}
+
+// lastSeq is the last seq server i holds of stream (0 if it cannot tell).
+func (c *cluster) lastSeq(i int, account, stream string) uint64 {
+	s := c.servers[i]
+	if s == nil {
+		return 0
+	}
+	jsz, err := s.Jsz(&server.JSzOptions{Accounts: true, Streams: true})
+	if err != nil {
+		return 0
+	}
+	for _, a := range jsz.AccountDetails {
+		for _, sd := range a.Streams {
+			if a.Name == account && sd.Name == stream {
+				return sd.State.LastSeq
+			}
+		}
+	}
+	return 0
+}
+
+// awaitSettled waits until one server leads stream and every server holds
+// the same last seq of it: after a partition heals, the server that was cut
+// off may for a while still answer as the leader of its stale copy.
+func (c *cluster) awaitSettled(tb testing.TB, account, stream string) {
+	tb.Helper()
+	eventually(tb, time.Minute, func() error {
+		var leaders []string
+		last := map[uint64][]string{}
+		for i, s := range c.servers {
+			if s == nil {
+				continue
+			}
+			if s.JetStreamIsStreamLeader(account, stream) {
+				leaders = append(leaders, fmt.Sprintf("n%d", i))
+			}
+			jsz, err := s.Jsz(&server.JSzOptions{Accounts: true, Streams: true})
+			if err != nil {
+				return err
+			}
+			for _, a := range jsz.AccountDetails {
+				for _, sd := range a.Streams {
+					if sd.Name == stream {
+						last[sd.State.LastSeq] = append(last[sd.State.LastSeq], fmt.Sprintf("n%d", i))
+					}
+				}
+			}
+		}
+		if len(leaders) != 1 || len(last) != 1 {
+			return fmt.Errorf("stream %s: leaders %v, last seqs %v", stream, leaders, last)
+		}
+		return nil
+	})
+}
+
 func (c *cluster) heal(tb testing.TB) {
 	tb.Helper()
 	for i, s := range c.servers {
@@ -196,15 +270,24 @@ func (c *cluster) index(name string) int {
 
 func (c *cluster) url(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]) }
 
-// connect connects as user to server i, reconnecting (to any server of the
-// cluster) for as long as the test runs.
+// connect connects as user to server i first, reconnecting for as long as
+// the test runs to any server of the cluster: every server is listed, as
+// an operator lists them (a server cut off from the others tells its
+// clients it is the whole cluster; only the servers given stay known).
 func (c *cluster) connect(tb testing.TB, i int, user string) *nats.Conn {
-	return connectURL(tb, c.url(i), user)
+	return c.connectVia(tb, c.url(i), user)
 }
 
-func connectURL(tb testing.TB, url, user string) *nats.Conn {
-	nc, err := nats.Connect(url, nats.UserInfo(user, user), nats.MaxReconnects(-1),
-		nats.ReconnectWait(50*time.Millisecond), nats.Timeout(2*time.Second))
+// connectVia connects as user through url first, then as connect does.
+func (c *cluster) connectVia(tb testing.TB, url, user string) *nats.Conn {
+	urls := []string{url}
+	for j := range c.ports {
+		if u := c.url(j); u != url {
+			urls = append(urls, u)
+		}
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.UserInfo(user, user), nats.MaxReconnects(-1),
+		nats.DontRandomize(), nats.ReconnectWait(50*time.Millisecond), nats.Timeout(2*time.Second))
 	if err != nil {
 		tb.Fatal(err)
 	}

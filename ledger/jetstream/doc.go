@@ -24,6 +24,11 @@
 //     may be sent again only guarded by the same expected last sequence, so
 //     at most one copy can ever land; past Options.ResolveWithin the append
 //     fails with ErrOutcomeUnknown, never claimed done.
+//   - A writer whose own append the stream acknowledged last skips the read
+//     before its next append (the expected last sequence refuses it if
+//     another node appended meanwhile), comparing its head with the stream
+//     at least every headCheckEvery (100ms): one round trip per sequential
+//     append, not two.
 //   - Every event read from the stream goes through Tx.Ingest (envelope,
 //     seq, chain link) and the message at the local head must hash to the
 //     local head: a rewritten, missing or foreign message is reported as a
@@ -34,6 +39,13 @@
 //     connection (Options.SystemConn), refusing one that does not sync
 //     always; without one it logs a loud warning, since a client cannot see
 //     it.
+//   - A connection through which the stream's leader stays out of reach for
+//     Options.LeaderWait (requests it should answer time out, or its server
+//     knows no leader) is moved to another server (nats.Conn.ForceReconnect):
+//     a server partitioned from the others stays up and keeps its clients,
+//     which would otherwise never reach the leader the others elected. The
+//     connection must list every server: a partitioned server tells its
+//     clients it is the whole cluster, and only the URLs given stay known.
 //   - One Replica serves one Store (its calls are serialised by the store's
 //     committer).
 //

@@ -39,12 +39,14 @@ type writers struct {
 	acked  map[string]bool
 	count  atomic.Int64
 	failed atomic.Int64
+	byNode []atomic.Int64 // acknowledged appends per node
 	wg     sync.WaitGroup
 	stop   chan struct{}
+	once   sync.Once
 }
 
 func startWriters(t *testing.T, nodes []*liveNode, perNode int) *writers {
-	w := &writers{hist: newHistory(), acked: map[string]bool{}, stop: make(chan struct{})}
+	w := &writers{hist: newHistory(), acked: map[string]bool{}, stop: make(chan struct{}), byNode: make([]atomic.Int64, len(nodes))}
 	for n, l := range nodes {
 		for a := range perNode {
 			w.wg.Go(func() {
@@ -84,11 +86,20 @@ func startWriters(t *testing.T, nodes []*liveNode, perNode int) *writers {
 					}
 					w.mu.Unlock()
 					w.count.Add(1)
+					w.byNode[n].Add(1)
 				}
 			})
 		}
 	}
+	// A test that fails stops its agents before its nodes close.
+	t.Cleanup(w.halt)
 	return w
+}
+
+// halt stops the agents and waits for them; it may be called again.
+func (w *writers) halt() {
+	w.once.Do(func() { close(w.stop) })
+	w.wg.Wait()
 }
 
 // await waits until more appends than now+n were acknowledged, saying
@@ -118,6 +129,37 @@ func (w *writers) await(t *testing.T, n int64, nodes []*liveNode) {
 	})
 }
 
+// awaitEach waits until every node acknowledged n more appends than now,
+// and returns how long each took.
+func (w *writers) awaitEach(t *testing.T, n int64, nodes []*liveNode) []time.Duration {
+	t.Helper()
+	start := time.Now()
+	targets := make([]int64, len(w.byNode))
+	for i := range w.byNode {
+		targets[i] = w.byNode[i].Load() + n
+	}
+	took := make([]time.Duration, len(w.byNode))
+	eventually(t, 60*time.Second, func() error {
+		var waiting []string
+		for i := range w.byNode {
+			if took[i] > 0 {
+				continue
+			}
+			if got := w.byNode[i].Load(); got < targets[i] {
+				waiting = append(waiting, fmt.Sprintf("node %d: %d appends acknowledged, waiting for %d (connected to %s)",
+					i, got, targets[i], nodes[i].n.nc.ConnectedServerName()))
+				continue
+			}
+			took[i] = time.Since(start).Round(time.Millisecond)
+		}
+		if len(waiting) > 0 {
+			return fmt.Errorf("%v", waiting)
+		}
+		return nil
+	})
+	return took
+}
+
 // leader is the index of the server leading the stream.
 func leader(t *testing.T, c *cluster, r *Replica) int {
 	var i int
@@ -136,20 +178,29 @@ func leader(t *testing.T, c *cluster, r *Replica) int {
 
 // TestFaultsLoseNothing: agents on three logbook nodes append while the
 // stream's leader server is shut down and restarted, then another server,
-// a node's connection to its server is cut with appends in flight, and a
-// logbook node is closed and reopened: every acknowledged append is
-// in the stream exactly once, nothing is there twice, and every node ends
-// with the same verified chain. LOGBOOK_SOAK=1 runs five rounds, each also
-// partitioning the leader's server from the others (routes dropped) and
-// healing it.
+// then the leader's server is partitioned from the others (its routes
+// dropped) and healed, a node's connection to its server is cut with
+// appends in flight, and a logbook node is closed and reopened: every
+// acknowledged append is in the stream exactly once, nothing is there
+// twice, every node ends with the same verified chain, and the history is
+// linearizable. While the partition lasts every node appends again (a node
+// whose connection is held by the partitioned server leaves it), and so
+// after it heals (the partition is left out under the race detector: see
+// the comment in the round). LOGBOOK_SOAK=1 runs five rounds.
 func TestFaultsLoseNothing(t *testing.T) {
-	rounds, soak := 1, os.Getenv("LOGBOOK_SOAK") != ""
-	if soak {
+	rounds := 1
+	if os.Getenv("LOGBOOK_SOAK") != "" {
 		rounds = 5
 	}
 	c := startCluster(t, 3, "always")
 	dir := t.TempDir()
-	opts := Options{Stream: "faults", ResolveWithin: 20 * time.Second}
+	var quiet atomic.Bool // no logging once the test is over
+	t.Cleanup(func() { quiet.Store(true) })
+	opts := Options{Stream: "faults", ResolveWithin: 20 * time.Second, LeaderWait: 5 * time.Second, Logf: func(format string, args ...any) {
+		if !quiet.Load() {
+			t.Logf(format, args...)
+		}
+	}}
 	var nodes []*liveNode
 	// Node 2 reaches its server through a proxy the test cuts: its
 	// appends in flight then lose their answers.
@@ -157,7 +208,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 	for i := range 3 {
 		nc := c.connect(t, i, "app")
 		if i == 2 {
-			nc = connectURL(t, cable.url(), "app")
+			nc = c.connectVia(t, cable.url(), "app")
 		}
 		rep := openReplica(t, nc, opts, hooks{})
 		nodes = append(nodes, &liveNode{n: openNode(t, filepath.Join(dir, fmt.Sprintf("node%d.db", i)), nc, rep), opts: opts})
@@ -177,17 +228,32 @@ func TestFaultsLoseNothing(t *testing.T) {
 		w.await(t, 30, nodes)
 		c.start(other)
 		w.await(t, 30, nodes)
-		if soak {
-			// Soak only: after the restarts above, the stream has been seen
-			// leaderless for minutes once its leader is partitioned (a
-			// liveness stall of the servers, nothing lost); the default run
-			// must not depend on it.
+		if raceDetector {
+			// nats-server 2.15.2 reads its options unlocked while a reload
+			// (how the test drops routes) replaces them: stream.go:6365
+			// (s.opts.MaxPending, a direct get) vs server.go:1224
+			// (setOpts). The race detector reports the server's race.
+			t.Logf("round %d: no partition under the race detector (nats-server's own race on reload)", round)
+		} else {
+			// After the restarts, clients have reconnected wherever they
+			// could: nodes held by the partitioned server must leave it.
 			lead = leader(t, c, nodes[0].n.rep)
 			t.Logf("round %d: partitioning the stream leader n%d from the others", round, lead)
+			partitioned := time.Now()
+			committed := c.lastSeq(lead, "APP", "faults")
 			c.partition(t, lead)
-			w.await(t, 30, nodes)
+			type times struct{ elected, applied time.Duration }
+			leaderAt := make(chan times, 1)
+			go func() {
+				e, a := c.awaitLeader("APP", "faults", lead, committed, time.Minute, partitioned)
+				leaderAt <- times{e, a}
+			}()
+			took := w.awaitEach(t, 5, nodes)
+			at := <-leaderAt
+			t.Logf("round %d: the majority elected a leader %v after the partition, which held seq %d (the old leader's last) after %v; every node appended again within %v",
+				round, at.elected.Round(time.Millisecond), committed, at.applied.Round(time.Millisecond), took)
 			c.heal(t)
-			w.await(t, 30, nodes)
+			t.Logf("round %d: every node appends again after the heal, within %v", round, w.awaitEach(t, 5, nodes))
 		}
 		t.Logf("round %d: cutting logbook node 2's connection", round)
 		cable.cut()
@@ -196,8 +262,8 @@ func TestFaultsLoseNothing(t *testing.T) {
 		nodes[round%3].reopen(t)
 		w.await(t, 30, nodes)
 	}
-	close(w.stop)
-	w.wg.Wait()
+	w.halt()
+	c.awaitSettled(t, "APP", "faults")
 	t.Logf("%d appends acknowledged, %d failed", w.count.Load(), w.failed.Load())
 	var plain []*node
 	for _, l := range nodes {

@@ -71,9 +71,42 @@ func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err 
 // head's event. It reads from the server nearest to it (direct gets); if
 // that one lags behind what this replica knows the stream holds, it reads
 // from the stream's leader, bounded by Options.Timeout.
+//
+// It reads nothing when the local head is this replica's own last append,
+// acknowledged by the stream with nothing heard of since, and the head was
+// compared with the stream within headCheckEvery: a sequential writer then
+// pays one round trip per append, not two. If another node appended
+// meanwhile, the append's expected last sequence refuses it (ErrHeadMoved)
+// and the catch-up that follows reads; a message at the head changed
+// behind the servers' back (deletes and purges are denied) is found by the
+// next catch-up that reads, within headCheckEvery, as by every node that
+// ingests it.
 func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	head := tx.Head().Seq
+	if head > 0 && r.acked.Load() == head && max(r.known.Load(), r.hint.Load()) <= head &&
+		time.Since(time.Unix(0, r.checked.Load())) < headCheckEvery {
+		return nil
+	}
+	start := time.Now()
+	if err := r.catchUp(tx); err != nil {
+		if !errors.As(err, new(*ledger.IntegrityError)) {
+			// Nothing served what the stream holds within the timeout:
+			// the server this connection holds may be cut off.
+			r.leaderLost(start)
+		}
+		return err
+	}
+	r.checked.Store(time.Now().UnixNano())
+	return nil
+}
+
+// headCheckEvery is how long a writer that appended last may skip reading
+// the stream before its appends (see CatchUp).
+const headCheckEvery = 100 * time.Millisecond
+
+func (r *Replica) catchUp(tx *boltstore.Tx) error {
 	c := &catchUp{tx: tx, head: tx.Head(), checked: tx.Head().Seq == 0}
 	// A conflict's hint is only worth a short wait: the leader that named
 	// it may count appends it proposed that will never commit.
@@ -174,8 +207,12 @@ func (r *Replica) readLeader(from, upTo uint64) ([]message, error) {
 	var msgs []message
 	for seq := from; seq <= upTo && len(msgs) < readBatch; seq++ {
 		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+		sent := time.Now()
 		m, err := r.stream.GetMsg(ctx, seq)
 		cancel()
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			r.leaderLost(sent)
+		}
 		if err != nil {
 			return msgs, err
 		}
@@ -196,6 +233,12 @@ func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 		return fmt.Errorf("catch up with stream %s: %w", r.opts.Stream, errors.Join(readErr, err))
 	}
 	s := info.State
+	if !quorumCurrent(info) {
+		// A server cut off from the others (or just back) may answer as
+		// the leader of its stale copy: its word is no verdict.
+		return fmt.Errorf("catch up with stream %s: at seq %d; the server answering as its leader (%s, last seq %d) has no quorum of current replicas: %w",
+			r.opts.Stream, local.Seq, info.Cluster.Leader, s.LastSeq, errors.Join(readErr, nats.ErrTimeout))
+	}
 	if s.LastSeq < local.Seq {
 		return &ledger.IntegrityError{Seq: s.LastSeq + 1, Problem: ledger.ProblemGap,
 			Detail: fmt.Sprintf("the stream ends at seq %d (%d deleted); this node holds events up to %d", s.LastSeq, s.NumDeleted, local.Seq)}
@@ -219,6 +262,22 @@ func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 	}
 	return fmt.Errorf("catch up with stream %s: at seq %d, the stream holds %d and no server served them within %v: %w",
 		r.opts.Stream, local.Seq, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
+}
+
+// quorumCurrent tells whether the stream's leader, by its own report,
+// hears from a majority of the stream's servers (itself included); true for
+// an unclustered stream.
+func quorumCurrent(info *jetstream.StreamInfo) bool {
+	if info.Cluster == nil || len(info.Cluster.Replicas) == 0 {
+		return true
+	}
+	current := 1
+	for _, p := range info.Cluster.Replicas {
+		if p.Current && !p.Offline {
+			current++
+		}
+	}
+	return info.Cluster.Leader != "" && current > (len(info.Cluster.Replicas)+1)/2
 }
 
 // noteKnown records that the stream holds at least seq (committed: an

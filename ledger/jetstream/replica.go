@@ -31,6 +31,11 @@ type Options struct {
 	// resolved (read back, resent under the same expected sequence) before
 	// it fails with ErrOutcomeUnknown; default 30s.
 	ResolveWithin time.Duration
+	// LeaderWait is how long the stream's leader may stay out of reach
+	// through the connection (requests it should answer time out, or the
+	// server knows no leader) before the connection is moved to another of
+	// its servers; default 10s, past a NATS leader election (4-9s).
+	LeaderWait time.Duration
 	// SystemConn, if set, is a connection as a system-account user: Open
 	// then checks that every server holding the stream syncs always.
 	SystemConn *nats.Conn
@@ -74,9 +79,20 @@ type Replica struct {
 	// hint is the last sequence a conflict named: what the leader counts,
 	// appends proposed but not committed among them. The next catch-up
 	// waits for it briefly, never fails for it.
-	hint  atomic.Uint64
-	reqID uint64
-	hooks hooks // set by tests only
+	hint atomic.Uint64
+	// lost is when (unix ns) the stream's leader went out of reach through
+	// this connection (the first of a run of failed requests, each within
+	// Options.LeaderWait of the last, with no append acknowledged since);
+	// failed the last failed request's end.
+	lost, failed atomic.Int64
+	// acked is the last seq of this replica's last append, while the
+	// stream acknowledged it and nothing since told of another append;
+	// checked is when (unix ns) a catch-up last compared the local head
+	// with the stream. See CatchUp.
+	acked   atomic.Uint64
+	checked atomic.Int64
+	reqID   uint64
+	hooks   hooks // set by tests only
 }
 
 // hooks let tests damage what a replica reads and lose what it sends.
@@ -116,6 +132,9 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 	}
 	if opts.ResolveWithin <= 0 {
 		opts.ResolveWithin = 30 * time.Second
+	}
+	if opts.LeaderWait <= 0 {
+		opts.LeaderWait = 10 * time.Second
 	}
 	if opts.Logf == nil {
 		logger := log.New(os.Stderr, "", log.LstdFlags)
@@ -247,7 +266,45 @@ func checkState(s jetstream.StreamState) error {
 func (r *Replica) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	return r.stream.Info(ctx)
+	sent := time.Now()
+	info, err := r.stream.Info(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded):
+		// The caller gave up: that says nothing of the servers.
+	case err != nil || (info.Cluster != nil && info.Cluster.Leader == ""):
+		r.leaderLost(sent)
+	}
+	return info, err
+}
+
+// leaderAnswered notes that the stream's leader acknowledged an append
+// through this connection: a quorum of servers is reachable. (Nothing
+// short of that tells: a server cut off from the others may still believe
+// it leads the stream, and answer reads and refusals from its stale copy.)
+func (r *Replica) leaderAnswered() { r.lost.Store(0) }
+
+// leaderLost notes a request sent at sent that the stream's leader did
+// not answer (a timeout, no responders, a server without a leader). Once
+// the leader has been out of reach for Options.LeaderWait, the connection
+// is moved to another of its servers: the one it holds may be cut off from
+// the rest of the cluster (partitioned), where it stays up, answers reads
+// from its stale copy and never reaches the leader the others elected,
+// while the client sees a healthy connection and would never leave it.
+func (r *Replica) leaderLost(sent time.Time) {
+	now := time.Now().UnixNano()
+	if prev := r.failed.Swap(now); time.Duration(now-prev) > r.opts.LeaderWait {
+		r.lost.Store(0) // the last failure is long past: a new run
+	}
+	r.lost.CompareAndSwap(0, sent.UnixNano())
+	since := r.lost.Load()
+	if since == 0 || time.Duration(now-since) < r.opts.LeaderWait || !r.lost.CompareAndSwap(since, now) {
+		return
+	}
+	r.opts.Logf("stream %s: no leader answered through server %s for %v: moving to another server",
+		r.opts.Stream, r.nc.ConnectedServerName(), time.Duration(now-since).Round(time.Millisecond))
+	if err := r.nc.ForceReconnect(); err != nil {
+		r.opts.Logf("stream %s: reconnect: %v", r.opts.Stream, err)
+	}
 }
 
 var _ boltstore.Replica = (*Replica)(nil)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -15,15 +16,22 @@ import (
 
 // streamEvents reads the whole stream through r, independently of any
 // node's copy, and checks it is one chain: message i is event i, linking to
-// message i-1's hash.
+// message i-1's hash. It reads up to the last seq the stream's leader
+// reports, waiting for the server it reads from if that one lags (e.g.
+// just healed from a partition).
 func streamEvents(tb testing.TB, r *Replica) []ledger.Event {
 	tb.Helper()
+	info, err := r.Info(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var events []ledger.Event
 	var prev ledger.Hash
-	for {
-		msgs, pending, err := r.read(uint64(len(events))+1, readBatch)
+	deadline := time.Now().Add(30 * time.Second)
+	for uint64(len(events)) < info.State.LastSeq {
+		msgs, _, err := r.read(uint64(len(events))+1, readBatch)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -38,10 +46,14 @@ func streamEvents(tb testing.TB, r *Replica) []ledger.Event {
 			prev = ledger.LeafHash(m.data)
 			events = append(events, e)
 		}
-		if pending == 0 {
-			return events
+		if len(msgs) == 0 {
+			if time.Now().After(deadline) {
+				tb.Fatalf("read %d of the stream's %d messages: the server read from lags", len(events), info.State.LastSeq)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	return events
 }
 
 // agents runs perNode appends from each of 3 agents on every node at once:

@@ -124,7 +124,10 @@ func TestTamperedStreamIsDetected(t *testing.T) {
 		reader := openNode(t, filepath.Join(dir, "deletable-reader.db"), rnc, openReplica(t, rnc, opts, hooks{lax: true}))
 		err = reader.store.Update(func(*boltstore.Tx) error { return nil })
 		wantIntegrity(t, err, reader, 0, 3)
-		// The writer held seq 5, now gone from the stream.
+		// The writer held seq 5, now gone from the stream. It appended it
+		// itself: its next catch-up compares its head with the stream
+		// once headCheckEvery has passed since its last comparison.
+		time.Sleep(headCheckEvery)
 		err = w.appendEvents("w", "d6")
 		wantIntegrity(t, err, w, 5, 5)
 	})
