@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode"
@@ -60,10 +62,11 @@ func ParseCheckpoint(text string) (Checkpoint, error) {
 }
 
 // Sign returns the signed note of c: its text, a blank line and the
-// signature line.
+// signature line. An origin that is not one non-empty line is an
+// *OptionError.
 func (c Checkpoint) Sign(s note.Signer) ([]byte, error) {
 	if c.Origin == "" || strings.Contains(c.Origin, "\n") {
-		return nil, errors.New("the origin must be one non-empty line")
+		return nil, BadOption("origin", "must be one non-empty line")
 	}
 	return note.Sign(&note.Note{Text: c.Text()}, s)
 }
@@ -101,6 +104,21 @@ func ReadCheckpoint(path, verifierPath string) (Checkpoint, error) {
 	return OpenCheckpoint(msg, v)
 }
 
+// ReadSigner reads the signer key file path (as Keys.Write writes it). A
+// file that cannot be read is the os error; one that holds no signer key
+// is an error naming it.
+func ReadSigner(path string) (note.Signer, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := ParseSignerKey(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a signer key: %w", path, err)
+	}
+	return s, nil
+}
+
 // ParseSignerKey reads a signer key as a key file holds it (surrounding
 // white space ignored).
 func ParseSignerKey(text string) (note.Signer, error) {
@@ -128,18 +146,23 @@ type Keys struct {
 	Verifier string // public: what auditors are given
 }
 
-// NewKeys generates a key pair named name (see ValidKeyName).
+// NewKeys generates a key pair named name; a name ValidKeyName refuses is
+// an *OptionError.
 func NewKeys(name string) (Keys, error) {
 	if !ValidKeyName(name) {
-		return Keys{}, fmt.Errorf("key name %q: want a non-empty name without spaces or '+'", name)
+		return Keys{}, BadOption("name", "%q: want a non-empty name without spaces or '+' (e.g. example.com/logbook)", name)
 	}
 	sk, vk, err := note.GenerateKey(rand.Reader, name)
 	return Keys{Signer: sk, Verifier: vk}, err
 }
 
-// Write creates the two key files, which must not exist: the signer key
-// readable by its owner only. On error neither file is left behind.
+// Write creates the two key files, which must not exist (an error wrapping
+// fs.ErrExist says which does): the signer key readable by its owner only.
+// On error neither file is left behind.
 func (k Keys) Write(signerPath, verifierPath string) error {
+	if filepath.Clean(signerPath) == filepath.Clean(verifierPath) {
+		return fmt.Errorf("the signer and the verifier key would be the same file %s", signerPath)
+	}
 	if err := writeNew(signerPath, k.Signer+"\n", 0o600); err != nil {
 		return err
 	}
@@ -153,6 +176,9 @@ func (k Keys) Write(signerPath, verifierPath string) error {
 // writeNew creates path (which must not exist) with data, synced.
 func writeNew(path, data string, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("refusing to overwrite the key %s: %w", path, fs.ErrExist)
+	}
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,9 @@
 // Invariants:
 //   - Every check that fails returns a *Problem whose Kind is stable (the
 //     same words verify and check-proof print): a caller switches on it with
-//     errors.As, never on a message. Other errors are I/O or usage.
+//     errors.As, never on a message. A request a caller gets wrong (an
+//     option out of range, options that exclude each other) is an
+//     *OptionError naming the option; other errors are I/O.
 //   - Nothing here trusts what it is given: a proof is checked against a
 //     root the caller obtained elsewhere, a checkpoint against a verifier key.
 //   - A proof file is canonical: decoding re-encodes and compares byte for

@@ -102,15 +102,6 @@ func (s *schema) orNull() *schema {
 	return s
 }
 
-func (s *schema) is(t string) bool {
-	for _, x := range s.types {
-		if x == t {
-			return true
-		}
-	}
-	return false
-}
-
 func (s *schema) property(name string) *schema {
 	for _, p := range s.props {
 		if p.name == name {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"time"
@@ -203,6 +204,19 @@ func OpenTokens(db, socket string) (*Tokens, error) {
 	return &Tokens{l: l}, nil
 }
 
+// issuer is who issues or revokes tokens: name if given, else the OS user
+// running this process (the one at the terminal, whether the call goes
+// through a server or not), else "unknown".
+func issuer(name string) string {
+	if name != "" {
+		return name
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "unknown"
+}
+
 // ViaServer reports whether the calls go through a running server.
 func (m *Tokens) ViaServer() bool { return m.c != nil }
 
@@ -215,8 +229,10 @@ func (m *Tokens) Close() error {
 	return nil
 }
 
-// Issue is IssueToken, here or at the server.
+// Issue is IssueToken, here or at the server; an Issuer not given is the
+// OS user (issuer).
 func (m *Tokens) Issue(req Issue) (string, projections.Token, error) {
+	req.Issuer = issuer(req.Issuer)
 	if m.l != nil {
 		return IssueToken(m.l, req)
 	}
@@ -225,8 +241,10 @@ func (m *Tokens) Issue(req Issue) (string, projections.Token, error) {
 	return out.Token, out.Record, err
 }
 
-// Revoke is RevokeTokens, here or at the server.
+// Revoke is RevokeTokens, here or at the server; an Issuer not given is
+// the OS user (issuer).
 func (m *Tokens) Revoke(req Revoke) ([]projections.Token, error) {
+	req.Issuer = issuer(req.Issuer)
 	if m.l != nil {
 		return RevokeTokens(m.l, req)
 	}

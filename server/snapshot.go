@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
@@ -22,11 +21,13 @@ type SnapshotOptions struct {
 	Copied, Folded func(done, total uint64)
 }
 
-// Snapshotted is what Snapshot wrote.
+// Snapshotted is what Snapshot wrote, as logbook snapshot --json prints it.
 type Snapshotted struct {
-	Size       uint64
-	Head, Root ledger.Hash
-	Locked     time.Duration // the longest the source was held for the copy
+	Out      string      `json:"out"`
+	Size     uint64      `json:"size"`
+	Head     ledger.Hash `json:"head"`
+	Root     ledger.Hash `json:"root"`
+	LockedMS float64     `json:"locked_ms"` // the longest the source was held for the copy
 }
 
 // Snapshot copies the ledger file db, while agents keep writing, to the new
@@ -34,9 +35,13 @@ type Snapshotted struct {
 // server holding db, if one answers there, else directly
 // (boltstore.Store.Snapshot). The copy's projections are refolded from its
 // own log. The file appears at out only when complete, and never replaces
-// a file created there meanwhile (an error wrapping os.ErrExist).
+// a file there, even one created meanwhile (an error wrapping os.ErrExist,
+// at once if out exists when it starts).
 func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapshotted, error) {
-	var res Snapshotted
+	res := Snapshotted{Out: out}
+	if _, err := os.Lstat(out); err == nil {
+		return res, fmt.Errorf("%s: %w", out, os.ErrExist)
+	}
 	// Written under a temporary name, linked into place once its
 	// projections are built.
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".snapshot-*")
@@ -60,7 +65,7 @@ func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapsh
 	if err != nil {
 		return res, err
 	}
-	res.Size, res.Head, res.Locked = rep.Size, rep.Head, rep.Locked
+	res.Size, res.Head, res.LockedMS = rep.Size, rep.Head, millis(rep.Locked)
 	cp, err := boltstore.Open(tmp.Name(), boltstore.Options{})
 	if err != nil {
 		return res, err

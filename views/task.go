@@ -3,8 +3,10 @@ package views
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -141,6 +143,26 @@ func taskStep(r ledger.Record) (Step, error) {
 		st.Changes = append(st.Changes, "labels ["+strings.Join(*p.Labels, ", ")+"]")
 	}
 	return st, nil
+}
+
+// Tasks lists the tasks in creation order: those of project only when
+// project is not empty, and those in one of statuses only when statuses is
+// not empty. A status that is not one of domain.Statuses is an error
+// naming it.
+func Tasks(tx *boltstore.Tx, project string, statuses []string) ([]projections.Task, error) {
+	for _, st := range statuses {
+		if !slices.Contains(domain.Statuses, st) {
+			return nil, fmt.Errorf("unknown status %q (want %s)", st, strings.Join(domain.Statuses, ", "))
+		}
+	}
+	list := []projections.Task{}
+	err := projections.Tasks(tx, func(t projections.Task) bool {
+		if (project == "" || t.Project == project) && (len(statuses) == 0 || slices.Contains(statuses, t.Status)) {
+			list = append(list, t)
+		}
+		return true
+	})
+	return list, err
 }
 
 // TaskList prints tasks as a table: id, status, priority, progress,

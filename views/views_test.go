@@ -47,6 +47,7 @@ func TestViews(t *testing.T) {
 	call("task_update", map[string]any{"task_id": "T-0001", "status": "todo"})
 	call("thought_record", map[string]any{"task_id": "T-0001", "type": "plan", "content": "first"})
 	call("task_update", map[string]any{"task_id": "T-0001", "status": "in_progress", "priority": "high"})
+	call("task_create", map[string]any{"title": "u", "project": "q"})
 
 	err = l.View(func(tx *boltstore.Tx) error {
 		v, err := views.ReadTask(tx, "T-0001")
@@ -82,7 +83,19 @@ func TestViews(t *testing.T) {
 		if s.Finalized || s.State() != "open" || uint64(len(s.LeafList)) != s.Leaves || s.LedgerSize != tx.Head().Seq {
 			t.Errorf("session %+v", s)
 		}
-		if _, err := views.ReadTask(tx, "T-0002"); !errors.Is(err, views.ErrNotFound) {
+		for _, c := range []struct {
+			project  string
+			statuses []string
+			want     int
+		}{{"", nil, 2}, {"p", nil, 1}, {"", []string{"in_progress"}, 1}, {"q", []string{"todo", "done"}, 0}} {
+			if list, err := views.Tasks(tx, c.project, c.statuses); err != nil || len(list) != c.want {
+				t.Errorf("Tasks(%q, %v) = %d tasks, %v; want %d", c.project, c.statuses, len(list), err, c.want)
+			}
+		}
+		if _, err := views.Tasks(tx, "", []string{"urgent"}); err == nil {
+			t.Error("Tasks with an unknown status")
+		}
+		if _, err := views.ReadTask(tx, "T-0003"); !errors.Is(err, views.ErrNotFound) {
 			t.Errorf("unknown task: %v", err)
 		}
 		if _, err := views.ReadSession(tx, "A-0002"); !errors.Is(err, views.ErrNotFound) {

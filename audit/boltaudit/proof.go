@@ -5,33 +5,73 @@ import (
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
-// Prove is the proof of kind, read in tx: with audit.ProofInclusion, that
-// event m is in the tree of the first n events; with
-// audit.ProofConsistency, that the tree of the first m events is a prefix
-// of it. It needs 1 <= m <= n <= the head.
-func Prove(tx *boltstore.Tx, kind string, m, n uint64) (*audit.Proof, error) {
+// ProofRequest names a proof. With Kind audit.ProofInclusion: that event
+// Seq is in the tree of the first Size events; with audit.ProofConsistency:
+// that the tree of the first Old events is a prefix of it. The tree is the
+// whole ledger (its head) unless SizeKnown.
+type ProofRequest struct {
+	Kind      string
+	Seq, Old  uint64
+	Size      uint64
+	SizeKnown bool
+}
+
+// Prove is the proof req names, read in tx. A request the ledger cannot
+// answer — a field of the other kind of proof, a seq or size of 0, or one
+// beyond the tree or the head — is an *audit.OptionError.
+func Prove(tx *boltstore.Tx, req ProofRequest) (*audit.Proof, error) {
+	head := tx.Head().Seq
+	n := head
+	if req.SizeKnown {
+		n = req.Size
+	}
+	inclusion := req.Kind == audit.ProofInclusion
+	switch {
+	case !inclusion && req.Kind != audit.ProofConsistency:
+		return nil, audit.BadOption("kind", "%q: want %s or %s", req.Kind, audit.ProofInclusion, audit.ProofConsistency)
+	case inclusion && req.Old != 0:
+		return nil, audit.BadOption("old", "is for consistency proofs")
+	case !inclusion && req.Seq != 0:
+		return nil, audit.BadOption("seq", "is for inclusion proofs")
+	case inclusion && req.Seq == 0:
+		return nil, audit.BadOption("seq", "is required (seqs start at 1)")
+	case !inclusion && req.Old == 0:
+		return nil, audit.BadOption("old", "is required (at least 1)")
+	case n > head:
+		return nil, beyondHead("size", n, head)
+	case inclusion && req.Seq > n:
+		return nil, audit.BadOption("seq", "%d is beyond the tree size %d", req.Seq, n)
+	case !inclusion && req.Old > n:
+		return nil, audit.BadOption("old", "%d is beyond the new size %d", req.Old, n)
+	}
 	root, err := tx.Root(n)
 	if err != nil {
 		return nil, err
 	}
-	if kind == audit.ProofInclusion {
-		r, err := tx.Event(m)
+	if inclusion {
+		r, err := tx.Event(req.Seq)
 		if err != nil {
 			return nil, err
 		}
-		path, err := tx.InclusionProof(m, n)
+		path, err := tx.InclusionProof(req.Seq, n)
 		if err != nil {
 			return nil, err
 		}
-		return audit.NewInclusionProof(m, r.Raw, n, root, path), nil
+		return audit.NewInclusionProof(req.Seq, r.Raw, n, root, path), nil
 	}
-	oldRoot, err := tx.Root(m)
+	oldRoot, err := tx.Root(req.Old)
 	if err != nil {
 		return nil, err
 	}
-	path, err := tx.ConsistencyProof(m, n)
+	path, err := tx.ConsistencyProof(req.Old, n)
 	if err != nil {
 		return nil, err
 	}
-	return audit.NewConsistencyProof(m, oldRoot, n, root, path), nil
+	return audit.NewConsistencyProof(req.Old, oldRoot, n, root, path), nil
+}
+
+// beyondHead is the *audit.OptionError of an option asking for n events of
+// a ledger of head.
+func beyondHead(option string, n, head uint64) error {
+	return audit.BadOption(option, "%d is beyond the head %d", n, head)
 }

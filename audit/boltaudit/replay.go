@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
@@ -112,21 +113,42 @@ func (f Filter) Match(r ledger.Record) bool {
 
 // ReplayOptions tune Replay.
 type ReplayOptions struct {
-	From     uint64 // first seq (>= 1)
-	To       uint64 // last seq, inclusive; 0: the head (with Follow, no end)
-	Chunk    uint64 // events per read transaction (> 0)
-	Follow   bool   // keep writing events as they are appended, until ctx ends
-	Interval time.Duration
+	From     uint64        // first seq (>= 1)
+	To       uint64        // last seq, inclusive; 0: the head (with Follow, no end)
+	Chunk    uint64        // events per read transaction (> 0)
+	Follow   bool          // keep writing events as they are appended, until ctx ends
+	Interval time.Duration // with Follow, how often to look for new events (> 0)
 	Filter   Filter
+}
+
+// Validate checks o on its own (Replay also checks To against the head):
+// an option out of its range is an *audit.OptionError.
+func (o ReplayOptions) Validate() error {
+	switch {
+	case o.From == 0:
+		return audit.BadOption("from", "must be at least 1 (seqs start at 1)")
+	case o.To != 0 && o.To < o.From:
+		return audit.BadOption("to", "%d is before from %d", o.To, o.From)
+	case o.Interval <= 0:
+		return audit.BadOption("interval", "must be positive")
+	case o.Chunk == 0:
+		return audit.BadOption("chunk", "must be positive")
+	}
+	return nil
 }
 
 // Replay writes the events of l that opts.Filter selects to w as JSON
 // lines (Line), in seq order, checking every link as it reads (Replayer),
 // flushed after each chunk. It ends at opts.To or the head, or with
-// Follow when ctx ends (a nil error). A broken chain stops it with a
-// *ledger.IntegrityError, an event that does not decode with an error
-// wrapping ledger.ErrMalformed that names its seq.
+// Follow when ctx ends (a nil error). Invalid options, or a To beyond the
+// head without Follow, are an *audit.OptionError, before anything is
+// written. A broken chain stops it with a *ledger.IntegrityError, an event
+// that does not decode with an error wrapping ledger.ErrMalformed that
+// names its seq.
 func Replay(ctx context.Context, l *boltstore.Store, w io.Writer, opts ReplayOptions) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	defer bw.Flush()
 	enc := json.NewEncoder(bw)
@@ -135,6 +157,9 @@ func Replay(ctx context.Context, l *boltstore.Store, w io.Writer, opts ReplayOpt
 		var end uint64
 		if err := l.View(func(tx *boltstore.Tx) error { end = tx.Head().Seq; return nil }); err != nil {
 			return err
+		}
+		if !opts.Follow && opts.To > end {
+			return beyondHead("to", opts.To, end)
 		}
 		if opts.To != 0 {
 			end = min(end, opts.To)

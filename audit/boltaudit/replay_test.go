@@ -94,14 +94,14 @@ func TestReplayLines(t *testing.T) {
 		}
 		return out
 	}
-	got := lines(context.Background(), boltaudit.ReplayOptions{From: 2, To: 5, Chunk: 2, Filter: boltaudit.Filter{Types: []string{events.TypeTaskCreated}, Actor: "agent"}})
+	got := lines(context.Background(), boltaudit.ReplayOptions{From: 2, To: 5, Chunk: 2, Interval: time.Second, Filter: boltaudit.Filter{Types: []string{events.TypeTaskCreated}, Actor: "agent"}})
 	if len(got) != 4 || got[0].Seq != 2 || got[3].Seq != 5 || got[1].Prev != got[0].Hash || got[0].Subjects == nil {
 		t.Fatalf("replay 2..5: %+v", got)
 	}
 	if p, ok := got[0].Payload.(map[string]any); !ok || p["task_id"] != "T-0002" {
 		t.Errorf("payload of seq 2: %#v", got[0].Payload)
 	}
-	if got := lines(context.Background(), boltaudit.ReplayOptions{From: 1, Chunk: 4, Filter: boltaudit.Filter{Task: "T-9999"}}); len(got) != 0 {
+	if got := lines(context.Background(), boltaudit.ReplayOptions{From: 1, Chunk: 4, Interval: time.Second, Filter: boltaudit.Filter{Task: "T-9999"}}); len(got) != 0 {
 		t.Errorf("a filter that matches nothing: %+v", got)
 	}
 	if got := lines(context.Background(), boltaudit.ReplayOptions{From: 1, Chunk: 4, Follow: true, Interval: time.Millisecond}); len(got) != tasks {

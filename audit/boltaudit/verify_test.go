@@ -274,11 +274,11 @@ func TestProve(t *testing.T) {
 	defer l.Close()
 	trusted := audit.Trusted{Root: root(t, path, 5), Size: 5, SizeKnown: true}
 	err = l.View(func(tx *boltstore.Tx) error {
-		for _, prove := range []func() (*audit.Proof, error){
-			func() (*audit.Proof, error) { return boltaudit.Prove(tx, audit.ProofInclusion, 2, 5) },
-			func() (*audit.Proof, error) { return boltaudit.Prove(tx, audit.ProofConsistency, 3, 5) },
+		for _, req := range []boltaudit.ProofRequest{
+			{Kind: audit.ProofInclusion, Seq: 2, Size: 5, SizeKnown: true},
+			{Kind: audit.ProofConsistency, Old: 3, Size: 5, SizeKnown: true},
 		} {
-			p, err := prove()
+			p, err := boltaudit.Prove(tx, req)
 			if err != nil {
 				return err
 			}
@@ -293,7 +293,7 @@ func TestProve(t *testing.T) {
 				return fmt.Errorf("%s: %w", p.Type, err)
 			}
 		}
-		if _, err := boltaudit.Prove(tx, audit.ProofInclusion, 2, tasks+1); err == nil {
+		if _, err := boltaudit.Prove(tx, boltaudit.ProofRequest{Kind: audit.ProofInclusion, Seq: 2, Size: tasks + 1, SizeKnown: true}); err == nil {
 			return errors.New("a proof in a tree beyond the head")
 		}
 		return nil

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -33,30 +33,30 @@ func verify(c *call) func() error {
 	return func() error {
 		switch {
 		case opts.Chunk == 0:
-			return usageErr("verify: --chunk must be positive")
+			return errors.New("--chunk must be positive")
 		case *vkeyPath != "" && *cpPath == "":
-			return usageErr("verify: --vkey without --checkpoint")
+			return errors.New("--vkey without --checkpoint")
 		case *cpPath != "":
-			cp, err := openCheckpoint("verify", *cpPath, *vkeyPath)
+			cp, err := openCheckpoint(*cpPath, *vkeyPath)
 			if err != nil {
 				return err
 			}
 			opts.Checkpoint = &cp
 		}
 		if fi, err := os.Stat(opts.ScratchDir); opts.ScratchDir != "" && (err != nil || !fi.IsDir()) {
-			return usageErr("verify: --scratch %s is not a directory", opts.ScratchDir)
+			return fmt.Errorf("--scratch %s is not a directory", opts.ScratchDir)
 		}
 		opts.Projections = !*noProj
 		return c.with(true, func(l *boltstore.Store) error {
 			boundMemory()
 			out, err := boltaudit.Verify(c.ctx, l, opts)
 			if err != nil {
-				return ioErr("verify", err)
+				return err
 			}
 			if err := c.print(out, func() error { views.VerifyReport(c.stdout, out); return nil }); err != nil || out.OK {
 				return err
 			}
-			return integrityErr(fmt.Errorf("verify: %w", out.Problem))
+			return out.Problem
 		})
 	}
 }
@@ -74,89 +74,41 @@ func replay(c *call) func() error {
 	c.fs.DurationVar(&o.Interval, "interval", 200*time.Millisecond, "with --follow, how often to look for new events")
 	c.fs.Uint64Var(&o.Chunk, "chunk", 4096, "events per read transaction")
 	return func() error {
-		switch {
-		case o.From == 0:
-			return usageErr("replay: --from must be at least 1 (seqs start at 1)")
-		case o.To != 0 && o.To < o.From:
-			return usageErr("replay: --to %d is before --from %d", o.To, o.From)
-		case o.Interval <= 0:
-			return usageErr("replay: --interval must be positive")
-		case o.Chunk == 0:
-			return usageErr("replay: --chunk must be positive")
-		}
 		if *types != "" {
 			o.Filter.Types = strings.Split(*types, ",")
 		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
 		return c.with(true, func(l *boltstore.Store) error {
-			err := l.View(func(tx *boltstore.Tx) error {
-				if head := tx.Head().Seq; !o.Follow && o.To > head {
-					return usageErr("replay: --to %d is beyond the head %d", o.To, head)
-				}
-				return nil
-			})
-			if err == nil {
-				err = boltaudit.Replay(c.ctx, l, c.stdout, o)
+			err := boltaudit.Replay(c.ctx, l, c.stdout, o)
+			if exitCode(err) == exitIntegrity {
+				return fmt.Errorf("%w (run logbook verify)", err)
 			}
-			var ie *ledger.IntegrityError
-			if errors.Is(err, ledger.ErrMalformed) || errors.As(err, &ie) {
-				return integrityErr(fmt.Errorf("replay: %w (run logbook verify)", err))
-			}
-			return passExit("replay", err)
+			return err
 		})
 	}
 }
 
-// rootJSON is root's output.
-type rootJSON struct {
-	Size      uint64      `json:"size,omitempty"` // the first size events (no range)
-	From      uint64      `json:"from,omitempty"` // the range from..to, inclusive
-	To        uint64      `json:"to,omitempty"`
-	LeafCount uint64      `json:"leaf_count"`
-	Root      ledger.Hash `json:"root"`
-}
-
 func root(c *call) func() error {
 	c.ledgerFlags()
-	size := c.fs.Uint64("size", 0, "root of the first N events (default: the head)")
-	from := c.fs.Uint64("from", 0, "first seq of a range")
-	to := c.fs.Uint64("to", 0, "last seq of a range, inclusive")
+	var o boltaudit.RootOptions
+	c.fs.Uint64Var(&o.Size, "size", 0, "root of the first N events (default: the head)")
+	c.fs.Uint64Var(&o.From, "from", 0, "first seq of a range")
+	c.fs.Uint64Var(&o.To, "to", 0, "last seq of a range, inclusive")
 	c.jsonFlag("print JSON")
 	return func() error {
-		ranged := c.isSet("from") || c.isSet("to")
-		switch {
-		case ranged && c.isSet("size"):
-			return usageErr("root: --size and --from/--to exclude each other")
-		case ranged && (*from < 1 || *to < *from):
-			return usageErr("root: want 1 <= --from <= --to (both given)")
-		case c.isSet("size") && *size == 0:
-			return usageErr("root: --size must be at least 1 (the empty tree's root is SHA-256 of nothing)")
-		}
-		var out rootJSON
+		o.SizeKnown, o.Range = c.isSet("size"), c.isSet("from") || c.isSet("to")
+		var out boltaudit.TreeRoot
 		err := c.view(func(tx *boltstore.Tx) (err error) {
-			head := tx.Head().Seq
-			switch {
-			case ranged && *to > head:
-				return usageErr("root: --to %d is beyond the head %d", *to, head)
-			case ranged:
-				out.From, out.To, out.LeafCount = *from, *to, *to-*from+1
-				out.Root, err = tx.RangeRoot(*from, *to+1)
-				return err
-			case *size > head:
-				return usageErr("root: --size %d is beyond the head %d", *size, head)
-			}
-			out.Size = head
-			if c.isSet("size") {
-				out.Size = *size
-			}
-			out.LeafCount = out.Size
-			out.Root, err = tx.Root(out.Size)
+			out, err = boltaudit.Root(tx, o)
 			return err
 		})
 		if err != nil {
 			return err
 		}
 		return c.print(out, func() error {
-			if ranged {
+			if o.Range {
 				_, err := fmt.Fprintf(c.stdout, "events %d..%d (%d leaves) root %s\n", out.From, out.To, out.LeafCount, out.Root)
 				return err
 			}
@@ -176,74 +128,52 @@ N defaults to the head. Check it with logbook check-proof, with no database.`
 func prove(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprintln(e.stderr, proveHelp)
-		return usageErr("prove: want inclusion or consistency")
+		return errors.New("prove: want inclusion or consistency")
 	}
 	kind := args[0]
 	if isHelp(kind) {
 		return e.exec(ctx, subcommand{name: "prove", use: "prove inclusion|consistency", help: proveHelp, setup: proveKind("")}, args)
 	}
 	if kind != audit.ProofInclusion && kind != audit.ProofConsistency {
-		return usageErr("prove: unknown proof %q: want inclusion or consistency", kind)
+		return fmt.Errorf("prove: unknown proof %q: want inclusion or consistency", kind)
 	}
-	return e.exec(ctx, subcommand{name: "prove", use: "prove " + kind, help: proveHelp, setup: proveKind(kind)}, args[1:])
+	return e.exec(ctx, subcommand{name: "prove " + kind, help: proveHelp, setup: proveKind(kind)}, args[1:])
 }
 
 func proveKind(kind string) func(c *call) func() error {
 	return func(c *call) func() error {
 		c.ledgerFlags()
-		seq := c.fs.Uint64("seq", 0, "inclusion: the event's seq")
+		req := boltaudit.ProofRequest{Kind: kind}
+		c.fs.Uint64Var(&req.Seq, "seq", 0, "inclusion: the event's seq")
 		size := c.fs.Uint64("size", 0, "inclusion: the tree size (default: the head)")
-		old := c.fs.Uint64("old", 0, "consistency: the old tree size")
+		c.fs.Uint64Var(&req.Old, "old", 0, "consistency: the old tree size")
 		newSize := c.fs.Uint64("new", 0, "consistency: the new tree size (default: the head)")
 		out := c.fs.String("out", "", "write the proof to this file (default: stdout)")
 		return func() error {
-			inclusion := kind == audit.ProofInclusion
-			switch {
-			case inclusion && (c.isSet("old") || c.isSet("new")):
-				return usageErr("prove inclusion: --old/--new are for consistency proofs")
-			case !inclusion && (c.isSet("seq") || c.isSet("size")):
-				return usageErr("prove consistency: --seq/--size are for inclusion proofs")
-			case inclusion && *seq == 0:
-				return usageErr("prove inclusion: --seq is required (seqs start at 1)")
-			case !inclusion && *old == 0:
-				return usageErr("prove consistency: --old is required (at least 1)")
-			}
-			if *out != "" {
-				if err := checkPath("--out", *out, false); err != nil {
-					return err
+			// prove --help lists the flags of both proofs; each takes its own.
+			for _, f := range map[string][]string{audit.ProofInclusion: {"old", "new"}, audit.ProofConsistency: {"seq", "size"}}[kind] {
+				if c.isSet(f) {
+					return fmt.Errorf("--%s is not for %s proofs", f, kind)
 				}
 			}
+			req.Size, req.SizeKnown = max(*size, *newSize), c.isSet("size") || c.isSet("new")
 			var p *audit.Proof
 			err := c.view(func(tx *boltstore.Tx) (err error) {
-				head, n := tx.Head().Seq, tx.Head().Seq
-				if c.isSet("size") || c.isSet("new") {
-					n = max(*size, *newSize)
-				}
-				switch {
-				case n > head:
-					return usageErr("prove: tree size %d is beyond the head %d", n, head)
-				case inclusion && *seq > n:
-					return usageErr("prove inclusion: --seq %d is beyond the tree size %d", *seq, n)
-				case !inclusion && *old > n:
-					return usageErr("prove consistency: --old %d is beyond the new size %d", *old, n)
-				}
-				p, err = boltaudit.Prove(tx, kind, max(*seq, *old), n)
+				p, err = boltaudit.Prove(tx, req)
 				return err
 			})
-			if err != nil {
+			var b []byte
+			if err == nil {
+				b, err = p.Encode()
+			}
+			switch {
+			case err != nil:
+				return err
+			case *out == "":
+				_, err = c.stdout.Write(b)
 				return err
 			}
-			b, err := p.Encode()
-			if err != nil || *out == "" {
-				if err == nil {
-					_, err = c.stdout.Write(b)
-				}
-				return err
-			}
-			if err := os.WriteFile(*out, b, 0o644); err != nil {
-				return usageErr("prove: %v", err)
-			}
-			return nil
+			return os.WriteFile(*out, b, 0o644)
 		}
 	}
 }
@@ -259,48 +189,46 @@ func checkProof(c *call) func() error {
 	return func() error {
 		t := audit.Trusted{OldSize: *oldSize, OldSizeKnown: c.isSet("old-size")}
 		var err error
-		switch file := c.arg(); {
-		case file == "":
-			return usageErr("check-proof: want a proof file (or - for stdin)")
+		switch {
+		case c.arg() == "":
+			return errors.New("want a proof file (or - for stdin)")
 		case *cpPath != "" && (*rootHex != "" || c.isSet("size")):
-			return usageErr("check-proof: --checkpoint and --root/--size exclude each other")
+			return errors.New("--checkpoint and --root/--size exclude each other")
 		case *cpPath != "":
-			cp, err := openCheckpoint("check-proof", *cpPath, *vkeyPath)
+			cp, err := openCheckpoint(*cpPath, *vkeyPath)
 			if err != nil {
 				return err
 			}
 			t.Root, t.Size, t.SizeKnown = cp.Root, cp.Size, true
 		case *rootHex == "":
-			return usageErr("check-proof: --root (or --checkpoint) is required: a proof is only as good as the root it is checked against")
+			return errors.New("--root (or --checkpoint) is required: a proof is only as good as the root it is checked against")
 		default:
 			if t.Root, err = ledger.ParseHash(*rootHex); err != nil {
-				return usageErr("check-proof: --root: %v", err)
+				return fmt.Errorf("--root: %v", err)
 			}
 			t.Size, t.SizeKnown = *size, c.isSet("size")
 		}
 		if t.OldRootKnown = *oldRootHex != ""; t.OldRootKnown {
 			if t.OldRoot, err = ledger.ParseHash(*oldRootHex); err != nil {
-				return usageErr("check-proof: --old-root: %v", err)
+				return fmt.Errorf("--old-root: %v", err)
 			}
 		}
 		var raw []byte
-		if file := c.arg(); file == "-" {
+		if c.arg() == "-" {
 			raw, err = io.ReadAll(c.stdin)
-		} else if err = checkPath("proof file", file, true); err != nil {
-			return err
 		} else {
-			raw, err = os.ReadFile(file)
+			raw, err = os.ReadFile(c.arg())
 		}
 		if err != nil {
-			return usageErr("check-proof: %v", err)
+			return err
 		}
 		res, err := audit.CheckProof(raw, t)
 		switch {
 		case errors.Is(err, audit.ErrOldForInclusion):
-			return usageErr("check-proof: --old-root/--old-size are for consistency proofs")
+			return errors.New("--old-root/--old-size are for consistency proofs")
 		case err != nil:
 			c.print(res, func() error { _, werr := fmt.Fprintf(c.stdout, "INVALID: %v\n", err); return werr })
-			return integrityErr(fmt.Errorf("check-proof: %w", err))
+			return err
 		}
 		return c.print(res, func() error {
 			fmt.Fprintf(c.stdout, "ok: %s\n", res.Statement)
@@ -317,26 +245,12 @@ func keygen(c *call) func() error {
 	skey := c.fs.String("skey", "logbook.skey", "signer (private) key file to create")
 	vkey := c.fs.String("vkey", "logbook.vkey", "verifier (public) key file to create")
 	return func() error {
-		for _, p := range []struct{ flag, path string }{{"--skey", *skey}, {"--vkey", *vkey}} {
-			if err := checkPath(p.flag, p.path, false); err != nil {
-				return err
-			}
-			if _, err := os.Lstat(p.path); err == nil {
-				return usageErr("keygen: %s %s exists; refusing to overwrite a key", p.flag, p.path)
-			}
-		}
-		if *skey == *vkey {
-			return usageErr("keygen: --skey and --vkey are the same file")
-		}
-		if !audit.ValidKeyName(*name) {
-			return usageErr("keygen: --name %q: want a non-empty name without spaces or '+' (e.g. example.com/logbook)", *name)
-		}
 		keys, err := audit.NewKeys(*name)
-		if err != nil {
-			return usageErr("keygen: --name %q: %v", *name, err)
+		if err == nil {
+			err = keys.Write(*skey, *vkey)
 		}
-		if err := keys.Write(*skey, *vkey); err != nil {
-			return usageErr("keygen: %v", err)
+		if err != nil {
+			return err
 		}
 		fmt.Fprintf(c.stdout, "signer key:   %s (keep it secret)\nverifier key: %s\n%s\n", *skey, *vkey, keys.Verifier)
 		return nil
@@ -362,51 +276,27 @@ func checkpoint(c *call) func() error {
 	c.jsonFlag("print a JSON object instead of the checkpoint text")
 	return func() error {
 		if *key == "" {
-			return usageErr("checkpoint: --key is required")
+			return errors.New("--key is required")
 		}
-		if err := checkPath("--key", *key, true); err != nil {
-			return err
-		}
-		if *out != "" {
-			if err := checkPath("--out", *out, false); err != nil {
-				return err
-			}
-		}
-		skey, err := os.ReadFile(*key)
+		signer, err := audit.ReadSigner(*key)
 		if err != nil {
-			return usageErr("checkpoint: %v", err)
+			return fmt.Errorf("--key: %w", err)
 		}
-		signer, err := audit.ParseSignerKey(string(skey))
-		if err != nil {
-			return usageErr("checkpoint: --key %s is not a signer key: %v", *key, err)
-		}
-		if *origin == "" {
-			*origin = signer.Name()
-		}
-		if *origin == "" || strings.ContainsAny(*origin, "\n") {
-			return usageErr("checkpoint: --origin must be one non-empty line")
-		}
-		cp := audit.Checkpoint{Origin: *origin}
-		err = c.view(func(tx *boltstore.Tx) (err error) {
-			if cp.Size = tx.Head().Seq; *size > cp.Size {
-				return usageErr("checkpoint: --size %d is beyond the ledger's head %d", *size, cp.Size)
-			} else if *size > 0 {
-				cp.Size = *size
-			}
-			cp.Root, err = tx.Root(cp.Size)
+		cp := audit.Checkpoint{Origin: cmp.Or(*origin, signer.Name())}
+		err = c.view(func(tx *boltstore.Tx) error {
+			r, err := boltaudit.Root(tx, boltaudit.RootOptions{Size: *size, SizeKnown: *size > 0})
+			cp.Size, cp.Root = r.Size, r.Root
 			return err
 		})
+		var signed []byte
+		if err == nil {
+			signed, err = cp.Sign(signer)
+		}
+		if err == nil && *out != "" {
+			err = os.WriteFile(*out, signed, 0o644)
+		}
 		if err != nil {
 			return err
-		}
-		signed, err := cp.Sign(signer)
-		if err != nil {
-			return usageErr("checkpoint: sign: %v", err)
-		}
-		if *out != "" {
-			if err := os.WriteFile(*out, signed, 0o644); err != nil {
-				return usageErr("checkpoint: %v", err)
-			}
 		}
 		return c.print(checkpointJSON{Origin: cp.Origin, Size: cp.Size, Root: cp.Root, KeyName: signer.Name(), Out: *out, Checkpoint: string(signed)}, func() error {
 			if *out == "" {
@@ -420,28 +310,15 @@ func checkpoint(c *call) func() error {
 }
 
 // openCheckpoint reads a signed checkpoint and checks its signature with the
-// verifier key file. An unreadable file or key is an exit-2 error; a
-// signature that does not verify, or a malformed body, is exit 1.
-func openCheckpoint(cmd, cpPath, vkeyPath string) (audit.Checkpoint, error) {
-	if err := checkPath("--checkpoint", cpPath, true); err != nil {
-		return audit.Checkpoint{}, err
-	}
+// verifier key file (audit.ReadCheckpoint: a signature that does not
+// verify, or a malformed body, is an *audit.Problem: exit 1).
+func openCheckpoint(cpPath, vkeyPath string) (audit.Checkpoint, error) {
 	if vkeyPath == "" {
-		return audit.Checkpoint{}, usageErr("%s: --checkpoint needs --vkey, the verifier key of its signer", cmd)
+		return audit.Checkpoint{}, errors.New("--checkpoint needs --vkey, the verifier key of its signer")
 	}
-	if err := checkPath("--vkey", vkeyPath, true); err != nil {
-		return audit.Checkpoint{}, err
+	cp, err := audit.ReadCheckpoint(cpPath, vkeyPath)
+	if err != nil {
+		return cp, fmt.Errorf("checkpoint %s: %w", cpPath, err)
 	}
-	c, err := audit.ReadCheckpoint(cpPath, vkeyPath)
-	var p *audit.Problem
-	var pe *fs.PathError
-	switch {
-	case errors.As(err, &p):
-		return c, integrityErr(fmt.Errorf("%s: checkpoint %s: %w", cmd, cpPath, err))
-	case errors.As(err, &pe):
-		return c, usageErr("%s: %v", cmd, err)
-	case err != nil:
-		return c, usageErr("%s: --vkey %v", cmd, err)
-	}
-	return c, nil
+	return cp, nil
 }

@@ -4,26 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
-	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/ledger/jetstream"
-	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/server"
 )
 
 // The commands that copy or rebuild a ledger: snapshot, rebuild, migrate.
-
-// snapshotJSON is snapshot's --json output.
-type snapshotJSON struct {
-	Out      string      `json:"out"`
-	Size     uint64      `json:"size"`
-	Head     ledger.Hash `json:"head"`
-	Root     ledger.Hash `json:"root"`
-	LockedMS float64     `json:"locked_ms"` // the longest the source was held for the copy
-}
 
 func snapshot(c *call) func() error {
 	c.ledgerFlags()
@@ -31,29 +18,24 @@ func snapshot(c *call) func() error {
 	c.jsonFlag("print JSON")
 	return func() error {
 		if *out == "" {
-			return usageErr("snapshot: --out is required")
+			return errors.New("--out is required")
 		}
 		if err := checkPath("--out", *out, false); err != nil {
 			return err
-		}
-		exists := usageErr("snapshot: --out %s exists; refusing to overwrite it", *out)
-		if _, err := os.Lstat(*out); err == nil {
-			return exists
 		}
 		opts, err := c.openOptions(true)
 		if err != nil {
 			return err
 		}
 		boundMemory()
-		s, err := server.Snapshot(c.ctx, *c.db, *out, server.SnapshotOptions{Open: opts,
+		res, err := server.Snapshot(c.ctx, *c.db, *out, server.SnapshotOptions{Open: opts,
 			Copied: c.progress("snapshot: copy"), Folded: c.progress("snapshot: projections")})
 		if errors.Is(err, os.ErrExist) {
-			return exists
+			return fmt.Errorf("--out %s exists; refusing to overwrite it", *out)
 		}
 		if err != nil {
-			return ioErr("snapshot", err)
+			return err
 		}
-		res := snapshotJSON{Out: *out, Size: s.Size, Head: s.Head, Root: s.Root, LockedMS: millis(s.Locked)}
 		return c.print(res, func() error {
 			_, err := fmt.Fprintf(c.stdout, "snapshot of %d events (head %s, root %s) written to %s; the source was held %.1f ms at most\n",
 				res.Size, res.Head, res.Root, res.Out, res.LockedMS)
@@ -62,49 +44,20 @@ func snapshot(c *call) func() error {
 	}
 }
 
-// rebuildJSON is rebuild's --json output.
-type rebuildJSON struct {
-	Events     uint64  `json:"events"` // folded: seq 1..events
-	Version    uint64  `json:"version"`
-	MS         float64 `json:"ms"`
-	EventsPerS float64 `json:"events_per_s"`
-	FreeMS     float64 `json:"free_ms"` // freeing the old projections' pages, after the refold
-}
-
 func rebuild(c *call) func() error {
 	c.ledgerFlags()
 	c.jsonFlag("print JSON")
 	return func() error {
-		var res rebuildJSON
-		err := c.with(false, func(l *boltstore.Store) error {
+		var res server.Rebuilt
+		err := c.with(false, func(l *boltstore.Store) (err error) {
 			boundMemory()
-			start := time.Now()
-			if err := commands.Rebuild(l, true, c.progress("rebuild")); errors.Is(err, projections.ErrNewerVersion) {
-				return usageErr("rebuild: %v", err)
-			} else if err != nil {
-				return err
-			}
-			elapsed := time.Since(start)
-			// The old projections were discarded at once and are freed a little
-			// per transaction; free the rest now, still in short transactions.
-			if err := l.EmptyTrash(); err != nil {
-				return err
-			}
-			res.FreeMS = millis(time.Since(start) - elapsed)
-			err := l.View(func(tx *boltstore.Tx) (err error) {
-				res.Version, res.Events, err = projections.State(tx)
-				return err
-			})
-			if res.MS = millis(elapsed); elapsed > 0 {
-				res.EventsPerS = float64(res.Events) / elapsed.Seconds()
-			}
-			if err == nil {
+			if res, err = server.Rebuild(l, c.progress("rebuild")); err == nil {
 				err = l.Close()
 			}
 			return err
 		})
 		if err != nil {
-			return passExit("rebuild", err)
+			return err
 		}
 		return c.print(res, func() error {
 			_, err := fmt.Fprintf(c.stdout, "rebuilt projections (version %d) from %d events in %.0f ms (%.0f events/s)\n",
@@ -114,8 +67,6 @@ func rebuild(c *call) func() error {
 	}
 }
 
-func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
 func migrate(c *call) func() error {
 	from := c.fs.String("from", "", "the ledger file to copy (required)")
 	to := c.fs.String("to", "", "NATS servers: nats://HOST:PORT[,nats://HOST:PORT…] (required)")
@@ -123,14 +74,14 @@ func migrate(c *call) func() error {
 	c.jsonFlag("print JSON")
 	return func() error {
 		if *from == "" || !jetstream.IsURL(*to) {
-			return usageErr("migrate: --from FILE and --to nats://HOST:PORT are required")
+			return errors.New("--from FILE and --to nats://HOST:PORT are required")
 		}
 		if err := checkPath("--from", *from, true); err != nil {
 			return err
 		}
 		src, err := boltstore.Open(*from, boltstore.Options{ReadOnly: true})
 		if err != nil {
-			return ioErr("migrate", err)
+			return err
 		}
 		defer src.Close()
 		rep, closeRep, err := c.openReplica(nf, *to)
@@ -139,14 +90,8 @@ func migrate(c *call) func() error {
 		}
 		defer closeRep()
 		res, err := jetstream.Migrate(c.ctx, src, rep, c.progress("migrate: copy"))
-		var mismatch *jetstream.MismatchError
-		switch {
-		case errors.Is(err, jetstream.ErrNotEmpty):
-			return usageErr("migrate: %v", err)
-		case errors.As(err, &mismatch):
-			return integrityErr(fmt.Errorf("migrate: %w", err))
-		case err != nil:
-			return ioErr("migrate", err)
+		if err != nil {
+			return err
 		}
 		return c.print(res, func() error {
 			_, err := fmt.Fprintf(c.stdout, "migrated %d events into stream %s\nhead %v\nroot %v (identical to the file's)\n", res.Size, res.Stream, res.Head, res.Root)
@@ -160,13 +105,13 @@ func migrate(c *call) func() error {
 // connections.
 func (c *call) openReplica(f *jetstream.Flags, urls string) (*jetstream.Replica, func(), error) {
 	if f.Options.Stream == "" {
-		return nil, nil, usageErr("%s: --stream is required with a NATS store", c.name)
+		return nil, nil, errors.New("--stream is required with a NATS store")
 	}
 	f.Dial.URLs, f.Dial.Name = urls, "logbook "+c.name
 	f.Options.Logf = func(format string, args ...any) { fmt.Fprintf(c.stderr, c.name+": "+format+"\n", args...) }
 	rep, closeRep, err := jetstream.Connect(c.ctx, f.Dial, f.Options)
 	if err != nil {
-		return nil, nil, usageErr("%s: %w", c.name, err)
+		return nil, nil, err
 	}
 	return rep, closeRep, nil
 }

@@ -13,15 +13,20 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/ledger/jetstream"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "logbook:", err)
+	}
+	os.Exit(exitCode(err))
 }
 
 // Exit codes are stable: scripts depend on them.
@@ -31,51 +36,24 @@ const (
 	exitUsage     = 2 // bad flags, or an I/O error (missing or locked file)
 )
 
-// exitError carries an exit code with its message.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func usageErr(format string, args ...any) error {
-	return &exitError{exitUsage, fmt.Errorf(format, args...)}
-}
-
-func integrityErr(err error) error { return &exitError{exitIntegrity, err} }
-
-func exitCode(err error, stderr *os.File) int {
-	if err == nil {
+// exitCode is err's exit code, decided here and nowhere else from the
+// typed errors of the packages that check: exitIntegrity when a ledger, a
+// proof, a checkpoint or a copy of a ledger failed a check, exitUsage for
+// everything else (bad flags, an *audit.OptionError, I/O). A command that
+// must not report a ledger's integrity (serve and server serve, they do
+// not audit) formats its errors with %v.
+func exitCode(err error) int {
+	var ie *ledger.IntegrityError
+	var p *audit.Problem
+	var mismatch *jetstream.MismatchError
+	switch {
+	case err == nil:
 		return exitOK
-	}
-	fmt.Fprintln(stderr, "logbook:", err)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
+	case errors.As(err, &ie), errors.As(err, &p), errors.As(err, &mismatch),
+		errors.Is(err, ledger.ErrMalformed), errors.Is(err, boltstore.ErrDamaged):
+		return exitIntegrity
 	}
 	return exitUsage
-}
-
-// ioErr is an I/O failure (exit 2), or an integrity failure (exit 1) when
-// err is one or the file is damaged.
-func ioErr(cmd string, err error) error {
-	var ie *ledger.IntegrityError
-	if errors.As(err, &ie) || errors.Is(err, boltstore.ErrDamaged) {
-		return integrityErr(fmt.Errorf("%s: %w", cmd, err))
-	}
-	return &exitError{exitUsage, fmt.Errorf("%s: %w", cmd, err)}
-}
-
-// passExit keeps an exit error raised inside a transaction, and makes any
-// other error an I/O error.
-func passExit(cmd string, err error) error {
-	var ee *exitError
-	if err == nil || errors.As(err, &ee) {
-		return err
-	}
-	return ioErr(cmd, err)
 }
 
 // writeJSON writes v as one line of JSON.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -174,15 +173,7 @@ func TestProofs(t *testing.T) {
 // runInProcess runs the command line in this process (no exec) and returns
 // its exit code: for checks that run thousands of times.
 func runInProcess(stdin io.Reader, args ...string) int {
-	err := Run(context.Background(), args, stdin, io.Discard, io.Discard)
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return 2
+	return exitCode(Run(context.Background(), args, stdin, io.Discard, io.Discard))
 }
 
 // TestCheckProofBitFlips: a proof file with any one bit flipped fails

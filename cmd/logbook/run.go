@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/views"
 )
@@ -46,11 +48,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 2 {
-			return usageErr("help: want at most one command, got %d", len(args)-1)
+			return fmt.Errorf("help: want at most one command, got %d", len(args)-1)
 		}
 		usage(stdout)
 		if len(args) == 0 {
-			return usageErr("no command given")
+			return errors.New("no command given")
 		}
 		return nil
 	}
@@ -65,7 +67,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	i := slices.IndexFunc(subcommands, func(sc subcommand) bool { return sc.name == args[0] })
 	if i < 0 {
 		usage(stderr)
-		return usageErr("unknown command %q", args[0])
+		return fmt.Errorf("unknown command %q", args[0])
 	}
 	defer views.EndBars()
 	if sc := subcommands[i]; sc.subs != nil {
@@ -129,16 +131,29 @@ func (e *env) exec(ctx context.Context, sc subcommand, args []string) error {
 	c.fs.SetOutput(io.Discard)
 	for {
 		if err := c.fs.Parse(args); err != nil {
-			return usageErr("%s: %v (see logbook %s --help)", c.fs.Name(), err, c.fs.Name())
+			return fmt.Errorf("%s: %v (see logbook %s --help)", c.fs.Name(), err, c.fs.Name())
 		}
 		if c.fs.NArg() == 0 {
-			return run()
+			return c.named(run())
 		}
 		if len(c.args) == sc.args {
-			return usageErr("%s: unexpected argument %q", c.fs.Name(), c.fs.Arg(0))
+			return fmt.Errorf("%s: unexpected argument %q", c.fs.Name(), c.fs.Arg(0))
 		}
 		c.args, args = append(c.args, c.fs.Arg(0)), c.fs.Args()[1:]
 	}
+}
+
+// named is err as the command's: its name first, and the options of an
+// *audit.OptionError spoken of as flags.
+func (c *call) named(err error) error {
+	var oe *audit.OptionError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &oe):
+		return fmt.Errorf("%s: %s", c.name, oe.Format("--"))
+	}
+	return fmt.Errorf("%s: %w", c.name, err)
 }
 
 // isSet reports whether the flag name was given.
@@ -179,14 +194,12 @@ func (c *call) openOptions(readOnly bool) (boltstore.Options, error) {
 		return boltstore.Options{}, err
 	}
 	if *c.lockTimeout <= 0 {
-		return boltstore.Options{}, usageErr("%s: --lock-timeout must be positive", c.name)
+		return boltstore.Options{}, errors.New("--lock-timeout must be positive")
 	}
 	return boltstore.Options{ReadOnly: readOnly, LockTimeout: *c.lockTimeout}, nil
 }
 
-// with opens the existing ledger, runs fn on it and closes it. A ledger
-// that does not open is an exit-2 error: the file is missing, locked, or
-// not a ledger this binary reads.
+// with opens the existing ledger, runs fn on it and closes it.
 func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
 	opts, err := c.openOptions(readOnly)
 	if err != nil {
@@ -194,16 +207,15 @@ func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
 	}
 	l, err := boltstore.Open(*c.db, opts)
 	if err != nil {
-		return ioErr(c.name, err)
+		return err
 	}
 	defer l.Close()
 	return fn(l)
 }
 
-// view runs fn in one read transaction of the ledger; an exit error fn
-// returns is kept, any other error is an I/O error.
+// view runs fn in one read transaction of the ledger.
 func (c *call) view(fn func(tx *boltstore.Tx) error) error {
-	return c.with(true, func(l *boltstore.Store) error { return passExit(c.name, l.View(fn)) })
+	return c.with(true, func(l *boltstore.Store) error { return l.View(fn) })
 }
 
 // print writes v as one line of JSON with --json, else runs text.
@@ -226,23 +238,23 @@ func (c *call) progress(what string) func(done, total uint64) {
 // directory. With mustExist the file must be there.
 func checkPath(what, path string, mustExist bool) error {
 	if path == "" || strings.ContainsRune(path, 0) {
-		return usageErr("%s: invalid path %q", what, path)
+		return fmt.Errorf("%s: invalid path %q", what, path)
 	}
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
-		return usageErr("%s: %s is a directory", what, path)
+		return fmt.Errorf("%s: %s is a directory", what, path)
 	case err == nil && !fi.Mode().IsRegular():
-		return usageErr("%s: %s is not a regular file", what, path)
+		return fmt.Errorf("%s: %s is not a regular file", what, path)
 	case err != nil && mustExist:
-		return usageErr("%s: %v", what, err)
+		return fmt.Errorf("%s: %v", what, err)
 	case err != nil && !os.IsNotExist(err):
-		return usageErr("%s: %v", what, err)
+		return fmt.Errorf("%s: %v", what, err)
 	}
 	if !mustExist {
 		if dir := filepath.Dir(path); dir != "" {
 			if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-				return usageErr("%s: %s is not a directory", what, dir)
+				return fmt.Errorf("%s: %s is not a directory", what, dir)
 			}
 		}
 	}

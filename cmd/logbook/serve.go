@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -22,7 +23,6 @@ import (
 	"github.com/logbook-dev/logbook/ledger/jetstream"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/server"
-	"github.com/logbook-dev/logbook/skills"
 )
 
 var projectRE = regexp.MustCompile(domain.SlugPattern)
@@ -46,14 +46,14 @@ func (c *call) toolFlags(opts *commands.Options, readOnlyUsage string) *string {
 // about a fifth.
 func (c *call) prepare(opts commands.Options) error {
 	if opts.Project != "" && !projectRE.MatchString(opts.Project) {
-		return usageErr("%s: --project %q is not a slug like my-project", c.name, opts.Project)
+		return fmt.Errorf("--project %q is not a slug like my-project", opts.Project)
 	}
 	if err := checkPath("--db", *c.db, false); err != nil {
 		return err
 	}
 	if *c.db == defaultDB {
 		if err := os.MkdirAll(filepath.Dir(defaultDB), 0o700); err != nil {
-			return usageErr("%s: %v", c.name, err)
+			return fmt.Errorf("%v", err)
 		}
 	}
 	if c.getenv("GOGC") == "" {
@@ -75,15 +75,15 @@ func serve(c *call) func() error {
 		case *connect != "":
 			return c.bridge(*connect, *tokenEnv)
 		case *lockTimeout <= 0:
-			return usageErr("serve: --lock-timeout must be positive")
+			return errors.New("--lock-timeout must be positive")
 		case utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, unicode.IsControl) >= 0:
-			return usageErr("serve: --agent must be at most 128 characters of valid UTF-8 with no control characters")
+			return errors.New("--agent must be at most 128 characters of valid UTF-8 with no control characters")
 		}
 		if err := c.prepare(opts); err != nil {
 			return err
 		}
 		if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
-			return usageErr("serve: --skills %s is not a directory", *skillsDir)
+			return fmt.Errorf("--skills %s is not a directory", *skillsDir)
 		}
 		if c.getenv("GOMEMLIMIT") == "" {
 			// ...but with large requests in flight 400% let the heap reach
@@ -98,16 +98,16 @@ func serve(c *call) func() error {
 		signal.Ignore(syscall.SIGPIPE)
 		l, err := boltstore.Open(*c.db, boltstore.Options{Create: true, LockTimeout: *lockTimeout})
 		if err != nil {
-			return usageErr("serve: %v", err)
+			return fmt.Errorf("%v", err)
 		}
 		defer l.Close()
-		srv, err := newTools(l, *skillsDir, opts)
+		srv, err := server.Tools(l, *skillsDir, version, opts)
 		if err != nil {
-			return usageErr("serve: %v", err)
+			return fmt.Errorf("%v", err)
 		}
 		opts.Logger.Info("serving", "db", *c.db, "agent", cmp.Or(agent, "(client name)"), "read_only", opts.ReadOnly)
 		if err := srv.Run(c.ctx, c.stdin, c.stdout); err != nil {
-			return err
+			return fmt.Errorf("%v", err) // exit 2 whatever the cause: serve does not audit
 		}
 		return l.Close()
 	}
@@ -119,21 +119,21 @@ func serve(c *call) func() error {
 func (c *call) bridge(connect, tokenEnv string) error {
 	for _, name := range []string{"skills", "read-only", "project", "lock-timeout", "db", "agent"} {
 		if c.isSet(name) {
-			return usageErr("serve: --%s configures a local ledger; with --connect the server decides it", name)
+			return fmt.Errorf("--%s configures a local ledger; with --connect the server decides it", name)
 		}
 	}
 	u, err := url.Parse(connect)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageErr("serve: --connect %q is not an http(s) URL like http://127.0.0.1:7460/mcp", connect)
+		return fmt.Errorf("--connect %q is not an http(s) URL like http://127.0.0.1:7460/mcp", connect)
 	}
 	token := c.getenv(tokenEnv)
 	if token == "" {
-		return usageErr("serve: --connect needs a bearer token in $%s (logbook token add prints one)", tokenEnv)
+		return fmt.Errorf("--connect needs a bearer token in $%s (logbook token add prints one)", tokenEnv)
 	}
 	log := newLogger(c.env)
 	log.Info("bridging", "url", u.Redacted())
 	if err := mcp.Bridge(c.ctx, mcp.BridgeOptions{URL: connect, Token: token, Version: version, Logger: log}, c.stdin, c.stdout); err != nil {
-		return usageErr("serve: %v", err)
+		return fmt.Errorf("%v", err)
 	}
 	return nil
 }
@@ -153,13 +153,13 @@ func serveHTTP(c *call) func() error {
 	return func() error {
 		switch {
 		case *store != "" && !jetstream.IsURL(*store):
-			return usageErr("server: --store %q: want nats://HOST:PORT[,…]", *store)
+			return fmt.Errorf("--store %q: want nats://HOST:PORT[,…]", *store)
 		case *store == "" && (nf.Options.Stream != "" || *noSync):
-			return usageErr("server: --stream and --replica-nosync go with --store nats://…")
+			return errors.New("--stream and --replica-nosync go with --store nats://…")
 		case (*tlsCert == "") != (*tlsKey == ""):
-			return usageErr("server: --tls-cert and --tls-key go together")
+			return errors.New("--tls-cert and --tls-key go together")
 		case *maxBody <= 0 || *drain <= 0:
-			return usageErr("server: --max-body-bytes and --drain-timeout must be positive")
+			return errors.New("--max-body-bytes and --drain-timeout must be positive")
 		}
 		if err := c.prepare(topts); err != nil {
 			return err
@@ -170,40 +170,20 @@ func serveHTTP(c *call) func() error {
 		case "none":
 			*admin = ""
 		}
-		ln, err := net.Listen("tcp", *listen)
-		if err != nil {
-			return usageErr("server: %v", err)
-		}
-		defer ln.Close()
 		log := newLogger(c.env)
-		topts.Logger = log
-		opts := boltstore.Options{Create: true, Hold: true}
-		var rep *jetstream.Replica
+		led := server.Ledger{DB: *c.db, Skills: *skillsDir, Version: version, Tools: topts, NoSync: *noSync}
 		if *store != "" {
-			var closeRep func()
-			if rep, closeRep, err = c.openReplica(nf, *store); err != nil {
+			rep, closeRep, err := c.openReplica(nf, *store)
+			if err != nil {
 				return err
 			}
 			defer closeRep()
-			// One commit is one atomic batch: its events (a few per call) stay
-			// well below the servers' limit.
-			opts.Replica, opts.NoSync, opts.MaxBatch = rep, *noSync, jetstream.MaxBatch/8
-		}
-		l, err := boltstore.Open(*c.db, opts)
-		if err != nil {
-			return usageErr("server: %v", err)
-		}
-		defer l.Close()
-		if rep != nil {
+			led.Replica = rep
 			log.Info("ledger kept in NATS JetStream", "stream", nf.Options.Stream, "servers", *store, "local_copy", *c.db, "nosync", *noSync)
 		}
-		tools, err := newTools(l, *skillsDir, topts)
-		if err != nil {
-			return usageErr("server: %v", err)
-		}
-		err = server.Run(c.ctx, server.Options{
-			Store: l, MCP: tools, Listener: ln, TLSCert: *tlsCert, TLSKey: *tlsKey, AdminSocket: *admin,
-			MaxBodyBytes: *maxBody, DrainTimeout: *drain, Logger: log, Replica: rep,
+		err := server.Serve(c.ctx, led, server.Options{
+			Listen: *listen, TLSCert: *tlsCert, TLSKey: *tlsKey, AdminSocket: *admin,
+			MaxBodyBytes: *maxBody, DrainTimeout: *drain, Logger: log,
 			Ready: func(addr net.Addr) {
 				scheme := map[bool]string{false: "http", true: "https"}[*tlsCert != ""]
 				log.Info("serving", "db", *c.db, "url", fmt.Sprintf("%s://%s/mcp", scheme, addr), "admin_socket", *admin, "read_only", topts.ReadOnly)
@@ -211,26 +191,8 @@ func serveHTTP(c *call) func() error {
 			},
 		})
 		if err != nil {
-			return usageErr("server: %v", err)
+			return fmt.Errorf("%v", err) // exit 2 whatever the cause: a server does not audit
 		}
-		return l.Close()
+		return nil
 	}
-}
-
-// newTools loads the skills folder and returns the MCP tools running on l
-// with opts (Skills, Skipped and Version filled in here).
-func newTools(l *boltstore.Store, skillsDir string, opts commands.Options) (*mcp.Server, error) {
-	set, skipped, err := skills.Load(skillsDir)
-	if err != nil {
-		return nil, fmt.Errorf("skills: %w", err)
-	}
-	for _, s := range skipped {
-		opts.Logger.Warn("skill skipped", "path", s.Path, "reason", s.Reason)
-	}
-	opts.Skills, opts.Skipped, opts.Version = set, skipped, version
-	svc, err := commands.New(l, opts)
-	if err != nil {
-		return nil, err
-	}
-	return mcp.New(svc, mcp.Options{Version: version, Logger: opts.Logger}), nil
 }

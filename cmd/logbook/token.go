@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/user"
 	"strings"
 
 	"github.com/logbook-dev/logbook/projections"
@@ -18,7 +17,7 @@ import (
 func token(ctx context.Context, e *env, args []string) error {
 	const usage = "token: want a subcommand: add, revoke or list (logbook token add --help)"
 	if len(args) == 0 {
-		return usageErr(usage)
+		return errors.New(usage)
 	}
 	if isHelp(args[0]) {
 		fmt.Fprint(e.stdout, `Usage: logbook token add|revoke|list [flags]
@@ -44,7 +43,7 @@ lists each one's flags.
 			return e.exec(ctx, sc, args[1:])
 		}
 	}
-	return usageErr("%s, not %q", usage, args[0])
+	return fmt.Errorf("%s, not %q", usage, args[0])
 }
 
 // tokens reaches the tokens with the flags every token subcommand shares;
@@ -59,23 +58,13 @@ func (c *call) tokens(issuer *string) func(fn func(m *server.Tokens) error) erro
 		if err := checkPath("--db", *c.db, true); err != nil {
 			return err
 		}
-		if issuer != nil && *issuer == "" {
-			*issuer = "unknown"
-			if u, err := user.Current(); err == nil && u.Username != "" {
-				*issuer = u.Username
-			}
-		}
 		m, err := server.OpenTokens(*c.db, cmp.Or(*socket, server.AdminSocketPath(*c.db)))
 		if err != nil {
-			return usageErr("%s: %v", c.name, err)
+			return err
 		}
 		defer m.Close()
-		err = fn(m)
-		switch {
-		case errors.Is(err, server.ErrInvalid) || errors.Is(err, server.ErrNoToken):
-			return usageErr("%s: %v", c.name, err)
-		case err != nil:
-			return ioErr(c.name, err)
+		if err := fn(m); err != nil {
+			return err
 		}
 		return m.Close()
 	}

@@ -2,7 +2,7 @@ package main
 
 import (
 	"errors"
-	"slices"
+	"fmt"
 	"strings"
 
 	"github.com/logbook-dev/logbook/domain"
@@ -20,23 +20,14 @@ func tasks(c *call) func() error {
 	status := c.fs.String("status", "", "only tasks in these statuses, comma-separated (e.g. todo,in_progress)")
 	c.jsonFlag(`print {"tasks":[…]}, each task as task_get answers it`)
 	return func() error {
-		var want []string
+		var statuses []string
 		if *status != "" {
-			want = strings.Split(*status, ",")
-			for _, st := range want {
-				if !slices.Contains(domain.Statuses, st) {
-					return usageErr("tasks: unknown status %q (want %s)", st, strings.Join(domain.Statuses, ", "))
-				}
-			}
+			statuses = strings.Split(*status, ",")
 		}
-		list := []projections.Task{}
-		err := c.view(func(tx *boltstore.Tx) error {
-			return projections.Tasks(tx, func(t projections.Task) bool {
-				if (*project == "" || t.Project == *project) && (want == nil || slices.Contains(want, t.Status)) {
-					list = append(list, t)
-				}
-				return c.ctx.Err() == nil
-			})
+		var list []projections.Task
+		err := c.view(func(tx *boltstore.Tx) (err error) {
+			list, err = views.Tasks(tx, *project, statuses)
+			return err
 		})
 		if err != nil {
 			return err
@@ -54,9 +45,9 @@ func show(c *call) func() error {
 		_, isSession := domain.ParseID(domain.SessionPrefix, id)
 		if !isTask && !isSession {
 			if id == "" {
-				return usageErr("show: want a task id (T-0001) or an audit session id (A-0001)")
+				return errors.New("want a task id (T-0001) or an audit session id (A-0001)")
 			}
-			return usageErr("show: %q is neither a task id (T-0001) nor an audit session id (A-0001)", id)
+			return fmt.Errorf("%q is neither a task id (T-0001) nor an audit session id (A-0001)", id)
 		}
 		var task *views.Task
 		var session *views.Session
@@ -70,9 +61,9 @@ func show(c *call) func() error {
 		})
 		switch {
 		case errors.Is(err, views.ErrNotFound) && isTask:
-			return usageErr("show: no task %s in this ledger", id)
+			return fmt.Errorf("no task %s in this ledger", id)
 		case errors.Is(err, views.ErrNotFound):
-			return usageErr("show: no audit session %s in this ledger", id)
+			return fmt.Errorf("no audit session %s in this ledger", id)
 		case err != nil:
 			return err
 		case isTask:

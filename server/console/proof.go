@@ -11,9 +11,6 @@ import (
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
-// errRange is a seq or size outside the ledger.
-var errRange = errors.New("out of range")
-
 // proof downloads the inclusion proof of event {seq} in the ledger of
 // ?size= events (default: all of them now), the file `logbook prove
 // inclusion` writes and `logbook check-proof` checks.
@@ -32,18 +29,14 @@ func (c *console) proof(w http.ResponseWriter, r *http.Request) {
 	}
 	var p *audit.Proof
 	err = c.opts.Store.View(func(tx *boltstore.Tx) error {
-		head := tx.Head().Seq
 		if size == 0 {
-			size = head
-		}
-		if seq > size || size > head {
-			return errRange
+			size = tx.Head().Seq
 		}
 		var err error
-		p, err = boltaudit.Prove(tx, audit.ProofInclusion, seq, size)
+		p, err = boltaudit.Prove(tx, boltaudit.ProofRequest{Kind: audit.ProofInclusion, Seq: seq, Size: size, SizeKnown: true})
 		return err
 	})
-	if errors.Is(err, errRange) {
+	if oe := (*audit.OptionError)(nil); errors.As(err, &oe) {
 		http.Error(w, fmt.Sprintf("no event %d in a ledger of %d events", seq, size), http.StatusNotFound)
 		return
 	}

@@ -1,0 +1,47 @@
+package server
+
+import (
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// Rebuilt is what Rebuild did, as logbook rebuild --json prints it.
+type Rebuilt struct {
+	Events     uint64  `json:"events"` // folded: seq 1..events
+	Version    uint64  `json:"version"`
+	MS         float64 `json:"ms"`
+	EventsPerS float64 `json:"events_per_s"`
+	FreeMS     float64 `json:"free_ms"` // freeing the old projections' pages, after the refold
+}
+
+// Rebuild drops every projection of l and refolds it from the log, in
+// chunks, so agents keep working meanwhile (commands.Rebuild, forced),
+// then frees the old projections' pages, still in short transactions.
+// Projections of a newer binary are projections.ErrNewerVersion.
+func Rebuild(l *boltstore.Store, progress func(done, total uint64)) (Rebuilt, error) {
+	var res Rebuilt
+	start := time.Now()
+	if err := commands.Rebuild(l, true, progress); err != nil {
+		return res, err
+	}
+	elapsed := time.Since(start)
+	// The old projections were discarded at once and are freed a little
+	// per transaction; free the rest now.
+	if err := l.EmptyTrash(); err != nil {
+		return res, err
+	}
+	res.FreeMS, res.MS = millis(time.Since(start)-elapsed), millis(elapsed)
+	err := l.View(func(tx *boltstore.Tx) (err error) {
+		res.Version, res.Events, err = projections.State(tx)
+		return err
+	})
+	if elapsed > 0 {
+		res.EventsPerS = float64(res.Events) / elapsed.Seconds()
+	}
+	return res, err
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"net"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/ledger/jetstream"
+)
+
+// Ledger is the ledger file Serve opens and the tools it serves on it.
+type Ledger struct {
+	DB      string           // the ledger file, created if missing
+	Skills  string           // the skills folder (Tools)
+	Version string           // the binary's version (Tools)
+	Tools   commands.Options // the tools' options; Logger is Options.Logger
+	// Replica, if set, is the replicated log the file is a copy of
+	// (boltstore.Options.Replica); NoSync then skips the copy's fsync.
+	Replica *jetstream.Replica
+	NoSync  bool
+}
+
+// Serve is logbook server: it listens (opts.Listen, unless opts.Listener
+// is set) before anything else, so that no ledger file is created for a
+// server that cannot start; opens led.DB, held for its lifetime; loads the
+// tools on it; and runs the server (Run, with opts' Store and MCP set here)
+// until ctx ends. It closes the ledger before it returns.
+func Serve(ctx context.Context, led Ledger, opts Options) error {
+	if opts.Listener == nil {
+		ln, err := net.Listen("tcp", cmp.Or(opts.Listen, DefaultListen))
+		if err != nil {
+			return err
+		}
+		opts.Listener = ln
+	}
+	defer opts.Listener.Close()
+	so := boltstore.Options{Create: true, Hold: true}
+	if led.Replica != nil {
+		// One commit is one atomic batch: its events (a few per call) stay
+		// well below the servers' limit.
+		so.Replica, so.NoSync, so.MaxBatch = led.Replica, led.NoSync, jetstream.MaxBatch/8
+	}
+	l, err := boltstore.Open(led.DB, so)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	led.Tools.Logger = opts.Logger
+	if opts.MCP, err = Tools(l, led.Skills, led.Version, led.Tools); err != nil {
+		return err
+	}
+	opts.Store, opts.Replica = l, led.Replica
+	if err := Run(ctx, opts); err != nil {
+		return err
+	}
+	return l.Close()
+}
