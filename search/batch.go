@@ -17,6 +17,10 @@ import (
 type Batch struct {
 	terms map[string]*termEntry // every entry read, all to be written
 	st    *stats                // nil until read
+
+	// A document's term counts, reused from one document to the next.
+	tf       map[string]uint64
+	termList []string
 }
 
 // NewBatch returns an empty batch.
