@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/search"
 )
 
 // folder folds records into the projections of one transaction. A batch
@@ -28,7 +30,9 @@ type folder struct {
 	sessions      map[uint64]*Session
 	dirtyTasks    map[uint64]bool
 	dirtySessions map[uint64]bool
-	indexBuf      *writeBuffer // the full-text index's writes (knowledge.go)
+	indexBuf      *writeBuffer          // the full-text index's writes (knowledge.go)
+	indexBatch    *search.Batch         // the index's term entries and stats
+	puts          map[string]*putBuffer // by space: the spaces the fold only writes
 }
 
 func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event func(uint64) (ledger.Record, error), batch bool) *folder {
@@ -36,7 +40,8 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event f
 	if batch {
 		f.tasks, f.dirtyTasks = map[uint64]*Task{}, map[uint64]bool{}
 		f.sessions, f.dirtySessions = map[uint64]*Session{}, map[uint64]bool{}
-		f.indexBuf = newWriteBuffer()
+		f.indexBuf, f.indexBatch = newWriteBuffer(), search.NewBatch()
+		f.puts = map[string]*putBuffer{}
 	}
 	return f
 }
@@ -112,6 +117,16 @@ func (f *folder) flush() error {
 		}
 	}
 	clear(f.dirtySessions)
+	for _, space := range slices.Sorted(maps.Keys(f.puts)) {
+		if err := f.puts[space].flush(); err != nil {
+			return err
+		}
+	}
+	if f.indexBuf != nil && f.indexBuf.sp != nil {
+		if err := f.indexBatch.Flush(f.indexBuf); err != nil {
+			return err
+		}
+	}
 	return f.indexBuf.flush()
 }
 
@@ -162,4 +177,69 @@ func getNumbered(tx *boltstore.Tx, prefix, space, id string, rec any) (ok bool, 
 		return false, err
 	}
 	return getRecord(sp, u64(n), rec)
+}
+
+// putter is where a fold puts into a space it only writes, never reads:
+// the space itself, or in a batch a putBuffer over it.
+type putter interface {
+	Put(key, value []byte) error
+}
+
+// writeOnly returns where the fold puts into space, which it must never
+// read during the fold; appendOnly marks the space's keys as only growing
+// (boltstore's AppendOnly).
+func (f *folder) writeOnly(space string, appendOnly bool) (putter, error) {
+	if pb, ok := f.puts[space]; ok {
+		return pb, nil
+	}
+	sp, err := f.tx.Space(space)
+	if err != nil {
+		return nil, err
+	}
+	if appendOnly {
+		sp.AppendOnly()
+	}
+	if f.puts == nil {
+		return sp, nil
+	}
+	pb := &putBuffer{sp: sp}
+	f.puts[space] = pb
+	return pb, nil
+}
+
+// putBuffer holds a batch's puts into a space the fold only writes (an
+// index by task or session, whose keys a chunk hits all over the space) and
+// puts them in key order at flush, the later of two puts of a key last, as
+// they were made. Why: bbolt inserts a key into its node by moving the keys
+// after it, and seeks from the root for each; in key order each insert
+// appends next to the last. The keys and values stored are the same.
+type putBuffer struct {
+	sp   *boltstore.Space
+	kvs  []bufferedPut
+	slab []byte // the keys and values, many to an allocation
+}
+
+type bufferedPut struct{ key, value []byte }
+
+func (p *putBuffer) Put(key, value []byte) error {
+	if n := len(key) + len(value); p.slab == nil || cap(p.slab)-len(p.slab) < n {
+		p.slab = make([]byte, 0, max(slabSize, n))
+	}
+	start := len(p.slab)
+	p.slab = append(append(p.slab, key...), value...)
+	k := p.slab[start : start+len(key) : start+len(key)]
+	v := p.slab[start+len(key) : len(p.slab) : len(p.slab)]
+	p.kvs = append(p.kvs, bufferedPut{k, v})
+	return nil
+}
+
+func (p *putBuffer) flush() error {
+	slices.SortStableFunc(p.kvs, func(a, b bufferedPut) int { return bytes.Compare(a.key, b.key) })
+	for _, kv := range p.kvs {
+		if err := p.sp.Put(kv.key, kv.value); err != nil {
+			return err
+		}
+	}
+	p.kvs, p.slab = p.kvs[:0], nil
+	return nil
 }

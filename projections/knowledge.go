@@ -34,7 +34,8 @@ func knowledgeIndex(tx *boltstore.Tx) (*search.Index, error) {
 }
 
 // knowledge is the index the folder writes to: the space itself for a
-// record-by-record Apply, a write buffer over it for a batch.
+// record-by-record Apply; for a batch, a write buffer over it, with the
+// term entries and stats kept decoded in the batch until flush.
 func (f *folder) knowledge() (*search.Index, error) {
 	if f.indexBuf == nil {
 		sp, err := f.tx.Space(spKnowledge)
@@ -52,7 +53,7 @@ func (f *folder) knowledge() (*search.Index, error) {
 		sp.AppendOnly()
 		f.indexBuf.sp = sp
 	}
-	return search.New(f.indexBuf, knowledgeDocs(f.event, f.taskProject)), nil
+	return search.Batched(f.indexBuf, knowledgeDocs(f.event, f.taskProject), f.indexBatch), nil
 }
 
 // taskProject is the project of a task as the fold sees it (a batch's

@@ -166,7 +166,7 @@ func applyTaskUpdated(f *folder, r ledger.Record) error {
 
 // putTask stores t and indexes seq as one of its events.
 func putTask(f *folder, n uint64, t *Task, seq uint64) error {
-	events, err := f.tx.Space(spTaskEvents)
+	events, err := f.writeOnly(spTaskEvents, false)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,6 @@ type thoughtRef struct {
 }
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
-	tx := f.tx
 	var p events.ThoughtRecorded
 	if err := decode(r, &p); err != nil {
 		return err
@@ -54,21 +53,19 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err := f.setTask(tn, task); err != nil {
 		return err
 	}
-	chain, err := tx.Space(spTaskThoughts)
+	chain, err := f.writeOnly(spTaskThoughts, true) // each task's chain grows at its end
 	if err != nil {
 		return err
 	}
-	chain.AppendOnly() // each task's chain grows at its end
 	if err := chain.Put(key2(tn, p.ChainPosition), u64(n)); err != nil {
 		return err
 	}
 	if p.SessionID != "" {
 		sn, _ := domain.ParseID(domain.SessionPrefix, p.SessionID)
-		bySession, err := tx.Space(spSessionThoughts)
+		bySession, err := f.writeOnly(spSessionThoughts, true)
 		if err != nil {
 			return err
 		}
-		bySession.AppendOnly()
 		if err := bySession.Put(key2(sn, n), nil); err != nil {
 			return err
 		}

@@ -98,8 +98,9 @@ const blockBytes = 256
 // Index is the full-text index in one Space. It holds no state of its own, so
 // an Index is as cheap as the Space it wraps and as valid as its transaction.
 type Index struct {
-	sp   Space
-	docs Docs
+	sp    Space
+	docs  Docs
+	batch *Batch // nil: every write goes to sp at once
 }
 
 // New returns the index kept in sp, whose documents docs reads.
@@ -111,6 +112,9 @@ type stats struct {
 }
 
 func (ix *Index) stats() (stats, error) {
+	if ix.batch != nil && ix.batch.st != nil {
+		return *ix.batch.st, nil
+	}
 	var s stats
 	v := ix.sp.Get([]byte{keyStats})
 	if v == nil {
@@ -126,6 +130,10 @@ func (ix *Index) stats() (stats, error) {
 }
 
 func (ix *Index) putStats(s stats) error {
+	if ix.batch != nil {
+		ix.batch.st = &s
+		return nil
+	}
 	b := binary.AppendUvarint(nil, s.docs)
 	b = binary.AppendUvarint(b, s.totalLen)
 	b = binary.AppendUvarint(b, s.nextDoc)
@@ -135,9 +143,19 @@ func (ix *Index) putStats(s stats) error {
 
 // termFreqs counts the terms of a document's fields and returns them in byte
 // order (so the writes, and their bytes, do not depend on map order) with the
-// document's length in terms.
-func termFreqs(fields []Field) (terms []string, tf map[string]uint64, length uint64) {
-	tf = map[string]uint64{}
+// document's length in terms. In a batch it reuses the batch's map and
+// slice, valid until the next call.
+func (ix *Index) termFreqs(fields []Field) (terms []string, tf map[string]uint64, length uint64) {
+	if b := ix.batch; b != nil {
+		if b.tf == nil {
+			b.tf = map[string]uint64{}
+		}
+		clear(b.tf)
+		tf, terms = b.tf, b.termList[:0]
+		defer func() { b.termList = terms }()
+	} else {
+		tf = map[string]uint64{}
+	}
 	for _, f := range fields {
 		tokenize(f.Text, func(t string, _, _, _ int) {
 			if tf[t] == 0 {
@@ -172,7 +190,7 @@ func (ix *Index) Add(doc Doc) error {
 	}
 	num := s.nextDoc
 	s.nextDoc++
-	terms, tf, length := termFreqs(doc.Fields)
+	terms, tf, length := ix.termFreqs(doc.Fields)
 	for _, t := range terms {
 		e, err := ix.term(t)
 		if err != nil {
@@ -219,7 +237,7 @@ func (ix *Index) Remove(id string) error {
 	if err != nil {
 		return err
 	}
-	terms, _, length := termFreqs(doc.Fields)
+	terms, _, length := ix.termFreqs(doc.Fields)
 	for _, t := range terms {
 		e, err := ix.term(t)
 		if err != nil {

@@ -35,8 +35,14 @@ type termEntry struct {
 }
 
 // term returns the entry of term (zero for a term no document holds). Its
-// open block is a copy.
+// open block is a copy, or in a batch the batch's own, which only putTerm
+// may then change.
 func (ix *Index) term(term string) (termEntry, error) {
+	if ix.batch != nil {
+		if e, ok := ix.batch.terms[term]; ok {
+			return *e, nil
+		}
+	}
 	var e termEntry
 	v := ix.sp.Get(dfKey(term))
 	if v == nil {
@@ -57,6 +63,14 @@ func (ix *Index) term(term string) (termEntry, error) {
 // putTerm stores e as term's entry, or deletes it when no document holds
 // the term any more.
 func (ix *Index) putTerm(term string, e termEntry) error {
+	if ix.batch != nil {
+		if p, ok := ix.batch.terms[term]; ok {
+			*p = e
+		} else {
+			ix.batch.terms[term] = &e
+		}
+		return nil
+	}
 	if e.df == 0 {
 		return ix.sp.Delete(dfKey(term))
 	}

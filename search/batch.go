@@ -1,0 +1,53 @@
+package search
+
+import (
+	"maps"
+	"slices"
+)
+
+// Batch keeps what a bulk fold changes of the index's per-term entries and
+// stats, decoded, from one document to the next, and writes each once at
+// Flush. Why: a rebuild's chunk indexes thousands of documents in one
+// transaction, and the common terms are in most of them; reading, decoding,
+// re-encoding and writing a term's entry (its open block of postings
+// included) for every document was most of the index's cost. The values
+// Flush writes are those the writes of an unbatched Index would have left,
+// so a batched fold and a document-by-document one store the same bytes.
+// Sealed blocks and ids are written through as they change.
+type Batch struct {
+	terms map[string]*termEntry // every entry read, all to be written
+	st    *stats                // nil until read
+
+	// A document's term counts, reused from one document to the next.
+	tf       map[string]uint64
+	termList []string
+}
+
+// NewBatch returns an empty batch.
+func NewBatch() *Batch { return &Batch{terms: map[string]*termEntry{}} }
+
+// Batched returns the index kept in sp, whose documents docs reads, with
+// its term entries and stats kept in b until b.Flush.
+func Batched(sp Space, docs Docs, b *Batch) *Index { return &Index{sp: sp, docs: docs, batch: b} }
+
+// Flush writes the batch's term entries, in key order, and stats to sp,
+// and empties the batch.
+func (b *Batch) Flush(sp Space) error {
+	if b == nil {
+		return nil
+	}
+	ix := &Index{sp: sp}
+	for _, t := range slices.Sorted(maps.Keys(b.terms)) {
+		if err := ix.putTerm(t, *b.terms[t]); err != nil {
+			return err
+		}
+	}
+	clear(b.terms)
+	if b.st != nil {
+		if err := ix.putStats(*b.st); err != nil {
+			return err
+		}
+		b.st = nil
+	}
+	return nil
+}

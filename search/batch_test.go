@@ -1,0 +1,74 @@
+package search_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/logbook-dev/logbook/search"
+)
+
+// TestBatchStoresSame: adding and removing documents through a Batch,
+// flushed every few documents, stores exactly the keys and values the
+// unbatched index does, sealed blocks and removals included; and a batched
+// index answers from what it has not flushed yet.
+func TestBatchStoresSame(t *testing.T) {
+	var docs []search.Doc
+	for i := range 400 {
+		docs = append(docs, doc(fmt.Sprintf("F-%04d", i+1), search.Finding, fmt.Sprintf("p%d", i%3), uint64(i+1),
+			fmt.Sprintf("common word%d shared%d", i, i%7)))
+	}
+	gone := []string{"F-0001", "F-0150", "F-0399", "F-0004"}
+	run := func(ix *search.Index, flush func()) {
+		for i, d := range docs {
+			if err := ix.Add(d); err != nil {
+				t.Fatal(err)
+			}
+			if i%97 == 0 {
+				flush()
+			}
+		}
+		for _, id := range gone {
+			if err := ix.Remove(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		flush()
+	}
+	plainSp := newMemSpace()
+	plain := search.New(plainSp, docsOf(docs))
+	run(plain, func() {})
+	for _, every := range []bool{false, true} {
+		sp := newMemSpace()
+		b := search.NewBatch()
+		ix := search.Batched(sp, docsOf(docs), b)
+		flush := func() {
+			if err := b.Flush(sp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !every {
+			flush = func() {}
+		}
+		run(ix, flush)
+		hits, err := ix.Search("common shared3", search.Filter{Limit: search.MaxLimit})
+		want, _ := plain.Search("common shared3", search.Filter{Limit: search.MaxLimit})
+		if err != nil || fmt.Sprint(ids(hits), scores(hits)) != fmt.Sprint(ids(want), scores(want)) {
+			t.Errorf("flushing %v: unflushed batch answers %v (%v), unbatched %v", every, ids(hits), err, ids(want))
+		}
+		if err := b.Flush(sp); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := dump(sp), dump(plainSp); got != want {
+			t.Errorf("flushing %v: batched index stores\n%.300s\nunbatched\n%.300s", every, got, want)
+		}
+	}
+}
+
+func dump(sp *memSpace) string {
+	var s string
+	sp.Scan(nil, false, func(k, v []byte) (bool, error) {
+		s += fmt.Sprintf("%q=%x\n", k, v)
+		return true, nil
+	})
+	return s
+}
