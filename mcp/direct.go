@@ -25,6 +25,7 @@ import (
 type direct struct {
 	ctx     context.Context // the session's, without cancellation
 	session atomic.Pointer[sdk.ServerSession]
+	ready   chan struct{} // closed once session is stored (serveStdio)
 	handle  func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error)
 	served  atomic.Int64 // tool calls answered here (direct_test.go reads it)
 }
@@ -36,6 +37,9 @@ func (d *direct) serve(c *conn, req *jsonrpc.Request) bool {
 	if d == nil || !useFastpath || req.Method != "tools/call" || !req.IsCall() {
 		return false
 	}
+	// The SDK reads its first messages before Connect hands serveStdio the
+	// session; wait for it, or an early call would go to the SDK by chance.
+	<-d.ready
 	ss := d.session.Load()
 	if ss == nil || ss.InitializeParams() == nil {
 		return false // the SDK answers calls before initialize

@@ -194,14 +194,18 @@ func serveStdio(ctx context.Context, srv *sdk.Server, in io.Reader, out io.Write
 	c := newConn(in, out, maxLine, log)
 	c.direct = d
 	defer c.Close()
+	if d != nil {
+		d.ready = make(chan struct{})
+	}
 	// The SDK's context would cancel in-flight calls abruptly; the connection
 	// turns ctx's cancellation into a drain instead.
 	session, err := srv.Connect(context.WithoutCancel(ctx), transport{c}, nil)
+	if d != nil {
+		d.session.Store(session) // nil when Connect failed: the SDK answers
+		close(d.ready)
+	}
 	if err != nil {
 		return fmt.Errorf("mcp connect: %w", err)
-	}
-	if d != nil {
-		d.session.Store(session)
 	}
 	defer context.AfterFunc(ctx, c.stopReading)()
 	if err := session.Wait(); err != nil && !errors.Is(err, io.EOF) {
