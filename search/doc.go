@@ -17,7 +17,9 @@
 // Invariants:
 //   - Adding the same documents (and removing the same ids) in the same order
 //     yields byte-identical keys and values, so a rebuild equals the live index.
-//   - Statistics are incremental: Add and Remove cost O(terms in the document);
+//   - Statistics are incremental: Add costs O(terms in the document); Remove
+//     too, plus, per term, a walk back over the keys of its sealed blocks newer
+//     than the document's (none for a recent document), decoding one block;
 //     Search reads only the statistics and postings of the query terms, plus
 //     the events of the hits it returns.
 //   - Results are deterministic: equal scores are ordered by seq, newest first,

@@ -141,17 +141,20 @@ func (ix *Index) removePosting(term string, e *termEntry, num uint64) error {
 		e.open = block
 		return nil
 	}
+	// The sealed block holding num is the last whose base is at most num:
+	// walk the keys back from the newest (a removed document is usually a
+	// recent one) and decode only that block.
 	var key, block []byte
-	err := ix.sp.Scan(postingPrefix(term), false, func(k, v []byte) (bool, error) {
+	err := ix.sp.Scan(postingPrefix(term), true, func(k, v []byte) (bool, error) {
 		base, err := keyBase(k)
 		if err != nil || base > num {
-			return false, err
+			return err == nil, err
 		}
 		cut, found, err := cutPosting(base, v, num)
 		if found {
 			key, block = bytes.Clone(k), cut
 		}
-		return !found && err == nil, err
+		return false, err
 	})
 	switch {
 	case err != nil:

@@ -36,7 +36,9 @@ type Snapshotted struct {
 // (boltstore.Store.Snapshot). The copy's projections are refolded from its
 // own log. The file appears at out only when complete, and never replaces
 // a file there, even one created meanwhile (an error wrapping os.ErrExist,
-// at once if out exists when it starts).
+// at once if out exists when it starts) — except on a file system without
+// hard links, where the last step is a rename, which would replace a file
+// created at out in the instant after the check.
 func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapshotted, error) {
 	res := Snapshotted{Out: out}
 	if _, err := os.Lstat(out); err == nil {
