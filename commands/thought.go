@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/logbook-dev/logbook/domain"
@@ -221,6 +222,9 @@ func thoughtHolds(lt *boltstore.Tx, th projections.Thought) (bool, error) {
 		return p.PreviousHash == "", nil
 	}
 	prev, found, err := projections.ThoughtAt(lt, th.TaskID, th.ChainPosition-1)
+	if errors.Is(err, boltstore.ErrDamaged) {
+		return false, nil // the previous thought's event: its own link is reported
+	}
 	if err != nil || !found {
 		return false, err
 	}

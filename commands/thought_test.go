@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/events"
@@ -246,5 +248,28 @@ func TestMalformedEvent(t *testing.T) {
 	d := h.call("thought_record_list", map[string]any{"task_id": "T-0001", "verify_chain": true}, "OK")
 	if d["chain_valid"] != false || !reflect.DeepEqual(d["invalid_links"], []any{2.0, 3.0}) {
 		t.Errorf("thought_record_list verify: %v %v", d["chain_valid"], d["invalid_links"])
+	}
+}
+
+// TestThoughtChainsToDamagedEvent: a new thought never chains to a thought
+// whose event no longer reads (the projection keeps only its seq, so its
+// hash is gone): thought_record on that task answers ERR_STORAGE and
+// records no thought, while other tasks' chains go on.
+func TestThoughtChainsToDamagedEvent(t *testing.T) {
+	h, th := thoughtFixture(t)
+	seq := uint64(th[4]["seq"].(float64)) // T-0002's last thought
+	h.tamper(seq, func(raw []byte) []byte { return raw[:len(raw)/2] })
+	before := h.head()
+	_, err := h.svc.Do(t.Context(), Call{Name: "thought_record", Command: RecordThought, Args: []byte(`{"task_id":"T-0002","type":"plan","content":"beta-three"}`), Encode: testEncode})
+	var se *StorageError
+	if !errors.As(err, &se) || !strings.Contains(se.Reason, "damaged") {
+		t.Errorf("thought_record after a damaged last thought: %v, want ERR_STORAGE naming the damage", err)
+	}
+	if got := h.head(); got != before {
+		t.Errorf("head %d after a refused thought_record, want %d (nothing written)", got, before)
+	}
+	d := h.call("thought_record", map[string]any{"task_id": "T-0001", "type": "plan", "content": "alpha-four"}, "OK")
+	if d["chain_position"] != 4.0 || d["previous_hash"] != th[3]["hash"] {
+		t.Errorf("T-0001's next thought: position %v previous %v, want 4 and %v", d["chain_position"], d["previous_hash"], th[3]["hash"])
 	}
 }

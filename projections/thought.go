@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/logbook-dev/logbook/domain"
@@ -80,8 +81,7 @@ func thoughtDoc(r ledger.Record, p *events.ThoughtRecorded, project string) sear
 }
 
 // thoughtByNumber reads thought number n; known is what the caller knows of
-// it from the key it came by (its task and chain position, or its session),
-// which is all a damaged event leaves of it.
+// it from the key it came by (its task and chain position, or its session).
 func thoughtByNumber(tx *boltstore.Tx, n uint64, known Thought) (Thought, error) {
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
@@ -96,23 +96,33 @@ func thoughtByNumber(tx *boltstore.Tx, n uint64, known Thought) (Thought, error)
 		return Thought{}, err
 	}
 	known.ThoughtID, known.Seq = domain.FormatID(domain.ThoughtPrefix, n), ref.Seq
-	return thoughtAt(tx, known), nil
+	return thoughtAt(tx, known)
 }
 
 // thoughtAt reads thought th.ThoughtID from the event at th.Seq that
-// recorded it. An event that no longer reads as that thought (a damaged
-// ledger, which audit_verify_chain reports) gives th as it is rather than
-// fail the read.
-func thoughtAt(tx *boltstore.Tx, th Thought) Thought {
+// recorded it (the projection keeps nothing else of it). An event that no
+// longer reads as that thought is a damaged ledger: an error wrapping
+// boltstore.ErrDamaged, never a thought with its hash and content missing
+// (a thought_record would chain to it, a session would take it as a leaf).
+func thoughtAt(tx *boltstore.Tx, th Thought) (Thought, error) {
+	damaged := func(why any) (Thought, error) {
+		return th, fmt.Errorf("thought %s: the event at seq %d %v: %w", th.ThoughtID, th.Seq, why, boltstore.ErrDamaged)
+	}
 	r, err := tx.Event(th.Seq)
-	if err != nil || r.Type != events.TypeThoughtRecorded {
-		return th
+	switch {
+	case err != nil:
+		return damaged(err)
+	case r.Type != events.TypeThoughtRecorded:
+		return damaged("is a " + r.Type)
 	}
 	var p events.ThoughtRecorded
-	if decode(r, &p) != nil || p.ThoughtID != th.ThoughtID {
-		return th
+	if err := decode(r, &p); err != nil {
+		return damaged(err)
 	}
-	return Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}
+	if p.ThoughtID != th.ThoughtID {
+		return damaged("records " + p.ThoughtID)
+	}
+	return Thought{ThoughtRecorded: p, Hash: r.Hash.String(), RecordedAt: FormatTime(r.Time), RecordedBy: r.Actor, Seq: r.Seq}, nil
 }
 
 // LastThought is the task's latest thought; ok false if it has none.
@@ -149,6 +159,9 @@ func SessionThoughts(tx *boltstore.Tx, sessionID string, fn func(Thought) bool) 
 // listedThoughts calls fn for the thoughts a space lists under the number
 // of id (a prefix's id), in key order; listed is a thought's number from
 // its key and value there, and what they say of it (see thoughtByNumber).
+// A thought whose event is damaged is listed with only what its keys say
+// (no hash), so that the chain checks over a list report it as a broken
+// link; LastThought and ThoughtAt, which a new thought chains to, fail.
 func listedThoughts(tx *boltstore.Tx, space, prefix, id string, listed func(k, v []byte) (uint64, Thought), fn func(Thought) bool) error {
 	sp, n, err := spaceOf(tx, space, prefix, id)
 	if sp == nil {
@@ -157,7 +170,7 @@ func listedThoughts(tx *boltstore.Tx, space, prefix, id string, listed func(k, v
 	return sp.Scan(u64(n), false, func(k, v []byte) (bool, error) {
 		num, known := listed(k, v)
 		th, err := thoughtByNumber(tx, num, known)
-		if err != nil {
+		if err != nil && !errors.Is(err, boltstore.ErrDamaged) {
 			return false, err
 		}
 		return fn(th), nil
@@ -177,7 +190,10 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 		}
 		var th Thought
 		th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, be64(k)), ref.Seq
-		return fn(thoughtAt(tx, th)), nil
+		if th, err = thoughtAt(tx, th); err != nil && !errors.Is(err, boltstore.ErrDamaged) {
+			return false, err // a damaged one is listed as in listedThoughts
+		}
+		return fn(th), nil
 	})
 }
 
