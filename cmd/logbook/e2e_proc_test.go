@@ -238,8 +238,8 @@ func (s *e2eServer) readLoop(stdout io.Reader) {
 		close(ch)
 		delete(s.pending, id)
 	}
+	close(s.exited) // under mu: send registers no request after this
 	s.mu.Unlock()
-	close(s.exited)
 }
 
 func (s *e2eServer) deliver(line []byte) {
@@ -312,7 +312,15 @@ func (s *e2eServer) send(method string, params json.RawMessage) (<-chan e2eMessa
 	id := s.nextID.Add(1)
 	ch := make(chan e2eMessage, 1)
 	s.mu.Lock()
-	s.pending[strconv.FormatInt(id, 10)] = ch
+	select {
+	case <-s.exited:
+		// The process is gone and its pending requests were closed: a
+		// request sent now is closed too, or its caller would wait for
+		// an answer no one can give.
+		close(ch)
+	default:
+		s.pending[strconv.FormatInt(id, 10)] = ch
+	}
 	s.mu.Unlock()
 	line := []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":` + strconv.Quote(method))
 	if params != nil {
@@ -320,7 +328,13 @@ func (s *e2eServer) send(method string, params json.RawMessage) (<-chan e2eMessa
 	}
 	line = append(line, '}')
 	if err := s.writeLine(line); err != nil {
-		s.t.Errorf("writing %s: %v", method, err)
+		// A process that died (a test killed it) takes its stdin with it:
+		// the caller sees the closed channel. Any other failure is an error.
+		select {
+		case <-s.exited:
+		case <-time.After(e2eTimeout):
+			s.t.Errorf("writing %s: %v", method, err)
+		}
 	}
 	return ch, id
 }
