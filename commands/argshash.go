@@ -215,4 +215,3 @@ func canonicalV1(raw []byte) []byte {
 	}
 	return c
 }
-
