@@ -54,7 +54,10 @@ func (p *logPass) openScratch() error {
 		return fmt.Errorf("scratch: %w", err)
 	}
 	p.dir = dir
-	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true})
+	// Nobody else opens the scratch file: it is held open for the whole
+	// refold rather than reopened for every chunk (fold releases the pages
+	// each chunk mapped, as closing the file did).
+	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true, Hold: true})
 	if err != nil {
 		return fmt.Errorf("scratch: %w", err)
 	}
@@ -241,7 +244,7 @@ func (p *logPass) fold(c foldChunk) error {
 		return err
 	}
 	p.folded = recs[len(recs)-1].Seq
-	return nil
+	return p.scratch.ReleaseMapped()
 }
 
 // compareStep is how many keys one read transaction of the comparison
@@ -283,7 +286,10 @@ func (p *logPass) compare() (*audit.Problem, error) {
 				moved = moved || began
 			}
 			began = true
-			return p.scratch.View(func(stx *boltstore.Tx) error { return cmp.Step(stx, tx, compareStep) })
+			if err := p.scratch.View(func(stx *boltstore.Tx) error { return cmp.Step(stx, tx, compareStep) }); err != nil {
+				return err
+			}
+			return p.scratch.ReleaseMapped()
 		})
 		if err != nil {
 			var pe *audit.Problem
