@@ -291,18 +291,6 @@ func nextNumber(tx *boltstore.Tx, key string) (uint64, error) {
 	return getU64(meta, key) + 1, nil
 }
 
-// seenNumber records that id number n of the counter key is taken.
-func seenNumber(tx *boltstore.Tx, key string, n uint64) error {
-	meta, err := tx.Space(spMeta)
-	if err != nil {
-		return err
-	}
-	if n > getU64(meta, key) {
-		return putU64(meta, key, n)
-	}
-	return nil
-}
-
 // spaceOf is a space and the number of id, an id of prefix; a nil space
 // for an id that is not one.
 func spaceOf(tx *boltstore.Tx, space, prefix, id string) (*boltstore.Space, uint64, error) {
