@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -125,10 +126,13 @@ func (f *folder) index(doc search.Doc) error {
 	if err != nil {
 		return err
 	}
-	if ix.Has(doc.ID) {
-		if err := ix.Remove(doc.ID); err != nil {
-			return err
-		}
+	// Add looks the id up before it writes anything: asking Has first
+	// would look it up twice for every document.
+	if err := ix.Add(doc); !errors.Is(err, search.ErrDuplicate) {
+		return err
+	}
+	if err := ix.Remove(doc.ID); err != nil {
+		return err
 	}
 	return ix.Add(doc)
 }
