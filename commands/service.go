@@ -142,20 +142,21 @@ func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) 
 		return fmt.Errorf("rebuild projections: %w", err)
 	}
 	// A chunk is one commit: small enough that other processes' calls
-	// wait for it no longer than a few tens of milliseconds. The file
-	// stays open from one chunk to the next while nobody waits for it.
+	// wait for it no longer than a few tens of milliseconds.
 	const chunk = 4096
-	err = l.UpdateEach(func(tx *boltstore.Tx) (done bool, err error) {
-		done, _, applied, err = projections.ContinueRebuild(tx, chunk)
-		head = tx.Head().Seq
-		return done, err
-	}, func() {
+	for done := false; !done; {
+		err := l.Update(func(tx *boltstore.Tx) error {
+			var err error
+			done, _, applied, err = projections.ContinueRebuild(tx, chunk)
+			head = tx.Head().Seq
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("rebuild projections: %w", err)
+		}
 		if progress != nil {
 			progress(applied, head)
 		}
-	})
-	if err != nil {
-		return fmt.Errorf("rebuild projections: %w", err)
 	}
 	return nil
 }
