@@ -2,9 +2,11 @@ package projections
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // A fold decodes the payload of nearly every event, and decodes and
@@ -218,6 +220,22 @@ func (r *mp) intPtr(dst **int) bool {
 	return r.int(v)
 }
 
+// digest reads a ledger.Digest: a bin8 of 32 bytes (as it is written) into
+// its hex, or a str (as payloads before binary digests hold it) as it is.
+func (r *mp) digest(dst *ledger.Digest) bool {
+	if r.off < len(r.b) && r.b[r.off] == 0xc4 {
+		if len(r.b)-r.off < 2+32 || r.b[r.off+1] != 32 {
+			return false
+		}
+		*dst = ledger.Digest(hex.EncodeToString(r.b[r.off+2 : r.off+2+32]))
+		r.off += 2 + 32
+		return true
+	}
+	s, ok := r.strBytes()
+	*dst = ledger.Digest(s)
+	return ok
+}
+
 // floatPtr reads a float64 into a new float64, or a nil into a nil pointer.
 func (r *mp) floatPtr(dst **float64) bool {
 	c, ok := r.code()
@@ -284,7 +302,7 @@ func (p *thoughtPayload) decodeFast(b []byte) bool {
 		case "metadata":
 			return 9, r.str(&p.Metadata)
 		case "previous_hash":
-			return 10, r.str(&p.PreviousHash)
+			return 10, r.digest(&p.PreviousHash)
 		case "chain_position":
 			return 11, r.uint(&p.ChainPosition)
 		}

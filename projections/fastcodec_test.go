@@ -25,7 +25,7 @@ func fastSamples() []any {
 	return []any{
 		&events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "analysis", Content: "short", ChainPosition: 1},
 		&events.ThoughtRecorded{ThoughtID: "Θ-0002", TaskID: "T-0001", Type: "decision", Content: long, SessionID: "A-0001", Branch: "main",
-			CommitSHA: "abc1234", TestsRun: []string{"a", long}, Blockers: []string{}, Metadata: `{"k":1}`, PreviousHash: strings.Repeat("ab", 32), ChainPosition: 1 << 40},
+			CommitSHA: "abc1234", TestsRun: []string{"a", long}, Blockers: []string{}, Metadata: `{"k":1}`, PreviousHash: ledger.Digest(strings.Repeat("ab", 32)), ChainPosition: 1 << 40},
 		&events.ThoughtRecorded{ThoughtID: "Θ-0003", TaskID: "T-0002", Content: huge, Blockers: many, ChainPosition: 300},
 		&events.TaskUpdated{TaskID: "T-0001"},
 		&events.TaskUpdated{TaskID: "T-0001", Status: ptr("review"), PreviousStatus: ptr("in_progress"), Progress: ptr(-40), Title: ptr(long),
@@ -70,6 +70,15 @@ func TestFastCodec(t *testing.T) {
 				t.Errorf("encodeTask(%s) = % x\nthe generic writer: % x", task.ID, got[:min(len(got), 80)], b[:min(len(b), 80)])
 			}
 		}
+	}
+	// A version 1 thought.recorded held its previous hash as hex.
+	v1, err := ledger.EncodePayload(map[string]any{"thought_id": "Θ-1", "task_id": "T-1", "previous_hash": strings.Repeat("cd", 32), "chain_position": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fast, generic events.ThoughtRecorded
+	if !decodeFast(v1, &fast) || unmarshalGeneric(v1, &generic) != nil || !reflect.DeepEqual(fast, generic) || fast.PreviousHash != ledger.Digest(strings.Repeat("cd", 32)) {
+		t.Errorf("a version 1 previous hash: fast %+v, generic %+v", fast, generic)
 	}
 	for _, seq := range []uint64{0, 127, 128, 255, 256, 1 << 16, 1 << 32} {
 		want, _ := ledger.EncodePayload(&thoughtRef{Seq: seq})
