@@ -36,7 +36,8 @@ const releaseEvery = 4096
 // mapped, for a Store that holds its file open (Options.Hold): one that
 // refolds into a scratch file of its own, say, would otherwise keep every
 // page it has touched resident, transaction after transaction. A no-op for
-// a Store that opens the file per transaction (closing it unmaps them).
+// a Store without Hold: its committer closes the file, and so unmaps it,
+// within quietHold.
 func (l *Store) ReleaseMapped() error {
 	if l.held == nil {
 		return nil
