@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -123,7 +124,7 @@ func DecodeEvent(raw []byte) (Event, error) {
 	if e.Time.UnixMilli() != ms { // beyond what a time.Time holds
 		return fail("time out of range")
 	}
-	if e.Type, ok = d.str(); !ok {
+	if e.Type, ok = d.name(); !ok {
 		return fail("type")
 	}
 	v, ok := d.uint()
@@ -131,7 +132,7 @@ func DecodeEvent(raw []byte) (Event, error) {
 		return fail("payload version")
 	}
 	e.Version = uint16(v)
-	if e.Actor, ok = d.str(); !ok {
+	if e.Actor, ok = d.name(); !ok {
 		return fail("actor")
 	}
 	ns, ok := d.arrayLen()
@@ -293,9 +294,24 @@ func (d *envelopeReader) int() (int64, bool) {
 
 // str reads a string: fixstr, or str 8 to 32.
 func (d *envelopeReader) str() (string, bool) {
-	c, ok := d.code()
+	b, ok := d.strBytes()
+	return string(b), ok
+}
+
+// name reads a string as str does, interned (names).
+func (d *envelopeReader) name() (string, bool) {
+	b, ok := d.strBytes()
 	if !ok {
 		return "", false
+	}
+	return names.intern(b), true
+}
+
+// strBytes reads a string as a slice of the input.
+func (d *envelopeReader) strBytes() ([]byte, bool) {
+	c, ok := d.code()
+	if !ok {
+		return nil, false
 	}
 	var n uint64
 	switch {
@@ -309,13 +325,61 @@ func (d *envelopeReader) str() (string, bool) {
 		n, ok = d.be(4, 1<<16)
 	default:
 		d.err = fmt.Sprintf("0x%02x is not a string", c)
-		return "", false
+		return nil, false
 	}
 	if !ok {
-		return "", false
+		return nil, false
 	}
-	b, ok := d.take(n)
-	return string(b), ok
+	return d.take(n)
+}
+
+// names interns the event types and actors DecodeEvent reads: a log holds
+// a handful of each, over and over, and a new string for each in every
+// event was a good part of what reading the log allocated. It keeps at
+// most maxNames, each at most maxNameLen bytes; others are allocated as
+// before.
+var names internTable
+
+const (
+	maxNames   = 256
+	maxNameLen = 64
+)
+
+// internTable is a copy-on-write map: readers never lock.
+type internTable struct {
+	m  atomic.Pointer[map[string]string]
+	mu sync.Mutex
+}
+
+func (t *internTable) intern(b []byte) string {
+	if m := t.m.Load(); m != nil {
+		if s, ok := (*m)[string(b)]; ok {
+			return s
+		}
+	}
+	s := string(b)
+	if len(b) > maxNameLen {
+		return s
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.m.Load()
+	if old == nil {
+		old = &map[string]string{}
+	}
+	if len(*old) >= maxNames {
+		return s
+	}
+	if kept, ok := (*old)[s]; ok {
+		return kept
+	}
+	m := make(map[string]string, len(*old)+1)
+	for k, v := range *old {
+		m[k] = v
+	}
+	m[s] = s
+	t.m.Store(&m)
+	return s
 }
 
 // arrayLen reads an array's header: fixarray, or array 16 or 32.

@@ -8,8 +8,10 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/metrics"
+	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -387,4 +389,50 @@ func decodeEventReference(raw []byte) (Event, error) {
 func (e *Event) encodesTo(raw []byte) bool {
 	var buf bytes.Buffer
 	return e.encodeTo(&buf) == nil && bytes.Equal(buf.Bytes(), raw)
+}
+
+// TestDecodeEventInternsNames: events of one type and actor share their
+// strings; past maxNames distinct names, they decode exactly all the same,
+// from goroutines at once (run with -race).
+func TestDecodeEventInternsNames(t *testing.T) {
+	encode := func(e Event) []byte {
+		t.Helper()
+		raw, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	a, err := DecodeEvent(encode(Event{Seq: 1, Type: "interned.type", Actor: "interned-actor"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := DecodeEvent(encode(Event{Seq: 2, Type: "interned.type", Actor: "interned-actor"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(a.Type) != unsafe.StringData(b.Type) || unsafe.StringData(a.Actor) != unsafe.StringData(b.Actor) {
+		t.Error("two events of one type and actor hold copies of them")
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range maxNames + 50 {
+				want := Event{Seq: uint64(i + 1), Type: fmt.Sprintf("type.%d", i%7), Actor: fmt.Sprintf("agent-%d-%d", g, i), Prev: Hash{1}}
+				raw, err := want.Encode()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := DecodeEvent(raw)
+				if err != nil || got.Type != want.Type || got.Actor != want.Actor {
+					t.Errorf("%+v decoded as %+v, %v", want, got, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
