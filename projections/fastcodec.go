@@ -236,6 +236,19 @@ func (r *mp) digest(dst *ledger.Digest) bool {
 	return ok
 }
 
+// digestSkip checks a digest as digest does, and leaves dst alone.
+func (r *mp) digestSkip(*ledger.Digest) bool {
+	if r.off < len(r.b) && r.b[r.off] == 0xc4 {
+		if len(r.b)-r.off < 2+32 || r.b[r.off+1] != 32 {
+			return false
+		}
+		r.off += 2 + 32
+		return true
+	}
+	_, ok := r.strBytes()
+	return ok
+}
+
 // floatPtr reads a float64 into a new float64, or a nil into a nil pointer.
 func (r *mp) floatPtr(dst **float64) bool {
 	c, ok := r.code()
@@ -278,7 +291,29 @@ func (r *mp) fields(field func(key []byte) (index int, ok bool)) bool {
 }
 
 func (p *thoughtPayload) decodeFast(b []byte) bool {
+	return decodeThought(b, (*events.ThoughtRecorded)(p), false)
+}
+
+// thoughtFoldPayload reads what a fold uses of a thought.recorded payload:
+// the fields the fold leaves alone (type, branch, commit, tests, metadata,
+// previous hash) are checked as the full reader checks them, and skipped.
+type thoughtFoldPayload events.ThoughtRecorded
+
+func (p *thoughtFoldPayload) decodeFast(b []byte) bool {
+	return decodeThought(b, (*events.ThoughtRecorded)(p), true)
+}
+
+// decodeThought reads a thought.recorded payload, all of it or (lean) only
+// what a fold uses.
+func decodeThought(b []byte, p *events.ThoughtRecorded, lean bool) bool {
 	r := mp{b: b}
+	str := func(dst *string) bool {
+		if lean {
+			_, ok := r.strBytes()
+			return ok
+		}
+		return r.str(dst)
+	}
 	return r.fields(func(k []byte) (int, bool) {
 		switch string(k) {
 		case "thought_id":
@@ -286,22 +321,30 @@ func (p *thoughtPayload) decodeFast(b []byte) bool {
 		case "task_id":
 			return 1, r.str(&p.TaskID)
 		case "type":
-			return 2, r.str(&p.Type)
+			return 2, str(&p.Type)
 		case "content":
 			return 3, r.str(&p.Content)
 		case "session_id":
 			return 4, r.str(&p.SessionID)
 		case "branch":
-			return 5, r.str(&p.Branch)
+			return 5, str(&p.Branch)
 		case "commit_sha":
-			return 6, r.str(&p.CommitSHA)
+			return 6, str(&p.CommitSHA)
 		case "tests_run":
+			if lean {
+				var skip []string
+				return 7, r.strs(&skip)
+			}
 			return 7, r.strs(&p.TestsRun)
 		case "blockers":
 			return 8, r.strs(&p.Blockers)
 		case "metadata":
-			return 9, r.str(&p.Metadata)
+			return 9, str(&p.Metadata)
 		case "previous_hash":
+			if lean {
+				var skip ledger.Digest
+				return 10, r.digestSkip(&skip)
+			}
 			return 10, r.digest(&p.PreviousHash)
 		case "chain_position":
 			return 11, r.uint(&p.ChainPosition)

@@ -65,6 +65,9 @@ func TestFastCodec(t *testing.T) {
 		if !reflect.DeepEqual(fast, generic) {
 			t.Errorf("%T: fast %+v\ngeneric %+v", v, fast, generic)
 		}
+		if _, ok := v.(*events.ThoughtRecorded); ok {
+			checkLean(t, b)
+		}
 		if task, ok := v.(*Task); ok {
 			if got := encodeTask(task); !bytes.Equal(got, b) {
 				t.Errorf("encodeTask(%s) = % x\nthe generic writer: % x", task.ID, got[:min(len(got), 80)], b[:min(len(b), 80)])
@@ -85,6 +88,26 @@ func TestFastCodec(t *testing.T) {
 		if got := encodeThoughtRef(&thoughtRef{Seq: seq}); !bytes.Equal(got, want) {
 			t.Errorf("encodeThoughtRef(%d) = % x, want % x", seq, got, want)
 		}
+	}
+}
+
+// foldView is what the lean thought.recorded reader keeps of p.
+func foldView(p events.ThoughtRecorded) events.ThoughtRecorded {
+	return events.ThoughtRecorded{ThoughtID: p.ThoughtID, TaskID: p.TaskID, Content: p.Content, SessionID: p.SessionID,
+		Blockers: p.Blockers, ChainPosition: p.ChainPosition}
+}
+
+// checkLean: the lean reader takes b exactly when the full one does, and
+// then keeps what the full one reads of the fields a fold uses.
+func checkLean(t *testing.T, b []byte) {
+	t.Helper()
+	var full, lean events.ThoughtRecorded
+	fullOK, leanOK := decodeFast(b, &full), tryFast(b, (*thoughtFoldPayload)(&lean))
+	if fullOK != leanOK {
+		t.Fatalf("the full reader takes % x: %v, the lean one: %v", b, fullOK, leanOK)
+	}
+	if leanOK && !reflect.DeepEqual(lean, foldView(full)) {
+		t.Fatalf("lean %+v\nfull %+v", lean, full)
 	}
 }
 
@@ -136,6 +159,7 @@ func FuzzFastDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
 		samples := fastSamples()
 		v := samples[int(kind)%len(samples)]
+		checkLean(t, b)
 		fast, generic := zero(v), zero(v)
 		if !decodeFast(b, fast) {
 			return

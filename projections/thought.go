@@ -38,7 +38,7 @@ type thoughtRef struct {
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	var p events.ThoughtRecorded
-	if err := decode(r, &p); err != nil {
+	if err := decodeForFold(r, &p); err != nil {
 		return err
 	}
 	n, err := putNumbered(f, domain.ThoughtPrefix, counterThought, spThoughts, p.ThoughtID, &thoughtRef{Seq: r.Seq})
@@ -72,6 +72,16 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 		}
 	}
 	return f.index(thoughtDoc(r, &p, task.Project))
+}
+
+// decodeForFold is decode for applyThoughtRecorded, which reads only the
+// ids, chain position, content and blockers of a thought: the other fields
+// are checked, as decode checks them, but not kept (fastcodec.go).
+func decodeForFold(r ledger.Record, p *events.ThoughtRecorded) error {
+	if tryFast(r.Payload, (*thoughtFoldPayload)(p)) {
+		return events.Upcast(r.Type, r.Version, p)
+	}
+	return decode(r, p)
 }
 
 // thoughtDoc is what the knowledge index holds of a thought.
