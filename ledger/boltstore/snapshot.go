@@ -48,6 +48,11 @@ func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) 
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("snapshot to %s: %w", dst, err)
 	}
+	// The copy is in the source's format: the same nodes, never converted.
+	var format uint64
+	if err := l.View(func(tx *Tx) error { format = tx.Format(); return nil }); err != nil {
+		return rep, fmt.Errorf("snapshot: %w", err)
+	}
 	removeStaleCopies(dst)
 	tmp, err := os.CreateTemp(filepath.Dir(dst), tempPrefix(dst)+"*")
 	if err != nil {
@@ -70,7 +75,7 @@ func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) 
 			db.Close()
 		}
 	}()
-	if err := db.Update(initFile); err != nil {
+	if err := db.Update(initFile(format)); err != nil {
 		return rep, fmt.Errorf("snapshot: init copy: %w", err)
 	}
 
@@ -173,7 +178,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, erro
 		seq++
 	}
 	var nodes []ledger.Node
-	for level := uint(0); end>>level > 0; level++ {
+	for level := tx.base; end>>level > 0; level++ {
 		for uint(len(c.next)) <= level {
 			c.next = append(c.next, 0)
 		}
