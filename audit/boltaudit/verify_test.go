@@ -434,8 +434,11 @@ func TestVerifyNonCanonicalEvent(t *testing.T) {
 		}
 		raw := buf.Bytes()
 		h := ledger.LeafHash(raw)
-		return errors.Join(tx.Bucket([]byte("events")).Put(k, raw),
-			tx.Bucket([]byte("merkle")).Bucket([]byte{0}).Put(binary.BigEndian.AppendUint64(nil, last-1), h[:]),
+		var leaf error
+		if leaves := tx.Bucket([]byte("merkle")).Bucket([]byte{0}); leaves != nil { // format 1 only
+			leaf = leaves.Put(binary.BigEndian.AppendUint64(nil, last-1), h[:])
+		}
+		return errors.Join(tx.Bucket([]byte("events")).Put(k, raw), leaf,
 			tx.Bucket([]byte("meta")).Put([]byte("head"), append(k, h[:]...)))
 	})
 	db.Close()

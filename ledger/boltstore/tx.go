@@ -184,7 +184,8 @@ func (tx *Tx) appendTail(seq uint64, h ledger.Hash) ([]ledger.Node, error) {
 }
 
 // leafHashes calls fn with the hash of each stored event with seq in
-// [begin, end), in order; a missing event is ErrNotFound.
+// [begin, end), in order; a missing event is ErrDamaged if the head is past
+// it, else ErrNotFound.
 func (tx *Tx) leafHashes(begin, end uint64, fn func(ledger.Hash)) error {
 	if begin >= end {
 		return nil
@@ -193,6 +194,11 @@ func (tx *Tx) leafHashes(begin, end uint64, fn func(ledger.Hash)) error {
 	seq := begin
 	for k, v := c.Seek(u64(begin)); seq < end; k, v = c.Next() {
 		if !keyIs(k, seq) {
+			if seq <= tx.head.Seq {
+				// An event the log holds is gone: the nodes over it
+				// cannot be hashed, as a stored node could not be read.
+				return fmt.Errorf("%w: event %d is missing", ErrDamaged, seq)
+			}
 			return fmt.Errorf("event %d: %w", seq, ErrNotFound)
 		}
 		fn(ledger.LeafHash(v))
@@ -265,6 +271,27 @@ func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 	}
 	copy(h[:], v)
 	return h, nil
+}
+
+// Committed returns the hash the log commits to for event seq, whatever its
+// stored bytes now hash to: its stored leaf in format 1; in format 2 (no
+// leaves) the prev of event seq+1, or the head's hash for the last event.
+// ErrNotFound past the head; ErrDamaged if what commits to it is unreadable.
+func (tx *Tx) Committed(seq uint64) (ledger.Hash, error) {
+	if seq < 1 || seq > tx.head.Seq {
+		return ledger.Hash{}, fmt.Errorf("event %d: %w", seq, ErrNotFound)
+	}
+	if tx.base == 0 {
+		return tx.Node(0, seq-1)
+	}
+	if seq == tx.head.Seq {
+		return tx.head.Hash, nil
+	}
+	next, err := tx.Event(seq + 1)
+	if err != nil {
+		return ledger.Hash{}, fmt.Errorf("%w: the link to event %d: %v", ErrDamaged, seq, err)
+	}
+	return next.Prev, nil
 }
 
 // Event reads and decodes the event at seq. ErrNotFound if absent.
