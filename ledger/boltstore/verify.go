@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -327,7 +328,10 @@ type groupCheck struct {
 
 // each returns the EachEvent of one read transaction: the check, then next.
 func (g *groupCheck) each(tx *Tx, next EachEvent) EachEvent {
-	var stored *bolt.Bucket
+	// One cursor and key for the transaction: a Get per node would
+	// allocate a cursor's stack each time.
+	var cur *bolt.Cursor
+	var k [8]byte
 	return func(seq uint64, raw []byte, hash ledger.Hash) error {
 		if g.pending != nil && g.c.Seq() >= g.pending.Seq+2 {
 			return g.keep(g.pending)
@@ -338,12 +342,17 @@ func (g *groupCheck) each(tx *Tx, next EachEvent) EachEvent {
 			g.leaves = g.leaves[:0]
 			g.nodes++
 			index := seq>>g.base - 1
-			if stored == nil {
-				stored, _ = tx.level(g.base, false)
+			if cur == nil {
+				if b, err := tx.level(g.base, false); err == nil {
+					cur = b.Cursor()
+				}
 			}
 			var got []byte
-			if stored != nil {
-				got = stored.Get(u64(index))
+			if cur != nil {
+				binary.BigEndian.PutUint64(k[:], index)
+				if ck, cv := cur.Seek(k[:]); keyIs(ck, index) {
+					got = cv
+				}
 			}
 			var p *ledger.IntegrityError
 			switch {
