@@ -35,7 +35,8 @@ type SnapshotReport struct {
 // meanwhile and the head, so the copy is a consistent log. Spaces are not
 // copied: they change all the time and can be large, so copying them would
 // hold every writer for as long as that takes; they are state derived from
-// the log, which the copy's owner derives again. The file appears at dst only
+// the log, which the copy's owner derives again. The copy is in the source's
+// file format (the same stored nodes). The file appears at dst only
 // once it is complete and synced. Errors are I/O; the source is never
 // written.
 func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) (SnapshotReport, error) {
