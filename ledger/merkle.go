@@ -7,8 +7,9 @@ import (
 )
 
 // The Merkle tree is RFC 9162 §2.1's: leaves are indexed 0..size-1, and
-// MTH(D[0:n]) splits at the largest power of two below n. The ledger stores
-// every completed aligned perfect subtree: node (level L, index i) is the
+// MTH(D[0:n]) splits at the largest power of two below n. The ledger keeps
+// every completed aligned perfect subtree (a store may hash its lowest
+// levels from the leaves when read instead): node (level L, index i) is the
 // root of the perfect subtree over leaves [i<<L, (i+1)<<L), level 0 being the
 // leaf hashes. A node exists once all of its leaves do, and never changes
 // after that. Every function here reads the tree only through a NodeSource,
