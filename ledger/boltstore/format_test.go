@@ -214,3 +214,35 @@ func TestSnapshotKeepsFormat(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyEventsOutOfRange: ranges past the head check nothing and
+// report nothing (format 1, as before format 2, refuses a range starting
+// past head+1: no stored leaf for the event before it).
+func TestVerifyEventsOutOfRange(t *testing.T) {
+	eachFormat(t, func(t *testing.T, format uint64) {
+		path, _ := tamperLedger(t, 5, format)
+		l, err := Open(path, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		for _, r := range [][2]uint64{{6, 7}, {9, 12}, {7, 3}, {0, 0}} {
+			if format == 1 && r[0] > 6 {
+				continue
+			}
+			var checked uint64
+			var problems []*ledger.IntegrityError
+			err := l.View(func(tx *Tx) error {
+				var err error
+				checked, err = tx.VerifyEvents(r[0], r[1], func(p *ledger.IntegrityError) error { problems = append(problems, p); return nil })
+				return err
+			})
+			if err != nil || checked != 0 {
+				t.Errorf("VerifyEvents(%d, %d): %d checked, %v", r[0], r[1], checked, err)
+			}
+			if format == 2 && len(problems) != 0 {
+				t.Errorf("VerifyEvents(%d, %d): %v", r[0], r[1], problems)
+			}
+		}
+	})
+}

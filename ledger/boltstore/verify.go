@@ -33,12 +33,17 @@ func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*ledger.IntegrityError) er
 			if prev, err = tx.Node(0, begin-2); err != nil {
 				return 0, err
 			}
-		} else if _, link, ok := peekLink(tx.events.Get(u64(begin))); ok {
+		} else if _, link, ok := linkOf(tx.events.Get(u64(begin))); ok {
 			prev = link
 		}
 		c.Resume(begin-1, prev)
 	}
-	checked := func() uint64 { return min(c.Seq(), end-1) - (begin - 1) }
+	checked := func() uint64 {
+		if c.Seq() < begin || end <= begin {
+			return 0
+		}
+		return min(c.Seq(), end-1) - (begin - 1) // format 2 reads event end too
+	}
 	report, last := fn, end
 	if tx.base > 0 {
 		// Event end-1 is judged by event end's link; the problems of the
@@ -63,8 +68,9 @@ func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*ledger.IntegrityError) er
 	return checked(), err
 }
 
-// peekLink returns the seq an event's stored bytes claim and their prev.
-func peekLink(raw []byte) (uint64, ledger.Hash, bool) {
+// linkOf decodes an event's stored bytes for the seq they claim and their
+// prev; ok is false if they do not decode.
+func linkOf(raw []byte) (uint64, ledger.Hash, bool) {
 	r, err := ledger.DecodeRecord(raw)
 	if err != nil {
 		return 0, ledger.Hash{}, false
