@@ -34,9 +34,8 @@ type folder struct {
 	indexBuf      *writeBuffer  // the full-text index's writes (knowledge.go)
 	indexBatch    *search.Batch // the index's term entries and stats
 
-	lump    *lump                 // the index's lumps (knowledge.go), once loaded
-	overlay *writeBuffer          // a search's: the index as the waiting lump changes it
-	puts    map[string]*putBuffer // by space: the spaces the fold only writes
+	lump *lump                 // the index's lumps (knowledge.go), once loaded
+	puts map[string]*putBuffer // by space: the spaces the fold only writes
 }
 
 func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event func(uint64) (ledger.Record, error), batch bool) *folder {
