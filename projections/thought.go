@@ -71,12 +71,13 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 			return err
 		}
 	}
-	return f.index(thoughtDoc(r, &p, task.Project))
+	return nil // its index entry: indexEvent
 }
 
-// decodeForFold is decode for applyThoughtRecorded, which reads only the
-// ids, chain position, content and blockers of a thought: the other fields
-// are checked, as decode checks them, but not kept (fastcodec.go).
+// decodeForFold is decode for the folds of a thought (applyThoughtRecorded,
+// indexEvent), which read only its ids, chain position, session, content
+// and blockers: the other fields are checked, as decode checks them, but
+// not kept (fastcodec.go).
 func decodeForFold(r ledger.Record, p *events.ThoughtRecorded) error {
 	if tryFast(r.Payload, (*thoughtFoldPayload)(p)) {
 		return events.Upcast(r.Type, r.Version, p)
