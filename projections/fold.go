@@ -44,6 +44,7 @@ type folder struct {
 	spaces    map[string]*boltstore.Space
 	open      []uint64
 	openKnown bool
+	first     uint64 // the first seq this folder applied (0: none yet)
 }
 
 func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event func(uint64) (ledger.Record, error), batch bool) *folder {

@@ -425,3 +425,53 @@ func TestThoughtRecordedTwiceIsIndexedOnce(t *testing.T) {
 		t.Errorf("rebuilt fingerprint %x, live %x", got, live)
 	}
 }
+
+// TestFoldReadsOnlyKnowledgeItDidNotFold: a batch fold indexes a lump of
+// knowledge from the events it folded itself: it reads back from the log
+// only events of earlier batches, where the lump began (a verifier's
+// refold reads each in a transaction of its own).
+func TestFoldReadsOnlyKnowledgeItDidNotFold(t *testing.T) {
+	src := openFolded(t)
+	for i := 1; i <= 40; i++ {
+		id := domain.FormatID(domain.TaskPrefix, uint64(i))
+		appendRaw(t, src, events.TypeTaskCreated, 2, []string{id}, events.TaskCreated{TaskID: id, Project: "p", Sequence: uint64(i), Title: "task", Priority: "normal", Labels: []string{}, Assignee: "a"})
+		th := domain.FormatID(domain.ThoughtPrefix, uint64(i))
+		appendRaw(t, src, events.TypeThoughtRecorded, 1, []string{th, id}, events.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "words to index", ChainPosition: 1})
+		appendRaw(t, src, projections.TypeToolCalled, 1, []string{id}, projections.ToolCalled{Tool: "thought_record", Outcome: "OK"})
+	}
+	var all []ledger.Record
+	src.View(func(tx *boltstore.Tx) error {
+		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
+			r.Raw = nil
+			all = append(all, r)
+			return nil
+		})
+	})
+	root := func(uint64) (ledger.Hash, error) { return ledger.Hash{}, nil }
+	for _, batch := range []int{len(all), 7} {
+		var first uint64 // of the batch being folded
+		read := 0
+		event := func(seq uint64) (ledger.Record, error) {
+			if seq >= first {
+				t.Errorf("batches of %d: the batch from seq %d read event %d (%s) back from the log", batch, first, seq, all[seq-1].Type)
+			}
+			read++
+			return all[seq-1], nil
+		}
+		scratch := openFolded(t)
+		for recs := all; len(recs) > 0; {
+			n := min(batch, len(recs))
+			first = recs[0].Seq
+			if err := scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root, event) }); err != nil {
+				t.Fatal(err)
+			}
+			recs = recs[n:]
+		}
+		if batch == len(all) && read > 0 {
+			t.Errorf("one batch of the whole log read %d events back", read)
+		}
+		if fingerprintOf(t, scratch) != fingerprintOf(t, src) {
+			t.Errorf("batches of %d: the refold differs from the live projections", batch)
+		}
+	}
+}

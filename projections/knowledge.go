@@ -267,7 +267,10 @@ func (f *folder) noteKnowledge(r ledger.Record) error {
 }
 
 // indexRange indexes the knowledge events with seq in [begin, end], in
-// order: those a batch kept, the others read from the log.
+// order: those a batch kept, the others read from the log — but for the
+// events a batch folded itself, whose knowledge events it kept: reading the
+// others only to skip them read most of the log again (and a verifier's
+// refold reads each event in a read transaction of its own).
 func (f *folder) indexRange(begin, end uint64) error {
 	var kept map[uint64]ledger.Record
 	if f.lump != nil {
@@ -275,6 +278,9 @@ func (f *folder) indexRange(begin, end uint64) error {
 	}
 	for seq := begin; seq <= end; seq++ {
 		r, ok := kept[seq]
+		if !ok && f.tasks != nil && f.first != 0 && seq >= f.first {
+			continue // folded in this batch, and not knowledge
+		}
 		if !ok {
 			var err error
 			if r, err = f.event(seq); err != nil {

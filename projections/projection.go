@@ -188,6 +188,9 @@ func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger
 // audit session (after the type's own fold, so a session's start event is
 // its first leaf and its finalization is not a leaf).
 func (f *folder) apply(r ledger.Record) error {
+	if f.first == 0 {
+		f.first = r.Seq
+	}
 	var err error
 	switch r.Type {
 	case events.TypeTaskCreated:

@@ -33,6 +33,7 @@ type logPass struct {
 	foldTo   uint64
 	folded   uint64
 	foldTree ledger.Frontier // the tree over the events folded so far
+	prev     []ledger.Record // the chunk folded last, in seq order
 	pending  foldChunk       // what the chunk being read adds to the refold
 	badEvent error           // the first event that does not decode (the reader's)
 	failed   atomic.Bool     // the refold failed: read on, fold no more
@@ -79,8 +80,8 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	opts := boltstore.VerifyOptions{Chunk: p.v.opts.Chunk, Progress: p.v.opts.Progress}
 	chunks := make(chan foldChunk, 1) // one chunk folded while the next is read
 	// The record slices go round: one being filled, one waiting, one
-	// being folded.
-	free := make(chan []ledger.Record, 3)
+	// being folded, and the one folded before it (prev).
+	free := make(chan []ledger.Record, 4)
 	for range cap(free) {
 		free <- nil
 	}
@@ -122,9 +123,16 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 				p.failed.Store(true)
 			}
 		}
-		clear(c.recs) // nothing of the events is kept past their fold
-		free <- c.recs[:0]
+		// The chunk is kept until the next is folded (the index may read
+		// its events back); nothing of the events is kept longer.
+		if p.prev != nil {
+			clear(p.prev)
+			free <- p.prev[:0]
+		}
+		p.prev = c.recs
 	}
+	clear(p.prev)
+	p.prev = nil
 	r := <-done
 	switch {
 	case r.err != nil:
@@ -215,9 +223,14 @@ func (p *logPass) fold(c foldChunk) error {
 		}
 		return h, nil
 	}
-	// An earlier event (the full-text index reads what it takes out from
-	// the event that recorded it), in a read transaction of its own.
+	// An earlier event (the full-text index reads the knowledge of a lump
+	// begun in the chunk before, and what it takes out, from their
+	// events): from the chunk folded last, else in a read transaction of
+	// its own.
 	event := func(seq uint64) (r ledger.Record, err error) {
+		if n := len(p.prev); n > 0 && seq >= p.prev[0].Seq && seq <= p.prev[n-1].Seq {
+			return p.prev[seq-p.prev[0].Seq], nil
+		}
 		err = p.v.l.View(func(tx *boltstore.Tx) error {
 			r, err = tx.Event(seq)
 			r.Raw = nil // valid only in this transaction
