@@ -77,9 +77,12 @@ func (l *Store) await(batch []*request, d time.Duration) []*request {
 	return batch
 }
 
-// drain adds whatever else is already waiting to batch; it never waits.
+// drain adds whatever else is already waiting to batch, up to MaxBatch
+// calls; it never waits. (Not up to cap(batch): what is left of a batch
+// after a commit is a slice of it with less room each time, and a session
+// that kept the file for many commits ended up draining one call a commit.)
 func (l *Store) drain(batch []*request) []*request {
-	for len(batch) < cap(batch) {
+	for len(batch) < l.opts.MaxBatch {
 		select {
 		case r := <-l.queue:
 			batch = append(batch, r)
