@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats.go"
 )
 
 // liveNode is a logbook node that the test closes and reopens while its
@@ -205,12 +206,27 @@ func TestFaultsLoseNothing(t *testing.T) {
 	// Node 2 reaches its server through a proxy the test cuts: its
 	// appends in flight then lose their answers.
 	cable := startProxy(t, fmt.Sprintf("127.0.0.1:%d", c.ports[2]))
+	// LOGBOOK_TRACE=1 logs what each node's replica and connection do,
+	// in ms since the last fault began.
+	var since atomic.Int64
+	since.Store(time.Now().UnixNano())
+	mark := func() { since.Store(time.Now().UnixNano()) }
 	for i := range 3 {
 		nc := c.connect(t, i, "app")
 		if i == 2 {
 			nc = c.connectVia(t, cable.url(), "app")
 		}
-		rep := openReplica(t, nc, opts, hooks{})
+		var h hooks
+		if os.Getenv("LOGBOOK_TRACE") != "" {
+			h.trace = func(format string, args ...any) {
+				if !quiet.Load() {
+					t.Logf("%6dms node %d: %s", time.Since(time.Unix(0, since.Load())).Milliseconds(), i, fmt.Sprintf(format, args...))
+				}
+			}
+			nc.SetDisconnectErrHandler(func(_ *nats.Conn, err error) { h.trace("disconnected: %v", err) })
+			nc.SetReconnectHandler(func(nc *nats.Conn) { h.trace("reconnected to %s", nc.ConnectedServerName()) })
+		}
+		rep := openReplica(t, nc, opts, h)
 		nodes = append(nodes, &liveNode{n: openNode(t, filepath.Join(dir, fmt.Sprintf("node%d.db", i)), nc, rep), opts: opts})
 	}
 	w := startWriters(t, nodes, 2)
@@ -240,6 +256,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 			lead = leader(t, c, nodes[0].n.rep)
 			t.Logf("round %d: partitioning the stream leader n%d from the others", round, lead)
 			partitioned := time.Now()
+			mark()
 			committed := c.lastSeq(lead, "APP", "faults")
 			c.partition(t, lead)
 			type times struct{ elected, applied time.Duration }
@@ -252,6 +269,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 			at := <-leaderAt
 			t.Logf("round %d: the majority elected a leader %v after the partition, which held seq %d (the old leader's last) after %v; every node appended again within %v",
 				round, at.elected.Round(time.Millisecond), committed, at.applied.Round(time.Millisecond), took)
+			mark()
 			c.heal(t)
 			t.Logf("round %d: every node appends again after the heal, within %v", round, w.awaitEach(t, 5, nodes))
 		}
