@@ -255,11 +255,16 @@ type msgGetResponse struct {
 // stream does not hold.
 const codeMsgNotFound = 10037
 
+// leaderReadTimeout bounds a read from the stream's leader: a leader
+// answers within milliseconds, and while none is elected (4-9s) no server
+// answers at all; a read it bounds is tried again.
+const leaderReadTimeout = time.Second
+
 // leaderGet asks the stream's leader for the message at seq;
 // jetstream.ErrMsgNotFound if it holds none there.
 func (r *Replica) leaderGet(seq uint64) (message, error) {
 	body := fmt.Appendf(nil, `{"seq":%d}`, seq)
-	reply, err := r.nc.Request(r.msgGetSubj, body, r.opts.Timeout)
+	reply, err := r.nc.Request(r.msgGetSubj, body, min(r.opts.Timeout, leaderReadTimeout))
 	if err != nil {
 		return message{}, err
 	}
