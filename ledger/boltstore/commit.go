@@ -14,18 +14,29 @@ import (
 
 // Group commit: one committer goroutine per Store takes every call that is
 // waiting and runs them in one write transaction; a failing call is rolled
-// back alone. In the shared-file mode it holds the file only while calls
-// keep coming, and never longer than maxHold at a time.
+// back alone. In the shared-file mode it keeps the file open between
+// commits while no other process waits for it, and lets it go after the
+// current commit once one does (waiters signal: want_linux.go).
 
 // maxHold bounds how long one process keeps the file while its own calls
-// keep arriving: other processes wait at most about this plus one commit.
+// keep arriving and another process waits: that process waits at most
+// about this plus one commit.
 const maxHold = 2 * time.Millisecond
 
-// linger is how long, within maxHold, the committer keeps the file open after
-// a commit for the next call to arrive. A client's next call typically comes
-// a few hundred µs after the reply to its last; reusing the open file saves
-// reopening, remapping and refaulting it (and its page buffers) each time.
-// It never delays a call: a call that arrives commits at once.
+// quietHold bounds how long one process keeps the file open while no other
+// process says it waits — busy or idle — so that a process that cannot
+// signal (another program, an older logbook) is not kept out for long.
+// Reopening the file every quietHold costs nothing measurable.
+const quietHold = 100 * time.Millisecond
+
+// pollWant is how often an idle holder looks for a waiting process: a
+// process that starts waiting while the holder is idle waits about this
+// long more. A waiter that comes during a commit is seen when it ends.
+const pollWant = 250 * time.Microsecond
+
+// linger is how long, within maxHold, the committer keeps the file open
+// after a commit for the next call where waiters cannot signal (not
+// Linux). It never delays a call: a call that arrives commits at once.
 const linger = 500 * time.Microsecond
 
 func (l *Store) run() {
@@ -80,14 +91,16 @@ func (l *Store) drain(batch []*request) []*request {
 }
 
 // session opens the file once and commits batch, then further batches for
-// as long as more calls keep arriving (each within linger of the last
-// commit), up to maxHold: a busy process pays for opening the file once, not
-// once per commit.
+// as long as it may keep the file (keep, idle): a process pays for opening
+// the file once, not once per commit. Meanwhile this process's read
+// transactions use the same open file (share).
 func (l *Store) session(batch []*request) {
 	for len(batch) > 0 {
 		opened := false
 		err := l.withDBWait(false, lockWait(batch, time.Now()), func(db *bolt.DB, file *os.File) error {
 			opened = true
+			l.shared.set(db, file)
+			defer l.shared.unset()
 			start := time.Now()
 			for len(batch) > 0 {
 				rest, err := l.commit(db, file, batch)
@@ -96,14 +109,13 @@ func (l *Store) session(batch []*request) {
 					// file rather than go on with this handle.
 					return nil
 				}
-				held := time.Since(start)
-				if held > maxHold {
+				if batch = l.drain(batch); len(batch) == 0 {
+					batch = l.idle(batch, file, start)
+				}
+				if !l.keep(file, start) {
 					// Let other processes have the file; what is left of
 					// this batch goes in the next session.
 					return nil
-				}
-				if batch = l.drain(batch); len(batch) == 0 {
-					batch = l.await(batch, min(linger, maxHold-held))
 				}
 			}
 			return nil
@@ -118,6 +130,37 @@ func (l *Store) session(batch []*request) {
 		// calls that may still wait, with whatever else queued meanwhile.
 		batch = l.drain(answerExpired(batch, err, time.Now()))
 	}
+}
+
+// keep reports whether the committer, holding file since start, may go on
+// committing: for maxHold in any case, then for as long as no other process
+// waits, up to quietHold.
+func (l *Store) keep(file *os.File, start time.Time) bool {
+	held := time.Since(start)
+	if held <= maxHold {
+		return true
+	}
+	return wantSignals && held <= l.quiet && !othersWant(file)
+}
+
+// idle waits, holding file since start, for the next call: on Linux until
+// another process waits for the file or quietHold has passed, elsewhere
+// for linger. It returns batch with the calls that came, if any.
+func (l *Store) idle(batch []*request, file *os.File, start time.Time) []*request {
+	if !wantSignals {
+		return l.await(batch, min(linger, maxHold-time.Since(start)))
+	}
+	for time.Since(start) < l.quiet && !othersWant(file) {
+		if batch = l.await(batch, pollWant); len(batch) > 0 {
+			return batch
+		}
+		select {
+		case <-l.quit:
+			return batch
+		default:
+		}
+	}
+	return batch
 }
 
 // lockWait is how long a session for batch may wait for the file lock: no
@@ -161,6 +204,7 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 		failed, ferr := -1, error(nil)
 		ran := len(batch)
 		var head ledger.Head
+		ingested := false // whether the catch-up brought events in
 		err := db.Update(func(btx *bolt.Tx) error {
 			start := time.Now()
 			if err := l.checkFile(btx); err != nil {
@@ -176,9 +220,11 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 			}
 			replica := l.opts.Replica
 			if replica != nil {
+				before := tx.head.Seq
 				if err := replica.CatchUp(tx); err != nil {
 					return fmt.Errorf("catch up with the replicated log: %w", err)
 				}
+				ingested = tx.head.Seq > before
 			}
 			base := tx.head // what the calls decide against
 			for i, r := range batch {
@@ -211,6 +257,15 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 			// that grows with each conflict, so nodes that keep colliding
 			// spread out instead of colliding again.
 			retries++
+			if ingested {
+				// Keep what the rolled-back transaction ingested: a node
+				// far behind would ingest the same events again at every
+				// conflict and, while others keep appending, never get
+				// to decide (a node reopened behind starved for 20s in
+				// jetstream's fault test). Its error, if any, is the
+				// next attempt's too.
+				l.catchUp(db)
+			}
 			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(retries, 7))))
 			continue
 		}
@@ -225,6 +280,28 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 		return batch[ran:], err
 	}
 	return nil, nil
+}
+
+// catchUp commits, alone, what the replicated log holds past the file's
+// head.
+func (l *Store) catchUp(db *bolt.DB) error {
+	var head ledger.Head
+	err := db.Update(func(btx *bolt.Tx) error {
+		if err := l.checkFile(btx); err != nil {
+			return err
+		}
+		tx := newTx(btx)
+		defer func() { head = tx.head }()
+		tx.now = l.opts.Now
+		if err := l.opts.Replica.CatchUp(tx); err != nil {
+			return fmt.Errorf("catch up with the replicated log: %w", err)
+		}
+		return tx.flush()
+	})
+	if err == nil {
+		l.seen.committed(head)
+	}
+	return err
 }
 
 func safeRun(fn func(*Tx) error, tx *Tx) (err error) {

@@ -12,8 +12,9 @@
 //   - Nothing rewrites or deletes an event or a Merkle node.
 //   - A failed or panicking call is rolled back alone; the other calls of
 //     its group commit are committed without it.
-//   - The file is held (flock) only while a process has work, so many
-//     processes share one ledger.
+//   - A process keeps the file (flock) only while no other process waits
+//     for it (at most maxHold once one does), so many processes share one
+//     ledger.
 //   - Records and Space values returned inside a transaction are valid only
 //     during it (they point into bbolt's mapping).
 package boltstore

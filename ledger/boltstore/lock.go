@@ -45,7 +45,14 @@ func lockedOpener(timeout time.Duration, create bool) func(string, int, os.FileM
 			f.Close()
 			return nil, fmt.Errorf("lock: %w", err)
 		}
-		return waitLock(f, how, timeout)
+		// Tell the holder someone waits (want_linux.go), so that it lets
+		// go after its current commit instead of keeping the file.
+		signalWant(f)
+		if f, err = waitLock(f, how, timeout); err != nil {
+			return nil, err
+		}
+		clearWant(f)
+		return f, nil
 	}
 }
 

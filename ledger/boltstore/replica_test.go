@@ -282,3 +282,59 @@ func TestNoSyncCopyAfterAMachineRestartIsDamaged(t *testing.T) {
 		t.Errorf("new file's marker %q, %v", b, err)
 	}
 }
+
+// racedLog is a memLog where another node appends first at the next
+// races Appends, and which counts what each catch-up ingests.
+type racedLog struct {
+	*memLog
+	races    int
+	race     func()
+	ingested []int // per CatchUp call
+}
+
+func (r *racedLog) CatchUp(tx *Tx) error {
+	before := tx.Head().Seq
+	err := r.memLog.CatchUp(tx)
+	r.ingested = append(r.ingested, int(tx.Head().Seq-before))
+	return err
+}
+
+func (r *racedLog) Append(head ledger.Head, events [][]byte) error {
+	if r.races > 0 {
+		r.races--
+		r.race()
+	}
+	return r.memLog.Append(head, events)
+}
+
+// TestCatchUpKeptOnConflict: a node far behind whose append loses the race
+// keeps what its rolled-back transaction ingested (committed alone), so
+// its next attempt ingests only what came in since, not all again.
+func TestCatchUpKeptOnConflict(t *testing.T) {
+	dir := t.TempDir()
+	log := &memLog{}
+	a, err := Open(filepath.Join(dir, "a.db"), Options{Create: true, Hold: true, Replica: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	appendN(t, a, 100)
+	raced := &racedLog{memLog: log}
+	b, err := Open(filepath.Join(dir, "b.db"), Options{Create: true, Hold: true, Replica: raced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	raced.races, raced.race = 2, func() { appendN(t, a, 1) }
+	appendN(t, b, 1)
+	// The first conflict commits what the log holds (the rolled-back 100
+	// and the event A raced with), so the next attempt ingests nothing,
+	// and after its conflict only A's next event; rolled back, they would
+	// ingest 101, then 102.
+	if want := []int{100, 101, 0, 1}; fmt.Sprint(raced.ingested) != fmt.Sprint(want) {
+		t.Errorf("ingested per catch-up %v, want %v", raced.ingested, want)
+	}
+	if rep, err := b.Verify(context.Background(), VerifyOptions{}); err != nil || rep.Size != 103 {
+		t.Errorf("node b: %d events, %v", rep.Size, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -79,9 +80,9 @@ type Options struct {
 }
 
 // Store is an append-only event log in one bbolt file that several
-// processes share. It holds the file (and its flock) only for the length of
-// one transaction; between transactions other processes may append.
-// (With Options.Hold it keeps the file instead.) Update calls from many
+// processes share. It keeps the file (and its flock) open between commits
+// only while no other process waits for it (commit.go); between its holds
+// other processes append. (With Options.Hold it keeps the file instead.) Update calls from many
 // goroutines are grouped into shared commits.
 type Store struct {
 	path     string
@@ -92,7 +93,10 @@ type Store struct {
 	once     sync.Once
 	held     *bolt.DB // with Options.Hold: the file, open for the Store's lifetime
 	heldFile *os.File
-	seen     seen // what this Store last saw of the file, to notice a swap
+	shared   sharedDB      // otherwise: the file while the committer has it open
+	quiet    time.Duration // quietHold; tests set it
+	opens    atomic.Int64  // files opened, for tests and benchmarks
+	seen     seen          // what this Store last saw of the file, to notice a swap
 	// create is set while Open creates the file: the only time a missing
 	// file may be created.
 	create bool
@@ -155,7 +159,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.NoSync && (!opts.Hold || opts.ReadOnly) {
 		return nil, errors.New("open ledger: NoSync needs Hold: one process writes the file unsynced for the Store's lifetime, and syncs it at Close")
 	}
-	l := &Store{path: path, opts: opts}
+	l := &Store{path: path, opts: opts, quiet: quietHold}
 	// A file written without fsync is refused if the machine restarted
 	// since, and marked before it is so written (unsynced.go).
 	if fi, err := os.Stat(path); (err != nil || fi.Size() == 0) && opts.Create && !opts.ReadOnly {
@@ -295,6 +299,7 @@ const allocSize = 1 << 20
 // running Store is an error, never recreated.
 func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.File, error) {
 	var file *os.File
+	l.opens.Add(1)
 	open := lockedOpener(lockWait, l.create)
 	db, err := bolt.Open(l.path, 0o600, &bolt.Options{
 		ReadOnly: readOnly,
@@ -336,6 +341,12 @@ func (l *Store) withDB(readOnly bool, fn func(*bolt.DB, *os.File) error) error {
 func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.DB, *os.File) error) error {
 	if l.held != nil {
 		return guard(func() error { return fn(l.held, l.heldFile) })
+	}
+	if readOnly {
+		if db, file, done := l.shared.borrow(); db != nil {
+			defer done()
+			return guard(func() error { return fn(db, file) })
+		}
 	}
 	db, file, err := l.openDB(readOnly, lockWait)
 	if err != nil {

@@ -1,0 +1,99 @@
+package boltstore
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A process alone on its file keeps it open across commits and lends it to
+// its own read transactions: however many calls, one open (quiet is set
+// far beyond the test's length, so only a waiter could end the hold).
+func TestHoldsFileWhileAlone(t *testing.T) {
+	if !wantSignals {
+		t.Skip("waiters cannot signal on this platform: the file is held only briefly")
+	}
+	l := openTest(t)
+	l.quiet = time.Hour
+	before := l.opens.Load()
+	appendN(t, l, 50)
+	for range 5 {
+		if err := l.View(func(tx *Tx) error { _, err := tx.Event(1); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendN(t, l, 10)
+	if got := l.opens.Load() - before; got != 1 {
+		t.Errorf("60 commits and 5 reads opened the file %d times, want 1", got)
+	}
+}
+
+// A process waiting for the file says so, and the holder lets it go after
+// its commit, however long it could otherwise keep it: two Stores on one
+// file (each its own open file, as two processes) take turns. Were the
+// signal lost, the second would wait an hour (and fail at LockTimeout).
+func TestWaiterTakesFileFromHolder(t *testing.T) {
+	if !wantSignals {
+		t.Skip("waiters cannot signal on this platform")
+	}
+	a := openTest(t)
+	a.quiet = time.Hour
+	b, err := Open(a.Path(), Options{LockTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.quiet = time.Hour
+	for i := range 10 {
+		appendN(t, a, 1)
+		appendN(t, b, 1)
+		if err := a.View(func(tx *Tx) error {
+			if got := tx.Head().Seq; got != uint64(2*i+2) {
+				t.Errorf("round %d: head %d", i, got)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The signal itself: an open file's read lock far past the end of the file,
+// seen by the holder of the flock, gone when cleared or when the waiter
+// closes its file.
+func TestWantSignal(t *testing.T) {
+	if !wantSignals {
+		t.Skip("waiters cannot signal on this platform")
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	holder, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if othersWant(holder) {
+		t.Fatal("a waiter seen before any signalled")
+	}
+	signalWant(waiter)
+	if !othersWant(holder) {
+		t.Fatal("signalled waiter not seen")
+	}
+	clearWant(waiter)
+	if othersWant(holder) {
+		t.Fatal("cleared signal still seen")
+	}
+	signalWant(waiter)
+	waiter.Close()
+	if othersWant(holder) {
+		t.Fatal("a closed waiter's signal still seen")
+	}
+}
