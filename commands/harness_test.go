@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,7 +119,7 @@ func (h *harness) checkToolCalls() {
 	for i, c := range calls {
 		s := h.sent[i]
 		sum := sha256.Sum256(s.Reply)
-		if c.P.Tool != s.Tool || c.P.Outcome != s.Code || c.P.ResultSHA256 != hex.EncodeToString(sum[:]) {
+		if c.P.Tool != s.Tool || c.P.Outcome != s.Code || c.P.ResultSHA256 != ledger.DigestOf(sum) {
 			h.t.Errorf("tool.called #%d (seq %d) = %+v, want tool %s outcome %s", i, c.Seq, c.P, s.Tool, s.Code)
 		}
 	}

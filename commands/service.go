@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -318,14 +317,14 @@ func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, resu
 func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, code string, replySum [sha256.Size]byte) error {
 	p := projections.ToolCalled{
 		Tool:         call.Name,
-		ArgsSHA256:   args.sum,
+		ArgsSHA256:   ledger.Digest(args.sum),
 		Outcome:      code,
-		ResultSHA256: hex.EncodeToString(replySum[:]),
+		ResultSHA256: ledger.DigestOf(replySum),
 		DurationUS:   s.opts.Now().Sub(start).Microseconds(),
 		Client:       call.Client,
 	}
 	if call.Actor != "" {
-		p.Client, p.ClientClaim, p.Token = "", call.Client, call.Token
+		p.Client, p.ClientClaim, p.Token = "", call.Client, ledger.Digest(call.Token)
 	}
 	_, err := tx.emit(projections.TypeToolCalled, args.ids, p)
 	return err

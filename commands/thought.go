@@ -86,14 +86,14 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 		return nil, err
 	}
 	if ok {
-		p.PreviousHash, p.ChainPosition = last.Hash, last.ChainPosition+1
+		p.PreviousHash, p.ChainPosition = ledger.Digest(last.Hash), last.ChainPosition+1
 	}
 	rec, err := tx.emit(events.TypeThoughtRecorded, subjects, p)
 	if err != nil {
 		return nil, err
 	}
 	return &RecordThoughtResult{ThoughtID: id, TaskID: in.TaskID, Type: in.Type, Hash: rec.Hash.String(),
-		PreviousHash: nullable(p.PreviousHash), RecordedAt: projections.FormatTime(rec.Time), RecordedBy: rec.Actor,
+		PreviousHash: nullable(string(p.PreviousHash)), RecordedAt: projections.FormatTime(rec.Time), RecordedBy: rec.Actor,
 		ChainPosition: p.ChainPosition, Seq: rec.Seq}, nil
 }
 
@@ -177,7 +177,7 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 	res := &ListThoughtsResult{TaskID: in.TaskID, SessionID: in.SessionID, ThoughtCount: len(all), Thoughts: []ThoughtView{}}
 	for _, th := range all[:min(limit, len(all))] {
 		res.Thoughts = append(res.Thoughts, ThoughtView{ThoughtID: th.ThoughtID, TaskID: th.TaskID, Type: th.Type,
-			Content: th.Content, Hash: th.Hash, PreviousHash: nullable(th.PreviousHash), RecordedAt: th.RecordedAt,
+			Content: th.Content, Hash: th.Hash, PreviousHash: nullable(string(th.PreviousHash)), RecordedAt: th.RecordedAt,
 			RecordedBy: th.RecordedBy, ChainPosition: th.ChainPosition})
 	}
 	if in.VerifyChain {
@@ -207,8 +207,8 @@ func thoughtHolds(lt *boltstore.Tx, th projections.Thought) (bool, error) {
 	if rec.Hash.String() != th.Hash {
 		return false, nil
 	}
-	leaf, err := lt.Node(0, th.Seq-1)
-	if err != nil || leaf != rec.Hash {
+	committed, err := lt.Committed(th.Seq)
+	if err != nil || committed != rec.Hash {
 		return false, nil
 	}
 	var p events.ThoughtRecorded
@@ -232,7 +232,7 @@ func thoughtHolds(lt *boltstore.Tx, th projections.Thought) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	return prevRec.Hash.String() == p.PreviousHash, nil
+	return ledger.DigestOf(prevRec.Hash) == p.PreviousHash, nil
 }
 
 func (s *Service) requireSession(tx *Tx, id string) error {

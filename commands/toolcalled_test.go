@@ -58,10 +58,10 @@ func TestToolCalledRecord(t *testing.T) {
 			if got.P.Tool != c.tool || got.P.Outcome != c.code || got.P.Client != "test-client" || got.P.DurationUS < 0 {
 				t.Errorf("tool.called = %+v", got.P)
 			}
-			if got.P.ArgsSHA256 != c.argsHash {
+			if string(got.P.ArgsSHA256) != c.argsHash {
 				t.Errorf("args_sha256 = %s, want %s", got.P.ArgsSHA256, c.argsHash)
 			}
-			if want := sha(string(o.Reply)); got.P.ResultSHA256 != want {
+			if want := sha(string(o.Reply)); string(got.P.ResultSHA256) != want {
 				t.Errorf("result_sha256 = %s, want SHA-256 of the reply %s", got.P.ResultSHA256, want)
 			}
 			if !reflect.DeepEqual(got.Subjects, c.subjects) {
@@ -76,7 +76,7 @@ func TestToolCalledRecord(t *testing.T) {
 	h.do("task_list", json.RawMessage(`{"a":1,"b":2}`))
 	h.do("task_list", json.RawMessage(` { "b":2,"a":1 } `))
 	calls := h.toolCalls()
-	if a, b := calls[len(calls)-2].P.ArgsSHA256, calls[len(calls)-1].P.ArgsSHA256; a != b || a != sha(`{"a":1,"b":2}`) {
+	if a, b := calls[len(calls)-2].P.ArgsSHA256, calls[len(calls)-1].P.ArgsSHA256; a != b || string(a) != sha(`{"a":1,"b":2}`) {
 		t.Errorf("args hashes %s and %s, want both %s", a, b, sha(`{"a":1,"b":2}`))
 	}
 }

@@ -6,7 +6,9 @@ func CurrentVersion(eventType string) uint16 {
 	switch eventType {
 	case TypeTaskCreated:
 		return 2
-	case "tool.called": // projections.TypeToolCalled; v2: args_sha256 over RFC 8785 (commands.ArgsSHA256)
+	case "tool.called": // projections.TypeToolCalled; v2: args_sha256 over RFC 8785 (commands.ArgsSHA256); v3: the digests as 32 bytes (ledger.Digest)
+		return 3
+	case TypeThoughtRecorded: // v2: previous_hash as 32 bytes (ledger.Digest)
 		return 2
 	default:
 		return 1

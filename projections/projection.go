@@ -26,7 +26,11 @@ import (
 //	6: the full-text index keeps no text (it reads it from the events) and
 //	   packs each term's postings into delta-coded blocks; a thought is
 //	   kept as the seq of its event alone
-const Version = 6
+//	7: denser full-text index: term and id keys led by their length (so
+//	   numbered ids and numbers insert in key order), postings coded
+//	   against the posting before (doc and seq gaps, tf and kind in one
+//	   byte, the project only when it changes)
+const Version = 7
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

@@ -9,29 +9,34 @@ import (
 
 // TestBatchStoresSame: adding and removing documents through a Batch,
 // flushed every few documents, stores exactly the keys and values the
-// unbatched index does, sealed blocks and removals included; and a batched
-// index answers from what it has not flushed yet.
+// unbatched index does, sealed blocks and removals included (the last
+// postings of open blocks too, with documents added after them); and a
+// batched index answers from what it has not flushed yet.
 func TestBatchStoresSame(t *testing.T) {
 	var docs []search.Doc
-	for i := range 400 {
+	for i := range 450 {
 		docs = append(docs, doc(fmt.Sprintf("F-%04d", i+1), search.Finding, fmt.Sprintf("p%d", i%3), uint64(i+1),
 			fmt.Sprintf("common word%d shared%d", i, i%7)))
 	}
-	gone := []string{"F-0001", "F-0150", "F-0399", "F-0004"}
+	gone := []string{"F-0001", "F-0150", "F-0399", "F-0004", "F-0400"}
 	run := func(ix *search.Index, flush func()) {
-		for i, d := range docs {
-			if err := ix.Add(d); err != nil {
-				t.Fatal(err)
-			}
-			if i%97 == 0 {
-				flush()
+		add := func(docs []search.Doc) {
+			for i, d := range docs {
+				if err := ix.Add(d); err != nil {
+					t.Fatal(err)
+				}
+				if i%97 == 0 {
+					flush()
+				}
 			}
 		}
+		add(docs[:400])
 		for _, id := range gone {
 			if err := ix.Remove(id); err != nil {
 				t.Fatal(err)
 			}
 		}
+		add(docs[400:])
 		flush()
 	}
 	plainSp := newMemSpace()

@@ -36,10 +36,11 @@
 // Layout of the space (integers are uvarints unless noted):
 //
 //	"s"                          docs, total length, next doc number, next project number
-//	"t" term                     document frequency of term, then its open block of
+//	"t" len(term) term           document frequency of term, then its open block of
 //	                             postings (base, block), where new postings go
-//	"p" term 0x00 base(8 bytes)  a sealed block of term's postings (posting.go): delta-
-//	                             coded doc, tf, doc length, kind, seq, project of each
-//	"i" id                       doc number, seq
+//	"p" term 0x00 base(8 bytes)  a sealed block of term's postings (posting.go): doc gap,
+//	                             tf and kind, project when it changes, doc length, seq
+//	                             gap of each
+//	"i" len(id) id               doc number, seq
 //	"j" project                  project number
 package search

@@ -176,7 +176,7 @@ func (ix *Index) Add(doc Doc) error {
 	if doc.ID == "" || doc.Kind < Thought || doc.Kind > Memory {
 		return fmt.Errorf("add %q (%s): %w", doc.ID, doc.Kind, ErrInvalid)
 	}
-	idKey := append([]byte{keyID}, doc.ID...)
+	idKey := idKey(doc.ID)
 	if ix.sp.Get(idKey) != nil {
 		return fmt.Errorf("add %s: %w", doc.ID, ErrDuplicate)
 	}
@@ -216,7 +216,7 @@ func (ix *Index) Add(doc Doc) error {
 // Remove takes the document with this id out of the index, so it stops
 // matching. It fails with ErrNotFound when the id is not indexed.
 func (ix *Index) Remove(id string) error {
-	idKey := append([]byte{keyID}, id...)
+	idKey := idKey(id)
 	v := ix.sp.Get(idKey)
 	if v == nil {
 		return fmt.Errorf("remove %s: %w", id, ErrNotFound)
@@ -276,7 +276,7 @@ func (ix *Index) doc(seq uint64, id string) (Doc, error) {
 
 // Has reports whether a document with this id is indexed.
 func (ix *Index) Has(id string) bool {
-	return ix.sp.Get(append([]byte{keyID}, id...)) != nil
+	return ix.sp.Get(idKey(id)) != nil
 }
 
 // projectNumber returns the number of project, assigning the next one (and
@@ -293,7 +293,20 @@ func (ix *Index) projectNumber(project string, s *stats) (uint64, error) {
 	return n, ix.sp.Put(key, binary.AppendUvarint(nil, n))
 }
 
-func dfKey(term string) []byte { return append([]byte{keyDF}, term...) }
+// dfKey and idKey put the length of the term or id before it: these keys
+// are only ever read by Get, and in (length, bytes) order the numbered ids
+// (Θ-9999, Θ-10000…) and numbers in the text are inserted in key order, at
+// the end of their run, rather than into pages already full, which bbolt
+// splits into a full page and a nearly empty one.
+func dfKey(term string) []byte { return lengthKey(keyDF, term) }
+
+func idKey(id string) []byte { return lengthKey(keyID, id) }
+
+func lengthKey(prefix byte, s string) []byte {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(s))
+	b = binary.AppendUvarint(append(b, prefix), uint64(len(s)))
+	return append(b, s...)
+}
 
 func uvarint(b []byte) (uint64, []byte, error) {
 	v, n := binary.Uvarint(b)

@@ -7,17 +7,22 @@ import (
 )
 
 // A term's postings are kept in blocks, in doc-number order. A block counts
-// its doc numbers from a base (its first posting's, when it was started) and
-// its seqs from the seq its value starts with, then holds one posting after
-// another:
+// its first doc number from a base (its first posting's, when it was
+// started), and each posting after it from the posting before:
 //
-//	uvarint doc - base, uvarint tf, uvarint doc length, kind byte,
-//	varint seq - base seq, uvarint project number
+//	uvarint doc gap, uvarint tf<<3 | (kind-1)<<1 | new project,
+//	[uvarint project number, if new project], uvarint doc length,
+//	seq: uvarint for a block's first posting, then the zigzag varint
+//	of seq - the previous posting's seq
+//
+// A block's first posting always carries its project. In the usual posting
+// (a small gap and tf, the project of the one before, a seq a few events
+// on) that is 4 bytes, where the per-document fields cost most.
 //
 // Doc numbers only grow, so a posting goes into the term's open block, kept
 // in the term's own key beside its document frequency; once that block
 // holds blockBytes it is sealed under a key of its own (the term and its
-// base) and the next posting opens a new one. A posting takes 6 to 9 bytes
+// base) and the next posting opens a new one. A posting takes a few bytes
 // rather than a key of its own, and a rare term's postings take no key but
 // the term's.
 
@@ -28,11 +33,18 @@ type posting struct {
 }
 
 // termEntry is a term's "t" value: its document frequency, then its open
-// block, if it has one.
+// block, if it has one. last is the open block's last posting, which the
+// next one is coded against: worked out from the block when first needed
+// (lastOK), then kept up to date, so a batch decodes each block once.
 type termEntry struct {
 	df, base uint64
 	open     []byte // nil: no open block
+	last     postingRef
+	lastOK   bool
 }
+
+// postingRef is what a posting is coded against: the posting before it.
+type postingRef struct{ num, seq, project uint64 }
 
 // term returns the entry of term (zero for a term no document holds). Its
 // open block is a copy, or in a batch the batch's own, which only putTerm
@@ -112,19 +124,49 @@ func (ix *Index) appendPosting(term string, e *termEntry, num uint64, p posting)
 		e.open = nil
 	}
 	if e.open == nil {
-		e.base, e.open = num, binary.AppendUvarint(nil, p.seq)
+		e.base, e.lastOK = num, false
+	} else if !e.lastOK {
+		err := eachPosting(e.base, e.open, func(n uint64, q posting) bool {
+			e.last = postingRef{n, q.seq, q.project}
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("postings of %q: %w", term, err)
+		}
+		e.lastOK = true
 	}
-	baseSeq, _, err := uvarint(e.open)
-	if err != nil || num < e.base {
-		return fmt.Errorf("postings of %q: %w", term, ErrCorrupt)
+	if e.open != nil && num <= e.last.num || num < e.base {
+		return fmt.Errorf("postings of %q: doc %d after %d: %w", term, num, e.last.num, ErrCorrupt)
 	}
-	b := binary.AppendUvarint(e.open, num-e.base)
-	b = binary.AppendUvarint(b, p.tf)
-	b = binary.AppendUvarint(b, p.length)
-	b = append(b, byte(p.kind))
-	b = binary.AppendVarint(b, int64(p.seq-baseSeq))
-	e.open = binary.AppendUvarint(b, p.project)
+	var prev *postingRef
+	if e.open != nil {
+		prev = &e.last
+	}
+	e.open = encodePosting(e.open, e.base, prev, num, p)
+	e.last, e.lastOK = postingRef{num, p.seq, p.project}, true
 	return nil
+}
+
+// encodePosting appends doc num's posting to block, after prev (nil for a
+// block's first posting, whose doc number counts from base).
+func encodePosting(block []byte, base uint64, prev *postingRef, num uint64, p posting) []byte {
+	head := p.tf<<3 | uint64(p.kind-1)<<1
+	if prev == nil {
+		block = binary.AppendUvarint(block, num-base)
+		block = binary.AppendUvarint(block, head|1)
+		block = binary.AppendUvarint(block, p.project)
+		block = binary.AppendUvarint(block, p.length)
+		return binary.AppendUvarint(block, p.seq)
+	}
+	block = binary.AppendUvarint(block, num-prev.num)
+	if p.project != prev.project {
+		block = binary.AppendUvarint(block, head|1)
+		block = binary.AppendUvarint(block, p.project)
+	} else {
+		block = binary.AppendUvarint(block, head)
+	}
+	block = binary.AppendUvarint(block, p.length)
+	return binary.AppendVarint(block, int64(p.seq-prev.seq))
 }
 
 // removePosting takes doc num's posting out of term's postings: out of e's
@@ -138,7 +180,7 @@ func (ix *Index) removePosting(term string, e *termEntry, num uint64) error {
 		case !found:
 			return fmt.Errorf("postings of %q: doc %d missing: %w", term, num, ErrCorrupt)
 		}
-		e.open = block
+		e.open, e.lastOK = block, false
 		return nil
 	}
 	// The sealed block holding num is the last whose base is at most num:
@@ -167,59 +209,69 @@ func (ix *Index) removePosting(term string, e *termEntry, num uint64) error {
 	return ix.sp.Put(key, block)
 }
 
-// cutPosting returns a copy of block without doc num's posting (nil if no
-// posting is left), and whether it held one.
+// cutPosting returns block, whose doc numbers count from base, coded again
+// without doc num's posting (nil if no posting is left), and whether it
+// held one.
 func cutPosting(base uint64, block []byte, num uint64) (cut []byte, found bool, err error) {
-	err = eachPosting(base, block, func(n uint64, _ posting, start, end int) bool {
-		if n != num {
+	var prev *postingRef
+	var last postingRef
+	err = eachPosting(base, block, func(n uint64, p posting) bool {
+		if n == num {
+			found = true
 			return true
 		}
-		found = true
-		if _, rest, _ := uvarint(block); start == len(block)-len(rest) && end == len(block) {
-			return false // the only posting
-		}
-		cut = append(append([]byte(nil), block[:start]...), block[end:]...)
-		return false
+		cut = encodePosting(cut, base, prev, n, p)
+		last, prev = postingRef{n, p.seq, p.project}, &last
+		return true
 	})
 	return cut, found, err
 }
 
 // eachPosting calls fn with each posting of a block whose doc numbers count
-// from base, in order, with the bytes [start, end) of the block it takes,
-// until fn returns false. It returns ErrCorrupt for a block that does not
-// decode.
-func eachPosting(base uint64, block []byte, fn func(num uint64, p posting, start, end int) bool) error {
-	baseSeq, v, err := uvarint(block)
-	if err != nil {
-		return err
-	}
-	for len(v) > 0 {
-		start := len(block) - len(v)
-		var off uint64
+// from base, in order, until fn returns false. It returns ErrCorrupt for a
+// block that does not decode.
+func eachPosting(base uint64, block []byte, fn func(num uint64, p posting) bool) error {
+	v := block
+	var prev postingRef
+	for first := true; len(v) > 0; first = false {
+		var gap, head uint64
 		var p posting
-		if off, v, err = uvarint(v); err != nil {
+		var err error
+		if gap, v, err = uvarint(v); err != nil {
 			return err
 		}
-		if p.tf, v, err = uvarint(v); err != nil {
+		if head, v, err = uvarint(v); err != nil {
 			return err
+		}
+		p.tf, p.kind, p.project = head>>3, Kind(head>>1&3+1), prev.project
+		if head&1 != 0 {
+			if p.project, v, err = uvarint(v); err != nil {
+				return err
+			}
+		} else if first {
+			return ErrCorrupt
 		}
 		if p.length, v, err = uvarint(v); err != nil {
 			return err
 		}
-		if len(v) == 0 {
+		num := prev.num + gap
+		if first {
+			num = base + gap
+			if p.seq, v, err = uvarint(v); err != nil {
+				return err
+			}
+		} else {
+			d, n := binary.Varint(v)
+			if n <= 0 {
+				return ErrCorrupt
+			}
+			v, p.seq = v[n:], prev.seq+uint64(d)
+		}
+		if num < prev.num || (!first && num == prev.num) {
 			return ErrCorrupt
 		}
-		p.kind, v = Kind(v[0]), v[1:]
-		dseq, n := binary.Varint(v)
-		if n <= 0 {
-			return ErrCorrupt
-		}
-		v = v[n:]
-		p.seq = baseSeq + uint64(dseq)
-		if p.project, v, err = uvarint(v); err != nil {
-			return err
-		}
-		if !fn(base+off, p, start, len(block)-len(v)) {
+		prev = postingRef{num, p.seq, p.project}
+		if !fn(num, p) {
 			return nil
 		}
 	}

@@ -108,7 +108,7 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 		closed := len(cands) >= k && qt.rest < topK(cands, k)[k-1].score
 		var bad error
 		score := func(base uint64, block []byte) error {
-			err := eachPosting(base, block, func(num uint64, p posting, _, _ int) bool {
+			err := eachPosting(base, block, func(num uint64, p posting) bool {
 				switch {
 				case num >= uint64(len(slot)):
 					bad = fmt.Errorf("doc %d: %w", num, ErrCorrupt)

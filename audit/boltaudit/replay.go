@@ -3,6 +3,7 @@ package boltaudit
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,7 +70,9 @@ func (rp *Replayer) ReadChunk(end uint64, fn func(ledger.Record) error) error {
 }
 
 // Line is one event as Replay writes it: the envelope, the event's hash,
-// and the payload decoded as stored (its own schema version).
+// and the payload decoded as stored (its own schema version), a msgpack bin
+// in it (the 32-byte digests of ledger.Digest) written as lowercase hex, as
+// the hex strings of older payload versions were.
 type Line struct {
 	Seq            uint64      `json:"seq"`
 	Time           string      `json:"time"`
@@ -93,8 +96,28 @@ func LineOf(r ledger.Record) Line {
 	}
 	if err := ledger.DecodePayload(r.Payload, &line.Payload); err != nil {
 		line.Payload, line.PayloadError = r.Payload, err.Error()
+	} else {
+		line.Payload = hexBins(line.Payload)
 	}
 	return line
+}
+
+// hexBins returns v, a payload decoded without its type, with every bin
+// in it as lowercase hex.
+func hexBins(v any) any {
+	switch v := v.(type) {
+	case []byte:
+		return hex.EncodeToString(v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = hexBins(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = hexBins(e)
+		}
+	}
+	return v
 }
 
 // Filter selects events; empty fields select everything.

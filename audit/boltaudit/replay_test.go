@@ -3,6 +3,8 @@ package boltaudit_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // replay reads path from seq from to the head, two events a transaction.
@@ -112,3 +115,27 @@ func TestReplayLines(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestLineDigestsAsHex: a payload's 32-byte digests (tool.called v3,
+// thought.recorded v2) are written as the hex older versions stored.
+func TestLineDigestsAsHex(t *testing.T) {
+	sum := sha256.Sum256([]byte("reply"))
+	b, err := ledger.EncodePayload(projections.ToolCalled{Tool: "task_get", ArgsSHA256: ledger.DigestOf(sum),
+		Outcome: "OK", ResultSHA256: ledger.DigestOf(sum), Client: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, sum[:]) || bytes.Contains(b, []byte(hex.EncodeToString(sum[:]))) {
+		t.Fatalf("payload % x: want the digest as bytes", b)
+	}
+	line := boltaudit.LineOf(ledger.Record{Event: ledger.Event{Type: projections.TypeToolCalled, Version: 3, Payload: b}})
+	out, err := json.Marshal(line.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got projections.ToolCalled
+	if err := json.Unmarshal(out, &got); err != nil || string(got.ArgsSHA256) != hex.EncodeToString(sum[:]) ||
+		got.ResultSHA256 != got.ArgsSHA256 || got.Tool != "task_get" || line.PayloadError != "" {
+		t.Errorf("replay payload %s (%v): want the digests as hex", out, err)
+	}
+}

@@ -49,7 +49,7 @@ var (
 func benchLedger(b *testing.B) string {
 	b.Helper()
 	benchOnce.Do(func() {
-		benchPath = filepath.Join(os.TempDir(), fmt.Sprintf("logbook-bench-%d-%s-p%d.db", benchEvents, benchShape, projections.Version))
+		benchPath = filepath.Join(os.TempDir(), fmt.Sprintf("logbook-bench-%d-%s-f%d-p%d.db", benchEvents, benchShape, boltstore.FormatVersion, projections.Version))
 		if _, err := os.Stat(benchPath); err == nil {
 			return
 		}
@@ -155,7 +155,7 @@ func (g *callGen) call(tx *boltstore.Tx) error {
 		err = g.emit(tx, events.TypeThoughtRecorded, actor, subjects, events.ThoughtRecorded{
 			ThoughtID: th, TaskID: id, Type: "analysis", ChainPosition: g.positions[n],
 			Content: "Looked at the failing test; the fix is to read in chunks rather than hold the lock.",
-			Branch:  "main", CommitSHA: "abc1234", PreviousHash: g.last.String()})
+			Branch:  "main", CommitSHA: "abc1234", PreviousHash: ledger.DigestOf(g.last)})
 	default:
 		tool, subjects = "task_get", []string{domain.FormatID(domain.TaskPrefix, task())}
 	}
@@ -179,7 +179,7 @@ func (g *callGen) call(tx *boltstore.Tx) error {
 		return err
 	}
 	return g.emit(tx, projections.TypeToolCalled, actor, subjects, projections.ToolCalled{Tool: tool,
-		ArgsSHA256: g.last.String(), Outcome: "OK", ResultSHA256: g.last.String(), DurationUS: int64(g.rng.IntN(2000)), Client: actor})
+		ArgsSHA256: ledger.DigestOf(g.last), Outcome: "OK", ResultSHA256: ledger.DigestOf(g.last), DurationUS: int64(g.rng.IntN(2000)), Client: actor})
 }
 
 // measured is one run of the binary: its JSON output, peak RSS, and the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -171,7 +170,7 @@ func e2eBigLedger(b *testing.B, size uint64) string {
 	defer l.Close()
 	const batch = 20000
 	sum := sha256.Sum256([]byte("bench"))
-	digest := hex.EncodeToString(sum[:])
+	digest := ledger.DigestOf(sum)
 	payload, err := ledger.EncodePayload(projections.ToolCalled{Tool: "task_get", ArgsSHA256: digest, Outcome: "OK",
 		ResultSHA256: digest, DurationUS: 1234, Client: "bench-client"})
 	if err != nil {

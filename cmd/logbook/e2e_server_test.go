@@ -263,7 +263,7 @@ func TestServerAllToolsEveryProtocol(t *testing.T) {
 		}
 		if e.Call != nil {
 			recorded++
-			if e.Call.Token != sum || !strings.HasPrefix(e.Call.ClientClaim, "client-") || e.Call.Client != "" {
+			if string(e.Call.Token) != sum || !strings.HasPrefix(e.Call.ClientClaim, "client-") || e.Call.Client != "" {
 				t.Errorf("seq %d: tool.called token %q claim %q client %q", e.Seq, e.Call.Token, e.Call.ClientClaim, e.Call.Client)
 			}
 		}
@@ -392,7 +392,7 @@ func TestServerActorIsTheToken(t *testing.T) {
 			continue
 		}
 		n++
-		if e.Actor != want[e.Call.Token] || e.Call.ClientClaim != claims[e.Call.Token] {
+		if e.Actor != want[string(e.Call.Token)] || e.Call.ClientClaim != claims[string(e.Call.Token)] {
 			t.Errorf("seq %d: actor %q claim %q token %s", e.Seq, e.Actor, e.Call.ClientClaim, e.Call.Token[:8])
 		}
 	}
