@@ -267,6 +267,9 @@ func TestNoSyncCopyAfterAMachineRestartIsDamaged(t *testing.T) {
 	if err := os.Remove(stopped); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := Open(stopped, Options{Replica: log}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("open the deleted copy without Create: %v, want ErrNotExist", err)
+	}
 	n, err := Open(stopped, Options{Create: true, Hold: true, NoSync: true, Replica: log})
 	if err != nil {
 		t.Fatal(err)

@@ -189,16 +189,16 @@ func Open(path string, opts Options) (*Store, error) {
 	l := &Store{path: path, opts: opts, quiet: quietHold}
 	// A file written without fsync is refused if the machine restarted
 	// since, and marked before it is so written (unsynced.go).
-	if fi, err := os.Stat(path); (err != nil || fi.Size() == 0) && opts.Create && !opts.ReadOnly {
-		// A new file: the marker of one deleted before is void.
-		if _, err := os.Stat(unsyncedMarker(path)); err == nil {
+	var marked bool
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		// No file yet (or one whose creation was cut short): the marker of
+		// one deleted before is void.
+		if _, err := os.Stat(unsyncedMarker(path)); err == nil && opts.Create && !opts.ReadOnly {
 			if err := clearUnsynced(path); err != nil {
 				return nil, fmt.Errorf("open ledger: %w", err)
 			}
 		}
-	}
-	marked, err := checkUnsynced(path)
-	if err != nil {
+	} else if marked, err = checkUnsynced(path); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	if opts.NoSync && !marked {
