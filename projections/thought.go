@@ -71,7 +71,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 			return err
 		}
 	}
-	return f.index(thoughtDoc(r, &p, task.Project))
+	return nil // its index entry: indexEvent
 }
 
 // thoughtDoc is what the knowledge index holds of a thought.
