@@ -417,6 +417,12 @@ func u64(v uint64) []byte {
 	return b[:]
 }
 
+// Opens is how many times the Store has opened its file: once per read
+// transaction of a Store that does not have it open already (a read-only
+// one always opens it), once per hold of the committer. For tests and
+// benchmarks of how often a reader goes back to the file.
+func (l *Store) Opens() int64 { return l.opens.Load() }
+
 // Held reports whether the Store keeps its file open (Options.Hold): its
 // read transactions then run alongside commits rather than open the file.
 func (l *Store) Held() bool { return l.held != nil }
