@@ -400,6 +400,13 @@ func (l *Store) Update(fn func(*Tx) error) error {
 
 // View runs fn in a read transaction under a shared lock. Keep it short:
 // writers in every process wait while it runs; long readers use Scan.
+// fn must not call Update or View on the same Store, nor wait for a
+// goroutine that does: while the committer has the file open, reads use
+// its open file (shared.go), and a commit that must remap the file, or a
+// committer letting it go, waits for every such read to end — for a read
+// waiting on an Update, forever (with Options.Hold too); a View nested in
+// one that began before the committer let go waits for the lock, then
+// fails with ErrLocked.
 func (l *Store) View(fn func(*Tx) error) error {
 	return l.withDB(true, func(db *bolt.DB, _ *os.File) error {
 		return db.View(func(btx *bolt.Tx) error {
