@@ -223,13 +223,17 @@ func (p *logPass) fold(c foldChunk) error {
 		}
 		return h, nil
 	}
-	// An earlier event (the full-text index reads the knowledge of a lump
-	// begun in the chunk before, and what it takes out, from their
-	// events): from the chunk folded last, else in a read transaction of
-	// its own.
+	// An earlier event (the full-text index reads the events a lump covers,
+	// and what it takes out from the event that recorded it): from the
+	// chunk, whose events are consecutive, or the chunk folded before it
+	// (where a lump begun there has its first events), else in a read
+	// transaction of its own — one open of the file per event otherwise,
+	// for a read-only Store, and a wait for its lock under writers.
 	event := func(seq uint64) (r ledger.Record, err error) {
-		if n := len(p.prev); n > 0 && seq >= p.prev[0].Seq && seq <= p.prev[n-1].Seq {
-			return p.prev[seq-p.prev[0].Seq], nil
+		for _, in := range [][]ledger.Record{recs, p.prev} {
+			if n := len(in); n > 0 && seq >= in[0].Seq && seq <= in[n-1].Seq && in[seq-in[0].Seq].Seq == seq {
+				return in[seq-in[0].Seq], nil
+			}
 		}
 		err = p.v.l.View(func(tx *boltstore.Tx) error {
 			r, err = tx.Event(seq)
