@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -89,99 +91,339 @@ func (e *Event) encodeTo(buf *bytes.Buffer) error {
 }
 
 // DecodeEvent parses stored bytes. It never panics; any deviation from the
-// envelope layout (wrong arity, types, trailing bytes) is ErrMalformed.
+// envelope layout (wrong arity, types, trailing bytes) is ErrMalformed, and
+// so is an element in any form but its one canonical form, the shortest
+// msgpack encoding, which Encode writes. It reads the bytes itself: every
+// read of the log decodes every event, and a generic msgpack reader plus a
+// re-encoding to check the form were most of that cost. FuzzDecodeEvent
+// checks it against both.
 func DecodeEvent(raw []byte) (Event, error) {
 	var e Event
-	r := bytes.NewReader(raw)
-	d := msgpack.NewDecoder(r)
-	fail := func(what string, err error) (Event, error) {
-		if err != nil {
-			return Event{}, fmt.Errorf("%w: %s: %v", ErrMalformed, what, err)
+	d := envelopeReader{b: raw}
+	fail := func(what string) (Event, error) {
+		if d.err != "" {
+			return Event{}, fmt.Errorf("%w: %s: %s", ErrMalformed, what, d.err)
 		}
 		return Event{}, fmt.Errorf("%w: %s", ErrMalformed, what)
 	}
-	n, err := d.DecodeArrayLen()
-	if err != nil || n != envelopeFields {
-		return fail(fmt.Sprintf("want array of %d, got %d", envelopeFields, n), err)
+	if n, ok := d.arrayLen(); !ok || n != envelopeFields {
+		return fail(fmt.Sprintf("want array of %d, got %d", envelopeFields, n))
 	}
-	v, err := d.DecodeUint64()
-	if err != nil || v != EnvelopeVersion {
-		return fail(fmt.Sprintf("envelope version %d", v), err)
+	if v, ok := d.uint(); !ok || v != EnvelopeVersion {
+		return fail(fmt.Sprintf("envelope version %d", v))
 	}
-	if e.Seq, err = d.DecodeUint64(); err != nil {
-		return fail("seq", err)
+	var ok bool
+	if e.Seq, ok = d.uint(); !ok {
+		return fail("seq")
 	}
-	ms, err := d.DecodeInt64()
-	if err != nil {
-		return fail("time", err)
+	ms, ok := d.int()
+	if !ok {
+		return fail("time")
 	}
 	e.Time = time.UnixMilli(ms).UTC()
-	if e.Type, err = d.DecodeString(); err != nil {
-		return fail("type", err)
+	if e.Time.UnixMilli() != ms { // beyond what a time.Time holds
+		return fail("time out of range")
 	}
-	if e.Version, err = d.DecodeUint16(); err != nil {
-		return fail("payload version", err)
+	if e.Type, ok = d.name(); !ok {
+		return fail("type")
 	}
-	if e.Actor, err = d.DecodeString(); err != nil {
-		return fail("actor", err)
+	v, ok := d.uint()
+	if !ok || v > 0xffff {
+		return fail("payload version")
 	}
-	ns, err := d.DecodeArrayLen()
-	if err != nil || ns < 0 || ns > len(raw) {
-		return fail("subjects", err)
+	e.Version = uint16(v)
+	if e.Actor, ok = d.name(); !ok {
+		return fail("actor")
+	}
+	ns, ok := d.arrayLen()
+	if !ok || ns > uint64(len(raw)) { // a subject takes a byte at least
+		return fail("subjects")
 	}
 	if ns > 0 {
 		e.Subjects = make([]string, ns)
 	}
 	for i := range e.Subjects {
-		if e.Subjects[i], err = d.DecodeString(); err != nil {
-			return fail("subject", err)
+		if e.Subjects[i], ok = d.str(); !ok {
+			return fail("subject")
 		}
 	}
-	// A bin's length is checked against what is left of raw before
-	// anything is allocated for it: the msgpack reader would allocate the
-	// claimed length (up to 4 GiB) first.
-	bin := func() ([]byte, error) {
-		n, err := d.DecodeBytesLen()
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		if n > r.Len() {
-			return nil, io.ErrUnexpectedEOF
-		}
-		b := make([]byte, n)
-		return b, d.ReadFull(b)
+	// The bins are slices of raw, whose length bounds them: nothing is
+	// allocated for what a header claims.
+	payload, ok := d.bin()
+	if !ok {
+		return fail("payload")
 	}
-	if e.Payload, err = bin(); err != nil {
-		return fail("payload", err)
+	if payload != nil {
+		e.Payload = append(make([]byte, 0, len(payload)), payload...)
 	}
-	prev, err := bin()
-	if err != nil || len(prev) != len(e.Prev) {
-		return fail("prev hash", err)
+	prev, ok := d.bin()
+	if !ok || len(prev) != len(e.Prev) {
+		return fail("prev hash")
 	}
 	copy(e.Prev[:], prev)
-	if r.Len() != 0 {
-		return fail("trailing bytes", nil)
-	}
-	// Each element has one encoding, its shortest: anything else (a longer
-	// integer form, str8 or bin for a short string, a version beyond
-	// uint16) decodes leniently above, and is refused here.
-	if !e.encodes(raw) {
-		return fail("not the canonical encoding", nil)
+	if d.off != len(raw) {
+		return fail("trailing bytes")
 	}
 	return e, nil
 }
 
-// encodes reports whether raw is e's encoding (into a pooled buffer: every
-// event read is re-encoded).
-func (e *Event) encodes(raw []byte) bool {
-	buf := payloadBufs.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 64<<10 { // a rare large event's buffer is not kept
-			buf.Reset()
-			payloadBufs.Put(buf)
+// envelopeReader reads the elements of a stored event, each in its
+// canonical form only: the shortest msgpack encoding (an integer in the
+// fewest bytes, a string or bin with the shortest header), as the
+// envelope's encoder writes it. A read that fails may say why in err.
+type envelopeReader struct {
+	b   []byte
+	off int
+	err string
+}
+
+// take returns the next n bytes.
+func (d *envelopeReader) take(n uint64) ([]byte, bool) {
+	if uint64(len(d.b)-d.off) < n {
+		d.err = io.ErrUnexpectedEOF.Error()
+		return nil, false
+	}
+	b := d.b[d.off : d.off+int(n) : d.off+int(n)]
+	d.off += int(n)
+	return b, true
+}
+
+func (d *envelopeReader) code() (byte, bool) {
+	b, ok := d.take(1)
+	if !ok {
+		return 0, false
+	}
+	return b[0], true
+}
+
+// be reads a big-endian number of width bytes that must be at least min,
+// the smallest value that needs that width.
+func (d *envelopeReader) be(width uint64, min uint64) (uint64, bool) {
+	b, ok := d.take(width)
+	if !ok {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	if v < min {
+		d.err = "not the canonical encoding"
+		return 0, false
+	}
+	return v, true
+}
+
+// uint reads an unsigned integer: a positive fixint, or uint 8 to 64.
+func (d *envelopeReader) uint() (uint64, bool) {
+	c, ok := d.code()
+	if !ok {
+		return 0, false
+	}
+	return d.uintAfter(c)
+}
+
+func (d *envelopeReader) uintAfter(c byte) (uint64, bool) {
+	switch {
+	case c <= 0x7f:
+		return uint64(c), true
+	case c == 0xcc:
+		return d.be(1, 1<<7)
+	case c == 0xcd:
+		return d.be(2, 1<<8)
+	case c == 0xce:
+		return d.be(4, 1<<16)
+	case c == 0xcf:
+		return d.be(8, 1<<32)
+	}
+	d.err = fmt.Sprintf("0x%02x is not an unsigned integer", c)
+	return 0, false
+}
+
+// int reads a signed integer: one >= 0 as uint writes it, a negative one
+// as a negative fixint or int 8 to 64.
+func (d *envelopeReader) int() (int64, bool) {
+	c, ok := d.code()
+	if !ok {
+		return 0, false
+	}
+	var v, min int64 // min: the largest value that needs the width, plus one
+	switch {
+	case c <= 0x7f || (c >= 0xcc && c <= 0xcf):
+		u, ok := d.uintAfter(c)
+		if !ok || u > math.MaxInt64 {
+			return 0, false
 		}
-	}()
-	return e.encodeTo(buf) == nil && bytes.Equal(buf.Bytes(), raw)
+		return int64(u), true
+	case c >= 0xe0:
+		return int64(int8(c)), true
+	case c == 0xd0:
+		u, ok := d.be(1, 0)
+		v, min = int64(int8(u)), -32
+		if !ok {
+			return 0, false
+		}
+	case c == 0xd1:
+		u, ok := d.be(2, 0)
+		v, min = int64(int16(u)), math.MinInt8
+		if !ok {
+			return 0, false
+		}
+	case c == 0xd2:
+		u, ok := d.be(4, 0)
+		v, min = int64(int32(u)), math.MinInt16
+		if !ok {
+			return 0, false
+		}
+	case c == 0xd3:
+		u, ok := d.be(8, 0)
+		v, min = int64(u), math.MinInt32
+		if !ok {
+			return 0, false
+		}
+	default:
+		d.err = fmt.Sprintf("0x%02x is not an integer", c)
+		return 0, false
+	}
+	if v >= min {
+		d.err = "not the canonical encoding"
+		return 0, false
+	}
+	return v, true
+}
+
+// str reads a string: fixstr, or str 8 to 32.
+func (d *envelopeReader) str() (string, bool) {
+	b, ok := d.strBytes()
+	return string(b), ok
+}
+
+// name reads a string as str does, interned (names).
+func (d *envelopeReader) name() (string, bool) {
+	b, ok := d.strBytes()
+	if !ok {
+		return "", false
+	}
+	return names.intern(b), true
+}
+
+// strBytes reads a string as a slice of the input.
+func (d *envelopeReader) strBytes() ([]byte, bool) {
+	c, ok := d.code()
+	if !ok {
+		return nil, false
+	}
+	var n uint64
+	switch {
+	case c >= 0xa0 && c <= 0xbf:
+		n = uint64(c & 0x1f)
+	case c == 0xd9:
+		n, ok = d.be(1, 32)
+	case c == 0xda:
+		n, ok = d.be(2, 1<<8)
+	case c == 0xdb:
+		n, ok = d.be(4, 1<<16)
+	default:
+		d.err = fmt.Sprintf("0x%02x is not a string", c)
+		return nil, false
+	}
+	if !ok {
+		return nil, false
+	}
+	return d.take(n)
+}
+
+// names interns the event types and actors DecodeEvent reads: a log holds
+// a handful of each, over and over, and a new string for each in every
+// event was a good part of what reading the log allocated. It keeps at
+// most maxNames, each at most maxNameLen bytes; others are allocated as
+// before.
+var names internTable
+
+const (
+	maxNames   = 256
+	maxNameLen = 64
+)
+
+// internTable is a copy-on-write map: readers never lock.
+type internTable struct {
+	m  atomic.Pointer[map[string]string]
+	mu sync.Mutex
+}
+
+func (t *internTable) intern(b []byte) string {
+	if m := t.m.Load(); m != nil {
+		if s, ok := (*m)[string(b)]; ok {
+			return s
+		}
+	}
+	s := string(b)
+	if len(b) > maxNameLen {
+		return s
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.m.Load()
+	if old == nil {
+		old = &map[string]string{}
+	}
+	if len(*old) >= maxNames {
+		return s
+	}
+	if kept, ok := (*old)[s]; ok {
+		return kept
+	}
+	m := make(map[string]string, len(*old)+1)
+	for k, v := range *old {
+		m[k] = v
+	}
+	m[s] = s
+	t.m.Store(&m)
+	return s
+}
+
+// arrayLen reads an array's header: fixarray, or array 16 or 32.
+func (d *envelopeReader) arrayLen() (uint64, bool) {
+	c, ok := d.code()
+	switch {
+	case !ok:
+		return 0, false
+	case c >= 0x90 && c <= 0x9f:
+		return uint64(c & 0x0f), true
+	case c == 0xdc:
+		return d.be(2, 16)
+	case c == 0xdd:
+		return d.be(4, 1<<16)
+	}
+	d.err = fmt.Sprintf("0x%02x is not an array", c)
+	return 0, false
+}
+
+// bin reads a bin 8 to 32 as a slice of the input (never nil), or nil for
+// a msgpack nil (how the encoder writes a nil slice).
+func (d *envelopeReader) bin() ([]byte, bool) {
+	c, ok := d.code()
+	if !ok {
+		return nil, false
+	}
+	var n uint64
+	switch c {
+	case 0xc0:
+		return nil, true
+	case 0xc4:
+		n, ok = d.be(1, 0)
+	case 0xc5:
+		n, ok = d.be(2, 1<<8)
+	case 0xc6:
+		n, ok = d.be(4, 1<<16)
+	default:
+		d.err = fmt.Sprintf("0x%02x is not a bin", c)
+		return nil, false
+	}
+	if !ok {
+		return nil, false
+	}
+	return d.take(n)
 }
 
 // EncodePayload encodes a payload value deterministically: struct fields in
@@ -207,7 +449,7 @@ func EncodePayload(v any) ([]byte, error) {
 }
 
 // payloadBufs are EncodePayload's scratch buffers (a payload is encoded into
-// one and copied out once, at its final size) and DecodeEvent's.
+// one and copied out once, at its final size).
 var payloadBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // DecodePayload decodes a payload into v (a pointer). Unknown fields are

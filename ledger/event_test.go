@@ -3,11 +3,17 @@ package ledger
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"reflect"
 	"runtime"
 	"runtime/metrics"
+	"sync"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // sampleEvents are events as Append stores them, covering each field's
@@ -170,12 +176,76 @@ func TestDecodeEventAllocationIsBounded(t *testing.T) {
 	}
 }
 
+// intForms are envelopes whose time takes each integer form, in its
+// shortest encoding and in one a size too long, and whose strings and
+// bins take each header at and around their limits.
+var intForms = func() [][]byte {
+	long := func(code byte, n int, fill byte) []byte {
+		b := []byte{code}
+		switch code {
+		case 0xd9, 0xc4:
+			b = append(b, byte(n))
+		case 0xda, 0xc5:
+			b = append(b, byte(n>>8), byte(n))
+		case 0xdb, 0xc6:
+			b = append(b, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+		}
+		return append(b, bytes.Repeat([]byte{fill}, n)...)
+	}
+	var out [][]byte
+	for _, time := range [][]byte{
+		bs(0x7f), bs(0xcc, 0x80), bs(0xcc, 0x7f), bs(0xcd, 0x01, 0x00), bs(0xcd, 0x00, 0xff),
+		bs(0xce, 0, 1, 0, 0), bs(0xce, 0, 0, 0xff, 0xff), bs(0xcf, 0, 0, 0, 1, 0, 0, 0, 0), bs(0xcf, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff),
+		bs(0xcf, 0x80, 0, 0, 0, 0, 0, 0, 0), bs(0xcf, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff),
+		bs(0xe0), bs(0xff), bs(0xd0, 0xdf), bs(0xd0, 0xe0), bs(0xd0, 0x01), bs(0xd1, 0xff, 0x7f), bs(0xd1, 0xff, 0x80),
+		bs(0xd2, 0xff, 0xff, 0x7f, 0xff), bs(0xd2, 0xff, 0xff, 0x80, 0x00), bs(0xd3, 0xff, 0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff),
+		bs(0xd3, 0xff, 0xff, 0xff, 0xff, 0x80, 0, 0, 0), bs(0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0), bs(0xca, 0, 0, 0, 0), bs(0xc0),
+	} {
+		out = append(out, envelope(nil, time))
+	}
+	for _, n := range []int{31, 32, 255, 256, 65535, 65536} {
+		out = append(out, envelope(nil, nil, long(0xd9, min(n, 255), 'a')), envelope(nil, nil, long(0xda, min(n, 65535), 'a')),
+			envelope(nil, nil, nil, nil, long(0xdb, n, 'b')), envelope(nil, nil, nil, nil, nil, nil, long(0xc4, min(n, 255), 1)),
+			envelope(nil, nil, nil, nil, nil, nil, long(0xc5, min(n, 65535), 1)), envelope(nil, nil, nil, nil, nil, nil, long(0xc6, n, 1)))
+	}
+	subjects := func(header []byte, n int) []byte { return append(header, bytes.Repeat(bs(0xa1, 'T'), n)...) }
+	out = append(out, envelope(nil, nil, nil, nil, nil, subjects(bs(0x9f), 15)), envelope(nil, nil, nil, nil, nil, subjects(bs(0xdc, 0, 15), 15)),
+		envelope(nil, nil, nil, nil, nil, subjects(bs(0xdc, 0, 16), 16)), envelope(nil, nil, nil, nil, nil, subjects(bs(0xdd, 0, 0, 0, 16), 16)),
+		envelope(nil, nil, nil, nil, nil, nil, bs(0xc4, 0)), envelope(nil, nil, nil, nil, nil, nil, bs(0xc0)),
+		envelope(nil, nil, nil, bs(0xcd, 0xff, 0xff)), envelope(nil, nil, nil, bs(0xce, 0, 1, 0, 0)))
+	return out
+}()
+
+// TestDecodeEventAgreesWithReference: every form in intForms is decided
+// by DecodeEvent as by the generic reader with its re-encoding, and
+// decodes to the same event.
+func TestDecodeEventAgreesWithReference(t *testing.T) {
+	accepted := 0
+	for _, raw := range intForms {
+		e, err := DecodeEvent(raw)
+		ref, refErr := decodeEventReference(raw)
+		if (err == nil) != (refErr == nil) || !reflect.DeepEqual(e, ref) {
+			t.Errorf("DecodeEvent = %v, %v; the generic reader = %v, %v; input % x", e, err, ref, refErr, raw[:min(len(raw), 40)])
+		}
+		if err == nil {
+			accepted++
+		}
+	}
+	if accepted == 0 || accepted == len(intForms) {
+		t.Fatalf("%d of %d forms accepted: the table tests nothing", accepted, len(intForms))
+	}
+}
+
 // FuzzDecodeEvent: DecodeEvent never panics, and is exact. The decision
 // (see Event): stored bytes are either the canonical encoding of an event —
 // DecodeEvent succeeds and Encode gives back the same bytes — or they are
 // reported, as an error wrapping ErrMalformed. There is no third kind of
 // input that decodes to an event with other bytes, so an event has exactly
 // one stored form, and the hash of the stored bytes is the hash of the event.
+//
+// DecodeEvent reads the bytes itself; decodeEventReference, through the
+// generic msgpack reader and a re-encoding, must decide every input the
+// same way and decode the same event.
 //
 // It also checks that decoding allocates no more than a small multiple of
 // the input (maxDecodeAlloc), whatever lengths the input claims, and that
@@ -196,12 +266,19 @@ func FuzzDecodeEvent(f *testing.F) {
 	for _, raw := range hugeLength {
 		f.Add(raw)
 	}
+	for _, raw := range intForms {
+		f.Add(raw)
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		peekEnvelope(raw) // must not panic on anything
 		before := heapAllocs()
 		e, err := DecodeEvent(raw)
 		if allocated := heapAllocs() - before; allocated > maxDecodeAlloc(raw) {
 			t.Fatalf("decoding %d bytes allocated %d bytes", len(raw), allocated)
+		}
+		ref, refErr := decodeEventReference(raw)
+		if (err == nil) != (refErr == nil) || !reflect.DeepEqual(e, ref) {
+			t.Fatalf("DecodeEvent = %+v, %v\nthe generic reader = %+v, %v\ninput % x", e, err, ref, refErr, raw)
 		}
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
@@ -221,4 +298,141 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatalf("peekEnvelope = (%d, %s, %v), DecodeEvent = (%d, %s)", seq, prev, ok, e.Seq, e.Prev)
 		}
 	})
+}
+
+// decodeEventReference is DecodeEvent as it was written first, through the
+// generic msgpack reader, each element read leniently and the whole then
+// re-encoded and compared with raw: FuzzDecodeEvent checks that DecodeEvent
+// decides every input as it does.
+func decodeEventReference(raw []byte) (Event, error) {
+	var e Event
+	r := bytes.NewReader(raw)
+	d := msgpack.NewDecoder(r)
+	fail := func(what string, err error) (Event, error) {
+		if err != nil {
+			return Event{}, fmt.Errorf("%w: %s: %v", ErrMalformed, what, err)
+		}
+		return Event{}, fmt.Errorf("%w: %s", ErrMalformed, what)
+	}
+	n, err := d.DecodeArrayLen()
+	if err != nil || n != envelopeFields {
+		return fail(fmt.Sprintf("want array of %d, got %d", envelopeFields, n), err)
+	}
+	v, err := d.DecodeUint64()
+	if err != nil || v != EnvelopeVersion {
+		return fail(fmt.Sprintf("envelope version %d", v), err)
+	}
+	if e.Seq, err = d.DecodeUint64(); err != nil {
+		return fail("seq", err)
+	}
+	ms, err := d.DecodeInt64()
+	if err != nil {
+		return fail("time", err)
+	}
+	e.Time = time.UnixMilli(ms).UTC()
+	if e.Type, err = d.DecodeString(); err != nil {
+		return fail("type", err)
+	}
+	if e.Version, err = d.DecodeUint16(); err != nil {
+		return fail("payload version", err)
+	}
+	if e.Actor, err = d.DecodeString(); err != nil {
+		return fail("actor", err)
+	}
+	ns, err := d.DecodeArrayLen()
+	if err != nil || ns < 0 || ns > len(raw) {
+		return fail("subjects", err)
+	}
+	if ns > 0 {
+		e.Subjects = make([]string, ns)
+	}
+	for i := range e.Subjects {
+		if e.Subjects[i], err = d.DecodeString(); err != nil {
+			return fail("subject", err)
+		}
+	}
+	// A bin's length is checked against what is left of raw before
+	// anything is allocated for it: the msgpack reader would allocate the
+	// claimed length (up to 4 GiB) first.
+	bin := func() ([]byte, error) {
+		n, err := d.DecodeBytesLen()
+		if err != nil || n < 0 {
+			return nil, err
+		}
+		if n > r.Len() {
+			return nil, io.ErrUnexpectedEOF
+		}
+		b := make([]byte, n)
+		return b, d.ReadFull(b)
+	}
+	if e.Payload, err = bin(); err != nil {
+		return fail("payload", err)
+	}
+	prev, err := bin()
+	if err != nil || len(prev) != len(e.Prev) {
+		return fail("prev hash", err)
+	}
+	copy(e.Prev[:], prev)
+	if r.Len() != 0 {
+		return fail("trailing bytes", nil)
+	}
+	// Each element has one encoding, its shortest: anything else (a longer
+	// integer form, str8 or bin for a short string, a version beyond
+	// uint16) decodes leniently above, and is refused here.
+	if !e.encodesTo(raw) {
+		return fail("not the canonical encoding", nil)
+	}
+	return e, nil
+}
+
+// encodesTo reports whether raw is e's encoding.
+func (e *Event) encodesTo(raw []byte) bool {
+	var buf bytes.Buffer
+	return e.encodeTo(&buf) == nil && bytes.Equal(buf.Bytes(), raw)
+}
+
+// TestDecodeEventInternsNames: events of one type and actor share their
+// strings; past maxNames distinct names, they decode exactly all the same,
+// from goroutines at once (run with -race).
+func TestDecodeEventInternsNames(t *testing.T) {
+	encode := func(e Event) []byte {
+		t.Helper()
+		raw, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	a, err := DecodeEvent(encode(Event{Seq: 1, Type: "interned.type", Actor: "interned-actor"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := DecodeEvent(encode(Event{Seq: 2, Type: "interned.type", Actor: "interned-actor"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(a.Type) != unsafe.StringData(b.Type) || unsafe.StringData(a.Actor) != unsafe.StringData(b.Actor) {
+		t.Error("two events of one type and actor hold copies of them")
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range maxNames + 50 {
+				want := Event{Seq: uint64(i + 1), Type: fmt.Sprintf("type.%d", i%7), Actor: fmt.Sprintf("agent-%d-%d", g, i), Prev: Hash{1}}
+				raw, err := want.Encode()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := DecodeEvent(raw)
+				if err != nil || got.Type != want.Type || got.Actor != want.Actor {
+					t.Errorf("%+v decoded as %+v, %v", want, got, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -33,8 +33,18 @@ var encoders = sync.Pool{New: func() any {
 	return e
 }}
 
-// unmarshal is ledger.DecodePayload: unknown fields are ignored.
+// unmarshal is ledger.DecodePayload: unknown fields are ignored. The
+// payloads and records a fold reads most go through their hand-written
+// readers first (fastcodec.go).
 func unmarshal(b []byte, v any) error {
+	if decodeFast(b, v) {
+		return nil
+	}
+	return unmarshalGeneric(b, v)
+}
+
+// unmarshalGeneric is unmarshal through msgpack's generic reader alone.
+func unmarshalGeneric(b []byte, v any) error {
 	d := decoders.Get().(*msgpack.Decoder)
 	d.ResetReader(bytes.NewReader(b))
 	err := d.Decode(v)
@@ -47,8 +57,15 @@ func unmarshal(b []byte, v any) error {
 }
 
 // marshal is ledger.EncodePayload: struct fields in declaration order, map
-// keys sorted, shortest integers. The result is a new slice.
+// keys sorted, shortest integers. The result is a new slice. The records
+// a fold writes most have hand-written writers of the same bytes.
 func marshal(v any) ([]byte, error) {
+	switch v := v.(type) {
+	case *Task:
+		return encodeTask(v), nil
+	case *thoughtRef:
+		return encodeThoughtRef(v), nil
+	}
 	e := encoders.Get().(*encoder)
 	e.buf.Reset()
 	err := e.enc.Encode(v)

@@ -36,10 +36,19 @@ type folder struct {
 
 	lump *lump                 // the index's lumps (knowledge.go), once loaded
 	puts map[string]*putBuffer // by space: the spaces the fold only writes
+
+	// Every folder: the spaces looked up so far (a fold asks for a few
+	// spaces for every event, and nothing moves them during a fold), and
+	// the numbers of the open sessions, in order, once read (every event
+	// is offered to them).
+	spaces    map[string]*boltstore.Space
+	open      []uint64
+	openKnown bool
+	first     uint64 // the first seq this folder applied (0: none yet)
 }
 
 func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event func(uint64) (ledger.Record, error), batch bool) *folder {
-	f := &folder{tx: tx, root: root, event: event}
+	f := &folder{tx: tx, root: root, event: event, spaces: map[string]*boltstore.Space{}}
 	if batch {
 		f.tasks, f.dirtyTasks = map[uint64]*Task{}, map[uint64]bool{}
 		f.sessions, f.dirtySessions = map[uint64]*Session{}, map[uint64]bool{}
@@ -49,17 +58,41 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event f
 	return f
 }
 
+// space is tx.Space(name), looked up once per fold.
+func (f *folder) space(name string) (*boltstore.Space, error) {
+	if sp, ok := f.spaces[name]; ok {
+		return sp, nil
+	}
+	sp, err := f.tx.Space(name)
+	if err == nil {
+		f.spaces[name] = sp
+	}
+	return sp, err
+}
+
+// seenNumber records that id number n of the counter key is taken.
+func (f *folder) seenNumber(key string, n uint64) error {
+	meta, err := f.space(spMeta)
+	if err != nil {
+		return err
+	}
+	if n > getU64(meta, key) {
+		return putU64(meta, key, n)
+	}
+	return nil
+}
+
 // task returns task number n; ok is false if there is none.
-func (f *folder) task(n uint64) (*Task, bool, error) { return load(f.tx, f.tasks, spTasks, n) }
+func (f *folder) task(n uint64) (*Task, bool, error) { return load(f, f.tasks, spTasks, n) }
 
 // load returns record number n of space, from cache if it holds it (a
 // batch folder's), else decoded and then kept there; ok is false if there
 // is none.
-func load[T any](tx *boltstore.Tx, cache map[uint64]*T, space string, n uint64) (v *T, ok bool, err error) {
+func load[T any](f *folder, cache map[uint64]*T, space string, n uint64) (v *T, ok bool, err error) {
 	if v, ok := cache[n]; ok {
 		return v, true, nil
 	}
-	sp, err := tx.Space(space)
+	sp, err := f.space(space)
 	if err != nil {
 		return nil, false, err
 	}
@@ -88,7 +121,7 @@ func (f *folder) setTask(n uint64, t *Task) error {
 
 // session returns session number n; ok is false if there is none.
 func (f *folder) session(n uint64) (*Session, bool, error) {
-	return load(f.tx, f.sessions, spSessions, n)
+	return load(f, f.sessions, spSessions, n)
 }
 
 // setSession stores session number n (in a batch, at flush).
@@ -175,10 +208,10 @@ func putNumbered(f *folder, prefix, counter, space, id string, rec any) (uint64,
 	if !ok {
 		return 0, fmt.Errorf("bad id %q", id)
 	}
-	if err := seenNumber(f.tx, counter, n); err != nil {
+	if err := f.seenNumber(counter, n); err != nil {
 		return 0, err
 	}
-	sp, err := f.tx.Space(space)
+	sp, err := f.space(space)
 	if err != nil {
 		return 0, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/search"
 )
 
 // openFolded opens a new ledger with empty projections.
@@ -379,4 +380,98 @@ func errorsJoin(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// TestThoughtRecordedTwiceIsIndexedOnce: a log that records a thought id
+// twice (commands never write one) has the later thought in the
+// full-text index in place of the earlier, live and after a rebuild, which
+// gives the live projections' bytes.
+func TestThoughtRecordedTwiceIsIndexedOnce(t *testing.T) {
+	l := openFolded(t)
+	appendRaw(t, l, events.TypeTaskCreated, events.CurrentVersion(events.TypeTaskCreated), []string{"T-0001"},
+		events.TaskCreated{TaskID: "T-0001", Project: "p", Sequence: 1, Title: "t", Priority: "normal", Labels: []string{}, Assignee: "a"})
+	for i, content := range []string{"walrus migration plan", "zebra crossing plan"} {
+		appendRaw(t, l, events.TypeThoughtRecorded, events.CurrentVersion(events.TypeThoughtRecorded), []string{"Θ-0001", "T-0001"},
+			events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "analysis", Content: content, ChainPosition: uint64(i + 1)})
+	}
+	hits := func(query string) (ids []string) {
+		t.Helper()
+		l.View(func(tx *boltstore.Tx) error {
+			found, err := projections.SearchKnowledge(tx, query, search.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range found {
+				ids = append(ids, fmt.Sprintf("%s@%d", h.ID, h.Seq))
+			}
+			return nil
+		})
+		return ids
+	}
+	check := func(when string) {
+		t.Helper()
+		if got := hits("walrus"); len(got) != 0 {
+			t.Errorf("%s: the replaced thought still matches: %v", when, got)
+		}
+		if got := hits("plan"); !slices.Equal(got, []string{"Θ-0001@3"}) {
+			t.Errorf("%s: %v, want the later thought once", when, got)
+		}
+	}
+	check("live")
+	live := fingerprintOf(t, l)
+	rebuild(t, l, 0)
+	check("rebuilt")
+	if got := fingerprintOf(t, l); got != live {
+		t.Errorf("rebuilt fingerprint %x, live %x", got, live)
+	}
+}
+
+// TestFoldReadsOnlyKnowledgeItDidNotFold: a batch fold indexes a lump of
+// knowledge from the events it folded itself: it reads back from the log
+// only events of earlier batches, where the lump began (a verifier's
+// refold reads each in a transaction of its own).
+func TestFoldReadsOnlyKnowledgeItDidNotFold(t *testing.T) {
+	src := openFolded(t)
+	for i := 1; i <= 40; i++ {
+		id := domain.FormatID(domain.TaskPrefix, uint64(i))
+		appendRaw(t, src, events.TypeTaskCreated, 2, []string{id}, events.TaskCreated{TaskID: id, Project: "p", Sequence: uint64(i), Title: "task", Priority: "normal", Labels: []string{}, Assignee: "a"})
+		th := domain.FormatID(domain.ThoughtPrefix, uint64(i))
+		appendRaw(t, src, events.TypeThoughtRecorded, 1, []string{th, id}, events.ThoughtRecorded{ThoughtID: th, TaskID: id, Type: "plan", Content: "words to index", ChainPosition: 1})
+		appendRaw(t, src, projections.TypeToolCalled, 1, []string{id}, projections.ToolCalled{Tool: "thought_record", Outcome: "OK"})
+	}
+	var all []ledger.Record
+	src.View(func(tx *boltstore.Tx) error {
+		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
+			r.Raw = nil
+			all = append(all, r)
+			return nil
+		})
+	})
+	root := func(uint64) (ledger.Hash, error) { return ledger.Hash{}, nil }
+	for _, batch := range []int{len(all), 7} {
+		var first uint64 // of the batch being folded
+		read := 0
+		event := func(seq uint64) (ledger.Record, error) {
+			if seq >= first {
+				t.Errorf("batches of %d: the batch from seq %d read event %d (%s) back from the log", batch, first, seq, all[seq-1].Type)
+			}
+			read++
+			return all[seq-1], nil
+		}
+		scratch := openFolded(t)
+		for recs := all; len(recs) > 0; {
+			n := min(batch, len(recs))
+			first = recs[0].Seq
+			if err := scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root, event) }); err != nil {
+				t.Fatal(err)
+			}
+			recs = recs[n:]
+		}
+		if batch == len(all) && read > 0 {
+			t.Errorf("one batch of the whole log read %d events back", read)
+		}
+		if fingerprintOf(t, scratch) != fingerprintOf(t, src) {
+			t.Errorf("batches of %d: the refold differs from the live projections", batch)
+		}
+	}
 }

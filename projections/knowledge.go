@@ -127,10 +127,13 @@ func (f *folder) index(doc search.Doc) error {
 	if err != nil {
 		return err
 	}
-	if ix.Has(doc.ID) {
-		if err := ix.Remove(doc.ID); err != nil {
-			return err
-		}
+	// Add looks the id up before it writes anything: asking Has first
+	// would look it up twice for every document.
+	if err := ix.Add(doc); !errors.Is(err, search.ErrDuplicate) {
+		return err
+	}
+	if err := ix.Remove(doc.ID); err != nil {
+		return err
 	}
 	return ix.Add(doc)
 }
@@ -264,7 +267,10 @@ func (f *folder) noteKnowledge(r ledger.Record) error {
 }
 
 // indexRange indexes the knowledge events with seq in [begin, end], in
-// order: those a batch kept, the others read from the log.
+// order: those a batch kept, the others read from the log — but for the
+// events a batch folded itself, whose knowledge events it kept: reading the
+// others only to skip them read most of the log again (and a verifier's
+// refold reads each event in a read transaction of its own).
 func (f *folder) indexRange(begin, end uint64) error {
 	var kept map[uint64]ledger.Record
 	if f.lump != nil {
@@ -272,6 +278,9 @@ func (f *folder) indexRange(begin, end uint64) error {
 	}
 	for seq := begin; seq <= end; seq++ {
 		r, ok := kept[seq]
+		if !ok && f.tasks != nil && f.first != 0 && seq >= f.first {
+			continue // folded in this batch, and not knowledge
+		}
 		if !ok {
 			var err error
 			if r, err = f.event(seq); err != nil {
@@ -296,7 +305,7 @@ func indexEvent(f *folder, r ledger.Record) error {
 	switch r.Type {
 	case events.TypeThoughtRecorded:
 		var p events.ThoughtRecorded
-		if err := decode(r, &p); err != nil {
+		if err := decodeForFold(r, &p); err != nil {
 			return err
 		}
 		project, err := f.taskProject(p.TaskID)

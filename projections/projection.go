@@ -188,6 +188,9 @@ func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger
 // audit session (after the type's own fold, so a session's start event is
 // its first leaf and its finalization is not a leaf).
 func (f *folder) apply(r ledger.Record) error {
+	if f.first == 0 {
+		f.first = r.Seq
+	}
 	var err error
 	switch r.Type {
 	case events.TypeTaskCreated:
@@ -301,18 +304,6 @@ func nextNumber(tx *boltstore.Tx, key string) (uint64, error) {
 		return 0, err
 	}
 	return getU64(meta, key) + 1, nil
-}
-
-// seenNumber records that id number n of the counter key is taken.
-func seenNumber(tx *boltstore.Tx, key string, n uint64) error {
-	meta, err := tx.Space(spMeta)
-	if err != nil {
-		return err
-	}
-	if n > getU64(meta, key) {
-		return putU64(meta, key, n)
-	}
-	return nil
 }
 
 // spaceOf is a space and the number of id, an id of prefix; a nil space

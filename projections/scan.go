@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -58,10 +57,12 @@ func scanDecoded(tx *boltstore.Tx, begin, end uint64, fn func(ledger.Record) err
 		}
 		return nil
 	}
+	// The copies of a batch's events go many to an allocation (slab).
 	var batch [][]byte
+	var slab []byte
 	send := func() error {
 		in <- batch
-		batch = nil
+		batch = make([][]byte, 0, decodeBatch)
 		if inflight {
 			if err := apply(); err != nil {
 				return err
@@ -71,7 +72,11 @@ func scanDecoded(tx *boltstore.Tx, begin, end uint64, fn func(ledger.Record) err
 		return nil
 	}
 	err := tx.ScanRaw(begin, end, func(_ uint64, raw []byte) error {
-		batch = append(batch, bytes.Clone(raw))
+		if cap(slab)-len(slab) < len(raw) {
+			slab = make([]byte, 0, max(slabSize, len(raw)))
+		}
+		slab = append(slab, raw...)
+		batch = append(batch, slab[len(slab)-len(raw):len(slab):len(slab)])
 		if len(batch) == decodeBatch {
 			return send()
 		}

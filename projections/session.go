@@ -45,7 +45,6 @@ type Leaf struct {
 }
 
 func applySessionStarted(f *folder, r ledger.Record) error {
-	tx := f.tx
 	var p events.SessionStarted
 	if err := decode(r, &p); err != nil {
 		return err
@@ -54,22 +53,17 @@ func applySessionStarted(f *folder, r ledger.Record) error {
 	if !ok {
 		return fmt.Errorf("bad session id %q", p.SessionID)
 	}
-	if err := seenNumber(tx, counterSession, n); err != nil {
+	if err := f.seenNumber(counterSession, n); err != nil {
 		return err
 	}
 	s := &Session{SessionStarted: p, StartedAt: FormatTime(r.Time), StartSeq: r.Seq, Seq: r.Seq}
-	open, err := tx.Space(spOpenSessions)
-	if err != nil {
-		return err
-	}
-	if err := open.Put(u64(n), nil); err != nil {
+	if err := f.setOpen(n, true); err != nil {
 		return err
 	}
 	return f.setSession(n, s)
 }
 
 func applySessionFinalized(f *folder, r ledger.Record) error {
-	tx := f.tx
 	var p events.SessionFinalized
 	if err := decode(r, &p); err != nil {
 		return err
@@ -84,30 +78,62 @@ func applySessionFinalized(f *folder, r ledger.Record) error {
 		return err
 	}
 	s.Final, s.FinalizedAt, s.LedgerSize, s.LedgerRoot, s.Seq = &p, FormatTime(r.Time), r.Seq, root.String(), r.Seq
-	open, err := tx.Space(spOpenSessions)
-	if err != nil {
-		return err
-	}
-	if err := open.Delete(u64(n)); err != nil {
+	if err := f.setOpen(n, false); err != nil {
 		return err
 	}
 	return f.setSession(n, s)
+}
+
+// openSessions are the numbers of the sessions not finalized, in order,
+// read from their space once per fold.
+func (f *folder) openSessions() ([]uint64, error) {
+	if f.openKnown {
+		return f.open, nil
+	}
+	open, err := f.space(spOpenSessions)
+	if err != nil {
+		return nil, err
+	}
+	err = open.Scan(nil, false, func(k, _ []byte) (bool, error) {
+		f.open = append(f.open, be64(k))
+		return true, nil
+	})
+	f.openKnown = err == nil
+	return f.open, err
+}
+
+// setOpen marks session n open or not, in its space and in the folder's
+// list.
+func (f *folder) setOpen(n uint64, isOpen bool) error {
+	nums, err := f.openSessions()
+	if err != nil {
+		return err
+	}
+	open, err := f.space(spOpenSessions)
+	if err != nil {
+		return err
+	}
+	i, found := slices.BinarySearch(nums, n)
+	switch {
+	case isOpen && !found:
+		f.open = slices.Insert(nums, i, n)
+	case !isOpen && found:
+		f.open = slices.Delete(nums, i, i+1)
+	}
+	if isOpen {
+		return open.Put(u64(n), nil)
+	}
+	return open.Delete(u64(n))
 }
 
 // offerToSessions adds r as a leaf of every open session it belongs to: it
 // concerns the session's task (or, for deep scope, a descendant), or it
 // records a thought with the session's id.
 func offerToSessions(f *folder, r ledger.Record) error {
-	tx := f.tx
-	open, err := tx.Space(spOpenSessions)
+	nums, err := f.openSessions()
 	if err != nil {
 		return err
 	}
-	var nums []uint64
-	open.Scan(nil, false, func(k, _ []byte) (bool, error) {
-		nums = append(nums, be64(k))
-		return true, nil
-	})
 	for _, n := range nums {
 		s, ok, err := f.session(n)
 		if err != nil || !ok {
@@ -122,7 +148,7 @@ func offerToSessions(f *folder, r ledger.Record) error {
 		if len(tasks) == 0 && !own {
 			continue
 		}
-		leaves, err := tx.Space(spSessionLeaves)
+		leaves, err := f.space(spSessionLeaves)
 		if err != nil {
 			return err
 		}

@@ -122,7 +122,7 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 	if !ok {
 		return fmt.Errorf("bad task id %q", t.ID)
 	}
-	if err := seenNumber(tx, counterTask, n); err != nil {
+	if err := f.seenNumber(counterTask, n); err != nil {
 		return err
 	}
 	projects, err := tx.Space(spProjects)

@@ -38,7 +38,7 @@ type thoughtRef struct {
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	var p events.ThoughtRecorded
-	if err := decode(r, &p); err != nil {
+	if err := decodeForFold(r, &p); err != nil {
 		return err
 	}
 	n, err := putNumbered(f, domain.ThoughtPrefix, counterThought, spThoughts, p.ThoughtID, &thoughtRef{Seq: r.Seq})
@@ -72,6 +72,17 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 		}
 	}
 	return nil // its index entry: indexEvent
+}
+
+// decodeForFold is decode for the folds of a thought (applyThoughtRecorded,
+// indexEvent), which read only its ids, chain position, session, content
+// and blockers: the other fields are checked, as decode checks them, but
+// not kept (fastcodec.go).
+func decodeForFold(r ledger.Record, p *events.ThoughtRecorded) error {
+	if tryFast(r.Payload, (*thoughtFoldPayload)(p)) {
+		return events.Upcast(r.Type, r.Version, p)
+	}
+	return decode(r, p)
 }
 
 // thoughtDoc is what the knowledge index holds of a thought.

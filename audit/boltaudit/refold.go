@@ -33,6 +33,7 @@ type logPass struct {
 	foldTo   uint64
 	folded   uint64
 	foldTree ledger.Frontier // the tree over the events folded so far
+	prev     []ledger.Record // the chunk folded last, in seq order
 	pending  foldChunk       // what the chunk being read adds to the refold
 	badEvent error           // the first event that does not decode (the reader's)
 	failed   atomic.Bool     // the refold failed: read on, fold no more
@@ -54,7 +55,10 @@ func (p *logPass) openScratch() error {
 		return fmt.Errorf("scratch: %w", err)
 	}
 	p.dir = dir
-	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true})
+	// Nobody else opens the scratch file: it is held open for the whole
+	// refold rather than reopened for every chunk (fold releases the pages
+	// each chunk mapped, as closing the file did).
+	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true, Hold: true})
 	if err != nil {
 		return fmt.Errorf("scratch: %w", err)
 	}
@@ -76,8 +80,8 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	opts := boltstore.VerifyOptions{Chunk: p.v.opts.Chunk, Progress: p.v.opts.Progress}
 	chunks := make(chan foldChunk, 1) // one chunk folded while the next is read
 	// The record slices go round: one being filled, one waiting, one
-	// being folded.
-	free := make(chan []ledger.Record, 3)
+	// being folded, and the one folded before it (prev).
+	free := make(chan []ledger.Record, 4)
 	for range cap(free) {
 		free <- nil
 	}
@@ -119,9 +123,16 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 				p.failed.Store(true)
 			}
 		}
-		clear(c.recs) // nothing of the events is kept past their fold
-		free <- c.recs[:0]
+		// The chunk is kept until the next is folded (the index may read
+		// its events back); nothing of the events is kept longer.
+		if p.prev != nil {
+			clear(p.prev)
+			free <- p.prev[:0]
+		}
+		p.prev = c.recs
 	}
+	clear(p.prev)
+	p.prev = nil
 	r := <-done
 	switch {
 	case r.err != nil:
@@ -214,12 +225,15 @@ func (p *logPass) fold(c foldChunk) error {
 	}
 	// An earlier event (the full-text index reads the events a lump covers,
 	// and what it takes out from the event that recorded it): from the
-	// chunk, whose events are consecutive, else in a read transaction of
-	// its own — one open of the file per event otherwise, for a read-only
-	// Store, and a wait for its lock under writers.
+	// chunk, whose events are consecutive, or the chunk folded before it
+	// (where a lump begun there has its first events), else in a read
+	// transaction of its own — one open of the file per event otherwise,
+	// for a read-only Store, and a wait for its lock under writers.
 	event := func(seq uint64) (r ledger.Record, err error) {
-		if n := len(recs); n > 0 && seq >= recs[0].Seq && seq <= recs[n-1].Seq && recs[seq-recs[0].Seq].Seq == seq {
-			return recs[seq-recs[0].Seq], nil
+		for _, in := range [][]ledger.Record{recs, p.prev} {
+			if n := len(in); n > 0 && seq >= in[0].Seq && seq <= in[n-1].Seq && in[seq-in[0].Seq].Seq == seq {
+				return in[seq-in[0].Seq], nil
+			}
 		}
 		err = p.v.l.View(func(tx *boltstore.Tx) error {
 			r, err = tx.Event(seq)
@@ -247,7 +261,7 @@ func (p *logPass) fold(c foldChunk) error {
 		return err
 	}
 	p.folded = recs[len(recs)-1].Seq
-	return nil
+	return p.scratch.ReleaseMapped()
 }
 
 // compareStep is how many keys one read transaction of the comparison
@@ -289,7 +303,10 @@ func (p *logPass) compare() (*audit.Problem, error) {
 				moved = moved || began
 			}
 			began = true
-			return p.scratch.View(func(stx *boltstore.Tx) error { return cmp.Step(stx, tx, compareStep) })
+			if err := p.scratch.View(func(stx *boltstore.Tx) error { return cmp.Step(stx, tx, compareStep) }); err != nil {
+				return err
+			}
+			return p.scratch.ReleaseMapped()
 		})
 		if err != nil {
 			var pe *audit.Problem

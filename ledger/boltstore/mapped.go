@@ -31,3 +31,21 @@ func releaseMapped(btx *bolt.Tx) {
 // projection pages all over the file, and a walk over a whole space (a
 // fingerprint, a comparison) would otherwise keep all of it resident.
 const releaseEvery = 4096
+
+// ReleaseMapped lets the kernel unmap the file pages this process has
+// mapped, for a Store that holds its file open (Options.Hold): one that
+// refolds into a scratch file of its own, say, would otherwise keep every
+// page it has touched resident, transaction after transaction. A no-op for
+// a Store without Hold: its committer closes the file, and so unmaps it,
+// within quietHold.
+func (l *Store) ReleaseMapped() error {
+	if l.held == nil {
+		return nil
+	}
+	return guard(func() error {
+		return l.held.View(func(btx *bolt.Tx) error {
+			releaseMapped(btx)
+			return nil
+		})
+	})
+}

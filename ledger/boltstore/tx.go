@@ -372,6 +372,9 @@ func (tx *Tx) checkSize(size uint64) error {
 type Space struct {
 	b    *bolt.Bucket
 	used *bool // set on writes to a staging space
+	// get is the cursor Get seeks with, made on its first call: bbolt's
+	// own Get makes a cursor, and grows its stack, for every call.
+	get *bolt.Cursor
 }
 
 // Space returns the named space, creating it in a writable transaction. In a
@@ -422,7 +425,18 @@ func (s *Space) Get(key []byte) []byte {
 	if s.b == nil {
 		return nil
 	}
-	return s.b.Get(key)
+	if s.get == nil {
+		c := s.b.Cursor()
+		s.get = c
+	}
+	// Seek searches from the bucket's root, through the nodes written in
+	// this transaction, whatever the cursor saw before; it gives a nested
+	// bucket's key with a nil value, as Get gives nil for it.
+	k, v := s.get.Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
 }
 
 // Put stores value at key.

@@ -1,0 +1,62 @@
+package boltstore
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSpaceGetAgreesWithBolt: Get, which seeks with a cursor it keeps,
+// answers as bbolt's Bucket.Get does for every key — present, absent,
+// past the last, put empty, deleted — between puts and deletes in the
+// same transaction and after they are committed.
+func TestSpaceGetAgreesWithBolt(t *testing.T) {
+	l := openTest(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	key := func() []byte { return fmt.Appendf(nil, "k%05d", rng.IntN(3000)) }
+	check := func(sp *Space, k []byte) {
+		t.Helper()
+		got, want := sp.Get(k), sp.b.Get(k)
+		if !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Fatalf("Get(%s) = %q (nil %v), bbolt's Get = %q (nil %v)", k, got, got == nil, want, want == nil)
+		}
+	}
+	for round := range 3 {
+		err := l.Update(func(tx *Tx) error {
+			sp, err := tx.Space("test")
+			if err != nil {
+				return err
+			}
+			for i := range 5000 {
+				k := key()
+				switch rng.IntN(4) {
+				case 0:
+					err = sp.Put(k, bytes.Repeat([]byte{byte(i)}, rng.IntN(300)))
+				case 1:
+					err = sp.Put(k, nil)
+				case 2:
+					err = sp.Delete(k)
+				}
+				if err != nil {
+					return err
+				}
+				check(sp, k)
+				check(sp, key())
+			}
+			check(sp, []byte("zzz"))
+			check(sp, []byte("a"))
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	l.View(func(tx *Tx) error {
+		sp, _ := tx.Space("test")
+		for range 3000 {
+			check(sp, key())
+		}
+		return nil
+	})
+}

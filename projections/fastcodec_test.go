@@ -1,0 +1,174 @@
+package projections
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// fastSamples are values of each type with a hand-written reader, as this
+// binary writes them: optional fields set and not, strings and lists of
+// every header width, integers of every width, negative ones included.
+func fastSamples() []any {
+	long := strings.Repeat("x", 300)
+	huge := strings.Repeat("y", 70_000)
+	many := make([]string, 20)
+	for i := range many {
+		many[i] = strings.Repeat("l", i*3)
+	}
+	return []any{
+		&events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "analysis", Content: "short", ChainPosition: 1},
+		&events.ThoughtRecorded{ThoughtID: "Θ-0002", TaskID: "T-0001", Type: "decision", Content: long, SessionID: "A-0001", Branch: "main",
+			CommitSHA: "abc1234", TestsRun: []string{"a", long}, Blockers: []string{}, Metadata: `{"k":1}`, PreviousHash: ledger.Digest(strings.Repeat("ab", 32)), ChainPosition: 1 << 40},
+		&events.ThoughtRecorded{ThoughtID: "Θ-0003", TaskID: "T-0002", Content: huge, Blockers: many, ChainPosition: 300},
+		&events.TaskUpdated{TaskID: "T-0001"},
+		&events.TaskUpdated{TaskID: "T-0001", Status: ptr("review"), PreviousStatus: ptr("in_progress"), Progress: ptr(-40), Title: ptr(long),
+			Description: ptr(""), Priority: ptr("high"), Assignee: ptr("claude"), Labels: &[]string{}, BlockedReason: ptr("waiting")},
+		&events.TaskUpdated{TaskID: "T-0003", Progress: ptr(100_000), Labels: &many},
+		&events.TaskCreated{TaskID: "T-0001", Project: "p", Sequence: 1, Title: "t", Description: "d", Priority: "normal", Labels: []string{}, Assignee: "a"},
+		&events.TaskCreated{TaskID: "T-0002", Project: long, Sequence: 70_000, Title: long, ParentID: "T-0001", Labels: many, EstimateHours: ptr(2.5)},
+		&events.TaskCreated{TaskID: "T-0003", V1Sequence: 4},
+		&Task{TaskState: TaskState{ID: "T-0001", Title: "t", Status: "backlog", Labels: []string{}, CreatedAt: "2026-01-01T00:00:00.000Z"}, CreatedSeq: 1},
+		&Task{TaskState: TaskState{ID: "T-0002", Title: long, Description: huge, Project: "p", Status: "blocked", Priority: "high", Progress: -5,
+			Assignee: "a", Labels: many, EstimateHours: ptr(-0.25), CreatedAt: "c", UpdatedAt: "u", CreatedBy: "x", UpdatedBy: "y",
+			ParentID: "T-0001", BlockedReason: "b", Sequence: 1 << 33, Seq: 255}, CreatedSeq: 128, Thoughts: 65_536},
+		&Task{TaskState: TaskState{ID: "T-0003", Progress: 1 << 31, Seq: 1 << 16}},
+	}
+}
+
+// zero returns a new zero value of v's type (v a pointer).
+func zero(v any) any { return reflect.New(reflect.TypeOf(v).Elem()).Interface() }
+
+// TestFastCodec: what this binary writes, the hand-written readers read
+// (they do not give up) into the values the generic reader gives, and the
+// hand-written writers write the generic writer's bytes.
+func TestFastCodec(t *testing.T) {
+	for _, v := range fastSamples() {
+		b, err := ledger.EncodePayload(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast, generic := zero(v), zero(v)
+		if !decodeFast(b, fast) {
+			t.Errorf("%T: the fast reader gave up on % x", v, b[:min(len(b), 64)])
+			continue
+		}
+		if err := unmarshalGeneric(b, generic); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(fast, generic) {
+			t.Errorf("%T: fast %+v\ngeneric %+v", v, fast, generic)
+		}
+		if _, ok := v.(*events.ThoughtRecorded); ok {
+			checkLean(t, b)
+		}
+		if task, ok := v.(*Task); ok {
+			if got := encodeTask(task); !bytes.Equal(got, b) {
+				t.Errorf("encodeTask(%s) = % x\nthe generic writer: % x", task.ID, got[:min(len(got), 80)], b[:min(len(b), 80)])
+			}
+		}
+	}
+	// A version 1 thought.recorded held its previous hash as hex.
+	v1, err := ledger.EncodePayload(map[string]any{"thought_id": "Θ-1", "task_id": "T-1", "previous_hash": strings.Repeat("cd", 32), "chain_position": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fast, generic events.ThoughtRecorded
+	if !decodeFast(v1, &fast) || unmarshalGeneric(v1, &generic) != nil || !reflect.DeepEqual(fast, generic) || fast.PreviousHash != ledger.Digest(strings.Repeat("cd", 32)) {
+		t.Errorf("a version 1 previous hash: fast %+v, generic %+v", fast, generic)
+	}
+	for _, seq := range []uint64{0, 127, 128, 255, 256, 1 << 16, 1 << 32} {
+		want, _ := ledger.EncodePayload(&thoughtRef{Seq: seq})
+		if got := encodeThoughtRef(&thoughtRef{Seq: seq}); !bytes.Equal(got, want) {
+			t.Errorf("encodeThoughtRef(%d) = % x, want % x", seq, got, want)
+		}
+	}
+}
+
+// foldView is what the lean thought.recorded reader keeps of p.
+func foldView(p events.ThoughtRecorded) events.ThoughtRecorded {
+	return events.ThoughtRecorded{ThoughtID: p.ThoughtID, TaskID: p.TaskID, Content: p.Content, SessionID: p.SessionID,
+		Blockers: p.Blockers, ChainPosition: p.ChainPosition}
+}
+
+// checkLean: the lean reader takes b exactly when the full one does, and
+// then keeps what the full one reads of the fields a fold uses.
+func checkLean(t *testing.T, b []byte) {
+	t.Helper()
+	var full, lean events.ThoughtRecorded
+	fullOK, leanOK := decodeFast(b, &full), tryFast(b, (*thoughtFoldPayload)(&lean))
+	if fullOK != leanOK {
+		t.Fatalf("the full reader takes % x: %v, the lean one: %v", b, fullOK, leanOK)
+	}
+	if leanOK && !reflect.DeepEqual(lean, foldView(full)) {
+		t.Fatalf("lean %+v\nfull %+v", lean, full)
+	}
+}
+
+// TestFastDecodeGivesUp: forms the hand-written readers do not take
+// (another key, a nil string, an integer where a string goes, a key twice,
+// an array for the map) are read by the generic reader, and a value a
+// reader gave up on midway is left as the generic reader alone leaves it.
+func TestFastDecodeGivesUp(t *testing.T) {
+	cases := []any{
+		map[string]any{"thought_id": "Θ-1", "extra": 1},
+		map[string]any{"thought_id": nil, "content": "c"},
+		map[string]any{"task_id": 7},
+		[]any{"Θ-1", "T-1"},
+	}
+	for _, c := range cases {
+		b, err := ledger.EncodePayload(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast := &events.ThoughtRecorded{Branch: "kept"}
+		if decodeFast(b, fast) {
+			t.Errorf("%v: the fast reader took it", c)
+		}
+		if fast.Branch != "kept" || fast.ThoughtID != "" {
+			t.Errorf("%v: a reader that gave up changed the value: %+v", c, fast)
+		}
+		viaUnmarshal, generic := &events.ThoughtRecorded{}, &events.ThoughtRecorded{}
+		errU, errG := unmarshal(b, viaUnmarshal), unmarshalGeneric(b, generic)
+		if (errU == nil) != (errG == nil) || !reflect.DeepEqual(viaUnmarshal, generic) {
+			t.Errorf("%v: unmarshal = %+v, %v; generic = %+v, %v", c, viaUnmarshal, errU, generic, errG)
+		}
+	}
+	dup := append([]byte{0x82}, []byte("\xa7task_id\xa1a\xa7task_id\xa1b")...)
+	if decodeFast(dup, &events.TaskUpdated{}) {
+		t.Error("a key twice: the fast reader took it")
+	}
+}
+
+// FuzzFastDecode: whatever the bytes, a hand-written reader that does not
+// give up reads exactly what the generic reader does.
+func FuzzFastDecode(f *testing.F) {
+	for i, v := range fastSamples() {
+		b, err := ledger.EncodePayload(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
+		samples := fastSamples()
+		v := samples[int(kind)%len(samples)]
+		checkLean(t, b)
+		fast, generic := zero(v), zero(v)
+		if !decodeFast(b, fast) {
+			return
+		}
+		if err := unmarshalGeneric(b, generic); err != nil {
+			t.Fatalf("%T: the fast reader took % x, the generic one fails: %v", v, b, err)
+		}
+		if !reflect.DeepEqual(fast, generic) {
+			t.Fatalf("%T from % x:\nfast    %+v\ngeneric %+v", v, b, fast, generic)
+		}
+	})
+}
