@@ -185,7 +185,7 @@ func (e *Event) encodes(raw []byte) bool {
 }
 
 // EncodePayload encodes a payload value deterministically: struct fields in
-// declaration order, map keys sorted.
+// declaration order, map keys sorted; a Positional payload as its array.
 func EncodePayload(v any) ([]byte, error) {
 	buf := payloadBufs.Get().(*bytes.Buffer)
 	defer func() {
@@ -200,7 +200,7 @@ func EncodePayload(v any) ([]byte, error) {
 	enc.SetSortMapKeys(true)
 	enc.UseCompactInts(true)
 	enc.SetCustomStructTag("json")
-	if err := enc.Encode(v); err != nil {
+	if err := EncodeWith(enc, v); err != nil {
 		return nil, fmt.Errorf("encode payload: %w", err)
 	}
 	return bytes.Clone(buf.Bytes()), nil
@@ -211,11 +211,12 @@ func EncodePayload(v any) ([]byte, error) {
 var payloadBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // DecodePayload decodes a payload into v (a pointer). Unknown fields are
-// ignored so older readers can skip what newer writers add.
+// ignored so older readers can skip what newer writers add; a Positional
+// v reads its array form and its older map form alike.
 func DecodePayload(b []byte, v any) error {
 	d := msgpack.NewDecoder(bytes.NewReader(b))
 	d.SetCustomStructTag("json")
-	if err := d.Decode(v); err != nil {
+	if err := DecodeWith(d, b, v); err != nil {
 		return fmt.Errorf("decode payload: %w", err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/logbook-dev/logbook/ledger"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -37,7 +38,7 @@ var encoders = sync.Pool{New: func() any {
 func unmarshal(b []byte, v any) error {
 	d := decoders.Get().(*msgpack.Decoder)
 	d.ResetReader(bytes.NewReader(b))
-	err := d.Decode(v)
+	err := ledger.DecodeWith(d, b, v)
 	d.ResetReader(nil)
 	decoders.Put(d)
 	if err != nil {
@@ -51,7 +52,7 @@ func unmarshal(b []byte, v any) error {
 func marshal(v any) ([]byte, error) {
 	e := encoders.Get().(*encoder)
 	e.buf.Reset()
-	err := e.enc.Encode(v)
+	err := ledger.EncodeWith(e.enc, v)
 	b := bytes.Clone(e.buf.Bytes())
 	if e.buf.Cap() <= 64<<10 {
 		encoders.Put(e)
