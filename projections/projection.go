@@ -30,7 +30,10 @@ import (
 //	   numbered ids and numbers insert in key order), postings coded
 //	   against the posting before (doc and seq gaps, tf and kind in one
 //	   byte, the project only when it changes)
-const Version = 7
+//	8: the full-text index keeps no id entry for a thought (thoughts are
+//	   never removed by id; a thought id recorded twice is taken out by
+//	   the seq of the earlier one)
+const Version = 8
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

@@ -41,6 +41,9 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
+	if err := f.unindexThought(p.ThoughtID); err != nil {
+		return err
+	}
 	n, err := putNumbered(f, domain.ThoughtPrefix, counterThought, spThoughts, p.ThoughtID, &thoughtRef{Seq: r.Seq})
 	if err != nil {
 		return err
@@ -72,6 +75,30 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 		}
 	}
 	return f.index(thoughtDoc(r, &p, task.Project))
+}
+
+// unindexThought takes the thought id out of the knowledge index if a
+// thought of that id was recorded before (a log that records one twice,
+// which commands never write), so the later one replaces it there as in
+// every other space. The index keeps no id entry for a thought
+// (search.Index.Add): the earlier one is found by the seq its ref holds,
+// looked up only for an id not past the highest seen.
+func (f *folder) unindexThought(id string) error {
+	n, valid := domain.ParseID(domain.ThoughtPrefix, id)
+	meta, err := f.tx.Space(spMeta)
+	if err != nil || !valid || n > getU64(meta, counterThought) {
+		return err
+	}
+	var ref thoughtRef
+	ok, err := getNumbered(f.tx, domain.ThoughtPrefix, spThoughts, id, &ref)
+	if err != nil || !ok {
+		return err
+	}
+	ix, err := f.knowledge()
+	if err != nil {
+		return err
+	}
+	return ix.RemoveAt(ref.Seq)
 }
 
 // thoughtDoc is what the knowledge index holds of a thought.
