@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -13,7 +14,7 @@ import (
 
 const (
 	spThoughts        = "thoughts"         // thought number → thoughtRef: the thought is its event
-	spTaskThoughts    = "task_thoughts"    // task number ‖ chain position → thought number
+	spTaskThoughts    = "task_thoughts"    // chainKey(task number, chain position) → thought number (uvarint)
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
 	counterThought = "counter.thought"
@@ -61,7 +62,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err != nil {
 		return err
 	}
-	if err := chain.Put(key2(tn, p.ChainPosition), u64(n)); err != nil {
+	if err := chain.Put(chainKey(tn, p.ChainPosition), binary.AppendUvarint(nil, n)); err != nil {
 		return err
 	}
 	if p.SessionID != "" {
@@ -158,8 +159,11 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 	if chain == nil {
 		return th, false, err
 	}
-	err = chain.Scan(u64(tn), true, func(k, v []byte) (bool, error) {
-		th, err = thoughtByNumber(tx, be64(v), chainLink(taskID, k))
+	err = chain.Scan(short(nil, tn), true, func(k, v []byte) (bool, error) {
+		n, err := chainNumber(k, v)
+		if err == nil {
+			th, err = thoughtByNumber(tx, n, chainLink(taskID, k))
+		}
 		ok = err == nil
 		return false, err
 	})
@@ -168,34 +172,44 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 
 // TaskThoughts calls fn for the task's thoughts in chain order.
 func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error {
-	return listedThoughts(tx, spTaskThoughts, domain.TaskPrefix, taskID, func(k, v []byte) (uint64, Thought) {
-		return be64(v), chainLink(taskID, k)
-	}, fn)
+	return listedThoughts(tx, spTaskThoughts, domain.TaskPrefix, taskID, func(n uint64) []byte { return short(nil, n) },
+		func(k, v []byte) (uint64, Thought, error) {
+			n, err := chainNumber(k, v)
+			return n, chainLink(taskID, k), err
+		}, fn)
 }
 
 // SessionThoughts calls fn for the thoughts recorded with the session id,
 // in ledger order.
 func SessionThoughts(tx *boltstore.Tx, sessionID string, fn func(Thought) bool) error {
-	return listedThoughts(tx, spSessionThoughts, domain.SessionPrefix, sessionID, func(k, _ []byte) (uint64, Thought) {
+	return listedThoughts(tx, spSessionThoughts, domain.SessionPrefix, sessionID, u64, func(k, _ []byte) (uint64, Thought, error) {
 		var known Thought
 		known.SessionID = sessionID
-		return be64(k[8:]), known
+		if len(k) != 16 {
+			return 0, known, fmt.Errorf("session_thoughts key %x: %w", k, boltstore.ErrDamaged)
+		}
+		return be64(k[8:]), known, nil
 	}, fn)
 }
 
 // listedThoughts calls fn for the thoughts a space lists under the number
-// of id (a prefix's id), in key order; listed is a thought's number from
-// its key and value there, and what they say of it (see thoughtByNumber).
+// of id (a prefix's id; under keys starting with under(number)), in key
+// order; listed is a thought's number from its key and value there, and
+// what they say of it (see thoughtByNumber).
 // A thought whose event is damaged is listed with only what its keys say
 // (no hash), so that the chain checks over a list report it as a broken
 // link; LastThought and ThoughtAt, which a new thought chains to, fail.
-func listedThoughts(tx *boltstore.Tx, space, prefix, id string, listed func(k, v []byte) (uint64, Thought), fn func(Thought) bool) error {
+func listedThoughts(tx *boltstore.Tx, space, prefix, id string, under func(uint64) []byte,
+	listed func(k, v []byte) (uint64, Thought, error), fn func(Thought) bool) error {
 	sp, n, err := spaceOf(tx, space, prefix, id)
 	if sp == nil {
 		return err
 	}
-	return sp.Scan(u64(n), false, func(k, v []byte) (bool, error) {
-		num, known := listed(k, v)
+	return sp.Scan(under(n), false, func(k, v []byte) (bool, error) {
+		num, known, err := listed(k, v)
+		if err != nil {
+			return false, err
+		}
 		th, err := thoughtByNumber(tx, num, known)
 		if err != nil && !errors.Is(err, boltstore.ErrDamaged) {
 			return false, err
@@ -236,21 +250,39 @@ func ThoughtAt(tx *boltstore.Tx, taskID string, position uint64) (th Thought, ok
 	if chain == nil {
 		return th, false, err
 	}
-	v := chain.Get(key2(tn, position))
-	if len(v) != 8 {
+	k := chainKey(tn, position)
+	v := chain.Get(k)
+	if v == nil {
 		return th, false, nil
 	}
-	th, err = thoughtByNumber(tx, be64(v), chainLink(taskID, key2(tn, position)))
+	n, err := chainNumber(k, v)
+	if err == nil {
+		th, err = thoughtByNumber(tx, n, chainLink(taskID, k))
+	}
 	return th, err == nil, err
 }
 
-// chainLink is what a task_thoughts key (task number ‖ chain position) says
-// of the thought it leads to.
+// chainKey is the task_thoughts key of a task's thought at a chain
+// position: both numbers short, so a chain's keys are 4 to 6 bytes, in
+// task then position order.
+func chainKey(task, position uint64) []byte { return short(short(make([]byte, 0, 8), task), position) }
+
+// chainLink is what a task_thoughts key says of the thought it leads to.
 func chainLink(taskID string, k []byte) Thought {
 	var th Thought
 	th.TaskID = taskID
-	if len(k) == 16 {
-		th.ChainPosition = be64(k[8:])
+	if _, rest, ok := readShort(k); ok {
+		th.ChainPosition, _, _ = readShort(rest)
 	}
 	return th
+}
+
+// chainNumber is the thought number a task_thoughts value holds; a value
+// that is not one is a damaged file.
+func chainNumber(k, v []byte) (uint64, error) {
+	n, size := binary.Uvarint(v)
+	if size <= 0 || size != len(v) {
+		return 0, fmt.Errorf("task_thoughts %x: value %x is not a thought number: %w", k, v, boltstore.ErrDamaged)
+	}
+	return n, nil
 }
