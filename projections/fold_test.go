@@ -251,7 +251,7 @@ func TestComparisonFindsEdits(t *testing.T) {
 		}},
 		{"added", "unexpected key", "Θ-0099", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("thoughts")
-			return sp.Put(key(99), []byte{0x80})
+			return sp.Put([]byte{1, 99}, []byte{0x80}) // thought 99 (a short number)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -34,7 +34,8 @@ import (
 //	8: the full-text index keeps no id entry for a thought (thoughts are
 //	   never removed by id; a thought id recorded twice is taken out by
 //	   the seq of the earlier one); task_thoughts keys are the task and
-//	   chain position as short numbers, its values uvarints
+//	   chain position as short numbers, its values uvarints; the thoughts
+//	   space maps a short thought number to the uvarint seq
 const Version = 8
 
 // spaces lists every space a projection owns, so rebuilds drop them all.

@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	spThoughts        = "thoughts"         // thought number → thoughtRef: the thought is its event
+	spThoughts        = "thoughts"         // short(thought number) → seq (uvarint): the thought is its event
 	spTaskThoughts    = "task_thoughts"    // chainKey(task number, chain position) → thought number (uvarint)
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
@@ -30,11 +30,52 @@ type Thought struct {
 	Seq        uint64 `json:"seq"`
 }
 
-// thoughtRef is what the thoughts space keeps of a thought: the seq of the
-// event that recorded it. A thought is immutable and its event holds all of
-// it (hash, time and actor included), so reads find it there by seq.
-type thoughtRef struct {
-	Seq uint64 `json:"seq"`
+// The thoughts space keeps of a thought the seq of the event that recorded
+// it, under its number: a thought is immutable and its event holds all of
+// it (hash, time and actor included), so reads find it there by seq. Keys
+// are short numbers (in order, as thoughts are numbered), values uvarints.
+
+// putThought records that thought id was recorded at seq, and returns its
+// number.
+func putThought(f *folder, id string, seq uint64) (uint64, error) {
+	n, ok := domain.ParseID(domain.ThoughtPrefix, id)
+	if !ok {
+		return 0, fmt.Errorf("bad id %q", id)
+	}
+	if err := seenNumber(f.tx, counterThought, n); err != nil {
+		return 0, err
+	}
+	sp, err := f.tx.Space(spThoughts)
+	if err != nil {
+		return 0, err
+	}
+	sp.AppendOnly()
+	return n, sp.Put(short(nil, n), binary.AppendUvarint(nil, seq))
+}
+
+// thoughtSeq is the seq that recorded thought number n; ok false if none
+// did. A value that is not a seq is ErrDamaged.
+func thoughtSeq(tx *boltstore.Tx, n uint64) (seq uint64, ok bool, err error) {
+	sp, err := tx.Space(spThoughts)
+	if err != nil {
+		return 0, false, err
+	}
+	k := short(nil, n)
+	v := sp.Get(k)
+	if v == nil {
+		return 0, false, nil
+	}
+	seq, err = thoughtRef(k, v)
+	return seq, err == nil, err
+}
+
+// thoughtRef reads a thoughts entry's seq.
+func thoughtRef(k, v []byte) (uint64, error) {
+	seq, size := binary.Uvarint(v)
+	if size <= 0 || size != len(v) {
+		return 0, fmt.Errorf("thoughts %x: value %x is not a seq: %w", k, v, boltstore.ErrDamaged)
+	}
+	return seq, nil
 }
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
@@ -45,7 +86,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err := f.unindexThought(p.ThoughtID); err != nil {
 		return err
 	}
-	n, err := putNumbered(f, domain.ThoughtPrefix, counterThought, spThoughts, p.ThoughtID, &thoughtRef{Seq: r.Seq})
+	n, err := putThought(f, p.ThoughtID, r.Seq)
 	if err != nil {
 		return err
 	}
@@ -90,8 +131,7 @@ func (f *folder) unindexThought(id string) error {
 	if err != nil || !valid || n > getU64(meta, counterThought) {
 		return err
 	}
-	var ref thoughtRef
-	ok, err := getNumbered(f.tx, domain.ThoughtPrefix, spThoughts, id, &ref)
+	seq, ok, err := thoughtSeq(f.tx, n)
 	if err != nil || !ok {
 		return err
 	}
@@ -99,7 +139,7 @@ func (f *folder) unindexThought(id string) error {
 	if err != nil {
 		return err
 	}
-	return ix.RemoveAt(ref.Seq)
+	return ix.RemoveAt(seq)
 }
 
 // thoughtDoc is what the knowledge index holds of a thought.
@@ -111,19 +151,14 @@ func thoughtDoc(r ledger.Record, p *events.ThoughtRecorded, project string) sear
 // thoughtByNumber reads thought number n; known is what the caller knows of
 // it from the key it came by (its task and chain position, or its session).
 func thoughtByNumber(tx *boltstore.Tx, n uint64, known Thought) (Thought, error) {
-	thoughts, err := tx.Space(spThoughts)
-	if err != nil {
-		return Thought{}, err
-	}
-	var ref thoughtRef
-	ok, err := getRecord(thoughts, u64(n), &ref)
+	seq, ok, err := thoughtSeq(tx, n)
 	if err == nil && !ok {
 		err = fmt.Errorf("thought %d missing from projection", n)
 	}
 	if err != nil {
 		return Thought{}, err
 	}
-	known.ThoughtID, known.Seq = domain.FormatID(domain.ThoughtPrefix, n), ref.Seq
+	known.ThoughtID, known.Seq = domain.FormatID(domain.ThoughtPrefix, n), seq
 	return thoughtAt(tx, known)
 }
 
@@ -225,12 +260,16 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 		return err
 	}
 	return thoughts.Scan(nil, false, func(k, v []byte) (bool, error) {
-		var ref thoughtRef
-		if err := unmarshal(v, &ref); err != nil || len(k) != 8 {
-			return false, fmt.Errorf("thought %x: %v", k, err)
+		n, rest, ok := readShort(k)
+		if !ok || len(rest) != 0 {
+			return false, fmt.Errorf("thoughts key %x: %w", k, boltstore.ErrDamaged)
+		}
+		seq, err := thoughtRef(k, v)
+		if err != nil {
+			return false, err
 		}
 		var th Thought
-		th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, be64(k)), ref.Seq
+		th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, n), seq
 		if th, err = thoughtAt(tx, th); err != nil && !errors.Is(err, boltstore.ErrDamaged) {
 			return false, err // a damaged one is listed as in listedThoughts
 		}
