@@ -6,7 +6,6 @@ import (
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/skills"
 )
@@ -97,7 +96,7 @@ func (s *Service) Health(tx *Tx, _ HealthInput) (*HealthResult, error) {
 	res := &HealthResult{Status: "ok", Mode: "FULL", UptimeMS: time.Since(s.started).Milliseconds(), Version: s.opts.Version,
 		Timestamp: projections.FormatTime(time.Now()),
 		// The path is the one the operator gave at launch (flag or env), as given.
-		DB:          HealthDB{Open: true, Path: s.l.Path(), FormatVersion: boltstore.FormatVersion},
+		DB:          HealthDB{Open: true, Path: s.l.Path(), FormatVersion: int(tx.lt.Format())},
 		Ledger:      HealthLedger{HeadSeq: head.Seq, HeadHash: head.Hash.String(), Root: root.String()},
 		Projections: HealthProj{Version: version, AppliedSeq: applied},
 		// A transport describes its own stages and tools in its reply.

@@ -207,8 +207,8 @@ func thoughtHolds(lt *boltstore.Tx, th projections.Thought) (bool, error) {
 	if rec.Hash.String() != th.Hash {
 		return false, nil
 	}
-	leaf, err := lt.Node(0, th.Seq-1)
-	if err != nil || leaf != rec.Hash {
+	committed, err := lt.Committed(th.Seq)
+	if err != nil || committed != rec.Hash {
 		return false, nil
 	}
 	var p events.ThoughtRecorded

@@ -12,7 +12,8 @@ import (
 	"github.com/logbook-dev/logbook/projections"
 )
 
-// eventAt reads the record at seq (Raw copied) and its stored Merkle leaf.
+// eventAt reads the record at seq (Raw copied) and the hash the log
+// commits to for it (its stored leaf, or the next event's link).
 func (h *harness) eventAt(seq uint64) (ledger.Record, ledger.Hash) {
 	h.t.Helper()
 	var rec ledger.Record
@@ -23,7 +24,7 @@ func (h *harness) eventAt(seq uint64) (ledger.Record, ledger.Hash) {
 			return err
 		}
 		rec.Raw = append([]byte(nil), rec.Raw...)
-		leaf, err = tx.Node(0, seq-1)
+		leaf, err = tx.Committed(seq)
 		return err
 	})
 	if err != nil {

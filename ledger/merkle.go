@@ -7,8 +7,9 @@ import (
 )
 
 // The Merkle tree is RFC 9162 §2.1's: leaves are indexed 0..size-1, and
-// MTH(D[0:n]) splits at the largest power of two below n. The ledger stores
-// every completed aligned perfect subtree: node (level L, index i) is the
+// MTH(D[0:n]) splits at the largest power of two below n. The ledger keeps
+// every completed aligned perfect subtree (a store may hash its lowest
+// levels from the leaves when read instead): node (level L, index i) is the
 // root of the perfect subtree over leaves [i<<L, (i+1)<<L), level 0 being the
 // leaf hashes. A node exists once all of its leaves do, and never changes
 // after that. Every function here reads the tree only through a NodeSource,
@@ -42,20 +43,44 @@ func (get NodeSource) read(level uint, index uint64) (Hash, error) {
 // Left siblings are read from get, one per trailing one bit of index, so
 // there are at most 64 reads. On error it returns nil and the error.
 func AppendNodes(index uint64, leaf Hash, get NodeSource) ([]Node, error) {
+	return AppendNode(0, index, leaf, get)
+}
+
+// AppendNode returns the nodes that become complete when node (level,
+// index), with hash h, is completed: that node, then each parent it
+// completes, level by level upwards, reading left siblings (at level and
+// above) from get. A store that keeps only the levels from some level up
+// calls it with each node of that level as it completes. On error it
+// returns nil and the error.
+func AppendNode(level uint, index uint64, h Hash, get NodeSource) ([]Node, error) {
 	nodes := make([]Node, 1, 1+bits.TrailingZeros64(^index))
-	nodes[0] = Node{Level: 0, Index: index, Hash: leaf}
-	h := leaf
+	nodes[0] = Node{Level: level, Index: index, Hash: h}
 	// Node (level, i) is completed by its last leaf exactly when i is odd
 	// at every level below: a right child, whose left sibling is stored.
-	for level, i := uint(0), index; i&1 == 1; level, i = level+1, i>>1 {
+	for i := index; i&1 == 1; level, i = level+1, i>>1 {
 		left, err := get.read(level, i-1)
 		if err != nil {
-			return nil, fmt.Errorf("append leaf %d to the Merkle tree: %w", index, err)
+			return nil, fmt.Errorf("append node %d/%d to the Merkle tree: %w", nodes[0].Level, index, err)
 		}
 		h = NodeHash(left, h)
 		nodes = append(nodes, Node{Level: level + 1, Index: i >> 1, Hash: h})
 	}
 	return nodes, nil
+}
+
+// PerfectRoot returns the root of the perfect tree over leaves, whose number
+// must be a power of two (one leaf is its own root). It folds in place:
+// leaves is overwritten.
+func PerfectRoot(leaves []Hash) Hash {
+	if n := len(leaves); n == 0 || n&(n-1) != 0 {
+		panic(fmt.Sprintf("ledger.PerfectRoot: %d leaves, not a power of two", n))
+	}
+	for n := len(leaves); n > 1; n /= 2 {
+		for i := 0; i < n/2; i++ {
+			leaves[i] = NodeHash(leaves[2*i], leaves[2*i+1])
+		}
+	}
+	return leaves[0]
 }
 
 // Root returns MTH(D[0:size]), RFC 9162 §2.1.1's root of the tree of the

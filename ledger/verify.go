@@ -52,24 +52,53 @@ type Head struct {
 // computed hash across calls (so a store checks in chunks), and holds a leaf
 // mismatch back one event: only the next link tells whether the bytes or
 // the stored leaf changed.
+//
+// A checker made by NewLinkChecker is for a store that keeps no leaves
+// (ledger file format 2): an event's bytes are then committed to by the next
+// event's prev (the recorded head for the last one), so a broken link into
+// event s is held back one event more, until the link out of s says whether
+// s is as committed (then event s-1 changed) or not (then s itself did).
 type ChainChecker struct {
 	head    Head   // the recorded head at the start
 	seq     uint64 // last seq checked
-	prev    Hash   // computed hash of event seq
+	prev    Hash   // computed hash of event prevSeq
+	prevSeq uint64 // the last event seen: seq, or the one before a gap
 	pending *IntegrityError
 	pendHas Hash // the leaf stored for the pending event
+
+	links bool      // no stored leaves: judge each event by the next link
+	last  lastEvent // with links: event seq, not yet judged
+}
+
+// lastEvent is what a link checker knows of the last event checked until
+// the link out of it is seen.
+type lastEvent struct {
+	ok       bool            // an event is held (false at the start, after Resume or a gap)
+	broken   bool            // its prev is not the hash of the event before it
+	linked   bool            // ... which is event seq-1, not one before a gap
+	prevSeen Hash            // the hash of that event, as computed
+	link     Hash            // its prev
+	problem  *IntegrityError // its own malformed or seq problem
 }
 
 // NewChainChecker checks a log whose recorded head is head, from seq 1.
 func NewChainChecker(head Head) *ChainChecker { return &ChainChecker{head: head} }
 
+// NewLinkChecker checks a log whose store keeps no leaves (Event ignores
+// its leaf argument), from seq 1. A changed event is reported at its own seq
+// once the link out of it is seen; the last event's bytes are committed to
+// only by the head, so a change to them is a head mismatch.
+func NewLinkChecker(head Head) *ChainChecker { return &ChainChecker{head: head, links: true} }
+
 // Resume makes the checker continue after event seq, whose computed hash is
 // prev: for checking a range that starts inside the log.
-func (c *ChainChecker) Resume(seq uint64, prev Hash) { c.seq, c.prev, c.pending = seq, prev, nil }
+func (c *ChainChecker) Resume(seq uint64, prev Hash) {
+	c.seq, c.prevSeq, c.prev, c.pending, c.last = seq, seq, prev, nil, lastEvent{}
+}
 
 // Skip resynchronises after missing events: the next event checked is
 // seq+1; its link is still checked against the last event seen.
-func (c *ChainChecker) Skip(seq uint64) { c.seq, c.pending = seq, nil }
+func (c *ChainChecker) Skip(seq uint64) { c.seq, c.pending, c.last = seq, nil, lastEvent{} }
 
 // Seq is the last seq checked.
 func (c *ChainChecker) Seq() uint64 { return c.seq }
@@ -78,9 +107,63 @@ func (c *ChainChecker) Seq() uint64 { return c.seq }
 // hash), so a caller that also needs it does not hash the event again.
 func (c *ChainChecker) Hash() Hash { return c.prev }
 
+// linkState is what the link out of the last event says of it.
+type linkState int
+
+const (
+	linkUnknown linkState = iota // no readable event claiming the next seq
+	linkHolds                    // the next event links to the last one's hash
+	linkBroken                   // it links to another hash
+)
+
+// judge reports, for a link checker, the problems of the last event held
+// now that the link out of it is known: its own, and a broken link into it
+// resolved — if the event is as its successor committed to (the link out
+// holds), its prev is as written and the event before it changed.
+func (c *ChainChecker) judge(out linkState, fn func(*IntegrityError) error) error {
+	l := c.last
+	c.last = lastEvent{}
+	if !l.ok {
+		return nil
+	}
+	var problems []*IntegrityError
+	if l.broken {
+		if out == linkHolds && l.linked {
+			problems = append(problems, &IntegrityError{Seq: c.seq - 1, Problem: ProblemContent, Want: l.link, Got: l.prevSeen,
+				Detail: "the event's bytes do not hash to what the next event links to"})
+		}
+		problems = append(problems, &IntegrityError{Seq: c.seq, Problem: ProblemLink, Want: l.prevSeen, Got: l.link})
+	}
+	if l.problem != nil {
+		problems = append(problems, l.problem)
+	}
+	for _, p := range problems {
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkInto says what the stored bytes next, claimed to be event seq, say of
+// the link into them from the event checked last.
+func (c *ChainChecker) linkInto(seq uint64, next []byte) linkState {
+	claimed, prev, ok := peekEnvelope(next)
+	switch {
+	case !ok || claimed != seq:
+		return linkUnknown
+	case prev == c.prev || (seq == 1 && prev == Hash{}):
+		return linkHolds
+	}
+	return linkBroken
+}
+
 // Missing reports that no event is stored at seq (after any leaf mismatch
 // held back, which the missing event can no longer decide).
 func (c *ChainChecker) Missing(seq uint64, fn func(*IntegrityError) error) error {
+	if err := c.judge(linkUnknown, fn); err != nil {
+		return err
+	}
 	if c.pending != nil {
 		if err := fn(c.flushPending(c.pending.Want)); err != nil {
 			return err
@@ -91,11 +174,14 @@ func (c *ChainChecker) Missing(seq uint64, fn func(*IntegrityError) error) error
 
 // Event checks the stored bytes raw of event seq against the previous
 // event and against leaf, the level-0 Merkle node stored for it (nil if
-// none), and calls fn for each problem found. fn's error stops the check
-// and is returned.
+// none; ignored by a link checker), and calls fn for each problem found.
+// fn's error stops the check and is returned.
 func (c *ChainChecker) Event(seq uint64, raw, leaf []byte, fn func(*IntegrityError) error) error {
 	h := LeafHash(raw)
 	claimed, prev, ok := peekEnvelope(raw)
+	if c.links {
+		return c.linkEvent(seq, raw, h, claimed, prev, ok, fn)
+	}
 	var problems []*IntegrityError
 	// An unreadable event has a zero prev: the mismatch before it stays a
 	// content problem, and is still reported.
@@ -124,15 +210,38 @@ func (c *ChainChecker) Event(seq uint64, raw, leaf []byte, fn func(*IntegrityErr
 			return err
 		}
 	}
-	c.seq, c.prev = seq, h
+	c.seq, c.prevSeq, c.prev = seq, seq, h
+	return nil
+}
+
+// linkEvent is Event for a link checker: it judges the event before (the
+// link into this one is the link out of it) and holds this one.
+func (c *ChainChecker) linkEvent(seq uint64, raw []byte, h Hash, claimed uint64, prev Hash, ok bool, fn func(*IntegrityError) error) error {
+	if err := c.judge(c.linkInto(seq, raw), fn); err != nil {
+		return err
+	}
+	l := lastEvent{ok: true, linked: seq > 1 && c.prevSeq == seq-1, prevSeen: c.prev, link: prev}
+	switch {
+	case !ok:
+		l.problem = &IntegrityError{Seq: seq, Problem: ProblemMalformed}
+	case claimed != seq:
+		l.problem = &IntegrityError{Seq: seq, Problem: ProblemSeq, Detail: fmt.Sprintf("stored at %d, claims %d", seq, claimed)}
+	case prev != c.prev && !(seq == 1 && prev == Hash{}):
+		l.broken = true
+	}
+	c.seq, c.prevSeq, c.prev, c.last = seq, seq, h, l
 	return nil
 }
 
 // EndBefore ends a check that stops inside the log, before the event whose
 // stored bytes are next (nil if unreadable): the held-back leaf mismatch, if
-// any, is decided by next's link. (The checker's own prev is the hash of
-// the bytes, so deciding against it would always blame the leaf.)
-func (c *ChainChecker) EndBefore(next []byte) *IntegrityError {
+// any, is decided by next's link (and so is, for a link checker, the last
+// event held). (The checker's own prev is the hash of the bytes, so deciding
+// against it would always blame the leaf.) It calls fn for each problem.
+func (c *ChainChecker) EndBefore(next []byte, fn func(*IntegrityError) error) error {
+	if c.links {
+		return c.judge(c.linkInto(c.seq+1, next), fn)
+	}
 	if c.pending == nil {
 		return nil
 	}
@@ -140,7 +249,7 @@ func (c *ChainChecker) EndBefore(next []byte) *IntegrityError {
 	if _, prev, ok := peekEnvelope(next); ok {
 		link = prev
 	}
-	return c.flushPending(link)
+	return fn(c.flushPending(link))
 }
 
 // flushPending decides the pending leaf mismatch given the hash the next
@@ -158,16 +267,34 @@ func (c *ChainChecker) flushPending(link Hash) *IntegrityError {
 	return p
 }
 
-// Finish checks the end of the log against the recorded head.
-func (c *ChainChecker) Finish() *IntegrityError {
-	if p := c.flushPending(c.head.Hash); p != nil {
-		return p
+// Finish checks the end of the log against the recorded head and calls fn
+// for each problem.
+func (c *ChainChecker) Finish(fn func(*IntegrityError) error) error {
+	if c.links {
+		out := linkUnknown
+		if c.seq == c.head.Seq {
+			out = linkBroken
+			if c.prev == c.head.Hash {
+				out = linkHolds
+			}
+		}
+		if err := c.judge(out, fn); err != nil {
+			return err
+		}
+	} else if p := c.flushPending(c.head.Hash); p != nil {
+		if err := fn(p); err != nil {
+			return err
+		}
 	}
 	if c.seq < c.head.Seq {
-		return &IntegrityError{Seq: c.seq + 1, Problem: ProblemGap, Detail: fmt.Sprintf("log ends at seq %d but its head is %d", c.seq, c.head.Seq)}
+		return fn(&IntegrityError{Seq: c.seq + 1, Problem: ProblemGap, Detail: fmt.Sprintf("log ends at seq %d but its head is %d", c.seq, c.head.Seq)})
 	}
 	if c.prev != c.head.Hash {
-		return &IntegrityError{Seq: c.seq, Problem: ProblemHead, Want: c.head.Hash, Got: c.prev}
+		p := &IntegrityError{Seq: c.seq, Problem: ProblemHead, Want: c.head.Hash, Got: c.prev}
+		if c.links {
+			p.Detail = "the recorded head is not the hash of the last event's bytes: one of them changed"
+		}
+		return fn(p)
 	}
 	return nil
 }

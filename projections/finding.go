@@ -33,7 +33,7 @@ func applyFindingRecorded(f *folder, r ledger.Record) error {
 	if _, err := putNumbered(f, domain.FindingPrefix, counterFinding, spFindings, p.FindingID, &fd); err != nil {
 		return err
 	}
-	return f.index(findingDoc(r, &p))
+	return nil // its index entry: indexEvent
 }
 
 // findingDoc is what the knowledge index holds of a finding.

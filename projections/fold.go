@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,9 +31,11 @@ type folder struct {
 	sessions      map[uint64]*Session
 	dirtyTasks    map[uint64]bool
 	dirtySessions map[uint64]bool
-	indexBuf      *writeBuffer          // the full-text index's writes (knowledge.go)
-	indexBatch    *search.Batch         // the index's term entries and stats
-	puts          map[string]*putBuffer // by space: the spaces the fold only writes
+	indexBuf      *writeBuffer  // the full-text index's writes (knowledge.go)
+	indexBatch    *search.Batch // the index's term entries and stats
+
+	lump *lump                 // the index's lumps (knowledge.go), once loaded
+	puts map[string]*putBuffer // by space: the spaces the fold only writes
 }
 
 func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event func(uint64) (ledger.Record, error), batch bool) *folder {
@@ -122,6 +125,24 @@ func (f *folder) flush() error {
 			return err
 		}
 	}
+	if err := f.flushIndex(); err != nil {
+		return err
+	}
+	if f.lump != nil && f.lump.dirty {
+		meta, err := f.tx.Space(spMeta)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(putU64(meta, keyIndexed, f.lump.indexed), putU64(meta, keyIndexPending, f.lump.pending)); err != nil {
+			return err
+		}
+		f.lump.dirty = false
+	}
+	return nil
+}
+
+// flushIndex writes out the index's batched term entries and writes.
+func (f *folder) flushIndex() error {
 	if f.indexBuf != nil && f.indexBuf.sp != nil {
 		if err := f.indexBatch.Flush(f.indexBuf); err != nil {
 			return err

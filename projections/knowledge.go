@@ -1,9 +1,11 @@
 package projections
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
@@ -144,13 +146,206 @@ func (f *folder) unindex(id string) error {
 }
 
 // SearchKnowledge ranks the indexed knowledge against query (BM25 over
-// stemmed terms, package search), best first.
+// stemmed terms, package search), best first. The knowledge events still
+// waiting for the next lump are indexed for the query alone, in memory over
+// the stored index, so it finds exactly what a fully folded index would.
 func SearchKnowledge(tx *boltstore.Tx, query string, filter search.Filter) ([]search.Hit, error) {
-	ix, err := knowledgeIndex(tx)
+	f := newFolder(tx, tx.Root, tx.Event, false)
+	lump, err := f.lumpState()
 	if err != nil {
 		return nil, err
 	}
-	return ix.Search(query, filter)
+	if lump.pending == 0 {
+		ix, err := knowledgeIndex(tx)
+		if err != nil {
+			return nil, err
+		}
+		return ix.Search(query, filter)
+	}
+	meta, err := tx.Space(spMeta)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := tx.Space(spKnowledge)
+	if err != nil {
+		return nil, err
+	}
+	// As a batch, each term's entry is decoded and written once.
+	f.indexBuf, f.indexBatch = newWriteBuffer(), search.NewBatch()
+	f.indexBuf.sp, f.indexBuf.keep = sp, true
+	if err := f.indexRange(lump.indexed+1, getU64(meta, keyApplied)); err != nil {
+		return nil, err
+	}
+	if err := f.indexBatch.Flush(f.indexBuf); err != nil {
+		return nil, err
+	}
+	return search.New(f.indexBuf, knowledgeDocs(f.event, f.taskProject)).Search(query, filter)
+}
+
+// The index folds knowledge in lumps. Indexing one thought rewrites the
+// entries of each of its terms, spread over many pages of the index: in a
+// commit of one thought_record that was 12 of its 23 page writes. So the
+// knowledge events wait until indexLump of them have been folded into the
+// other projections, and are then indexed together (a term's entry is then
+// written once for all of them); a search indexes the waiting ones in
+// memory for itself (SearchKnowledge). The rule depends only on the log —
+// the index holds the knowledge events up to the last lump, keyIndexed
+// names the seq it is folded to, keyIndexPending how many wait after it —
+// so a live fold, a rebuild and a verifier's refold store the same bytes.
+var indexLump uint64 = 16 // a var for the tests (export_test.go)
+
+const (
+	keyIndexed      = "indexed"
+	keyIndexPending = "index_pending"
+)
+
+// lump is a folder's view of the index's lumps (lumpState).
+type lump struct {
+	indexed, pending uint64
+	dirty            bool                     // changed since loaded: written back at flush
+	recs             map[uint64]ledger.Record // a batch's knowledge events, by seq, for its lumps
+}
+
+// lumpState loads the lump counters on first use.
+func (f *folder) lumpState() (*lump, error) {
+	if f.lump != nil {
+		return f.lump, nil
+	}
+	meta, err := f.tx.Space(spMeta)
+	if err != nil {
+		return nil, err
+	}
+	f.lump = &lump{indexed: getU64(meta, keyIndexed), pending: getU64(meta, keyIndexPending)}
+	return f.lump, nil
+}
+
+// isKnowledge reports whether events of type typ change the index.
+func isKnowledge(typ string) bool {
+	switch typ {
+	case events.TypeThoughtRecorded, events.TypeFindingRecorded, events.TypeLearningRecorded,
+		events.TypeLearningSuperseded, events.TypeMemoryWritten:
+		return true
+	}
+	return false
+}
+
+// noteKnowledge counts r, a knowledge event just folded into the other
+// projections, and indexes the lump it completes.
+func (f *folder) noteKnowledge(r ledger.Record) error {
+	l, err := f.lumpState()
+	if err != nil {
+		return err
+	}
+	if f.tasks != nil { // a batch: keep it for its lump, rather than read it again
+		if l.recs == nil {
+			l.recs = map[uint64]ledger.Record{}
+		}
+		l.recs[r.Seq] = r
+	}
+	if l.pending, l.dirty = l.pending+1, true; l.pending < indexLump {
+		return nil
+	}
+	if f.indexBuf == nil {
+		// One lump is a batch of its own: each term's entry is written once.
+		f.indexBuf, f.indexBatch = newWriteBuffer(), search.NewBatch()
+		defer func() { f.indexBuf, f.indexBatch = nil, nil }()
+		if err := f.indexRange(l.indexed+1, r.Seq); err != nil {
+			return err
+		}
+		if err := f.flushIndex(); err != nil {
+			return err
+		}
+	} else if err := f.indexRange(l.indexed+1, r.Seq); err != nil {
+		return err
+	}
+	l.indexed, l.pending = r.Seq, 0
+	clear(l.recs)
+	return nil
+}
+
+// indexRange indexes the knowledge events with seq in [begin, end], in
+// order: those a batch kept, the others read from the log.
+func (f *folder) indexRange(begin, end uint64) error {
+	var kept map[uint64]ledger.Record
+	if f.lump != nil {
+		kept = f.lump.recs
+	}
+	for seq := begin; seq <= end; seq++ {
+		r, ok := kept[seq]
+		if !ok {
+			var err error
+			if r, err = f.event(seq); err != nil {
+				return fmt.Errorf("index seq %d: %w", seq, err)
+			}
+		}
+		if !isKnowledge(r.Type) {
+			continue
+		}
+		if err := indexEvent(f, r); err != nil {
+			return fmt.Errorf("index seq %d (%s v%d): %w", r.Seq, r.Type, r.Version, err)
+		}
+	}
+	return nil
+}
+
+// indexEvent makes the index change knowledge event r makes: a thought, a
+// finding, a learning and a memory version are indexed; a superseded
+// learning and the memory version a newer one replaces leave it (only the
+// latest version of a key is searched; either stays in the log).
+func indexEvent(f *folder, r ledger.Record) error {
+	switch r.Type {
+	case events.TypeThoughtRecorded:
+		var p events.ThoughtRecorded
+		if err := decode(r, &p); err != nil {
+			return err
+		}
+		if replaced, err := replacedThought(f.tx, p.ThoughtID, r.Seq); err != nil || replaced {
+			return err // a later thought of its id is indexed in its place (unindexThought)
+		}
+		project, err := f.taskProject(p.TaskID)
+		if err != nil {
+			return err
+		}
+		return f.index(thoughtDoc(r, &p, project))
+	case events.TypeFindingRecorded:
+		var p events.FindingRecorded
+		if err := decode(r, &p); err != nil {
+			return err
+		}
+		return f.index(findingDoc(r, &p))
+	case events.TypeLearningRecorded:
+		var p events.LearningRecorded
+		if err := decode(r, &p); err != nil {
+			return err
+		}
+		return f.index(learningDoc(r, &p))
+	case events.TypeLearningSuperseded:
+		var p events.LearningSuperseded
+		if err := decode(r, &p); err != nil {
+			return err
+		}
+		return f.unindex(p.LearningID)
+	case events.TypeMemoryWritten:
+		var p events.MemoryWritten
+		if err := decode(r, &p); err != nil {
+			return err
+		}
+		keys, err := f.tx.Space(spMemoryKeys)
+		if err != nil {
+			return err
+		}
+		prev, err := replacedMemory(keys, &p)
+		if err != nil {
+			return err
+		}
+		if prev != "" {
+			if err := f.unindex(prev); err != nil {
+				return err
+			}
+		}
+		return f.index(memoryDoc(r, &p))
+	}
+	return nil
 }
 
 func joinLines(lines []string) string {
@@ -179,6 +374,9 @@ type writeBuffer struct {
 	sp   *boltstore.Space
 	over map[string][]byte // nil: deleted in this batch
 	slab []byte            // where the values put are copied, many to an allocation
+	// keep makes the buffer an overlay that is never written to sp (a
+	// search's view of the lump still waiting): Scan merges instead.
+	keep bool
 }
 
 func newWriteBuffer() *writeBuffer { return &writeBuffer{over: map[string][]byte{}} }
@@ -214,17 +412,79 @@ func (w *writeBuffer) Delete(key []byte) error {
 	return nil
 }
 
-// Scan writes the buffer out first, so it sees every write.
+// Scan writes the buffer out first, so it sees every write; an overlay's
+// Scan merges its writes with the space's keys instead.
 func (w *writeBuffer) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	if w.keep {
+		return w.mergedScan(prefix, reverse, fn)
+	}
 	if err := w.flush(); err != nil {
 		return err
 	}
 	return w.sp.Scan(prefix, reverse, fn)
 }
 
+// mergedScan is Scan over the space's keys as the buffer's writes change
+// them: a key put in the buffer has its value, a key deleted there is
+// skipped, in key order (reversed if reverse).
+func (w *writeBuffer) mergedScan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, error)) error {
+	var mine []string
+	for k := range w.over {
+		if strings.HasPrefix(k, string(prefix)) {
+			mine = append(mine, k)
+		}
+	}
+	slices.Sort(mine)
+	if reverse {
+		slices.Reverse(mine)
+	}
+	// before reports whether key a comes before b in the scan's order.
+	before := func(a string, b []byte) bool {
+		if reverse {
+			return a > string(b)
+		}
+		return a < string(b)
+	}
+	i, stopped := 0, false
+	// emit hands fn the buffer's keys that come before next (all if nil).
+	emit := func(next []byte) (bool, error) {
+		for ; i < len(mine) && (next == nil || before(mine[i], next)); i++ {
+			if v := w.over[mine[i]]; v != nil {
+				if more, err := fn([]byte(mine[i]), v); err != nil || !more {
+					stopped = true
+					return false, err
+				}
+			}
+		}
+		return true, nil
+	}
+	err := w.sp.Scan(prefix, reverse, func(k, v []byte) (bool, error) {
+		if more, err := emit(k); err != nil || !more {
+			return false, err
+		}
+		if i < len(mine) && mine[i] == string(k) {
+			v = w.over[mine[i]]
+			if i++; v == nil {
+				return true, nil // deleted in the buffer
+			}
+		}
+		more, err := fn(k, v)
+		stopped = !more
+		return more, err
+	})
+	if err != nil || stopped {
+		return err
+	}
+	_, err = emit(nil)
+	return err
+}
+
 func (w *writeBuffer) flush() error {
 	if w == nil || len(w.over) == 0 {
 		return nil
+	}
+	if w.keep {
+		return errors.New("an overlay is never written to its space")
 	}
 	for _, k := range slices.Sorted(maps.Keys(w.over)) {
 		var err error

@@ -59,7 +59,7 @@ func applyLearningRecorded(f *folder, r ledger.Record) error {
 	if err := live.Put(liveKey(p.Project, n), packed); err != nil {
 		return err
 	}
-	return f.index(learningDoc(r, &p))
+	return nil // its index entry: indexEvent
 }
 
 // learningDoc is what the knowledge index holds of a learning.
@@ -96,8 +96,7 @@ func applyLearningSuperseded(f *folder, r ledger.Record) error {
 	if err := live.Delete(liveKey(l.Project, n)); err != nil {
 		return err
 	}
-	// A superseded learning is found no more; it stays in the log.
-	return f.unindex(p.LearningID)
+	return nil // it leaves the index: indexEvent
 }
 
 // GetLearning reads a learning; ok is false if there is none with that id.

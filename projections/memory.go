@@ -74,21 +74,28 @@ func applyMemoryWritten(f *folder, r ledger.Record) error {
 		return err
 	}
 	ns := namespaceKey(p.Key, memoryNamespace(&p))
-	// Only the latest version of a key is searched: the one it replaces
-	// leaves the index.
-	if p.Version > 1 {
-		prev := keys.Get(append(append([]byte(nil), ns...), u64(p.Version-1)...))
-		if len(prev) != 8 {
-			return fmt.Errorf("memory %s version %d: version %d missing", p.Key, p.Version, p.Version-1)
-		}
-		if err := f.unindex(domain.FormatID(domain.MemoryPrefix, be64(prev))); err != nil {
-			return err
-		}
+	if _, err := replacedMemory(keys, &p); err != nil {
+		return err
 	}
 	if err := keys.Put(append(ns, u64(p.Version)...), u64(n)); err != nil {
 		return err
 	}
-	return f.index(memoryDoc(r, &p))
+	return nil // its index entry: indexEvent
+}
+
+// replacedMemory is the id of the version that memory version p replaces
+// ("" for a first version), from the memory_keys space, which keeps every
+// version of every key.
+func replacedMemory(keys *boltstore.Space, p *events.MemoryWritten) (string, error) {
+	if p.Version <= 1 {
+		return "", nil
+	}
+	ns := namespaceKey(p.Key, memoryNamespace(p))
+	prev := keys.Get(append(ns, u64(p.Version-1)...))
+	if len(prev) != 8 {
+		return "", fmt.Errorf("memory %s version %d: version %d missing", p.Key, p.Version, p.Version-1)
+	}
+	return domain.FormatID(domain.MemoryPrefix, be64(prev)), nil
 }
 
 // memoryDoc is what the knowledge index holds of a memory version.

@@ -31,12 +31,13 @@ import (
 //	   numbered ids and numbers insert in key order), postings coded
 //	   against the posting before (doc and seq gaps, tf and kind in one
 //	   byte, the project only when it changes)
-//	8: the full-text index keeps no id entry for a thought (thoughts are
+//	8: the index folds knowledge events in lumps of indexLump (knowledge.go)
+//	9: the full-text index keeps no id entry for a thought (thoughts are
 //	   never removed by id; a thought id recorded twice is taken out by
 //	   the seq of the earlier one); task_thoughts keys are the task and
 //	   chain position as short numbers, its values uvarints; the thoughts
 //	   space maps a short thought number to the uvarint seq
-const Version = 8
+const Version = 9
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,
@@ -147,7 +148,11 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 	if applied := getU64(meta, keyApplied); applied+1 != r.Seq {
 		return fmt.Errorf("apply seq %d: projections are at seq %d", r.Seq, applied)
 	}
-	if err := newFolder(tx, tx.Root, tx.Event, false).apply(r); err != nil {
+	f := newFolder(tx, tx.Root, tx.Event, false)
+	if err := f.apply(r); err != nil {
+		return err
+	}
+	if err := f.flush(); err != nil {
 		return err
 	}
 	return putU64(meta, keyApplied, r.Seq)
@@ -220,6 +225,9 @@ func (f *folder) apply(r ledger.Record) error {
 	default:
 		// Unknown types are kept in the log and skipped here, so a newer
 		// writer's events never stop an older reader.
+	}
+	if err == nil && isKnowledge(r.Type) {
+		err = f.noteKnowledge(r)
 	}
 	if err != nil {
 		return fmt.Errorf("fold seq %d (%s v%d): %w", r.Seq, r.Type, r.Version, err)

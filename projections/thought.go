@@ -116,15 +116,18 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 			return err
 		}
 	}
-	return f.index(thoughtDoc(r, &p, task.Project))
+	return nil // its index entry: indexEvent
 }
 
 // unindexThought takes the thought id out of the knowledge index if a
 // thought of that id was recorded before (a log that records one twice,
 // which commands never write), so the later one replaces it there as in
 // every other space. The index keeps no id entry for a thought
-// (search.Index.Add): the earlier one is found by the seq its ref holds,
-// looked up only for an id not past the highest seen.
+// (search.Index.Add): the earlier one is found by the seq the thoughts
+// space holds, looked up only for an id not past the highest seen. An
+// earlier one already indexed (in a lump before this event) is taken out
+// now; one still waiting for its lump is never indexed (indexEvent skips a
+// thought the thoughts space no longer names).
 func (f *folder) unindexThought(id string) error {
 	n, valid := domain.ParseID(domain.ThoughtPrefix, id)
 	meta, err := f.tx.Space(spMeta)
@@ -135,11 +138,26 @@ func (f *folder) unindexThought(id string) error {
 	if err != nil || !ok {
 		return err
 	}
+	l, err := f.lumpState()
+	if err != nil || seq > l.indexed {
+		return err
+	}
 	ix, err := f.knowledge()
 	if err != nil {
 		return err
 	}
 	return ix.RemoveAt(seq)
+}
+
+// replacedThought reports whether the thought recorded at seq is no longer
+// the one its id names: a later event recorded that id again.
+func replacedThought(tx *boltstore.Tx, id string, seq uint64) (bool, error) {
+	n, valid := domain.ParseID(domain.ThoughtPrefix, id)
+	if !valid {
+		return false, nil
+	}
+	latest, ok, err := thoughtSeq(tx, n)
+	return ok && latest != seq, err
 }
 
 // thoughtDoc is what the knowledge index holds of a thought.

@@ -22,12 +22,47 @@ import (
 
 const tasks = 6
 
+// ledgerFormat is the file format newLedger creates: 0 for the current one
+// (TestFormat1 runs the tests again on format 1).
+var ledgerFormat uint64
+
+// TestFormat1 runs the verify, proof and root tests on a format-1 file,
+// which stores every Merkle level (the others run on the current format).
+func TestFormat1(t *testing.T) {
+	ledgerFormat = 1
+	defer func() { ledgerFormat = 0 }()
+	for _, tt := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"VerifyHealthy", TestVerifyHealthy}, {"VerifyChainProblem", TestVerifyChainProblem},
+		{"VerifyCheckpointProblems", TestVerifyCheckpointProblems}, {"Prove", TestProve},
+		{"VerifyFinalizedSessions", TestVerifyFinalizedSessions}, {"VerifyNonCanonicalEvent", TestVerifyNonCanonicalEvent},
+		{"Root", TestRoot}, {"RootRefuses", TestRootRefuses}, {"ProveRefuses", TestProveRefuses},
+		{"VerifyStoredNodeWrong", TestVerifyStoredNodeWrong},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.fn(t)
+			var format uint64
+			l, err := boltstore.Open(newLedger(t), boltstore.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			l.View(func(tx *boltstore.Tx) error { format = tx.Format(); return nil })
+			if format != 1 {
+				t.Fatalf("ran on format %d", format)
+			}
+		})
+	}
+}
+
 // newLedger writes a ledger of tasks task.created events with their
 // projections folded, and returns its path.
 func newLedger(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := boltstore.Open(path, boltstore.Options{Create: true})
+	l, err := boltstore.Open(path, boltstore.Options{Create: true, Format: ledgerFormat})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,8 +469,11 @@ func TestVerifyNonCanonicalEvent(t *testing.T) {
 		}
 		raw := buf.Bytes()
 		h := ledger.LeafHash(raw)
-		return errors.Join(tx.Bucket([]byte("events")).Put(k, raw),
-			tx.Bucket([]byte("merkle")).Bucket([]byte{0}).Put(binary.BigEndian.AppendUint64(nil, last-1), h[:]),
+		var leaf error
+		if leaves := tx.Bucket([]byte("merkle")).Bucket([]byte{0}); leaves != nil { // format 1 only
+			leaf = leaves.Put(binary.BigEndian.AppendUint64(nil, last-1), h[:])
+		}
+		return errors.Join(tx.Bucket([]byte("events")).Put(k, raw), leaf,
 			tx.Bucket([]byte("meta")).Put([]byte("head"), append(k, h[:]...)))
 	})
 	db.Close()
@@ -448,4 +486,39 @@ func TestVerifyNonCanonicalEvent(t *testing.T) {
 	cp := audit.Checkpoint{Origin: "o", Size: 2, Root: root(t, path, 2)}
 	wantProblem(t, verify(t, path, boltaudit.Options{Checkpoint: &cp}), audit.EventMalformed, last)
 	wantProblem(t, verify(t, path, boltaudit.Options{Projections: true}), audit.EventMalformed, last)
+}
+
+// A stored Merkle node edited: the lowest stored level (format 2: 4, the
+// nodes hashed from the events) and one above it, each named at the seq
+// that completed it.
+func TestVerifyStoredNodeWrong(t *testing.T) {
+	for _, level := range []byte{4, 5} {
+		t.Run(fmt.Sprint("level=", level), func(t *testing.T) {
+			path := newLedger(t)
+			update(t, path, func(tx *boltstore.Tx) error {
+				for range 64 - tasks {
+					if _, err := appendEvent(tx, "test.filler", map[string]any{}, false); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error {
+				b := tx.Bucket([]byte("merkle")).Bucket([]byte{level})
+				k := binary.BigEndian.AppendUint64(nil, 0)
+				v := bytes.Clone(b.Get(k))
+				v[0] ^= 1
+				return b.Put(k, v)
+			})
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantProblem(t, verify(t, path, boltaudit.Options{}), audit.NodeWrong, 1<<level)
+		})
+	}
 }

@@ -49,7 +49,7 @@ var (
 func benchLedger(b *testing.B) string {
 	b.Helper()
 	benchOnce.Do(func() {
-		benchPath = filepath.Join(os.TempDir(), fmt.Sprintf("logbook-bench-%d-%s-p%d.db", benchEvents, benchShape, projections.Version))
+		benchPath = filepath.Join(os.TempDir(), fmt.Sprintf("logbook-bench-%d-%s-f%d-p%d.db", benchEvents, benchShape, boltstore.FormatVersion, projections.Version))
 		if _, err := os.Stat(benchPath); err == nil {
 			return
 		}

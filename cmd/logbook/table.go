@@ -56,7 +56,8 @@ An unknown id is exit 2.`},
 never change) in chunks of short read transactions, then the last events and the head in
 one short read transaction. The copy's projections are refolded from its own log (they are
 derived state; to check the live file's stored projections, run logbook verify on it).
-The copy passes logbook verify and appears at --out only when complete.`},
+The copy is in the source's file format, passes logbook verify and appears at --out only
+when complete.`},
 	{name: "tasks", summary: "list the tasks as a table (--project, --status, --json)", setup: tasks,
 		help: `List the ledger's tasks in creation order: id, status, priority, progress, assignee
 and title (cut to the terminal's width; 100 columns when printed to a pipe or a file).

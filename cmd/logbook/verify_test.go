@@ -93,8 +93,10 @@ func TestVerifyTampered(t *testing.T) {
 		{"byte changed", func(p string) { flipEventByte(t, p, 9) }, 9, "content changed"},
 		{"events swapped", func(p string) { swapEvents(t, p, 6, 7) }, 6, "sequence mismatch"},
 		{"tail truncated", func(p string) { truncateTail(t, p, 3, false) }, head - 2, "missing event"},
-		{"merkle node corrupted", func(p string) { corruptNode(t, p, 2, 1) }, 8, "merkle node wrong"},
-		{"leaf corrupted", func(p string) { corruptNode(t, p, 0, 4) }, 5, "merkle node wrong"},
+		// Format 2 stores levels 4 and up: 4 is checked against the
+		// events, 5 against 4.
+		{"merkle node corrupted", func(p string) { corruptNode(t, p, 5, 0) }, 32, "merkle node wrong"},
+		{"lowest stored node corrupted", func(p string) { corruptNode(t, p, 4, 0) }, 16, "merkle node wrong"},
 		{"projection edited", func(p string) { editTaskTitle(t, p, 1, "Ship the ledger", "Ship the LEDGER") }, 0, "projection differs from the log"},
 	}
 	for _, c := range cases {

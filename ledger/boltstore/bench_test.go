@@ -81,6 +81,40 @@ func BenchmarkAppend(b *testing.B) {
 	reportEvents(b, b.N)
 }
 
+// BenchmarkAppendFormat: BenchmarkAppend on a held file of each format,
+// side by side in one run, with the pages each commit writes (bbolt's own
+// count: what the fsync has to carry) and the Merkle nodes' bytes in the
+// file per event.
+func BenchmarkAppendFormat(b *testing.B) {
+	for _, format := range []uint64{1, 2} {
+		b.Run(fmt.Sprintf("format=%d", format), func(b *testing.B) {
+			l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true, Hold: true, Format: format})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			st := l.held.Stats()
+			w0 := st.TxStats.GetWrite()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := l.Update(appendBench); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportEvents(b, b.N)
+			st = l.held.Stats()
+			b.ReportMetric(float64(st.TxStats.GetWrite()-w0)/float64(b.N), "pages/commit")
+			var merkle int
+			l.held.View(func(btx *bolt.Tx) error {
+				merkle = btx.Bucket(bucketMerkle).Stats().LeafInuse
+				return nil
+			})
+			b.ReportMetric(float64(merkle)/float64(b.N), "merkle-B/event")
+		})
+	}
+}
+
 // BenchmarkAppendParallel: 64 goroutines append one event per Update each;
 // group commit shares the fsyncs. ns/op is per event.
 func BenchmarkAppendParallel(b *testing.B) {
@@ -254,9 +288,18 @@ func BenchmarkRawBoltPut64(b *testing.B) {
 // a cached file is trusted if its head has the right size (delete
 // $TMPDIR/logbook-bench to rebuild).
 func benchLedger(b *testing.B, size uint64) string {
+	return benchLedgerFormat(b, size, FormatVersion)
+}
+
+// benchLedgerFormat is benchLedger in the given file format.
+func benchLedgerFormat(b *testing.B, size uint64, format uint64) string {
 	b.Helper()
 	dir := filepath.Join(os.TempDir(), "logbook-bench")
-	path := filepath.Join(dir, fmt.Sprintf("ledger-f%d-e%d-r%d-n%d.db", FormatVersion, ledger.EnvelopeVersion, benchRecordSize, size))
+	base := 0
+	if format >= 2 {
+		base = baseLevel
+	}
+	path := filepath.Join(dir, fmt.Sprintf("ledger-f%d-b%d-e%d-r%d-n%d.db", format, base, ledger.EnvelopeVersion, benchRecordSize, size))
 	if l, err := Open(path, Options{ReadOnly: true}); err == nil {
 		var head ledger.Head
 		err := l.View(func(tx *Tx) error { head = tx.Head(); return nil })
@@ -273,7 +316,7 @@ func benchLedger(b *testing.B, size uint64) string {
 	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	os.Remove(tmp)
 	start := time.Now()
-	l, err := Open(tmp, Options{Create: true})
+	l, err := Open(tmp, Options{Create: true, Format: format})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -534,5 +577,97 @@ func BenchmarkRangeRoot(b *testing.B) {
 				return err
 			})
 		})
+	}
+}
+
+// BenchmarkReadFormat times each read of the tree on a format-1 and a
+// format-2 ledger of the same 1M events, alternating the two at every
+// operation (same arguments, one long read transaction each), so the
+// machine's noise falls on both alike: "f1-ns" and "f2-ns" per operation.
+// Format 2 hashes its nodes below level 4 from the events (at most 15 per
+// border walked) where format 1 reads them.
+func BenchmarkReadFormat(b *testing.B) {
+	ops := []struct {
+		name string
+		op   func(tx *Tx, x uint64) error
+	}{
+		{"root", func(tx *Tx, x uint64) error { _, err := tx.Root(1 + x%proofSize); return err }},
+		{"inclusion", func(tx *Tx, x uint64) error { _, err := tx.InclusionProof(1+x%proofSize, proofSize); return err }},
+		{"consistency", func(tx *Tx, x uint64) error { _, err := tx.ConsistencyProof(1+x%(proofSize-1), proofSize); return err }},
+		{"rangeroot-unaligned-n=1000", func(tx *Tx, x uint64) error {
+			begin := 1 | x%(proofSize-1000)
+			_, err := tx.RangeRoot(begin+1, begin+1001)
+			return err
+		}},
+	}
+	var stores [2]*Store
+	for i, f := range []uint64{1, 2} {
+		l, err := Open(benchLedgerFormat(b, proofSize, f), Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		stores[i] = l
+	}
+	for _, o := range ops {
+		b.Run(o.name, func(b *testing.B) {
+			var spent [2]time.Duration
+			err := stores[0].View(func(t1 *Tx) error {
+				return stores[1].View(func(t2 *Tx) error {
+					rng := rand.New(rand.NewPCG(1, 2))
+					for b.Loop() {
+						x := rng.Uint64()
+						for i, tx := range []*Tx{t1, t2} {
+							start := time.Now()
+							if err := o.op(tx, x); err != nil {
+								return err
+							}
+							spent[i] += time.Since(start)
+						}
+					}
+					return nil
+				})
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "f1-ns")
+			b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "f2-ns")
+		})
+	}
+}
+
+// BenchmarkVerifyFormat: Verify of a format-1 and a format-2 ledger of the
+// same 1M events, alternated op by op: "f1-ns/event" and "f2-ns/event", and
+// the heap each run allocated ("f1-B/op", "f2-B/op").
+func BenchmarkVerifyFormat(b *testing.B) {
+	var stores [2]*Store
+	for i, f := range []uint64{1, 2} {
+		l, err := Open(benchLedgerFormat(b, proofSize, f), Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		stores[i] = l
+	}
+	var spent [2]time.Duration
+	var alloc [2]uint64
+	for b.Loop() {
+		for i, l := range stores {
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			start := time.Now()
+			rep, err := l.Verify(context.Background(), VerifyOptions{})
+			spent[i] += time.Since(start)
+			runtime.ReadMemStats(&ms1)
+			alloc[i] += ms1.TotalAlloc - ms0.TotalAlloc
+			if err != nil || rep.Size != proofSize {
+				b.Fatalf("verify format %d: %d events, %v", i+1, rep.Size, err)
+			}
+		}
+	}
+	for i := range stores {
+		b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N)/proofSize, fmt.Sprintf("f%d-ns/event", i+1))
+		b.ReportMetric(float64(alloc[i])/float64(b.N), fmt.Sprintf("f%d-B/op", i+1))
 	}
 }

@@ -210,6 +210,7 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 				return err
 			}
 			tx := newTx(btx)
+			tx.tail = &l.tail
 			defer func() { head = tx.head }()
 			tx.now = l.opts.Now
 			// Free a little of what rebuilds discarded: a bounded cost,

@@ -80,11 +80,14 @@ func (l *Store) checkFile(btx *bolt.Tx) error {
 	return nil
 }
 
-// leafAt is the stored hash of event seq (zero if there is none).
+// leafAt is the hash of event seq: its stored leaf, or (format 2, no
+// leaves stored) the hash of its stored bytes; zero if there is none.
 func leafAt(btx *bolt.Tx, seq uint64) ledger.Hash {
 	var h ledger.Hash
 	if b := btx.Bucket(bucketMerkle).Bucket([]byte{0}); b != nil {
 		copy(h[:], b.Get(u64(seq-1)))
+	} else if raw := btx.Bucket(bucketEvents).Get(u64(seq)); raw != nil {
+		h = ledger.LeafHash(raw)
 	}
 	return h
 }

@@ -35,7 +35,8 @@ type SnapshotReport struct {
 // meanwhile and the head, so the copy is a consistent log. Spaces are not
 // copied: they change all the time and can be large, so copying them would
 // hold every writer for as long as that takes; they are state derived from
-// the log, which the copy's owner derives again. The file appears at dst only
+// the log, which the copy's owner derives again. The copy is in the source's
+// file format (the same stored nodes). The file appears at dst only
 // once it is complete and synced. Errors are I/O; the source is never
 // written.
 func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) (SnapshotReport, error) {
@@ -47,6 +48,11 @@ func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) 
 		return rep, fmt.Errorf("snapshot to %s: %w", dst, os.ErrExist)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("snapshot to %s: %w", dst, err)
+	}
+	// The copy is in the source's format: the same nodes, never converted.
+	var format uint64
+	if err := l.View(func(tx *Tx) error { format = tx.Format(); return nil }); err != nil {
+		return rep, fmt.Errorf("snapshot: %w", err)
 	}
 	removeStaleCopies(dst)
 	tmp, err := os.CreateTemp(filepath.Dir(dst), tempPrefix(dst)+"*")
@@ -70,7 +76,7 @@ func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) 
 			db.Close()
 		}
 	}()
-	if err := db.Update(initFile); err != nil {
+	if err := db.Update(initFile(format)); err != nil {
 		return rep, fmt.Errorf("snapshot: init copy: %w", err)
 	}
 
@@ -173,7 +179,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, erro
 		seq++
 	}
 	var nodes []ledger.Node
-	for level := uint(0); end>>level > 0; level++ {
+	for level := tx.base; end>>level > 0; level++ {
 		for uint(len(c.next)) <= level {
 			c.next = append(c.next, 0)
 		}

@@ -16,8 +16,22 @@ import (
 )
 
 // FormatVersion is the on-disk layout version written in the file's meta
-// bucket. A file with a larger number is refused, never rewritten.
-const FormatVersion = 1
+// bucket of a new ledger. A file with a larger number is refused, never
+// rewritten; an older one is read and appended to in its own format (nothing
+// is migrated in place).
+//
+//	1: the merkle bucket stores every level of the tree, 0 (the leaves,
+//	   the events' hashes) and up.
+//	2: it stores the levels from baseLevel up; a node below is hashed from
+//	   the events it covers when read.
+const FormatVersion = 2
+
+// baseLevel is the lowest Merkle level a format-2 file stores. The levels
+// below were nearly all of the tree's bytes (level L holds 1/2^L of the
+// leaves' nodes) and of the pages a commit dirtied; with 4, a missing node
+// is hashed from at most 8 events (level 3), and a proof or a root hashes at
+// most 15 events besides its stored nodes.
+const baseLevel = 4
 
 var (
 	bucketMeta   = []byte("meta")
@@ -73,6 +87,10 @@ type Options struct {
 	// (ErrDamaged: delete it; the node ingests the log anew).
 	NoSync   bool
 	MaxBatch int // most calls grouped in one commit; default 256
+	// Format is the format version of the file Create makes: 0 for
+	// FormatVersion, or 1 (every Merkle level stored, which binaries that
+	// know only format 1 read). It is ignored for an existing file.
+	Format uint64
 }
 
 // Store is an append-only event log in one bbolt file that several
@@ -93,6 +111,9 @@ type Store struct {
 	quiet    time.Duration // quietHold; tests set it
 	opens    atomic.Int64  // files opened, for tests and benchmarks
 	seen     seen          // what this Store last saw of the file, to notice a swap
+	// tail is the committer's leaf hashes since the last stored node
+	// (format 2), kept across its commits so an append reads no events.
+	tail leafTail
 	// create is set while Open creates the file: the only time a missing
 	// file may be created.
 	create bool
@@ -149,6 +170,12 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
 	}
+	if opts.Format == 0 {
+		opts.Format = FormatVersion
+	}
+	if opts.Format > FormatVersion {
+		return nil, fmt.Errorf("open ledger: %w: format %d asked for, this binary writes formats 1 to %d", ErrFormat, opts.Format, FormatVersion)
+	}
 	if opts.NoSync && opts.Replica == nil {
 		return nil, errors.New("open ledger: NoSync is only for a copy of a replicated log (Options.Replica)")
 	}
@@ -164,7 +191,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
 		l.create = true
-		err := l.withDB(false, func(db *bolt.DB, _ *os.File) error { return db.Update(initFile) })
+		err := l.withDB(false, func(db *bolt.DB, _ *os.File) error { return db.Update(initFile(opts.Format)) })
 		l.create = false
 		if err != nil {
 			return nil, fmt.Errorf("create ledger: %w", err)
@@ -206,7 +233,12 @@ func Open(path string, opts Options) (*Store, error) {
 	return l, nil
 }
 
-func initFile(btx *bolt.Tx) error {
+// initFile makes btx's empty file a ledger of the given format.
+func initFile(format uint64) func(*bolt.Tx) error {
+	return func(btx *bolt.Tx) error { return initFormat(btx, format) }
+}
+
+func initFormat(btx *bolt.Tx, format uint64) error {
 	if btx.Bucket(bucketMeta) != nil {
 		return nil // another process created it first
 	}
@@ -228,7 +260,7 @@ func initFile(btx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(meta.Put(keyFormat, u64(FormatVersion)), meta.Put(keyID, id))
+	return errors.Join(meta.Put(keyFormat, u64(format)), meta.Put(keyID, id))
 }
 
 func checkFormat(btx *bolt.Tx) error {
@@ -240,8 +272,8 @@ func checkFormat(btx *bolt.Tx) error {
 	if len(v) != 8 {
 		return ErrNotLedger
 	}
-	if got := binary.BigEndian.Uint64(v); got != FormatVersion {
-		return fmt.Errorf("%w: file is format %d, this binary reads format %d", ErrFormat, got, FormatVersion)
+	if got := binary.BigEndian.Uint64(v); got == 0 || got > FormatVersion {
+		return fmt.Errorf("%w: file is format %d, this binary reads formats 1 to %d (a newer logbook wrote it?)", ErrFormat, got, FormatVersion)
 	}
 	return nil
 }

@@ -21,16 +21,27 @@ import (
 //
 //	events                 key seq (8 bytes BE)  value: stored event
 //	merkle / {level byte}  key index (8 bytes BE) value: 32-byte node hash
+//	                       (format 1: levels 0 and up; format 2: 4 and up)
 //	meta                   key "head"            value: seq (8 BE) ‖ hash (32)
 
 const tamperSize = 21 // levels 0..4, a ragged right border
 
-// tamperLedger writes n events to a new ledger, closes it, and returns the
-// file's path and the records as appended.
-func tamperLedger(t *testing.T, n int) (string, []ledger.Record) {
+// formats are the file formats every tamper test runs on.
+var formats = []uint64{1, 2}
+
+// eachFormat runs fn as a subtest per file format.
+func eachFormat(t *testing.T, fn func(t *testing.T, format uint64)) {
+	for _, f := range formats {
+		t.Run(fmt.Sprintf("format=%d", f), func(t *testing.T) { fn(t, f) })
+	}
+}
+
+// tamperLedger writes n events to a new ledger of the given format, closes
+// it, and returns the file's path and the records as appended.
+func tamperLedger(t *testing.T, n int, format uint64) (string, []ledger.Record) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := Open(path, Options{Create: true})
+	l, err := Open(path, Options{Create: true, Format: format})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +163,18 @@ func wantIntegrity(t *testing.T, err error, seq uint64, problem ledger.Problem) 
 	return ie
 }
 
+// v2 is what Verify reports on a format-2 file, where it differs from
+// format 1's: no leaves are stored, so an event's bytes are committed to by
+// the next event's link (the head, for the last one) and the level-4 node
+// over its 16-event group. A changed event whose successor is gone or
+// unreadable is then found as the gap or the unreadable event (and, past
+// it, the node of its group); a change to the last event's bytes is told
+// from a rewritten head by nothing in the file.
+type v2 struct {
+	seq     uint64
+	problem ledger.Problem
+}
+
 func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 	const n = tamperSize
 	tests := []struct {
@@ -159,16 +182,19 @@ func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 		tamper  func(*bolt.Tx) error
 		seq     uint64
 		problem ledger.Problem
+		v2      *v2 // format 2's answer, if another
+		v1Only  bool
+		v2Only  bool
 	}{
 		// One byte of a stored event. The payload's last byte, then the
 		// seq it claims, then its prev hash, then the envelope's header.
-		{"payload byte of event 7", flipByte(7, -35), 7, ledger.ProblemContent},
-		{"payload byte of first event", flipByte(1, -35), 1, ledger.ProblemContent},
-		{"payload byte of last event", flipByte(n, -35), n, ledger.ProblemContent},
-		{"claimed seq of event 7", flipByte(7, 2), 7, ledger.ProblemSeq},
-		{"prev hash of event 7", flipByte(7, -1), 7, ledger.ProblemLink},
-		{"envelope header of event 7", flipByte(7, 0), 7, ledger.ProblemMalformed},
-		{"event 7 replaced by a well-formed impostor", func(btx *bolt.Tx) error {
+		{name: "payload byte of event 7", tamper: flipByte(7, -35), seq: 7, problem: ledger.ProblemContent},
+		{name: "payload byte of first event", tamper: flipByte(1, -35), seq: 1, problem: ledger.ProblemContent},
+		{name: "payload byte of last event", tamper: flipByte(n, -35), seq: n, problem: ledger.ProblemContent, v2: &v2{n, ledger.ProblemHead}},
+		{name: "claimed seq of event 7", tamper: flipByte(7, 2), seq: 7, problem: ledger.ProblemSeq},
+		{name: "prev hash of event 7", tamper: flipByte(7, -1), seq: 7, problem: ledger.ProblemLink},
+		{name: "envelope header of event 7", tamper: flipByte(7, 0), seq: 7, problem: ledger.ProblemMalformed},
+		{name: "event 7 replaced by a well-formed impostor", tamper: func(btx *bolt.Tx) error {
 			e, err := ledger.DecodeEvent(eventsOf(btx).Get(key(7)))
 			if err != nil {
 				return err
@@ -179,43 +205,86 @@ func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 				return err
 			}
 			return eventsOf(btx).Put(key(7), raw)
-		}, 7, ledger.ProblemContent},
+		}, seq: 7, problem: ledger.ProblemContent},
 
-		{"swap events 5 and 12", swapEvents(5, 12), 5, ledger.ProblemSeq},
-		{"swap the last two events", swapEvents(n-1, n), n - 1, ledger.ProblemSeq},
+		{name: "swap events 5 and 12", tamper: swapEvents(5, 12), seq: 5, problem: ledger.ProblemSeq},
+		{name: "swap the last two events", tamper: swapEvents(n-1, n), seq: n - 1, problem: ledger.ProblemSeq},
 
-		{"delete the last event", deleteEvent(n), n, ledger.ProblemGap},
-		{"delete event 9", deleteEvent(9), 9, ledger.ProblemGap},
+		{name: "delete the last event", tamper: deleteEvent(n), seq: n, problem: ledger.ProblemGap},
+		{name: "delete event 9", tamper: deleteEvent(9), seq: 9, problem: ledger.ProblemGap},
 
 		// A changed event is only told apart from a changed stored leaf by
 		// the next event's link; when that event is gone or unreadable the
 		// change must still be reported, at its own seq.
-		{"payload of event 7, event 8 deleted", both(flipByte(7, -35), deleteEvent(8)), 7, ledger.ProblemContent},
-		{"payload of event 20, last event deleted", both(flipByte(n-1, -35), deleteEvent(n)), n - 1, ledger.ProblemContent},
-		{"payload of event 7, event 8 malformed", both(flipByte(7, -35), flipByte(8, 0)), 7, ledger.ProblemContent},
-
+		{name: "payload of event 7, event 8 deleted", tamper: both(flipByte(7, -35), deleteEvent(8)), seq: 7, problem: ledger.ProblemContent, v2: &v2{8, ledger.ProblemGap}},
+		{name: "payload of event 20, last event deleted", tamper: both(flipByte(n-1, -35), deleteEvent(n)), seq: n - 1, problem: ledger.ProblemContent, v2: &v2{n, ledger.ProblemGap}},
+		{name: "payload of event 7, event 8 malformed", tamper: both(flipByte(7, -35), flipByte(8, 0)), seq: 7, problem: ledger.ProblemContent, v2: &v2{8, ledger.ProblemMalformed}},
 		// Node (level L, index i) is reported at the seq that completed it,
 		// (i+1)<<L.
-		{"flip stored leaf of event 7", flipNode(0, 6), 7, ledger.ProblemNode},
-		{"flip node 1/3", flipNode(1, 3), 8, ledger.ProblemNode},
-		{"flip node 2/1", flipNode(2, 1), 8, ledger.ProblemNode},
-		{"flip node 3/1", flipNode(3, 1), 16, ledger.ProblemNode},
-		{"flip root node 4/0", flipNode(4, 0), 16, ledger.ProblemNode},
-		{"flip node 2/4 on the right border", flipNode(2, 4), 20, ledger.ProblemNode},
-		{"delete node 1/5", deleteNode(1, 5), 12, ledger.ProblemNode},
-		{"delete stored leaf of last event", deleteNode(0, n-1), n, ledger.ProblemNode},
+		{name: "flip stored leaf of event 7", tamper: flipNode(0, 6), seq: 7, problem: ledger.ProblemNode, v1Only: true},
+		{name: "flip node 1/3", tamper: flipNode(1, 3), seq: 8, problem: ledger.ProblemNode, v1Only: true},
+		{name: "flip node 2/1", tamper: flipNode(2, 1), seq: 8, problem: ledger.ProblemNode, v1Only: true},
+		{name: "flip node 3/1", tamper: flipNode(3, 1), seq: 16, problem: ledger.ProblemNode, v1Only: true},
+		{name: "flip root node 4/0", tamper: flipNode(4, 0), seq: 16, problem: ledger.ProblemNode},
+		{name: "delete node 4/0", tamper: deleteNode(4, 0), seq: 16, problem: ledger.ProblemNode},
+		{name: "flip node 2/4 on the right border", tamper: flipNode(2, 4), seq: 20, problem: ledger.ProblemNode, v1Only: true},
+		{name: "delete node 1/5", tamper: deleteNode(1, 5), seq: 12, problem: ledger.ProblemNode, v1Only: true},
+		{name: "delete stored leaf of last event", tamper: deleteNode(0, n-1), seq: n, problem: ledger.ProblemNode, v1Only: true},
+		// A node over events whose bytes changed too: the event is
+		// reported, not the node.
+		{name: "payload of event 16 and node 4/0", tamper: both(flipByte(16, -35), flipNode(4, 0)), seq: 16, problem: ledger.ProblemContent},
 
-		{"head hash rewritten", func(btx *bolt.Tx) error { return putHead(n, ledger.Hash{1})(btx) }, n, ledger.ProblemHead},
-		{"head claims one more event", func(btx *bolt.Tx) error {
+		{name: "head hash rewritten", tamper: func(btx *bolt.Tx) error { return putHead(n, ledger.Hash{1})(btx) }, seq: n, problem: ledger.ProblemHead},
+		{name: "head claims one more event", tamper: func(btx *bolt.Tx) error {
 			v := btx.Bucket([]byte("meta")).Get([]byte("head"))
 			var h ledger.Hash
 			copy(h[:], v[8:])
 			return putHead(n+1, h)(btx)
-		}, n + 1, ledger.ProblemGap},
+		}, seq: n + 1, problem: ledger.ProblemGap},
+	}
+	eachFormat(t, func(t *testing.T, format uint64) {
+		for _, tt := range tests {
+			if (tt.v1Only && format != 1) || (tt.v2Only && format != 2) {
+				continue
+			}
+			t.Run(tt.name, func(t *testing.T) {
+				path, _ := tamperLedger(t, n, format)
+				if _, err := verifyFile(t, path); err != nil {
+					t.Fatalf("before tampering: %v", err)
+				}
+				editFile(t, path, tt.tamper)
+				_, err := verifyFile(t, path)
+				seq, problem := tt.seq, tt.problem
+				if format == 2 && tt.v2 != nil {
+					seq, problem = tt.v2.seq, tt.v2.problem
+				}
+				wantIntegrity(t, err, seq, problem)
+			})
+		}
+	})
+}
+
+// TestTamperVerifyFormat2Nodes tampers with the stored levels of a
+// format-2 file large enough to have three: the lowest (4) is checked
+// against the events, the others against the level below.
+func TestTamperVerifyFormat2Nodes(t *testing.T) {
+	const n = 70 // level 4: 0..3, level 5: 0..1, level 6: 0
+	tests := []struct {
+		name    string
+		tamper  func(*bolt.Tx) error
+		seq     uint64
+		problem ledger.Problem
+	}{
+		{"flip node 4/2", flipNode(4, 2), 48, ledger.ProblemNode},
+		{"flip node 5/1", flipNode(5, 1), 64, ledger.ProblemNode},
+		{"delete node 6/0", deleteNode(6, 0), 64, ledger.ProblemNode},
+		{"delete node 4/3", deleteNode(4, 3), 64, ledger.ProblemNode},
+		{"payload of event 40, event 41 deleted", both(flipByte(40, -35), deleteEvent(41)), 41, ledger.ProblemGap},
+		{"payload of event 47", flipByte(47, -35), 47, ledger.ProblemContent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path, _ := tamperLedger(t, n)
+			path, _ := tamperLedger(t, n, 2)
 			if _, err := verifyFile(t, path); err != nil {
 				t.Fatalf("before tampering: %v", err)
 			}
@@ -229,8 +298,12 @@ func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 // TestTamperEveryByte flips each byte of one stored event in turn: whichever
 // byte it is, Verify reports that event's seq.
 func TestTamperEveryByte(t *testing.T) {
+	eachFormat(t, testTamperEveryByte)
+}
+
+func testTamperEveryByte(t *testing.T, format uint64) {
 	const seq = 7
-	path, recs := tamperLedger(t, tamperSize)
+	path, recs := tamperLedger(t, tamperSize, format)
 	size := len(recs[seq-1].Raw)
 	step := 1
 	if testing.Short() {
@@ -255,12 +328,25 @@ func TestTamperEveryByte(t *testing.T) {
 // the problems the whole-log check reports with seq in that range — in
 // particular the events just inside either end are judged as in the whole
 // log.
+//
+// Format 2 stores no leaf, and a change to an event is told by the next
+// link: event 16's bytes, followed by an unreadable event, are not seen by
+// the chain (Verify catches them in the node over events 1..16), and an
+// event whose claimed seq is wrong says nothing of the one before.
 func TestTamperVerifyEventsReportsEveryProblem(t *testing.T) {
-	path, _ := tamperLedger(t, tamperSize)
+	eachFormat(t, testTamperVerifyEventsReportsEveryProblem)
+}
+
+func testTamperVerifyEventsReportsEveryProblem(t *testing.T, format uint64) {
+	path, _ := tamperLedger(t, tamperSize, format)
 	editFile(t, path, func(btx *bolt.Tx) error {
+		var leaf error
+		if format == 1 {
+			leaf = flipNode(0, 5)(btx) // stored leaf of 6 changed
+		}
 		return errors.Join(
-			flipByte(3, -35)(btx),  // bytes of 3 changed
-			flipNode(0, 5)(btx),    // stored leaf of 6 changed
+			flipByte(3, -35)(btx), // bytes of 3 changed
+			leaf,
 			swapEvents(9, 10)(btx), // 9 and 10 swapped
 			flipByte(13, -1)(btx),  // prev of 13 changed
 			flipByte(16, -35)(btx), // bytes of 16 changed, and then
@@ -310,6 +396,14 @@ func TestTamperVerifyEventsReportsEveryProblem(t *testing.T) {
 		{13, L}, {13, C}, {14, L},
 		{16, C}, {17, M}, {17, C}, {18, L},
 	}
+	if format == 2 {
+		want = []found{
+			{3, C}, {4, L},
+			{9, S}, {10, S}, {10, C}, {11, L},
+			{13, L}, {13, C}, {14, L},
+			{17, M}, {17, C}, {18, L},
+		}
+	}
 	if fmt.Sprint(all) != fmt.Sprint(want) {
 		t.Fatalf("VerifyEvents over the whole log found\n%v, want\n%v", all, want)
 	}
@@ -335,23 +429,17 @@ func truncate(t *testing.T, path string, recs []ledger.Record) {
 	t.Helper()
 	last := recs[len(recs)-1]
 	editFile(t, path, func(btx *bolt.Tx) error {
-		get := func(level uint, index uint64) (ledger.Hash, error) {
-			var h ledger.Hash
-			v := levelOf(btx, byte(level)).Get(key(index))
-			if len(v) != len(h) {
-				return h, ErrNotFound
+		// The nodes its append completed: those whose last leaf it is, at
+		// every level the file stores.
+		err := btx.Bucket([]byte("merkle")).ForEachBucket(func(name []byte) error {
+			level := uint(name[0])
+			if last.Seq%(1<<level) != 0 {
+				return nil
 			}
-			copy(h[:], v)
-			return h, nil
-		}
-		nodes, err := ledger.AppendNodes(last.Seq-1, last.Hash, get)
+			return levelOf(btx, name[0]).Delete(key(last.Seq>>level - 1))
+		})
 		if err != nil {
 			return err
-		}
-		for _, n := range nodes {
-			if err := levelOf(btx, byte(n.Level)).Delete(key(n.Index)); err != nil {
-				return err
-			}
 		}
 		if err := eventsOf(btx).Delete(key(last.Seq)); err != nil {
 			return err
@@ -366,8 +454,16 @@ func truncate(t *testing.T, path string, recs []ledger.Record) {
 // can no longer produce that size, and a log grown back to that size has
 // another root, which no consistency proof can bridge.
 func TestTamperTruncationWithFixedUpHead(t *testing.T) {
-	const n = tamperSize
-	path, recs := tamperLedger(t, n)
+	eachFormat(t, func(t *testing.T, format uint64) {
+		// 21 completes no stored node of format 2, 16 completes 4/0.
+		for _, n := range []int{tamperSize, 16} {
+			t.Run(fmt.Sprint("size=", n), func(t *testing.T) { testTruncation(t, uint64(n), format) })
+		}
+	})
+}
+
+func testTruncation(t *testing.T, n uint64, format uint64) {
+	path, recs := tamperLedger(t, int(n), format)
 	l, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -20,8 +20,16 @@ type Tx struct {
 	headDirty bool
 	events    *bolt.Bucket
 	levels    []*bolt.Bucket
-	spaces    []byte   // the bucket holding this view's spaces: bucketSpaces or bucketStaging
-	appended  [][]byte // stored bytes of the events Append added, in order
+	// base is the lowest Merkle level the file stores: 0 in format 1,
+	// baseLevel in format 2, whose lower nodes are hashed from the events.
+	base   uint
+	format uint64
+	// tail holds the hashes of the events after the last stored node of
+	// level base, when base > 0: the Store's, kept across commits, or the
+	// transaction's own.
+	tail     *leafTail
+	spaces   []byte   // the bucket holding this view's spaces: bucketSpaces or bucketStaging
+	appended [][]byte // stored bytes of the events Append added, in order
 	// stagingUsed is set once this transaction writes to a staging space:
 	// bbolt's MoveBucket would drop what it wrote there.
 	stagingUsed *bool
@@ -33,6 +41,12 @@ func newTx(btx *bolt.Tx) *Tx {
 		tx.head.Seq = binary.BigEndian.Uint64(v)
 		copy(tx.head.Hash[:], v[8:])
 	}
+	if v := btx.Bucket(bucketMeta).Get(keyFormat); len(v) == 8 {
+		tx.format = binary.BigEndian.Uint64(v)
+	}
+	if tx.format >= 2 {
+		tx.base = baseLevel
+	}
 	if btx.Writable() {
 		// The log and its nodes only grow at the end: pack pages full.
 		tx.events.FillPercent = 1
@@ -42,6 +56,9 @@ func newTx(btx *bolt.Tx) *Tx {
 
 // Writable reports whether the transaction may append.
 func (tx *Tx) Writable() bool { return tx.btx.Writable() }
+
+// Format is the file's format version (FormatVersion or older).
+func (tx *Tx) Format() uint64 { return tx.format }
 
 // Head is the log's last event as of this transaction (including appends
 // made in it).
@@ -102,7 +119,13 @@ func (tx *Tx) store(seq uint64, raw []byte) (ledger.Hash, error) {
 	if err := tx.events.Put(u64(seq), raw); err != nil {
 		return h, fmt.Errorf("append seq %d: %w", seq, err)
 	}
-	nodes, err := ledger.AppendNodes(seq-1, h, tx.Node)
+	var nodes []ledger.Node
+	var err error
+	if tx.base == 0 {
+		nodes, err = ledger.AppendNodes(seq-1, h, tx.Node)
+	} else {
+		nodes, err = tx.appendTail(seq, h)
+	}
 	if err != nil {
 		return h, fmt.Errorf("append seq %d: merkle: %w", seq, err)
 	}
@@ -118,6 +141,70 @@ func (tx *Tx) store(seq uint64, raw []byte) (ledger.Hash, error) {
 	tx.head = ledger.Head{Seq: seq, Hash: h}
 	tx.headDirty = true
 	return h, nil
+}
+
+// leafTail is the hashes of the events after the last complete group of
+// 1<<baseLevel: what the next node of level baseLevel is hashed from. It is
+// valid for a log whose head is (seq, hash): a commit rolled back leaves it
+// ahead of the file's head, and the next append reads it again.
+type leafTail struct {
+	seq    uint64
+	hash   ledger.Hash
+	leaves []ledger.Hash // events seq-len(leaves)+1 .. seq
+}
+
+// appendTail adds the leaf h of event seq to the tail and returns the
+// stored nodes it completes: none until it completes a group, then the
+// group's node at level base and the parents that completes. Only the first
+// append of a log whose tail is not known reads events: at most
+// 1<<base - 1 of them, hashed once.
+func (tx *Tx) appendTail(seq uint64, h ledger.Hash) ([]ledger.Node, error) {
+	t := tx.tail
+	if t == nil {
+		t = &leafTail{}
+		tx.tail = t
+	}
+	group := uint64(1) << tx.base
+	if t.seq != tx.head.Seq || t.hash != tx.head.Hash || uint64(len(t.leaves)) != tx.head.Seq%group {
+		// Read the events of the group so far.
+		t.leaves = t.leaves[:0]
+		first := tx.head.Seq - tx.head.Seq%group + 1
+		if err := tx.leafHashes(first, tx.head.Seq+1, func(l ledger.Hash) { t.leaves = append(t.leaves, l) }); err != nil {
+			return nil, err
+		}
+	}
+	t.leaves = append(t.leaves, h)
+	t.seq, t.hash = seq, h
+	if uint64(len(t.leaves)) < group {
+		return nil, nil
+	}
+	root := ledger.PerfectRoot(t.leaves)
+	t.leaves = t.leaves[:0]
+	return ledger.AppendNode(tx.base, (seq-1)>>tx.base, root, tx.Node)
+}
+
+// leafHashes calls fn with the hash of each stored event with seq in
+// [begin, end), in order; a missing event is ErrDamaged if the head is past
+// it, else ErrNotFound.
+func (tx *Tx) leafHashes(begin, end uint64, fn func(ledger.Hash)) error {
+	if begin >= end {
+		return nil
+	}
+	c := tx.events.Cursor()
+	seq := begin
+	for k, v := c.Seek(u64(begin)); seq < end; k, v = c.Next() {
+		if !keyIs(k, seq) {
+			if seq <= tx.head.Seq {
+				// An event the log holds is gone: the nodes over it
+				// cannot be hashed, as a stored node could not be read.
+				return fmt.Errorf("%w: event %d is missing", ErrDamaged, seq)
+			}
+			return fmt.Errorf("event %d: %w", seq, ErrNotFound)
+		}
+		fn(ledger.LeafHash(v))
+		seq++
+	}
+	return nil
 }
 
 // flush writes the head once per commit rather than once per event.
@@ -156,10 +243,21 @@ func (tx *Tx) level(level uint, create bool) (*bolt.Bucket, error) {
 	return b, nil
 }
 
-// Node returns the stored Merkle node at (level, index): the root of the
-// perfect subtree over leaves [index<<level, (index+1)<<level).
+// Node returns the Merkle node at (level, index): the root of the perfect
+// subtree over leaves [index<<level, (index+1)<<level). A node of a level
+// the file does not store (format 2: below baseLevel) is hashed from the
+// events, at most 1<<(baseLevel-1) of them.
 func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 	var h ledger.Hash
+	if level < tx.base {
+		var buf [1 << (baseLevel - 1)]ledger.Hash
+		leaves := buf[:0]
+		begin := index<<level + 1
+		if err := tx.leafHashes(begin, begin+1<<level, func(l ledger.Hash) { leaves = append(leaves, l) }); err != nil {
+			return h, fmt.Errorf("merkle node %d/%d: %w", level, index, err)
+		}
+		return ledger.PerfectRoot(leaves), nil
+	}
 	b, err := tx.level(level, false)
 	if err != nil {
 		return h, err
@@ -173,6 +271,27 @@ func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 	}
 	copy(h[:], v)
 	return h, nil
+}
+
+// Committed returns the hash the log commits to for event seq, whatever its
+// stored bytes now hash to: its stored leaf in format 1; in format 2 (no
+// leaves) the prev of event seq+1, or the head's hash for the last event.
+// ErrNotFound past the head; ErrDamaged if what commits to it is unreadable.
+func (tx *Tx) Committed(seq uint64) (ledger.Hash, error) {
+	if seq < 1 || seq > tx.head.Seq {
+		return ledger.Hash{}, fmt.Errorf("event %d: %w", seq, ErrNotFound)
+	}
+	if tx.base == 0 {
+		return tx.Node(0, seq-1)
+	}
+	if seq == tx.head.Seq {
+		return tx.head.Hash, nil
+	}
+	next, err := tx.Event(seq + 1)
+	if err != nil {
+		return ledger.Hash{}, fmt.Errorf("%w: the link to event %d: %v", ErrDamaged, seq, err)
+	}
+	return next.Prev, nil
 }
 
 // Event reads and decodes the event at seq. ErrNotFound if absent.

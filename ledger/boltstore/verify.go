@@ -2,57 +2,95 @@ package boltstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/logbook-dev/logbook/ledger"
+	bolt "go.etcd.io/bbolt"
 )
 
 // VerifyEvents checks the events with seq in [begin, end) inside this
 // transaction — hashes against stored leaves, links, positions — and calls
 // fn for every problem (not just the first). fn returning an error stops the
-// check. It returns how many events were checked.
+// check. It returns how many events were checked. In a file that stores no
+// leaves (format 2) an event's bytes are checked against the next event's
+// link, so it reads one event past end.
 func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*ledger.IntegrityError) error) (uint64, error) {
 	begin = max(begin, 1)
-	c := ledger.NewChainChecker(tx.head)
+	end = min(end, tx.head.Seq+1)
+	c := tx.newChecker()
 	if begin > 1 {
 		// The link into the range is checked against the hash of event
 		// begin-1's bytes, as the whole-log check sees it (a changed stored
 		// leaf there is outside the range); against its stored leaf only
-		// if the event is gone.
+		// if the event is gone (format 2: against begin's own link).
 		var prev ledger.Hash
 		if raw := tx.events.Get(u64(begin - 1)); raw != nil {
 			prev = ledger.LeafHash(raw)
-		} else {
+		} else if tx.base == 0 {
 			var err error
 			if prev, err = tx.Node(0, begin-2); err != nil {
 				return 0, err
 			}
+		} else if _, link, ok := linkOf(tx.events.Get(u64(begin))); ok {
+			prev = link
 		}
 		c.Resume(begin-1, prev)
 	}
-	end = min(end, tx.head.Seq+1)
-	checked := func() uint64 { return c.Seq() - (begin - 1) }
-	if err := tx.CheckEvents(c, begin, end, fn); err != nil {
-		return checked(), err
+	checked := func() uint64 {
+		if c.Seq() < begin || end <= begin {
+			return 0
+		}
+		return min(c.Seq(), end-1) - (begin - 1) // format 2 reads event end too
 	}
-	var p *ledger.IntegrityError
-	if end == tx.head.Seq+1 {
-		p = c.Finish()
-	} else {
-		p = c.EndBefore(tx.events.Get(u64(end)))
-	}
-	if p != nil {
-		if err := fn(p); err != nil {
-			return checked(), err
+	report, last := fn, end
+	if tx.base > 0 {
+		// Event end-1 is judged by event end's link; the problems of the
+		// events either side of the range are not the range's.
+		last = min(end+1, tx.head.Seq+1)
+		report = func(p *ledger.IntegrityError) error {
+			if p.Seq < begin || p.Seq >= end {
+				return nil
+			}
+			return fn(p)
 		}
 	}
-	return checked(), nil
+	if err := tx.CheckEvents(c, begin, last, report); err != nil {
+		return checked(), err
+	}
+	var err error
+	if last == tx.head.Seq+1 {
+		err = c.Finish(report)
+	} else {
+		err = c.EndBefore(tx.events.Get(u64(last)), report)
+	}
+	return checked(), err
+}
+
+// linkOf decodes an event's stored bytes for the seq they claim and their
+// prev; ok is false if they do not decode.
+func linkOf(raw []byte) (uint64, ledger.Hash, bool) {
+	r, err := ledger.DecodeRecord(raw)
+	if err != nil {
+		return 0, ledger.Hash{}, false
+	}
+	return r.Seq, r.Prev, true
+}
+
+// newChecker returns the chain checker for this file's format: with the
+// stored leaves, or (format 2) links only.
+func (tx *Tx) newChecker() *ledger.ChainChecker {
+	if tx.base > 0 {
+		return ledger.NewLinkChecker(tx.head)
+	}
+	return ledger.NewChainChecker(tx.head)
 }
 
 // CheckEvents feeds the stored events with seq in [begin, end), with their
-// stored leaves, to c, which calls fn for each problem. A missing event is
-// reported and the check resumes at the next stored one.
+// stored leaves (if the file stores them), to c, which calls fn for each
+// problem. A missing event is reported and the check resumes at the next
+// stored one.
 func (tx *Tx) CheckEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*ledger.IntegrityError) error) error {
 	return tx.checkEvents(c, begin, end, fn, nil)
 }
@@ -62,11 +100,14 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 	if end <= begin {
 		return nil
 	}
-	leaves, err := tx.level(0, false)
-	if err != nil {
-		return fn(&ledger.IntegrityError{Seq: begin, Problem: ledger.ProblemNode, Detail: "no stored leaves"})
+	var lc *bolt.Cursor
+	if tx.base == 0 {
+		leaves, err := tx.level(0, false)
+		if err != nil {
+			return fn(&ledger.IntegrityError{Seq: begin, Problem: ledger.ProblemNode, Detail: "no stored leaves"})
+		}
+		lc = leaves.Cursor()
 	}
-	lc := leaves.Cursor()
 	ec := tx.events.Cursor()
 	k, raw := ec.Seek(u64(begin))
 	for seq := begin; seq < end; seq++ {
@@ -83,8 +124,10 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 			return nil
 		}
 		var leaf []byte
-		if lk, lv := lc.Seek(u64(seq - 1)); keyIs(lk, seq-1) {
-			leaf = lv
+		if lc != nil {
+			if lk, lv := lc.Seek(u64(seq - 1)); keyIs(lk, seq-1) {
+				leaf = lv
+			}
 		}
 		if err := c.Event(seq, raw, leaf, fn); err != nil {
 			return err
@@ -181,11 +224,12 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 		opts.Chunk = 1 << 16
 	}
 	var head ledger.Head
-	if err := s.View(func(tx *Tx) error { head = tx.Head(); return nil }); err != nil {
+	var base uint
+	if err := s.View(func(tx *Tx) error { head, base = tx.Head(), tx.base; return nil }); err != nil {
 		return VerifyReport{}, err
 	}
 	rep := VerifyReport{Size: head.Seq, Head: head.Hash}
-	total := head.Seq + head.Seq // events, then about as many nodes
+	total := head.Seq + head.Seq>>base // events, then about as many nodes
 	var first *ledger.IntegrityError
 	keep := func(p *ledger.IntegrityError) error {
 		if first == nil || p.Seq < first.Seq {
@@ -195,12 +239,26 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	}
 
 	c := ledger.NewChainChecker(head)
+	var groups *groupCheck
+	if base > 0 {
+		// No stored leaves: each event is judged by the next link, and
+		// the nodes of the lowest stored level are hashed from the events
+		// as they are read.
+		c = ledger.NewLinkChecker(head)
+		groups = &groupCheck{base: base, c: c, keep: keep}
+	}
 	for begin := uint64(1); begin <= head.Seq && first == nil; begin += opts.Chunk {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
 		end := min(begin+opts.Chunk, head.Seq+1)
-		err := s.View(func(tx *Tx) error { return tx.checkEvents(c, begin, end, keep, opts.Each) })
+		err := s.View(func(tx *Tx) error {
+			each := opts.Each
+			if groups != nil {
+				each = groups.each(tx, opts.Each)
+			}
+			return tx.checkEvents(c, begin, end, keep, each)
+		})
 		if err != nil && err != errStop {
 			return rep, err
 		}
@@ -214,12 +272,16 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 		}
 	}
 	if first == nil {
-		if p := c.Finish(); p != nil {
-			keep(p)
+		c.Finish(keep)
+	}
+	if groups != nil {
+		rep.Nodes += groups.nodes
+		if groups.pending != nil {
+			keep(groups.pending)
 		}
 	}
-	// Levels above the leaves, each against the level below it.
-	for level := uint(1); head.Seq>>level > 0; level++ {
+	// Levels above, each against the level below it.
+	for level := base + 1; head.Seq>>level > 0; level++ {
 		n := head.Seq >> level
 		for begin := uint64(0); begin < n; begin += opts.Chunk {
 			if err := ctx.Err(); err != nil {
@@ -253,4 +315,68 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 		return err
 	})
 	return rep, err
+}
+
+// groupCheck checks, in Verify's pass over a file that stores no leaves,
+// each stored node of the lowest stored level against the root of the
+// events it covers, hashed as they are read. A node that differs is held
+// until the chain checker has judged every event it covers (two events
+// on), so a changed event is reported as such, at its own seq, rather than
+// as the node above it.
+type groupCheck struct {
+	base    uint
+	c       *ledger.ChainChecker
+	keep    func(*ledger.IntegrityError) error
+	leaves  []ledger.Hash
+	pending *ledger.IntegrityError
+	nodes   uint64 // nodes checked
+}
+
+// each returns the EachEvent of one read transaction: the check, then next.
+func (g *groupCheck) each(tx *Tx, next EachEvent) EachEvent {
+	// One cursor and key for the transaction: a Get per node would
+	// allocate a cursor's stack each time.
+	var cur *bolt.Cursor
+	var k [8]byte
+	return func(seq uint64, raw []byte, hash ledger.Hash) error {
+		if g.pending != nil && g.c.Seq() >= g.pending.Seq+2 {
+			return g.keep(g.pending)
+		}
+		g.leaves = append(g.leaves, hash)
+		if len(g.leaves) == 1<<g.base {
+			want := ledger.PerfectRoot(g.leaves)
+			g.leaves = g.leaves[:0]
+			g.nodes++
+			index := seq>>g.base - 1
+			if cur == nil {
+				if b, err := tx.level(g.base, false); err == nil {
+					cur = b.Cursor()
+				}
+			}
+			var got []byte
+			if cur != nil {
+				binary.BigEndian.PutUint64(k[:], index)
+				if ck, cv := cur.Seek(k[:]); keyIs(ck, index) {
+					got = cv
+				}
+			}
+			var p *ledger.IntegrityError
+			switch {
+			case got == nil:
+				p = &ledger.IntegrityError{Seq: seq, Problem: ledger.ProblemNode, Detail: fmt.Sprintf("node %d/%d missing", g.base, index)}
+			case len(got) != len(want):
+				p = &ledger.IntegrityError{Seq: seq, Problem: ledger.ProblemNode, Detail: fmt.Sprintf("node %d/%d is %d bytes, not 32", g.base, index, len(got))}
+			case ledger.Hash(got) != want:
+				p = &ledger.IntegrityError{Seq: seq, Problem: ledger.ProblemNode, Want: want, Got: ledger.Hash(got),
+					Detail: fmt.Sprintf("node %d/%d is not the root of the events it covers", g.base, index)}
+			}
+			if p != nil && g.pending == nil {
+				g.pending = p
+			}
+		}
+		if next != nil {
+			return next(seq, raw, hash)
+		}
+		return nil
+	}
 }
