@@ -9,11 +9,45 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// EnvelopeVersion is the layout version of the stored event envelope. It is
-// the first element of every stored event.
-const EnvelopeVersion = 1
+// EnvelopeVersion is the layout version of the stored event envelope this
+// binary writes. It is the first element of every stored event. Version 1
+// stores the type as a string; version 2 (written now) stores a type of
+// TypeCodes as its code, a positive fixint (one byte where
+// "thought.recorded" took 17), and any other type as a string. Both read.
+const EnvelopeVersion = 2
+
+// TypeCodes are the codes of the event types envelope version 2 stores as
+// a number: TypeCodes[code] is the type's name. Append-only: a code, once
+// written to a ledger, names its type forever; 0 is not a code.
+var TypeCodes = [...]string{
+	1:  "task.created",
+	2:  "task.updated",
+	3:  "thought.recorded",
+	4:  "tool.called",
+	5:  "session.started",
+	6:  "session.finalized",
+	7:  "skills.loaded",
+	8:  "token.issued",
+	9:  "token.revoked",
+	10: "finding.recorded",
+	11: "learning.recorded",
+	12: "learning.superseded",
+	13: "memory.written",
+}
+
+// typeCode is the code of each type in TypeCodes.
+var typeCode = func() map[string]uint64 {
+	m := make(map[string]uint64, len(TypeCodes))
+	for c, name := range TypeCodes {
+		if name != "" {
+			m[name] = uint64(c)
+		}
+	}
+	return m
+}()
 
 // envelopeFields is the number of elements of the stored msgpack array.
 const envelopeFields = 9
@@ -25,10 +59,14 @@ const envelopeFields = 9
 //
 //	[envelope_version, seq, time_unix_ms, type, payload_version, actor, subjects, payload, prev]
 //
-// payload is a msgpack bin holding the payload's own msgpack bytes, so the
-// envelope decodes without knowing any payload type. The event's hash is
+// type is a code of TypeCodes or a string (envelope version 2), or a
+// string (version 1). payload is a msgpack bin holding the payload's own
+// msgpack bytes, so the envelope decodes without knowing any payload type.
+// An event read from an older envelope re-encodes in it (Envelope), so
+// the canonical check compares like with like. The event's hash is
 // LeafHash of the stored bytes, never of a re-encoding.
 type Event struct {
+	Envelope uint8     // the envelope version it was stored in if older than EnvelopeVersion; 0: the current one (as Append writes)
 	Seq      uint64    // position in the log, from 1
 	Time     time.Time // UTC, millisecond precision
 	Type     string    // past-tense fact, e.g. "task.created"
@@ -68,12 +106,23 @@ func (e *Event) encodeTo(buf *bytes.Buffer) error {
 	enc.Reset(buf)
 	// The shortest integer form is what makes the encoding canonical.
 	enc.UseCompactInts(true)
+	version := uint64(e.Envelope)
+	if version == 0 {
+		version = EnvelopeVersion
+	}
+	if version > EnvelopeVersion {
+		return fmt.Errorf("encode event: envelope version %d", version)
+	}
+	typ := enc.EncodeString
+	if code, ok := typeCode[e.Type]; ok && version >= 2 {
+		typ = func(string) error { return enc.EncodeUint(code) }
+	}
 	err := errors.Join(
 		enc.EncodeArrayLen(envelopeFields),
-		enc.EncodeUint(EnvelopeVersion),
+		enc.EncodeUint(version),
 		enc.EncodeUint(e.Seq),
 		enc.EncodeInt(e.Time.UnixMilli()),
-		enc.EncodeString(e.Type),
+		typ(e.Type),
 		enc.EncodeUint(uint64(e.Version)),
 		enc.EncodeString(e.Actor),
 		enc.EncodeArrayLen(len(e.Subjects)),
@@ -105,8 +154,11 @@ func DecodeEvent(raw []byte) (Event, error) {
 		return fail(fmt.Sprintf("want array of %d, got %d", envelopeFields, n), err)
 	}
 	v, err := d.DecodeUint64()
-	if err != nil || v != EnvelopeVersion {
+	if err != nil || v < 1 || v > EnvelopeVersion {
 		return fail(fmt.Sprintf("envelope version %d", v), err)
+	}
+	if v != EnvelopeVersion {
+		e.Envelope = uint8(v)
 	}
 	if e.Seq, err = d.DecodeUint64(); err != nil {
 		return fail("seq", err)
@@ -116,7 +168,17 @@ func DecodeEvent(raw []byte) (Event, error) {
 		return fail("time", err)
 	}
 	e.Time = time.UnixMilli(ms).UTC()
-	if e.Type, err = d.DecodeString(); err != nil {
+	c, err := d.PeekCode()
+	if err != nil {
+		return fail("type", err)
+	}
+	if v >= 2 && !msgpcode.IsString(c) {
+		code, err := d.DecodeUint64()
+		if err != nil || code >= uint64(len(TypeCodes)) || TypeCodes[code] == "" {
+			return fail(fmt.Sprintf("type code %d", code), err)
+		}
+		e.Type = TypeCodes[code]
+	} else if e.Type, err = d.DecodeString(); err != nil {
 		return fail("type", err)
 	}
 	if e.Version, err = d.DecodeUint16(); err != nil {
