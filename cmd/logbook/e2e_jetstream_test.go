@@ -21,7 +21,7 @@ func TestServersShareAStream(t *testing.T) {
 	nats := []string{"--store", url, "--stream", "shared", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
 	dbA, dbB := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
 	a := startHTTPServer(t, dbA, nats...)
-	b := startHTTPServer(t, dbB, append(nats, "--replica-nosync")...)
+	b := startHTTPServer(t, dbB, append(nats, "--replica-fsync")...)
 	token, _ := addToken(t, dbA, "--agent", "alice")
 	csA, err := connectHTTP(t, a.url, token, "alice", "")
 	if err != nil {

@@ -148,14 +148,14 @@ func serveHTTP(c *call) func() error {
 	maxBody := c.fs.Int64("max-body-bytes", mcp.DefaultMaxMessageBytes, "largest request body accepted (413 beyond)")
 	drain := c.fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long to wait for calls in flight")
 	store := c.fs.String("store", "", "keep the ledger in NATS JetStream: nats://HOST:PORT[,…] (with --stream); --db is then this node's local copy")
-	noSync := c.fs.Bool("replica-nosync", false, "with --store: do not fsync the local copy (the stream is the durable log)")
+	fsync := c.fs.Bool("replica-fsync", false, "with --store: fsync the local copy at every commit (by default it is not: the stream is the durable log, and a copy left unsynced by a machine restart is refused as damaged)")
 	nf := jetstream.AddFlags(c.fs, c.getenv)
 	return func() error {
 		switch {
 		case *store != "" && !jetstream.IsURL(*store):
 			return fmt.Errorf("--store %q: want nats://HOST:PORT[,…]", *store)
-		case *store == "" && (nf.Options.Stream != "" || *noSync):
-			return errors.New("--stream and --replica-nosync go with --store nats://…")
+		case *store == "" && (nf.Options.Stream != "" || *fsync):
+			return errors.New("--stream and --replica-fsync go with --store nats://…")
 		case (*tlsCert == "") != (*tlsKey == ""):
 			return errors.New("--tls-cert and --tls-key go together")
 		case *maxBody <= 0 || *drain <= 0:
@@ -171,7 +171,10 @@ func serveHTTP(c *call) func() error {
 			*admin = ""
 		}
 		log := newLogger(c.env)
-		led := server.Ledger{DB: *c.db, Skills: *skillsDir, Version: version, Tools: topts, NoSync: *noSync}
+		// The local copy skips its fsync unless told otherwise, or unless
+		// this system cannot tell a machine restart (no boot id).
+		noSync := *store != "" && !*fsync && boltstore.NoSyncSupported()
+		led := server.Ledger{DB: *c.db, Skills: *skillsDir, Version: version, Tools: topts, NoSync: noSync}
 		if *store != "" {
 			rep, closeRep, err := c.openReplica(nf, *store)
 			if err != nil {
@@ -179,7 +182,7 @@ func serveHTTP(c *call) func() error {
 			}
 			defer closeRep()
 			led.Replica = rep
-			log.Info("ledger kept in NATS JetStream", "stream", nf.Options.Stream, "servers", *store, "local_copy", *c.db, "nosync", *noSync)
+			log.Info("ledger kept in NATS JetStream", "stream", nf.Options.Stream, "servers", *store, "local_copy", *c.db, "local_fsync", !noSync)
 		}
 		err := server.Serve(c.ctx, led, server.Options{
 			Listen: *listen, TLSCert: *tlsCert, TLSKey: *tlsKey, AdminSocket: *admin,

@@ -77,9 +77,12 @@ func (l *Store) await(batch []*request, d time.Duration) []*request {
 	return batch
 }
 
-// drain adds whatever else is already waiting to batch; it never waits.
+// drain adds whatever else is already waiting to batch, up to MaxBatch
+// calls; it never waits. (Not up to cap(batch): what is left of a batch
+// after a commit is a slice of it with less room each time, and a session
+// that kept the file for many commits ended up draining one call a commit.)
 func (l *Store) drain(batch []*request) []*request {
-	for len(batch) < cap(batch) {
+	for len(batch) < l.opts.MaxBatch {
 		select {
 		case r := <-l.queue:
 			batch = append(batch, r)
@@ -204,6 +207,7 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 		failed, ferr := -1, error(nil)
 		ran := len(batch)
 		var head ledger.Head
+		ingested := false // whether the catch-up brought events in
 		err := db.Update(func(btx *bolt.Tx) error {
 			start := time.Now()
 			if err := l.checkFile(btx); err != nil {
@@ -220,9 +224,11 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 			}
 			replica := l.opts.Replica
 			if replica != nil {
+				before := tx.head.Seq
 				if err := replica.CatchUp(tx); err != nil {
 					return fmt.Errorf("catch up with the replicated log: %w", err)
 				}
+				ingested = tx.head.Seq > before
 			}
 			base := tx.head // what the calls decide against
 			for i, r := range batch {
@@ -255,6 +261,15 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 			// that grows with each conflict, so nodes that keep colliding
 			// spread out instead of colliding again.
 			retries++
+			if ingested {
+				// Keep what the rolled-back transaction ingested: a node
+				// far behind would ingest the same events again at every
+				// conflict and, while others keep appending, never get
+				// to decide (a node reopened behind starved for 20s in
+				// jetstream's fault test). Its error, if any, is the
+				// next attempt's too.
+				l.catchUp(db)
+			}
 			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(retries, 7))))
 			continue
 		}
@@ -269,6 +284,28 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 		return batch[ran:], err
 	}
 	return nil, nil
+}
+
+// catchUp commits, alone, what the replicated log holds past the file's
+// head.
+func (l *Store) catchUp(db *bolt.DB) error {
+	var head ledger.Head
+	err := db.Update(func(btx *bolt.Tx) error {
+		if err := l.checkFile(btx); err != nil {
+			return err
+		}
+		tx := newTx(btx)
+		defer func() { head = tx.head }()
+		tx.now = l.opts.Now
+		if err := l.opts.Replica.CatchUp(tx); err != nil {
+			return fmt.Errorf("catch up with the replicated log: %w", err)
+		}
+		return tx.flush()
+	})
+	if err == nil {
+		l.seen.committed(head)
+	}
+	return err
 }
 
 func safeRun(fn func(*Tx) error, tx *Tx) (err error) {

@@ -97,3 +97,21 @@ func TestWantSignal(t *testing.T) {
 		t.Fatal("a closed waiter's signal still seen")
 	}
 }
+
+// drain takes up to MaxBatch waiting calls whatever room the batch it is
+// given has left: a session that keeps the file for many commits hands it
+// what is left of its last batch, with less room each time (once, that
+// made every commit of a long session take one call).
+func TestDrainTakesUpToMaxBatch(t *testing.T) {
+	l := &Store{opts: Options{MaxBatch: 8}, queue: make(chan *request, 16)}
+	for range 10 {
+		l.queue <- &request{}
+	}
+	full := make([]*request, 4)
+	if got := l.drain(full[4:]); len(got) != 8 {
+		t.Errorf("drain into a batch with no room left took %d calls, want 8 (MaxBatch)", len(got))
+	}
+	if got := l.drain(nil); len(got) != 2 {
+		t.Errorf("drain took %d calls, want the 2 left", len(got))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -157,27 +158,186 @@ func TestReplicaCorruptionIsNeverIngested(t *testing.T) {
 }
 
 // TestNoSyncOnlyForAReplica: skipping the fsync is refused for a ledger
-// file that is its own log, and accepted for a copy of a replicated log,
-// which then commits and reopens as usual.
+// file that is its own log, and for one not held, and accepted for a held
+// copy of a replicated log, which then commits and reopens as usual; a
+// clean Close leaves no marker.
 func TestNoSyncOnlyForAReplica(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Open(filepath.Join(dir, "alone.db"), Options{Create: true, NoSync: true}); err == nil {
+	if _, err := Open(filepath.Join(dir, "alone.db"), Options{Create: true, Hold: true, NoSync: true}); err == nil {
 		t.Fatal("NoSync without a replica was accepted")
 	}
 	log := &memLog{}
+	if _, err := Open(filepath.Join(dir, "unheld.db"), Options{Create: true, NoSync: true, Replica: log}); err == nil {
+		t.Fatal("NoSync without Hold was accepted")
+	}
 	path := filepath.Join(dir, "copy.db")
-	l, err := Open(path, Options{Create: true, NoSync: true, Replica: log})
+	l, err := Open(path, Options{Create: true, Hold: true, NoSync: true, Replica: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, l, 3)
-	l.Close()
-	l, err = Open(path, Options{NoSync: true, Replica: log})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(unsyncedMarker(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("marker after a clean Close: %v", err)
+	}
+	l, err = Open(path, Options{Hold: true, NoSync: true, Replica: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	if rep, err := l.Verify(context.Background(), VerifyOptions{}); err != nil || rep.Size != 3 {
 		t.Errorf("reopened copy: %d events, %v", rep.Size, err)
+	}
+}
+
+// setBoot makes the current boot's id id for the test.
+func setBoot(t *testing.T, id string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "boot_id")
+	if err := os.WriteFile(f, []byte(id+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := bootIDFile
+	bootIDFile = f
+	t.Cleanup(func() { bootIDFile = old })
+}
+
+// crashImage copies the file at path and its marker, as they stand with
+// the Store still open, to dir: what a process killed now leaves, or — in
+// another boot — what a stopped machine may have left.
+func crashImage(t *testing.T, path, dir string) string {
+	t.Helper()
+	img := filepath.Join(dir, filepath.Base(path))
+	for _, p := range []string{path, unsyncedMarker(path)} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return img
+}
+
+// TestNoSyncCopyAfterAMachineRestartIsDamaged: a copy left with unsynced
+// commits (a process killed) opens in the same boot, with every commit,
+// and its marker is cleared once synced; in another boot (the machine
+// stopped) every Open refuses it with ErrDamaged, however whole it looks,
+// and deleting it lets the node ingest the log anew, losing nothing.
+func TestNoSyncCopyAfterAMachineRestartIsDamaged(t *testing.T) {
+	setBoot(t, "boot-1")
+	log := &memLog{}
+	path := filepath.Join(t.TempDir(), "copy.db")
+	l, err := Open(path, Options{Create: true, Hold: true, NoSync: true, Replica: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendN(t, l, 5)
+	if b, err := os.ReadFile(unsyncedMarker(path)); err != nil || string(b) != "boot-1\n" {
+		t.Fatalf("marker %q, %v", b, err)
+	}
+
+	// A killed process: same boot, the page cache holds every commit.
+	killed := crashImage(t, path, t.TempDir())
+	k, err := Open(killed, Options{Replica: log})
+	if err != nil {
+		t.Fatalf("open after a killed process: %v", err)
+	}
+	if rep, err := k.Verify(context.Background(), VerifyOptions{}); err != nil || rep.Size != 5 {
+		t.Errorf("after a killed process: %d events, %v", rep.Size, err)
+	}
+	k.Close()
+	if _, err := os.Stat(unsyncedMarker(killed)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("marker left after a synced open: %v", err)
+	}
+
+	// A stopped machine: another boot.
+	stopped := crashImage(t, path, t.TempDir())
+	setBoot(t, "boot-2")
+	for _, o := range []Options{{Replica: log}, {ReadOnly: true}, {Hold: true, NoSync: true, Replica: log}} {
+		if _, err := Open(stopped, o); !errors.Is(err, ErrDamaged) {
+			t.Errorf("open %+v after a machine restart: %v, want ErrDamaged", o, err)
+		}
+	}
+	// The operator deletes it: the node ingests the log anew.
+	if err := os.Remove(stopped); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(stopped, Options{Replica: log}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("open the deleted copy without Create: %v, want ErrNotExist", err)
+	}
+	n, err := Open(stopped, Options{Create: true, Hold: true, NoSync: true, Replica: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Update(func(*Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := n.Verify(context.Background(), VerifyOptions{}); err != nil || rep.Size != 5 {
+		t.Errorf("ingested anew: %d events, %v", rep.Size, err)
+	}
+	if b, err := os.ReadFile(unsyncedMarker(stopped)); err != nil || string(b) != "boot-2\n" {
+		t.Errorf("new file's marker %q, %v", b, err)
+	}
+}
+
+// racedLog is a memLog where another node appends first at the next
+// races Appends, and which counts what each catch-up ingests.
+type racedLog struct {
+	*memLog
+	races    int
+	race     func()
+	ingested []int // per CatchUp call
+}
+
+func (r *racedLog) CatchUp(tx *Tx) error {
+	before := tx.Head().Seq
+	err := r.memLog.CatchUp(tx)
+	r.ingested = append(r.ingested, int(tx.Head().Seq-before))
+	return err
+}
+
+func (r *racedLog) Append(head ledger.Head, events [][]byte) error {
+	if r.races > 0 {
+		r.races--
+		r.race()
+	}
+	return r.memLog.Append(head, events)
+}
+
+// TestCatchUpKeptOnConflict: a node far behind whose append loses the race
+// keeps what its rolled-back transaction ingested (committed alone), so
+// its next attempt ingests only what came in since, not all again.
+func TestCatchUpKeptOnConflict(t *testing.T) {
+	dir := t.TempDir()
+	log := &memLog{}
+	a, err := Open(filepath.Join(dir, "a.db"), Options{Create: true, Hold: true, Replica: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	appendN(t, a, 100)
+	raced := &racedLog{memLog: log}
+	b, err := Open(filepath.Join(dir, "b.db"), Options{Create: true, Hold: true, Replica: raced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	raced.races, raced.race = 2, func() { appendN(t, a, 1) }
+	appendN(t, b, 1)
+	// The first conflict commits what the log holds (the rolled-back 100
+	// and the event A raced with), so the next attempt ingests nothing,
+	// and after its conflict only A's next event; rolled back, they would
+	// ingest 101, then 102.
+	if want := []int{100, 101, 0, 1}; fmt.Sprint(raced.ingested) != fmt.Sprint(want) {
+		t.Errorf("ingested per catch-up %v, want %v", raced.ingested, want)
+	}
+	if rep, err := b.Verify(context.Background(), VerifyOptions{}); err != nil || rep.Size != 103 {
+		t.Errorf("node b: %d events, %v", rep.Size, err)
 	}
 }

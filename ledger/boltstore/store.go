@@ -81,10 +81,14 @@ type Options struct {
 	// commits only once the events it appended are in it.
 	Replica Replica
 	// NoSync skips the fsync of each commit, only for a Store with a
-	// Replica: the replicated log keeps every acknowledged event durably
-	// and this file is a copy of it. A machine crash may leave the file
-	// behind the log (ingested again at the next commit) or damaged
-	// (ErrDamaged: delete it; the node ingests the log anew).
+	// Replica and Hold: the replicated log keeps every acknowledged event
+	// durably and this file is a copy of it. A process that dies leaves
+	// its commits whole (the kernel still holds them). A machine that
+	// stops may leave the file torn: the Store marks it
+	// (<file>.unsynced, naming the boot) before its first unsynced commit
+	// and clears the mark at Close, and Open refuses a file marked in
+	// another boot with ErrDamaged (delete it; the node ingests the log
+	// anew). Linux only (NoSyncSupported): it needs the kernel's boot id.
 	NoSync   bool
 	MaxBatch int // most calls grouped in one commit; default 256
 	// Format is the format version of the file Create makes: 0 for
@@ -179,7 +183,29 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.NoSync && opts.Replica == nil {
 		return nil, errors.New("open ledger: NoSync is only for a copy of a replicated log (Options.Replica)")
 	}
+	if opts.NoSync && (!opts.Hold || opts.ReadOnly) {
+		return nil, errors.New("open ledger: NoSync needs Hold: one process writes the file unsynced for the Store's lifetime, and syncs it at Close")
+	}
 	l := &Store{path: path, opts: opts, quiet: quietHold}
+	// A file written without fsync is refused if the machine restarted
+	// since, and marked before it is so written (unsynced.go).
+	var marked bool
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		// No file yet (or one whose creation was cut short): the marker of
+		// one deleted before is void.
+		if _, err := os.Stat(unsyncedMarker(path)); err == nil && opts.Create && !opts.ReadOnly {
+			if err := clearUnsynced(path); err != nil {
+				return nil, fmt.Errorf("open ledger: %w", err)
+			}
+		}
+	} else if marked, err = checkUnsynced(path); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if opts.NoSync && !marked {
+		if err := markUnsynced(path); err != nil {
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+	}
 	// A file that exists but is empty is one whose creation was cut short
 	// (bbolt writes its first pages right after creating it): create it.
 	fi, err := os.Stat(path)
@@ -216,6 +242,19 @@ func Open(path string, opts Options) (*Store, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if marked && !opts.NoSync && !opts.ReadOnly {
+		// Unsynced commits of a process gone during this boot, whole in
+		// the page cache: put them on disk, and the marker is void.
+		err := l.withDB(true, func(_ *bolt.DB, file *os.File) error {
+			if err := file.Sync(); err != nil {
+				return err
+			}
+			return clearUnsynced(path)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
 	}
 	if opts.Hold && !opts.ReadOnly {
 		db, file, err := l.openDB(false, opts.LockTimeout)
@@ -361,7 +400,14 @@ func (l *Store) Close() error {
 			<-l.done
 		}
 		if l.held != nil {
-			err = l.held.Close()
+			if l.opts.NoSync {
+				// On disk, the file no longer needs its marker.
+				err = l.held.Sync()
+			}
+			err = errors.Join(err, l.held.Close())
+			if l.opts.NoSync && err == nil {
+				err = clearUnsynced(l.path)
+			}
 		}
 	})
 	return err

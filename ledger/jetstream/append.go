@@ -103,6 +103,7 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
 		seq, err := r.publish(attempt, head.Seq, id, events)
+		r.tracef("publish after %d attempt %d via %s: %v in %v", head.Seq, attempt, r.nc.ConnectedServerName(), err, time.Since(sent).Round(time.Millisecond))
 		var refused *apiError
 		switch {
 		case err == nil:
@@ -113,35 +114,35 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 			r.noteKnown(seq)
 			r.acked.Store(seq)
 			return nil
-		case errors.As(err, &refused) && refused.headMoved() && !ambiguous:
-			// Refused before anything of ours could have landed.
-			if last, ok := refused.lastSeq(); ok && last < head.Seq {
-				// A leader just elected that has not applied all it
-				// holds yet, or one cut off from the others that lacks
-				// what they hold: give it a moment before deciding again.
-				r.leaderLost(sent)
-				time.Sleep(wait)
-			} else if ok {
+		case errors.As(err, &refused) && refused.headMoved():
+			// Not proof that nothing of ours landed: after a partition
+			// heals, the server that was cut off may for a while still
+			// answer as the leader of its stale copy alongside the one
+			// the others elected, which may take the batch; the first
+			// answer is the one read. Only the stream at head+1 tells.
+			ambiguous = true
+			if last, ok := refused.lastSeq(); ok && last > head.Seq {
+				r.hintAt.Store(sent.UnixNano())
 				r.hint.Store(last)
 			}
-			return boltstore.ErrHeadMoved
-		case errors.As(err, &refused) && !refused.headMoved() && !refused.transient():
+		case errors.As(err, &refused) && !refused.transient():
 			// A definite refusal (a limit, a sealed stream): nothing of this
 			// attempt landed, but an earlier ambiguous one might have.
 			if !ambiguous {
 				return err
 			}
-		case errors.As(err, &refused) && refused.headMoved():
-			// An earlier attempt may be what moved it: read back.
-		case errors.As(err, &refused) && refused.transient():
-			// Nothing of this attempt landed; read back for earlier ones.
+		case errors.As(err, &refused):
+			// Transient: nothing of this attempt landed; read back for
+			// earlier ones.
 			r.leaderLost(sent)
 		default:
 			ambiguous = true
 			r.leaderLost(sent)
 		}
 		last = err
+		rb := time.Now()
 		landed, err := r.readBack(head.Seq, id, events)
+		r.tracef("read back after %d via %s: landed %v, %v in %v", head.Seq, r.nc.ConnectedServerName(), landed, err, time.Since(rb).Round(time.Millisecond))
 		switch {
 		case err == nil && landed:
 			r.leaderAnswered()
@@ -151,6 +152,13 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 			return err
 		case err != nil:
 			last = errors.Join(last, err)
+		case refused != nil && refused.headMoved():
+			// Refused for a last sequence other than head, yet the
+			// stream's leader holds nothing at head+1: a leader that
+			// lags what was committed (just elected), or counts
+			// proposals it cannot commit (cut off from the others, it
+			// refuses every append so until it steps down, 10-20s later).
+			r.leaderLost(sent)
 		}
 		// Nothing at head+1 yet (or the read failed): send the same batch
 		// again. Its expected last sequence lets at most one copy land.

@@ -18,7 +18,8 @@ var benchStreams atomic.Int64
 
 // benchNode is a node for a benchmark: the embedded file alone ("file"), or
 // a local copy of a fresh R3 stream on the shared 3-node loopback cluster,
-// fsync'd ("nats3") or not ("nats3-nosync": the stream is the durable log).
+// unsynced as logbook server keeps it ("nats3": the stream is the durable
+// log) or fsync'd at every commit ("nats3-fsync", --replica-fsync).
 func benchNode(b *testing.B, engine string) *node {
 	path := filepath.Join(b.TempDir(), "bench.db")
 	if engine == "file" {
@@ -32,7 +33,7 @@ func benchNode(b *testing.B, engine string) *node {
 	c := sharedCluster(b)
 	nc := c.connect(b, 0, "app")
 	rep := openReplica(b, nc, Options{Stream: fmt.Sprintf("bench%d", benchStreams.Add(1))}, hooks{})
-	s, err := boltstore.Open(path, boltstore.Options{Create: true, Hold: true, Replica: rep, NoSync: engine == "nats3-nosync"})
+	s, err := boltstore.Open(path, boltstore.Options{Create: true, Hold: true, Replica: rep, NoSync: engine == "nats3"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func rawAppend(b *testing.B) func(i int) error {
 // for the last: appends/s and latency, embedded file vs 3-node stream, and
 // the stream's own ceiling (nats3-publish: a guarded publish, no ledger).
 func BenchmarkSequentialAppend(b *testing.B) {
-	for _, engine := range []string{"file", "nats3", "nats3-nosync", "nats3-publish"} {
+	for _, engine := range []string{"file", "nats3", "nats3-fsync", "nats3-publish"} {
 		b.Run(engine, func(b *testing.B) {
 			var appendOne func(i int) error
 			if engine == "nats3-publish" {
@@ -97,7 +98,7 @@ func BenchmarkSequentialAppend(b *testing.B) {
 // (nats3-publish: 64 plain publishes in flight, unguarded, no ledger).
 func BenchmarkInFlight64(b *testing.B) {
 	const inFlight = 64
-	for _, engine := range []string{"file", "nats3", "nats3-nosync", "nats3-publish"} {
+	for _, engine := range []string{"file", "nats3", "nats3-fsync", "nats3-publish"} {
 		b.Run(engine, func(b *testing.B) {
 			var appendOne func(i int64) error
 			if engine == "nats3-publish" {

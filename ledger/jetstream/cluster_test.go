@@ -335,9 +335,11 @@ type node struct {
 	store *boltstore.Store
 }
 
+// openNode opens the node's copy as logbook server does: unsynced (the
+// stream is the durable log) where the system allows it.
 func openNode(tb testing.TB, path string, nc *nats.Conn, rep *Replica) *node {
 	tb.Helper()
-	s, err := boltstore.Open(path, boltstore.Options{Create: true, Hold: true, Replica: rep})
+	s, err := boltstore.Open(path, boltstore.Options{Create: true, Hold: true, Replica: rep, NoSync: boltstore.NoSyncSupported()})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -15,8 +15,17 @@
 //     Open creates it so, or refuses an existing stream that is not so, or
 //     whose messages do not start at 1 without a gap.
 //   - An append lands whole at the position it was decided for, or not at
-//     all: "wrong last sequence" is boltstore.ErrHeadMoved (the store rolls
-//     back, catches up and decides again).
+//     all: another append at head+1 is boltstore.ErrHeadMoved (the store
+//     rolls back, catches up and decides again). A "wrong last sequence"
+//     answer alone is not proof: after a partition heals, the server that
+//     was cut off may for a while still answer as the leader of its stale
+//     copy next to the one the others elected, which may take the batch,
+//     and the first answer is the one read. So the stream is read at
+//     head+1 first: ours there is success, another's a head move, nothing
+//     a resend under the same expected sequence.
+//   - A read from "the leader" uses the stream's message get, which only
+//     its leader answers (jetstream.Stream.GetMsg sends a direct get for a
+//     stream that allows them, which any server holding it answers).
 //   - An outcome the client cannot tell (timeout, no responders, a leader
 //     change, a dropped connection) is resolved by reading the stream back
 //     at head+1: the batch's id and bytes there mean it landed, other bytes
@@ -40,8 +49,12 @@
 //     always; without one it logs a loud warning, since a client cannot see
 //     it.
 //   - A connection through which the stream's leader stays out of reach for
-//     Options.LeaderWait (requests it should answer time out, or its server
-//     knows no leader) is moved to another server (nats.Conn.ForceReconnect):
+//     Options.LeaderWait (requests it should answer time out, its server
+//     knows no leader or answers as a leader no majority follows, or an
+//     append is refused for a last sequence the leader cannot serve: a
+//     leader cut off from the others counts the appends it proposed and
+//     cannot commit, and refuses every append so until it steps down,
+//     10-20s later) is moved to another server (nats.Conn.ForceReconnect):
 //     a server partitioned from the others stays up and keeps its clients,
 //     which would otherwise never reach the leader the others elected. The
 //     connection must list every server: a partitioned server tells its
@@ -50,6 +63,15 @@
 //     committer).
 //
 // The local copy is derived from the stream, which alone makes an append
-// durable: a node may open its file with boltstore.Options.NoSync (no fsync
-// per commit), losing after a machine crash only what it ingests again.
+// durable (acknowledged by a quorum of servers that fsync every write): a
+// node opens its file with boltstore.Options.NoSync (no fsync per commit;
+// logbook server's default), which loses nothing acknowledged and reports
+// a copy a stopped machine may have torn as boltstore.ErrDamaged, to be
+// deleted and ingested anew (see boltstore/unsynced.go). A sequential
+// append then costs one guarded publish: the servers' ceiling.
+//
+// A reconnect takes the next server the connection lists: during an
+// election longer than LeaderWait (NATS elects in 4-9s; LeaderWait is 10s
+// by default) a node may leave a healthy server for the cut-off one, and
+// leaves it again a LeaderWait later.
 package jetstream

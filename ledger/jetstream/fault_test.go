@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats.go"
 )
 
 // liveNode is a logbook node that the test closes and reopens while its
@@ -205,12 +207,27 @@ func TestFaultsLoseNothing(t *testing.T) {
 	// Node 2 reaches its server through a proxy the test cuts: its
 	// appends in flight then lose their answers.
 	cable := startProxy(t, fmt.Sprintf("127.0.0.1:%d", c.ports[2]))
+	// LOGBOOK_TRACE=1 logs what each node's replica and connection do,
+	// in ms since the last fault began.
+	var since atomic.Int64
+	since.Store(time.Now().UnixNano())
+	mark := func() { since.Store(time.Now().UnixNano()) }
 	for i := range 3 {
 		nc := c.connect(t, i, "app")
 		if i == 2 {
 			nc = c.connectVia(t, cable.url(), "app")
 		}
-		rep := openReplica(t, nc, opts, hooks{})
+		var h hooks
+		if os.Getenv("LOGBOOK_TRACE") != "" {
+			h.trace = func(format string, args ...any) {
+				if !quiet.Load() {
+					t.Logf("%6dms node %d: %s", time.Since(time.Unix(0, since.Load())).Milliseconds(), i, fmt.Sprintf(format, args...))
+				}
+			}
+			nc.SetDisconnectErrHandler(func(_ *nats.Conn, err error) { h.trace("disconnected: %v", err) })
+			nc.SetReconnectHandler(func(nc *nats.Conn) { h.trace("reconnected to %s", nc.ConnectedServerName()) })
+		}
+		rep := openReplica(t, nc, opts, h)
 		nodes = append(nodes, &liveNode{n: openNode(t, filepath.Join(dir, fmt.Sprintf("node%d.db", i)), nc, rep), opts: opts})
 	}
 	w := startWriters(t, nodes, 2)
@@ -239,9 +256,30 @@ func TestFaultsLoseNothing(t *testing.T) {
 			// could: nodes held by the partitioned server must leave it.
 			lead = leader(t, c, nodes[0].n.rep)
 			t.Logf("round %d: partitioning the stream leader n%d from the others", round, lead)
+			// A node that only reads (Follow), held by the server about
+			// to be cut off: its reads are answered there, from the stale
+			// copy; only Follow's look at the leader can move it.
+			cut := fmt.Sprintf("n%d", lead)
+			rnc := c.connect(t, lead, "app")
+			reader := openNode(t, filepath.Join(dir, fmt.Sprintf("reader%d.db", round)), rnc, openReplica(t, rnc, opts, hooks{}))
+			fctx, stopFollow := context.WithCancel(context.Background())
+			followed := make(chan error, 1)
+			go func() { followed <- reader.rep.Follow(fctx, reader.store, time.Second, nil) }()
 			partitioned := time.Now()
+			mark()
 			committed := c.lastSeq(lead, "APP", "faults")
 			c.partition(t, lead)
+			readerLeft := make(chan time.Duration, 1)
+			go func() {
+				for time.Since(partitioned) < 2*time.Minute {
+					if name := rnc.ConnectedServerName(); name != "" && name != cut {
+						readerLeft <- time.Since(partitioned)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				readerLeft <- 0
+			}()
 			type times struct{ elected, applied time.Duration }
 			leaderAt := make(chan times, 1)
 			go func() {
@@ -252,6 +290,27 @@ func TestFaultsLoseNothing(t *testing.T) {
 			at := <-leaderAt
 			t.Logf("round %d: the majority elected a leader %v after the partition, which held seq %d (the old leader's last) after %v; every node appended again within %v",
 				round, at.elected.Round(time.Millisecond), committed, at.applied.Round(time.Millisecond), took)
+			left := <-readerLeft
+			if left == 0 {
+				t.Fatalf("round %d: the reading node stayed on the cut-off server %s", round, cut)
+			}
+			// Once moved, it follows what the majority appends.
+			var target uint64
+			nodes[0].n.store.View(func(tx *boltstore.Tx) error { target = tx.Head().Seq; return nil })
+			eventually(t, 30*time.Second, func() error {
+				var seq uint64
+				reader.store.View(func(tx *boltstore.Tx) error { seq = tx.Head().Seq; return nil })
+				if seq < target {
+					return fmt.Errorf("the reading node holds seq %d, node 0 had %d", seq, target)
+				}
+				return nil
+			})
+			t.Logf("round %d: the reading node left the cut-off server %v after the partition and follows the majority", round, left.Round(time.Millisecond))
+			stopFollow()
+			if err := <-followed; !errors.Is(err, context.Canceled) {
+				t.Errorf("round %d: the reading node's Follow ended with %v", round, err)
+			}
+			mark()
 			c.heal(t)
 			t.Logf("round %d: every node appends again after the heal, within %v", round, w.awaitEach(t, 5, nodes))
 		}

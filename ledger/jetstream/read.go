@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -110,13 +111,15 @@ func (r *Replica) catchUp(tx *boltstore.Tx) error {
 	c := &catchUp{tx: tx, head: tx.Head(), checked: tx.Head().Seq == 0}
 	// A conflict's hint is only worth a short wait: the leader that named
 	// it may count appends it proposed that will never commit.
-	hint := r.hint.Swap(0)
+	hint, hintAt := r.hint.Swap(0), r.hintAt.Load()
 	deadline := time.Now().Add(r.opts.Timeout)
 	progress := time.Now()
 	wait := time.Millisecond
 	for {
 		at := c.next()
+		rs := time.Now()
 		msgs, pending, err := r.read(at, readBatch)
+		r.tracef("catch-up read from %d via %s: %d msgs, pending %d, %v in %v", at, r.nc.ConnectedServerName(), len(msgs), pending, err, time.Since(rs).Round(time.Millisecond))
 		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, at, err)
 		}
@@ -144,6 +147,14 @@ func (r *Replica) catchUp(tx *boltstore.Tx) error {
 				continue
 			}
 			if err == nil && c.checked && tx.Head().Seq >= r.known.Load() {
+				if hint > tx.Head().Seq {
+					// The leader refused an append naming a last sequence
+					// it does not serve: a proposal it cannot commit,
+					// as when it is cut off from the others (it counts
+					// what it proposed, and refuses every append with
+					// it until it steps down, 10-20s later).
+					r.leaderLost(time.Unix(0, hintAt))
+				}
 				return nil // the hint is not (yet) committed
 			}
 			err = errors.Join(err, lerr)
@@ -202,27 +213,82 @@ func (c *catchUp) apply(msgs []message) error {
 }
 
 // readLeader reads messages from..upTo (at most readBatch) from the
-// stream's leader, one request each, stopping at the first it lacks.
+// stream's leader, one request each (the stream's message get, which its
+// leader answers; a direct get, as jetstream.Stream.GetMsg sends for a
+// stream that allows them, is answered by any server holding the stream,
+// a lagging one too), stopping at the first it lacks.
 func (r *Replica) readLeader(from, upTo uint64) ([]message, error) {
 	var msgs []message
 	for seq := from; seq <= upTo && len(msgs) < readBatch; seq++ {
-		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 		sent := time.Now()
-		m, err := r.stream.GetMsg(ctx, seq)
-		cancel()
+		m, err := r.leaderGet(seq)
+		r.tracef("leader get %d via %s: %v in %v", seq, r.nc.ConnectedServerName(), err, time.Since(sent).Round(time.Millisecond))
 		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			r.leaderLost(sent)
 		}
 		if err != nil {
 			return msgs, err
 		}
-		data := m.Data
 		if r.hooks.tamper != nil {
-			data = r.hooks.tamper(seq, data)
+			m.data = r.hooks.tamper(seq, m.data)
 		}
-		msgs = append(msgs, message{seq: m.Sequence, id: m.Header.Get(hdrAppendID), data: data})
+		msgs = append(msgs, m)
 	}
 	return msgs, nil
+}
+
+// msgGetResponse is the stream leader's answer to a message get.
+type msgGetResponse struct {
+	Message *struct {
+		Seq  uint64 `json:"seq"`
+		Hdrs []byte `json:"hdrs"`
+		Data []byte `json:"data"`
+	} `json:"message"`
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// codeMsgNotFound is the API error code of a message get for a seq the
+// stream does not hold.
+const codeMsgNotFound = 10037
+
+// leaderReadTimeout bounds a read from the stream's leader: a leader
+// answers within milliseconds, and while none is elected (4-9s) no server
+// answers at all; a read it bounds is tried again.
+const leaderReadTimeout = time.Second
+
+// leaderGet asks the stream's leader for the message at seq;
+// jetstream.ErrMsgNotFound if it holds none there.
+func (r *Replica) leaderGet(seq uint64) (message, error) {
+	body := fmt.Appendf(nil, `{"seq":%d}`, seq)
+	reply, err := r.nc.Request(r.msgGetSubj, body, min(r.opts.Timeout, leaderReadTimeout))
+	if err != nil {
+		return message{}, err
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return message{}, fmt.Errorf("stream %s: unreadable answer to a message get: %w", r.opts.Stream, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == codeMsgNotFound:
+		return message{}, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return message{}, &apiError{code: resp.Error.ErrCode, desc: resp.Error.Description}
+	case resp.Message == nil:
+		return message{}, fmt.Errorf("stream %s: a message get answered without the message", r.opts.Stream)
+	}
+	m := message{seq: resp.Message.Seq, data: resp.Message.Data}
+	if len(resp.Message.Hdrs) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
+		if err != nil {
+			return message{}, fmt.Errorf("stream %s: message %d: unreadable headers: %w", r.opts.Stream, seq, err)
+		}
+		m.id = h.Get(hdrAppendID)
+	}
+	return m, nil
 }
 
 // behind explains a catch-up that could not reach what the stream holds:
@@ -246,10 +312,7 @@ func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 	if !checked {
 		// The stream reaches the local head, yet its message there was not
 		// served: ask the leader whether it still holds it.
-		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
-		_, err := r.stream.GetMsg(ctx, local.Seq)
-		cancel()
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+		if _, err := r.leaderGet(local.Seq); errors.Is(err, jetstream.ErrMsgNotFound) {
 			return &ledger.IntegrityError{Seq: local.Seq, Problem: ledger.ProblemGap, Detail: "the stream no longer holds this node's head"}
 		}
 	}

@@ -69,9 +69,12 @@ type Replica struct {
 	opts    Options
 	subject string
 	getSubj string // direct get API subject of the stream
-	inbox   string // prefix of the replies to this replica's reads
-	replies *nats.Subscription
-	mu      sync.Mutex // one read or append at a time on replies
+	// msgGetSubj is the message get API subject of the stream, which its
+	// leader answers.
+	msgGetSubj string
+	inbox      string // prefix of the replies to this replica's reads
+	replies    *nats.Subscription
+	mu         sync.Mutex // one read or append at a time on replies
 	// known is the highest seq this replica knows the stream holds (from
 	// its acks, conflicts and stream info): a catch-up that reads less from
 	// a lagging server waits for it.
@@ -80,6 +83,8 @@ type Replica struct {
 	// appends proposed but not committed among them. The next catch-up
 	// waits for it briefly, never fails for it.
 	hint atomic.Uint64
+	// hintAt is when (unix ns) the append that got the hint was sent.
+	hintAt atomic.Int64
 	// lost is when (unix ns) the stream's leader went out of reach through
 	// this connection (the first of a run of failed requests, each within
 	// Options.LeaderWait of the last, with no append acknowledged since);
@@ -89,7 +94,11 @@ type Replica struct {
 	// stream acknowledged it and nothing since told of another append;
 	// checked is when (unix ns) a catch-up last compared the local head
 	// with the stream. See CatchUp.
-	acked   atomic.Uint64
+	acked atomic.Uint64
+	// left is when (unix ns) this replica last moved away from each server
+	// because no leader answered through it. See leaderLost.
+	leftMu  sync.Mutex
+	left    map[string]int64
 	checked atomic.Int64
 	reqID   uint64
 	hooks   hooks // set by tests only
@@ -104,6 +113,16 @@ type hooks struct {
 	lose func(attempt int) (unsent, unanswered bool)
 	// lax skips the stream settings check at Open.
 	lax bool
+	// trace receives what the replica does (requests, their outcomes,
+	// reconnects), to explain a fault's timeline.
+	trace func(format string, args ...any)
+}
+
+// tracef reports to the trace hook, if any.
+func (r *Replica) tracef(format string, args ...any) {
+	if r.hooks.trace != nil {
+		r.hooks.trace(format, args...)
+	}
 }
 
 var streamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -145,7 +164,7 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 		return nil, err
 	}
 	r := &Replica{nc: nc, js: js, opts: opts, subject: Subject(opts.Stream),
-		getSubj: "$JS.API.DIRECT.GET." + opts.Stream, inbox: nc.NewRespInbox(), hooks: h}
+		getSubj: "$JS.API.DIRECT.GET." + opts.Stream, msgGetSubj: "$JS.API.STREAM.MSG.GET." + opts.Stream, inbox: nc.NewRespInbox(), hooks: h}
 	info, err := r.ensureStream(ctx)
 	if err != nil {
 		return nil, err
@@ -268,10 +287,17 @@ func (r *Replica) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	defer cancel()
 	sent := time.Now()
 	info, err := r.stream.Info(ctx)
+	if info != nil && info.Cluster != nil {
+		r.tracef("info via %s: leader %q quorum %v, %v in %v", r.nc.ConnectedServerName(), info.Cluster.Leader, quorumCurrent(info), err, time.Since(sent).Round(time.Millisecond))
+	} else {
+		r.tracef("info via %s: %v in %v", r.nc.ConnectedServerName(), err, time.Since(sent).Round(time.Millisecond))
+	}
 	switch {
 	case err != nil && ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded):
 		// The caller gave up: that says nothing of the servers.
-	case err != nil || (info.Cluster != nil && info.Cluster.Leader == ""):
+	case err != nil || (info.Cluster != nil && info.Cluster.Leader == "") || !quorumCurrent(info):
+		// (A server answering as the leader of a copy that a majority no
+		// longer follows is cut off: it steps down 10-20s later.)
 		r.leaderLost(sent)
 	}
 	return info, err
@@ -297,11 +323,13 @@ func (r *Replica) leaderLost(sent time.Time) {
 	}
 	r.lost.CompareAndSwap(0, sent.UnixNano())
 	since := r.lost.Load()
+	server := r.nc.ConnectedServerName()
 	if since == 0 || time.Duration(now-since) < r.opts.LeaderWait || !r.lost.CompareAndSwap(since, now) {
+		r.tracef("leader lost through %s since %v ago", server, time.Duration(now-since).Round(time.Millisecond))
 		return
 	}
 	r.opts.Logf("stream %s: no leader answered through server %s for %v: moving to another server",
-		r.opts.Stream, r.nc.ConnectedServerName(), time.Duration(now-since).Round(time.Millisecond))
+		r.opts.Stream, server, time.Duration(now-since).Round(time.Millisecond))
 	if err := r.nc.ForceReconnect(); err != nil {
 		r.opts.Logf("stream %s: reconnect: %v", r.opts.Stream, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -141,6 +142,63 @@ func TestNodesShareOneChain(t *testing.T) {
 	}
 	acked := agents(t, nodes, 20)
 	checkLedger(t, nodes, acked, false)
+}
+
+// TestUnsyncedCopyAfterAMachineRestart: a node's copy written without
+// fsync, found after a machine restart (its marker names another boot), is
+// refused as damaged, not used; deleted, it is ingested anew from the
+// stream with every acknowledged event.
+func TestUnsyncedCopyAfterAMachineRestart(t *testing.T) {
+	if !boltstore.NoSyncSupported() {
+		t.Skip("no boot id here: copies are always fsynced")
+	}
+	c := sharedCluster(t)
+	nc := c.connect(t, 1, "app")
+	rep := openReplica(t, nc, Options{Stream: "restarted"}, hooks{})
+	n := openNode(t, filepath.Join(t.TempDir(), "node.db"), nc, rep)
+	for i := range 20 {
+		if err := n.appendEvents("agent", fmt.Sprintf("s%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the disk may hold after the machine stopped: the file as it
+	// stands, its marker naming the boot that wrote it.
+	img := filepath.Join(t.TempDir(), "node.db")
+	b, err := os.ReadFile(n.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(n.path + ".unsynced"); err != nil {
+		t.Fatalf("an unsynced copy without its marker: %v", err)
+	}
+	if err := os.WriteFile(img+".unsynced", []byte("a-boot-before-the-restart\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := boltstore.Options{Create: true, Hold: true, Replica: rep, NoSync: true}
+	if _, err := boltstore.Open(img, opts); !errors.Is(err, boltstore.ErrDamaged) {
+		t.Fatalf("open a copy left unsynced by a machine restart: %v, want ErrDamaged", err)
+	}
+	if err := os.Remove(img); err != nil {
+		t.Fatal(err)
+	}
+	again := openNode(t, img, nc, rep)
+	head := again.catchUp(t)
+	rep2, err := again.store.Verify(context.Background(), boltstore.VerifyOptions{})
+	if err != nil || rep2.Size != 20 || rep2.Head != head.Hash {
+		t.Errorf("ingested anew: %d events (head %v), %v", rep2.Size, rep2.Head, err)
+	}
+	seen := map[string]bool{}
+	for _, e := range streamEvents(t, rep) {
+		seen[e.Subjects[0]] = true
+	}
+	for i := range 20 {
+		if !seen[fmt.Sprintf("s%d", i)] {
+			t.Errorf("acknowledged s%d is not in the stream", i)
+		}
+	}
 }
 
 // TestOpenRefusesUnsafeStreams: a stream that could lose or rewrite events,

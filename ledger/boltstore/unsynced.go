@@ -1,0 +1,112 @@
+package boltstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// A Store opened with Options.NoSync commits without fsync: a process that
+// dies leaves its commits in the kernel's page cache, whole, but a machine
+// that stops (power loss, kernel panic) may leave the file torn — pages of
+// the last commits missing or stale under a valid-looking root, which no
+// check is sure to notice. So before its first unsynced commit the Store
+// writes, durably, a marker beside the file (<file>.unsynced) naming the
+// kernel's boot; a clean Close fsyncs the file and removes it. Any Open
+// that finds a marker from another boot refuses the file as damaged
+// (ErrDamaged): it may be, and only deleting it (the node then ingests the
+// replicated log anew) is safe. Nothing is repaired on its own.
+
+// unsyncedSuffix names the marker of a file written without fsync.
+const unsyncedSuffix = ".unsynced"
+
+// bootIDFile holds the kernel's random id of the current boot (Linux).
+var bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// bootID is the current boot's id.
+func bootID() ([]byte, error) {
+	b, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		return nil, fmt.Errorf("the boot id (%s): %w", bootIDFile, err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, fmt.Errorf("the boot id (%s) is empty", bootIDFile)
+	}
+	return b, nil
+}
+
+// NoSyncSupported tells whether Options.NoSync can be used here: it needs
+// the kernel's boot id (Linux) to tell a dead process, whose unsynced
+// commits are whole, from a stopped machine, whose may be torn.
+func NoSyncSupported() bool {
+	_, err := bootID()
+	return err == nil
+}
+
+// unsyncedMarker is the marker path of the ledger file at path.
+func unsyncedMarker(path string) string { return path + unsyncedSuffix }
+
+// checkUnsynced tells whether the file at path was left with unsynced
+// commits (marked) and refuses it, as damaged, if the machine restarted
+// since they were made.
+func checkUnsynced(path string) (marked bool, err error) {
+	mark, err := os.ReadFile(unsyncedMarker(path))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	boot, err := bootID()
+	if err != nil || !bytes.Equal(bytes.TrimSpace(mark), boot) {
+		return true, fmt.Errorf("%w: %s was written without fsync (a copy of a replicated log, Options.NoSync) and the machine has restarted since (%s names another boot): "+
+			"it may be torn; delete it, and the node ingests the log anew", ErrDamaged, path, unsyncedMarker(path))
+	}
+	return true, nil
+}
+
+// markUnsynced durably marks the file at path as written without fsync
+// during this boot, before any such write.
+func markUnsynced(path string) error {
+	boot, err := bootID()
+	if err != nil {
+		return fmt.Errorf("NoSync needs %w", err)
+	}
+	marker := unsyncedMarker(path)
+	tmp := marker + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(boot, '\n'))
+	err = errors.Join(err, f.Sync(), f.Close())
+	if err == nil {
+		err = os.Rename(tmp, marker)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// clearUnsynced removes the marker of the file at path, once its contents
+// are on disk.
+func clearUnsynced(path string) error {
+	if err := os.Remove(unsyncedMarker(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir makes the entries of dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
