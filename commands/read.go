@@ -20,9 +20,10 @@ import (
 // in the log, records the reply's hash as always.
 
 // readsAside reports whether call runs in a read transaction of its own.
-// In the shared-file mode (where every read transaction opens the file)
-// only the reads whose work grows with the ledger (Command.heavy) are read
-// aside; a light read is cheaper inside the commit that records it.
+// In the shared-file mode (where a read transaction opens the file unless
+// this process's committer has it open, boltstore's shared.go) only the
+// reads whose work grows with the ledger (Command.heavy) are read aside; a
+// light read is cheaper inside the commit that records it.
 func (s *Service) readsAside(call Call) bool {
 	c := call.Command
 	if c == nil || c.mutates || call.Invalid != nil || !s.first() {
@@ -40,9 +41,11 @@ var errFallBack = errors.New("answer through the write path")
 // path instead (which then answers it, and reports any failure).
 func (s *Service) doRead(ctx context.Context, call Call, actor string, args callArgs, start time.Time) (reply []byte, handled bool, err error) {
 	if !s.l.Held() {
-		// Each read transaction holds the shared file's lock, and writers
-		// wait for every holder: one process's reads go one at a time, so
-		// they cannot overlap and keep the writers out together.
+		// A read transaction keeps the file from other processes (its own
+		// shared lock, or the committer's open file, which the committer
+		// cannot let go while it is read), and writers wait for it: one
+		// process's reads go one at a time, so they cannot overlap and keep
+		// the writers out together.
 		s.readMu.Lock()
 		defer s.readMu.Unlock()
 	}

@@ -212,9 +212,15 @@ func (p *logPass) fold(c foldChunk) error {
 		}
 		return h, nil
 	}
-	// An earlier event (the full-text index reads what it takes out from
-	// the event that recorded it), in a read transaction of its own.
+	// An earlier event (the full-text index reads the events a lump covers,
+	// and what it takes out from the event that recorded it): from the
+	// chunk, whose events are consecutive, else in a read transaction of
+	// its own — one open of the file per event otherwise, for a read-only
+	// Store, and a wait for its lock under writers.
 	event := func(seq uint64) (r ledger.Record, err error) {
+		if n := len(recs); n > 0 && seq >= recs[0].Seq && seq <= recs[n-1].Seq && recs[seq-recs[0].Seq].Seq == seq {
+			return recs[seq-recs[0].Seq], nil
+		}
 		err = p.v.l.View(func(tx *boltstore.Tx) error {
 			r, err = tx.Event(seq)
 			r.Raw = nil // valid only in this transaction

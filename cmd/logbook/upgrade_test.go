@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -280,6 +281,76 @@ func TestUpgradeFromV1(t *testing.T) {
 		created := calls[len(calls)-2].Payload
 		if sum := sha256.Sum256([]byte(`{"project":"logbook","title":"After the upgrade"}`)); created.Tool != "task_create" || created.ArgsSHA256 != ledger.DigestOf(sum) {
 			t.Errorf("new tool.called %+v: want task_create with the SHA-256 of the RFC 8785 arguments, as hex", created)
+		}
+	})
+
+	// A task's thought chain that goes on past the upgrade: the fixture's
+	// thoughts are thought.recorded v1 (previous_hash as hex), the new ones
+	// v2 (32 bytes). Both chain checks hold across the two, every answer and
+	// replay line shows the same hex, and the file verifies.
+	t.Run("thought chain across versions", func(t *testing.T) {
+		cp := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, fixture, cp)
+		a := startAgent(t, "agent-c", "--db", cp, "--agent", "agent-c", "--skills", "../../fixtures/skills")
+		defer a.close()
+		call := func(tool string, args map[string]any) map[string]any {
+			t.Helper()
+			env, err := a.callTool(tool, args)
+			if err != nil || outcome(env) != "OK" {
+				t.Fatalf("%s: %v %v", tool, env, err)
+			}
+			return env["data"].(map[string]any)
+		}
+		before := call("thought_record_list", map[string]any{"task_id": "T-0002"})["thoughts"].([]any)
+		if len(before) < 2 {
+			t.Fatalf("the fixture's T-0002 has %d thoughts, want a chain", len(before))
+		}
+		prev := before[len(before)-1].(map[string]any)["hash"]
+		for i := range 2 {
+			d := call("thought_record", map[string]any{"task_id": "T-0002", "type": "analysis", "content": fmt.Sprintf("after the upgrade %d", i)})
+			if d["previous_hash"] != prev || d["chain_position"] != float64(len(before)+i+1) {
+				t.Errorf("new thought %d: previous_hash %v position %v, want %v and %d", i, d["previous_hash"], d["chain_position"], prev, len(before)+i+1)
+			}
+			prev = d["hash"]
+		}
+		list := call("thought_record_list", map[string]any{"task_id": "T-0002", "verify_chain": true})
+		if list["chain_valid"] != true || len(list["invalid_links"].([]any)) != 0 {
+			t.Errorf("thought_record_list verify_chain across versions: %v %v", list["chain_valid"], list["invalid_links"])
+		}
+		thoughts := list["thoughts"].([]any)
+		for i, th := range thoughts[1:] {
+			if got, want := th.(map[string]any)["previous_hash"], thoughts[i].(map[string]any)["hash"]; got != want {
+				t.Errorf("thought %d: previous_hash %v, want the hash %v before it", i+2, got, want)
+			}
+		}
+		if d := call("audit_verify_chain", map[string]any{"task_id": "T-0002"}); d["chain_valid"] != true {
+			t.Errorf("audit_verify_chain across versions: %v", d)
+		}
+		a.close()
+		wantExit(t, run(t, "verify", "--db", cp), 0, "verify")
+		r := run(t, "replay", "--db", cp, "--type", events.TypeThoughtRecorded, "--task", "T-0002")
+		wantExit(t, r, 0, "replay")
+		var versions []int
+		for i, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			var ev struct {
+				Hash    string `json:"hash"`
+				Version int    `json:"payload_version"`
+				Payload struct {
+					PreviousHash *string `json:"previous_hash"`
+				} `json:"payload"`
+			}
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatalf("replay line %q: %v", l, err)
+			}
+			versions = append(versions, ev.Version)
+			want := thoughts[i].(map[string]any)
+			if ev.Hash != want["hash"] || (ev.Payload.PreviousHash == nil) != (want["previous_hash"] == nil) ||
+				(ev.Payload.PreviousHash != nil && *ev.Payload.PreviousHash != want["previous_hash"]) {
+				t.Errorf("replay of thought %d: %s, want hash %v previous_hash %v", i+1, l, want["hash"], want["previous_hash"])
+			}
+		}
+		if n := len(versions); n != len(thoughts) || versions[0] != 1 || versions[n-1] != int(events.CurrentVersion(events.TypeThoughtRecorded)) {
+			t.Errorf("thought.recorded versions %v: want the fixture's v1, then the new ones", versions)
 		}
 	})
 }

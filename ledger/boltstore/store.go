@@ -446,6 +446,13 @@ func (l *Store) Update(fn func(*Tx) error) error {
 
 // View runs fn in a read transaction under a shared lock. Keep it short:
 // writers in every process wait while it runs; long readers use Scan.
+// fn must not call Update or View on the same Store, nor wait for a
+// goroutine that does: while the committer has the file open, reads use
+// its open file (shared.go), and a commit that must remap the file, or a
+// committer letting it go, waits for every such read to end — for a read
+// waiting on an Update, forever (with Options.Hold too); a View nested in
+// one that began before the committer let go waits for the lock, then
+// fails with ErrLocked.
 func (l *Store) View(fn func(*Tx) error) error {
 	return l.withDB(true, func(db *bolt.DB, _ *os.File) error {
 		return db.View(func(btx *bolt.Tx) error {
@@ -462,6 +469,12 @@ func u64(v uint64) []byte {
 	binary.BigEndian.PutUint64(b[:], v)
 	return b[:]
 }
+
+// Opens is how many times the Store has opened its file: once per read
+// transaction of a Store that does not have it open already (a read-only
+// one always opens it), once per hold of the committer. For tests and
+// benchmarks of how often a reader goes back to the file.
+func (l *Store) Opens() int64 { return l.opens.Load() }
 
 // Held reports whether the Store keeps its file open (Options.Hold): its
 // read transactions then run alongside commits rather than open the file.
