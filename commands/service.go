@@ -332,7 +332,7 @@ func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, 
 	if call.Actor != "" {
 		p.Client, p.ClientClaim, p.Token = "", call.Client, ledger.Digest(call.Token)
 	}
-	_, err := tx.emit(projections.TypeToolCalled, args.ids, p)
+	_, err := tx.emit(projections.TypeToolCalled, args.ids, &p)
 	return err
 }
 

@@ -328,12 +328,16 @@ func TestVerifyChainTrace(t *testing.T) {
 		var p struct {
 			TaskID string `json:"task_id"`
 		}
-		ledger.DecodePayload(r.Payload, &p)
+		var th events.ThoughtRecorded // an array of its fields
 		switch r.Type {
-		case events.TypeTaskCreated, events.TypeTaskUpdated, events.TypeThoughtRecorded:
-			if p.TaskID == "T-0001" {
-				task = append(task, e)
-			}
+		case events.TypeTaskCreated, events.TypeTaskUpdated:
+			ledger.DecodePayload(r.Payload, &p)
+		case events.TypeThoughtRecorded:
+			ledger.DecodePayload(r.Payload, &th)
+			p.TaskID = th.TaskID
+		}
+		if p.TaskID == "T-0001" {
+			task = append(task, e)
 		}
 	}
 	if d["total_records"] != float64(head) || !reflect.DeepEqual(d["hashes"], all) || d["chain_valid"] != true {

@@ -88,7 +88,7 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 	if ok {
 		p.PreviousHash, p.ChainPosition = ledger.Digest(last.Hash), last.ChainPosition+1
 	}
-	rec, err := tx.emit(events.TypeThoughtRecorded, subjects, p)
+	rec, err := tx.emit(events.TypeThoughtRecorded, subjects, &p)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
 // Package events holds the facts logbook records: the payload of each domain
 // event type (TaskCreated, TaskUpdated, ThoughtRecorded, SessionStarted,
 // SessionFinalized, SkillsLoaded, TokenIssued, TokenRevoked, FindingRecorded,
-// LearningRecorded, LearningSuperseded, MemoryWritten), its type name, its
+// LearningRecorded, LearningSuperseded, MemoryWritten, and ToolCalled, the audit
+// record of every call), its type name, its
 // current payload version and the upcasters that read older versions. The write side
 // (commands) builds them; the read side (projections) folds them.
 //

@@ -7,8 +7,9 @@ const TypeThoughtRecorded = "thought.recorded"
 
 // ThoughtRecorded is the payload of thought.recorded. PreviousHash and
 // ChainPosition are written into the event so the per-task chain is itself
-// committed to by the log. Payload version 2 stores PreviousHash as 32
-// bytes (ledger.Digest); version 1 stored its hex, read as before.
+// committed to by the log. Payload version 2 is the array of its fields
+// (PayloadFields) with PreviousHash as 32 bytes (ledger.Digest); version 1
+// was a map with PreviousHash in hex, read as before.
 type ThoughtRecorded struct {
 	ThoughtID     string        `json:"thought_id"`
 	TaskID        string        `json:"task_id"`
@@ -22,4 +23,25 @@ type ThoughtRecorded struct {
 	Metadata      string        `json:"metadata,omitempty"` // compact JSON object
 	PreviousHash  ledger.Digest `json:"previous_hash,omitempty"`
 	ChainPosition uint64        `json:"chain_position"`
+}
+
+// PayloadFields are thought.recorded's fields in their order in a version
+// 2 payload's array (ledger.Positional): the ones every thought has first,
+// then the optional ones, most used first, so a plain thought's array ends
+// early.
+func (p *ThoughtRecorded) PayloadFields() []ledger.Field {
+	return []ledger.Field{
+		{Name: "thought_id", Ptr: &p.ThoughtID},
+		{Name: "task_id", Ptr: &p.TaskID},
+		{Name: "type", Ptr: &p.Type},
+		{Name: "content", Ptr: &p.Content},
+		{Name: "chain_position", Ptr: &p.ChainPosition},
+		{Name: "previous_hash", Ptr: &p.PreviousHash, Optional: true},
+		{Name: "session_id", Ptr: &p.SessionID, Optional: true},
+		{Name: "branch", Ptr: &p.Branch, Optional: true},
+		{Name: "commit_sha", Ptr: &p.CommitSHA, Optional: true},
+		{Name: "tests_run", Ptr: &p.TestsRun, Optional: true},
+		{Name: "blockers", Ptr: &p.Blockers, Optional: true},
+		{Name: "metadata", Ptr: &p.Metadata, Optional: true},
+	}
 }

@@ -11,11 +11,45 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// EnvelopeVersion is the layout version of the stored event envelope. It is
-// the first element of every stored event.
-const EnvelopeVersion = 1
+// EnvelopeVersion is the layout version of the stored event envelope this
+// binary writes. It is the first element of every stored event. Version 1
+// stores the type as a string; version 2 (written now) stores a type of
+// TypeCodes as its code, a positive fixint (one byte where
+// "thought.recorded" took 17), and any other type as a string. Both read.
+const EnvelopeVersion = 2
+
+// TypeCodes are the codes of the event types envelope version 2 stores as
+// a number: TypeCodes[code] is the type's name. Append-only: a code, once
+// written to a ledger, names its type forever; 0 is not a code.
+var TypeCodes = [...]string{
+	1:  "task.created",
+	2:  "task.updated",
+	3:  "thought.recorded",
+	4:  "tool.called",
+	5:  "session.started",
+	6:  "session.finalized",
+	7:  "skills.loaded",
+	8:  "token.issued",
+	9:  "token.revoked",
+	10: "finding.recorded",
+	11: "learning.recorded",
+	12: "learning.superseded",
+	13: "memory.written",
+}
+
+// typeCode is the code of each type in TypeCodes.
+var typeCode = func() map[string]uint64 {
+	m := make(map[string]uint64, len(TypeCodes))
+	for c, name := range TypeCodes {
+		if name != "" {
+			m[name] = uint64(c)
+		}
+	}
+	return m
+}()
 
 // envelopeFields is the number of elements of the stored msgpack array.
 const envelopeFields = 9
@@ -27,10 +61,14 @@ const envelopeFields = 9
 //
 //	[envelope_version, seq, time_unix_ms, type, payload_version, actor, subjects, payload, prev]
 //
-// payload is a msgpack bin holding the payload's own msgpack bytes, so the
-// envelope decodes without knowing any payload type. The event's hash is
+// type is a code of TypeCodes or a string (envelope version 2), or a
+// string (version 1). payload is a msgpack bin holding the payload's own
+// msgpack bytes, so the envelope decodes without knowing any payload type.
+// An event read from an older envelope re-encodes in it (Envelope), so
+// the canonical check compares like with like. The event's hash is
 // LeafHash of the stored bytes, never of a re-encoding.
 type Event struct {
+	Envelope uint8     // the envelope version it was stored in if older than EnvelopeVersion; 0: the current one (as Append writes)
 	Seq      uint64    // position in the log, from 1
 	Time     time.Time // UTC, millisecond precision
 	Type     string    // past-tense fact, e.g. "task.created"
@@ -70,12 +108,23 @@ func (e *Event) encodeTo(buf *bytes.Buffer) error {
 	enc.Reset(buf)
 	// The shortest integer form is what makes the encoding canonical.
 	enc.UseCompactInts(true)
+	version := uint64(e.Envelope)
+	if version == 0 {
+		version = EnvelopeVersion
+	}
+	if version > EnvelopeVersion {
+		return fmt.Errorf("encode event: envelope version %d", version)
+	}
+	typ := enc.EncodeString
+	if code, ok := typeCode[e.Type]; ok && version >= 2 {
+		typ = func(string) error { return enc.EncodeUint(code) }
+	}
 	err := errors.Join(
 		enc.EncodeArrayLen(envelopeFields),
-		enc.EncodeUint(EnvelopeVersion),
+		enc.EncodeUint(version),
 		enc.EncodeUint(e.Seq),
 		enc.EncodeInt(e.Time.UnixMilli()),
-		enc.EncodeString(e.Type),
+		typ(e.Type),
 		enc.EncodeUint(uint64(e.Version)),
 		enc.EncodeString(e.Actor),
 		enc.EncodeArrayLen(len(e.Subjects)),
@@ -109,10 +158,13 @@ func DecodeEvent(raw []byte) (Event, error) {
 	if n, ok := d.arrayLen(); !ok || n != envelopeFields {
 		return fail(fmt.Sprintf("want array of %d, got %d", envelopeFields, n))
 	}
-	if v, ok := d.uint(); !ok || v != EnvelopeVersion {
+	v, ok := d.uint()
+	if !ok || v < 1 || v > EnvelopeVersion {
 		return fail(fmt.Sprintf("envelope version %d", v))
 	}
-	var ok bool
+	if v != EnvelopeVersion {
+		e.Envelope = uint8(v)
+	}
 	if e.Seq, ok = d.uint(); !ok {
 		return fail("seq")
 	}
@@ -124,14 +176,26 @@ func DecodeEvent(raw []byte) (Event, error) {
 	if e.Time.UnixMilli() != ms { // beyond what a time.Time holds
 		return fail("time out of range")
 	}
-	if e.Type, ok = d.name(); !ok {
-		return fail("type")
+	if v >= 2 && d.off < len(raw) && !msgpcode.IsString(raw[d.off]) {
+		code, ok := d.uint()
+		if !ok || code >= uint64(len(TypeCodes)) || TypeCodes[code] == "" {
+			return fail(fmt.Sprintf("type code %d", code))
+		}
+		e.Type = TypeCodes[code]
+	} else {
+		if e.Type, ok = d.name(); !ok {
+			return fail("type")
+		}
+		if _, coded := typeCode[e.Type]; coded && v >= 2 {
+			// Its one canonical form in this envelope is its code.
+			return fail("type " + e.Type + " written as a string, not its code")
+		}
 	}
-	v, ok := d.uint()
-	if !ok || v > 0xffff {
+	pv, ok := d.uint()
+	if !ok || pv > 0xffff {
 		return fail("payload version")
 	}
-	e.Version = uint16(v)
+	e.Version = uint16(pv)
 	if e.Actor, ok = d.name(); !ok {
 		return fail("actor")
 	}
@@ -427,7 +491,7 @@ func (d *envelopeReader) bin() ([]byte, bool) {
 }
 
 // EncodePayload encodes a payload value deterministically: struct fields in
-// declaration order, map keys sorted.
+// declaration order, map keys sorted; a Positional payload as its array.
 func EncodePayload(v any) ([]byte, error) {
 	buf := payloadBufs.Get().(*bytes.Buffer)
 	defer func() {
@@ -442,7 +506,7 @@ func EncodePayload(v any) ([]byte, error) {
 	enc.SetSortMapKeys(true)
 	enc.UseCompactInts(true)
 	enc.SetCustomStructTag("json")
-	if err := enc.Encode(v); err != nil {
+	if err := EncodeWith(enc, v); err != nil {
 		return nil, fmt.Errorf("encode payload: %w", err)
 	}
 	return bytes.Clone(buf.Bytes()), nil
@@ -453,11 +517,12 @@ func EncodePayload(v any) ([]byte, error) {
 var payloadBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // DecodePayload decodes a payload into v (a pointer). Unknown fields are
-// ignored so older readers can skip what newer writers add.
+// ignored so older readers can skip what newer writers add; a Positional
+// v reads its array form and its older map form alike.
 func DecodePayload(b []byte, v any) error {
 	d := msgpack.NewDecoder(bytes.NewReader(b))
 	d.SetCustomStructTag("json")
-	if err := d.Decode(v); err != nil {
+	if err := DecodeWith(d, b, v); err != nil {
 		return fmt.Errorf("decode payload: %w", err)
 	}
 	return nil

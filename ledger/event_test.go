@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // sampleEvents are events as Append stores them, covering each field's
@@ -99,6 +100,73 @@ func envelope(fields ...[]byte) []byte {
 	return raw
 }
 
+// TestEnvelopeTypeCodes: envelope version 2 stores a type of TypeCodes as
+// its code (one byte) and any other as a string; an event read from a
+// version 1 envelope keeps its string and its bytes; a known type as a
+// string in version 2, an unknown code, or a code in version 1 is
+// malformed.
+func TestEnvelopeTypeCodes(t *testing.T) {
+	for code, name := range TypeCodes {
+		if code == 0 || name == "" {
+			if code != 0 {
+				t.Errorf("code %d names no type", code)
+			}
+			continue
+		}
+		e := Event{Seq: 9, Time: time.UnixMilli(0).UTC(), Type: name, Payload: []byte{0x90}}
+		raw, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 0x99, 0x02, seq 9, time 0, then the code.
+		if raw[1] != 2 || raw[4] != byte(code) {
+			t.Errorf("%s: stored % x, want envelope 2 and code %d", name, raw[:5], code)
+		}
+		if got, err := DecodeEvent(raw); err != nil || got.Type != name || got.Envelope != 0 {
+			t.Errorf("%s: decoded %q, envelope %d, %v", name, got.Type, got.Envelope, err)
+		}
+		// The same event in a version 1 envelope: the type as a string.
+		v1 := e
+		v1.Envelope = 1
+		old, err := v1.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append(append(bs(0x99, 0x01, 0x09, 0x00, 0xa0|byte(len(name))), name...), raw[5:]...)
+		if !bytes.Equal(old, want) {
+			t.Errorf("%s v1: % x, want % x", name, old, want)
+		}
+		if got, err := DecodeEvent(old); err != nil || got.Type != name || got.Envelope != 1 {
+			t.Errorf("%s v1: decoded %q, envelope %d, %v", name, got.Type, got.Envelope, err)
+		}
+		// A known type as a string in version 2 is not the canonical form.
+		if _, err := DecodeEvent(append(bs(0x99, 0x02), old[2:]...)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s as a string in envelope 2: %v, want ErrMalformed", name, err)
+		}
+		// A code in version 1 is not a type.
+		if _, err := DecodeEvent(append(bs(0x99, 0x01), raw[2:]...)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s as a code in envelope 1: %v, want ErrMalformed", name, err)
+		}
+	}
+	for name, typ := range map[string][]byte{"code 0": bs(0), "code past the table": bs(byte(len(TypeCodes))),
+		"code 127": bs(0x7f), "code as uint8": bs(0xcc, 3), "negative code": bs(0xff), "type nil": bs(0xc0)} {
+		raw := envelope(nil, nil, typ)
+		raw[1] = 2
+		if _, err := DecodeEvent(raw); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrMalformed", name, err)
+		}
+	}
+	// The canonical v2 form of such an event, for contrast, decodes.
+	raw := envelope(nil, nil, bs(3))
+	raw[1] = 2
+	if e, err := DecodeEvent(raw); err != nil || e.Type != "thought.recorded" {
+		t.Errorf("code 3: %q, %v", e.Type, err)
+	}
+	if _, err := (&Event{Envelope: 3, Type: "x"}).Encode(); err == nil {
+		t.Error("envelope 3 encoded")
+	}
+}
+
 func TestDecodeEventRejectsNonCanonical(t *testing.T) {
 	if _, err := DecodeEvent(envelope()); err != nil {
 		t.Fatalf("canonical envelope: %v", err)
@@ -123,7 +191,8 @@ func TestDecodeEventRejectsMalformed(t *testing.T) {
 		"trailing byte":    append(append([]byte(nil), raw...), 0),
 		"array of 8":       append(bs(0x98), raw[1:]...),
 		"map":              append(bs(0x89), raw[1:]...),
-		"envelope v2":      append(bs(0x99, 0x02), raw[2:]...),
+		"envelope v3":      append(bs(0x99, 0x03), raw[2:]...),
+		"envelope v0":      append(bs(0x99, 0x00), raw[2:]...),
 		"prev of 31 bytes": envelope(nil, nil, nil, nil, nil, nil, nil, append(bs(0xc4, 31), make([]byte, 31)...)),
 		"subjects nil":     envelope(nil, nil, nil, nil, nil, bs(0xc0)),
 		"subjects huge":    envelope(nil, nil, nil, nil, nil, bs(0xdd, 0xff, 0xff, 0xff, 0xff)),
@@ -319,8 +388,11 @@ func decodeEventReference(raw []byte) (Event, error) {
 		return fail(fmt.Sprintf("want array of %d, got %d", envelopeFields, n), err)
 	}
 	v, err := d.DecodeUint64()
-	if err != nil || v != EnvelopeVersion {
+	if err != nil || v < 1 || v > EnvelopeVersion {
 		return fail(fmt.Sprintf("envelope version %d", v), err)
+	}
+	if v != EnvelopeVersion {
+		e.Envelope = uint8(v)
 	}
 	if e.Seq, err = d.DecodeUint64(); err != nil {
 		return fail("seq", err)
@@ -330,7 +402,17 @@ func decodeEventReference(raw []byte) (Event, error) {
 		return fail("time", err)
 	}
 	e.Time = time.UnixMilli(ms).UTC()
-	if e.Type, err = d.DecodeString(); err != nil {
+	c, err := d.PeekCode()
+	if err != nil {
+		return fail("type", err)
+	}
+	if v >= 2 && !msgpcode.IsString(c) {
+		code, err := d.DecodeUint64()
+		if err != nil || code >= uint64(len(TypeCodes)) || TypeCodes[code] == "" {
+			return fail(fmt.Sprintf("type code %d", code), err)
+		}
+		e.Type = TypeCodes[code]
+	} else if e.Type, err = d.DecodeString(); err != nil {
 		return fail("type", err)
 	}
 	if e.Version, err = d.DecodeUint16(); err != nil {

@@ -324,8 +324,9 @@ func CheckNode(level uint, index uint64, left, right, got []byte) *IntegrityErro
 // peekEnvelope reads the claimed seq and prev hash of stored bytes without a
 // full decode: verification is the hot path. Anything unusual is !ok.
 func peekEnvelope(raw []byte) (seq uint64, prev Hash, ok bool) {
-	// 0x99 (array of 9), 0x01 (envelope version), then seq as a msgpack uint.
-	if len(raw) < 3+34 || raw[0] != 0x90|envelopeFields || raw[1] != EnvelopeVersion {
+	// 0x99 (array of 9), the envelope version (0x01 or 0x02), then seq as a
+	// msgpack uint.
+	if len(raw) < 3+34 || raw[0] != 0x90|envelopeFields || raw[1] < 1 || raw[1] > EnvelopeVersion {
 		return 0, prev, false
 	}
 	b := raw[2:]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/logbook-dev/logbook/ledger"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -47,7 +48,7 @@ func unmarshal(b []byte, v any) error {
 func unmarshalGeneric(b []byte, v any) error {
 	d := decoders.Get().(*msgpack.Decoder)
 	d.ResetReader(bytes.NewReader(b))
-	err := d.Decode(v)
+	err := ledger.DecodeWith(d, b, v)
 	d.ResetReader(nil)
 	decoders.Put(d)
 	if err != nil {
@@ -63,12 +64,10 @@ func marshal(v any) ([]byte, error) {
 	switch v := v.(type) {
 	case *Task:
 		return encodeTask(v), nil
-	case *thoughtRef:
-		return encodeThoughtRef(v), nil
 	}
 	e := encoders.Get().(*encoder)
 	e.buf.Reset()
-	err := e.enc.Encode(v)
+	err := ledger.EncodeWith(e.enc, v)
 	b := bytes.Clone(e.buf.Bytes())
 	if e.buf.Cap() <= 64<<10 {
 		encoders.Put(e)

@@ -109,7 +109,7 @@ func (c *Comparison) Step(want, got *boltstore.Tx, limit int) error {
 		}
 	}
 	missing := func(x kv) {
-		keep(&Difference{Space: name, Key: keyName(name, x.k), Seq: recordSeq(x.v), Problem: "missing"})
+		keep(&Difference{Space: name, Key: keyName(name, x.k), Seq: recordSeq(name, x.v), Problem: "missing"})
 	}
 	err = g.Range(begin, end, func(k, v []byte) (bool, error) {
 		for i < len(ws) && bytes.Compare(ws[i].k, k) < 0 {
@@ -120,7 +120,7 @@ func (c *Comparison) Step(want, got *boltstore.Tx, limit int) error {
 		c.Keys++
 		if i < len(ws) && bytes.Equal(ws[i].k, k) {
 			if !bytes.Equal(ws[i].v, v) {
-				keep(&Difference{Space: name, Key: keyName(name, k), Seq: recordSeq(ws[i].v), Problem: "value differs"})
+				keep(&Difference{Space: name, Key: keyName(name, k), Seq: recordSeq(name, ws[i].v), Problem: "value differs"})
 			}
 			i++
 		} else {
@@ -143,9 +143,14 @@ func (c *Comparison) Step(want, got *boltstore.Tx, limit int) error {
 	return nil
 }
 
-// recordSeq is the seq field of a stored record (tasks, thoughts, sessions
-// carry the seq of the event that last changed them), 0 if it has none.
-func recordSeq(v []byte) uint64 {
+// recordSeq is the seq field of a stored record (tasks, sessions carry the
+// seq of the event that last changed them; a thought's entry is the seq
+// that recorded it), 0 if it has none.
+func recordSeq(space string, v []byte) uint64 {
+	if space == spThoughts {
+		seq, _ := thoughtRef(nil, v)
+		return seq
+	}
 	var r struct {
 		Seq uint64 `json:"seq"`
 	}
@@ -157,13 +162,14 @@ func recordSeq(v []byte) uint64 {
 
 // keyName shows a key the way the tools name what it stores.
 func keyName(space string, k []byte) string {
+	if n, rest, ok := readShort(k); ok && len(rest) == 0 && space == spThoughts {
+		return domain.FormatID(domain.ThoughtPrefix, n)
+	}
 	if len(k) == 8 {
 		n := be64(k)
 		switch space {
 		case spTasks:
 			return domain.FormatID(domain.TaskPrefix, n)
-		case spThoughts:
-			return domain.FormatID(domain.ThoughtPrefix, n)
 		case spSessions, spOpenSessions:
 			return domain.FormatID(domain.SessionPrefix, n)
 		}

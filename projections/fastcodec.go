@@ -314,7 +314,7 @@ func decodeThought(b []byte, p *events.ThoughtRecorded, lean bool) bool {
 		}
 		return r.str(dst)
 	}
-	return r.fields(func(k []byte) (int, bool) {
+	field := func(k []byte) (int, bool) {
 		switch string(k) {
 		case "thought_id":
 			return 0, r.str(&p.ThoughtID)
@@ -350,7 +350,45 @@ func decodeThought(b []byte, p *events.ThoughtRecorded, lean bool) bool {
 			return 11, r.uint(&p.ChainPosition)
 		}
 		return 0, false
-	})
+	}
+	if len(b) > 0 && (b[0]&0xf0 == 0x90 || b[0] == 0xdc) {
+		// Version 2: every field the array does not hold is zero, as the
+		// generic reader leaves it (ledger.Positional).
+		*p = events.ThoughtRecorded{}
+		return r.positional(thoughtFields, field)
+	}
+	return r.fields(field)
+}
+
+// thoughtFields are the names of a version 2 thought.recorded payload's
+// elements, in order (events.ThoughtRecorded.PayloadFields).
+var thoughtFields = func() (names [][]byte) {
+	for _, f := range (&events.ThoughtRecorded{}).PayloadFields() {
+		names = append(names, []byte(f.Name))
+	}
+	return names
+}()
+
+// positional reads an array of the fields named in order (a
+// ledger.Positional payload), calling field for each element as fields
+// does for each key; a nil element is the field's zero value, which the
+// caller has set. The reader gives up on an array longer than the
+// fields it knows (the generic reader skips those).
+func (r *mp) positional(names [][]byte, field func(key []byte) (index int, ok bool)) bool {
+	n, isNil, ok := r.arrayLen()
+	if !ok || isNil || n > len(names) {
+		return false
+	}
+	for i := range n {
+		if r.off < len(r.b) && r.b[r.off] == 0xc0 {
+			r.off++
+			continue
+		}
+		if _, ok := field(names[i]); !ok {
+			return false
+		}
+	}
+	return r.off == len(r.b)
 }
 
 func (p *taskUpdatedPayload) decodeFast(b []byte) bool {
@@ -639,14 +677,5 @@ func encodeTask(t *Task) []byte {
 	w.uint(t.CreatedSeq)
 	field("thoughts")
 	w.uint(t.Thoughts)
-	return w.b
-}
-
-// encodeThoughtRef is marshal(r).
-func encodeThoughtRef(r *thoughtRef) []byte {
-	w := mw{b: make([]byte, 0, 16)}
-	w.mapLen(1)
-	w.str("seq")
-	w.uint(r.Seq)
 	return w.b
 }

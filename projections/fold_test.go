@@ -251,7 +251,7 @@ func TestComparisonFindsEdits(t *testing.T) {
 		}},
 		{"added", "unexpected key", "Θ-0099", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("thoughts")
-			return sp.Put(key(99), []byte{0x80})
+			return sp.Put([]byte{1, 99}, []byte{0x80}) // thought 99 (a short number)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -473,5 +473,58 @@ func TestFoldReadsOnlyKnowledgeItDidNotFold(t *testing.T) {
 		if fingerprintOf(t, scratch) != fingerprintOf(t, src) {
 			t.Errorf("batches of %d: the refold differs from the live projections", batch)
 		}
+	}
+}
+
+// TestThoughtRecordedTwiceAcrossLumps: whether the earlier thought of a
+// twice-recorded id was indexed in a lump before the later one (taken out
+// of the index then) or waits in the same lump (never indexed), the index
+// holds the later thought alone, searched live and after a rebuild, with
+// the live projections' bytes.
+func TestThoughtRecordedTwiceAcrossLumps(t *testing.T) {
+	for _, lump := range []uint64{1, 2, 3, 16} {
+		t.Run(fmt.Sprint("lump ", lump), func(t *testing.T) {
+			defer projections.SetIndexLump(lump)()
+			l := openFolded(t)
+			appendRaw(t, l, events.TypeTaskCreated, events.CurrentVersion(events.TypeTaskCreated), []string{"T-0001"},
+				events.TaskCreated{TaskID: "T-0001", Project: "p", Sequence: 1, Title: "t", Priority: "normal", Labels: []string{}, Assignee: "a"})
+			for i, th := range []struct{ id, content string }{
+				{"Θ-0001", "walrus migration plan"}, {"Θ-0002", "otter plan"}, {"Θ-0001", "zebra crossing plan"}, {"Θ-0003", "yak plan"},
+			} {
+				appendRaw(t, l, events.TypeThoughtRecorded, events.CurrentVersion(events.TypeThoughtRecorded), []string{th.id, "T-0001"},
+					events.ThoughtRecorded{ThoughtID: th.id, TaskID: "T-0001", Type: "analysis", Content: th.content, ChainPosition: uint64(i + 1)})
+			}
+			hits := func(query string) (ids []string) {
+				t.Helper()
+				l.View(func(tx *boltstore.Tx) error {
+					found, err := projections.SearchKnowledge(tx, query, search.Filter{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, h := range found {
+						ids = append(ids, fmt.Sprintf("%s@%d", h.ID, h.Seq))
+					}
+					return nil
+				})
+				slices.Sort(ids)
+				return ids
+			}
+			check := func(when string) {
+				t.Helper()
+				if got := hits("walrus"); len(got) != 0 {
+					t.Errorf("%s: the replaced thought still matches: %v", when, got)
+				}
+				if got, want := hits("plan"), []string{"Θ-0001@4", "Θ-0002@3", "Θ-0003@5"}; !slices.Equal(got, want) {
+					t.Errorf("%s: %v, want %v", when, got, want)
+				}
+			}
+			check("live")
+			live := fingerprintOf(t, l)
+			rebuild(t, l, 0)
+			check("rebuilt")
+			if got := fingerprintOf(t, l); got != live {
+				t.Errorf("rebuilt fingerprint %x, live %x", got, live)
+			}
+		})
 	}
 }

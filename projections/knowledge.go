@@ -308,6 +308,9 @@ func indexEvent(f *folder, r ledger.Record) error {
 		if err := decodeForFold(r, &p); err != nil {
 			return err
 		}
+		if replaced, err := replacedThought(f.tx, p.ThoughtID, r.Seq); err != nil || replaced {
+			return err // a later thought of its id is indexed in its place (unindexThought)
+		}
 		project, err := f.taskProject(p.TaskID)
 		if err != nil {
 			return err

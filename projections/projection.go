@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/logbook-dev/logbook/domain"
@@ -31,7 +32,12 @@ import (
 //	   against the posting before (doc and seq gaps, tf and kind in one
 //	   byte, the project only when it changes)
 //	8: the index folds knowledge events in lumps of indexLump (knowledge.go)
-const Version = 8
+//	9: the full-text index keeps no id entry for a thought (thoughts are
+//	   never removed by id; a thought id recorded twice is taken out by
+//	   the seq of the earlier one); task_thoughts keys are the task and
+//	   chain position as short numbers, its values uvarints; the thoughts
+//	   space maps a short thought number to the uvarint seq
+const Version = 9
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,
@@ -286,6 +292,30 @@ func u64(v uint64) []byte {
 }
 
 func key2(a, b uint64) []byte { return append(u64(a), u64(b)...) }
+
+// short appends v to key as its length in bytes then its big-endian bytes
+// without leading zeros (0 is one zero byte): numbers in key order, as
+// u64's are, in 2 to 4 bytes for the usual ones rather than 8.
+func short(key []byte, v uint64) []byte {
+	n := max(1, (bits.Len64(v)+7)/8)
+	key = append(key, byte(n))
+	for i := n - 1; i >= 0; i-- {
+		key = append(key, byte(v>>(8*i)))
+	}
+	return key
+}
+
+// readShort reads a number short wrote at the start of b, and the rest of
+// b; ok false if b does not start with one.
+func readShort(b []byte) (v uint64, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] < 1 || b[0] > 8 || len(b) < 1+int(b[0]) {
+		return 0, b, false
+	}
+	for _, c := range b[1 : 1+b[0]] {
+		v = v<<8 | uint64(c)
+	}
+	return v, b[1+b[0]:], true
+}
 
 func getU64(sp *boltstore.Space, key string) uint64 {
 	v := sp.Get([]byte(key))

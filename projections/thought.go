@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -12,8 +13,8 @@ import (
 )
 
 const (
-	spThoughts        = "thoughts"         // thought number → thoughtRef: the thought is its event
-	spTaskThoughts    = "task_thoughts"    // task number ‖ chain position → thought number
+	spThoughts        = "thoughts"         // short(thought number) → seq (uvarint): the thought is its event
+	spTaskThoughts    = "task_thoughts"    // chainKey(task number, chain position) → thought number (uvarint)
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
 	counterThought = "counter.thought"
@@ -29,11 +30,52 @@ type Thought struct {
 	Seq        uint64 `json:"seq"`
 }
 
-// thoughtRef is what the thoughts space keeps of a thought: the seq of the
-// event that recorded it. A thought is immutable and its event holds all of
-// it (hash, time and actor included), so reads find it there by seq.
-type thoughtRef struct {
-	Seq uint64 `json:"seq"`
+// The thoughts space keeps of a thought the seq of the event that recorded
+// it, under its number: a thought is immutable and its event holds all of
+// it (hash, time and actor included), so reads find it there by seq. Keys
+// are short numbers (in order, as thoughts are numbered), values uvarints.
+
+// putThought records that thought id was recorded at seq, and returns its
+// number.
+func putThought(f *folder, id string, seq uint64) (uint64, error) {
+	n, ok := domain.ParseID(domain.ThoughtPrefix, id)
+	if !ok {
+		return 0, fmt.Errorf("bad id %q", id)
+	}
+	if err := f.seenNumber(counterThought, n); err != nil {
+		return 0, err
+	}
+	sp, err := f.tx.Space(spThoughts)
+	if err != nil {
+		return 0, err
+	}
+	sp.AppendOnly()
+	return n, sp.Put(short(nil, n), binary.AppendUvarint(nil, seq))
+}
+
+// thoughtSeq is the seq that recorded thought number n; ok false if none
+// did. A value that is not a seq is ErrDamaged.
+func thoughtSeq(tx *boltstore.Tx, n uint64) (seq uint64, ok bool, err error) {
+	sp, err := tx.Space(spThoughts)
+	if err != nil {
+		return 0, false, err
+	}
+	k := short(nil, n)
+	v := sp.Get(k)
+	if v == nil {
+		return 0, false, nil
+	}
+	seq, err = thoughtRef(k, v)
+	return seq, err == nil, err
+}
+
+// thoughtRef reads a thoughts entry's seq.
+func thoughtRef(k, v []byte) (uint64, error) {
+	seq, size := binary.Uvarint(v)
+	if size <= 0 || size != len(v) {
+		return 0, fmt.Errorf("thoughts %x: value %x is not a seq: %w", k, v, boltstore.ErrDamaged)
+	}
+	return seq, nil
 }
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
@@ -41,7 +83,10 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err := decodeForFold(r, &p); err != nil {
 		return err
 	}
-	n, err := putNumbered(f, domain.ThoughtPrefix, counterThought, spThoughts, p.ThoughtID, &thoughtRef{Seq: r.Seq})
+	if err := f.unindexThought(p.ThoughtID); err != nil {
+		return err
+	}
+	n, err := putThought(f, p.ThoughtID, r.Seq)
 	if err != nil {
 		return err
 	}
@@ -58,7 +103,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err != nil {
 		return err
 	}
-	if err := chain.Put(key2(tn, p.ChainPosition), u64(n)); err != nil {
+	if err := chain.Put(chainKey(tn, p.ChainPosition), binary.AppendUvarint(nil, n)); err != nil {
 		return err
 	}
 	if p.SessionID != "" {
@@ -85,6 +130,47 @@ func decodeForFold(r ledger.Record, p *events.ThoughtRecorded) error {
 	return decode(r, p)
 }
 
+// unindexThought takes the thought id out of the knowledge index if a
+// thought of that id was recorded before (a log that records one twice,
+// which commands never write), so the later one replaces it there as in
+// every other space. The index keeps no id entry for a thought
+// (search.Index.Add): the earlier one is found by the seq the thoughts
+// space holds, looked up only for an id not past the highest seen. An
+// earlier one already indexed (in a lump before this event) is taken out
+// now; one still waiting for its lump is never indexed (indexEvent skips a
+// thought the thoughts space no longer names).
+func (f *folder) unindexThought(id string) error {
+	n, valid := domain.ParseID(domain.ThoughtPrefix, id)
+	meta, err := f.tx.Space(spMeta)
+	if err != nil || !valid || n > getU64(meta, counterThought) {
+		return err
+	}
+	seq, ok, err := thoughtSeq(f.tx, n)
+	if err != nil || !ok {
+		return err
+	}
+	l, err := f.lumpState()
+	if err != nil || seq > l.indexed {
+		return err
+	}
+	ix, err := f.knowledge()
+	if err != nil {
+		return err
+	}
+	return ix.RemoveAt(seq)
+}
+
+// replacedThought reports whether the thought recorded at seq is no longer
+// the one its id names: a later event recorded that id again.
+func replacedThought(tx *boltstore.Tx, id string, seq uint64) (bool, error) {
+	n, valid := domain.ParseID(domain.ThoughtPrefix, id)
+	if !valid {
+		return false, nil
+	}
+	latest, ok, err := thoughtSeq(tx, n)
+	return ok && latest != seq, err
+}
+
 // thoughtDoc is what the knowledge index holds of a thought.
 func thoughtDoc(r ledger.Record, p *events.ThoughtRecorded, project string) search.Doc {
 	return search.Doc{ID: p.ThoughtID, Kind: search.Thought, Project: project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash,
@@ -94,19 +180,14 @@ func thoughtDoc(r ledger.Record, p *events.ThoughtRecorded, project string) sear
 // thoughtByNumber reads thought number n; known is what the caller knows of
 // it from the key it came by (its task and chain position, or its session).
 func thoughtByNumber(tx *boltstore.Tx, n uint64, known Thought) (Thought, error) {
-	thoughts, err := tx.Space(spThoughts)
-	if err != nil {
-		return Thought{}, err
-	}
-	var ref thoughtRef
-	ok, err := getRecord(thoughts, u64(n), &ref)
+	seq, ok, err := thoughtSeq(tx, n)
 	if err == nil && !ok {
 		err = fmt.Errorf("thought %d missing from projection", n)
 	}
 	if err != nil {
 		return Thought{}, err
 	}
-	known.ThoughtID, known.Seq = domain.FormatID(domain.ThoughtPrefix, n), ref.Seq
+	known.ThoughtID, known.Seq = domain.FormatID(domain.ThoughtPrefix, n), seq
 	return thoughtAt(tx, known)
 }
 
@@ -142,8 +223,11 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 	if chain == nil {
 		return th, false, err
 	}
-	err = chain.Scan(u64(tn), true, func(k, v []byte) (bool, error) {
-		th, err = thoughtByNumber(tx, be64(v), chainLink(taskID, k))
+	err = chain.Scan(short(nil, tn), true, func(k, v []byte) (bool, error) {
+		n, err := chainNumber(k, v)
+		if err == nil {
+			th, err = thoughtByNumber(tx, n, chainLink(taskID, k))
+		}
 		ok = err == nil
 		return false, err
 	})
@@ -152,34 +236,44 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 
 // TaskThoughts calls fn for the task's thoughts in chain order.
 func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error {
-	return listedThoughts(tx, spTaskThoughts, domain.TaskPrefix, taskID, func(k, v []byte) (uint64, Thought) {
-		return be64(v), chainLink(taskID, k)
-	}, fn)
+	return listedThoughts(tx, spTaskThoughts, domain.TaskPrefix, taskID, func(n uint64) []byte { return short(nil, n) },
+		func(k, v []byte) (uint64, Thought, error) {
+			n, err := chainNumber(k, v)
+			return n, chainLink(taskID, k), err
+		}, fn)
 }
 
 // SessionThoughts calls fn for the thoughts recorded with the session id,
 // in ledger order.
 func SessionThoughts(tx *boltstore.Tx, sessionID string, fn func(Thought) bool) error {
-	return listedThoughts(tx, spSessionThoughts, domain.SessionPrefix, sessionID, func(k, _ []byte) (uint64, Thought) {
+	return listedThoughts(tx, spSessionThoughts, domain.SessionPrefix, sessionID, u64, func(k, _ []byte) (uint64, Thought, error) {
 		var known Thought
 		known.SessionID = sessionID
-		return be64(k[8:]), known
+		if len(k) != 16 {
+			return 0, known, fmt.Errorf("session_thoughts key %x: %w", k, boltstore.ErrDamaged)
+		}
+		return be64(k[8:]), known, nil
 	}, fn)
 }
 
 // listedThoughts calls fn for the thoughts a space lists under the number
-// of id (a prefix's id), in key order; listed is a thought's number from
-// its key and value there, and what they say of it (see thoughtByNumber).
+// of id (a prefix's id; under keys starting with under(number)), in key
+// order; listed is a thought's number from its key and value there, and
+// what they say of it (see thoughtByNumber).
 // A thought whose event is damaged is listed with only what its keys say
 // (no hash), so that the chain checks over a list report it as a broken
 // link; LastThought and ThoughtAt, which a new thought chains to, fail.
-func listedThoughts(tx *boltstore.Tx, space, prefix, id string, listed func(k, v []byte) (uint64, Thought), fn func(Thought) bool) error {
+func listedThoughts(tx *boltstore.Tx, space, prefix, id string, under func(uint64) []byte,
+	listed func(k, v []byte) (uint64, Thought, error), fn func(Thought) bool) error {
 	sp, n, err := spaceOf(tx, space, prefix, id)
 	if sp == nil {
 		return err
 	}
-	return sp.Scan(u64(n), false, func(k, v []byte) (bool, error) {
-		num, known := listed(k, v)
+	return sp.Scan(under(n), false, func(k, v []byte) (bool, error) {
+		num, known, err := listed(k, v)
+		if err != nil {
+			return false, err
+		}
 		th, err := thoughtByNumber(tx, num, known)
 		if err != nil && !errors.Is(err, boltstore.ErrDamaged) {
 			return false, err
@@ -195,12 +289,16 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 		return err
 	}
 	return thoughts.Scan(nil, false, func(k, v []byte) (bool, error) {
-		var ref thoughtRef
-		if err := unmarshal(v, &ref); err != nil || len(k) != 8 {
-			return false, fmt.Errorf("thought %x: %v", k, err)
+		n, rest, ok := readShort(k)
+		if !ok || len(rest) != 0 {
+			return false, fmt.Errorf("thoughts key %x: %w", k, boltstore.ErrDamaged)
+		}
+		seq, err := thoughtRef(k, v)
+		if err != nil {
+			return false, err
 		}
 		var th Thought
-		th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, be64(k)), ref.Seq
+		th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, n), seq
 		if th, err = thoughtAt(tx, th); err != nil && !errors.Is(err, boltstore.ErrDamaged) {
 			return false, err // a damaged one is listed as in listedThoughts
 		}
@@ -220,21 +318,39 @@ func ThoughtAt(tx *boltstore.Tx, taskID string, position uint64) (th Thought, ok
 	if chain == nil {
 		return th, false, err
 	}
-	v := chain.Get(key2(tn, position))
-	if len(v) != 8 {
+	k := chainKey(tn, position)
+	v := chain.Get(k)
+	if v == nil {
 		return th, false, nil
 	}
-	th, err = thoughtByNumber(tx, be64(v), chainLink(taskID, key2(tn, position)))
+	n, err := chainNumber(k, v)
+	if err == nil {
+		th, err = thoughtByNumber(tx, n, chainLink(taskID, k))
+	}
 	return th, err == nil, err
 }
 
-// chainLink is what a task_thoughts key (task number ‖ chain position) says
-// of the thought it leads to.
+// chainKey is the task_thoughts key of a task's thought at a chain
+// position: both numbers short, so a chain's keys are 4 to 6 bytes, in
+// task then position order.
+func chainKey(task, position uint64) []byte { return short(short(make([]byte, 0, 8), task), position) }
+
+// chainLink is what a task_thoughts key says of the thought it leads to.
 func chainLink(taskID string, k []byte) Thought {
 	var th Thought
 	th.TaskID = taskID
-	if len(k) == 16 {
-		th.ChainPosition = be64(k[8:])
+	if _, rest, ok := readShort(k); ok {
+		th.ChainPosition, _, _ = readShort(rest)
 	}
 	return th
+}
+
+// chainNumber is the thought number a task_thoughts value holds; a value
+// that is not one is a damaged file.
+func chainNumber(k, v []byte) (uint64, error) {
+	n, size := binary.Uvarint(v)
+	if size <= 0 || size != len(v) {
+		return 0, fmt.Errorf("task_thoughts %x: value %x is not a thought number: %w", k, v, boltstore.ErrDamaged)
+	}
+	return n, nil
 }

@@ -41,6 +41,6 @@
 //	"p" term 0x00 base(8 bytes)  a sealed block of term's postings (posting.go): doc gap,
 //	                             tf and kind, project when it changes, doc length, seq
 //	                             gap of each
-//	"i" len(id) id               doc number, seq
+//	"i" len(id) id               doc number, seq (not for thoughts, never removed by id)
 //	"j" project                  project number
 package search

@@ -172,12 +172,17 @@ func (ix *Index) termFreqs(fields []Field) (terms []string, tf map[string]uint64
 // Add indexes doc. It fails with ErrInvalid for a document without an id or
 // with an unknown kind, and with ErrDuplicate when the id is already indexed.
 // Docs must return doc for doc.Seq from then on.
+//
+// A thought gets no id entry (one per thought would be a fifth of the
+// index): thoughts are not removed by id, so Has, Remove and ErrDuplicate
+// know nothing of them, and a caller that replaces one removes it by its
+// seq (RemoveAt).
 func (ix *Index) Add(doc Doc) error {
 	if doc.ID == "" || doc.Kind < Thought || doc.Kind > Memory {
 		return fmt.Errorf("add %q (%s): %w", doc.ID, doc.Kind, ErrInvalid)
 	}
 	idKey := idKey(doc.ID)
-	if ix.sp.Get(idKey) != nil {
+	if doc.Kind != Thought && ix.sp.Get(idKey) != nil {
 		return fmt.Errorf("add %s: %w", doc.ID, ErrDuplicate)
 	}
 	s, err := ix.stats()
@@ -205,8 +210,10 @@ func (ix *Index) Add(doc Doc) error {
 			return err
 		}
 	}
-	if err := ix.sp.Put(idKey, binary.AppendUvarint(binary.AppendUvarint(nil, num), doc.Seq)); err != nil {
-		return err
+	if doc.Kind != Thought {
+		if err := ix.sp.Put(idKey, binary.AppendUvarint(binary.AppendUvarint(nil, num), doc.Seq)); err != nil {
+			return err
+		}
 	}
 	s.docs++
 	s.totalLen += length
@@ -233,6 +240,30 @@ func (ix *Index) Remove(id string) error {
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", id, err)
 	}
+	if err := ix.removeDoc(doc, func(t string, e *termEntry) error { return ix.removePosting(t, e, num) }); err != nil {
+		return err
+	}
+	return ix.sp.Delete(idKey)
+}
+
+// RemoveAt takes the thought recorded at seq out of the index (a thought
+// has no id entry for Remove to find it by). It fails with ErrNotFound if
+// the document recorded at seq is not a thought, and with ErrCorrupt if a
+// term of it has no posting at seq.
+func (ix *Index) RemoveAt(seq uint64) error {
+	doc, err := ix.doc(seq, "")
+	if err != nil {
+		return fmt.Errorf("remove seq %d: %w", seq, err)
+	}
+	if doc.Kind != Thought {
+		return fmt.Errorf("remove seq %d: a %s, not a thought: %w", seq, doc.Kind, ErrNotFound)
+	}
+	return ix.removeDoc(doc, func(t string, e *termEntry) error { return ix.removePostingAt(t, e, seq) })
+}
+
+// removeDoc takes doc's postings out, each with cut, and counts it out of
+// the statistics.
+func (ix *Index) removeDoc(doc Doc, cut func(term string, e *termEntry) error) error {
 	s, err := ix.stats()
 	if err != nil {
 		return err
@@ -244,18 +275,15 @@ func (ix *Index) Remove(id string) error {
 			return err
 		}
 		if e.df == 0 {
-			return fmt.Errorf("remove %s: term %q not indexed: %w", id, t, ErrCorrupt)
+			return fmt.Errorf("remove %s: term %q not indexed: %w", doc.ID, t, ErrCorrupt)
 		}
-		if err := ix.removePosting(t, &e, num); err != nil {
-			return fmt.Errorf("remove %s: %w", id, err)
+		if err := cut(t, &e); err != nil {
+			return fmt.Errorf("remove %s: %w", doc.ID, err)
 		}
 		e.df--
 		if err := ix.putTerm(t, e); err != nil {
 			return err
 		}
-	}
-	if err := ix.sp.Delete(idKey); err != nil {
-		return err
 	}
 	s.docs--
 	s.totalLen -= length
@@ -274,7 +302,8 @@ func (ix *Index) doc(seq uint64, id string) (Doc, error) {
 	return d, nil
 }
 
-// Has reports whether a document with this id is indexed.
+// Has reports whether a document with this id is indexed (never a
+// thought's: Add).
 func (ix *Index) Has(id string) bool {
 	return ix.sp.Get(idKey(id)) != nil
 }

@@ -147,6 +147,57 @@ func scores(hits []search.Hit) []string {
 	return out
 }
 
+// remove takes d out of ix: a thought by its seq (it has no id entry), the
+// rest by id.
+func remove(ix *search.Index, d search.Doc) error {
+	if d.Kind == search.Thought {
+		return ix.RemoveAt(d.Seq)
+	}
+	return ix.Remove(d.ID)
+}
+
+// TestThoughtsHaveNoIDEntry: a thought is indexed without an id entry, so
+// Has, Remove and ErrDuplicate do not see it; RemoveAt takes it out by its
+// seq (and refuses a document that is not a thought), leaving what an
+// index that never had it holds.
+func TestThoughtsHaveNoIDEntry(t *testing.T) {
+	docs := sample()
+	ix, sp := build(t, docs)
+	if ix.Has("Θ-0001") || !ix.Has("F-0001") {
+		t.Errorf("Has(Θ-0001) %v, Has(F-0001) %v; want false, true", ix.Has("Θ-0001"), ix.Has("F-0001"))
+	}
+	if err := ix.Remove("Θ-0001"); !errors.Is(err, search.ErrNotFound) {
+		t.Errorf("Remove(Θ-0001): %v, want ErrNotFound", err)
+	}
+	if err := ix.RemoveAt(1); !errors.Is(err, search.ErrNotFound) {
+		t.Errorf("RemoveAt of a finding: %v, want ErrNotFound", err)
+	}
+	if err := ix.RemoveAt(3); err != nil {
+		t.Fatal(err)
+	}
+	if hits, _ := ix.Search("session cookie", search.Filter{}); len(hits) != 0 {
+		t.Errorf("removed thought still matches: %v", ids(hits))
+	}
+	if err := ix.RemoveAt(3); !errors.Is(err, search.ErrCorrupt) {
+		t.Errorf("RemoveAt twice: %v, want ErrCorrupt (no posting left)", err)
+	}
+	fresh, _ := build(t, slices.Delete(slices.Clone(docs), 2, 3))
+	for _, q := range []string{"test", "clock", "deploy", "grid"} {
+		a, _ := ix.Search(q, search.Filter{Limit: search.MaxLimit})
+		b, _ := fresh.Search(q, search.Filter{Limit: search.MaxLimit})
+		if fmt.Sprint(scores(a)) != fmt.Sprint(scores(b)) {
+			t.Errorf("%q: %v after RemoveAt, %v fresh", q, scores(a), scores(b))
+		}
+	}
+	// No key of the index names the thought.
+	sp.Scan(nil, false, func(k, _ []byte) (bool, error) {
+		if strings.Contains(string(k), "Θ-0001") {
+			t.Errorf("key %q names the thought", k)
+		}
+		return true, nil
+	})
+}
+
 func TestAddErrors(t *testing.T) {
 	ix, _ := build(t, sample())
 	if err := ix.Add(sample()[0]); !errors.Is(err, search.ErrDuplicate) {
@@ -178,7 +229,7 @@ func TestRebuildIdentical(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i%10 == 9 {
-				if err := ix.Remove(corpus[i-5].ID); err != nil {
+				if err := remove(ix, corpus[i-5]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -336,7 +387,7 @@ func TestPostingFields(t *testing.T) {
 	gone := map[string]bool{}
 	for _, i := range []int{0, 1, 36, 37, 38, 200, 250, 398, 399} {
 		id := docs[i].ID
-		if err := ix.Remove(id); err != nil {
+		if err := remove(ix, docs[i]); err != nil {
 			t.Fatal(err)
 		}
 		gone[id] = true

@@ -172,37 +172,54 @@ func encodePosting(block []byte, base uint64, prev *postingRef, num uint64, p po
 // removePosting takes doc num's posting out of term's postings: out of e's
 // open block, or out of the sealed block holding it (deleted if left empty).
 func (ix *Index) removePosting(term string, e *termEntry, num uint64) error {
-	if e.open != nil && num >= e.base {
-		block, found, err := cutPosting(e.base, e.open, num)
+	return ix.cutFrom(term, e, fmt.Sprintf("doc %d", num), func(base uint64) bool { return base <= num },
+		func(n uint64, _ posting) bool { return n == num })
+}
+
+// removePostingAt takes the posting of the document recorded at seq out of
+// term's postings, as removePosting does, for a document found by its seq
+// (a thought: no id entry gives its number). Doc numbers tell nothing of
+// seqs, so it decodes the sealed blocks back from the newest until one
+// holds it.
+func (ix *Index) removePostingAt(term string, e *termEntry, seq uint64) error {
+	return ix.cutFrom(term, e, fmt.Sprintf("seq %d", seq), func(uint64) bool { return true },
+		func(_ uint64, p posting) bool { return p.seq == seq })
+}
+
+// cutFrom takes the posting is picks out of term's postings: out of e's
+// open block if it is there, else out of the newest sealed block whose base
+// may hold it (maybe) and that does (deleted if left empty). what names the
+// posting in errors.
+func (ix *Index) cutFrom(term string, e *termEntry, what string, maybe func(base uint64) bool, is func(num uint64, p posting) bool) error {
+	if e.open != nil && maybe(e.base) {
+		block, found, err := cutPosting(e.base, e.open, is)
 		switch {
 		case err != nil:
 			return fmt.Errorf("postings of %q: %w", term, err)
-		case !found:
-			return fmt.Errorf("postings of %q: doc %d missing: %w", term, num, ErrCorrupt)
+		case found:
+			e.open, e.lastOK = block, false
+			return nil
 		}
-		e.open, e.lastOK = block, false
-		return nil
 	}
-	// The sealed block holding num is the last whose base is at most num:
-	// walk the keys back from the newest (a removed document is usually a
-	// recent one) and decode only that block.
+	// Walk the keys back from the newest (a removed document is usually a
+	// recent one) and decode only the blocks that may hold the posting.
 	var key, block []byte
 	err := ix.sp.Scan(postingPrefix(term), true, func(k, v []byte) (bool, error) {
 		base, err := keyBase(k)
-		if err != nil || base > num {
+		if err != nil || !maybe(base) {
 			return err == nil, err
 		}
-		cut, found, err := cutPosting(base, v, num)
+		cut, found, err := cutPosting(base, v, is)
 		if found {
 			key, block = bytes.Clone(k), cut
 		}
-		return false, err
+		return !found && err == nil, err
 	})
 	switch {
 	case err != nil:
 		return fmt.Errorf("postings of %q: %w", term, err)
 	case key == nil:
-		return fmt.Errorf("postings of %q: doc %d missing: %w", term, num, ErrCorrupt)
+		return fmt.Errorf("postings of %q: %s missing: %w", term, what, ErrCorrupt)
 	case block == nil:
 		return ix.sp.Delete(key)
 	}
@@ -210,13 +227,13 @@ func (ix *Index) removePosting(term string, e *termEntry, num uint64) error {
 }
 
 // cutPosting returns block, whose doc numbers count from base, coded again
-// without doc num's posting (nil if no posting is left), and whether it
+// without the posting is picks out (nil if no posting is left), and whether it
 // held one.
-func cutPosting(base uint64, block []byte, num uint64) (cut []byte, found bool, err error) {
+func cutPosting(base uint64, block []byte, is func(num uint64, p posting) bool) (cut []byte, found bool, err error) {
 	var prev *postingRef
 	var last postingRef
 	err = eachPosting(base, block, func(n uint64, p posting) bool {
-		if n == num {
+		if !found && is(n, p) {
 			found = true
 			return true
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
@@ -72,7 +73,9 @@ func (rp *Replayer) ReadChunk(end uint64, fn func(ledger.Record) error) error {
 // Line is one event as Replay writes it: the envelope, the event's hash,
 // and the payload decoded as stored (its own schema version), a msgpack bin
 // in it (the 32-byte digests of ledger.Digest) written as lowercase hex, as
-// the hex strings of older payload versions were.
+// the hex strings of older payload versions were, and a payload stored as
+// the array of its fields (ledger.Positional) as the object of their
+// names, as the maps of older versions were.
 type Line struct {
 	Seq            uint64      `json:"seq"`
 	Time           string      `json:"time"`
@@ -97,6 +100,9 @@ func LineOf(r ledger.Record) Line {
 	if err := ledger.DecodePayload(r.Payload, &line.Payload); err != nil {
 		line.Payload, line.PayloadError = r.Payload, err.Error()
 	} else {
+		if m, ok := ledger.NamedFields(line.Payload, events.PositionalFields(r.Type, r.Version)); ok {
+			line.Payload = m
+		}
 		line.Payload = hexBins(line.Payload)
 	}
 	return line

@@ -139,3 +139,46 @@ func TestLineDigestsAsHex(t *testing.T) {
 		t.Errorf("replay payload %s (%v): want the digests as hex", out, err)
 	}
 }
+
+// TestLinePositionalPayloads: thought.recorded v2 and tool.called v3 store
+// the array of their fields; replay writes them as the objects of their
+// names older versions stored (empty optional fields absent, a required
+// empty one present), digests in hex.
+func TestLinePositionalPayloads(t *testing.T) {
+	sum := sha256.Sum256([]byte("prev"))
+	h := hex.EncodeToString(sum[:])
+	for _, c := range []struct {
+		typ     string
+		version uint16
+		payload any
+		want    string
+	}{
+		{events.TypeThoughtRecorded, 2, &events.ThoughtRecorded{ThoughtID: "Θ-0002", TaskID: "T-0001", Type: "analysis",
+			Content: "c", PreviousHash: ledger.DigestOf(sum), ChainPosition: 2, Blockers: []string{"b"}},
+			`{"blockers":["b"],"chain_position":2,"content":"c","previous_hash":"` + h + `","task_id":"T-0001","thought_id":"Θ-0002","type":"analysis"}`},
+		{events.TypeThoughtRecorded, 2, &events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "plan", Content: "c", ChainPosition: 1},
+			`{"chain_position":1,"content":"c","task_id":"T-0001","thought_id":"Θ-0001","type":"plan"}`},
+		{events.TypeToolCalled, 3, &events.ToolCalled{Tool: "task_get", ArgsSHA256: ledger.DigestOf(sum), Outcome: "OK",
+			ResultSHA256: ledger.DigestOf(sum), DurationUS: 12, ClientClaim: "cc", Token: ledger.DigestOf(sum)},
+			`{"args_sha256":"` + h + `","client":"","client_claim":"cc","duration_us":12,"outcome":"OK","result_sha256":"` + h + `","token_sha256":"` + h + `","tool":"task_get"}`},
+	} {
+		b, err := ledger.EncodePayload(c.payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b[0]&0xf0 != 0x90 {
+			t.Errorf("%s v%d stored % x, want an array", c.typ, c.version, b)
+		}
+		line := boltaudit.LineOf(ledger.Record{Event: ledger.Event{Type: c.typ, Version: c.version, Payload: b}})
+		out, err := json.Marshal(line.Payload)
+		if err != nil || string(out) != c.want || line.PayloadError != "" {
+			t.Errorf("%s v%d replayed as %s (%v, %q)\nwant %s", c.typ, c.version, out, err, line.PayloadError, c.want)
+		}
+	}
+	// An array payload of a type that has no positional version is left as is.
+	b, _ := ledger.EncodePayload([]string{"x"})
+	line := boltaudit.LineOf(ledger.Record{Event: ledger.Event{Type: events.TypeTaskCreated, Version: 2, Payload: b}})
+	if out, _ := json.Marshal(line.Payload); string(out) != `["x"]` {
+		t.Errorf("array of task.created replayed as %s", out)
+	}
+}

@@ -460,7 +460,7 @@ func TestVerifyNonCanonicalEvent(t *testing.T) {
 		}
 		var buf bytes.Buffer
 		enc := msgpack.NewEncoder(&buf)
-		err = errors.Join(enc.EncodeArrayLen(9), enc.EncodeUint(ledger.EnvelopeVersion),
+		err = errors.Join(enc.EncodeArrayLen(9), enc.EncodeUint(1), // envelope 1: the type a string
 			enc.EncodeUint64(e.Seq), // 9 bytes where one is the canonical form
 			enc.EncodeInt(e.Time.UnixMilli()), enc.EncodeString(e.Type), enc.EncodeUint(uint64(e.Version)),
 			enc.EncodeString(e.Actor), enc.EncodeArrayLen(0), enc.EncodeBytes(e.Payload), enc.EncodeBytes(e.Prev[:]))

@@ -70,6 +70,7 @@ func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
 	if tx.staged() {
 		return ledger.Record{}, errStagingAppend
 	}
+	e.Envelope = 0 // the current envelope version, whatever e was read with
 	e.Seq = tx.head.Seq + 1
 	e.Prev = tx.head.Hash
 	e.Time = tx.now().UTC().Truncate(time.Millisecond)
