@@ -31,6 +31,7 @@ type Progress struct {
 	total  uint64 // of the phase being reported
 	// reported: done and total hold the last report's.
 	reported bool
+	printed  [2]uint64 // done and total last shown
 }
 
 // openBars are the bars drawn and not ended, so that EndBars can end their
@@ -81,7 +82,10 @@ func (p *Progress) Report(done, total uint64) {
 	if now.Sub(p.last) < every && !(p.shown && finished) {
 		return
 	}
-	p.last, p.shown = now, true
+	if p.shown && p.printed == [2]uint64{done, total} {
+		return // said already (verify's last checks report the total again)
+	}
+	p.last, p.shown, p.printed = now, true, [2]uint64{done, total}
 	if !p.bar {
 		fmt.Fprintf(p.w, "%s: %d/%d (%.0f%%)\n", p.what, done, total, percent(done, total))
 		return

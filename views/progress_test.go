@@ -30,6 +30,9 @@ func TestProgressLines(t *testing.T) {
 	*now = now.Add(100 * time.Millisecond)
 	p.Report(30, 100)
 	p.Report(100, 100)
+	p.Report(100, 100) // the total again (verify's last checks): said once
+	*now = now.Add(2 * time.Second)
+	p.Report(100, 100)
 	if want := "verify: 20/100 (20%)\nverify: 100/100 (100%)\n"; b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
