@@ -139,16 +139,16 @@ func (r *mp) strPtr(dst **string) bool {
 	return r.str(s)
 }
 
-// strs reads an array of str: nil for a msgpack nil, else a slice of the
-// array's length (empty, not nil, for an empty array), as the generic
-// reader gives.
+// strs reads an array of str into a slice of the array's length (empty,
+// not nil, for an empty array); a msgpack nil leaves dst as it was. Both
+// as the generic reader gives (it skips a nil list: a field holding one
+// keeps its value, nil in a new value).
 func (r *mp) strs(dst *[]string) bool {
 	n, isNil, ok := r.arrayLen()
 	if !ok || n > len(r.b)-r.off { // each str takes a byte at least
 		return false
 	}
 	if isNil {
-		*dst = nil
 		return true
 	}
 	ss := make([]string, n)
