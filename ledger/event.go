@@ -22,8 +22,12 @@ import (
 const EnvelopeVersion = 2
 
 // TypeCodes are the codes of the event types envelope version 2 stores as
-// a number: TypeCodes[code] is the type's name. Append-only: a code, once
-// written to a ledger, names its type forever; 0 is not a code.
+// a number: TypeCodes[code] is the type's name; 0 is not a code. The table
+// is frozen with envelope version 2: in it a type of the table has one
+// canonical form, its code, and any other type another, its name, so a
+// code added later would make the events stored with that name until then
+// non-canonical. A new type is written by name; new codes come only with a
+// new envelope version (and a table of their own).
 var TypeCodes = [...]string{
 	1:  "task.created",
 	2:  "task.updated",
@@ -159,8 +163,11 @@ func DecodeEvent(raw []byte) (Event, error) {
 		return fail(fmt.Sprintf("want array of %d, got %d", envelopeFields, n))
 	}
 	v, ok := d.uint()
-	if !ok || v < 1 || v > EnvelopeVersion {
+	if !ok || v < 1 {
 		return fail(fmt.Sprintf("envelope version %d", v))
+	}
+	if v > EnvelopeVersion {
+		return fail(fmt.Sprintf("envelope version %d, newer than this binary reads (1 to %d): written by a newer logbook?", v, EnvelopeVersion))
 	}
 	if v != EnvelopeVersion {
 		e.Envelope = uint8(v)
@@ -179,7 +186,7 @@ func DecodeEvent(raw []byte) (Event, error) {
 	if v >= 2 && d.off < len(raw) && !msgpcode.IsString(raw[d.off]) {
 		code, ok := d.uint()
 		if !ok || code >= uint64(len(TypeCodes)) || TypeCodes[code] == "" {
-			return fail(fmt.Sprintf("type code %d", code))
+			return fail(fmt.Sprintf("type code %d, not one of envelope %d's", code, v))
 		}
 		e.Type = TypeCodes[code]
 	} else {

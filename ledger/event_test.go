@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -517,4 +518,23 @@ func TestDecodeEventInternsNames(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestNewerEnvelopeSaysSo: an event of an envelope version this binary does
+// not know is malformed to it, and the error says it may be a newer
+// logbook's rather than damage.
+func TestNewerEnvelopeSaysSo(t *testing.T) {
+	e := Event{Seq: 1, Time: time.UnixMilli(1), Type: "task.created", Version: 1, Actor: "a", Payload: []byte{0xc0}}
+	raw, err := e.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw[0] != 0x99 || raw[1] != EnvelopeVersion {
+		t.Fatalf("unexpected encoding % x", raw[:2])
+	}
+	raw[1] = EnvelopeVersion + 1
+	_, err = DecodeEvent(raw)
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("envelope %d: %v", EnvelopeVersion+1, err)
+	}
 }
