@@ -94,11 +94,7 @@ type Replica struct {
 	// stream acknowledged it and nothing since told of another append;
 	// checked is when (unix ns) a catch-up last compared the local head
 	// with the stream. See CatchUp.
-	acked atomic.Uint64
-	// left is when (unix ns) this replica last moved away from each server
-	// because no leader answered through it. See leaderLost.
-	leftMu  sync.Mutex
-	left    map[string]int64
+	acked   atomic.Uint64
 	checked atomic.Int64
 	reqID   uint64
 	hooks   hooks // set by tests only
