@@ -302,19 +302,42 @@ func initFormat(btx *bolt.Tx, format uint64) error {
 	return errors.Join(meta.Put(keyFormat, u64(format)), meta.Put(keyID, id))
 }
 
+// checkFormat checks that the file is a logbook ledger of a format this
+// binary reads. A bbolt file with at most one of a ledger's four marks (the
+// meta, events and merkle buckets, the format key) is another program's:
+// ErrNotLedger. One with some of them but not all is a ledger whose
+// structure is damaged (a byte of a bucket's name or of the format key
+// changed, a page lost): ErrDamaged, as verify and serve must say.
 func checkFormat(btx *bolt.Tx) error {
-	meta := btx.Bucket(bucketMeta)
-	if meta == nil || btx.Bucket(bucketEvents) == nil || btx.Bucket(bucketMerkle) == nil {
-		return ErrNotLedger
+	meta, events, merkle := btx.Bucket(bucketMeta), btx.Bucket(bucketEvents), btx.Bucket(bucketMerkle)
+	var v []byte
+	if meta != nil {
+		v = meta.Get(keyFormat)
 	}
-	v := meta.Get(keyFormat)
-	if len(v) != 8 {
+	marks := 0
+	for _, ok := range []bool{meta != nil, events != nil, merkle != nil, len(v) == 8} {
+		if ok {
+			marks++
+		}
+	}
+	switch {
+	case marks <= 1:
 		return ErrNotLedger
+	case marks < 4:
+		return fmt.Errorf("%w: a ledger's structure is broken (meta bucket %s, events bucket %s, merkle bucket %s, format key of %d bytes)",
+			ErrDamaged, found(meta != nil), found(events != nil), found(merkle != nil), len(v))
 	}
 	if got := binary.BigEndian.Uint64(v); got == 0 || got > FormatVersion {
 		return fmt.Errorf("%w: file is format %d, this binary reads formats 1 to %d (a newer logbook wrote it?)", ErrFormat, got, FormatVersion)
 	}
 	return nil
+}
+
+func found(ok bool) string {
+	if ok {
+		return "found"
+	}
+	return "missing"
 }
 
 // Path is the ledger file's path.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	bolt "go.etcd.io/bbolt"
 )
 
 // openTest opens a fresh ledger in a temp dir and verifies the whole chain
@@ -314,5 +315,71 @@ func TestSlowCallsAreSplitAcrossCommits(t *testing.T) {
 	}
 	if len(txids) != calls {
 		t.Errorf("%d calls committed in %d transactions", calls, len(txids))
+	}
+}
+
+// TestBrokenStructureIsDamaged: a ledger that lost one or two of its marks
+// (a bucket's name or the format key changed by a flipped byte, as in
+// cmd/logbook's TestE2EDamagedFile) is damaged, not "not a ledger"; a bbolt
+// file with none of them, or only one, is another program's.
+func TestBrokenStructureIsDamaged(t *testing.T) {
+	rename := func(btx *bolt.Tx, from, to []byte) error {
+		if _, err := btx.CreateBucket(to); err != nil {
+			return err
+		}
+		return btx.DeleteBucket(from)
+	}
+	cases := []struct {
+		name   string
+		breaks func(*bolt.Tx) error
+		want   error
+	}{
+		{"meta bucket renamed", func(btx *bolt.Tx) error { return rename(btx, bucketMeta, []byte("meTa")) }, ErrDamaged},
+		{"events bucket renamed", func(btx *bolt.Tx) error { return rename(btx, bucketEvents, []byte("evEnts")) }, ErrDamaged},
+		{"merkle bucket gone", func(btx *bolt.Tx) error { return btx.DeleteBucket(bucketMerkle) }, ErrDamaged},
+		{"format key of 7 bytes", func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta).Put(keyFormat, make([]byte, 7)) }, ErrDamaged},
+		{"events and merkle gone", func(btx *bolt.Tx) error {
+			return errors.Join(btx.DeleteBucket(bucketEvents), btx.DeleteBucket(bucketMerkle))
+		}, ErrDamaged},
+		{"only a meta bucket, no format key", func(btx *bolt.Tx) error {
+			return errors.Join(btx.DeleteBucket(bucketEvents), btx.DeleteBucket(bucketMerkle), btx.Bucket(bucketMeta).Delete(keyFormat))
+		}, ErrNotLedger},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "l.db")
+			l, err := Open(path, Options{Create: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, l, 3)
+			l.Close()
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(c.breaks); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			_, err = Open(path, Options{})
+			if !errors.Is(err, c.want) {
+				t.Errorf("open: %v, want %v", err, c.want)
+			}
+			if c.want == ErrDamaged && errors.Is(err, ErrNotLedger) {
+				t.Errorf("open: %v is both", err)
+			}
+		})
+	}
+	// Another program's bbolt file, with buckets of its own.
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(btx *bolt.Tx) error { _, err := btx.CreateBucket([]byte("users")); return err })
+	db.Close()
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrNotLedger) {
+		t.Errorf("another program's file: %v, want ErrNotLedger", err)
 	}
 }
