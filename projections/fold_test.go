@@ -382,50 +382,6 @@ func errorsJoin(errs ...error) error {
 	return nil
 }
 
-// TestThoughtRecordedTwiceIsIndexedOnce: a log that records a thought id
-// twice (commands never write one) has the later thought in the
-// full-text index in place of the earlier, live and after a rebuild, which
-// gives the live projections' bytes.
-func TestThoughtRecordedTwiceIsIndexedOnce(t *testing.T) {
-	l := openFolded(t)
-	appendRaw(t, l, events.TypeTaskCreated, events.CurrentVersion(events.TypeTaskCreated), []string{"T-0001"},
-		events.TaskCreated{TaskID: "T-0001", Project: "p", Sequence: 1, Title: "t", Priority: "normal", Labels: []string{}, Assignee: "a"})
-	for i, content := range []string{"walrus migration plan", "zebra crossing plan"} {
-		appendRaw(t, l, events.TypeThoughtRecorded, events.CurrentVersion(events.TypeThoughtRecorded), []string{"Θ-0001", "T-0001"},
-			events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "analysis", Content: content, ChainPosition: uint64(i + 1)})
-	}
-	hits := func(query string) (ids []string) {
-		t.Helper()
-		l.View(func(tx *boltstore.Tx) error {
-			found, err := projections.SearchKnowledge(tx, query, search.Filter{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, h := range found {
-				ids = append(ids, fmt.Sprintf("%s@%d", h.ID, h.Seq))
-			}
-			return nil
-		})
-		return ids
-	}
-	check := func(when string) {
-		t.Helper()
-		if got := hits("walrus"); len(got) != 0 {
-			t.Errorf("%s: the replaced thought still matches: %v", when, got)
-		}
-		if got := hits("plan"); !slices.Equal(got, []string{"Θ-0001@3"}) {
-			t.Errorf("%s: %v, want the later thought once", when, got)
-		}
-	}
-	check("live")
-	live := fingerprintOf(t, l)
-	rebuild(t, l, 0)
-	check("rebuilt")
-	if got := fingerprintOf(t, l); got != live {
-		t.Errorf("rebuilt fingerprint %x, live %x", got, live)
-	}
-}
-
 // TestFoldReadsOnlyKnowledgeItDidNotFold: a batch fold indexes a lump of
 // knowledge from the events it folded itself: it reads back from the log
 // only events of earlier batches, where the lump began (a verifier's

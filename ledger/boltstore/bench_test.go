@@ -600,15 +600,7 @@ func BenchmarkReadFormat(b *testing.B) {
 			return err
 		}},
 	}
-	var stores [2]*Store
-	for i, f := range []uint64{1, 2} {
-		l, err := Open(benchLedgerFormat(b, proofSize, f), Options{ReadOnly: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer l.Close()
-		stores[i] = l
-	}
+	stores := openFormats(b)
 	for _, o := range ops {
 		b.Run(o.name, func(b *testing.B) {
 			var spent [2]time.Duration
@@ -637,19 +629,25 @@ func BenchmarkReadFormat(b *testing.B) {
 	}
 }
 
-// BenchmarkVerifyFormat: Verify of a format-1 and a format-2 ledger of the
-// same 1M events, alternated op by op: "f1-ns/event" and "f2-ns/event", and
-// the heap each run allocated ("f1-B/op", "f2-B/op").
-func BenchmarkVerifyFormat(b *testing.B) {
-	var stores [2]*Store
+// openFormats opens, read-only, the format-1 and format-2 bench ledgers
+// of the same events, closed when the benchmark ends.
+func openFormats(b *testing.B) (stores [2]*Store) {
 	for i, f := range []uint64{1, 2} {
 		l, err := Open(benchLedgerFormat(b, proofSize, f), Options{ReadOnly: true})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer l.Close()
+		b.Cleanup(func() { l.Close() })
 		stores[i] = l
 	}
+	return stores
+}
+
+// BenchmarkVerifyFormat: Verify of a format-1 and a format-2 ledger of the
+// same 1M events, alternated op by op: "f1-ns/event" and "f2-ns/event", and
+// the heap each run allocated ("f1-B/op", "f2-B/op").
+func BenchmarkVerifyFormat(b *testing.B) {
+	stores := openFormats(b)
 	var spent [2]time.Duration
 	var alloc [2]uint64
 	for b.Loop() {
