@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,9 +27,9 @@ import (
 type direct struct {
 	ctx     context.Context // the session's, without cancellation
 	session atomic.Pointer[sdk.ServerSession]
-	ready   chan struct{} // closed once session is stored (serveStdio)
-	handle  func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error)
-	served  atomic.Int64 // tool calls answered here (direct_test.go reads it)
+	ready   chan struct{}                                      // closed once session is stored (serveStdio)
+	reply   func(context.Context, *sdk.CallToolRequest) []byte // Server.reply
+	served  atomic.Int64                                       // tool calls answered here (direct_test.go reads it)
 }
 
 // serve runs req, a request the connection admitted, if it is a usual tool
@@ -50,17 +52,11 @@ func (d *direct) serve(c *conn, req *jsonrpc.Request) bool {
 	}
 	d.served.Add(1)
 	go func() {
-		res, _ := d.handle(d.ctx, &sdk.CallToolRequest{Session: ss, Params: params})
-		result, err := res.MarshalJSON()
-		if err != nil { // a result is an envelope of bytes Encode made; cannot happen
-			c.log.Error("encoding a tool result", "error", err)
-			result = nil
-		}
+		reply := d.reply(d.ctx, &sdk.CallToolRequest{Session: ss, Params: params})
 		id := c.clientID(req.ID)
-		var line []byte
-		if result != nil {
-			line = frameResult(id, result)
-		} else {
+		line, ok := resultLine(id, reply)
+		if !ok { // a reply is an envelope Encode made, compact JSON; cannot happen
+			c.log.Error("encoding a tool result", "error", "the reply is not JSON")
 			line, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}})
 			line = append(withID(line, id), '\n')
 		}
@@ -101,4 +97,128 @@ func toolCallParams(params json.RawMessage) (*sdk.CallToolParamsRaw, bool) {
 		return nil, false
 	}
 	return &sdk.CallToolParamsRaw{Name: name, Arguments: args}, true
+}
+
+// resultLine is the line (with its newline) of the successful response with
+// id (JSON) whose result is toolResult(reply): the bytes jsonrpc.EncodeMessage
+// writes of the bytes CallToolResult.MarshalJSON makes (encoding/json, HTML
+// escaping on), without the SDK's reflection and copies:
+//
+//	{"jsonrpc":"2.0","id":<id>,"result":{"content":[{"type":"text","text":<reply as a JSON string>}],"structuredContent":<reply>[,"isError":true]}}
+//
+// It returns false if reply is not valid JSON (MarshalJSON fails then).
+func resultLine(id json.RawMessage, reply []byte) ([]byte, bool) {
+	if !json.Valid(reply) {
+		return nil, false
+	}
+	const (
+		head    = `{"jsonrpc":"2.0","id":`
+		content = `,"result":{"content":[{"type":"text","text":`
+		sc      = `}],"structuredContent":`
+		isError = `,"isError":true`
+	)
+	// Escapes make the text longer; a reply without any needs this much.
+	b := make([]byte, 0, len(head)+len(id)+len(content)+2*len(reply)+len(sc)+2+len(isError)+3+len(reply)/8)
+	b = append(b, head...)
+	b = append(b, id...)
+	b = append(b, content...)
+	b = appendHTMLString(b, reply)
+	b = append(b, sc...)
+	b = appendHTMLCompact(b, reply)
+	if !bytes.HasPrefix(reply, okPrefix) {
+		b = append(b, isError...)
+	}
+	return append(b, '}', '}', '\n'), true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendHTMLString appends s as a JSON string the way encoding/json writes
+// a string with HTML escaping on: ", \\ and control characters escaped (\b
+// \f \n \r \t short), <, > and & as \u003c \u003e \u0026, U+2028 and
+// U+2029 escaped, invalid UTF-8 as \ufffd.
+func appendHTMLString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendHTMLCompact appends data, valid JSON, as encoding/json copies a
+// json.RawMessage with HTML escaping on: without the space between tokens,
+// <, > and & as \u003c \u003e \u0026, and U+2028 and U+2029 escaped.
+func appendHTMLCompact(dst, data []byte) []byte {
+	start := 0
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			dst = append(dst, data[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			start = i + 1
+		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && data[i+2]&^1 == 0xA8:
+			dst = append(dst, data[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[data[i+2]&0xF])
+			start = i + 3
+			i += 2
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			dst = append(dst, data[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(dst, data[start:]...)
 }

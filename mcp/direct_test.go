@@ -98,3 +98,24 @@ func FuzzToolCallParams(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResultLine: the line the connection writes of a reply is the SDK's
+// encoding of toolResult(reply) framed as before (frameResult), byte for
+// byte, and it refuses the replies MarshalJSON refuses.
+func FuzzResultLine(f *testing.F) {
+	for _, s := range []string{`{"ok":true,"data":{}}`, `{"ok":true,"data":{"t":"a <b> & \u2028 é 😀 \" \\ \/ \n"}}`,
+		"{\"ok\":false,\"error\":{\"code\":\"ERR_X\",\"message\":\"\u2028\u2029<>&\\u0000\x7f\"}}", ` { "ok" : true , "data" : [ 1 , "a b" ] } `,
+		"{\"ok\":true,\"data\":\"\xff\xfe\"}", `{"ok":true`, `null`, `"<"`, "{\"a\":\"\xe2\x80\xa8\xe2\x80\xa9\xe2\x80\xaa\"}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, reply []byte) {
+		want, err := toolResult(reply).MarshalJSON()
+		got, ok := resultLine(json.RawMessage(`"x-1"`), reply)
+		if ok != (err == nil) {
+			t.Fatalf("resultLine ok %v, MarshalJSON error %v", ok, err)
+		}
+		if ok && !bytes.Equal(got, frameResult(json.RawMessage(`"x-1"`), want)) {
+			t.Fatalf("reply %q:\n got %s\nwant %s", reply, got, frameResult(json.RawMessage(`"x-1"`), want))
+		}
+	})
+}

@@ -123,7 +123,7 @@ func startSessionWith(t *testing.T, s *Server, d *direct) *session {
 		run := s.Run
 		if d != nil {
 			run = func(ctx context.Context, in io.Reader, out io.Writer) error {
-				d.ctx, d.handle = context.WithoutCancel(ctx), s.handle
+				d.ctx, d.reply = context.WithoutCancel(ctx), s.reply
 				return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log, d)
 			}
 		}

@@ -186,7 +186,7 @@ func (s *Server) Stages() []string { return append([]string(nil), stages...) }
 // requests) or reading in fails other than by ending. Run does not close in or out; a goroutine blocked reading in
 // may outlive it until in returns.
 func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log, &direct{ctx: context.WithoutCancel(ctx), handle: s.handle})
+	return serveStdio(ctx, s.sdk, in, out, s.maxLine, s.log, &direct{ctx: context.WithoutCancel(ctx), reply: s.reply})
 }
 
 // serveStdio is Run for any SDK server (the bridge's too, without d).
@@ -219,12 +219,17 @@ func serveStdio(ctx context.Context, srv *sdk.Server, in io.Reader, out io.Write
 
 // handle runs one tools/call through the stages. It always returns a result,
 // never a protocol error: the answer to a call is an envelope.
-func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, _ error) {
+func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return toolResult(s.reply(ctx, req)), nil
+}
+
+// reply runs one tools/call through the stages and returns its envelope's
+// bytes (handle's result carries them).
+func (s *Server) reply(ctx context.Context, req *sdk.CallToolRequest) (reply []byte) {
 	defer func() { // stage recover
 		if p := recover(); p != nil {
 			s.log.Error("tool call panicked", "tool", req.Params.Name, "panic", p, "stack", string(debug.Stack()))
-			_, reply := internalReply()
-			res = toolResult(reply)
+			_, reply = internalReply()
 		}
 	}()
 	args := req.Params.Arguments
@@ -251,7 +256,7 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (res *sdk
 	if err != nil { // nothing of the call was recorded
 		_, reply = s.Encode(nil, err)
 	}
-	return toolResult(reply), nil
+	return reply
 }
 
 // command is what the tool named name runs, or nil for an unknown tool.
