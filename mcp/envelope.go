@@ -47,20 +47,25 @@ func (s *Server) Encode(result any, err error) (code string, reply []byte) {
 		}
 		return encodeFailure(f)
 	}
-	data, merr := marshal(result)
-	if merr != nil {
+	// The envelope is written around the data in one buffer: the prefix,
+	// then the data as marshal writes it, then the closing brace where
+	// the encoder's newline was.
+	var buf bytes.Buffer
+	buf.Grow(512)
+	buf.Write(okPrefix)
+	if merr := encodeJSON(&buf, result); merr != nil {
 		s.log.Error("cannot marshal result", "error", merr, "type", fmt.Sprintf("%T", result))
 		return internalReply()
 	}
-	if string(data) == "null" { // nil, or a nil map or pointer
-		data = []byte("{}")
-	}
-	if data[0] != '{' {
+	b := buf.Bytes()
+	b = b[:len(b)-1] // the encoder's newline
+	switch data := b[len(okPrefix):]; {
+	case string(data) == "null": // nil, or a nil map or pointer
+		return CodeOK, append(okPrefix[:len(okPrefix):len(okPrefix)], '{', '}', '}')
+	case data[0] != '{':
 		s.log.Error("result is not a JSON object", "type", fmt.Sprintf("%T", result))
 		return internalReply()
 	}
-	b := make([]byte, 0, len(okPrefix)+len(data)+1)
-	b = append(append(b, okPrefix...), data...)
 	return CodeOK, append(b, '}')
 }
 

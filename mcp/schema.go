@@ -214,10 +214,15 @@ func (s *schema) MarshalJSON() ([]byte, error) {
 // a message stays readable.
 func marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := encodeJSON(&b, v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+// encodeJSON appends v to b as marshal writes it, and a newline.
+func encodeJSON(b *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
