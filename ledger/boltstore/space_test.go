@@ -60,3 +60,57 @@ func TestSpaceGetAgreesWithBolt(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSpaceLookupsAfterPromotion: a transaction keeps the live spaces it
+// looked up (Tx.Space), so a promotion in it must make it look again: the
+// spaces it asks for after PromoteStaging are the promoted ones, and a
+// staging view never answers with a live space or the other way round.
+func TestSpaceLookupsAfterPromotion(t *testing.T) {
+	l := openTest(t)
+	put := func(sp *Space, err error, v string) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.Put([]byte("k"), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Update(func(tx *Tx) error {
+		sp, err := tx.Space("s")
+		put(sp, err, "live")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(func(tx *Tx) error {
+		sp, err := tx.Staging().Space("s")
+		put(sp, err, "staged")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(func(tx *Tx) error {
+		live, _ := tx.Space("s")
+		staged, _ := tx.Staging().Space("s")
+		if got := string(live.Get([]byte("k"))); got != "live" {
+			t.Errorf("live space before the promotion holds %q", got)
+		}
+		if got := string(staged.Get([]byte("k"))); got != "staged" {
+			t.Errorf("staging space holds %q", got)
+		}
+		if again, _ := tx.Space("s"); string(again.Get([]byte("k"))) != "live" {
+			t.Error("the live space looked up again is not the live one")
+		}
+		if err := tx.PromoteStaging(); err != nil {
+			return err
+		}
+		after, _ := tx.Space("s")
+		if got := string(after.Get([]byte("k"))); got != "staged" {
+			t.Errorf("after the promotion, the live space holds %q, want the promoted value", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

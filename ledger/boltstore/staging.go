@@ -22,7 +22,7 @@ var errStagingAppend = errors.New("append through a staging view")
 // tx's; appending through the view is refused.
 func (tx *Tx) Staging() *Tx {
 	st := *tx
-	st.spaces = bucketStaging
+	st.spaces, st.live = bucketStaging, nil
 	return &st
 }
 
@@ -58,6 +58,7 @@ func (tx *Tx) PromoteStaging() error {
 		return fmt.Errorf("promote staging spaces: %w", ErrNotFound)
 	}
 	live := tx.btx.Bucket(bucketSpaces)
+	tx.live = nil // the spaces looked up are about to move to the trash
 	batch, err := tx.trashBatch()
 	if err != nil {
 		return fmt.Errorf("promote staging spaces: %w", err)

@@ -33,6 +33,10 @@ type Tx struct {
 	// stagingUsed is set once this transaction writes to a staging space:
 	// bbolt's MoveBucket would drop what it wrote there.
 	stagingUsed *bool
+	// live are the live view's spaces looked up so far, by name: a call
+	// asks for the same few spaces dozens of times, and each lookup made
+	// a Space, a cursor and its stack (PromoteStaging clears it).
+	live map[string]*Space
 }
 
 func newTx(btx *bolt.Tx) *Tx {
@@ -381,8 +385,12 @@ type Space struct {
 // Space returns the named space, creating it in a writable transaction. In a
 // read transaction a missing space is returned empty.
 func (tx *Tx) Space(name string) (*Space, error) {
+	staged := tx.staged()
+	if sp := tx.live[name]; sp != nil && !staged {
+		return sp, nil
+	}
 	var used *bool // marked on writes, for a staging view
-	if tx.staged() {
+	if staged {
 		used = tx.stagingUsed
 	}
 	parent := tx.btx.Bucket(tx.spaces)
@@ -393,10 +401,10 @@ func (tx *Tx) Space(name string) (*Space, error) {
 			return nil, fmt.Errorf("space %s: %w", name, err)
 		}
 	}
-	if parent == nil {
-		return &Space{}, nil
+	var b *bolt.Bucket
+	if parent != nil {
+		b = parent.Bucket([]byte(name))
 	}
-	b := parent.Bucket([]byte(name))
 	if b == nil && tx.btx.Writable() {
 		mark(used)
 		var err error
@@ -404,7 +412,14 @@ func (tx *Tx) Space(name string) (*Space, error) {
 			return nil, fmt.Errorf("space %s: %w", name, err)
 		}
 	}
-	return &Space{b: b, used: used}, nil
+	sp := &Space{b: b, used: used}
+	if !staged {
+		if tx.live == nil {
+			tx.live = make(map[string]*Space)
+		}
+		tx.live[name] = sp
+	}
+	return sp, nil
 }
 
 func mark(used *bool) {
