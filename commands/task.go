@@ -272,6 +272,9 @@ func getTask(tx *Tx, id string) (projections.Task, error) {
 
 // requireTask fails with a NotFoundError unless the task exists.
 func requireTask(tx *Tx, id string) error {
-	_, err := getTask(tx, id)
+	ok, err := projections.HasTask(tx.lt, id)
+	if err == nil && !ok {
+		err = &NotFoundError{Kind: ErrTaskNotFound, ID: id}
+	}
 	return err
 }

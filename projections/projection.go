@@ -111,6 +111,9 @@ func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 	if limit > 0 && applied+1+limit < end {
 		end = applied + 1 + limit
 	}
+	if applied+1 >= end { // the usual case: nothing to fold, no folder to make
+		return 0, nil
+	}
 	f := newFolder(tx, tx.Root, tx.Event, true)
 	var n uint64
 	fold := func(r ledger.Record) error {

@@ -187,6 +187,15 @@ func GetTask(tx *boltstore.Tx, id string) (t Task, ok bool, err error) {
 	return t, ok, err
 }
 
+// HasTask reports whether the task exists, without decoding it.
+func HasTask(tx *boltstore.Tx, id string) (bool, error) {
+	tasks, n, err := spaceOf(tx, spTasks, domain.TaskPrefix, id)
+	if tasks == nil {
+		return false, err
+	}
+	return tasks.Get(u64(n)) != nil, nil
+}
+
 // TaskAsOf folds the task's events up to and including seq from the log
 // itself (time travel). ok is false if the task did not exist yet.
 func TaskAsOf(tx *boltstore.Tx, id string, seq uint64) (t Task, ok bool, err error) {
