@@ -147,15 +147,19 @@ func (f *folder) flush() error {
 		}
 		clear(f.dirtyTasks)
 	}
-	for _, n := range slices.Sorted(maps.Keys(f.dirtySessions)) {
-		if err := putSession(f.tx, n, f.sessions[n]); err != nil {
-			return err
+	if len(f.dirtySessions) > 0 { // (a fold of one record has none, nor puts)
+		for _, n := range slices.Sorted(maps.Keys(f.dirtySessions)) {
+			if err := putSession(f.tx, n, f.sessions[n]); err != nil {
+				return err
+			}
 		}
+		clear(f.dirtySessions)
 	}
-	clear(f.dirtySessions)
-	for _, space := range slices.Sorted(maps.Keys(f.puts)) {
-		if err := f.puts[space].flush(); err != nil {
-			return err
+	if len(f.puts) > 0 {
+		for _, space := range slices.Sorted(maps.Keys(f.puts)) {
+			if err := f.puts[space].flush(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := f.flushIndex(); err != nil {
