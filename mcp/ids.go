@@ -54,13 +54,16 @@ func topMember(data []byte, name string, first bool) (start, end, n int) {
 	for {
 		keyEnd := valueEnd(data, i)
 		text, _, plain := plainText(data, i)
-		key := ""
-		if !plain && json.Unmarshal(data[i:keyEnd], &key) != nil {
-			return start, end, n
+		match := plain && string(text) == name
+		if !plain {
+			var ok bool
+			if match, ok = escapedKeyIs(data[i:keyEnd], name); !ok {
+				return start, end, n
+			}
 		}
 		i = skipSpace(data, skipSpace(data, keyEnd)+1) // past ':'
 		vEnd := valueEnd(data, i)
-		if plain && string(text) == name || !plain && key == name {
+		if match {
 			if n++; n == 1 {
 				start, end = i, vEnd
 				if first {
@@ -73,6 +76,18 @@ func topMember(data []byte, name string, first bool) (start, end, n int) {
 		}
 		i = skipSpace(data, i+1)
 	}
+}
+
+// escapedKeyIs reports whether key, a JSON string that is not plain
+// (plainText), decodes to name; ok is false if it does not decode. Such a
+// key is rare: it is decoded here, apart, so that the usual plain key
+// costs topMember no allocation.
+func escapedKeyIs(key []byte, name string) (is, ok bool) {
+	var s string
+	if json.Unmarshal(key, &s) != nil {
+		return false, false
+	}
+	return s == name, true
 }
 
 // replaceSpan returns data with data[start:end] replaced by with, in a new slice.

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -252,4 +253,50 @@ func mustID(t *testing.T, n int) jsonrpc.ID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// FuzzTopMember: topMember finds what encoding/json reads of an object's
+// top level: how many keys decode to the name (escaped or not), and the
+// first one's value, byte for byte.
+func FuzzTopMember(f *testing.F) {
+	for _, s := range []string{`{"id":1,"method":"x"}`, `{"\u0069d":"a","id":2}`, `{ "i\u0064" : [1,{"id":3}] , "x":{} }`,
+		`{"method":"m","params":{"id":4}}`, `{}`, `{"\ud800":1,"id":null}`} {
+		f.Add([]byte(s), "id")
+		f.Add([]byte(s), "method")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, name string) {
+		data = bytes.TrimSpace(data)
+		if !json.Valid(data) || len(data) == 0 || data[0] != '{' {
+			t.Skip()
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.Token() // {
+		var want int
+		var first json.RawMessage
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				t.Fatal(err)
+			}
+			if tok.(string) == name {
+				if want++; want == 1 {
+					first = raw
+				}
+			}
+		}
+		start, end, n := topMember(data, name, false)
+		if n != want {
+			t.Fatalf("topMember(%s, %q) found %d, encoding/json %d", data, name, n, want)
+		}
+		if n > 0 && !bytes.Equal(data[start:end], first) {
+			t.Fatalf("topMember(%s, %q) = %s, encoding/json %s", data, name, data[start:end], first)
+		}
+		if s, e, m := topMember(data, name, true); n > 0 && (s != start || e != end || m != 1) {
+			t.Fatalf("with first: %d %d %d, want %d %d 1", s, e, m, start, end)
+		}
+	})
 }
