@@ -17,8 +17,9 @@ import (
 //
 //	{"jsonrpc":"2.0","id":…,"method":"tools/call","params":{"name":"<plain>","arguments":{…}}}
 //
-// the connection runs Server.handle itself and writes the reply — the bytes
-// the SDK would have written (checked against it in direct_test.go). Any
+// the connection runs the call's stages itself (Server.reply) and writes the
+// reply line — the bytes the SDK would have written (resultLine; checked
+// against the SDK in direct_test.go and FuzzResultLine). Any
 // other request (no session yet, _meta or other params, the sessionless
 // protocol) goes to the SDK as before. Part of the fast path: useFastpath
 // turns it off with the rest.
