@@ -249,9 +249,9 @@ func TestComparisonFindsEdits(t *testing.T) {
 			sp, _ := tx.Space("tasks")
 			return sp.Delete(key(2))
 		}},
-		{"added", "unexpected key", "Θ-0099", func(tx *boltstore.Tx) error {
+		{"added", "unexpected key", "Θ-0096…Θ-0111", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("thoughts")
-			return sp.Put([]byte{1, 99}, []byte{0x80}) // thought 99 (a short number)
+			return sp.Put([]byte{1, 6}, []byte{0, 0, 0, 0x80, 1}) // thought 99 (group 6, a short number; slot 3)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

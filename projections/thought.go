@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	spThoughts        = "thoughts"         // short(thought number) → seq (uvarint): the thought is its event
+	spThoughts        = "thoughts"         // short(thought number / 16) → the seqs (uvarints) of those 16: a thought is its event
 	spTaskThoughts    = "task_thoughts"    // chainKey(task number, chain position) → thought number (uvarint)
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
@@ -31,9 +31,29 @@ type Thought struct {
 }
 
 // The thoughts space keeps of a thought the seq of the event that recorded
-// it, under its number: a thought is immutable and its event holds all of
-// it (hash, time and actor included), so reads find it there by seq. Keys
-// are short numbers (in order, as thoughts are numbered), values uvarints.
+// it: a thought is immutable and its event holds all of it (hash, time and
+// actor included), so reads find it there by seq. Sixteen thoughts share an
+// entry: under short(n / thoughtGroup), the seqs of thoughts n/16·16 to
+// n/16·16+15, as uvarints, up to the highest recorded (0 for a number not
+// recorded). A commit thus rewrites a value in place instead of inserting
+// a key: bbolt copies a page's entries when it writes one and again when an
+// insert grows them (a thought_record's largest allocation), and an entry
+// costs its page 16 bytes of header.
+const thoughtGroup = 16
+
+// thoughtSlots reads a thoughts entry: the seqs of its group's thoughts by
+// slot (n % thoughtGroup) and how many slots the value holds. A value that is
+// not one is ErrDamaged.
+func thoughtSlots(k, v []byte) (slots [thoughtGroup]uint64, count int, err error) {
+	for rest := v; len(rest) > 0; count++ {
+		seq, size := binary.Uvarint(rest)
+		if size <= 0 || count == thoughtGroup {
+			return slots, 0, fmt.Errorf("thoughts %x: value %x is not the seqs of a group of thoughts: %w", k, v, boltstore.ErrDamaged)
+		}
+		slots[count], rest = seq, rest[size:]
+	}
+	return slots, count, nil
+}
 
 // putThought records that thought id was recorded at seq, and returns its
 // number.
@@ -49,33 +69,41 @@ func putThought(f *folder, id string, seq uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sp.AppendOnly()
-	return n, sp.Put(short(nil, n), binary.AppendUvarint(nil, seq))
+	sp.AppendOnly() // groups are numbered in order
+	k := short(nil, n/thoughtGroup)
+	slots, count, err := thoughtSlots(k, sp.Get(k))
+	if err != nil {
+		return 0, err
+	}
+	slot := int(n % thoughtGroup)
+	slots[slot], count = seq, max(count, slot+1)
+	v := make([]byte, 0, count*binary.MaxVarintLen32)
+	for _, s := range slots[:count] {
+		v = binary.AppendUvarint(v, s)
+	}
+	return n, sp.Put(k, v)
 }
 
 // thoughtSeq is the seq that recorded thought number n; ok false if none
-// did. A value that is not a seq is ErrDamaged.
+// did. A value that is not a group's seqs is ErrDamaged.
 func thoughtSeq(tx *boltstore.Tx, n uint64) (seq uint64, ok bool, err error) {
 	sp, err := tx.Space(spThoughts)
 	if err != nil {
 		return 0, false, err
 	}
-	k := short(nil, n)
+	k := short(nil, n/thoughtGroup)
 	v := sp.Get(k)
 	if v == nil {
 		return 0, false, nil
 	}
-	seq, err = thoughtRef(k, v)
-	return seq, err == nil, err
-}
-
-// thoughtRef reads a thoughts entry's seq.
-func thoughtRef(k, v []byte) (uint64, error) {
-	seq, size := binary.Uvarint(v)
-	if size <= 0 || size != len(v) {
-		return 0, fmt.Errorf("thoughts %x: value %x is not a seq: %w", k, v, boltstore.ErrDamaged)
+	slots, count, err := thoughtSlots(k, v)
+	if err != nil {
+		return 0, false, err
 	}
-	return seq, nil
+	if slot := int(n % thoughtGroup); slot < count && slots[slot] != 0 {
+		return slots[slot], true, nil
+	}
+	return 0, false, nil
 }
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
@@ -289,20 +317,28 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 		return err
 	}
 	return thoughts.Scan(nil, false, func(k, v []byte) (bool, error) {
-		n, rest, ok := readShort(k)
+		g, rest, ok := readShort(k)
 		if !ok || len(rest) != 0 {
 			return false, fmt.Errorf("thoughts key %x: %w", k, boltstore.ErrDamaged)
 		}
-		seq, err := thoughtRef(k, v)
+		slots, count, err := thoughtSlots(k, v)
 		if err != nil {
 			return false, err
 		}
-		var th Thought
-		th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, n), seq
-		if th, err = thoughtAt(tx, th); err != nil && !errors.Is(err, boltstore.ErrDamaged) {
-			return false, err // a damaged one is listed as in listedThoughts
+		for slot, seq := range slots[:count] {
+			if seq == 0 {
+				continue
+			}
+			var th Thought
+			th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, g*thoughtGroup+uint64(slot)), seq
+			if th, err = thoughtAt(tx, th); err != nil && !errors.Is(err, boltstore.ErrDamaged) {
+				return false, err // a damaged one is listed as in listedThoughts
+			}
+			if !fn(th) {
+				return false, nil
+			}
 		}
-		return fn(th), nil
+		return true, nil
 	})
 }
 
