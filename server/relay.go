@@ -104,11 +104,13 @@ type Relay struct {
 	svc      *commands.Service
 	log      *slog.Logger
 	build    string
+	uid      int // the only user whose processes it serves or follows
 
 	mu     sync.Mutex
 	hub    *hub  // while this process is the hub
 	link   *link // while it follows one
 	retry  time.Time
+	warned bool // a failure to listen was logged (once: it recurs)
 	closed bool
 }
 
@@ -116,7 +118,13 @@ type Relay struct {
 // its calls through the hub when another process is it, and tries to
 // become the hub at once. Close it before closing the ledger.
 func StartRelay(db string, edge *mcp.Server, svc *commands.Service, log *slog.Logger) *Relay {
-	r := &Relay{db: db, sock: SocketPath(db), edge: edge, svc: svc, log: log, build: buildID(edge)}
+	return startRelay(db, edge, svc, log, os.Geteuid())
+}
+
+// startRelay is StartRelay for a process that takes only peers of uid
+// (tests pass another uid than theirs).
+func startRelay(db string, edge *mcp.Server, svc *commands.Service, log *slog.Logger, uid int) *Relay {
+	r := &Relay{db: db, sock: SocketPath(db), edge: edge, svc: svc, log: log, build: buildID(edge), uid: uid}
 	if boltstore.HubSupported {
 		r.mu.Lock()
 		r.connect()
@@ -182,7 +190,12 @@ func (r *Relay) connect() *link {
 			return nil
 		}
 		lock.Release()
-		r.log.Warn("relay: cannot serve other processes' calls; each commits on its own", "err", err)
+		level := slog.LevelWarn
+		if r.warned {
+			level = slog.LevelDebug
+		}
+		r.warned = true
+		r.log.Log(context.Background(), level, "relay: cannot serve other processes' calls; each commits on its own", "err", err)
 		r.retry = time.Now().Add(time.Second)
 		return nil
 	}
@@ -310,7 +323,7 @@ func dial(r *Relay) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPeer(c); err != nil {
+	if err := checkPeer(c, r.uid); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -503,7 +516,10 @@ func (h *hub) accept() {
 // until it sends nothing more; it answers every call it read.
 func (h *hub) serve(c *net.UnixConn) {
 	defer c.Close()
-	if err := checkPeer(c); err != nil {
+	h.r.mu.Lock()
+	uid := h.r.uid
+	h.r.mu.Unlock()
+	if err := checkPeer(c, uid); err != nil {
 		h.r.log.Warn("relay: connection refused", "err", err)
 		return
 	}
@@ -635,6 +651,9 @@ func (h *hub) close() {
 	// The lock is still held: the socket is this hub's.
 	os.Remove(h.r.sock)
 	for hc := range h.conns {
+		// A follower that stops reading cannot hold the hub up past
+		// relayDrain: its writes fail then.
+		hc.c.SetWriteDeadline(time.Now().Add(relayDrain))
 		hc.mu.Lock()
 		writeFrame(hc.c, frameGoodbye)
 		hc.mu.Unlock()

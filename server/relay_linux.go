@@ -3,13 +3,13 @@ package server
 import (
 	"fmt"
 	"net"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
 
-// checkPeer refuses a connection whose other end runs as another user.
-func checkPeer(c *net.UnixConn) error {
+// checkPeer refuses a connection whose other end runs as a user other
+// than uid (this process's effective uid).
+func checkPeer(c *net.UnixConn, uid int) error {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return err
@@ -24,7 +24,7 @@ func checkPeer(c *net.UnixConn) error {
 	if cerr != nil {
 		return fmt.Errorf("peer credentials: %w", cerr)
 	}
-	if uid := uint32(os.Geteuid()); cred.Uid != uid {
+	if int64(cred.Uid) != int64(uid) {
 		return fmt.Errorf("the process at the other end runs as uid %d, not %d", cred.Uid, uid)
 	}
 	return nil

@@ -9,6 +9,6 @@ import (
 
 // The relay needs the hub lock (boltstore.HubSupported): Linux only.
 
-func checkPeer(*net.UnixConn) error { return errors.ErrUnsupported }
+func checkPeer(*net.UnixConn, int) error { return errors.ErrUnsupported }
 
 func fileID(string) (dev, ino uint64, err error) { return 0, 0, errors.ErrUnsupported }
