@@ -57,7 +57,10 @@ const (
 	// connections to say they send nothing more; calls then still waiting
 	// for an answer are answered outcome unknown by their senders.
 	relayDrain = 10 * time.Second
-	maxFrame   = 1 << 30
+	// relayAnswerWait bounds how long a follower waits for the answer to
+	// one call: far past a commit waiting out a lock timeout.
+	relayAnswerWait = time.Minute
+	maxFrame        = 1 << 30
 )
 
 // Frame kinds: a frame is a 4-byte big-endian length, a kind byte and the
@@ -207,7 +210,11 @@ func (r *Relay) connect() *link {
 	l, err := dial(r)
 	if err != nil {
 		r.log.Debug("relay: no hub to follow now", "err", err)
-		r.retry = time.Now().Add(relayRetry)
+		wait := relayRetry
+		if errors.Is(err, errRefused) {
+			wait = time.Second // it refuses until another process is the hub
+		}
+		r.retry = time.Now().Add(wait)
 		return nil
 	}
 	r.link = l
@@ -312,7 +319,10 @@ type linkResult struct {
 	err error
 }
 
-var errHubGone = errors.New("the hub closed the connection before answering")
+var (
+	errHubGone = errors.New("the hub closed the connection before answering")
+	errRefused = errors.New("the hub refused this process")
+)
 
 func dial(r *Relay) (*link, error) {
 	dev, ino, err := fileID(r.db)
@@ -352,7 +362,7 @@ func dial(r *Relay) (*link, error) {
 		}
 	}
 	if err == nil && !w.OK {
-		err = fmt.Errorf("the hub refused: %s", w.Reason)
+		err = fmt.Errorf("%w: %s", errRefused, w.Reason)
 	}
 	if err != nil {
 		c.Close()
@@ -397,8 +407,20 @@ func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 		return commands.Forwarded{}, err
 	}
 	l.mu.Unlock()
-	r := <-ch
-	return r.res, r.err
+	t := time.NewTimer(relayAnswerWait)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.res, r.err
+	case <-t.C:
+		// A hub that answers nothing for this long is stuck (stopped,
+		// say): end the link; every call waiting on it is answered
+		// outcome unknown, and the next calls look for a hub again.
+		l.log.Warn("relay: the hub did not answer in time; leaving it", "waited", relayAnswerWait)
+		l.c.Close()
+		r := <-ch
+		return r.res, r.err
+	}
 }
 
 // read takes the hub's frames until the connection ends, then answers
@@ -599,8 +621,10 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 	// Registered before it is welcomed, so that close says goodbye to
 	// every connection it welcomed, after the welcome.
 	h.mu.Lock()
-	if refuse == "" && h.closing {
-		refuse = "the hub is closing"
+	if h.closing {
+		h.mu.Unlock()
+		// No welcome: the follower tries again soon, as with no hub.
+		return nil, errors.New("the hub is closing")
 	}
 	if refuse == "" {
 		h.conns[hc] = struct{}{}
