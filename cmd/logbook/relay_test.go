@@ -294,6 +294,22 @@ func TestRelayHandOver(t *testing.T) {
 	if code := hub.waitExit(e2eTimeout); code != 0 {
 		t.Errorf("the hub exited %d", code)
 	}
+	// Whoever needs the hub next takes it, once the old one let go: the
+	// followers write on until one has (their calls meanwhile go to the
+	// file).
+	for deadline := time.Now().Add(e2eTimeout); ; {
+		taken := false
+		for _, w := range ws {
+			taken = taken || strings.Contains(w.srv.stderr.String(), hubLine)
+		}
+		if taken || time.Now().After(deadline) {
+			break
+		}
+		for _, w := range ws {
+			w.write(t)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	hubs := 0
 	var acks []ack
 	for _, w := range ws {
@@ -305,8 +321,6 @@ func TestRelayHandOver(t *testing.T) {
 		}
 		acks = append(acks, w.acks...)
 	}
-	// Whoever needs the hub next takes it: a follower, once the old hub
-	// let go (its calls meanwhile went to the file).
 	if hubs != 1 {
 		t.Errorf("%d followers became the hub, want 1", hubs)
 	}
