@@ -26,7 +26,7 @@ import (
 // light read is cheaper inside the commit that records it.
 func (s *Service) readsAside(call Call, first *bool) bool {
 	c := call.Command
-	if c == nil || c.mutates || call.Invalid != nil || (first == nil && !s.first()) || (first != nil && *first) {
+	if c == nil || c.mutates || call.Invalid != nil || s.firstPending(first) {
 		return false
 	}
 	return s.l.Held() || c.heavy

@@ -205,7 +205,9 @@ func (r *rejected) Error() string { return r.err.Error() }
 // decides plus exactly one tool.called event. It returns the reply bytes
 // produced by call.Encode once the commit is durable. A non-nil error means
 // the commit failed (errors.Is(err, ErrStorage)) and nothing of the call is in
-// the ledger; reply is then nil.
+// the ledger — unless the call went to another process (SetRemote) that
+// never answered: a *StorageError then says its outcome is Unknown; reply
+// is nil either way.
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	if r := s.remote.Load(); r != nil && call.Actor == "" {
 		if reply, sent, err := s.forward(ctx, *r, call); sent {
@@ -315,6 +317,15 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 	s.logInternal(call.Name, err)
 	_, reply = call.Encode(nil, ErrInternal)
 	return reply, nil
+}
+
+// firstPending reports whether a call (first: as do's) still has the
+// skills.loaded record to write.
+func (s *Service) firstPending(first *bool) bool {
+	if first != nil {
+		return *first
+	}
+	return !s.first()
 }
 
 func (s *Service) first() bool {
