@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -93,6 +94,26 @@ func (l *Store) drain(batch []*request) []*request {
 	return batch
 }
 
+// refill drains what waits into batch after a commit that answered
+// calls. Callers answered are runnable but have not had a CPU to queue
+// their next call yet: draining at once would commit the few that had
+// and leave the rest to the commit after, so many concurrent callers
+// alternated between two half-full commits. So, after answering more
+// than one, the committer yields for as long as yielding brings more
+// calls (never longer than it takes the runnable goroutines to run). A
+// lone caller (one answered) never waits for it.
+func (l *Store) refill(batch []*request, answered int) []*request {
+	batch = l.drain(batch)
+	for answered > 1 && len(batch) < l.opts.MaxBatch {
+		n := len(batch)
+		runtime.Gosched()
+		if batch = l.drain(batch); len(batch) == n {
+			break
+		}
+	}
+	return batch
+}
+
 // session opens the file once and commits batch, then further batches for
 // as long as it may keep the file (keep, idle): a process pays for opening
 // the file once, not once per commit. Meanwhile this process's read
@@ -106,13 +127,16 @@ func (l *Store) session(batch []*request) {
 			defer l.shared.unset()
 			start := time.Now()
 			for len(batch) > 0 {
+				answered := len(batch)
 				rest, err := l.commit(db, file, batch)
+				answered -= len(rest)
 				if batch = rest; err != nil {
 					// The commit itself failed (I/O): start afresh from the
 					// file rather than go on with this handle.
 					return nil
 				}
-				if batch = l.drain(batch); len(batch) == 0 {
+				batch = l.refill(batch, answered)
+				if len(batch) == 0 {
 					batch = l.idle(batch, file, start)
 				}
 				if !l.keep(file, start) {
