@@ -291,6 +291,89 @@ func BenchmarkRawBoltPut64(b *testing.B) {
 	reportEvents(b, b.N)
 }
 
+// BenchmarkAppendVsRaw measures each Append benchmark against its raw
+// bbolt baseline alternately in one benchmark, so that a shared machine's
+// noise (other processes' fsyncs above all) falls on both alike: "1" is
+// BenchmarkAppend against BenchmarkRawBoltPut1, one operation of each in
+// turn; "64" is BenchmarkAppendParallel against BenchmarkRawBoltPut64 in
+// rounds of 1024 events. It reports both rates and the ratio; ns/op is
+// per pair of events (one of each).
+func BenchmarkAppendVsRaw(b *testing.B) {
+	report := func(b *testing.B, spent [2]time.Duration, events int) {
+		a, r := float64(events)/spent[0].Seconds(), float64(events)/spent[1].Seconds()
+		b.ReportMetric(a, "append-ev/s")
+		b.ReportMetric(r, "raw-ev/s")
+		b.ReportMetric(a/r, "ratio")
+	}
+	b.Run("1", func(b *testing.B) {
+		l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		db := openRawBolt(b)
+		rec := make([]byte, benchRecordSize)
+		var spent [2]time.Duration
+		seq := uint64(0)
+		for b.Loop() {
+			seq++
+			start := time.Now()
+			if err := l.Update(appendBench); err != nil {
+				b.Fatal(err)
+			}
+			mid := time.Now()
+			if err := rawPuts(db, rec, seq, 1); err != nil {
+				b.Fatal(err)
+			}
+			spent[0] += mid.Sub(start)
+			spent[1] += time.Since(mid)
+		}
+		report(b, spent, b.N)
+	})
+	b.Run("64", func(b *testing.B) {
+		l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		db := openRawBolt(b)
+		rec := make([]byte, benchRecordSize)
+		const round = 1024
+		var spent [2]time.Duration
+		seq, events := uint64(1), 0
+		for events < b.N {
+			start := time.Now()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			var failed atomic.Pointer[error]
+			for range 64 {
+				wg.Go(func() {
+					for next.Add(1) <= round {
+						if err := l.Update(appendBench); err != nil {
+							failed.Store(&err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if err := failed.Load(); err != nil {
+				b.Fatal(*err)
+			}
+			mid := time.Now()
+			for end := seq + round; seq < end; seq += 64 {
+				if err := rawPuts(db, rec, seq, 64); err != nil {
+					b.Fatal(err)
+				}
+			}
+			spent[0] += mid.Sub(start)
+			spent[1] += time.Since(mid)
+			events += round
+		}
+		report(b, spent, events)
+	})
+}
+
 // benchLedger returns the path of a ledger of size benchEvent events, built
 // once and cached in the temp directory. Building appends in large batches;
 // a cached file is trusted if its head has the right size (delete

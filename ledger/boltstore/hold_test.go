@@ -1,9 +1,12 @@
 package boltstore
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -151,5 +154,58 @@ func TestRefillLetsAnsweredCallersQueue(t *testing.T) {
 	}
 	if best != 8 {
 		t.Errorf("after 8 calls answered, refill collected at most %d of their next 8", best)
+	}
+}
+
+// goroutineID is the running goroutine's number, from its stack header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	return string(bytes.Fields(buf)[1])
+}
+
+// A call one at a time commits on the caller's own goroutine once the file
+// is open — held, or kept while nobody else waits — with no hand-off to
+// the committer and back; the committer still runs the first call of a
+// hold (it opens the file) and any call that finds others queued. Every
+// call is durable and chained as before. (One CPU: a caller the committer
+// answered runs only once the committer idles, as it nearly always does.)
+func TestLoneCallCommitsOnItsGoroutine(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, hold := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared", true: "held"}[hold], func(t *testing.T) {
+			l, err := Open(filepath.Join(t.TempDir(), "ledger.db"), Options{Create: true, Hold: hold})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			l.quiet = time.Hour
+			me := goroutineID()
+			var on []bool
+			for range 5 {
+				err := l.Update(func(tx *Tx) error {
+					on = append(on, goroutineID() == me)
+					return appendBench(tx)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := []bool{hold, true, true, true, true}
+			if !slices.Equal(on, want) {
+				t.Errorf("ran on the caller's goroutine: %v, want %v", on, want)
+			}
+			if err := l.View(func(tx *Tx) error {
+				if tx.Head().Seq != 5 {
+					t.Errorf("head %d, want 5", tx.Head().Seq)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Verify(context.Background(), VerifyOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
