@@ -131,10 +131,6 @@ type openFile struct {
 	info os.FileInfo
 	// start is when this hold began (zero for the held file).
 	start time.Time
-	// checked: a commit on this handle checked the file is the ledger the
-	// Store has been using (checkFile). While the handle stays open and
-	// locked, and the path names it, nothing else writes to it.
-	checked bool
 	// broken: a commit on it failed (I/O, or a damaged page): the
 	// committer lets it go and opens the file afresh.
 	broken bool
@@ -332,11 +328,8 @@ func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*reques
 		ingested := false // whether the catch-up brought events in
 		err := db.Update(func(btx *bolt.Tx) error {
 			start := time.Now()
-			if !o.checked {
-				if err := l.checkFile(btx); err != nil {
-					return err
-				}
-				o.checked = true
+			if err := l.checkFile(btx); err != nil {
+				return err
 			}
 			tx := newTx(btx)
 			tx.tail = &l.tail
