@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -207,5 +208,39 @@ func TestLoneCallCommitsOnItsGoroutine(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// A call that queues while a commit runs its calls joins that commit,
+// rather than wait for the next one (and its fsync).
+func TestCallQueuedDuringCommitJoinsIt(t *testing.T) {
+	l := openTest(t)
+	started := make(chan struct{})
+	var ids [2]int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := l.Update(func(tx *Tx) error {
+			close(started)
+			for len(l.queue) == 0 {
+				runtime.Gosched()
+			}
+			ids[0] = tx.btx.ID()
+			return appendBench(tx)
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	<-started
+	err := l.Update(func(tx *Tx) error {
+		ids[1] = tx.btx.ID()
+		return appendBench(tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if ids[0] != ids[1] {
+		t.Errorf("the call queued during a commit ran in transaction %d, the commit was %d", ids[1], ids[0])
 	}
 }
