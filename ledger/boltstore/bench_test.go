@@ -30,6 +30,9 @@ import (
 //	BenchmarkVerify          vs BenchmarkRawBoltScan   (read and SHA-256 every stored record)
 //	proofs and range roots   vs BenchmarkRawBoltGet    (one read: opening the file for it, or in a tx)
 //
+// BenchmarkAppendVsRaw runs the first two pairs alternately, operation by
+// operation, for ratios that a busy machine's noise falls on alike.
+//
 // The large ledgers (benchLedger) are built once and kept in the system's
 // temp directory, keyed by size and format, so repeated runs do not rebuild
 // them.
