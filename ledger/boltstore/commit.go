@@ -105,12 +105,13 @@ func (l *Store) drain(batch []*request) []*request {
 // their next call yet: draining at once would commit the few that had
 // and leave the rest to the commit after, so many concurrent callers
 // alternated between two half-full commits. So, after answering more
-// than one, the committer yields until as many calls wait as it answered
-// or a yield brings none (never longer than it takes the runnable
+// than one, the committer yields until the callers answered have queued
+// again or a yield brings none (never longer than it takes the runnable
 // goroutines to run). A lone caller (one answered) never waits for it.
 func (l *Store) refill(batch []*request, answered int) []*request {
 	batch = l.drain(batch)
-	for answered > 1 && len(batch) < min(answered, l.opts.MaxBatch) {
+	want := min(len(batch)+answered, l.opts.MaxBatch) // those waiting and those answered
+	for answered > 1 && len(batch) < want {
 		n := len(batch)
 		runtime.Gosched()
 		if batch = l.drain(batch); len(batch) == n {
