@@ -37,7 +37,10 @@ import (
 //	   the seq of the earlier one); task_thoughts keys are the task and
 //	   chain position as short numbers, its values uvarints; the thoughts
 //	   space maps a short thought number to the uvarint seq
-const Version = 9
+//	10: the full-text index keeps a document's kind, project, length and
+//	   seq once, in a table of its own, not in each of its postings (doc
+//	   gap and tf); an id entry holds the doc number alone
+const Version = 10
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

@@ -88,15 +88,15 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	match := func(p posting) bool {
-		return (len(f.Kinds) == 0 || kinds[p.kind]) &&
-			(f.Project == "" || p.project == project) &&
-			(f.AsOfSeq == 0 || p.seq <= f.AsOfSeq)
+	match := func(d docInfo) bool {
+		return (len(f.Kinds) == 0 || kinds[d.kind]) &&
+			(f.Project == "" || d.project == project) &&
+			(f.AsOfSeq == 0 || d.seq <= f.AsOfSeq)
 	}
-	bm25 := func(idf float64, p posting) float64 {
-		tf := float64(p.tf)
-		return idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(p.length)/avgLen))
+	bm25 := func(idf float64, tf uint64, d docInfo) float64 {
+		return idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*float64(d.length)/avgLen))
 	}
+	docs := newDocReader(ix, s.nextDoc)
 	// slot[doc number] is 1 + the document's index in cands: doc numbers are
 	// dense, so a slice beats a map by the cost of hashing every posting.
 	slot := make([]int32, s.nextDoc)
@@ -108,16 +108,24 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 		closed := len(cands) >= k && qt.rest < topK(cands, k)[k-1].score
 		var bad error
 		score := func(base uint64, block []byte) error {
-			err := eachPosting(base, block, func(num uint64, p posting) bool {
-				switch {
-				case num >= uint64(len(slot)):
+			err := eachPosting(base, block, func(num, tf uint64) bool {
+				if num >= uint64(len(slot)) {
 					bad = fmt.Errorf("doc %d: %w", num, ErrCorrupt)
 					return false
-				case closed && slot[num] == 0, !match(p):
+				}
+				if closed && slot[num] == 0 {
+					return true
+				}
+				d, err := docs.get(num)
+				switch {
+				case err != nil:
+					bad = err
+					return false
+				case !match(d):
 				case slot[num] > 0:
-					cands[slot[num]-1].score += bm25(qt.idf, p)
+					cands[slot[num]-1].score += bm25(qt.idf, tf, d)
 				default:
-					cands = append(cands, candidate{num: num, seq: p.seq, score: bm25(qt.idf, p)})
+					cands = append(cands, candidate{num: num, seq: d.seq, score: bm25(qt.idf, tf, d)})
 					slot[num] = int32(len(cands))
 				}
 				return true
