@@ -42,8 +42,8 @@
 //	"p" term 0x00 base(8 bytes)  a sealed block of term's postings (posting.go): doc gap
 //	                             and tf of each
 //	"d" block(8 bytes)           a block of the document table (doctable.go): kind,
-//	                             project when it changes, length and seq gap of
-//	                             each document numbered in it, removed or not
+//	                             project, length and seq of each document numbered
+//	                             in it, removed or not, in records of one size
 //	"i" len(id) id               doc number (not for thoughts, never removed by id)
 //	"j" project                  project number
 package search

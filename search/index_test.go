@@ -454,3 +454,56 @@ func TestDamagedIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestDocTableWidens: the document table's records widen as a block needs
+// (project numbers past a byte, lengths past a byte, seqs far apart and
+// falling, so the block's base moves), and every document still reads
+// back as added: its project, its seq (AsOfSeq, the hit's seq) and its
+// length (the score an index of it alone gives).
+func TestDocTableWidens(t *testing.T) {
+	var docs []search.Doc
+	for i := range 300 {
+		seq := uint64(1_000_000_000_000 - i*7919)
+		if i%50 == 0 {
+			seq = uint64(1 + i) // a seq below the block's base so far
+		}
+		docs = append(docs, doc(fmt.Sprintf("Θ-%04d", i), search.Thought, fmt.Sprintf("p%d", i), seq,
+			strings.Repeat("common ", 1+i%3)+strings.Repeat("filler ", i)))
+	}
+	ix, _ := build(t, docs)
+	for _, i := range []int{0, 1, 49, 50, 127, 128, 255, 256, 299} {
+		d := docs[i]
+		hits, err := ix.Search("common", search.Filter{Project: d.Project})
+		if err != nil || len(hits) != 1 || hits[0].ID != d.ID || hits[0].Seq != d.Seq {
+			t.Errorf("project %s: %v (%v), want %s at seq %d", d.Project, hits, err, d.ID, d.Seq)
+		}
+		hits, _ = ix.Search("common", search.Filter{AsOfSeq: d.Seq, Limit: search.MaxLimit})
+		n := 0
+		for _, e := range docs {
+			if e.Seq <= d.Seq {
+				n++
+			}
+		}
+		if len(hits) != min(n, search.MaxLimit) {
+			t.Errorf("as of seq %d: %d hits, want %d", d.Seq, len(hits), min(n, search.MaxLimit))
+		}
+	}
+	// Scores depend on each document's length; an index of the same
+	// documents added in another order (other blocks, other widths) agrees.
+	rev := slices.Clone(docs)
+	slices.Reverse(rev)
+	other, _ := build(t, rev)
+	a, _ := ix.Search("common filler", search.Filter{Limit: search.MaxLimit})
+	b, _ := other.Search("common filler", search.Filter{Limit: search.MaxLimit})
+	if fmt.Sprint(ids(a), scores(a)) != fmt.Sprint(ids(b), scores(b)) {
+		t.Errorf("added in reverse: %v, in order %v", scores(b)[:3], scores(a)[:3])
+	}
+	for _, i := range []int{50, 299, 0} {
+		if err := ix.RemoveAt(docs[i].Seq); err != nil {
+			t.Fatal(err)
+		}
+		if hits, _ := ix.Search("common", search.Filter{Project: docs[i].Project}); len(hits) != 0 {
+			t.Errorf("%s removed, still found", docs[i].ID)
+		}
+	}
+}

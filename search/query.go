@@ -45,8 +45,8 @@ type Hit struct {
 
 // candidate is a document being scored.
 type candidate struct {
-	num, seq uint64
-	score    float64
+	num, seq, length uint64
+	score            float64
 }
 
 // better orders candidates: higher score, then newer seq, then earlier added.
@@ -93,10 +93,11 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 			(f.Project == "" || d.project == project) &&
 			(f.AsOfSeq == 0 || d.seq <= f.AsOfSeq)
 	}
-	bm25 := func(idf float64, tf uint64, d docInfo) float64 {
-		return idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*float64(d.length)/avgLen))
+	bm25 := func(idf float64, tf, length uint64) float64 {
+		return idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*float64(length)/avgLen))
 	}
 	docs := newDocReader(ix, s.nextDoc)
+	defer docs.release()
 	// slot[doc number] is 1 + the document's index in cands: doc numbers are
 	// dense, so a slice beats a map by the cost of hashing every posting.
 	slot := make([]int32, s.nextDoc)
@@ -113,7 +114,10 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 					bad = fmt.Errorf("doc %d: %w", num, ErrCorrupt)
 					return false
 				}
-				if closed && slot[num] == 0 {
+				if c := slot[num]; c > 0 { // matched the filter when first seen
+					cands[c-1].score += bm25(qt.idf, tf, cands[c-1].length)
+					return true
+				} else if closed {
 					return true
 				}
 				d, err := docs.get(num)
@@ -121,11 +125,8 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 				case err != nil:
 					bad = err
 					return false
-				case !match(d):
-				case slot[num] > 0:
-					cands[slot[num]-1].score += bm25(qt.idf, tf, d)
-				default:
-					cands = append(cands, candidate{num: num, seq: d.seq, score: bm25(qt.idf, tf, d)})
+				case match(d):
+					cands = append(cands, candidate{num: num, seq: d.seq, length: d.length, score: bm25(qt.idf, tf, d.length)})
 					slot[num] = int32(len(cands))
 				}
 				return true
