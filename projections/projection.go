@@ -285,7 +285,7 @@ func decode(r ledger.Record, v any) error {
 	if err := unmarshal(r.Payload, v); err != nil {
 		return err
 	}
-	return events.Upcast(r.Type, r.Version, v)
+	return events.Upcast(r.Type, r.Version, r.Subjects, v)
 }
 
 func u64(v uint64) []byte {

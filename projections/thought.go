@@ -125,7 +125,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 // not kept (fastcodec.go).
 func decodeForFold(r ledger.Record, p *events.ThoughtRecorded) error {
 	if tryFast(r.Payload, (*thoughtFoldPayload)(p)) {
-		return events.Upcast(r.Type, r.Version, p)
+		return events.Upcast(r.Type, r.Version, r.Subjects, p)
 	}
 	return decode(r, p)
 }
