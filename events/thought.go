@@ -32,6 +32,12 @@ type ThoughtRecorded struct {
 	ChainPosition uint64        `json:"chain_position"`
 }
 
+// ThoughtTypeCodes are the codes thought.recorded v3 stores a thought's
+// type as (ledger.Field.Codes): ThoughtTypeCodes[code] is the type; 0 is
+// not a code. Append-only, each addition with a new payload version; a type
+// without a code is stored as its name.
+var ThoughtTypeCodes = [...]string{1: "plan", 2: "analysis", 3: "decision", 4: "reflection", 5: "discovery", 6: "risk", 7: "blockers"}
+
 // PayloadFields are thought.recorded's fields in their order in a version
 // 2 payload's array (ledger.Positional): the ones every thought has first,
 // then the optional ones, most used first, so a plain thought's array ends
@@ -40,7 +46,7 @@ func (p *ThoughtRecorded) PayloadFields() []ledger.Field {
 	return []ledger.Field{
 		{Name: "thought_id", Ptr: &p.ThoughtID},
 		{Name: "task_id", Ptr: &p.TaskID},
-		{Name: "type", Ptr: &p.Type},
+		{Name: "type", Ptr: &p.Type, Codes: ThoughtTypeCodes[:]},
 		{Name: "content", Ptr: &p.Content},
 		{Name: "chain_position", Ptr: &p.ChainPosition},
 		{Name: "previous_hash", Ptr: &p.PreviousHash, Optional: true},

@@ -8,9 +8,9 @@ func CurrentVersion(eventType string) uint16 {
 	switch eventType {
 	case TypeTaskCreated:
 		return 2
-	case TypeToolCalled: // v2: args_sha256 over RFC 8785 (commands.ArgsSHA256); v3: the digests as 32 bytes (ledger.Digest), the payload an array (ledger.Positional)
-		return 3
-	case TypeThoughtRecorded: // v2: previous_hash as 32 bytes (ledger.Digest), the payload an array (ledger.Positional); v3: its ids left to the event's subjects (ThoughtRecorded.FromSubjects)
+	case TypeToolCalled: // v2: args_sha256 over RFC 8785 (commands.ArgsSHA256); v3: the digests as 32 bytes (ledger.Digest), the payload an array (ledger.Positional); v4: the tool as a code (ToolCodes)
+		return 4
+	case TypeThoughtRecorded: // v2: previous_hash as 32 bytes (ledger.Digest), the payload an array (ledger.Positional); v3: its ids left to the event's subjects (ThoughtRecorded.FromSubjects), its type a code (ThoughtTypeCodes)
 		return 3
 	default:
 		return 1

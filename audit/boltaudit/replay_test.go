@@ -140,10 +140,11 @@ func TestLineDigestsAsHex(t *testing.T) {
 	}
 }
 
-// TestLinePositionalPayloads: thought.recorded v2 and v3 and tool.called v3
+// TestLinePositionalPayloads: thought.recorded v2 and v3 and tool.called v3 and v4
 // store the array of their fields; replay writes them as the objects of
 // their names older versions stored (empty optional fields absent, a
-// required empty one present, v3's ids from the subjects), digests in hex.
+// required empty one present, v3's ids from the subjects, codes as the
+// values they stand for), digests in hex.
 func TestLinePositionalPayloads(t *testing.T) {
 	sum := sha256.Sum256([]byte("prev"))
 	h := hex.EncodeToString(sum[:])
@@ -164,6 +165,11 @@ func TestLinePositionalPayloads(t *testing.T) {
 			`{"chain_position":3,"content":"c","session_id":"A-0001","task_id":"T-0001","thought_id":"Θ-0003","type":"plan"}`},
 		{events.TypeThoughtRecorded, 3, []string{"Θ-0004", "T-0001"}, &events.ThoughtRecorded{Type: "plan", Content: "c", ChainPosition: 4},
 			`{"chain_position":4,"content":"c","task_id":"T-0001","thought_id":"Θ-0004","type":"plan"}`},
+		// v4 stores the tool as a code, v3's type as a code: replay shows names.
+		{events.TypeToolCalled, 4, []string{"T-0001"}, &events.ToolCalled{Tool: "thought_record", Outcome: "OK", Client: "c"},
+			`{"client":"c","duration_us":0,"outcome":"OK","tool":"thought_record"}`},
+		{events.TypeToolCalled, 4, nil, &events.ToolCalled{Tool: "a_tool_of_later", Outcome: "OK"},
+			`{"client":"","duration_us":0,"outcome":"OK","tool":"a_tool_of_later"}`},
 		{events.TypeToolCalled, 3, nil, &events.ToolCalled{Tool: "task_get", ArgsSHA256: ledger.DigestOf(sum), Outcome: "OK",
 			ResultSHA256: ledger.DigestOf(sum), DurationUS: 12, ClientClaim: "cc", Token: ledger.DigestOf(sum)},
 			`{"args_sha256":"` + h + `","client":"","client_claim":"cc","duration_us":12,"outcome":"OK","result_sha256":"` + h + `","token_sha256":"` + h + `","tool":"task_get"}`},
