@@ -258,9 +258,9 @@ func TestComparisonFindsEdits(t *testing.T) {
 			sp, _ := tx.Space("tasks")
 			return sp.Delete(key(2))
 		}},
-		{"added", "unexpected key", "Θ-0099", func(tx *boltstore.Tx) error {
+		{"added", "unexpected key", "Θ-6336…Θ-6399", func(tx *boltstore.Tx) error {
 			sp, _ := tx.Space("thoughts")
-			return sp.Put([]byte{1, 99}, []byte{0x80}) // thought 99 (a short number)
+			return sp.Put([]byte{1, 99}, []byte{1, 5, 1}) // block 99 (a short number): thought 6336 at seq 5
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -39,7 +39,8 @@ import (
 //	   space maps a short thought number to the uvarint seq
 //	10: the full-text index keeps a document's kind, project, length and
 //	   seq once, in a table of its own, not in each of its postings (doc
-//	   gap and tf); an id entry holds the doc number alone
+//	   gap and tf); an id entry holds the doc number alone; the thoughts
+//	   space keeps the seqs of 64 thought numbers under one key
 const Version = 10
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
