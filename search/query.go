@@ -98,8 +98,9 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 	}
 	docs := newDocReader(ix, s.nextDoc)
 	defer docs.release()
-	// slot[doc number] is 1 + the document's index in cands: doc numbers are
-	// dense, so a slice beats a map by the cost of hashing every posting.
+	// slot[doc number] is 1 + the document's index in cands, -1 for a
+	// document the filter leaves out (its record is read once): doc numbers
+	// are dense, so a slice beats a map by the cost of hashing every posting.
 	slot := make([]int32, s.nextDoc)
 	var cands []candidate
 	for _, qt := range qts {
@@ -117,7 +118,7 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 				if c := slot[num]; c > 0 { // matched the filter when first seen
 					cands[c-1].score += bm25(qt.idf, tf, cands[c-1].length)
 					return true
-				} else if closed {
+				} else if closed || c < 0 {
 					return true
 				}
 				d, err := docs.get(num)
@@ -128,6 +129,8 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 				case match(d):
 					cands = append(cands, candidate{num: num, seq: d.seq, length: d.length, score: bm25(qt.idf, tf, d.length)})
 					slot[num] = int32(len(cands))
+				default:
+					slot[num] = -1
 				}
 				return true
 			})
