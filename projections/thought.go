@@ -136,14 +136,38 @@ func putThought(f *folder, id string, seq uint64) (uint64, error) {
 	}
 	sp.AppendOnly()
 	k := short(nil, n>>thoughtBlockBits)
+	v := sp.Get(k)
+	if next, ok := appendThought(k, v, n, seq); ok { // the usual case
+		return n, sp.Put(k, next)
+	}
 	var b thoughtBlock
-	if v := sp.Get(k); v != nil {
+	if v != nil {
 		if b, err = decodeThoughts(k, v); err != nil {
 			return 0, err
 		}
 	}
 	b[n&(1<<thoughtBlockBits-1)] = seq
 	return n, sp.Put(k, encodeThoughts(&b))
+}
+
+// appendThought returns block v with the record of thought n, the one
+// after its last, appended, if the record fits v's width and base: the
+// bytes encodeThoughts would write, without decoding the block. ok is false
+// otherwise (a new block, a wider record, a number out of turn).
+func appendThought(k, v []byte, n, seq uint64) (next []byte, ok bool) {
+	if v == nil {
+		return nil, false
+	}
+	w, base, recs, err := thoughtsLayout(k, v)
+	if err != nil || int(n&(1<<thoughtBlockBits-1)) != len(recs)/w || seq < base || (bits.Len64(seq-base+1)+7)/8 > w {
+		return nil, false
+	}
+	r := seq - base + 1
+	next = append(make([]byte, 0, len(v)+w), v...)
+	for j := range w {
+		next = append(next, byte(r>>(8*j)))
+	}
+	return next, true
 }
 
 // thoughtSeq is the seq that recorded thought number n; ok false if none

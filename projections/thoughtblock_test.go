@@ -46,3 +46,36 @@ func TestThoughtBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendThought: appending the record of the next thought number, as
+// putThought does when it can, writes the bytes encoding the whole block
+// writes; it declines a record that needs a wider width or a lower base, or
+// a number out of turn.
+func TestAppendThought(t *testing.T) {
+	var b thoughtBlock
+	var v []byte
+	seq := uint64(100)
+	declined := 0
+	for i := 1; i < len(b); i++ {
+		seq += uint64(1 + i*i*i%700) // gaps growing past a byte's reach
+		next, ok := appendThought([]byte{1, 0}, v, uint64(i), seq)
+		b[i] = seq
+		want := encodeThoughts(&b)
+		if ok && string(next) != string(want) {
+			t.Fatalf("thought %d at seq %d: appended % x, encoded % x", i, seq, next, want)
+		}
+		if !ok {
+			declined++
+		}
+		v = want
+	}
+	if declined != 2 { // the first (no block yet) and the one that widens the records
+		t.Errorf("declined %d appends, want 2", declined)
+	}
+	if _, ok := appendThought([]byte{1, 0}, v, 5, seq+1); ok {
+		t.Error("a number out of turn appended")
+	}
+	if _, ok := appendThought([]byte{1, 0}, encodeThoughts(&thoughtBlock{1: 50}), 2, 49); ok {
+		t.Error("a seq below the base appended")
+	}
+}
