@@ -145,12 +145,12 @@ func (c *Comparison) Step(want, got *boltstore.Tx, limit int) error {
 }
 
 // recordSeq is the seq field of a stored record (tasks, sessions carry the
-// seq of the event that last changed them; a thoughts entry, the seqs that
-// recorded its group: the latest of them), 0 if it has none.
+// seq of the event that last changed them; a block of thoughts the latest
+// seq that recorded one of them), 0 if it has none.
 func recordSeq(space string, v []byte) uint64 {
-	if space == spThoughts {
-		slots, _, _ := thoughtSlots(nil, v)
-		return slices.Max(slots[:])
+	if space == spThoughts { // a block of thoughts: the latest of them
+		b, _ := decodeThoughts(nil, v)
+		return slices.Max(b[:])
 	}
 	var r struct {
 		Seq uint64 `json:"seq"`
@@ -163,8 +163,9 @@ func recordSeq(space string, v []byte) uint64 {
 
 // keyName shows a key the way the tools name what it stores.
 func keyName(space string, k []byte) string {
-	if g, rest, ok := readShort(k); ok && len(rest) == 0 && space == spThoughts {
-		return domain.FormatID(domain.ThoughtPrefix, g*thoughtGroup) + "…" + domain.FormatID(domain.ThoughtPrefix, g*thoughtGroup+thoughtGroup-1)
+	if b, rest, ok := readShort(k); ok && len(rest) == 0 && space == spThoughts { // a block of thoughts
+		first := b << thoughtBlockBits
+		return domain.FormatID(domain.ThoughtPrefix, first) + "…" + domain.FormatID(domain.ThoughtPrefix, first+1<<thoughtBlockBits-1)
 	}
 	if len(k) == 8 {
 		n := be64(k)

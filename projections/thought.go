@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
@@ -13,7 +14,7 @@ import (
 )
 
 const (
-	spThoughts        = "thoughts"         // short(thought number / 16) → the seqs (uvarints) of those 16: a thought is its event
+	spThoughts        = "thoughts"         // short(thought number >> thoughtBlockBits) → their seqs: the thought is its event
 	spTaskThoughts    = "task_thoughts"    // chainKey(task number, chain position) → thought number (uvarint)
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
@@ -32,27 +33,91 @@ type Thought struct {
 
 // The thoughts space keeps of a thought the seq of the event that recorded
 // it: a thought is immutable and its event holds all of it (hash, time and
-// actor included), so reads find it there by seq. Sixteen thoughts share an
-// entry: under short(n / thoughtGroup), the seqs of thoughts n/16·16 to
-// n/16·16+15, as uvarints, up to the highest recorded (0 for a number not
-// recorded). A commit thus rewrites a value in place instead of inserting
-// a key: bbolt copies a page's entries when it writes one and again when an
-// insert grows them (a thought_record's largest allocation), and an entry
-// costs its page 16 bytes of header.
-const thoughtGroup = 16
+// actor included), so reads find it there by seq. The seqs of
+// 1<<thoughtBlockBits consecutive thought numbers share a key, their block
+// number (short), the value a header and one record per number up to the
+// highest one recorded:
+//
+//	1 byte: the records' width w (1 to 8); uvarint base: the least seq;
+//	records: seq - base + 1, little-endian in w bytes; 0: no thought
+//
+// One key per thought took 22 bytes of a thought's ~650 on disk; a block
+// takes about 2 per thought. The bytes depend only on the block's seqs
+// (the least width and base that hold them), so a rebuild stores the same.
+const thoughtBlockBits = 6
 
-// thoughtSlots reads a thoughts entry: the seqs of its group's thoughts by
-// slot (n % thoughtGroup) and how many slots the value holds. A value that is
-// not one is ErrDamaged.
-func thoughtSlots(k, v []byte) (slots [thoughtGroup]uint64, count int, err error) {
-	for rest := v; len(rest) > 0; count++ {
-		seq, size := binary.Uvarint(rest)
-		if size <= 0 || count == thoughtGroup {
-			return slots, 0, fmt.Errorf("thoughts %x: value %x is not the seqs of a group of thoughts: %w", k, v, boltstore.ErrDamaged)
-		}
-		slots[count], rest = seq, rest[size:]
+// thoughtBlock holds the seqs of a block of the thoughts space by the low
+// bits of the thought number; 0: none.
+type thoughtBlock [1 << thoughtBlockBits]uint64
+
+// decodeThoughts reads a thoughts value; a value that is not a block is
+// ErrDamaged.
+func decodeThoughts(k, v []byte) (thoughtBlock, error) {
+	var b thoughtBlock
+	w, base, recs, err := thoughtsLayout(k, v)
+	if err != nil {
+		return b, err
 	}
-	return slots, count, nil
+	for i := 0; i*w < len(recs); i++ {
+		if r := leUint(recs[i*w : (i+1)*w]); r != 0 {
+			b[i] = base + r - 1
+		}
+	}
+	return b, nil
+}
+
+// thoughtsLayout splits a thoughts value into its width, base and records.
+func thoughtsLayout(k, v []byte) (w int, base uint64, recs []byte, err error) {
+	if len(v) > 0 {
+		var n int
+		w = int(v[0])
+		if base, n = binary.Uvarint(v[1:]); n > 0 && w >= 1 && w <= 8 {
+			recs = v[1+n:]
+			if len(recs)%w == 0 && len(recs)/w <= 1<<thoughtBlockBits {
+				return w, base, recs, nil
+			}
+		}
+	}
+	return 0, 0, nil, fmt.Errorf("thoughts %x: value %x is not a block of seqs: %w", k, v, boltstore.ErrDamaged)
+}
+
+// encodeThoughts writes a block, its records up to the last thought it
+// holds.
+func encodeThoughts(b *thoughtBlock) []byte {
+	last, base := -1, uint64(0)
+	for i, seq := range b {
+		if seq != 0 {
+			if last < 0 || seq < base {
+				base = seq
+			}
+			last = i
+		}
+	}
+	w := 1
+	for _, seq := range b[:last+1] {
+		if seq != 0 {
+			w = max(w, (bits.Len64(seq-base+1)+7)/8)
+		}
+	}
+	v := binary.AppendUvarint([]byte{byte(w)}, base)
+	for _, seq := range b[:last+1] {
+		r := uint64(0)
+		if seq != 0 {
+			r = seq - base + 1
+		}
+		for j := range w {
+			v = append(v, byte(r>>(8*j)))
+		}
+	}
+	return v
+}
+
+func leUint(b []byte) uint64 {
+	var v uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
 }
 
 // putThought records that thought id was recorded at seq, and returns its
@@ -69,41 +134,61 @@ func putThought(f *folder, id string, seq uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sp.AppendOnly() // groups are numbered in order
-	k := short(nil, n/thoughtGroup)
-	slots, count, err := thoughtSlots(k, sp.Get(k))
-	if err != nil {
-		return 0, err
+	sp.AppendOnly()
+	k := short(nil, n>>thoughtBlockBits)
+	v := sp.Get(k)
+	if next, ok := appendThought(k, v, n, seq); ok { // the usual case
+		return n, sp.Put(k, next)
 	}
-	slot := int(n % thoughtGroup)
-	slots[slot], count = seq, max(count, slot+1)
-	v := make([]byte, 0, count*binary.MaxVarintLen32)
-	for _, s := range slots[:count] {
-		v = binary.AppendUvarint(v, s)
+	var b thoughtBlock
+	if v != nil {
+		if b, err = decodeThoughts(k, v); err != nil {
+			return 0, err
+		}
 	}
-	return n, sp.Put(k, v)
+	b[n&(1<<thoughtBlockBits-1)] = seq
+	return n, sp.Put(k, encodeThoughts(&b))
+}
+
+// appendThought returns block v with the record of thought n, the one
+// after its last, appended, if the record fits v's width and base: the
+// bytes encodeThoughts would write, without decoding the block. ok is false
+// otherwise (a new block, a wider record, a number out of turn).
+func appendThought(k, v []byte, n, seq uint64) (next []byte, ok bool) {
+	if v == nil {
+		return nil, false
+	}
+	w, base, recs, err := thoughtsLayout(k, v)
+	if err != nil || int(n&(1<<thoughtBlockBits-1)) != len(recs)/w || seq < base || (bits.Len64(seq-base+1)+7)/8 > w {
+		return nil, false
+	}
+	r := seq - base + 1
+	next = append(make([]byte, 0, len(v)+w), v...)
+	for j := range w {
+		next = append(next, byte(r>>(8*j)))
+	}
+	return next, true
 }
 
 // thoughtSeq is the seq that recorded thought number n; ok false if none
-// did. A value that is not a group's seqs is ErrDamaged.
+// did. A value that is not a block of seqs is ErrDamaged.
 func thoughtSeq(tx *boltstore.Tx, n uint64) (seq uint64, ok bool, err error) {
 	sp, err := tx.Space(spThoughts)
 	if err != nil {
 		return 0, false, err
 	}
-	k := short(nil, n/thoughtGroup)
+	k := short(nil, n>>thoughtBlockBits)
 	v := sp.Get(k)
 	if v == nil {
 		return 0, false, nil
 	}
-	slots, count, err := thoughtSlots(k, v)
-	if err != nil {
-		return 0, false, err
+	w, base, recs, err := thoughtsLayout(k, v)
+	if i := int(n & (1<<thoughtBlockBits - 1)); err == nil && (i+1)*w <= len(recs) {
+		if r := leUint(recs[i*w : (i+1)*w]); r != 0 {
+			return base + r - 1, true, nil
+		}
 	}
-	if slot := int(n % thoughtGroup); slot < count && slots[slot] != 0 {
-		return slots[slot], true, nil
-	}
-	return 0, false, nil
+	return 0, false, err
 }
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
@@ -153,7 +238,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 // not kept (fastcodec.go).
 func decodeForFold(r ledger.Record, p *events.ThoughtRecorded) error {
 	if tryFast(r.Payload, (*thoughtFoldPayload)(p)) {
-		return events.Upcast(r.Type, r.Version, p)
+		return events.Upcast(r.Type, r.Version, r.Subjects, p)
 	}
 	return decode(r, p)
 }
@@ -317,20 +402,20 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 		return err
 	}
 	return thoughts.Scan(nil, false, func(k, v []byte) (bool, error) {
-		g, rest, ok := readShort(k)
+		bn, rest, ok := readShort(k)
 		if !ok || len(rest) != 0 {
 			return false, fmt.Errorf("thoughts key %x: %w", k, boltstore.ErrDamaged)
 		}
-		slots, count, err := thoughtSlots(k, v)
+		b, err := decodeThoughts(k, v)
 		if err != nil {
 			return false, err
 		}
-		for slot, seq := range slots[:count] {
+		for i, seq := range b {
 			if seq == 0 {
 				continue
 			}
 			var th Thought
-			th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, g*thoughtGroup+uint64(slot)), seq
+			th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, bn<<thoughtBlockBits+uint64(i)), seq
 			if th, err = thoughtAt(tx, th); err != nil && !errors.Is(err, boltstore.ErrDamaged) {
 				return false, err // a damaged one is listed as in listedThoughts
 			}
