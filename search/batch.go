@@ -19,8 +19,8 @@ type Batch struct {
 	st    *stats                // nil until read
 
 	// A document's term counts, reused from one document to the next.
-	tf       map[string]uint64
-	termList []string
+	counts Counts
+	all    []string
 }
 
 // NewBatch returns an empty batch.
