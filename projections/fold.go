@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -36,11 +37,24 @@ type folder struct {
 
 	lump *lump                 // the index's lumps (knowledge.go), once loaded
 	puts map[string]*putBuffer // by space: the spaces the fold only writes
+	// The id counters (meta keys) read so far, and those changed since
+	// the last flush: a batch bumps one for nearly every event.
+	counters      map[string]uint64
+	dirtyCounters map[string]bool
+	// reRecorded: a thought of this batch has an id not above every
+	// earlier one (recorded again, or out of order), so whether a thought
+	// of the batch is still the one its id names is looked up
+	// (replacedThought) rather than known.
+	reRecorded bool
 
 	// Every folder: the spaces looked up so far (a fold asks for a few
 	// spaces for every event, and nothing moves them during a fold), and
 	// the numbers of the open sessions, in order, once read (every event
 	// is offered to them).
+	// What was prepared of the records being folded and of those folded
+	// just before them (Prepare), if anything.
+	pre, prePrev *Prepared
+
 	spaces    map[string]*boltstore.Space
 	open      []uint64
 	openKnown bool
@@ -54,6 +68,7 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event f
 		f.sessions, f.dirtySessions = map[uint64]*Session{}, map[uint64]bool{}
 		f.indexBuf, f.indexBatch = newWriteBuffer(), search.NewBatch()
 		f.puts = map[string]*putBuffer{}
+		f.counters, f.dirtyCounters = map[string]uint64{}, map[string]bool{}
 	}
 	return f
 }
@@ -70,16 +85,39 @@ func (f *folder) space(name string) (*boltstore.Space, error) {
 	return sp, err
 }
 
-// seenNumber records that id number n of the counter key is taken.
+// counter is the highest id number of the counter key seen so far (in a
+// batch, as the batch left it).
+func (f *folder) counter(key string) (uint64, error) {
+	if v, ok := f.counters[key]; ok {
+		return v, nil
+	}
+	meta, err := f.space(spMeta)
+	if err != nil {
+		return 0, err
+	}
+	v := getU64(meta, key)
+	if f.counters != nil {
+		f.counters[key] = v
+	}
+	return v, nil
+}
+
+// seenNumber records that id number n of the counter key is taken (in a
+// batch, written at flush).
 func (f *folder) seenNumber(key string, n uint64) error {
+	v, err := f.counter(key)
+	if err != nil || n <= v {
+		return err
+	}
+	if f.counters != nil {
+		f.counters[key], f.dirtyCounters[key] = n, true
+		return nil
+	}
 	meta, err := f.space(spMeta)
 	if err != nil {
 		return err
 	}
-	if n > getU64(meta, key) {
-		return putU64(meta, key, n)
-	}
-	return nil
+	return putU64(meta, key, n)
 }
 
 // task returns task number n; ok is false if there is none.
@@ -135,6 +173,18 @@ func (f *folder) setSession(n uint64, s *Session) error {
 
 // flush writes back what a batch changed, in key order.
 func (f *folder) flush() error {
+	if len(f.dirtyCounters) > 0 {
+		meta, err := f.space(spMeta)
+		if err != nil {
+			return err
+		}
+		for _, key := range slices.Sorted(maps.Keys(f.dirtyCounters)) {
+			if err := putU64(meta, key, f.counters[key]); err != nil {
+				return err
+			}
+		}
+		clear(f.dirtyCounters)
+	}
 	if len(f.dirtyTasks) > 0 {
 		tasks, err := f.tx.Space(spTasks)
 		if err != nil {
@@ -273,7 +323,12 @@ type putBuffer struct {
 	slab []byte // the keys and values, many to an allocation
 }
 
-type bufferedPut struct{ key, value []byte }
+// bufferedPut is one put, and how many were made before it (the later of
+// two puts of a key is put last).
+type bufferedPut struct {
+	key, value []byte
+	n          int
+}
 
 func (p *putBuffer) Put(key, value []byte) error {
 	if n := len(key) + len(value); p.slab == nil || cap(p.slab)-len(p.slab) < n {
@@ -283,12 +338,19 @@ func (p *putBuffer) Put(key, value []byte) error {
 	p.slab = append(append(p.slab, key...), value...)
 	k := p.slab[start : start+len(key) : start+len(key)]
 	v := p.slab[start+len(key) : len(p.slab) : len(p.slab)]
-	p.kvs = append(p.kvs, bufferedPut{k, v})
+	p.kvs = append(p.kvs, bufferedPut{k, v, len(p.kvs)})
 	return nil
 }
 
 func (p *putBuffer) flush() error {
-	slices.SortStableFunc(p.kvs, func(a, b bufferedPut) int { return bytes.Compare(a.key, b.key) })
+	// Not a stable sort (which took a tenth of a refold's fold): the
+	// order of the puts breaks the ties.
+	slices.SortFunc(p.kvs, func(a, b bufferedPut) int {
+		if c := bytes.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.n, b.n)
+	})
 	for _, kv := range p.kvs {
 		if err := p.sp.Put(kv.key, kv.value); err != nil {
 			return err

@@ -118,7 +118,15 @@ func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 		return f.apply(r)
 	}
 	if end-applied > 2*decodeBatch {
-		err = scanDecoded(tx, applied+1, end, fold)
+		err = scanDecoded(tx, applied+1, end, func(p *Prepared) error {
+			f.prePrev, f.pre = f.pre, p
+			for _, r := range p.Recs {
+				if err := fold(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	} else {
 		err = tx.Scan(applied+1, end, fold)
 	}
@@ -169,13 +177,20 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 // it reads a document it takes out (a superseded learning, a replaced
 // memory version) from its event.
 func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
+	return FoldPrepared(tx, &Prepared{Recs: recs}, root, event)
+}
+
+// FoldPrepared is Fold of p.Recs, with what Prepare worked out of them
+// ahead.
+func FoldPrepared(tx *boltstore.Tx, p *Prepared, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
 		return err
 	}
 	applied := getU64(meta, keyApplied)
 	f := newFolder(tx, root, event, true)
-	for _, r := range recs {
+	f.pre = p
+	for _, r := range p.Recs {
 		if applied+1 != r.Seq {
 			return fmt.Errorf("fold seq %d: projections are at seq %d", r.Seq, applied)
 		}

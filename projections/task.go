@@ -114,10 +114,12 @@ func set[T any](dst *T, v *T) {
 
 func applyTaskCreated(f *folder, r ledger.Record) error {
 	tx := f.tx
-	t := new(Task)
-	if err := foldTask(t, r); err != nil {
+	var c events.TaskCreated
+	if err := payloadOf(f, r, &c, decodeAny); err != nil {
 		return err
 	}
+	t := new(Task)
+	foldTaskCreated(t, r, &c)
 	n, ok := domain.ParseID(domain.TaskPrefix, t.ID)
 	if !ok {
 		return fmt.Errorf("bad task id %q", t.ID)
@@ -152,7 +154,7 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 
 func applyTaskUpdated(f *folder, r ledger.Record) error {
 	var p events.TaskUpdated
-	if err := decode(r, &p); err != nil {
+	if err := payloadOf(f, r, &p, decodeAny); err != nil {
 		return err
 	}
 	n, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
