@@ -41,6 +41,8 @@ type folder struct {
 	// the last flush: a batch bumps one for nearly every event.
 	counters      map[string]uint64
 	dirtyCounters map[string]bool
+	projects      map[string]*Project // by name, and those changed
+	dirtyProjects map[string]bool
 	// reRecorded: a thought of this batch has an id not above every
 	// earlier one (recorded again, or out of order), so whether a thought
 	// of the batch is still the one its id names is looked up
@@ -69,6 +71,7 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event f
 		f.indexBuf, f.indexBatch = newWriteBuffer(), search.NewBatch()
 		f.puts = map[string]*putBuffer{}
 		f.counters, f.dirtyCounters = map[string]uint64{}, map[string]bool{}
+		f.projects, f.dirtyProjects = map[string]*Project{}, map[string]bool{}
 	}
 	return f
 }
@@ -184,6 +187,18 @@ func (f *folder) flush() error {
 			}
 		}
 		clear(f.dirtyCounters)
+	}
+	if len(f.dirtyProjects) > 0 {
+		projects, err := f.space(spProjects)
+		if err != nil {
+			return err
+		}
+		for _, name := range slices.Sorted(maps.Keys(f.dirtyProjects)) {
+			if err := putRecord(projects, []byte(name), f.projects[name]); err != nil {
+				return err
+			}
+		}
+		clear(f.dirtyProjects)
 	}
 	if len(f.dirtyTasks) > 0 {
 		tasks, err := f.tx.Space(spTasks)
