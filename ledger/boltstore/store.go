@@ -372,6 +372,9 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 		},
 		FreelistType: bolt.FreelistMapType,
 		NoSync:       l.opts.NoSync || l.opts.Scratch,
+		// A scratch file's growth is not synced either (bbolt fsyncs
+		// each time it grows the file by AllocSize).
+		NoGrowSync: l.opts.Scratch,
 	})
 	switch {
 	case err == nil:
