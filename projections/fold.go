@@ -205,6 +205,7 @@ func (f *folder) flush() error {
 		if err != nil {
 			return err
 		}
+		tasks.AppendOnly() // in key order, as writeOnly's batches
 		for _, n := range slices.Sorted(maps.Keys(f.dirtyTasks)) {
 			if err := putRecord(tasks, u64(n), f.tasks[n]); err != nil {
 				return err
@@ -315,7 +316,12 @@ func (f *folder) writeOnly(space string, appendOnly bool) (putter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if appendOnly {
+	if appendOnly || f.puts != nil {
+		// A batch writes the space's keys in key order at flush, as an
+		// append-only space's grow: its pages are packed full too, so
+		// each commit of a rebuild or a refold rewrites fewer (the pages
+		// of the recent tasks' events, taken again every commit, were
+		// split half empty; 29% fewer page writes in a 1M-event verify).
 		sp.AppendOnly()
 	}
 	if f.puts == nil {
