@@ -29,6 +29,7 @@ type folder struct {
 	// Batch folders only (nil maps otherwise): decoded records, and the
 	// numbers of those changed since the last flush.
 	tasks         map[uint64]*Task
+	carried       map[uint64]*Task // a Refold's: the chunk before's tasks, as stored
 	sessions      map[uint64]*Session
 	dirtyTasks    map[uint64]bool
 	dirtySessions map[uint64]bool
@@ -124,7 +125,15 @@ func (f *folder) seenNumber(key string, n uint64) error {
 }
 
 // task returns task number n; ok is false if there is none.
-func (f *folder) task(n uint64) (*Task, bool, error) { return load(f, f.tasks, spTasks, n) }
+func (f *folder) task(n uint64) (*Task, bool, error) {
+	if t, ok := f.carried[n]; ok {
+		delete(f.carried, n)
+		if _, mine := f.tasks[n]; !mine {
+			f.tasks[n] = t // as stored: the chunk before wrote it
+		}
+	}
+	return load(f, f.tasks, spTasks, n)
+}
 
 // load returns record number n of space, from cache if it holds it (a
 // batch folder's), else decoded and then kept there; ok is false if there

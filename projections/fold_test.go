@@ -150,8 +150,8 @@ func refold(t *testing.T, src *boltstore.Store, batch int) *boltstore.Store {
 	return refoldWith(t, src, batch, false)
 }
 
-// refoldWith is refold, with FoldPrepared of each batch Prepared ahead if
-// prepare.
+// refoldWith is refold, if prepare with a Refold of each batch Prepared
+// ahead (as verify's refold does).
 func refoldWith(t *testing.T, src *boltstore.Store, batch int, prepare bool) *boltstore.Store {
 	t.Helper()
 	scratch := openFolded(t)
@@ -173,12 +173,13 @@ func refoldWith(t *testing.T, src *boltstore.Store, batch int, prepare bool) *bo
 		}
 		return all[seq-1], nil
 	}
+	var rf projections.Refold
 	for len(recs) > 0 {
 		n := min(batch, len(recs))
 		fold := func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root, event) }
 		if prepare {
 			p := projections.Prepare(recs[:n])
-			fold = func(tx *boltstore.Tx) error { return projections.FoldPrepared(tx, p, root, event) }
+			fold = func(tx *boltstore.Tx) error { return rf.Fold(tx, p, root, event) }
 		}
 		if err := scratch.Update(fold); err != nil {
 			t.Fatal(err)
@@ -497,7 +498,7 @@ func TestThoughtRecordedTwiceAcrossLumps(t *testing.T) {
 	}
 }
 
-// TestPreparedFoldEqualsFold: a fold given what Prepare worked out ahead
+// TestPreparedFoldEqualsFold: a Refold given what Prepare worked out ahead
 // (as verify's refold and a rebuild's catch-up are, from another
 // goroutine) stores exactly the projections of a fold of the records
 // alone, and of the live fold: in batches of any size, at any lump size,

@@ -40,6 +40,7 @@ type logPass struct {
 	foldErr  error           // why (the folding goroutine's)
 	dir      string
 	scratch  *boltstore.Store
+	refold   projections.Refold // the scratch's fold, chunk after chunk
 }
 
 // foldChunk is events to fold, decoded, with the recomputed roots at the
@@ -252,7 +253,10 @@ func (p *logPass) fold(c foldChunk) error {
 	if pre == nil {
 		pre = &projections.Prepared{Recs: recs}
 	}
-	err := p.scratch.Update(func(tx *boltstore.Tx) error { return projections.FoldPrepared(tx, pre, root, event) })
+	err := p.scratch.Update(func(tx *boltstore.Tx) error { return p.refold.Fold(tx, pre, root, event) })
+	if err != nil {
+		p.refold.Reset() // what it carries did not commit
+	}
 	var fe error
 	if err != nil && p.scratch.Update(func(*boltstore.Tx) error { return nil }) == nil {
 		// The scratch file works, so the events do not fold: the log
