@@ -101,7 +101,8 @@ func (e *DuplicateError) Error() string {
 }
 func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
-// ErrStorage: the ledger could not commit; nothing of the call was written.
+// ErrStorage: the ledger could not commit; nothing of the call was written
+// (unless a *StorageError says its outcome is Unknown).
 var ErrStorage = errors.New("storage failure")
 
 // StorageError wraps the cause of a failed commit. Reason is safe to show a
@@ -109,6 +110,10 @@ var ErrStorage = errors.New("storage failure")
 type StorageError struct {
 	Reason string
 	Err    error
+	// Unknown: the call may have been committed (by the process it was
+	// handed to, which went away before answering); otherwise nothing of
+	// it is in the ledger.
+	Unknown bool
 }
 
 func (e *StorageError) Error() string        { return fmt.Sprintf("storage: %s: %v", e.Reason, e.Err) }

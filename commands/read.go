@@ -24,9 +24,9 @@ import (
 // this process's committer has it open, boltstore's shared.go) only the
 // reads whose work grows with the ledger (Command.heavy) are read aside; a
 // light read is cheaper inside the commit that records it.
-func (s *Service) readsAside(call Call) bool {
+func (s *Service) readsAside(call Call, first *bool) bool {
 	c := call.Command
-	if c == nil || c.mutates || call.Invalid != nil || !s.first() {
+	if c == nil || c.mutates || call.Invalid != nil || s.firstPending(first) {
 		return false
 	}
 	return s.l.Held() || c.heavy

@@ -27,7 +27,7 @@ func TestReadsAsideAreAudited(t *testing.T) {
 		h.call("audit_verify_chain", map[string]any{}, "OK")
 		h.call("thought_record_list", map[string]any{"task_id": task, "verify_chain": true}, "OK")
 	}
-	if !held.svc.readsAside(Call{Name: "task_get", Command: GetTask}) || shared.svc.readsAside(Call{Name: "task_get", Command: GetTask}) || !shared.svc.readsAside(Call{Name: "task_list", Command: ListTasks}) {
+	if !held.svc.readsAside(Call{Name: "task_get", Command: GetTask}, nil) || shared.svc.readsAside(Call{Name: "task_get", Command: GetTask}, nil) || !shared.svc.readsAside(Call{Name: "task_list", Command: ListTasks}, nil) {
 		t.Error("reads aside: want every read with a held file, only heavy reads with a shared one")
 	}
 	// Replies with no event hash or wall-clock time in them (durations in

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/logbook-dev/logbook/domain"
@@ -73,9 +74,15 @@ type Service struct {
 	firstMu   sync.Mutex
 	firstDone bool
 
-	failLog rateLimit // commit failures logged at most once a second
+	failLog *rateLimit // commit failures logged at most once a second
 
-	readMu sync.Mutex // one read transaction at a time on a shared file (read.go)
+	// readMu: one read transaction at a time on a shared file (read.go),
+	// shared with the process's guests.
+	readMu *sync.Mutex
+
+	// remote, when set, runs this process's calls in another process that
+	// holds the ledger (remote.go).
+	remote atomic.Pointer[Remote]
 }
 
 // ErrInternal is what an unexpected failure becomes at the edge: Do has
@@ -91,7 +98,7 @@ func New(l *boltstore.Store, opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger}
+	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger, failLog: &rateLimit{}, readMu: &sync.Mutex{}}
 	if err := Rebuild(l, false, func(done, total uint64) {
 		s.log.Info("rebuilding projections", "done", done, "total", total)
 	}); err != nil {
@@ -198,8 +205,22 @@ func (r *rejected) Error() string { return r.err.Error() }
 // decides plus exactly one tool.called event. It returns the reply bytes
 // produced by call.Encode once the commit is durable. A non-nil error means
 // the commit failed (errors.Is(err, ErrStorage)) and nothing of the call is in
-// the ledger; reply is then nil.
+// the ledger — unless the call went to another process (SetRemote) that
+// never answered: a *StorageError then says its outcome is Unknown; reply
+// is nil either way.
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
+	if r := s.remote.Load(); r != nil && call.Actor == "" {
+		if reply, sent, err := s.forward(ctx, *r, call); sent {
+			return reply, err
+		}
+	}
+	return s.do(ctx, call, nil)
+}
+
+// do is Do in this process. With first non-nil (a guest's call, remote.go),
+// *first says whether the caller's skills.loaded record is still to be
+// written: the call writes it if so, and clears *first once it is durable.
+func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte, err error) {
 	start := s.opts.Now()
 	actor := s.actor(call)
 	// The arguments are parsed here, once: their tree is validated, decoded
@@ -207,16 +228,21 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	// them depends on them alone: worked out here, not in the commit that
 	// calls queue for.
 	args := readArgs(call.Args)
-	if s.readsAside(call) {
+	if s.readsAside(call, first) {
 		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
 			return reply, err
 		}
 	}
-	if !s.first() {
-		s.firstMu.Lock()
-		defer s.firstMu.Unlock()
+	var firstPending bool
+	if first != nil {
+		firstPending = *first
+	} else {
+		if !s.first() {
+			s.firstMu.Lock()
+			defer s.firstMu.Unlock()
+		}
+		firstPending = !s.firstDone
 	}
-	firstPending := !s.firstDone
 	body := func(lt *boltstore.Tx) error {
 		tx := &Tx{lt: lt, actor: actor}
 		if _, err := projections.CatchUp(lt, 0); err != nil {
@@ -254,8 +280,10 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	var rej *rejected
 	switch {
 	case err == nil:
-		if firstPending {
+		if firstPending && first == nil {
 			s.firstDone = true
+		} else if firstPending {
+			*first = false
 		}
 		return reply, nil
 	case errors.As(err, &rej):
@@ -289,6 +317,15 @@ func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	s.logInternal(call.Name, err)
 	_, reply = call.Encode(nil, ErrInternal)
 	return reply, nil
+}
+
+// firstPending reports whether a call (first: as do's) still has the
+// skills.loaded record to write.
+func (s *Service) firstPending(first *bool) bool {
+	if first != nil {
+		return *first
+	}
+	return !s.first()
 }
 
 func (s *Service) first() bool {
@@ -370,7 +407,10 @@ func (e *funcError) Unwrap() error { return e.err }
 
 func (s *Service) storageError(tool string, err error) error {
 	reason := "the ledger could not commit"
+	var unknown *outcomeUnknown
 	switch {
+	case errors.As(err, &unknown):
+		reason = "the logbook process holding the ledger, which this call was handed to, exited before answering: the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again"
 	case errors.Is(err, projections.ErrVersionChanged):
 		reason = "another logbook version rebuilt the projections; restart this server"
 	case errors.Is(err, boltstore.ErrLocked):
@@ -385,7 +425,7 @@ func (s *Service) storageError(tool string, err error) error {
 	if n, ok := s.failLog.allow(time.Now()); ok {
 		s.log.Error("commit failed", "tool", tool, "err", err, "suppressed_since_last", n)
 	}
-	return &StorageError{Reason: reason, Err: err}
+	return &StorageError{Reason: reason, Err: err, Unknown: unknown != nil}
 }
 
 // rateLimit lets one log line through per interval and counts the rest: a

@@ -29,6 +29,7 @@ const (
 const (
 	internalMessage      = "internal error; the cause was logged on the server"
 	storageMessage       = "the ledger could not commit the call; nothing of it was recorded"
+	unknownMessage       = "the call's outcome is unknown: it may or may not have been recorded"
 	defaultStorageReason = "storage failure"
 )
 
@@ -171,6 +172,9 @@ func classify(err error) (f failure, ok bool) {
 		reason := storage.Reason
 		if reason == "" {
 			reason = defaultStorageReason
+		}
+		if storage.Unknown {
+			return failure{CodeStorage, unknownMessage, storageDetails{reason}}, true
 		}
 		return failure{CodeStorage, storageMessage, storageDetails{reason}}, true
 	case errors.Is(err, commands.ErrStorage):

@@ -77,6 +77,7 @@ var errorCases = []struct {
 	{"duplicate, sentinel", commands.ErrDuplicate},
 	{"storage", &commands.StorageError{Reason: "disk full", Err: errors.New("write /data/logbook.db: no space left on device")}},
 	{"storage, no reason", &commands.StorageError{Err: errors.New("x")}},
+	{"storage, outcome unknown", &commands.StorageError{Reason: "the hub exited before answering", Err: errors.New("EOF"), Unknown: true}},
 	{"storage, sentinel", fmt.Errorf("commit: %w", commands.ErrStorage)},
 	{"internal, unmapped", errors.New("projection /srv/x is corrupt at seq 12")},
 	{"internal, context", context.Canceled},

@@ -227,31 +227,38 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (res *sdk
 			res = toolResult(reply)
 		}
 	}()
-	args := req.Params.Arguments
-	if isAbsent(args) {
-		args = json.RawMessage("{}")
-	}
-	call := commands.Call{
-		Name:    req.Params.Name,
-		Command: s.command(req.Params.Name),
-		Args:    args,
-		Client:  clientName(req),
-		Encode:  s.Encode,
-	}
-	if call.Command == nil {
-		call.Invalid = commands.Invalid("name", "unknown tool %q", call.Name)
-	}
+	call := s.Call(req.Params.Name, req.Params.Arguments, clientName(req))
 	s.authorize(req, &call)
 	// A call that reached the server is recorded even if the client stops
 	// waiting for it.
-	reply, err := s.do(context.WithoutCancel(ctx), call)
+	return toolResult(s.Reply(s.do(context.WithoutCancel(ctx), call))), nil
+}
+
+// Reply is the reply to a call that commands.Service.Do answered with
+// reply and err: reply, or err encoded (nothing of the call was recorded,
+// or, for a *commands.StorageError that says so, its outcome is unknown).
+func (s *Server) Reply(reply []byte, err error) []byte {
 	if err == nil && len(reply) == 0 {
 		err = errors.New("commands.Service.Do returned no reply")
 	}
-	if err != nil { // nothing of the call was recorded
+	if err != nil {
 		_, reply = s.Encode(nil, err)
 	}
-	return toolResult(reply), nil
+	return reply
+}
+
+// Call is the call of the tool named name with args (absent or null: {})
+// by the client named client, as this edge hands it to commands: with
+// its command (an unknown tool's call is invalid) and Encode.
+func (s *Server) Call(name string, args json.RawMessage, client string) commands.Call {
+	if isAbsent(args) {
+		args = json.RawMessage("{}")
+	}
+	call := commands.Call{Name: name, Command: s.command(name), Args: args, Client: client, Encode: s.Encode}
+	if call.Command == nil {
+		call.Invalid = commands.Invalid("name", "unknown tool %q", call.Name)
+	}
+	return call
 }
 
 // command is what the tool named name runs, or nil for an unknown tool.

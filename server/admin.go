@@ -33,32 +33,12 @@ type adminServer struct {
 	srv  *http.Server
 }
 
-// listenAdmin creates the socket in a fresh 0700 directory, restricts it to
-// 0600 and only then moves it into place, so nobody can connect in between.
-// A socket left at path by a server that died is replaced: this process
-// holds the ledger, so no other server can be using it.
+// listenAdmin listens on the admin socket (listenUnix). A socket left at
+// path by a server that died is replaced: this process holds the ledger,
+// so no other server can be using it.
 func listenAdmin(path string, l *boltstore.Store, log *slog.Logger) (*adminServer, error) {
-	dir, err := os.MkdirTemp(filepath.Dir(path), ".logbook-admin-")
+	ln, err := listenUnix(path)
 	if err != nil {
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	tmp := filepath.Join(dir, "s")
-	ln, err := net.Listen("unix", tmp)
-	if err != nil {
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket == 0 {
-		ln.Close()
-		return nil, fmt.Errorf("admin socket: %s exists and is not a socket", path)
-	}
-	err = os.Chmod(tmp, 0o600)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		ln.Close()
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
 	a := &adminServer{path: path, ln: ln, srv: &http.Server{
@@ -68,6 +48,39 @@ func listenAdmin(path string, l *boltstore.Store, log *slog.Logger) (*adminServe
 	}}
 	go a.srv.Serve(ln)
 	return a, nil
+}
+
+// listenUnix creates a Unix socket in a fresh 0700 directory beside path,
+// restricts it to 0600 and only then moves it to path, so nobody can
+// connect in between; whatever socket was at path is replaced (the caller
+// holds what proves no live process uses it). Something else at path is
+// refused. Closing the listener leaves the file: the caller removes it.
+func listenUnix(path string) (*net.UnixListener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".logbook-sock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, err
+	}
+	ln := l.(*net.UnixListener)
+	ln.SetUnlinkOnClose(false)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket == 0 {
+		ln.Close()
+		return nil, fmt.Errorf("%s exists and is not a socket", path)
+	}
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }
 
 func (a *adminServer) close() {

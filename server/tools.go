@@ -14,9 +14,25 @@ import (
 // on l with opts, Skills, Skipped and Version filled in: what logbook serve
 // speaks over stdio and Run over HTTP.
 func Tools(l *boltstore.Store, skillsDir, version string, opts commands.Options) (*mcp.Server, error) {
+	edge, _, err := tools(l, skillsDir, version, opts)
+	return edge, err
+}
+
+// Embedded is Tools for logbook serve, which shares its ledger file with
+// other processes: with the relay started (relay.go). Close the relay
+// before the ledger.
+func Embedded(l *boltstore.Store, skillsDir, version string, opts commands.Options) (*mcp.Server, *Relay, error) {
+	edge, svc, err := tools(l, skillsDir, version, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return edge, StartRelay(l.Path(), edge, svc, opts.Logger), nil
+}
+
+func tools(l *boltstore.Store, skillsDir, version string, opts commands.Options) (*mcp.Server, *commands.Service, error) {
 	set, skipped, err := skills.Load(skillsDir)
 	if err != nil {
-		return nil, fmt.Errorf("skills: %w", err)
+		return nil, nil, fmt.Errorf("skills: %w", err)
 	}
 	for _, s := range skipped {
 		opts.Logger.Warn("skill skipped", "path", s.Path, "reason", s.Reason)
@@ -24,7 +40,7 @@ func Tools(l *boltstore.Store, skillsDir, version string, opts commands.Options)
 	opts.Skills, opts.Skipped, opts.Version = set, skipped, version
 	svc, err := commands.New(l, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return mcp.New(svc, mcp.Options{Version: version, Logger: opts.Logger}), nil
+	return mcp.New(svc, mcp.Options{Version: version, Logger: opts.Logger}), svc, nil
 }

@@ -388,6 +388,17 @@ func kindName(n *yaml.Node) string {
 	return "an unsupported YAML node"
 }
 
+// NewSet is the set of the skills list (as All returned them, from a Set
+// loaded elsewhere: another process's). The set keeps its own copy.
+func NewSet(list []Skill) *Set {
+	list = slices.Clone(list)
+	for i := range list {
+		list[i].Capabilities = slices.Clone(list[i].Capabilities)
+	}
+	slices.SortFunc(list, func(a, b Skill) int { return strings.Compare(a.Name, b.Name) })
+	return &Set{list: list}
+}
+
 // All returns every loaded skill, sorted by name. The caller owns the
 // returned slice.
 func (s *Set) All() []Skill {

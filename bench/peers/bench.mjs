@@ -15,7 +15,8 @@
 // BENCH_PEERS_CALLS [1000] calls per latency figure (twice that in flight),
 // BENCH_PEERS_AGENTS [8] and BENCH_PEERS_WRITES [500] for the shared store,
 // BENCH_PEERS_THOUGHTS [100000] for the bytes on disk, BENCH_PEERS_SERVERS
-// [logbook,sqlite,memory].
+// [logbook,sqlite,memory], BENCH_PEERS_FIGURES [all: thought_p50,task_p50,
+// inflight8,agents,bytes] (e.g. agents: only the shared store's row).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -179,12 +180,20 @@ function bytes(name) {
   });
 }
 
-const FIGURES = {
+const ALL_FIGURES = {
   thought_p50: latency('thought'),
   task_p50: latency('task'),
   inflight8: inflight,
   agents: agents,
 };
+const WANT = (process.env.BENCH_PEERS_FIGURES ?? [...Object.keys(ALL_FIGURES), 'bytes'].join(',')).split(',');
+for (const f of WANT) {
+  if (!ALL_FIGURES[f] && f !== 'bytes') {
+    console.error(`bench.mjs: unknown figure ${f} in BENCH_PEERS_FIGURES (known: ${Object.keys(ALL_FIGURES).join(', ')}, bytes)`);
+    process.exit(2);
+  }
+}
+const FIGURES = Object.fromEntries(Object.entries(ALL_FIGURES).filter(([f]) => WANT.includes(f)));
 
 const runs = Object.fromEntries(NAMES.map((n) => [n, Object.fromEntries(Object.keys(FIGURES).map((f) => [f, []]))]));
 const started = new Date();
@@ -200,7 +209,7 @@ for (let r = 0; r < ROUNDS; r++) {
   }
 }
 const sizes = {};
-for (const name of NAMES) {
+for (const name of WANT.includes('bytes') ? NAMES : []) {
   sizes[name] = await bytes(name);
   log(`bytes ${name.padEnd(7)} ${JSON.stringify(sizes[name])}`);
 }
@@ -227,30 +236,31 @@ const lostNote = (n, fig) => {
 };
 
 const rows = [];
-{
+const wants = (fig) => WANT.includes(fig);
+if (wants('thought_p50')) {
   const v = (n) => med(n, 'thought_p50', 'p50_us');
   rows.push(['thought_record p50, one call at a time, real stdio', cell('logbook', (n) => `${fmt(v(n))} µs`), cell('sqlite', (n) => `${fmt(v(n))} µs`),
     ratio(rr('thought_p50', 'p50_us'), 1), cell('memory', (n) => `${fmt(v(n))} µs`), '≤ the peer, same run', verdict(rr('thought_p50', 'p50_us') <= 1)]);
 }
-{
+if (wants('task_p50')) {
   const v = (n) => med(n, 'task_p50', 'p50_us');
   rows.push(['task_create p50', cell('logbook', (n) => `${fmt(v(n))} µs`), cell('sqlite', (n) => `${fmt(v(n))} µs`),
     ratio(rr('task_p50', 'p50_us'), 1), cell('memory', (n) => `${fmt(v(n))} µs`), '≤ the peer', verdict(rr('task_p50', 'p50_us') <= 1)]);
 }
-{
+if (wants('inflight8')) {
   const v = (n) => med(n, 'inflight8', 'calls_per_s');
   const c = (n) => `${fmt(v(n))} calls/s${lostNote(n, 'inflight8')}`;
   rows.push(['8 in flight, thought_record', cell('logbook', c), cell('sqlite', c),
     ratio(rr('inflight8', 'calls_per_s'), 1), cell('memory', c), '≥ the peer', verdict(rr('inflight8', 'calls_per_s') >= 1)]);
 }
-{
+if (wants('agents')) {
   const a = (n) => med(n, 'agents', 'acked_per_s');
   const p = (n) => med(n, 'agents', 'p99_ms');
   const c = (n) => `${fmt(a(n))} acked/s, p99 ${fmt(p(n), 1)} ms${lostNote(n, 'agents')}`;
   rows.push([`${AGENTS} agent processes on one store, ${WRITES} writes each`, cell('logbook', c), cell('sqlite', c),
     ratio(rr('agents', 'acked_per_s'), 1), cell('memory', c), '≥ the peer, p99 ≤ 10 ms', verdict(rr('agents', 'acked_per_s') >= 1 && p('logbook') <= 10)]);
 }
-{
+if (wants('bytes')) {
   const v = (n) => sizes[n].bytes_per_thought;
   rows.push([`bytes on disk per thought (${fmt(THOUGHTS)} thoughts)`, cell('logbook', (n) => `${fmt(v(n))} B`), cell('sqlite', (n) => `${fmt(v(n))} B`),
     ratio(v('logbook'), v('sqlite')), cell('memory', (n) => `${fmt(v(n))} B`), '≤ 1.5× the peer', verdict(v('logbook') <= 1.5 * v('sqlite'))]);

@@ -334,6 +334,12 @@ const choices = `
   control characters and invalid UTF-8 dropped and cut to 128 characters, else ` + "`unknown`" + `.
 - **Concurrency.** Calls in flight on one session run concurrently and share commits; a client
   that needs one call after another waits for the first reply.
+- **Several processes on one ledger file.** ` + "`logbook serve`" + ` processes on the same file hand their
+  calls to the one holding the file (Linux), which records each as if its sender had run it. If
+  that process exits without answering a call it was handed, the call is answered ` + "`ERR_STORAGE`" + `
+  with the message "the call's outcome is unknown: it may or may not have been recorded" and
+  ` + "`details.reason`" + ` saying how to check; it is never sent again: look for what it writes
+  before calling again. Any other ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded.
 - **task_update.** A closed task answers ` + "`ERR_TASK_CLOSED`" + ` even for a request that would
   change nothing. ` + "`blocked_reason`" + ` on a task that is not (becoming) blocked is invalid input.
   The progress warning is given when progress is 100 in backlog, todo, in_progress or blocked.

@@ -101,14 +101,16 @@ func serve(c *call) func() error {
 			return fmt.Errorf("%v", err)
 		}
 		defer l.Close()
-		srv, err := server.Tools(l, *skillsDir, version, opts)
+		srv, relay, err := server.Embedded(l, *skillsDir, version, opts)
 		if err != nil {
 			return fmt.Errorf("%v", err)
 		}
+		defer relay.Close()
 		opts.Logger.Info("serving", "db", *c.db, "agent", cmp.Or(agent, "(client name)"), "read_only", opts.ReadOnly)
 		if err := srv.Run(c.ctx, c.stdin, c.stdout); err != nil {
 			return fmt.Errorf("%v", err) // exit 2 whatever the cause: serve does not audit
 		}
+		relay.Close()
 		return l.Close()
 	}
 }

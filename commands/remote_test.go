@@ -1,0 +1,118 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// loopback is a Remote that hands calls to a guest of another Service on
+// the same ledger, as server's relay does across processes; lose makes it
+// run a call and then lose the answer, notSent refuse to send it.
+type loopback struct {
+	guest         *Service
+	notSent, lose bool
+	sent          []Forward
+}
+
+func (r *loopback) Forward(ctx context.Context, f Forward) (Forwarded, error) {
+	r.sent = append(r.sent, f)
+	if r.notSent {
+		return Forwarded{}, ErrNotSent
+	}
+	call := Call{Name: f.Name, Command: named(f.Name), Args: f.Args, Client: f.Client, Encode: testEncode}
+	reply, first, err := r.guest.DoGuest(ctx, call, f.First)
+	if r.lose {
+		return Forwarded{}, errors.New("connection reset by peer")
+	}
+	if err != nil {
+		_, reply = testEncode(nil, err)
+	}
+	return Forwarded{Reply: reply, First: first}, nil
+}
+
+// TestRemoteRecordsAsTheSender: a Service whose calls go to another one's
+// guest records them with its own actor, client and options, writes its
+// skills.loaded record once whichever process ran its first call, runs a
+// call no one received itself, and answers a call whose answer was lost
+// with an outcome-unknown StorageError rather than running it again.
+func TestRemoteRecordsAsTheSender(t *testing.T) {
+	l, err := boltstore.Open(filepath.Join(t.TempDir(), "l.db"), boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	hub, err := New(l, Options{Agent: "hub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower, err := New(l, Options{Agent: "follower", ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &loopback{guest: hub.NewGuest(follower.Guest()), notSent: true}
+	follower.SetRemote(r)
+	do := func(tool, args string) ([]byte, error) {
+		return follower.Do(context.Background(), Call{Name: tool, Command: named(tool), Args: json.RawMessage(args), Client: "c", Encode: testEncode})
+	}
+	if _, err := do("server_ping", `{}`); err != nil { // not sent: run here
+		t.Fatal(err)
+	}
+	r.notSent = false
+	if reply, err := do("task_create", `{"title":"t","project":"p"}`); err != nil || !json.Valid(reply) {
+		t.Fatal(reply, err)
+	}
+	r.lose = true
+	_, err = do("server_ping", `{}`)
+	var se *StorageError
+	if !errors.As(err, &se) || !se.Unknown {
+		t.Fatalf("lost answer: %v, want a StorageError of unknown outcome", err)
+	}
+	if len(r.sent) != 3 || !r.sent[0].First || r.sent[1].First || r.sent[2].First {
+		t.Errorf("sent %+v: First only on the first call", r.sent)
+	}
+	type rec struct{ typ, actor, tool, client, outcome string }
+	var got []rec
+	err = l.View(func(tx *boltstore.Tx) error {
+		for seq := uint64(1); seq <= tx.Head().Seq; seq++ {
+			e, err := tx.Event(seq)
+			if err != nil {
+				return err
+			}
+			x := rec{typ: e.Type, actor: e.Actor}
+			if e.Type == projections.TypeToolCalled {
+				var p projections.ToolCalled
+				if err := ledger.DecodePayload(e.Payload, &p); err != nil {
+					return err
+				}
+				x.tool, x.client, x.outcome = p.Tool, p.Client, p.Outcome
+			}
+			got = append(got, x)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []rec{
+		{events.TypeSkillsLoaded, "follower", "", "", ""},
+		{projections.TypeToolCalled, "follower", "server_ping", "c", "OK"},
+		{projections.TypeToolCalled, "follower", "task_create", "c", "ERR_READ_ONLY"}, // the follower's --read-only
+		{projections.TypeToolCalled, "follower", "server_ping", "c", "OK"},            // committed; its answer lost
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+}

@@ -1,0 +1,703 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/mcp"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/skills"
+)
+
+// The relay lets several `logbook serve` processes on one ledger file commit
+// together. Taking turns at the file costs each commit a lock hand-off, a
+// reopen and two fsyncs; one process committing everyone's calls puts
+// them in its group commits instead. The process holding the hub lock
+// (boltstore.LockHub, released by the kernel however it exits) is the hub:
+// it listens on <db>.sock (0600, same uid only, checked on both ends with
+// SO_PEERCRED) and runs each call another process hands it through a guest
+// commands.Service with that process's options, so the ledger records it as
+// if that process had run it. A call goes to the hub whole (tool name, raw
+// arguments, client name) and its exact reply bytes come back.
+//
+// Hand-over: a hub that exits cleanly stops accepting, tells each
+// connection goodbye, answers every call it read, and only then lets the
+// lock go; the next process to need the hub takes the lock and becomes it.
+// A call sent to a hub that went away before answering is answered
+// ERR_STORAGE, its outcome unknown: it is never sent again. A call that
+// never reached a hub (no hub, a hub saying goodbye, a frame it never got
+// whole) runs against the file as before.
+
+// SocketPath is the relay's socket for the ledger at db.
+func SocketPath(db string) string { return db + ".sock" }
+
+const (
+	relayProto = 1
+	// relayRetry: after failing to reach or become a hub, a process runs
+	// its calls against the file for this long before trying again.
+	relayRetry = 50 * time.Millisecond
+	// relayHandshake bounds the hello and the welcome.
+	relayHandshake = 5 * time.Second
+	// relayDrain bounds how long a hub that exits waits for its
+	// connections to say they send nothing more; calls then still waiting
+	// for an answer are answered outcome unknown by their senders.
+	relayDrain = 10 * time.Second
+	// relayAnswerWait bounds how long a follower waits for the answer to
+	// one call: far past a commit waiting out a lock timeout.
+	relayAnswerWait = time.Minute
+	maxFrame        = 1 << 30
+)
+
+// Frame kinds: a frame is a 4-byte big-endian length, a kind byte and the
+// payload.
+const (
+	frameHello   = 1 // JSON hello
+	frameWelcome = 2 // JSON welcome
+	frameCall    = 3 // id u64, first u8, name and client (u32 length each), arguments (the rest)
+	frameReply   = 4 // id u64, first u8, reply bytes (the rest)
+	frameGoodbye = 5 // the hub takes no more calls on this connection
+)
+
+// hello is what a process following the hub says first.
+type hello struct {
+	Proto    int                   `json:"proto"`
+	Build    string                `json:"build"`
+	Dev      uint64                `json:"dev"`
+	Ino      uint64                `json:"ino"`
+	Agent    string                `json:"agent"`
+	Project  string                `json:"project"`
+	ReadOnly bool                  `json:"read_only"`
+	Version  string                `json:"version"`
+	Started  int64                 `json:"started_unix_ns"`
+	Skills   []wireSkill           `json:"skills"`
+	Skipped  []events.SkippedSkill `json:"skipped"`
+}
+
+// wireSkill is a skills.Skill with its SHA-256 (which Skill's JSON omits).
+type wireSkill struct {
+	skills.Skill
+	SHA256 string `json:"sha256"`
+}
+
+type welcome struct {
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Relay is one `logbook serve` process's end of the relay: the hub, or a
+// follower of it, or neither for now (its calls run against the file).
+type Relay struct {
+	db, sock string
+	edge     *mcp.Server
+	svc      *commands.Service
+	log      *slog.Logger
+	build    string
+	uid      int // the only user whose processes it serves or follows
+
+	mu     sync.Mutex
+	hub    *hub  // while this process is the hub
+	link   *link // while it follows one
+	retry  time.Time
+	warned bool // a failure to listen was logged (once: it recurs)
+	closed bool
+}
+
+// StartRelay makes svc, the service behind edge on the ledger file db, run
+// its calls through the hub when another process is it, and tries to
+// become the hub at once. Close it before closing the ledger.
+func StartRelay(db string, edge *mcp.Server, svc *commands.Service, log *slog.Logger) *Relay {
+	return startRelay(db, edge, svc, log, os.Geteuid())
+}
+
+// startRelay is StartRelay for a process that takes only peers of uid
+// (tests pass another uid than theirs).
+func startRelay(db string, edge *mcp.Server, svc *commands.Service, log *slog.Logger, uid int) *Relay {
+	r := &Relay{db: db, sock: SocketPath(db), edge: edge, svc: svc, log: log, build: buildID(edge), uid: uid}
+	if boltstore.HubSupported {
+		r.mu.Lock()
+		r.connect()
+		r.mu.Unlock()
+		svc.SetRemote(r)
+	}
+	return r
+}
+
+// buildID names what a call's outcome depends on besides the ledger: the
+// binary's version and build, the tools and the projections' version. A
+// hub serves only processes of the same build.
+func buildID(edge *mcp.Server) string {
+	h := sha256.New()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		io.WriteString(h, bi.String())
+	}
+	fmt.Fprintf(h, "\x00%d\x00", projections.Version)
+	for _, t := range edge.Tools() {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", t.Name, t.InputSchema, t.OutputSchema)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Forward is commands.Remote's: f goes to the hub, if there is one and it
+// is not this process.
+func (r *Relay) Forward(ctx context.Context, f commands.Forward) (commands.Forwarded, error) {
+	for range 2 { // a link that just said goodbye: once more, to the next hub
+		r.mu.Lock()
+		l := r.connect()
+		r.mu.Unlock()
+		if l == nil {
+			break
+		}
+		res, err := l.call(f)
+		if !errors.Is(err, commands.ErrNotSent) {
+			return res, err
+		}
+	}
+	return commands.Forwarded{}, commands.ErrNotSent
+}
+
+// connect returns the link to the hub, after becoming the hub or
+// connecting to it if need be; nil when this process is the hub or no hub
+// can be reached now. r.mu is held.
+func (r *Relay) connect() *link {
+	if r.closed || r.hub != nil {
+		return nil
+	}
+	if r.link != nil && r.link.usable() {
+		return r.link
+	}
+	r.link = nil
+	if time.Now().Before(r.retry) {
+		return nil
+	}
+	lock, err := boltstore.LockHub(r.db)
+	if err == nil {
+		h, err := startHub(r, lock)
+		if err == nil {
+			r.hub = h
+			r.log.Info("relay: this process is the hub; other logbook serve processes on the ledger commit through it", "socket", r.sock)
+			return nil
+		}
+		lock.Release()
+		level := slog.LevelWarn
+		if r.warned {
+			level = slog.LevelDebug
+		}
+		r.warned = true
+		r.log.Log(context.Background(), level, "relay: cannot serve other processes' calls; each commits on its own", "err", err)
+		r.retry = time.Now().Add(time.Second)
+		return nil
+	}
+	if !errors.Is(err, boltstore.ErrHubTaken) {
+		r.log.Debug("relay: hub lock", "err", err)
+		r.retry = time.Now().Add(relayRetry)
+		return nil
+	}
+	l, err := dial(r)
+	if err != nil {
+		r.log.Debug("relay: no hub to follow now", "err", err)
+		wait := relayRetry
+		if errors.Is(err, errRefused) {
+			wait = time.Second // it refuses until another process is the hub
+		}
+		r.retry = time.Now().Add(wait)
+		return nil
+	}
+	r.link = l
+	return l
+}
+
+// Close stops forwarding; a hub stops accepting, answers what it read and
+// lets the hub lock go.
+func (r *Relay) Close() {
+	r.mu.Lock()
+	r.closed = true
+	h, l := r.hub, r.link
+	r.hub, r.link = nil, nil
+	r.mu.Unlock()
+	r.svc.SetRemote(nil)
+	if l != nil {
+		l.close()
+	}
+	if h != nil {
+		h.close()
+	}
+}
+
+// --- frames ---
+
+func writeFrame(w io.Writer, kind byte, parts ...[]byte) (int, error) {
+	n := 1
+	for _, p := range parts {
+		n += len(p)
+	}
+	b := make([]byte, 4, 4+n)
+	binary.BigEndian.PutUint32(b, uint32(n))
+	b = append(b, kind)
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return w.Write(b)
+}
+
+func readFrame(r io.Reader) (kind byte, body []byte, err error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:4])
+	if n < 1 || n > maxFrame {
+		return 0, nil, fmt.Errorf("relay: frame of %d bytes", n)
+	}
+	body = make([]byte, n-1)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, nil, err
+	}
+	return hdr[4], body, nil
+}
+
+func idFirst(id uint64, first bool) []byte {
+	b := binary.BigEndian.AppendUint64(nil, id)
+	if first {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func lenPrefixed(s string) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(s))), s...)
+}
+
+var errFrame = errors.New("relay: malformed frame")
+
+// cut reads a u32-length-prefixed string off b.
+func cut(b []byte) (string, []byte, error) {
+	if len(b) < 4 || uint64(len(b)-4) < uint64(binary.BigEndian.Uint32(b)) {
+		return "", nil, errFrame
+	}
+	n := binary.BigEndian.Uint32(b)
+	return string(b[4 : 4+n]), b[4+n:], nil
+}
+
+func readIDFirst(b []byte) (uint64, bool, []byte, error) {
+	if len(b) < 9 || b[8] > 1 {
+		return 0, false, nil, errFrame
+	}
+	return binary.BigEndian.Uint64(b), b[8] == 1, b[9:], nil
+}
+
+// --- the follower's end ---
+
+// link is a follower's connection to the hub.
+type link struct {
+	c   *net.UnixConn
+	log *slog.Logger
+
+	mu      sync.Mutex // writes, and the fields below
+	next    uint64
+	pending map[uint64]chan linkResult
+	closing bool // the hub said goodbye, or this process closes: send nothing more
+	dead    bool
+}
+
+type linkResult struct {
+	res commands.Forwarded
+	err error
+}
+
+var (
+	errHubGone = errors.New("the hub closed the connection before answering")
+	errRefused = errors.New("the hub refused this process")
+)
+
+func dial(r *Relay) (*link, error) {
+	dev, ino, err := fileID(r.db)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: r.sock, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPeer(c, r.uid); err != nil {
+		c.Close()
+		return nil, err
+	}
+	g := r.svc.Guest()
+	h := hello{Proto: relayProto, Build: r.build, Dev: dev, Ino: ino, Agent: g.Agent, Project: g.Project,
+		ReadOnly: g.ReadOnly, Version: g.Version, Started: g.Started.UnixNano(), Skipped: g.Skipped}
+	for _, sk := range g.Skills {
+		h.Skills = append(h.Skills, wireSkill{sk, sk.SHA256})
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(relayHandshake))
+	var w welcome
+	if _, err = writeFrame(c, frameHello, b); err == nil {
+		var kind byte
+		kind, b, err = readFrame(c)
+		switch {
+		case err != nil:
+		case kind != frameWelcome:
+			err = errFrame
+		default:
+			err = json.Unmarshal(b, &w)
+		}
+	}
+	if err == nil && !w.OK {
+		err = fmt.Errorf("%w: %s", errRefused, w.Reason)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
+	l := &link{c: c, log: r.log, pending: make(map[uint64]chan linkResult)}
+	r.log.Info("relay: committing through the hub", "socket", r.sock)
+	go l.read()
+	return l, nil
+}
+
+func (l *link) usable() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.closing && !l.dead
+}
+
+// call sends f and waits for its answer. ErrNotSent: the hub never got
+// all of f.
+func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
+	ch := make(chan linkResult, 1)
+	l.mu.Lock()
+	if l.closing || l.dead {
+		l.mu.Unlock()
+		return commands.Forwarded{}, commands.ErrNotSent
+	}
+	id := l.next
+	l.next++
+	l.pending[id] = ch
+	n, err := writeFrame(l.c, frameCall, idFirst(id, f.First), lenPrefixed(f.Name), lenPrefixed(f.Client), f.Args)
+	if err != nil {
+		// The rest of the stream cannot be trusted: end it. A frame the
+		// hub did not get whole it never runs.
+		delete(l.pending, id)
+		l.dead = true
+		l.c.Close()
+		l.mu.Unlock()
+		if n < 4+1+9+8+len(f.Name)+len(f.Client)+len(f.Args) {
+			return commands.Forwarded{}, commands.ErrNotSent
+		}
+		return commands.Forwarded{}, err
+	}
+	l.mu.Unlock()
+	t := time.NewTimer(relayAnswerWait)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.res, r.err
+	case <-t.C:
+		// A hub that answers nothing for this long is stuck (stopped,
+		// say): end the link; every call waiting on it is answered
+		// outcome unknown, and the next calls look for a hub again.
+		l.log.Warn("relay: the hub did not answer in time; leaving it", "waited", relayAnswerWait)
+		l.c.Close()
+		r := <-ch
+		return r.res, r.err
+	}
+}
+
+// read takes the hub's frames until the connection ends, then answers
+// every call still waiting: outcome unknown.
+func (l *link) read() {
+	var err error
+	for {
+		var kind byte
+		var b []byte
+		kind, b, err = readFrame(l.c)
+		if err != nil {
+			break
+		}
+		if kind == frameGoodbye {
+			l.mu.Lock()
+			if !l.closing {
+				l.closing = true
+				l.c.CloseWrite() // nothing more comes: the hub may finish
+			}
+			l.mu.Unlock()
+			continue
+		}
+		var id uint64
+		var res commands.Forwarded
+		if kind != frameReply {
+			err = errFrame
+			break
+		}
+		if id, res.First, res.Reply, err = readIDFirst(b); err != nil {
+			break
+		}
+		l.mu.Lock()
+		ch := l.pending[id]
+		delete(l.pending, id)
+		l.mu.Unlock()
+		if ch == nil {
+			err = errFrame
+			break
+		}
+		ch <- linkResult{res: res}
+	}
+	l.mu.Lock()
+	l.dead = true
+	l.c.Close()
+	n := len(l.pending)
+	for id, ch := range l.pending {
+		ch <- linkResult{err: fmt.Errorf("%w (%v)", errHubGone, err)}
+		delete(l.pending, id)
+	}
+	l.mu.Unlock()
+	if !errors.Is(err, io.EOF) && n > 0 {
+		l.log.Warn("relay: the hub went away", "err", err)
+	}
+}
+
+// close ends a follower's link: it sends nothing more and the hub answers
+// what it has; the calls still waiting get their answers or, if the hub
+// goes away first, outcome unknown.
+func (l *link) close() {
+	l.mu.Lock()
+	if !l.closing && !l.dead {
+		l.closing = true
+		l.c.CloseWrite()
+	}
+	l.mu.Unlock()
+}
+
+// --- the hub's end ---
+
+type hub struct {
+	r    *Relay
+	lock *boltstore.HubLock
+	ln   *net.UnixListener
+
+	mu      sync.Mutex
+	conns   map[*hubConn]struct{}
+	closing bool
+	wg      sync.WaitGroup // the accept loop and the connections
+}
+
+type hubConn struct {
+	c  *net.UnixConn
+	mu sync.Mutex // writes
+}
+
+func startHub(r *Relay, lock *boltstore.HubLock) (*hub, error) {
+	// Only the holder of the hub lock gets here: whatever socket is at the
+	// path was left by a hub that is gone.
+	ln, err := listenUnix(r.sock)
+	if err != nil {
+		return nil, fmt.Errorf("relay socket: %w", err)
+	}
+	h := &hub{r: r, lock: lock, ln: ln, conns: make(map[*hubConn]struct{})}
+	h.wg.Add(1)
+	go h.accept()
+	return h, nil
+}
+
+func (h *hub) accept() {
+	defer h.wg.Done()
+	for {
+		c, err := h.ln.AcceptUnix()
+		if err != nil {
+			return // closed
+		}
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			h.serve(c)
+		}()
+	}
+}
+
+// serve runs one follower's connection: the handshake, then its calls
+// until it sends nothing more; it answers every call it read.
+func (h *hub) serve(c *net.UnixConn) {
+	defer c.Close()
+	h.r.mu.Lock()
+	uid := h.r.uid
+	h.r.mu.Unlock()
+	if err := checkPeer(c, uid); err != nil {
+		h.r.log.Warn("relay: connection refused", "err", err)
+		return
+	}
+	hc := &hubConn{c: c}
+	guest, err := h.handshake(hc)
+	if err != nil {
+		h.r.log.Info("relay: a process could not follow", "err", err)
+		return
+	}
+	defer func() {
+		h.mu.Lock()
+		delete(h.conns, hc)
+		h.mu.Unlock()
+	}()
+	var calls sync.WaitGroup
+	defer calls.Wait()
+	for {
+		kind, b, err := readFrame(c)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				h.r.log.Debug("relay: connection ended", "err", err)
+			}
+			return
+		}
+		if kind != frameCall {
+			h.r.log.Warn("relay: unexpected frame", "kind", kind)
+			return
+		}
+		id, first, rest, err := readIDFirst(b)
+		var name, client string
+		if err == nil {
+			name, rest, err = cut(rest)
+		}
+		if err == nil {
+			client, rest, err = cut(rest)
+		}
+		if err != nil {
+			h.r.log.Warn("relay: malformed call", "err", err)
+			return
+		}
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			reply, stillFirst := h.run(guest, name, rest, client, first)
+			hc.mu.Lock()
+			defer hc.mu.Unlock()
+			if _, err := writeFrame(c, frameReply, idFirst(id, stillFirst), reply); err != nil {
+				h.r.log.Debug("relay: a follower went away before its answer", "err", err)
+			}
+		}()
+	}
+}
+
+// handshake reads the hello and answers it: the guest service for the
+// follower's calls, or an error (refused).
+func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
+	hc.c.SetDeadline(time.Now().Add(relayHandshake))
+	defer hc.c.SetDeadline(time.Time{})
+	kind, b, err := readFrame(hc.c)
+	if err != nil {
+		return nil, err
+	}
+	var hi hello
+	if kind != frameHello || json.Unmarshal(b, &hi) != nil {
+		return nil, errFrame
+	}
+	dev, ino := h.lock.File()
+	var refuse string
+	switch {
+	case hi.Proto != relayProto:
+		refuse = fmt.Sprintf("relay protocol %d, the hub speaks %d", hi.Proto, relayProto)
+	case hi.Build != h.r.build:
+		refuse = "another logbook build"
+	case hi.Dev != dev || hi.Ino != ino:
+		refuse = "another ledger file"
+	}
+	// Registered before it is welcomed, so that close says goodbye to
+	// every connection it welcomed, after the welcome.
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		// No welcome: the follower tries again soon, as with no hub.
+		return nil, errors.New("the hub is closing")
+	}
+	if refuse == "" {
+		h.conns[hc] = struct{}{}
+	}
+	hc.mu.Lock()
+	h.mu.Unlock()
+	w, _ := json.Marshal(welcome{OK: refuse == "", Reason: refuse})
+	_, err = writeFrame(hc.c, frameWelcome, w)
+	hc.mu.Unlock()
+	if err == nil && refuse != "" {
+		err = errors.New(refuse)
+	}
+	if err != nil {
+		h.mu.Lock()
+		delete(h.conns, hc)
+		h.mu.Unlock()
+		return nil, err
+	}
+	g := commands.GuestOptions{Agent: hi.Agent, Project: hi.Project, ReadOnly: hi.ReadOnly, Version: hi.Version,
+		Started: time.Unix(0, hi.Started), Skipped: hi.Skipped}
+	for _, sk := range hi.Skills {
+		sk.Skill.SHA256 = sk.SHA256
+		g.Skills = append(g.Skills, sk.Skill)
+	}
+	return h.r.svc.NewGuest(g), nil
+}
+
+// run runs one forwarded call as the follower's edge would have.
+func (h *hub) run(guest *commands.Service, name string, args []byte, client string, first bool) (reply []byte, stillFirst bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.r.log.Error("relay: forwarded call panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
+			reply, stillFirst = h.r.edge.Reply(nil, commands.ErrInternal), first
+		}
+	}()
+	call := h.r.edge.Call(name, args, client)
+	reply, stillFirst, err := guest.DoGuest(context.Background(), call, first)
+	return h.r.edge.Reply(reply, err), stillFirst
+}
+
+// close stops accepting, says goodbye on every connection, waits (at most
+// relayDrain) for each to send nothing more and for every call read to be
+// answered, and lets the hub lock go.
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closing = true
+	h.ln.Close()
+	// The lock is still held: the socket is this hub's.
+	os.Remove(h.r.sock)
+	for hc := range h.conns {
+		// A follower that stops reading cannot hold the hub up past
+		// relayDrain: its writes fail then.
+		hc.c.SetWriteDeadline(time.Now().Add(relayDrain))
+		hc.mu.Lock()
+		writeFrame(hc.c, frameGoodbye)
+		hc.mu.Unlock()
+	}
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		h.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(relayDrain):
+		h.r.log.Warn("relay: followers did not finish in time; closing their connections")
+		h.mu.Lock()
+		for hc := range h.conns {
+			hc.c.CloseRead() // calls read are still answered
+		}
+		h.mu.Unlock()
+		<-done
+	}
+	h.lock.Release()
+}

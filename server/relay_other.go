@@ -1,0 +1,14 @@
+//go:build !linux
+
+package server
+
+import (
+	"errors"
+	"net"
+)
+
+// The relay needs the hub lock (boltstore.HubSupported): Linux only.
+
+func checkPeer(*net.UnixConn, int) error { return errors.ErrUnsupported }
+
+func fileID(string) (dev, ino uint64, err error) { return 0, 0, errors.ErrUnsupported }

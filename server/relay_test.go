@@ -1,0 +1,160 @@
+//go:build linux
+
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/mcp"
+)
+
+// relayProcess is one serve process's pieces, in this test process: its
+// own open of the ledger file, service, edge and relay (serving or
+// following only peers of uid).
+type relayProcess struct {
+	l     *boltstore.Store
+	edge  *mcp.Server
+	svc   *commands.Service
+	relay *Relay
+}
+
+func startRelayProcess(t *testing.T, db, agent string, uid int) *relayProcess {
+	t.Helper()
+	l, err := boltstore.Open(db, boltstore.Options{Create: true, LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	edge, svc, err := tools(l, t.TempDir(), "test", commands.Options{Agent: agent, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &relayProcess{l: l, edge: edge, svc: svc, relay: startRelay(db, edge, svc, log, uid)}
+	t.Cleanup(func() {
+		p.relay.Close()
+		l.Close()
+	})
+	return p
+}
+
+func (p *relayProcess) isHub() bool {
+	p.relay.mu.Lock()
+	defer p.relay.mu.Unlock()
+	return p.relay.hub != nil
+}
+
+// TestCheckPeer: SO_PEERCRED is read on both ends of a connection, and a
+// peer of another uid is refused.
+func TestCheckPeer(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, end := range []*net.UnixConn{c, s} {
+		if err := checkPeer(end, os.Geteuid()); err != nil {
+			t.Errorf("same uid refused: %v", err)
+		}
+		if err := checkPeer(end, os.Geteuid()+1); err == nil || !strings.Contains(err.Error(), "runs as uid") {
+			t.Errorf("another uid: %v", err)
+		}
+	}
+}
+
+// TestRelayOtherUIDs: a hub does not serve a process of another user, and
+// a process does not follow a hub of another user; either way the calls
+// run against the file, and nothing is forwarded.
+func TestRelayOtherUIDs(t *testing.T) {
+	uid := os.Geteuid()
+	for _, tc := range []struct {
+		name                string
+		hubUID, followerUID int
+	}{
+		{"hub refuses", uid + 1, uid},
+		{"follower refuses", uid, uid + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "l.db")
+			hub := startRelayProcess(t, db, "hub", tc.hubUID)
+			if !hub.isHub() {
+				t.Fatal("the first process did not become the hub")
+			}
+			f := startRelayProcess(t, db, "follower", tc.followerUID)
+			if f.isHub() {
+				t.Fatal("a second hub")
+			}
+			_, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+			if !errors.Is(err, commands.ErrNotSent) {
+				t.Errorf("Forward across users: %v, want ErrNotSent", err)
+			}
+			// The same pair, same user: forwarded.
+			f.relay.mu.Lock()
+			f.relay.uid, f.relay.retry = uid, time.Time{}
+			f.relay.mu.Unlock()
+			hub.relay.mu.Lock()
+			hub.relay.uid = uid
+			hub.relay.mu.Unlock()
+			res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+			if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+				t.Errorf("Forward, same user: %s %v", res.Reply, err)
+			}
+		})
+	}
+}
+
+// TestRelayMalformedFrames: a connection that sends what no follower
+// sends is closed; the hub goes on serving.
+func TestRelayMalformedFrames(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	for _, junk := range [][]byte{
+		[]byte("GET / HTTP/1.1\r\n\r\n"),
+		{0, 0, 0, 0, frameHello},             // a frame of no bytes
+		{0xff, 0xff, 0xff, 0xff, frameHello}, // over maxFrame
+		{0, 0, 0, 3, frameCall, 0, 0},
+		{0, 0, 0, 2, frameHello, '{'},
+	} {
+		c, err := net.Dial("unix", SocketPath(db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(junk)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if b, err := io.ReadAll(c); (err != nil && !errors.Is(err, syscall.ECONNRESET)) || len(b) != 0 {
+			t.Errorf("%q: answered %q, %v; want the connection closed", junk, b, err)
+		}
+		c.Close()
+	}
+	f := startRelayProcess(t, db, "follower", os.Geteuid())
+	res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+		t.Errorf("after the junk: %s %v", res.Reply, err)
+	}
+	if !hub.isHub() {
+		t.Error("the hub stopped being one")
+	}
+}
