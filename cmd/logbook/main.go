@@ -74,12 +74,8 @@ func writeJSON(w io.Writer, v any) error {
 // allocate fast and keep little (a chunk's records), so collecting at
 // twice the live heap spent a tenth of a rebuild's CPU in the collector
 // (13.9 s instead of 15.5 s of user CPU for 1M events), for a peak heap
-// that stays under the limit. The limit is what sets the pace: at 48 MiB
-// a 1M-event verify collected 107 times with 12–19 MB live (the events a
-// refold has read and prepared ahead), at 64 MiB about a tenth less CPU
-// for verify and rebuild alike, for a peak RSS of 78–80 MB instead of
-// 64–66 MB (mapped file pages included; goal: at most 100 MB).
+// that stays under the limit.
 func boundMemory() {
-	debug.SetMemoryLimit(64 << 20)
+	debug.SetMemoryLimit(48 << 20)
 	debug.SetGCPercent(400)
 }
