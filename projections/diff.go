@@ -167,6 +167,12 @@ func keyName(space string, k []byte) string {
 		first := b << thoughtBlockBits
 		return domain.FormatID(domain.ThoughtPrefix, first) + "…" + domain.FormatID(domain.ThoughtPrefix, first+1<<thoughtBlockBits-1)
 	}
+	if task, rest, ok := readShort(k); ok && space == spTaskThoughts { // a block of a task's chain
+		if b, rest, ok := readShort(rest); ok && len(rest) == 0 {
+			first := b << thoughtBlockBits
+			return fmt.Sprintf("%s positions %d…%d", domain.FormatID(domain.TaskPrefix, task), first, first+1<<thoughtBlockBits-1)
+		}
+	}
 	if len(k) == 8 {
 		n := be64(k)
 		switch space {

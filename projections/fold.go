@@ -38,6 +38,8 @@ type folder struct {
 
 	lump *lump                 // the index's lumps (knowledge.go), once loaded
 	puts map[string]*putBuffer // by space: the spaces the fold only writes
+	// By space: the blocks of task_thoughts a batch wrote (blocks).
+	blockBufs map[string]*blockBuffer
 	// The id counters (meta keys) read so far, and those changed since
 	// the last flush: a batch bumps one for nearly every event.
 	counters      map[string]uint64
@@ -70,7 +72,7 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event f
 		f.tasks, f.dirtyTasks = map[uint64]*Task{}, map[uint64]bool{}
 		f.sessions, f.dirtySessions = map[uint64]*Session{}, map[uint64]bool{}
 		f.indexBuf, f.indexBatch = newWriteBuffer(), search.NewBatch()
-		f.puts = map[string]*putBuffer{}
+		f.puts, f.blockBufs = map[string]*putBuffer{}, map[string]*blockBuffer{}
 		f.counters, f.dirtyCounters = map[string]uint64{}, map[string]bool{}
 		f.projects, f.dirtyProjects = map[string]*Project{}, map[string]bool{}
 	}
@@ -237,6 +239,11 @@ func (f *folder) flush() error {
 			}
 		}
 	}
+	for _, space := range slices.Sorted(maps.Keys(f.blockBufs)) {
+		if err := f.blockBufs[space].flush(); err != nil {
+			return err
+		}
+	}
 	if err := f.flushIndex(); err != nil {
 		return err
 	}
@@ -343,6 +350,60 @@ func (f *folder) writeOnly(space string, appendOnly bool) (putter, error) {
 	pb := &putBuffer{sp: sp}
 	f.puts[space] = pb
 	return pb, nil
+}
+
+// blocks returns where the fold reads and writes the blocks of space
+// (task_thoughts), whose keys only grow: the space itself, or in a batch a
+// blockBuffer over it.
+func (f *folder) blocks(space string) (blockPutter, error) {
+	if bb, ok := f.blockBufs[space]; ok {
+		return bb, nil
+	}
+	sp, err := f.tx.Space(space)
+	if err != nil {
+		return nil, err
+	}
+	sp.AppendOnly()
+	if f.blockBufs == nil {
+		return sp, nil
+	}
+	bb := &blockBuffer{sp: sp, vals: map[string][]byte{}}
+	f.blockBufs[space] = bb
+	return bb, nil
+}
+
+// blockBuffer holds the latest value of each block a batch wrote into a
+// space (a task's last block of task_thoughts, appended to by each of its
+// thoughts), read back by the batch's next append to it, and puts them in
+// key order at flush: one put per block a batch touched, not per thought,
+// the same bytes a fold of one record at a time stores.
+type blockBuffer struct {
+	sp   *boltstore.Space
+	vals map[string][]byte
+}
+
+// Get is the block's value as the batch left it, or as stored.
+func (b *blockBuffer) Get(key []byte) []byte {
+	if v, ok := b.vals[string(key)]; ok {
+		return v
+	}
+	return b.sp.Get(key)
+}
+
+// Put keeps value, which the caller must not change, as the block's.
+func (b *blockBuffer) Put(key, value []byte) error {
+	b.vals[string(key)] = value
+	return nil
+}
+
+func (b *blockBuffer) flush() error {
+	for _, k := range slices.Sorted(maps.Keys(b.vals)) {
+		if err := b.sp.Put([]byte(k), b.vals[k]); err != nil {
+			return err
+		}
+	}
+	clear(b.vals)
+	return nil
 }
 
 // putBuffer holds a batch's puts into a space the fold only writes (an

@@ -41,7 +41,9 @@ import (
 //	   seq once, in a table of its own, not in each of its postings (doc
 //	   gap and tf); an id entry holds the doc number alone; the thoughts
 //	   space keeps the seqs of 64 thought numbers under one key
-const Version = 10
+//	11: task_thoughts keeps the thought numbers of 64 chain positions of
+//	   a task under one key, in the thoughts space's block layout
+const Version = 11
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

@@ -42,8 +42,8 @@ func TestShortKeys(t *testing.T) {
 		for _, pos := range positions {
 			k := chainKey(task, pos)
 			keys = append(keys, k)
-			if th := chainLink("T", k); th.ChainPosition != pos {
-				t.Errorf("chainLink(chainKey(%d, %d)) position %d", task, pos, th.ChainPosition)
+			if first, _, err := chainBlock(k, encodeThoughts(&thoughtBlock{1})); err != nil || first != pos&^(1<<thoughtBlockBits-1) {
+				t.Errorf("chainBlock(chainKey(%d, %d)) first position %d (%v)", task, pos, first, err)
 			}
 			for _, other := range tasks {
 				if bytes.HasPrefix(k, short(nil, other)) != (other == task) {
@@ -51,6 +51,9 @@ func TestShortKeys(t *testing.T) {
 				}
 			}
 		}
+	}
+	if got, want := keyName(spTaskThoughts, chainKey(1, 70)), "T-0001 positions 64…127"; got != want {
+		t.Errorf("keyName of a chain block %q, want %q", got, want)
 	}
 	if !slices.IsSortedFunc(keys, bytes.Compare) {
 		t.Error("chain keys do not sort by task, then position")

@@ -15,7 +15,7 @@ import (
 
 const (
 	spThoughts        = "thoughts"         // short(thought number >> thoughtBlockBits) → their seqs: the thought is its event
-	spTaskThoughts    = "task_thoughts"    // chainKey(task number, chain position) → thought number (uvarint)
+	spTaskThoughts    = "task_thoughts"    // chainKey(task number, chain position) → a block of thought numbers
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
 	counterThought = "counter.thought"
@@ -52,9 +52,13 @@ type thoughtBlock [1 << thoughtBlockBits]uint64
 
 // decodeThoughts reads a thoughts value; a value that is not a block is
 // ErrDamaged.
-func decodeThoughts(k, v []byte) (thoughtBlock, error) {
+func decodeThoughts(k, v []byte) (thoughtBlock, error) { return decodeBlock(spThoughts, k, v) }
+
+// decodeBlock reads a block of space (thoughts or task_thoughts); a value
+// that is not a block is ErrDamaged.
+func decodeBlock(space string, k, v []byte) (thoughtBlock, error) {
 	var b thoughtBlock
-	w, base, recs, err := thoughtsLayout(k, v)
+	w, base, recs, err := blockLayout(space, k, v)
 	if err != nil {
 		return b, err
 	}
@@ -66,8 +70,8 @@ func decodeThoughts(k, v []byte) (thoughtBlock, error) {
 	return b, nil
 }
 
-// thoughtsLayout splits a thoughts value into its width, base and records.
-func thoughtsLayout(k, v []byte) (w int, base uint64, recs []byte, err error) {
+// blockLayout splits a block of space into its width, base and records.
+func blockLayout(space string, k, v []byte) (w int, base uint64, recs []byte, err error) {
 	if len(v) > 0 {
 		var n int
 		w = int(v[0])
@@ -78,7 +82,7 @@ func thoughtsLayout(k, v []byte) (w int, base uint64, recs []byte, err error) {
 			}
 		}
 	}
-	return 0, 0, nil, fmt.Errorf("thoughts %x: value %x is not a block of seqs: %w", k, v, boltstore.ErrDamaged)
+	return 0, 0, nil, fmt.Errorf("%s %x: value %x is not a block: %w", space, k, v, boltstore.ErrDamaged)
 }
 
 // encodeThoughts writes a block, its records up to the last thought it
@@ -136,18 +140,32 @@ func putThought(f *folder, id string, seq uint64) (uint64, error) {
 	}
 	sp.AppendOnly()
 	k := short(nil, n>>thoughtBlockBits)
+	return n, putInBlock(sp, spThoughts, k, n, seq)
+}
+
+// blockPutter is where a block of thoughts or task_thoughts is read and
+// written: the space, or in a batch a blockBuffer over it.
+type blockPutter interface {
+	Get(key []byte) []byte
+	Put(key, value []byte) error
+}
+
+// putInBlock sets record i (its low thoughtBlockBits) of block k of space
+// to value, appending it in place in the usual case (the next record).
+func putInBlock(sp blockPutter, space string, k []byte, i, value uint64) error {
 	v := sp.Get(k)
-	if next, ok := appendThought(k, v, n, seq); ok { // the usual case
-		return n, sp.Put(k, next)
+	if next, ok := appendRecord(space, k, v, i, value); ok { // the usual case
+		return sp.Put(k, next)
 	}
 	var b thoughtBlock
 	if v != nil {
-		if b, err = decodeThoughts(k, v); err != nil {
-			return 0, err
+		var err error
+		if b, err = decodeBlock(space, k, v); err != nil {
+			return err
 		}
 	}
-	b[n&(1<<thoughtBlockBits-1)] = seq
-	return n, sp.Put(k, encodeThoughts(&b))
+	b[i&(1<<thoughtBlockBits-1)] = value
+	return sp.Put(k, encodeThoughts(&b))
 }
 
 // appendThought returns block v with the record of thought n, the one
@@ -155,10 +173,16 @@ func putThought(f *folder, id string, seq uint64) (uint64, error) {
 // bytes encodeThoughts would write, without decoding the block. ok is false
 // otherwise (a new block, a wider record, a number out of turn).
 func appendThought(k, v []byte, n, seq uint64) (next []byte, ok bool) {
+	return appendRecord(spThoughts, k, v, n, seq)
+}
+
+// appendRecord is appendThought for a block of space, record i (its low
+// bits) set to seq.
+func appendRecord(space string, k, v []byte, n, seq uint64) (next []byte, ok bool) {
 	if v == nil {
 		return nil, false
 	}
-	w, base, recs, err := thoughtsLayout(k, v)
+	w, base, recs, err := blockLayout(space, k, v)
 	if err != nil || int(n&(1<<thoughtBlockBits-1)) != len(recs)/w || seq < base || (bits.Len64(seq-base+1)+7)/8 > w {
 		return nil, false
 	}
@@ -182,8 +206,14 @@ func thoughtSeq(tx *boltstore.Tx, n uint64) (seq uint64, ok bool, err error) {
 	if v == nil {
 		return 0, false, nil
 	}
-	w, base, recs, err := thoughtsLayout(k, v)
-	if i := int(n & (1<<thoughtBlockBits - 1)); err == nil && (i+1)*w <= len(recs) {
+	return blockRecord(spThoughts, k, v, n)
+}
+
+// blockRecord is record i (its low bits) of block v of space; ok false if
+// it holds none.
+func blockRecord(space string, k, v []byte, i uint64) (value uint64, ok bool, err error) {
+	w, base, recs, err := blockLayout(space, k, v)
+	if i := int(i & (1<<thoughtBlockBits - 1)); err == nil && (i+1)*w <= len(recs) {
 		if r := leUint(recs[i*w : (i+1)*w]); r != 0 {
 			return base + r - 1, true, nil
 		}
@@ -212,11 +242,11 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	if err := f.setTask(tn, task); err != nil {
 		return err
 	}
-	chain, err := f.writeOnly(spTaskThoughts, true) // each task's chain grows at its end
+	chain, err := f.blocks(spTaskThoughts)
 	if err != nil {
 		return err
 	}
-	if err := chain.Put(chainKey(tn, p.ChainPosition), binary.AppendUvarint(nil, n)); err != nil {
+	if err := putInBlock(chain, spTaskThoughts, chainKey(tn, p.ChainPosition), p.ChainPosition, n); err != nil {
 		return err
 	}
 	if p.SessionID != "" {
@@ -353,23 +383,45 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 		return th, false, err
 	}
 	err = chain.Scan(short(nil, tn), true, func(k, v []byte) (bool, error) {
-		n, err := chainNumber(k, v)
-		if err == nil {
-			th, err = thoughtByNumber(tx, n, chainLink(taskID, k))
+		first, b, err := chainBlock(k, v)
+		for i := len(b) - 1; err == nil && i >= 0; i-- {
+			if b[i] != 0 {
+				th, err = thoughtByNumber(tx, b[i], chainLink(taskID, first+uint64(i)))
+				ok = err == nil
+				return false, err
+			}
 		}
-		ok = err == nil
 		return false, err
 	})
 	return th, ok, err
 }
 
 // TaskThoughts calls fn for the task's thoughts in chain order.
+// A thought whose event is damaged is listed as in listedThoughts.
 func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error {
-	return listedThoughts(tx, spTaskThoughts, domain.TaskPrefix, taskID, func(n uint64) []byte { return short(nil, n) },
-		func(k, v []byte) (uint64, Thought, error) {
-			n, err := chainNumber(k, v)
-			return n, chainLink(taskID, k), err
-		}, fn)
+	chain, tn, err := spaceOf(tx, spTaskThoughts, domain.TaskPrefix, taskID)
+	if chain == nil {
+		return err
+	}
+	return chain.Scan(short(nil, tn), false, func(k, v []byte) (bool, error) {
+		first, b, err := chainBlock(k, v)
+		if err != nil {
+			return false, err
+		}
+		for i, n := range b {
+			if n == 0 {
+				continue
+			}
+			th, err := thoughtByNumber(tx, n, chainLink(taskID, first+uint64(i)))
+			if err != nil && !errors.Is(err, boltstore.ErrDamaged) {
+				return false, err
+			}
+			if !fn(th) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // SessionThoughts calls fn for the thoughts recorded with the session id,
@@ -460,34 +512,45 @@ func ThoughtAt(tx *boltstore.Tx, taskID string, position uint64) (th Thought, ok
 	if v == nil {
 		return th, false, nil
 	}
-	n, err := chainNumber(k, v)
-	if err == nil {
-		th, err = thoughtByNumber(tx, n, chainLink(taskID, k))
+	n, ok, err := blockRecord(spTaskThoughts, k, v, position)
+	if err != nil || !ok {
+		return th, false, err
 	}
+	th, err = thoughtByNumber(tx, n, chainLink(taskID, position))
 	return th, err == nil, err
 }
 
-// chainKey is the task_thoughts key of a task's thought at a chain
-// position: both numbers short, so a chain's keys are 4 to 6 bytes, in
-// task then position order.
-func chainKey(task, position uint64) []byte { return short(short(make([]byte, 0, 8), task), position) }
+// The task_thoughts space keeps a task's chain in blocks of the thoughts
+// space's layout (thoughtBlock): the thought numbers at 1<<thoughtBlockBits
+// consecutive chain positions share a key, chainKey, the records the
+// numbers (0: no thought at that position). A task's thought numbers only
+// grow, so a record takes a byte or two; a thought_record appends to its
+// task's last block in place instead of inserting a key.
 
-// chainLink is what a task_thoughts key says of the thought it leads to.
-func chainLink(taskID string, k []byte) Thought {
-	var th Thought
-	th.TaskID = taskID
-	if _, rest, ok := readShort(k); ok {
-		th.ChainPosition, _, _ = readShort(rest)
-	}
-	return th
+// chainKey is the task_thoughts key of the block holding a task's thought
+// at a chain position: the task and the block number (position >>
+// thoughtBlockBits), both short, so in task then position order.
+func chainKey(task, position uint64) []byte {
+	return short(short(make([]byte, 0, 8), task), position>>thoughtBlockBits)
 }
 
-// chainNumber is the thought number a task_thoughts value holds; a value
-// that is not one is a damaged file.
-func chainNumber(k, v []byte) (uint64, error) {
-	n, size := binary.Uvarint(v)
-	if size <= 0 || size != len(v) {
-		return 0, fmt.Errorf("task_thoughts %x: value %x is not a thought number: %w", k, v, boltstore.ErrDamaged)
+// chainBlock reads a task_thoughts key and value: the chain position of
+// the block's first record and the thought numbers by position from it. A
+// key or value that is not one is a damaged file.
+func chainBlock(k, v []byte) (first uint64, b thoughtBlock, err error) {
+	_, rest, ok := readShort(k)
+	block, rest, ok2 := readShort(rest)
+	if !ok || !ok2 || len(rest) != 0 || block > 1<<(64-thoughtBlockBits)-1 {
+		return 0, b, fmt.Errorf("task_thoughts key %x: %w", k, boltstore.ErrDamaged)
 	}
-	return n, nil
+	b, err = decodeBlock(spTaskThoughts, k, v)
+	return block << thoughtBlockBits, b, err
+}
+
+// chainLink is what the task_thoughts space says of the thought it leads
+// to at a chain position.
+func chainLink(taskID string, position uint64) Thought {
+	var th Thought
+	th.TaskID, th.ChainPosition = taskID, position
+	return th
 }
