@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -60,7 +61,11 @@ const (
 	// relayAnswerWait bounds how long a follower waits for the answer to
 	// one call: far past a commit waiting out a lock timeout.
 	relayAnswerWait = time.Minute
-	maxFrame        = 1 << 30
+	// maxFrame bounds a reply; maxCallFrame a call, which is at most one
+	// stdio message (mcp.DefaultMaxMessageBytes: the tool's name, the
+	// client's and the arguments are in it) plus the frame's own fields.
+	maxFrame     = 1 << 30
+	maxCallFrame = mcp.DefaultMaxMessageBytes + 64<<10
 )
 
 // Frame kinds: a frame is a 4-byte big-endian length, a kind byte and the
@@ -254,20 +259,26 @@ func writeFrame(w io.Writer, kind byte, parts ...[]byte) (int, error) {
 	return w.Write(b)
 }
 
-func readFrame(r io.Reader) (kind byte, body []byte, err error) {
+// readFrame reads one frame of at most max bytes. The length is only a
+// claim: the body grows as its bytes arrive, so a peer that announces a
+// large frame and sends little costs what it sent.
+func readFrame(r io.Reader, max uint32) (kind byte, body []byte, err error) {
 	var hdr [5]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:4])
-	if n < 1 || n > maxFrame {
+	if n < 1 || n > max {
 		return 0, nil, fmt.Errorf("relay: frame of %d bytes", n)
 	}
-	body = make([]byte, n-1)
-	if _, err := io.ReadFull(r, body); err != nil {
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, r, int64(n-1)); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return 0, nil, err
 	}
-	return hdr[4], body, nil
+	return hdr[4], buf.Bytes(), nil
 }
 
 func idFirst(id uint64, first bool) []byte {
@@ -352,7 +363,7 @@ func dial(r *Relay) (*link, error) {
 	var w welcome
 	if _, err = writeFrame(c, frameHello, b); err == nil {
 		var kind byte
-		kind, b, err = readFrame(c)
+		kind, b, err = readFrame(c, maxCallFrame)
 		switch {
 		case err != nil:
 		case kind != frameWelcome:
@@ -430,7 +441,7 @@ func (l *link) read() {
 	for {
 		var kind byte
 		var b []byte
-		kind, b, err = readFrame(l.c)
+		kind, b, err = readFrame(l.c, maxFrame)
 		if err != nil {
 			break
 		}
@@ -559,7 +570,7 @@ func (h *hub) serve(c *net.UnixConn) {
 	var calls sync.WaitGroup
 	defer calls.Wait()
 	for {
-		kind, b, err := readFrame(c)
+		kind, b, err := readFrame(c, maxCallFrame)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				h.r.log.Debug("relay: connection ended", "err", err)
@@ -600,7 +611,7 @@ func (h *hub) serve(c *net.UnixConn) {
 func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 	hc.c.SetDeadline(time.Now().Add(relayHandshake))
 	defer hc.c.SetDeadline(time.Time{})
-	kind, b, err := readFrame(hc.c)
+	kind, b, err := readFrame(hc.c, maxCallFrame)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -156,5 +159,31 @@ func TestRelayMalformedFrames(t *testing.T) {
 	}
 	if !hub.isHub() {
 		t.Error("the hub stopped being one")
+	}
+}
+
+// TestReadFrameClaimsNothingUpFront: a frame's length is a claim; the
+// reader holds what arrived, not what was claimed (a peer announcing a
+// huge frame and sending a few bytes costs the hub those bytes), and a
+// call frame past maxCallFrame is refused before any of it is read.
+func TestReadFrameClaimsNothingUpFront(t *testing.T) {
+	hdr := []byte{0x20, 0, 0, 0, frameReply, 1, 2, 3} // claims 512 MiB, sends 3 bytes
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := readFrame(bytes.NewReader(hdr), maxFrame)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("truncated frame: %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("reading a 3-byte frame claiming 512 MiB allocated %d bytes", got)
+	}
+	big := binary.BigEndian.AppendUint32(nil, maxCallFrame+1)
+	if _, _, err := readFrame(bytes.NewReader(append(big, frameCall)), maxCallFrame); err == nil || errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a call frame past maxCallFrame: %v, want refused", err)
+	}
+	ok := append(binary.BigEndian.AppendUint32(nil, 4), frameReply, 'a', 'b', 'c')
+	if kind, b, err := readFrame(bytes.NewReader(ok), maxCallFrame); err != nil || kind != frameReply || string(b) != "abc" {
+		t.Errorf("a whole frame: %d %q %v", kind, b, err)
 	}
 }
