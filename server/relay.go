@@ -619,6 +619,12 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 	if kind != frameHello || json.Unmarshal(b, &hi) != nil {
 		return nil, errFrame
 	}
+	g := commands.GuestOptions{Agent: hi.Agent, Project: hi.Project, ReadOnly: hi.ReadOnly, Version: hi.Version,
+		Started: time.Unix(0, hi.Started), Skipped: hi.Skipped}
+	for _, sk := range hi.Skills {
+		sk.Skill.SHA256 = sk.SHA256
+		g.Skills = append(g.Skills, sk.Skill)
+	}
 	dev, ino := h.lock.File()
 	var refuse string
 	switch {
@@ -628,6 +634,10 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 		refuse = "another logbook build"
 	case hi.Dev != dev || hi.Ino != ino:
 		refuse = "another ledger file"
+	case g.Check() != nil:
+		// What the sender's own flags could not have been: its calls
+		// would not be recorded as its own run would record them.
+		refuse = g.Check().Error()
 	}
 	// Registered before it is welcomed, so that close says goodbye to
 	// every connection it welcomed, after the welcome.
@@ -653,12 +663,6 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 		delete(h.conns, hc)
 		h.mu.Unlock()
 		return nil, err
-	}
-	g := commands.GuestOptions{Agent: hi.Agent, Project: hi.Project, ReadOnly: hi.ReadOnly, Version: hi.Version,
-		Started: time.Unix(0, hi.Started), Skipped: hi.Skipped}
-	for _, sk := range hi.Skills {
-		sk.Skill.SHA256 = sk.SHA256
-		g.Skills = append(g.Skills, sk.Skill)
 	}
 	return h.r.svc.NewGuest(g), nil
 }

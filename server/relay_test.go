@@ -187,3 +187,61 @@ func TestReadFrameClaimsNothingUpFront(t *testing.T) {
 		t.Errorf("a whole frame: %d %q %v", kind, b, err)
 	}
 }
+
+// rawFollower connects to the hub of db and says hello as a process of
+// hub's build on db would, changed by edit: the hub's welcome and the
+// connection.
+func rawFollower(t *testing.T, db string, hub *relayProcess, edit func(*hello)) (welcome, *net.UnixConn) {
+	t.Helper()
+	dev, ino, err := fileID(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi := hello{Proto: relayProto, Build: hub.relay.build, Dev: dev, Ino: ino, Agent: "raw", Started: time.Now().UnixNano()}
+	if edit != nil {
+		edit(&hi)
+	}
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: SocketPath(db), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	b, _ := json.Marshal(hi)
+	if _, err := writeFrame(c, frameHello, b); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	kind, b, err := readFrame(c, maxFrame)
+	c.SetReadDeadline(time.Time{})
+	var w welcome
+	if err != nil || kind != frameWelcome || json.Unmarshal(b, &w) != nil {
+		t.Fatalf("welcome: kind %d %q %v", kind, b, err)
+	}
+	return w, c
+}
+
+// TestRelayRefusesWhatFlagsWouldNot: a hello whose agent or project its
+// own process's flags would have refused is refused: a guest's calls are
+// recorded as its own run would record them, and that run would not have
+// started.
+func TestRelayRefusesWhatFlagsWouldNot(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	for _, edit := range []func(*hello){
+		func(h *hello) { h.Agent = "evil\nagent" },
+		func(h *hello) { h.Agent = strings.Repeat("a", 129) },
+		func(h *hello) { h.Project = "Not A Slug" },
+		func(h *hello) { h.Build = "other" },
+		func(h *hello) { h.Ino++ },
+		func(h *hello) { h.Proto = 99 },
+	} {
+		var hi hello
+		edit(&hi)
+		if w, _ := rawFollower(t, db, hub, edit); w.OK || w.Reason == "" {
+			t.Errorf("%+v: welcomed %+v", hi, w)
+		}
+	}
+	if w, _ := rawFollower(t, db, hub, func(h *hello) { h.Project = "ok-project" }); !w.OK {
+		t.Errorf("a good hello refused: %+v", w)
+	}
+}
