@@ -20,7 +20,6 @@ import (
 	"github.com/logbook-dev/logbook/server"
 )
 
-
 // serveMemoryLimit is serve's soft heap limit (GOMEMLIMIT overrides it).
 const serveMemoryLimit = 256 << 20
 
