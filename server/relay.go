@@ -340,7 +340,7 @@ func dial(r *Relay) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: r.sock, Net: "unix"})
+	c, err := dialUnix(context.Background(), r.sock, relayHandshake)
 	if err != nil {
 		return nil, err
 	}

@@ -245,3 +245,25 @@ func TestRelayRefusesWhatFlagsWouldNot(t *testing.T) {
 		t.Errorf("a good hello refused: %+v", w)
 	}
 }
+
+// TestRelayLongPath: a ledger whose socket path is past sun_path's 108
+// bytes still has a hub its followers reach.
+func TestRelayLongPath(t *testing.T) {
+	dir := t.TempDir()
+	for len(dir) < 160 {
+		dir = filepath.Join(dir, strings.Repeat("d", 40))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "l.db")
+	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	if !hub.isHub() {
+		t.Fatal("no hub")
+	}
+	f := startRelayProcess(t, db, "follower", os.Geteuid())
+	res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+		t.Errorf("Forward, long path: %s %v", res.Reply, err)
+	}
+}
