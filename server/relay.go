@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -44,8 +45,15 @@ import (
 // never reached a hub (no hub, a hub saying goodbye, a frame it never got
 // whole) runs against the file as before.
 
-// SocketPath is the relay's socket for the ledger at db.
-func SocketPath(db string) string { return db + ".sock" }
+// SocketPath is the relay's socket for the ledger at db: beside the file
+// db names once symlinks are resolved, so that processes naming one file
+// through different links meet at one socket.
+func SocketPath(db string) string {
+	if p, err := filepath.EvalSymlinks(db); err == nil {
+		db = p
+	}
+	return db + ".sock"
+}
 
 const (
 	relayProto = 1

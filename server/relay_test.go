@@ -267,3 +267,27 @@ func TestRelayLongPath(t *testing.T) {
 		t.Errorf("Forward, long path: %s %v", res.Reply, err)
 	}
 }
+
+// TestRelaySymlinkedLedger: processes that name one ledger file through
+// different symlinks meet at one socket, beside the file itself.
+func TestRelaySymlinkedLedger(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "real.db")
+	link := filepath.Join(t.TempDir(), "link.db")
+	startRelayProcess(t, db, "creator", os.Geteuid()).relay.Close() // creates the file
+	if err := os.Symlink(db, link); err != nil {
+		t.Fatal(err)
+	}
+	hub := startRelayProcess(t, link, "hub", os.Geteuid())
+	if !hub.isHub() {
+		t.Fatal("no hub")
+	}
+	if _, err := os.Lstat(SocketPath(db)); err != nil {
+		t.Errorf("the socket is not beside the file: %v", err)
+	}
+	f := startRelayProcess(t, db, "follower", os.Geteuid())
+	res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+		t.Errorf("Forward through a symlink: %s %v", res.Reply, err)
+	}
+}
