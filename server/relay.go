@@ -66,15 +66,17 @@ const (
 	// connections to say they send nothing more; calls then still waiting
 	// for an answer are answered outcome unknown by their senders.
 	relayDrain = 10 * time.Second
-	// relayAnswerWait bounds how long a follower waits for the answer to
-	// one call: far past a commit waiting out a lock timeout.
-	relayAnswerWait = time.Minute
 	// maxFrame bounds a reply; maxCallFrame a call, which is at most one
 	// stdio message (mcp.DefaultMaxMessageBytes: the tool's name, the
 	// client's and the arguments are in it) plus the frame's own fields.
 	maxFrame     = 1 << 30
 	maxCallFrame = mcp.DefaultMaxMessageBytes + 64<<10
 )
+
+// relayAnswerWait bounds how long a follower waits to hand a call over and
+// for its answer: far past a commit waiting out a lock timeout. A var:
+// tests shorten it.
+var relayAnswerWait = time.Minute
 
 // Frame kinds: a frame is a 4-byte big-endian length, a kind byte and the
 // payload.
@@ -412,6 +414,9 @@ func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 	id := l.next
 	l.next++
 	l.pending[id] = ch
+	// A hub that stopped reading (stopped, say) cannot hold this
+	// process's calls up for good: l.mu is held while writing.
+	l.c.SetWriteDeadline(time.Now().Add(relayAnswerWait))
 	n, err := writeFrame(l.c, frameCall, idFirst(id, f.First), lenPrefixed(f.Name), lenPrefixed(f.Client), f.Args)
 	if err != nil {
 		// The rest of the stream cannot be trusted: end it. A frame the

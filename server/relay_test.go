@@ -291,3 +291,69 @@ func TestRelaySymlinkedLedger(t *testing.T) {
 		t.Errorf("Forward through a symlink: %s %v", res.Reply, err)
 	}
 }
+
+// fakeHub takes the hub lock of db and listens on its socket like a hub,
+// welcoming any follower and then doing whatever serve does with
+// each connection.
+func fakeHub(t *testing.T, db string, serve func(*net.UnixConn)) {
+	t.Helper()
+	lock, err := boltstore.LockHub(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := listenUnix(SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		lock.Release()
+	})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			if _, _, err := readFrame(c, maxCallFrame); err != nil {
+				return
+			}
+			w, _ := json.Marshal(welcome{OK: true})
+			writeFrame(c, frameWelcome, w)
+			go serve(c)
+		}
+	}()
+}
+
+// TestRelayHubStopsReading: a hub that takes a call's first bytes and
+// then reads nothing more (a stopped process) holds the follower's call
+// up for relayAnswerWait, not for good; the call, never handed over
+// whole, is not sent (it runs against the file).
+func TestRelayHubStopsReading(t *testing.T) {
+	defer func(w time.Duration) { relayAnswerWait = w }(relayAnswerWait)
+	relayAnswerWait = 300 * time.Millisecond
+	db := filepath.Join(t.TempDir(), "l.db")
+	p := startRelayProcess(t, db, "follower", os.Geteuid())
+	p.relay.Close() // it was the hub: the fake one takes its place
+	fakeHub(t, db, func(*net.UnixConn) {})
+	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
+	defer r.Close()
+	args := json.RawMessage(`{"text":"` + strings.Repeat("x", 8<<20) + `"}`)
+	got := make(chan error, 1)
+	go func() {
+		_, err := r.Forward(context.Background(), commands.Forward{Name: "thought_record", Args: args, Client: "c"})
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if !errors.Is(err, commands.ErrNotSent) {
+			t.Errorf("a call the hub never read whole: %v, want ErrNotSent", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Forward still writing to a hub that reads nothing")
+	}
+}
