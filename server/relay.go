@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
@@ -526,8 +527,34 @@ type hub struct {
 }
 
 type hubConn struct {
-	c  *net.UnixConn
-	mu sync.Mutex // writes
+	c       *net.UnixConn
+	closeBy atomic.Int64 // unix ns: the hub closes, no write may last past this
+	mu      sync.Mutex   // writes, and broken
+	broken  bool         // a write failed: a frame may be cut, nothing more is written
+}
+
+// write writes one frame, within relayAnswerWait (a follower that stops
+// reading cannot hold an answer, its goroutine and the hub's close up for
+// longer) and before closeBy. A write that fails may have cut its frame:
+// the connection is closed, so no later frame is read as that one's rest;
+// the follower's calls still waiting are then outcome unknown.
+func (hc *hubConn) write(kind byte, parts ...[]byte) error {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if hc.broken {
+		return net.ErrClosed
+	}
+	by := time.Now().Add(relayAnswerWait)
+	if cb := hc.closeBy.Load(); cb != 0 && cb < by.UnixNano() {
+		by = time.Unix(0, cb)
+	}
+	hc.c.SetWriteDeadline(by)
+	if _, err := writeFrame(hc.c, kind, parts...); err != nil {
+		hc.broken = true
+		hc.c.Close()
+		return err
+	}
+	return nil
 }
 
 func startHub(r *Relay, lock *boltstore.HubLock) (*hub, error) {
@@ -610,9 +637,7 @@ func (h *hub) serve(c *net.UnixConn) {
 		go func() {
 			defer calls.Done()
 			reply, stillFirst := h.run(guest, name, rest, client, first)
-			hc.mu.Lock()
-			defer hc.mu.Unlock()
-			if _, err := writeFrame(c, frameReply, idFirst(id, stillFirst), reply); err != nil {
+			if err := hc.write(frameReply, idFirst(id, stillFirst), reply); err != nil {
 				h.r.log.Debug("relay: a follower went away before its answer", "err", err)
 			}
 		}()
@@ -666,7 +691,7 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 	hc.mu.Lock()
 	h.mu.Unlock()
 	w, _ := json.Marshal(welcome{OK: refuse == "", Reason: refuse})
-	_, err = writeFrame(hc.c, frameWelcome, w)
+	_, err = writeFrame(hc.c, frameWelcome, w) // within relayHandshake
 	hc.mu.Unlock()
 	if err == nil && refuse != "" {
 		err = errors.New(refuse)
@@ -702,15 +727,20 @@ func (h *hub) close() {
 	h.ln.Close()
 	// The lock is still held: the socket is this hub's.
 	os.Remove(h.r.sock)
+	// No write lasts past by, on any connection, the ones under way
+	// included: followers that stop reading cannot hold the hub up for
+	// relayDrain each, one after the other.
+	by := time.Now().Add(relayDrain)
+	conns := make([]*hubConn, 0, len(h.conns))
 	for hc := range h.conns {
-		// A follower that stops reading cannot hold the hub up past
-		// relayDrain: its writes fail then.
-		hc.c.SetWriteDeadline(time.Now().Add(relayDrain))
-		hc.mu.Lock()
-		writeFrame(hc.c, frameGoodbye)
-		hc.mu.Unlock()
+		hc.closeBy.Store(by.UnixNano())
+		hc.c.SetWriteDeadline(by)
+		conns = append(conns, hc)
 	}
 	h.mu.Unlock()
+	for _, hc := range conns {
+		hc.write(frameGoodbye)
+	}
 	done := make(chan struct{})
 	go func() {
 		h.wg.Wait()

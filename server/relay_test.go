@@ -357,3 +357,64 @@ func TestRelayHubStopsReading(t *testing.T) {
 		t.Fatal("Forward still writing to a hub that reads nothing")
 	}
 }
+
+// TestRelayFollowerStopsReading: a follower that sends calls and reads
+// none of the answers costs the hub relayAnswerWait: then the connection
+// is closed (its answers cannot be written whole), and the hub goes on
+// serving others.
+func TestRelayFollowerStopsReading(t *testing.T) {
+	defer func(w time.Duration) { relayAnswerWait = w }(relayAnswerWait)
+	relayAnswerWait = 300 * time.Millisecond
+	db := filepath.Join(t.TempDir(), "l.db")
+	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	w, c := rawFollower(t, db, hub, nil)
+	if !w.OK {
+		t.Fatalf("refused: %+v", w)
+	}
+	// Each answer echoes the unknown tool's name: 32 answers of 120 KB,
+	// far past what the socket holds.
+	name := strings.Repeat("n", 60<<10)
+	for id := range 32 {
+		if _, err := writeFrame(c, frameCall, idFirst(uint64(id), false), lenPrefixed(name), lenPrefixed("c"), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conns := func() int {
+		hub.relay.mu.Lock()
+		h := hub.relay.hub
+		hub.relay.mu.Unlock()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.conns)
+	}
+	for stop := time.Now().Add(30 * time.Second); conns() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(stop) {
+			t.Fatal("the hub still holds the connection of a follower that reads nothing")
+		}
+	}
+	// What it gets when it reads: whole answers, then the end (perhaps
+	// in the middle of one: never another frame after a cut one).
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n := 0
+	for {
+		kind, _, err := readFrame(c, maxFrame)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("after %d answers: %v", n, err)
+			}
+			break
+		}
+		if kind != frameReply {
+			t.Fatalf("frame kind %d", kind)
+		}
+		n++
+	}
+	if n == 32 {
+		t.Error("every answer went through: the socket held them all, the test proves nothing")
+	}
+	f := startRelayProcess(t, db, "follower", os.Geteuid())
+	res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+		t.Errorf("another follower: %s %v", res.Reply, err)
+	}
+}
