@@ -25,6 +25,7 @@ import (
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/skills"
+	"golang.org/x/sync/semaphore"
 )
 
 // The relay lets several `logbook serve` processes on one ledger file commit
@@ -78,6 +79,17 @@ const (
 // for its answer: far past a commit waiting out a lock timeout. A var:
 // tests shorten it.
 var relayAnswerWait = time.Minute
+
+// maxRelayConns bounds the hub's connections, handshakes included: past
+// it a connection is closed at once (that process takes turns at the
+// file), so no number of connections can take the hub's descriptors or
+// memory from its own agent. A var: tests lower it.
+var maxRelayConns = 512
+
+// maxConnHeld bounds the bytes of one connection's calls read and not yet
+// answered, as mcp bounds a stdio session's (16 MiB): past it the hub
+// reads nothing more from that follower until answers go out.
+const maxConnHeld = 16 << 20
 
 // Frame kinds: a frame is a 4-byte big-endian length, a kind byte and the
 // payload.
@@ -523,6 +535,7 @@ type hub struct {
 	mu      sync.Mutex
 	conns   map[*hubConn]struct{}
 	closing bool
+	slots   chan struct{} // one per connection (maxRelayConns)
 	wg      sync.WaitGroup // the accept loop and the connections
 }
 
@@ -564,7 +577,7 @@ func startHub(r *Relay, lock *boltstore.HubLock) (*hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay socket: %w", err)
 	}
-	h := &hub{r: r, lock: lock, ln: ln, conns: make(map[*hubConn]struct{})}
+	h := &hub{r: r, lock: lock, ln: ln, conns: make(map[*hubConn]struct{}), slots: make(chan struct{}, maxRelayConns)}
 	h.wg.Add(1)
 	go h.accept()
 	return h, nil
@@ -577,9 +590,17 @@ func (h *hub) accept() {
 		if err != nil {
 			return // closed
 		}
+		select {
+		case h.slots <- struct{}{}:
+		default:
+			h.r.log.Debug("relay: too many connections; one refused", "max", cap(h.slots))
+			c.Close()
+			continue
+		}
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
+			defer func() { <-h.slots }()
 			h.serve(c)
 		}()
 	}
@@ -609,6 +630,7 @@ func (h *hub) serve(c *net.UnixConn) {
 	}()
 	var calls sync.WaitGroup
 	defer calls.Wait()
+	held := semaphore.NewWeighted(maxConnHeld)
 	for {
 		kind, b, err := readFrame(c, maxCallFrame)
 		if err != nil {
@@ -633,9 +655,11 @@ func (h *hub) serve(c *net.UnixConn) {
 			h.r.log.Warn("relay: malformed call", "err", err)
 			return
 		}
+		held.Acquire(context.Background(), int64(len(b))) // len(b) <= maxCallFrame < maxConnHeld
 		calls.Add(1)
 		go func() {
 			defer calls.Done()
+			defer held.Release(int64(len(b)))
 			reply, stillFirst := h.run(guest, name, rest, client, first)
 			if err := hc.write(frameReply, idFirst(id, stillFirst), reply); err != nil {
 				h.r.log.Debug("relay: a follower went away before its answer", "err", err)

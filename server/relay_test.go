@@ -418,3 +418,40 @@ func TestRelayFollowerStopsReading(t *testing.T) {
 		t.Errorf("another follower: %s %v", res.Reply, err)
 	}
 }
+
+// TestRelayTooManyConnections: past maxRelayConns a connection is closed
+// at once, unwelcomed; one that ends frees its place.
+func TestRelayTooManyConnections(t *testing.T) {
+	defer func(n int) { maxRelayConns = n }(maxRelayConns)
+	maxRelayConns = 2
+	db := filepath.Join(t.TempDir(), "l.db")
+	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	_, c1 := rawFollower(t, db, hub, nil)
+	rawFollower(t, db, hub, nil)
+	c, err := net.Dial("unix", SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dev, ino, _ := fileID(db)
+	hi, _ := json.Marshal(hello{Proto: relayProto, Build: hub.relay.build, Dev: dev, Ino: ino})
+	writeFrame(c, frameHello, hi)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if b, err := io.ReadAll(c); (err != nil && !errors.Is(err, syscall.ECONNRESET)) || len(b) != 0 {
+		t.Errorf("a third connection: %q %v, want it closed unwelcomed", b, err)
+	}
+	c1.Close()
+	f := startRelayProcess(t, db, "follower", os.Geteuid())
+	for stop := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		f.relay.mu.Lock()
+		f.relay.retry = time.Time{}
+		f.relay.mu.Unlock()
+		_, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, commands.ErrNotSent) || time.Now().After(stop) {
+			t.Fatalf("after a connection ended: %v", err)
+		}
+	}
+}
