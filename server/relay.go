@@ -535,7 +535,7 @@ type hub struct {
 	mu      sync.Mutex
 	conns   map[*hubConn]struct{}
 	closing bool
-	slots   chan struct{} // one per connection (maxRelayConns)
+	slots   chan struct{}  // one per connection (maxRelayConns)
 	wg      sync.WaitGroup // the accept loop and the connections
 }
 
