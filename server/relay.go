@@ -601,6 +601,14 @@ func (h *hub) accept() {
 		go func() {
 			defer h.wg.Done()
 			defer func() { <-h.slots }()
+			defer func() {
+				// Whatever a peer sends ends its connection at worst, never
+				// the hub (a forwarded call's own panic is run's: ERR_INTERNAL).
+				if p := recover(); p != nil {
+					h.r.log.Error("relay: a connection's handling panicked; closing it", "panic", p, "stack", string(debug.Stack()))
+					c.Close()
+				}
+			}()
 			h.serve(c)
 		}()
 	}
