@@ -53,6 +53,11 @@ func startRelayProcess(t *testing.T, db, agent string, uid int) *relayProcess {
 	return p
 }
 
+// ping forwards a server_ping call through p's relay.
+func (p *relayProcess) ping() (commands.Forwarded, error) {
+	return p.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+}
+
 func (p *relayProcess) isHub() bool {
 	p.relay.mu.Lock()
 	defer p.relay.mu.Unlock()
@@ -110,7 +115,7 @@ func TestRelayOtherUIDs(t *testing.T) {
 			if f.isHub() {
 				t.Fatal("a second hub")
 			}
-			_, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+			_, err := f.ping()
 			if !errors.Is(err, commands.ErrNotSent) {
 				t.Errorf("Forward across users: %v, want ErrNotSent", err)
 			}
@@ -121,7 +126,7 @@ func TestRelayOtherUIDs(t *testing.T) {
 			hub.relay.mu.Lock()
 			hub.relay.uid = uid
 			hub.relay.mu.Unlock()
-			res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+			res, err := f.ping()
 			if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
 				t.Errorf("Forward, same user: %s %v", res.Reply, err)
 			}
@@ -153,7 +158,7 @@ func TestRelayMalformedFrames(t *testing.T) {
 		c.Close()
 	}
 	f := startRelayProcess(t, db, "follower", os.Geteuid())
-	res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	res, err := f.ping()
 	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
 		t.Errorf("after the junk: %s %v", res.Reply, err)
 	}
@@ -262,7 +267,7 @@ func TestRelayLongPath(t *testing.T) {
 		t.Fatal("no hub")
 	}
 	f := startRelayProcess(t, db, "follower", os.Geteuid())
-	res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	res, err := f.ping()
 	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
 		t.Errorf("Forward, long path: %s %v", res.Reply, err)
 	}
@@ -286,7 +291,7 @@ func TestRelaySymlinkedLedger(t *testing.T) {
 		t.Errorf("the socket is not beside the file: %v", err)
 	}
 	f := startRelayProcess(t, db, "follower", os.Geteuid())
-	res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	res, err := f.ping()
 	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
 		t.Errorf("Forward through a symlink: %s %v", res.Reply, err)
 	}
@@ -413,7 +418,7 @@ func TestRelayFollowerStopsReading(t *testing.T) {
 		t.Error("every answer went through: the socket held them all, the test proves nothing")
 	}
 	f := startRelayProcess(t, db, "follower", os.Geteuid())
-	res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	res, err := f.ping()
 	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
 		t.Errorf("another follower: %s %v", res.Reply, err)
 	}
@@ -446,7 +451,7 @@ func TestRelayTooManyConnections(t *testing.T) {
 		f.relay.mu.Lock()
 		f.relay.retry = time.Time{}
 		f.relay.mu.Unlock()
-		_, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+		_, err := f.ping()
 		if err == nil {
 			break
 		}
