@@ -62,8 +62,6 @@ const (
 	// relayRetry: after failing to reach or become a hub, a process runs
 	// its calls against the file for this long before trying again.
 	relayRetry = 50 * time.Millisecond
-	// relayHandshake bounds the hello and the welcome.
-	relayHandshake = 5 * time.Second
 	// relayDrain bounds how long a hub that exits waits for its
 	// connections to say they send nothing more; calls then still waiting
 	// for an answer are answered outcome unknown by their senders.
@@ -74,6 +72,10 @@ const (
 	maxFrame     = 1 << 30
 	maxCallFrame = mcp.DefaultMaxMessageBytes + 64<<10
 )
+
+// relayHandshake bounds the hello and the welcome. A var: tests lengthen
+// it.
+var relayHandshake = 5 * time.Second
 
 // relayAnswerWait bounds how long a follower waits to hand a call over and
 // for its answer: far past a commit waiting out a lock timeout. A var:
@@ -137,12 +139,13 @@ type Relay struct {
 	build    string
 	uid      int // the only user whose processes it serves or follows
 
-	mu     sync.Mutex
-	hub    *hub  // while this process is the hub
-	link   *link // while it follows one
-	retry  time.Time
-	warned bool // a failure to listen was logged (once: it recurs)
-	closed bool
+	mu      sync.Mutex
+	hub     *hub  // while this process is the hub
+	link    *link // while it follows one
+	retry   time.Time
+	warned  bool // a failure to listen was logged (once: it recurs)
+	dialing bool // a call is connecting to the hub (without mu)
+	closed  bool
 }
 
 // StartRelay makes svc, the service behind edge on the ledger file db, run
@@ -200,7 +203,7 @@ func (r *Relay) Forward(ctx context.Context, f commands.Forward) (commands.Forwa
 
 // connect returns the link to the hub, after becoming the hub or
 // connecting to it if need be; nil when this process is the hub or no hub
-// can be reached now. r.mu is held.
+// can be reached now. r.mu is held; connect lets it go while it dials.
 func (r *Relay) connect() *link {
 	if r.closed || r.hub != nil {
 		return nil
@@ -209,8 +212,8 @@ func (r *Relay) connect() *link {
 		return r.link
 	}
 	r.link = nil
-	if time.Now().Before(r.retry) {
-		return nil
+	if time.Now().Before(r.retry) || r.dialing {
+		return nil // (dialing: another call is reaching the hub; this one runs against the file)
 	}
 	lock, err := boltstore.LockHub(r.db)
 	if err == nil {
@@ -235,14 +238,28 @@ func (r *Relay) connect() *link {
 		r.retry = time.Now().Add(relayRetry)
 		return nil
 	}
-	l, err := dial(r)
+	// Without r.mu: a hub slow to welcome (stopped: an agent suspended
+	// with ^Z stops its logbook serve too) holds up this call only, not
+	// every call of this process.
+	r.dialing = true
+	uid := r.uid
+	r.mu.Unlock()
+	l, err := dial(r, uid)
+	r.mu.Lock()
+	r.dialing = false
 	if err != nil {
 		r.log.Debug("relay: no hub to follow now", "err", err)
 		wait := relayRetry
-		if errors.Is(err, errRefused) {
-			wait = time.Second // it refuses until another process is the hub
+		if errors.Is(err, errRefused) || errors.Is(err, os.ErrDeadlineExceeded) {
+			// It refuses until another process is the hub; one that did
+			// not welcome in time is likely stopped.
+			wait = time.Second
 		}
 		r.retry = time.Now().Add(wait)
+		return nil
+	}
+	if r.closed || r.hub != nil {
+		l.close()
 		return nil
 	}
 	r.link = l
@@ -358,7 +375,8 @@ var (
 	errRefused = errors.New("the hub refused this process")
 )
 
-func dial(r *Relay) (*link, error) {
+// dial connects to the hub, which must run as uid, and says hello.
+func dial(r *Relay, uid int) (*link, error) {
 	dev, ino, err := fileID(r.db)
 	if err != nil {
 		return nil, err
@@ -367,7 +385,7 @@ func dial(r *Relay) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPeer(c, r.uid); err != nil {
+	if err := checkPeer(c, uid); err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -460,3 +460,56 @@ func TestRelayTooManyConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestRelaySlowWelcome: while one call waits for a hub's welcome (a
+// stopped hub), the process's other calls do not wait with it: they run
+// against the file.
+func TestRelaySlowWelcome(t *testing.T) {
+	defer func(w time.Duration) { relayHandshake = w }(relayHandshake)
+	relayHandshake = time.Minute
+	db := filepath.Join(t.TempDir(), "l.db")
+	p := startRelayProcess(t, db, "follower", os.Geteuid())
+	p.relay.Close() // it was the hub: the fake one takes its place
+	lock, err := boltstore.LockHub(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid()) // no socket yet: no hub to follow
+	defer r.Close()
+	ln, err := listenUnix(SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r.mu.Lock()
+	r.retry = time.Time{}
+	r.mu.Unlock()
+	helloRead, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		readFrame(c, maxCallFrame)
+		close(helloRead)
+		<-release // never welcomed: the follower gives up when released
+	}()
+	go r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	<-helloRead
+	got := make(chan error, 1)
+	go func() {
+		_, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if !errors.Is(err, commands.ErrNotSent) {
+			t.Errorf("a call while another waits for the welcome: %v, want ErrNotSent", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("a call waited for another's handshake")
+	}
+	close(release)
+}
