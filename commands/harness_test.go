@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -417,4 +418,14 @@ func flipIn(t testing.TB, old, new string) func([]byte) []byte {
 		copy(raw[i:], new)
 		return raw
 	}
+}
+
+// decodeEvent decodes r's payload as the projections read it: through its
+// upcasters, with the fields its version leaves to the event's subjects
+// (thought.recorded v3's ids) set from them.
+func decodeEvent(r ledger.Record, v any) error {
+	if err := ledger.DecodePayload(r.Payload, v); err != nil {
+		return err
+	}
+	return events.Upcast(r.Type, r.Version, r.Subjects, v)
 }

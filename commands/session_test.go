@@ -58,20 +58,20 @@ func (h *harness) refLeaves(id string, upTo uint64) []refLeaf {
 		switch r.Type {
 		case events.TypeTaskCreated:
 			var p events.TaskCreated
-			ledger.DecodePayload(r.Payload, &p)
+			decodeEvent(r, &p)
 			parent[p.TaskID] = p.ParentID
 			concerned = []string{p.TaskID}
 		case events.TypeTaskUpdated:
 			var p events.TaskUpdated
-			ledger.DecodePayload(r.Payload, &p)
+			decodeEvent(r, &p)
 			concerned = []string{p.TaskID}
 		case events.TypeThoughtRecorded:
 			var p events.ThoughtRecorded
-			ledger.DecodePayload(r.Payload, &p)
+			decodeEvent(r, &p)
 			concerned, own = []string{p.TaskID}, p.SessionID == id
 		case events.TypeSessionStarted:
 			var p events.SessionStarted
-			ledger.DecodePayload(r.Payload, &p)
+			decodeEvent(r, &p)
 			if p.SessionID == id {
 				task, scope, started = p.TaskID, p.Scope, true
 				leaves = append(leaves, refLeaf{r.Seq, ledger.LeafHash(r.Raw), []string{p.TaskID}})
@@ -79,7 +79,7 @@ func (h *harness) refLeaves(id string, upTo uint64) []refLeaf {
 			}
 		case events.TypeSessionFinalized:
 			var p events.SessionFinalized
-			ledger.DecodePayload(r.Payload, &p)
+			decodeEvent(r, &p)
 			if p.SessionID == id {
 				return leaves
 			}
@@ -331,9 +331,9 @@ func TestVerifyChainTrace(t *testing.T) {
 		var th events.ThoughtRecorded // an array of its fields
 		switch r.Type {
 		case events.TypeTaskCreated, events.TypeTaskUpdated:
-			ledger.DecodePayload(r.Payload, &p)
+			decodeEvent(r, &p)
 		case events.TypeThoughtRecorded:
-			ledger.DecodePayload(r.Payload, &th)
+			decodeEvent(r, &th)
 			p.TaskID = th.TaskID
 		}
 		if p.TaskID == "T-0001" {

@@ -88,7 +88,8 @@ func (s *Service) RecordThought(tx *Tx, in RecordThoughtInput) (*RecordThoughtRe
 	if ok {
 		p.PreviousHash, p.ChainPosition = ledger.Digest(last.Hash), last.ChainPosition+1
 	}
-	rec, err := tx.emit(events.TypeThoughtRecorded, subjects, &p)
+	stored := p.SubjectIDs() // its ids are the event's subjects
+	rec, err := tx.emit(events.TypeThoughtRecorded, subjects, &stored)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,8 @@ func thoughtHolds(lt *boltstore.Tx, th projections.Thought) (bool, error) {
 		return false, nil
 	}
 	var p events.ThoughtRecorded
-	if rec.Type != events.TypeThoughtRecorded || ledger.DecodePayload(rec.Payload, &p) != nil {
+	if rec.Type != events.TypeThoughtRecorded || ledger.DecodePayload(rec.Payload, &p) != nil ||
+		events.Upcast(rec.Type, rec.Version, rec.Subjects, &p) != nil {
 		return false, nil
 	}
 	if p.ThoughtID != th.ThoughtID || p.PreviousHash != th.PreviousHash || p.ChainPosition != th.ChainPosition {

@@ -82,7 +82,7 @@ func TestThoughtChain(t *testing.T) {
 			t.Errorf("%s hash %v: event %d is %s with hash %s, stored leaf %s", w.id, d["hash"], rec.Seq, rec.Type, ledger.LeafHash(rec.Raw), leaf)
 		}
 		var p events.ThoughtRecorded
-		if err := ledger.DecodePayload(rec.Payload, &p); err != nil {
+		if err := decodeEvent(rec, &p); err != nil {
 			t.Fatal(err)
 		}
 		if p.ThoughtID != w.id || float64(p.ChainPosition) != w.pos || (p.PreviousHash == "") != (wantPrev == nil) {

@@ -8,10 +8,10 @@ func CurrentVersion(eventType string) uint16 {
 	switch eventType {
 	case TypeTaskCreated:
 		return 2
-	case TypeToolCalled: // v2: args_sha256 over RFC 8785 (commands.ArgsSHA256); v3: the digests as 32 bytes (ledger.Digest), the payload an array (ledger.Positional)
+	case TypeToolCalled: // v2: args_sha256 over RFC 8785 (commands.ArgsSHA256); v3: the digests as 32 bytes (ledger.Digest), the payload an array (ledger.Positional); v4: the tool as a code (ToolCodes)
+		return 4
+	case TypeThoughtRecorded: // v2: previous_hash as 32 bytes (ledger.Digest), the payload an array (ledger.Positional); v3: its ids left to the event's subjects (ThoughtRecorded.FromSubjects), its type a code (ThoughtTypeCodes)
 		return 3
-	case TypeThoughtRecorded: // v2: previous_hash as 32 bytes (ledger.Digest), the payload an array (ledger.Positional)
-		return 2
 	default:
 		return 1
 	}
@@ -26,9 +26,24 @@ type Upcaster interface {
 	Upcast(from uint16) error
 }
 
+// SubjectFields is a payload some of whose fields a version leaves to the
+// event's subjects rather than store them twice.
+type SubjectFields interface {
+	// FromSubjects sets those fields of a payload decoded from version
+	// version from the event's subjects. It fails for a payload of such a
+	// version that stores them after all, or subjects that do not name them.
+	FromSubjects(version uint16, subjects []string) error
+}
+
 // Upcast converts v, a payload of an event of type typ decoded from payload
-// version from, to the current version, if its type has an upcaster.
-func Upcast(typ string, from uint16, v any) error {
+// version from, to the current version, if its type has an upcaster, and
+// sets the fields its version leaves to the event's subjects.
+func Upcast(typ string, from uint16, subjects []string, v any) error {
+	if s, ok := v.(SubjectFields); ok {
+		if err := s.FromSubjects(from, subjects); err != nil {
+			return err
+		}
+	}
 	if u, ok := v.(Upcaster); ok && from != CurrentVersion(typ) {
 		return u.Upcast(from)
 	}
@@ -39,12 +54,25 @@ func Upcast(typ string, from uint16, v any) error {
 // their order in its array, if that version is stored as one
 // (ledger.Positional; a later version only adds elements at the end);
 // nil if it is a map. Replay names an array's elements with them.
+// (thought.recorded v3 has v2's elements, its ids empty: FromSubjects.)
 func PositionalFields(typ string, version uint16) []ledger.Field {
 	switch {
 	case typ == TypeThoughtRecorded && version >= 2:
 		return (&ThoughtRecorded{}).PayloadFields()
 	case typ == TypeToolCalled && version >= 3:
 		return (&ToolCalled{}).PayloadFields()
+	}
+	return nil
+}
+
+// SubjectFieldNames are the fields of typ's payload version version that
+// the payload leaves to the event's subjects, by name, in the subjects'
+// order (a field past the last subject is absent); nil for a version that
+// stores them. Replay shows them in the payload, as older versions stored
+// them.
+func SubjectFieldNames(typ string, version uint16) []string {
+	if typ == TypeThoughtRecorded && version >= 3 {
+		return []string{"thought_id", "task_id", "session_id"}
 	}
 	return nil
 }

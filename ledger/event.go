@@ -98,7 +98,14 @@ var ErrMalformed = errors.New("malformed event")
 // Encode returns the stored bytes of e. It is deterministic: equal events
 // encode to equal bytes.
 func (e *Event) Encode() ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, 64+len(e.Payload)+len(e.Type)+len(e.Actor)))
+	// Room for the whole event, so the buffer never grows: at most 9 bytes
+	// an integer (the type's code too), 5 a header (array, string, bin),
+	// 34 the prev hash.
+	size := 1 + 9*5 + 5 + 34 + 5 + len(e.Type) + 5 + len(e.Actor) + 5 + len(e.Payload)
+	for _, s := range e.Subjects {
+		size += 5 + len(s)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	if err := e.encodeTo(buf); err != nil {
 		return nil, err
 	}
@@ -136,7 +143,8 @@ func (e *Event) encodeTo(buf *bytes.Buffer) error {
 	for _, s := range e.Subjects {
 		err = errors.Join(err, enc.EncodeString(s))
 	}
-	err = errors.Join(err, enc.EncodeBytes(e.Payload), enc.EncodeBytes(e.Prev[:]))
+	prev := e.Prev // a slice of e.Prev given to the encoder would move e to the heap
+	err = errors.Join(err, enc.EncodeBytes(e.Payload), enc.EncodeBytes(prev[:]))
 	if err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}

@@ -30,6 +30,31 @@ type Field struct {
 	Name     string // its name in a map payload (the struct field's json name)
 	Ptr      any    // *string, *Digest, *uint64, *int64 or *[]string: the value read and written
 	Optional bool   // empty is stored as nil (and a map payload omitted it)
+	// Codes, for a *string: a value Codes holds is stored as its index
+	// there, an unsigned integer (one byte where a tool name took 15), any
+	// other as the string. A reader takes either (older versions stored
+	// strings); an integer that is not an index of a value is malformed.
+	// Codes[0] is not a code. The table only ever grows, each new code
+	// with a new payload version (an older reader refuses it).
+	Codes []string
+}
+
+// code returns the index of s in codes, 0 if it has none.
+func code(codes []string, s string) uint64 {
+	for i, c := range codes {
+		if i > 0 && c == s && s != "" {
+			return uint64(i)
+		}
+	}
+	return 0
+}
+
+// Decoded returns the value code c stands for; ok false if it is none.
+func (f Field) Decoded(c uint64) (s string, ok bool) {
+	if c == 0 || c >= uint64(len(f.Codes)) || f.Codes[c] == "" {
+		return "", false
+	}
+	return f.Codes[c], true
 }
 
 // empty reports whether f's value is its zero value (an empty slice too).
@@ -77,7 +102,11 @@ func encodeFields(enc *msgpack.Encoder, fs []Field) error {
 		var err error
 		switch p := f.Ptr.(type) {
 		case *string:
-			err = enc.EncodeString(*p)
+			if c := code(f.Codes, *p); c > 0 {
+				err = enc.EncodeUint(c)
+			} else {
+				err = enc.EncodeString(*p)
+			}
 		case *Digest:
 			err = p.EncodeMsgpack(enc)
 		case *uint64:
@@ -131,10 +160,19 @@ func decodeFields(dec *msgpack.Decoder, fs []Field) error {
 		if err != nil {
 			return err
 		}
-		if c == msgpcode.Nil {
+		switch p, coded := fs[i].Ptr.(*string); {
+		case c == msgpcode.Nil:
 			fs[i].zero()
 			err = dec.Skip()
-		} else {
+		case coded && fs[i].Codes != nil && (msgpcode.IsFixedNum(c) || c >= msgpcode.Uint8 && c <= msgpcode.Int64):
+			var n uint64
+			if n, err = dec.DecodeUint64(); err == nil {
+				var ok bool
+				if *p, ok = fs[i].Decoded(n); !ok {
+					err = fmt.Errorf("code %d stands for no value", n)
+				}
+			}
+		default:
 			err = dec.Decode(fs[i].Ptr)
 		}
 		if err != nil {
@@ -199,8 +237,9 @@ func EncodeWith(enc *msgpack.Encoder, v any) error {
 
 // NamedFields returns a decoded array payload (elements as DecodePayload
 // reads them into an interface) as a map from the names in fs to its
-// elements, leaving out nil or missing ones and any past fs: the map the
-// payload would have been before it was positional. ok is false if v is
+// elements, leaving out nil or missing ones and any past fs, a code (Field.
+// Codes) as the value it stands for: the map the payload would have been
+// before it was positional. ok is false if v is
 // not an array or fs is nil.
 func NamedFields(v any, fs []Field) (m map[string]any, ok bool) {
 	arr, ok := v.([]any)
@@ -210,8 +249,27 @@ func NamedFields(v any, fs []Field) (m map[string]any, ok bool) {
 	m = make(map[string]any, len(arr))
 	for i, e := range arr {
 		if i < len(fs) && e != nil {
+			if fs[i].Codes != nil {
+				if c, ok := asUint(e); ok {
+					if s, ok := fs[i].Decoded(c); ok {
+						e = s
+					}
+				}
+			}
 			m[fs[i].Name] = e
 		}
 	}
 	return m, true
+}
+
+// asUint is a non-negative integer decoded into an interface as a uint64.
+func asUint(v any) (uint64, bool) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return uint64(rv.Int()), rv.Int() >= 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return rv.Uint(), true
+	}
+	return 0, false
 }

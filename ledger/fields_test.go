@@ -116,3 +116,56 @@ func TestNamedFields(t *testing.T) {
 		t.Error("a map named as an array")
 	}
 }
+
+// coded is a Positional payload with a field stored as a code.
+type coded struct {
+	Kind string `json:"kind"`
+	N    uint64 `json:"n"`
+}
+
+var kindCodes = []string{1: "first", 2: "second", 200: "far"}
+
+func (p *coded) PayloadFields() []ledger.Field {
+	return []ledger.Field{{Name: "kind", Ptr: &p.Kind, Codes: kindCodes}, {Name: "n", Ptr: &p.N}}
+}
+
+// TestCodedField: a value of a field's Codes is written as its code, any
+// other as the string; both read back, and so does the string of a coded
+// value (as older versions stored it); NamedFields shows the value; an
+// integer that is no code is an error.
+func TestCodedField(t *testing.T) {
+	for _, c := range []struct {
+		kind string
+		want []byte
+	}{
+		{"second", []byte{0x92, 0x02, 0x07}},
+		{"far", []byte{0x92, 0xcc, 200, 0x07}},
+		{"other", []byte{0x92, 0xa5, 'o', 't', 'h', 'e', 'r', 0x07}},
+		{"", []byte{0x92, 0xa0, 0x07}},
+	} {
+		b, err := ledger.EncodePayload(&coded{Kind: c.kind, N: 7})
+		if err != nil || !bytes.Equal(b, c.want) {
+			t.Errorf("%q stored as % x (%v), want % x", c.kind, b, err, c.want)
+		}
+		var got coded
+		if err := ledger.DecodePayload(b, &got); err != nil || got.Kind != c.kind {
+			t.Errorf("%q read back as %q (%v)", c.kind, got.Kind, err)
+		}
+		var generic any
+		if err := ledger.DecodePayload(b, &generic); err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := ledger.NamedFields(generic, (&coded{}).PayloadFields()); !ok || m["kind"] != c.kind {
+			t.Errorf("%q named as %v", c.kind, m)
+		}
+	}
+	var got coded
+	if err := ledger.DecodePayload([]byte{0x92, 0xa6, 's', 'e', 'c', 'o', 'n', 'd', 0x07}, &got); err != nil || got.Kind != "second" {
+		t.Errorf("a coded value as its string read back as %q (%v)", got.Kind, err)
+	}
+	for _, b := range [][]byte{{0x92, 0x00, 0x07}, {0x92, 0x03, 0x07}, {0x92, 0xcc, 201, 0x07}, {0x92, 0xff, 0x07}} {
+		if err := ledger.DecodePayload(b, &got); err == nil {
+			t.Errorf("% x: code read as %q, want an error", b, got.Kind)
+		}
+	}
+}

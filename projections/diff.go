@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -144,12 +145,12 @@ func (c *Comparison) Step(want, got *boltstore.Tx, limit int) error {
 }
 
 // recordSeq is the seq field of a stored record (tasks, sessions carry the
-// seq of the event that last changed them; a thought's entry is the seq
-// that recorded it), 0 if it has none.
+// seq of the event that last changed them; a block of thoughts the latest
+// seq that recorded one of them), 0 if it has none.
 func recordSeq(space string, v []byte) uint64 {
-	if space == spThoughts {
-		seq, _ := thoughtRef(nil, v)
-		return seq
+	if space == spThoughts { // a block of thoughts: the latest of them
+		b, _ := decodeThoughts(nil, v)
+		return slices.Max(b[:])
 	}
 	var r struct {
 		Seq uint64 `json:"seq"`
@@ -162,8 +163,9 @@ func recordSeq(space string, v []byte) uint64 {
 
 // keyName shows a key the way the tools name what it stores.
 func keyName(space string, k []byte) string {
-	if n, rest, ok := readShort(k); ok && len(rest) == 0 && space == spThoughts {
-		return domain.FormatID(domain.ThoughtPrefix, n)
+	if b, rest, ok := readShort(k); ok && len(rest) == 0 && space == spThoughts { // a block of thoughts
+		first := b << thoughtBlockBits
+		return domain.FormatID(domain.ThoughtPrefix, first) + "…" + domain.FormatID(domain.ThoughtPrefix, first+1<<thoughtBlockBits-1)
 	}
 	if len(k) == 8 {
 		n := be64(k)

@@ -314,6 +314,7 @@ func decodeThought(b []byte, p *events.ThoughtRecorded, lean bool) bool {
 		}
 		return r.str(dst)
 	}
+	array := len(b) > 0 && (b[0]&0xf0 == 0x90 || b[0] == 0xdc)
 	field := func(k []byte) (int, bool) {
 		switch string(k) {
 		case "thought_id":
@@ -321,6 +322,20 @@ func decodeThought(b []byte, p *events.ThoughtRecorded, lean bool) bool {
 		case "task_id":
 			return 1, r.str(&p.TaskID)
 		case "type":
+			// In an array (v3), a positive fixint is a code (ledger.Field.Codes:
+			// the types have fewer than 128); any other integer is given up to
+			// the generic reader.
+			if array && r.off < len(b) && b[r.off] <= 0x7f {
+				c := uint64(b[r.off])
+				r.off++
+				if c == 0 || c >= uint64(len(events.ThoughtTypeCodes)) || events.ThoughtTypeCodes[c] == "" {
+					return 2, false
+				}
+				if !lean {
+					p.Type = events.ThoughtTypeCodes[c]
+				}
+				return 2, true
+			}
 			return 2, str(&p.Type)
 		case "content":
 			return 3, r.str(&p.Content)
@@ -351,8 +366,8 @@ func decodeThought(b []byte, p *events.ThoughtRecorded, lean bool) bool {
 		}
 		return 0, false
 	}
-	if len(b) > 0 && (b[0]&0xf0 == 0x90 || b[0] == 0xdc) {
-		// Version 2: every field the array does not hold is zero, as the
+	if array {
+		// Version 2 and later: every field the array does not hold is zero, as the
 		// generic reader leaves it (ledger.Positional).
 		*p = events.ThoughtRecorded{}
 		return r.positional(thoughtFields, field)

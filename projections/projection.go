@@ -37,7 +37,11 @@ import (
 //	   the seq of the earlier one); task_thoughts keys are the task and
 //	   chain position as short numbers, its values uvarints; the thoughts
 //	   space maps a short thought number to the uvarint seq
-const Version = 9
+//	10: the full-text index keeps a document's kind, project, length and
+//	   seq once, in a table of its own, not in each of its postings (doc
+//	   gap and tf); an id entry holds the doc number alone; the thoughts
+//	   space keeps the seqs of 64 thought numbers under one key
+const Version = 10
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,
@@ -282,7 +286,7 @@ func decode(r ledger.Record, v any) error {
 	if err := unmarshal(r.Payload, v); err != nil {
 		return err
 	}
-	return events.Upcast(r.Type, r.Version, v)
+	return events.Upcast(r.Type, r.Version, r.Subjects, v)
 }
 
 func u64(v uint64) []byte {

@@ -38,7 +38,7 @@ func (f *foldLedger) add(fold bool, typ string, subjects []string, payload any) 
 	f.t.Helper()
 	var rec ledger.Record
 	err := f.l.Update(func(tx *boltstore.Tx) error {
-		b, err := ledger.EncodePayload(payload)
+		b, err := ledger.EncodePayload(storedForm(events.CurrentVersion(typ), payload))
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
@@ -13,7 +14,7 @@ import (
 )
 
 const (
-	spThoughts        = "thoughts"         // short(thought number) → seq (uvarint): the thought is its event
+	spThoughts        = "thoughts"         // short(thought number >> thoughtBlockBits) → their seqs: the thought is its event
 	spTaskThoughts    = "task_thoughts"    // chainKey(task number, chain position) → thought number (uvarint)
 	spSessionThoughts = "session_thoughts" // session number ‖ thought number → nothing
 
@@ -31,9 +32,93 @@ type Thought struct {
 }
 
 // The thoughts space keeps of a thought the seq of the event that recorded
-// it, under its number: a thought is immutable and its event holds all of
-// it (hash, time and actor included), so reads find it there by seq. Keys
-// are short numbers (in order, as thoughts are numbered), values uvarints.
+// it: a thought is immutable and its event holds all of it (hash, time and
+// actor included), so reads find it there by seq. The seqs of
+// 1<<thoughtBlockBits consecutive thought numbers share a key, their block
+// number (short), the value a header and one record per number up to the
+// highest one recorded:
+//
+//	1 byte: the records' width w (1 to 8); uvarint base: the least seq;
+//	records: seq - base + 1, little-endian in w bytes; 0: no thought
+//
+// One key per thought took 22 bytes of a thought's ~650 on disk; a block
+// takes about 2 per thought. The bytes depend only on the block's seqs
+// (the least width and base that hold them), so a rebuild stores the same.
+const thoughtBlockBits = 6
+
+// thoughtBlock holds the seqs of a block of the thoughts space by the low
+// bits of the thought number; 0: none.
+type thoughtBlock [1 << thoughtBlockBits]uint64
+
+// decodeThoughts reads a thoughts value; a value that is not a block is
+// ErrDamaged.
+func decodeThoughts(k, v []byte) (thoughtBlock, error) {
+	var b thoughtBlock
+	w, base, recs, err := thoughtsLayout(k, v)
+	if err != nil {
+		return b, err
+	}
+	for i := 0; i*w < len(recs); i++ {
+		if r := leUint(recs[i*w : (i+1)*w]); r != 0 {
+			b[i] = base + r - 1
+		}
+	}
+	return b, nil
+}
+
+// thoughtsLayout splits a thoughts value into its width, base and records.
+func thoughtsLayout(k, v []byte) (w int, base uint64, recs []byte, err error) {
+	if len(v) > 0 {
+		var n int
+		w = int(v[0])
+		if base, n = binary.Uvarint(v[1:]); n > 0 && w >= 1 && w <= 8 {
+			recs = v[1+n:]
+			if len(recs)%w == 0 && len(recs)/w <= 1<<thoughtBlockBits {
+				return w, base, recs, nil
+			}
+		}
+	}
+	return 0, 0, nil, fmt.Errorf("thoughts %x: value %x is not a block of seqs: %w", k, v, boltstore.ErrDamaged)
+}
+
+// encodeThoughts writes a block, its records up to the last thought it
+// holds.
+func encodeThoughts(b *thoughtBlock) []byte {
+	last, base := -1, uint64(0)
+	for i, seq := range b {
+		if seq != 0 {
+			if last < 0 || seq < base {
+				base = seq
+			}
+			last = i
+		}
+	}
+	w := 1
+	for _, seq := range b[:last+1] {
+		if seq != 0 {
+			w = max(w, (bits.Len64(seq-base+1)+7)/8)
+		}
+	}
+	v := binary.AppendUvarint([]byte{byte(w)}, base)
+	for _, seq := range b[:last+1] {
+		r := uint64(0)
+		if seq != 0 {
+			r = seq - base + 1
+		}
+		for j := range w {
+			v = append(v, byte(r>>(8*j)))
+		}
+	}
+	return v
+}
+
+func leUint(b []byte) uint64 {
+	var v uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
 
 // putThought records that thought id was recorded at seq, and returns its
 // number.
@@ -50,32 +135,60 @@ func putThought(f *folder, id string, seq uint64) (uint64, error) {
 		return 0, err
 	}
 	sp.AppendOnly()
-	return n, sp.Put(short(nil, n), binary.AppendUvarint(nil, seq))
+	k := short(nil, n>>thoughtBlockBits)
+	v := sp.Get(k)
+	if next, ok := appendThought(k, v, n, seq); ok { // the usual case
+		return n, sp.Put(k, next)
+	}
+	var b thoughtBlock
+	if v != nil {
+		if b, err = decodeThoughts(k, v); err != nil {
+			return 0, err
+		}
+	}
+	b[n&(1<<thoughtBlockBits-1)] = seq
+	return n, sp.Put(k, encodeThoughts(&b))
+}
+
+// appendThought returns block v with the record of thought n, the one
+// after its last, appended, if the record fits v's width and base: the
+// bytes encodeThoughts would write, without decoding the block. ok is false
+// otherwise (a new block, a wider record, a number out of turn).
+func appendThought(k, v []byte, n, seq uint64) (next []byte, ok bool) {
+	if v == nil {
+		return nil, false
+	}
+	w, base, recs, err := thoughtsLayout(k, v)
+	if err != nil || int(n&(1<<thoughtBlockBits-1)) != len(recs)/w || seq < base || (bits.Len64(seq-base+1)+7)/8 > w {
+		return nil, false
+	}
+	r := seq - base + 1
+	next = append(make([]byte, 0, len(v)+w), v...)
+	for j := range w {
+		next = append(next, byte(r>>(8*j)))
+	}
+	return next, true
 }
 
 // thoughtSeq is the seq that recorded thought number n; ok false if none
-// did. A value that is not a seq is ErrDamaged.
+// did. A value that is not a block of seqs is ErrDamaged.
 func thoughtSeq(tx *boltstore.Tx, n uint64) (seq uint64, ok bool, err error) {
 	sp, err := tx.Space(spThoughts)
 	if err != nil {
 		return 0, false, err
 	}
-	k := short(nil, n)
+	k := short(nil, n>>thoughtBlockBits)
 	v := sp.Get(k)
 	if v == nil {
 		return 0, false, nil
 	}
-	seq, err = thoughtRef(k, v)
-	return seq, err == nil, err
-}
-
-// thoughtRef reads a thoughts entry's seq.
-func thoughtRef(k, v []byte) (uint64, error) {
-	seq, size := binary.Uvarint(v)
-	if size <= 0 || size != len(v) {
-		return 0, fmt.Errorf("thoughts %x: value %x is not a seq: %w", k, v, boltstore.ErrDamaged)
+	w, base, recs, err := thoughtsLayout(k, v)
+	if i := int(n & (1<<thoughtBlockBits - 1)); err == nil && (i+1)*w <= len(recs) {
+		if r := leUint(recs[i*w : (i+1)*w]); r != 0 {
+			return base + r - 1, true, nil
+		}
 	}
-	return seq, nil
+	return 0, false, err
 }
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
@@ -125,7 +238,7 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 // not kept (fastcodec.go).
 func decodeForFold(r ledger.Record, p *events.ThoughtRecorded) error {
 	if tryFast(r.Payload, (*thoughtFoldPayload)(p)) {
-		return events.Upcast(r.Type, r.Version, p)
+		return events.Upcast(r.Type, r.Version, r.Subjects, p)
 	}
 	return decode(r, p)
 }
@@ -289,20 +402,28 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 		return err
 	}
 	return thoughts.Scan(nil, false, func(k, v []byte) (bool, error) {
-		n, rest, ok := readShort(k)
+		bn, rest, ok := readShort(k)
 		if !ok || len(rest) != 0 {
 			return false, fmt.Errorf("thoughts key %x: %w", k, boltstore.ErrDamaged)
 		}
-		seq, err := thoughtRef(k, v)
+		b, err := decodeThoughts(k, v)
 		if err != nil {
 			return false, err
 		}
-		var th Thought
-		th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, n), seq
-		if th, err = thoughtAt(tx, th); err != nil && !errors.Is(err, boltstore.ErrDamaged) {
-			return false, err // a damaged one is listed as in listedThoughts
+		for i, seq := range b {
+			if seq == 0 {
+				continue
+			}
+			var th Thought
+			th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, bn<<thoughtBlockBits+uint64(i)), seq
+			if th, err = thoughtAt(tx, th); err != nil && !errors.Is(err, boltstore.ErrDamaged) {
+				return false, err // a damaged one is listed as in listedThoughts
+			}
+			if !fn(th) {
+				return false, nil
+			}
 		}
-		return fn(th), nil
+		return true, nil
 	})
 }
 

@@ -13,10 +13,12 @@ import (
 // included) for every document was most of the index's cost. The values
 // Flush writes are those the writes of an unbatched Index would have left,
 // so a batched fold and a document-by-document one store the same bytes.
-// Sealed blocks and ids are written through as they change.
+// Sealed blocks and ids are written through as they change; the document
+// table's blocks are kept like the entries.
 type Batch struct {
 	terms map[string]*termEntry // every entry read, all to be written
 	st    *stats                // nil until read
+	docs  map[uint64]*docBlock  // the document table's blocks read, the dirty ones to be written
 
 	// A document's term counts, reused from one document to the next.
 	tf       map[string]uint64
@@ -24,14 +26,14 @@ type Batch struct {
 }
 
 // NewBatch returns an empty batch.
-func NewBatch() *Batch { return &Batch{terms: map[string]*termEntry{}} }
+func NewBatch() *Batch { return &Batch{terms: map[string]*termEntry{}, docs: map[uint64]*docBlock{}} }
 
 // Batched returns the index kept in sp, whose documents docs reads, with
 // its term entries and stats kept in b until b.Flush.
 func Batched(sp Space, docs Docs, b *Batch) *Index { return &Index{sp: sp, docs: docs, batch: b} }
 
-// Flush writes the batch's term entries, in key order, and stats to sp,
-// and empties the batch.
+// Flush writes the batch's term entries, in key order, the blocks of the
+// document table it changed and stats to sp, and empties the batch.
 func (b *Batch) Flush(sp Space) error {
 	if b == nil {
 		return nil
@@ -43,6 +45,14 @@ func (b *Batch) Flush(sp Space) error {
 		}
 	}
 	clear(b.terms)
+	for _, n := range slices.Sorted(maps.Keys(b.docs)) {
+		if db := b.docs[n]; db.dirty {
+			if err := sp.Put(docKey(n), db.v); err != nil {
+				return err
+			}
+		}
+	}
+	clear(b.docs)
 	if b.st != nil {
 		if err := ix.putStats(*b.st); err != nil {
 			return err

@@ -9,16 +9,23 @@ import (
 
 // TestBatchStoresSame: adding and removing documents through a Batch,
 // flushed every few documents, stores exactly the keys and values the
-// unbatched index does, sealed blocks and removals included (the last
-// postings of open blocks too, with documents added after them); and a
-// batched index answers from what it has not flushed yet.
+// unbatched index does, sealed blocks, the document table and removals (by
+// id and by seq) included (the last postings of open blocks too, with
+// documents added after them); and a batched index answers from what it
+// has not flushed yet.
 func TestBatchStoresSame(t *testing.T) {
 	var docs []search.Doc
 	for i := range 450 {
-		docs = append(docs, doc(fmt.Sprintf("F-%04d", i+1), search.Finding, fmt.Sprintf("p%d", i%3), uint64(i+1),
+		id, kind := fmt.Sprintf("F-%04d", i+1), search.Finding
+		if i%3 == 1 {
+			id, kind = fmt.Sprintf("Θ-%04d", i+1), search.Thought
+		}
+		docs = append(docs, doc(id, kind, fmt.Sprintf("p%d", i%3), uint64(i+1),
 			fmt.Sprintf("common word%d shared%d", i, i%7)))
 	}
-	gone := []string{"F-0001", "F-0150", "F-0399", "F-0004", "F-0400"}
+	// Findings by id, thoughts by seq, out of several blocks of the
+	// document table (256 documents each).
+	gone := []search.Doc{docs[0], docs[149], docs[398], docs[3], docs[399], docs[1], docs[130], docs[397]}
 	run := func(ix *search.Index, flush func()) {
 		add := func(docs []search.Doc) {
 			for i, d := range docs {
@@ -31,8 +38,8 @@ func TestBatchStoresSame(t *testing.T) {
 			}
 		}
 		add(docs[:400])
-		for _, id := range gone {
-			if err := ix.Remove(id); err != nil {
+		for _, d := range gone {
+			if err := remove(ix, d); err != nil {
 				t.Fatal(err)
 			}
 		}

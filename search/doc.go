@@ -20,8 +20,9 @@
 //   - Statistics are incremental: Add costs O(terms in the document); Remove
 //     too, plus, per term, a walk back over the keys of its sealed blocks newer
 //     than the document's (none for a recent document), decoding one block;
-//     Search reads only the statistics and postings of the query terms, plus
-//     the events of the hits it returns.
+//     Search reads only the statistics and postings of the query terms, the
+//     document table's blocks of the documents it scores, and the events of
+//     the hits it returns.
 //   - Results are deterministic: equal scores are ordered by seq, newest first,
 //     then by insertion order.
 //
@@ -38,9 +39,11 @@
 //	"s"                          docs, total length, next doc number, next project number
 //	"t" len(term) term           document frequency of term, then its open block of
 //	                             postings (base, block), where new postings go
-//	"p" term 0x00 base(8 bytes)  a sealed block of term's postings (posting.go): doc gap,
-//	                             tf and kind, project when it changes, doc length, seq
-//	                             gap of each
-//	"i" len(id) id               doc number, seq (not for thoughts, never removed by id)
+//	"p" term 0x00 base(8 bytes)  a sealed block of term's postings (posting.go): doc gap
+//	                             and tf of each
+//	"d" block(8 bytes)           a block of the document table (doctable.go): kind,
+//	                             project, length and seq of each document numbered
+//	                             in it, removed or not, in records of one size
+//	"i" len(id) id               doc number (not for thoughts, never removed by id)
 //	"j" project                  project number
 package search

@@ -87,6 +87,7 @@ const (
 	keyPosting = 'p'
 	keyID      = 'i'
 	keyProject = 'j'
+	keyDoc     = 'd'
 )
 
 // blockBytes is the size past which a term's last block of postings is
@@ -201,8 +202,7 @@ func (ix *Index) Add(doc Doc) error {
 		if err != nil {
 			return err
 		}
-		p := posting{tf: tf[t], length: length, kind: doc.Kind, seq: doc.Seq, project: project}
-		if err := ix.appendPosting(t, &e, num, p); err != nil {
+		if err := ix.appendPosting(t, &e, num, tf[t]); err != nil {
 			return fmt.Errorf("add %s: %w", doc.ID, err)
 		}
 		e.df++
@@ -210,8 +210,11 @@ func (ix *Index) Add(doc Doc) error {
 			return err
 		}
 	}
+	if err := ix.addDoc(num, docInfo{seq: doc.Seq, length: length, kind: doc.Kind, project: project}); err != nil {
+		return fmt.Errorf("add %s: %w", doc.ID, err)
+	}
 	if doc.Kind != Thought {
-		if err := ix.sp.Put(idKey, binary.AppendUvarint(binary.AppendUvarint(nil, num), doc.Seq)); err != nil {
+		if err := ix.sp.Put(idKey, binary.AppendUvarint(nil, num)); err != nil {
 			return err
 		}
 	}
@@ -228,19 +231,19 @@ func (ix *Index) Remove(id string) error {
 	if v == nil {
 		return fmt.Errorf("remove %s: %w", id, ErrNotFound)
 	}
-	num, rest, err := uvarint(v)
+	num, _, err := uvarint(v)
 	if err != nil {
 		return fmt.Errorf("remove %s: doc number: %w", id, err)
 	}
-	seq, _, err := uvarint(rest)
-	if err != nil {
-		return fmt.Errorf("remove %s: seq: %w", id, err)
-	}
-	doc, err := ix.doc(seq, id)
+	d, err := ix.docAt(num)
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", id, err)
 	}
-	if err := ix.removeDoc(doc, func(t string, e *termEntry) error { return ix.removePosting(t, e, num) }); err != nil {
+	doc, err := ix.doc(d.seq, id)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", id, err)
+	}
+	if err := ix.removeDoc(doc, num); err != nil {
 		return err
 	}
 	return ix.sp.Delete(idKey)
@@ -248,8 +251,7 @@ func (ix *Index) Remove(id string) error {
 
 // RemoveAt takes the thought recorded at seq out of the index (a thought
 // has no id entry for Remove to find it by). It fails with ErrNotFound if
-// the document recorded at seq is not a thought, and with ErrCorrupt if a
-// term of it has no posting at seq.
+// no document recorded at seq is indexed, or if it is not a thought.
 func (ix *Index) RemoveAt(seq uint64) error {
 	doc, err := ix.doc(seq, "")
 	if err != nil {
@@ -258,12 +260,16 @@ func (ix *Index) RemoveAt(seq uint64) error {
 	if doc.Kind != Thought {
 		return fmt.Errorf("remove seq %d: a %s, not a thought: %w", seq, doc.Kind, ErrNotFound)
 	}
-	return ix.removeDoc(doc, func(t string, e *termEntry) error { return ix.removePostingAt(t, e, seq) })
+	num, err := ix.docBySeq(seq)
+	if err != nil {
+		return fmt.Errorf("remove seq %d: %w", seq, err)
+	}
+	return ix.removeDoc(doc, num)
 }
 
-// removeDoc takes doc's postings out, each with cut, and counts it out of
-// the statistics.
-func (ix *Index) removeDoc(doc Doc, cut func(term string, e *termEntry) error) error {
+// removeDoc takes doc, indexed as doc number num, out: its postings, its
+// entry in the document table (marked removed) and the statistics.
+func (ix *Index) removeDoc(doc Doc, num uint64) error {
 	s, err := ix.stats()
 	if err != nil {
 		return err
@@ -277,13 +283,16 @@ func (ix *Index) removeDoc(doc Doc, cut func(term string, e *termEntry) error) e
 		if e.df == 0 {
 			return fmt.Errorf("remove %s: term %q not indexed: %w", doc.ID, t, ErrCorrupt)
 		}
-		if err := cut(t, &e); err != nil {
+		if err := ix.removePosting(t, &e, num); err != nil {
 			return fmt.Errorf("remove %s: %w", doc.ID, err)
 		}
 		e.df--
 		if err := ix.putTerm(t, e); err != nil {
 			return err
 		}
+	}
+	if err := ix.markRemoved(num); err != nil {
+		return fmt.Errorf("remove %s: %w", doc.ID, err)
 	}
 	s.docs--
 	s.totalLen -= length

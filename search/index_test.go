@@ -1,6 +1,7 @@
 package search_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -178,8 +179,8 @@ func TestThoughtsHaveNoIDEntry(t *testing.T) {
 	if hits, _ := ix.Search("session cookie", search.Filter{}); len(hits) != 0 {
 		t.Errorf("removed thought still matches: %v", ids(hits))
 	}
-	if err := ix.RemoveAt(3); !errors.Is(err, search.ErrCorrupt) {
-		t.Errorf("RemoveAt twice: %v, want ErrCorrupt (no posting left)", err)
+	if err := ix.RemoveAt(3); !errors.Is(err, search.ErrNotFound) {
+		t.Errorf("RemoveAt twice: %v, want ErrNotFound (no document at seq 3 left)", err)
 	}
 	fresh, _ := build(t, slices.Delete(slices.Clone(docs), 2, 3))
 	for _, q := range []string{"test", "clock", "deploy", "grid"} {
@@ -359,8 +360,8 @@ func TestRemoveFromBlocks(t *testing.T) {
 	}
 }
 
-// TestPostingFields: every field a posting codes (kind, project, tf, doc
-// length, seq) reads back as added, whatever changes from one posting to
+// TestPostingFields: every field a posting and the document table code
+// (tf; kind, project, doc length, seq) reads back as added, whatever changes from one posting to
 // the next (projects in runs, seqs far apart, a tf past one byte), and
 // after postings are cut out of sealed and open blocks (the first of a
 // block included) and more are appended: each filter finds what an index
@@ -415,6 +416,94 @@ func TestPostingFields(t *testing.T) {
 			if gone[h.ID] {
 				t.Errorf("filter %+v: removed %s found", f, h.ID)
 			}
+		}
+	}
+}
+
+// TestDamagedIndex: a block of the document table or of postings that does
+// not decode is ErrCorrupt for Search and Remove, never a panic or a wrong
+// answer.
+func TestDamagedIndex(t *testing.T) {
+	var docs []search.Doc
+	for i := range 300 {
+		docs = append(docs, doc(fmt.Sprintf("F-%04d", i+1), search.Finding, "p", uint64(i+1), fmt.Sprintf("common word%d", i)))
+	}
+	cases := []struct {
+		prefix string
+		damage func([]byte) []byte
+	}{
+		{"d", func(v []byte) []byte { return v[:len(v)-1] }},    // cut short (a posting block cut after a whole posting still decodes)
+		{"d", func(v []byte) []byte { return append(v, 0x80) }}, // a varint left open
+		{"p", func(v []byte) []byte { return append(v, 0x80) }},
+		{"d", func(v []byte) []byte { return append([]byte{0xff, 0xff, 0x7f}, v[1:]...) }}, // a head out of range
+		{"p", func(v []byte) []byte { return append([]byte{0x02, 0x01}, v[1:]...) }},       // a tf of 1 written out
+	}
+	for _, c := range cases {
+		ix, sp := build(t, docs)
+		var key []byte
+		sp.Scan([]byte(c.prefix), false, func(k, _ []byte) (bool, error) { key = bytes.Clone(k); return false, nil })
+		if key == nil {
+			t.Fatalf("no %q key", c.prefix)
+		}
+		sp.Put(key, c.damage(bytes.Clone(sp.Get(key))))
+		if _, err := ix.Search("common", search.Filter{Limit: search.MaxLimit}); !errors.Is(err, search.ErrCorrupt) {
+			t.Errorf("%q block damaged: Search: %v, want ErrCorrupt", c.prefix, err)
+		}
+		if err := ix.Remove("F-0002"); !errors.Is(err, search.ErrCorrupt) {
+			t.Errorf("%q block damaged: Remove: %v, want ErrCorrupt", c.prefix, err)
+		}
+	}
+}
+
+// TestDocTableWidens: the document table's records widen as a block needs
+// (project numbers past a byte, lengths past a byte, seqs far apart and
+// falling, so the block's base moves), and every document still reads
+// back as added: its project, its seq (AsOfSeq, the hit's seq) and its
+// length (the score an index of it alone gives).
+func TestDocTableWidens(t *testing.T) {
+	var docs []search.Doc
+	for i := range 300 {
+		seq := uint64(1_000_000_000_000 - i*7919)
+		if i%50 == 0 {
+			seq = uint64(1 + i) // a seq below the block's base so far
+		}
+		docs = append(docs, doc(fmt.Sprintf("Θ-%04d", i), search.Thought, fmt.Sprintf("p%d", i), seq,
+			strings.Repeat("common ", 1+i%3)+strings.Repeat("filler ", i)))
+	}
+	ix, _ := build(t, docs)
+	for _, i := range []int{0, 1, 49, 50, 127, 128, 255, 256, 299} {
+		d := docs[i]
+		hits, err := ix.Search("common", search.Filter{Project: d.Project})
+		if err != nil || len(hits) != 1 || hits[0].ID != d.ID || hits[0].Seq != d.Seq {
+			t.Errorf("project %s: %v (%v), want %s at seq %d", d.Project, hits, err, d.ID, d.Seq)
+		}
+		hits, _ = ix.Search("common", search.Filter{AsOfSeq: d.Seq, Limit: search.MaxLimit})
+		n := 0
+		for _, e := range docs {
+			if e.Seq <= d.Seq {
+				n++
+			}
+		}
+		if len(hits) != min(n, search.MaxLimit) {
+			t.Errorf("as of seq %d: %d hits, want %d", d.Seq, len(hits), min(n, search.MaxLimit))
+		}
+	}
+	// Scores depend on each document's length; an index of the same
+	// documents added in another order (other blocks, other widths) agrees.
+	rev := slices.Clone(docs)
+	slices.Reverse(rev)
+	other, _ := build(t, rev)
+	a, _ := ix.Search("common filler", search.Filter{Limit: search.MaxLimit})
+	b, _ := other.Search("common filler", search.Filter{Limit: search.MaxLimit})
+	if fmt.Sprint(ids(a), scores(a)) != fmt.Sprint(ids(b), scores(b)) {
+		t.Errorf("added in reverse: %v, in order %v", scores(b)[:3], scores(a)[:3])
+	}
+	for _, i := range []int{50, 299, 0} {
+		if err := ix.RemoveAt(docs[i].Seq); err != nil {
+			t.Fatal(err)
+		}
+		if hits, _ := ix.Search("common", search.Filter{Project: docs[i].Project}); len(hits) != 0 {
+			t.Errorf("%s removed, still found", docs[i].ID)
 		}
 	}
 }

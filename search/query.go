@@ -45,8 +45,8 @@ type Hit struct {
 
 // candidate is a document being scored.
 type candidate struct {
-	num, seq uint64
-	score    float64
+	num, seq, length uint64
+	score            float64
 }
 
 // better orders candidates: higher score, then newer seq, then earlier added.
@@ -88,17 +88,19 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	match := func(p posting) bool {
-		return (len(f.Kinds) == 0 || kinds[p.kind]) &&
-			(f.Project == "" || p.project == project) &&
-			(f.AsOfSeq == 0 || p.seq <= f.AsOfSeq)
+	match := func(d docInfo) bool {
+		return (len(f.Kinds) == 0 || kinds[d.kind]) &&
+			(f.Project == "" || d.project == project) &&
+			(f.AsOfSeq == 0 || d.seq <= f.AsOfSeq)
 	}
-	bm25 := func(idf float64, p posting) float64 {
-		tf := float64(p.tf)
-		return idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(p.length)/avgLen))
+	bm25 := func(idf float64, tf, length uint64) float64 {
+		return idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*float64(length)/avgLen))
 	}
-	// slot[doc number] is 1 + the document's index in cands: doc numbers are
-	// dense, so a slice beats a map by the cost of hashing every posting.
+	docs := newDocReader(ix, s.nextDoc)
+	defer docs.release()
+	// slot[doc number] is 1 + the document's index in cands, -1 for a
+	// document the filter leaves out (its record is read once): doc numbers
+	// are dense, so a slice beats a map by the cost of hashing every posting.
 	slot := make([]int32, s.nextDoc)
 	var cands []candidate
 	for _, qt := range qts {
@@ -108,17 +110,27 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 		closed := len(cands) >= k && qt.rest < topK(cands, k)[k-1].score
 		var bad error
 		score := func(base uint64, block []byte) error {
-			err := eachPosting(base, block, func(num uint64, p posting) bool {
-				switch {
-				case num >= uint64(len(slot)):
+			err := eachPosting(base, block, func(num, tf uint64) bool {
+				if num >= uint64(len(slot)) {
 					bad = fmt.Errorf("doc %d: %w", num, ErrCorrupt)
 					return false
-				case closed && slot[num] == 0, !match(p):
-				case slot[num] > 0:
-					cands[slot[num]-1].score += bm25(qt.idf, p)
-				default:
-					cands = append(cands, candidate{num: num, seq: p.seq, score: bm25(qt.idf, p)})
+				}
+				if c := slot[num]; c > 0 { // matched the filter when first seen
+					cands[c-1].score += bm25(qt.idf, tf, cands[c-1].length)
+					return true
+				} else if closed || c < 0 {
+					return true
+				}
+				d, err := docs.get(num)
+				switch {
+				case err != nil:
+					bad = err
+					return false
+				case match(d):
+					cands = append(cands, candidate{num: num, seq: d.seq, length: d.length, score: bm25(qt.idf, tf, d.length)})
 					slot[num] = int32(len(cands))
+				default:
+					slot[num] = -1
 				}
 				return true
 			})

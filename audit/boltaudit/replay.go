@@ -75,7 +75,8 @@ func (rp *Replayer) ReadChunk(end uint64, fn func(ledger.Record) error) error {
 // in it (the 32-byte digests of ledger.Digest) written as lowercase hex, as
 // the hex strings of older payload versions were, and a payload stored as
 // the array of its fields (ledger.Positional) as the object of their
-// names, as the maps of older versions were.
+// names, as the maps of older versions were — with the fields its version
+// leaves to the event's subjects (events.SubjectFieldNames) taken from them.
 type Line struct {
 	Seq            uint64      `json:"seq"`
 	Time           string      `json:"time"`
@@ -101,6 +102,13 @@ func LineOf(r ledger.Record) Line {
 		line.Payload, line.PayloadError = r.Payload, err.Error()
 	} else {
 		if m, ok := ledger.NamedFields(line.Payload, events.PositionalFields(r.Type, r.Version)); ok {
+			for i, name := range events.SubjectFieldNames(r.Type, r.Version) {
+				if i < len(r.Subjects) {
+					m[name] = r.Subjects[i]
+				} else {
+					delete(m, name)
+				}
+			}
 			line.Payload = m
 		}
 		line.Payload = hexBins(line.Payload)

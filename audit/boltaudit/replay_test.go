@@ -140,25 +140,37 @@ func TestLineDigestsAsHex(t *testing.T) {
 	}
 }
 
-// TestLinePositionalPayloads: thought.recorded v2 and tool.called v3 store
-// the array of their fields; replay writes them as the objects of their
-// names older versions stored (empty optional fields absent, a required
-// empty one present), digests in hex.
+// TestLinePositionalPayloads: thought.recorded v2 and v3 and tool.called v3 and v4
+// store the array of their fields; replay writes them as the objects of
+// their names older versions stored (empty optional fields absent, a
+// required empty one present, v3's ids from the subjects, codes as the
+// values they stand for), digests in hex.
 func TestLinePositionalPayloads(t *testing.T) {
 	sum := sha256.Sum256([]byte("prev"))
 	h := hex.EncodeToString(sum[:])
 	for _, c := range []struct {
-		typ     string
-		version uint16
-		payload any
-		want    string
+		typ      string
+		version  uint16
+		subjects []string
+		payload  any
+		want     string
 	}{
-		{events.TypeThoughtRecorded, 2, &events.ThoughtRecorded{ThoughtID: "Θ-0002", TaskID: "T-0001", Type: "analysis",
+		{events.TypeThoughtRecorded, 2, nil, &events.ThoughtRecorded{ThoughtID: "Θ-0002", TaskID: "T-0001", Type: "analysis",
 			Content: "c", PreviousHash: ledger.DigestOf(sum), ChainPosition: 2, Blockers: []string{"b"}},
 			`{"blockers":["b"],"chain_position":2,"content":"c","previous_hash":"` + h + `","task_id":"T-0001","thought_id":"Θ-0002","type":"analysis"}`},
-		{events.TypeThoughtRecorded, 2, &events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "plan", Content: "c", ChainPosition: 1},
+		{events.TypeThoughtRecorded, 2, nil, &events.ThoughtRecorded{ThoughtID: "Θ-0001", TaskID: "T-0001", Type: "plan", Content: "c", ChainPosition: 1},
 			`{"chain_position":1,"content":"c","task_id":"T-0001","thought_id":"Θ-0001","type":"plan"}`},
-		{events.TypeToolCalled, 3, &events.ToolCalled{Tool: "task_get", ArgsSHA256: ledger.DigestOf(sum), Outcome: "OK",
+		// v3 leaves the ids to the subjects; replay shows them as v2 stored them.
+		{events.TypeThoughtRecorded, 3, []string{"Θ-0003", "T-0001", "A-0001"}, &events.ThoughtRecorded{Type: "plan", Content: "c", ChainPosition: 3},
+			`{"chain_position":3,"content":"c","session_id":"A-0001","task_id":"T-0001","thought_id":"Θ-0003","type":"plan"}`},
+		{events.TypeThoughtRecorded, 3, []string{"Θ-0004", "T-0001"}, &events.ThoughtRecorded{Type: "plan", Content: "c", ChainPosition: 4},
+			`{"chain_position":4,"content":"c","task_id":"T-0001","thought_id":"Θ-0004","type":"plan"}`},
+		// v4 stores the tool as a code, v3's type as a code: replay shows names.
+		{events.TypeToolCalled, 4, []string{"T-0001"}, &events.ToolCalled{Tool: "thought_record", Outcome: "OK", Client: "c"},
+			`{"client":"c","duration_us":0,"outcome":"OK","tool":"thought_record"}`},
+		{events.TypeToolCalled, 4, nil, &events.ToolCalled{Tool: "a_tool_of_later", Outcome: "OK"},
+			`{"client":"","duration_us":0,"outcome":"OK","tool":"a_tool_of_later"}`},
+		{events.TypeToolCalled, 3, nil, &events.ToolCalled{Tool: "task_get", ArgsSHA256: ledger.DigestOf(sum), Outcome: "OK",
 			ResultSHA256: ledger.DigestOf(sum), DurationUS: 12, ClientClaim: "cc", Token: ledger.DigestOf(sum)},
 			`{"args_sha256":"` + h + `","client":"","client_claim":"cc","duration_us":12,"outcome":"OK","result_sha256":"` + h + `","token_sha256":"` + h + `","tool":"task_get"}`},
 	} {
@@ -169,7 +181,7 @@ func TestLinePositionalPayloads(t *testing.T) {
 		if b[0]&0xf0 != 0x90 {
 			t.Errorf("%s v%d stored % x, want an array", c.typ, c.version, b)
 		}
-		line := boltaudit.LineOf(ledger.Record{Event: ledger.Event{Type: c.typ, Version: c.version, Payload: b}})
+		line := boltaudit.LineOf(ledger.Record{Event: ledger.Event{Type: c.typ, Version: c.version, Subjects: c.subjects, Payload: b}})
 		out, err := json.Marshal(line.Payload)
 		if err != nil || string(out) != c.want || line.PayloadError != "" {
 			t.Errorf("%s v%d replayed as %s (%v, %q)\nwant %s", c.typ, c.version, out, err, line.PayloadError, c.want)

@@ -88,12 +88,17 @@ func newLedger(t *testing.T) string {
 }
 
 // appendEvent appends one event, folded into the projections if fold.
+// A thought's ids are its subjects, as commands records it (payload v3).
 func appendEvent(tx *boltstore.Tx, typ string, payload any, fold bool) (ledger.Record, error) {
+	var subjects []string
+	if p, ok := payload.(events.ThoughtRecorded); ok {
+		subjects, payload = []string{p.ThoughtID, p.TaskID}, p.SubjectIDs()
+	}
 	b, err := ledger.EncodePayload(payload)
 	if err != nil {
 		return ledger.Record{}, err
 	}
-	r, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "agent", Payload: b})
+	r, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "agent", Subjects: subjects, Payload: b})
 	if err != nil || !fold {
 		return r, err
 	}

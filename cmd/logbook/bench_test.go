@@ -108,6 +108,9 @@ type callGen struct {
 var benchAgents = []string{"claude", "codex", "gemini", "aider"}
 
 func (g *callGen) emit(tx *boltstore.Tx, typ, actor string, subjects []string, payload any) error {
+	if p, ok := payload.(events.ThoughtRecorded); ok {
+		payload = p.SubjectIDs() // its ids are its subjects, as commands records it
+	}
 	b, err := ledger.EncodePayload(payload)
 	if err != nil {
 		return err

@@ -30,6 +30,9 @@ import (
 //	BenchmarkVerify          vs BenchmarkRawBoltScan   (read and SHA-256 every stored record)
 //	proofs and range roots   vs BenchmarkRawBoltGet    (one read: opening the file for it, or in a tx)
 //
+// BenchmarkAppendVsRaw runs the first two pairs alternately, operation by
+// operation, for ratios that a busy machine's noise falls on alike.
+//
 // The large ledgers (benchLedger) are built once and kept in the system's
 // temp directory, keyed by size and format, so repeated runs do not rebuild
 // them.
@@ -128,10 +131,17 @@ func BenchmarkAppendParallel(b *testing.B) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
+	commits := 0 // written by the committer only
+	count := func(tx *Tx) error {
+		if len(tx.appended) == 0 {
+			commits++
+		}
+		return appendBench(tx)
+	}
 	for range 64 {
 		wg.Go(func() {
 			for next.Add(1) <= int64(b.N) {
-				if err := l.Update(appendBench); err != nil {
+				if err := l.Update(count); err != nil {
 					errs <- err
 					return
 				}
@@ -145,6 +155,7 @@ func BenchmarkAppendParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	reportEvents(b, b.N)
+	b.ReportMetric(float64(b.N)/float64(commits), "events/commit")
 }
 
 // BenchmarkAppendShared8: 8 Stores on one file — each its own open file,
@@ -281,6 +292,89 @@ func BenchmarkRawBoltPut64(b *testing.B) {
 	}
 	b.StopTimer()
 	reportEvents(b, b.N)
+}
+
+// BenchmarkAppendVsRaw measures each Append benchmark against its raw
+// bbolt baseline alternately in one benchmark, so that a shared machine's
+// noise (other processes' fsyncs above all) falls on both alike: "1" is
+// BenchmarkAppend against BenchmarkRawBoltPut1, one operation of each in
+// turn; "64" is BenchmarkAppendParallel against BenchmarkRawBoltPut64 in
+// rounds of 1024 events. It reports both rates and the ratio; ns/op is
+// per pair of events (one of each).
+func BenchmarkAppendVsRaw(b *testing.B) {
+	report := func(b *testing.B, spent [2]time.Duration, events int) {
+		a, r := float64(events)/spent[0].Seconds(), float64(events)/spent[1].Seconds()
+		b.ReportMetric(a, "append-ev/s")
+		b.ReportMetric(r, "raw-ev/s")
+		b.ReportMetric(a/r, "ratio")
+	}
+	b.Run("1", func(b *testing.B) {
+		l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		db := openRawBolt(b)
+		rec := make([]byte, benchRecordSize)
+		var spent [2]time.Duration
+		seq := uint64(0)
+		for b.Loop() {
+			seq++
+			start := time.Now()
+			if err := l.Update(appendBench); err != nil {
+				b.Fatal(err)
+			}
+			mid := time.Now()
+			if err := rawPuts(db, rec, seq, 1); err != nil {
+				b.Fatal(err)
+			}
+			spent[0] += mid.Sub(start)
+			spent[1] += time.Since(mid)
+		}
+		report(b, spent, b.N)
+	})
+	b.Run("64", func(b *testing.B) {
+		l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		db := openRawBolt(b)
+		rec := make([]byte, benchRecordSize)
+		const round = 1024
+		var spent [2]time.Duration
+		seq, events := uint64(1), 0
+		for events < b.N {
+			start := time.Now()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			var failed atomic.Pointer[error]
+			for range 64 {
+				wg.Go(func() {
+					for next.Add(1) <= round {
+						if err := l.Update(appendBench); err != nil {
+							failed.Store(&err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if err := failed.Load(); err != nil {
+				b.Fatal(*err)
+			}
+			mid := time.Now()
+			for end := seq + round; seq < end; seq += 64 {
+				if err := rawPuts(db, rec, seq, 64); err != nil {
+					b.Fatal(err)
+				}
+			}
+			spent[0] += mid.Sub(start)
+			spent[1] += time.Since(mid)
+			events += round
+		}
+		report(b, spent, events)
+	})
 }
 
 // benchLedger returns the path of a ledger of size benchEvent events, built

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -41,6 +42,12 @@ const linger = 500 * time.Microsecond
 
 func (l *Store) run() {
 	defer close(l.done)
+	defer func() {
+		// No call commits on the file from now on, the held one included.
+		l.commitMu.Lock()
+		l.open = nil
+		l.commitMu.Unlock()
+	}()
 	batch := make([]*request, 0, l.opts.MaxBatch)
 	for {
 		select {
@@ -93,10 +100,48 @@ func (l *Store) drain(batch []*request) []*request {
 	return batch
 }
 
+// refill drains what waits into batch after a commit that answered
+// calls. Callers answered are runnable but have not had a CPU to queue
+// their next call yet: draining at once would commit the few that had
+// and leave the rest to the commit after, so many concurrent callers
+// alternated between two half-full commits. So, after answering more
+// than one, the committer yields until the callers answered have queued
+// again or a yield brings none (never longer than it takes the runnable
+// goroutines to run). A lone caller (one answered) never waits for it.
+func (l *Store) refill(batch []*request, answered int) []*request {
+	batch = l.drain(batch)
+	want := min(len(batch)+answered, l.opts.MaxBatch) // those waiting and those answered
+	for answered > 1 && len(batch) < want {
+		n := len(batch)
+		runtime.Gosched()
+		if batch = l.drain(batch); len(batch) == n {
+			break
+		}
+	}
+	return batch
+}
+
+// openFile is the file the committer has open and locked: a hold of the
+// shared file, or the held file (Options.Hold). Store.open points to it,
+// under commitMu, for as long as calls may commit on it.
+type openFile struct {
+	db   *bolt.DB
+	file *os.File
+	// info is file's, taken at its first commit: the path must still name
+	// that file at every commit (checkSameFile).
+	info os.FileInfo
+	// start is when this hold began (zero for the held file).
+	start time.Time
+	// broken: a commit on it failed (I/O, or a damaged page): the
+	// committer lets it go and opens the file afresh.
+	broken bool
+}
+
 // session opens the file once and commits batch, then further batches for
 // as long as it may keep the file (keep, idle): a process pays for opening
 // the file once, not once per commit. Meanwhile this process's read
-// transactions use the same open file (share).
+// transactions use the same open file (share), and a call that comes while
+// the committer idles commits on it from its own goroutine (direct).
 func (l *Store) session(batch []*request) {
 	for len(batch) > 0 {
 		opened := false
@@ -104,18 +149,41 @@ func (l *Store) session(batch []*request) {
 			opened = true
 			l.shared.set(db, file)
 			defer l.shared.unset()
-			start := time.Now()
+			l.commitMu.Lock()
+			locked := true
+			o := l.open
+			if l.held == nil {
+				o = &openFile{db: db, file: file, start: time.Now()}
+				l.open = o
+			}
+			o.broken = false
+			defer func() {
+				if !locked {
+					l.commitMu.Lock()
+				}
+				if l.held == nil {
+					l.open = nil
+				}
+				l.commitMu.Unlock()
+			}()
 			for len(batch) > 0 {
-				rest, err := l.commit(db, file, batch)
+				answered := len(batch)
+				rest, err := l.commit(o, batch, true)
+				answered -= len(rest)
 				if batch = rest; err != nil {
 					// The commit itself failed (I/O): start afresh from the
 					// file rather than go on with this handle.
 					return nil
 				}
-				if batch = l.drain(batch); len(batch) == 0 {
-					batch = l.idle(batch, file, start)
+				batch = l.refill(batch, answered)
+				if len(batch) == 0 {
+					locked = false
+					l.commitMu.Unlock()
+					batch = l.idle(batch, o)
+					l.commitMu.Lock()
+					locked = true
 				}
-				if !l.keep(file, start) {
+				if !l.keep(o) {
 					// Let other processes have the file; what is left of
 					// this batch goes in the next session.
 					return nil
@@ -135,25 +203,71 @@ func (l *Store) session(batch []*request) {
 	}
 }
 
-// keep reports whether the committer, holding file since start, may go on
+// direct commits r on the calling goroutine, alone, when the committer has
+// the file open and idles, and no call is queued: a call one at a time
+// then costs no hand-off to the committer goroutine and back (two
+// wake-ups, each some µs on a busy machine). It reports whether r was
+// answered; if not, r goes to the committer as any call.
+func (l *Store) direct(r *request) bool {
+	if len(l.queue) > 0 || !l.commitMu.TryLock() {
+		return false
+	}
+	defer l.commitMu.Unlock()
+	o := l.open
+	if o == nil || o.broken || !l.keep(o) {
+		return false
+	}
+	select {
+	case <-l.quit:
+		return false
+	default:
+	}
+	err := guard(func() error {
+		_, err := l.commit(o, []*request{r}, false)
+		return err
+	})
+	if err != nil {
+		o.broken = true
+	}
+	// A damaged page that panicked before r was answered: the committer
+	// runs r on the file opened afresh, as it does its own batches.
+	return len(r.done) > 0
+}
+
+// keep reports whether the committer, holding o since o.start, may go on
 // committing: for maxHold in any case, then for as long as no other process
-// waits, up to quietHold.
-func (l *Store) keep(file *os.File, start time.Time) bool {
-	held := time.Since(start)
+// waits, up to quietHold; the held file always, unless broken.
+func (l *Store) keep(o *openFile) bool {
+	if o.broken {
+		return false
+	}
+	if l.held != nil {
+		return true
+	}
+	held := time.Since(o.start)
 	if held <= maxHold {
 		return true
 	}
-	return wantSignals && held <= l.quiet && !othersWant(file)
+	return wantSignals && held <= l.quiet && !othersWant(o.file)
 }
 
-// idle waits, holding file since start, for the next call: on Linux until
-// another process waits for the file or quietHold has passed, elsewhere
-// for linger. It returns batch with the calls that came, if any.
-func (l *Store) idle(batch []*request, file *os.File, start time.Time) []*request {
-	if !wantSignals {
-		return l.await(batch, min(linger, maxHold-time.Since(start)))
+// idle waits, holding o since o.start, for the next call: the held file
+// until a call comes or the Store closes; on Linux until another process
+// waits for the file or quietHold has passed, elsewhere for linger. It
+// returns batch with the calls that came, if any.
+func (l *Store) idle(batch []*request, o *openFile) []*request {
+	if l.held != nil {
+		select {
+		case r := <-l.queue:
+			return l.drain(append(batch, r))
+		case <-l.quit:
+			return batch
+		}
 	}
-	for time.Since(start) < l.quiet && !othersWant(file) {
+	if !wantSignals {
+		return l.await(batch, min(linger, maxHold-time.Since(o.start)))
+	}
+	for time.Since(o.start) < l.quiet && !othersWant(o.file) {
 		if batch = l.await(batch, pollWant); len(batch) > 0 {
 			return batch
 		}
@@ -191,12 +305,17 @@ func answerExpired(batch []*request, err error, now time.Time) []*request {
 	return keep
 }
 
-// commit runs the batch in one transaction. A failing fn is answered with its
-// error and the rest run again without it.
-func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*request, err error) {
+// commit runs the batch in one transaction, and with grow the calls that
+// queue while it runs them (so that concurrent callers fill a commit
+// however their calls arrive); it answers the calls it ran and returns
+// those it left for the next commit (it holds the file about maxHold at
+// most). A failing fn is answered with its error and the rest run again
+// without it.
+func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*request, err error) {
 	// The path must still name the file open here: a file renamed away or
 	// deleted after it was opened would take every commit with it.
-	if err := l.checkSameFile(file); err != nil {
+	db := o.db
+	if err := l.checkSameFile(o); err != nil {
 		for _, r := range batch {
 			r.done <- err
 		}
@@ -205,7 +324,7 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 	retries := 0
 	for len(batch) > 0 {
 		failed, ferr := -1, error(nil)
-		ran := len(batch)
+		ran := 0
 		var head ledger.Head
 		ingested := false // whether the catch-up brought events in
 		err := db.Update(func(btx *bolt.Tx) error {
@@ -231,16 +350,20 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 				ingested = tx.head.Seq > before
 			}
 			base := tx.head // what the calls decide against
-			for i, r := range batch {
-				if err := safeRun(r.fn, tx); err != nil {
+			for i := 0; i < len(batch); i++ {
+				if err := safeRun(batch[i].fn, tx); err != nil {
 					failed, ferr = i, err
 					return err
 				}
+				ran = i + 1
 				// However many calls are waiting, one commit holds the
 				// file for about maxHold at most: the rest go in the next.
 				if time.Since(start) > maxHold {
-					ran = i + 1
 					break
+				}
+				if ran == len(batch) && grow {
+					// Calls that came while these ran join this commit.
+					batch = l.drain(batch)
 				}
 			}
 			if replica != nil && len(tx.appended) > 0 {
@@ -268,7 +391,7 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 				// to decide (a node reopened behind starved for 20s in
 				// jetstream's fault test). Its error, if any, is the
 				// next attempt's too.
-				l.catchUp(db)
+				l.catchUp(o)
 			}
 			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(retries, 7))))
 			continue
@@ -288,9 +411,9 @@ func (l *Store) commit(db *bolt.DB, file *os.File, batch []*request) (rest []*re
 
 // catchUp commits, alone, what the replicated log holds past the file's
 // head.
-func (l *Store) catchUp(db *bolt.DB) error {
+func (l *Store) catchUp(o *openFile) error {
 	var head ledger.Head
-	err := db.Update(func(btx *bolt.Tx) error {
+	err := o.db.Update(func(btx *bolt.Tx) error {
 		if err := l.checkFile(btx); err != nil {
 			return err
 		}

@@ -92,20 +92,22 @@ func leafAt(btx *bolt.Tx, seq uint64) ledger.Hash {
 	return h
 }
 
-// checkSameFile checks that the path still names the file open as file:
+// checkSameFile checks that the path still names the file open as o:
 // writing on to a file unlinked or renamed away would lose every event
 // written after. (A Store keeps a file open across commits: held, or for
 // the few milliseconds its calls keep coming.)
-func (l *Store) checkSameFile(file *os.File) error {
+func (l *Store) checkSameFile(o *openFile) error {
 	fi, err := os.Stat(l.path)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrReplaced, l.path, err)
 	}
-	open, err := file.Stat()
-	if err != nil {
-		return fmt.Errorf("stat open ledger: %w", err)
+	if o.info == nil {
+		// An open file's identity (device, inode) never changes.
+		if o.info, err = o.file.Stat(); err != nil {
+			return fmt.Errorf("stat open ledger: %w", err)
+		}
 	}
-	if !os.SameFile(fi, open) {
+	if !os.SameFile(fi, o.info) {
 		return fmt.Errorf("%w: %s is no longer the file this process opened", ErrReplaced, l.path)
 	}
 	return nil

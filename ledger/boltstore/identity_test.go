@@ -54,6 +54,13 @@ func TestWriterRefusesSwappedFile(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
+			// The same file (inode) the writer has open, its bytes now
+			// another ledger's (cp other.db ledger.db): the path still
+			// names the open file, so only checking the ledger in it at
+			// every commit tells.
+			"another ledger copied over it in place": func(t *testing.T, path, _, other string) {
+				copyFile(t, other, path)
+			},
 			"symlink to the older copy": func(t *testing.T, path, older, _ string) {
 				if err := os.Remove(path); err != nil {
 					t.Fatal(err)

@@ -111,7 +111,11 @@ type Store struct {
 	once     sync.Once
 	held     *bolt.DB // with Options.Hold: the file, open for the Store's lifetime
 	heldFile *os.File
-	shared   sharedDB      // otherwise: the file while the committer has it open
+	shared   sharedDB // otherwise: the file while the committer has it open
+	// commitMu is held by whoever commits: the committer, or a call
+	// committing on its own goroutine (direct) while the committer idles.
+	commitMu sync.Mutex
+	open     *openFile     // under commitMu: the file open for commits, if any
 	quiet    time.Duration // quietHold; tests set it
 	opens    atomic.Int64  // files opened, for tests and benchmarks
 	seen     seen          // what this Store last saw of the file, to notice a swap
@@ -262,6 +266,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
 		l.held, l.heldFile = db, file
+		l.open = &openFile{db: db, file: file}
 	}
 	if !opts.ReadOnly {
 		l.queue = make(chan *request, opts.MaxBatch)
@@ -447,6 +452,9 @@ func (l *Store) Update(fn func(*Tx) error) error {
 		return ErrReadOnly
 	}
 	r := &request{fn: fn, done: make(chan error, 1), deadline: time.Now().Add(l.opts.LockTimeout)}
+	if l.direct(r) {
+		return <-r.done
+	}
 	select {
 	case l.queue <- r:
 	case <-l.quit:

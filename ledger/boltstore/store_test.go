@@ -217,7 +217,7 @@ func TestFileIsReleasedAfterCommits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-time.After(time.Minute): // a hang guard, not a timing check
+		case <-time.After(30 * time.Second): // a hang guard, not a timing check
 			t.Fatal("the committer never released the file")
 		}
 		f.Close() // releases the lock
@@ -275,8 +275,27 @@ func TestQueuedCallWaitsForTheLockOnce(t *testing.T) {
 // commit stops taking more once it has held the file for maxHold, so calls
 // that each take longer than that commit one per transaction (and other
 // processes get the file between sessions).
+// The same with the file held, where the first call commits on its own
+// goroutine (direct) and the committer's batch (MaxBatch 3) leaves calls
+// queued, which no commit of one call may take and leave unanswered.
 func TestSlowCallsAreSplitAcrossCommits(t *testing.T) {
-	l := openTest(t)
+	for _, hold := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared", true: "held"}[hold], func(t *testing.T) {
+			opts := Options{Create: true}
+			if hold {
+				opts = Options{Create: true, Hold: true, MaxBatch: 3}
+			}
+			l, err := Open(filepath.Join(t.TempDir(), "ledger.db"), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			slowCallsSplit(t, l)
+		})
+	}
+}
+
+func slowCallsSplit(t *testing.T, l *Store) {
 	const calls = 12
 	var mu sync.Mutex
 	txids := map[int]int{}
@@ -303,11 +322,17 @@ func TestSlowCallsAreSplitAcrossCommits(t *testing.T) {
 			}
 		}()
 	}
-	for len(l.queue) < calls {
+	for len(l.queue) < min(calls, cap(l.queue)) {
 		runtime.Gosched()
 	}
 	close(block)
-	wg.Wait()
+	answered := make(chan struct{})
+	go func() { wg.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("calls taken from the queue were never answered")
+	}
 	for id, n := range txids {
 		if n > 1 {
 			t.Errorf("transaction %d ran %d slow calls; want one each", id, n)
