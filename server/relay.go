@@ -363,6 +363,20 @@ type link struct {
 	pending map[uint64]chan linkResult
 	closing bool // the hub said goodbye, or this process closes: send nothing more
 	dead    bool
+	// heard: when the hub last answered, or calls began to wait for it
+	// (pending became non-empty); see stalled.
+	heard time.Time
+}
+
+// relayStall: a hub that has answered nothing for this long while calls
+// wait for it (stopped, say) is handed no more calls until it answers;
+// they run against the file. A var: tests shorten it.
+var relayStall = 2 * time.Second
+
+// stalled reports whether calls wait for a hub that has not answered for
+// relayStall. l.mu is held.
+func (l *link) stalled() bool {
+	return len(l.pending) > 0 && time.Since(l.heard) > relayStall
 }
 
 type linkResult struct {
@@ -438,12 +452,17 @@ func (l *link) usable() bool {
 func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 	ch := make(chan linkResult, 1)
 	l.mu.Lock()
-	if l.closing || l.dead {
+	if l.closing || l.dead || l.stalled() {
+		// (stalled: a call handed to a stopped hub would wait for
+		// relayAnswerWait and end outcome unknown.)
 		l.mu.Unlock()
 		return commands.Forwarded{}, commands.ErrNotSent
 	}
 	id := l.next
 	l.next++
+	if len(l.pending) == 0 {
+		l.heard = time.Now()
+	}
 	l.pending[id] = ch
 	// A hub that stopped reading (stopped, say) cannot hold this
 	// process's calls up for good: l.mu is held while writing.
@@ -510,6 +529,7 @@ func (l *link) read() {
 		l.mu.Lock()
 		ch := l.pending[id]
 		delete(l.pending, id)
+		l.heard = time.Now()
 		l.mu.Unlock()
 		if ch == nil {
 			err = errFrame

@@ -513,3 +513,37 @@ func TestRelaySlowWelcome(t *testing.T) {
 	}
 	close(release)
 }
+
+// TestRelayStalledHub: while a hub answers nothing (stopped), a follower
+// hands it no more calls: they run against the file, instead of waiting
+// relayAnswerWait to end outcome unknown.
+func TestRelayStalledHub(t *testing.T) {
+	defer func(w, s time.Duration) { relayAnswerWait, relayStall = w, s }(relayAnswerWait, relayStall)
+	relayAnswerWait, relayStall = 5*time.Second, time.Nanosecond
+	db := filepath.Join(t.TempDir(), "l.db")
+	p := startRelayProcess(t, db, "follower", os.Geteuid())
+	p.relay.Close() // it was the hub: the fake one takes its place
+	fakeHub(t, db, func(c *net.UnixConn) { io.Copy(io.Discard, c) }) // reads calls, answers none
+	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
+	defer r.Close()
+	first := make(chan error, 1)
+	go func() {
+		_, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+		first <- err
+	}()
+	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		if l := r.link; l != nil {
+			l.mu.Lock()
+			waiting = len(l.pending) > 0
+			l.mu.Unlock()
+		}
+		r.mu.Unlock()
+	}
+	if _, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"}); !errors.Is(err, commands.ErrNotSent) {
+		t.Errorf("a call while the hub answers nothing: %v, want ErrNotSent", err)
+	}
+	if err := <-first; err == nil || errors.Is(err, commands.ErrNotSent) {
+		t.Errorf("the call the hub never answered: %v, want outcome unknown", err)
+	}
+}
