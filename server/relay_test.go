@@ -522,7 +522,7 @@ func TestRelayStalledHub(t *testing.T) {
 	relayAnswerWait, relayStall = 5*time.Second, time.Nanosecond
 	db := filepath.Join(t.TempDir(), "l.db")
 	p := startRelayProcess(t, db, "follower", os.Geteuid())
-	p.relay.Close() // it was the hub: the fake one takes its place
+	p.relay.Close()                                                  // it was the hub: the fake one takes its place
 	fakeHub(t, db, func(c *net.UnixConn) { io.Copy(io.Discard, c) }) // reads calls, answers none
 	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
 	defer r.Close()
