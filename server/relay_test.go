@@ -522,8 +522,9 @@ func TestRelayStalledHub(t *testing.T) {
 	relayAnswerWait, relayStall = 5*time.Second, time.Nanosecond
 	db := filepath.Join(t.TempDir(), "l.db")
 	p := startRelayProcess(t, db, "follower", os.Geteuid())
-	p.relay.Close()                                                  // it was the hub: the fake one takes its place
-	fakeHub(t, db, func(c *net.UnixConn) { io.Copy(io.Discard, c) }) // reads calls, answers none
+	p.relay.Close() // it was the hub: the fake one takes its place
+	// The fake reads calls and answers none.
+	fakeHub(t, db, func(c *net.UnixConn) { io.Copy(io.Discard, c) })
 	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
 	defer r.Close()
 	first := make(chan error, 1)
