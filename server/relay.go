@@ -89,8 +89,9 @@ var relayAnswerWait = time.Minute
 var maxRelayConns = 512
 
 // maxConnHeld bounds the bytes of one connection's calls read and not yet
-// answered, as mcp bounds a stdio session's (16 MiB): past it the hub
-// reads nothing more from that follower until answers go out.
+// answered (each counted as at least 4 KiB), as mcp bounds a stdio
+// session's (16 MiB): past it the hub reads nothing more from that
+// follower until answers go out.
 const maxConnHeld = 16 << 20
 
 // Frame kinds: a frame is a 4-byte big-endian length, a kind byte and the
@@ -701,11 +702,14 @@ func (h *hub) serve(c *net.UnixConn) {
 			h.r.log.Warn("relay: malformed call", "err", err)
 			return
 		}
-		held.Acquire(context.Background(), int64(len(b))) // len(b) <= maxCallFrame < maxConnHeld
+		// A call counts at least 4 KiB: tiny frames cannot pile up a
+		// million goroutines (at most 4,096 calls wait per connection).
+		cost := int64(max(len(b), 4<<10)) // <= maxCallFrame < maxConnHeld
+		held.Acquire(context.Background(), cost)
 		calls.Add(1)
 		go func() {
 			defer calls.Done()
-			defer held.Release(int64(len(b)))
+			defer held.Release(cost)
 			reply, stillFirst := h.run(guest, name, rest, client, first)
 			if err := hc.write(frameReply, idFirst(id, stillFirst), reply); err != nil {
 				h.r.log.Debug("relay: a follower went away before its answer", "err", err)
