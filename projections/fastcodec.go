@@ -643,7 +643,7 @@ func encodeTask(t *Task) []byte {
 			n++
 		}
 	}
-	w := mw{b: make([]byte, 0, 192+len(t.Title)+len(t.Description))}
+	w := mw{b: make([]byte, 0, 384+len(t.Title)+len(t.Description))}
 	w.mapLen(n)
 	field := func(name string) { w.str(name) }
 	field("task_id")

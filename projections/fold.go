@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -28,6 +29,7 @@ type folder struct {
 	// Batch folders only (nil maps otherwise): decoded records, and the
 	// numbers of those changed since the last flush.
 	tasks         map[uint64]*Task
+	carried       map[uint64]*Task // a Refold's: the chunk before's tasks, as stored
 	sessions      map[uint64]*Session
 	dirtyTasks    map[uint64]bool
 	dirtySessions map[uint64]bool
@@ -36,11 +38,26 @@ type folder struct {
 
 	lump *lump                 // the index's lumps (knowledge.go), once loaded
 	puts map[string]*putBuffer // by space: the spaces the fold only writes
+	// The id counters (meta keys) read so far, and those changed since
+	// the last flush: a batch bumps one for nearly every event.
+	counters      map[string]uint64
+	dirtyCounters map[string]bool
+	projects      map[string]*Project // by name, and those changed
+	dirtyProjects map[string]bool
+	// reRecorded: a thought of this batch has an id not above every
+	// earlier one (recorded again, or out of order), so whether a thought
+	// of the batch is still the one its id names is looked up
+	// (replacedThought) rather than known.
+	reRecorded bool
 
 	// Every folder: the spaces looked up so far (a fold asks for a few
 	// spaces for every event, and nothing moves them during a fold), and
 	// the numbers of the open sessions, in order, once read (every event
 	// is offered to them).
+	// What was prepared of the records being folded and of those folded
+	// just before them (Prepare), if anything.
+	pre, prePrev *Prepared
+
 	spaces    map[string]*boltstore.Space
 	open      []uint64
 	openKnown bool
@@ -54,6 +71,8 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event f
 		f.sessions, f.dirtySessions = map[uint64]*Session{}, map[uint64]bool{}
 		f.indexBuf, f.indexBatch = newWriteBuffer(), search.NewBatch()
 		f.puts = map[string]*putBuffer{}
+		f.counters, f.dirtyCounters = map[string]uint64{}, map[string]bool{}
+		f.projects, f.dirtyProjects = map[string]*Project{}, map[string]bool{}
 	}
 	return f
 }
@@ -70,20 +89,51 @@ func (f *folder) space(name string) (*boltstore.Space, error) {
 	return sp, err
 }
 
-// seenNumber records that id number n of the counter key is taken.
+// counter is the highest id number of the counter key seen so far (in a
+// batch, as the batch left it).
+func (f *folder) counter(key string) (uint64, error) {
+	if v, ok := f.counters[key]; ok {
+		return v, nil
+	}
+	meta, err := f.space(spMeta)
+	if err != nil {
+		return 0, err
+	}
+	v := getU64(meta, key)
+	if f.counters != nil {
+		f.counters[key] = v
+	}
+	return v, nil
+}
+
+// seenNumber records that id number n of the counter key is taken (in a
+// batch, written at flush).
 func (f *folder) seenNumber(key string, n uint64) error {
+	v, err := f.counter(key)
+	if err != nil || n <= v {
+		return err
+	}
+	if f.counters != nil {
+		f.counters[key], f.dirtyCounters[key] = n, true
+		return nil
+	}
 	meta, err := f.space(spMeta)
 	if err != nil {
 		return err
 	}
-	if n > getU64(meta, key) {
-		return putU64(meta, key, n)
-	}
-	return nil
+	return putU64(meta, key, n)
 }
 
 // task returns task number n; ok is false if there is none.
-func (f *folder) task(n uint64) (*Task, bool, error) { return load(f, f.tasks, spTasks, n) }
+func (f *folder) task(n uint64) (*Task, bool, error) {
+	if t, ok := f.carried[n]; ok {
+		delete(f.carried, n)
+		if _, mine := f.tasks[n]; !mine {
+			f.tasks[n] = t // as stored: the chunk before wrote it
+		}
+	}
+	return load(f, f.tasks, spTasks, n)
+}
 
 // load returns record number n of space, from cache if it holds it (a
 // batch folder's), else decoded and then kept there; ok is false if there
@@ -135,11 +185,36 @@ func (f *folder) setSession(n uint64, s *Session) error {
 
 // flush writes back what a batch changed, in key order.
 func (f *folder) flush() error {
+	if len(f.dirtyCounters) > 0 {
+		meta, err := f.space(spMeta)
+		if err != nil {
+			return err
+		}
+		for _, key := range slices.Sorted(maps.Keys(f.dirtyCounters)) {
+			if err := putU64(meta, key, f.counters[key]); err != nil {
+				return err
+			}
+		}
+		clear(f.dirtyCounters)
+	}
+	if len(f.dirtyProjects) > 0 {
+		projects, err := f.space(spProjects)
+		if err != nil {
+			return err
+		}
+		for _, name := range slices.Sorted(maps.Keys(f.dirtyProjects)) {
+			if err := putRecord(projects, []byte(name), f.projects[name]); err != nil {
+				return err
+			}
+		}
+		clear(f.dirtyProjects)
+	}
 	if len(f.dirtyTasks) > 0 {
 		tasks, err := f.tx.Space(spTasks)
 		if err != nil {
 			return err
 		}
+		tasks.AppendOnly() // in key order, as writeOnly's batches
 		for _, n := range slices.Sorted(maps.Keys(f.dirtyTasks)) {
 			if err := putRecord(tasks, u64(n), f.tasks[n]); err != nil {
 				return err
@@ -250,7 +325,12 @@ func (f *folder) writeOnly(space string, appendOnly bool) (putter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if appendOnly {
+	if appendOnly || f.puts != nil {
+		// A batch writes the space's keys in key order at flush, as an
+		// append-only space's grow: its pages are packed full too, so
+		// each commit of a rebuild or a refold rewrites fewer (the pages
+		// of the recent tasks' events, taken again every commit, were
+		// split half empty; 29% fewer page writes in a 1M-event verify).
 		sp.AppendOnly()
 	}
 	if f.puts == nil {
@@ -273,7 +353,12 @@ type putBuffer struct {
 	slab []byte // the keys and values, many to an allocation
 }
 
-type bufferedPut struct{ key, value []byte }
+// bufferedPut is one put, and how many were made before it (the later of
+// two puts of a key is put last).
+type bufferedPut struct {
+	key, value []byte
+	n          int
+}
 
 func (p *putBuffer) Put(key, value []byte) error {
 	if n := len(key) + len(value); p.slab == nil || cap(p.slab)-len(p.slab) < n {
@@ -283,12 +368,19 @@ func (p *putBuffer) Put(key, value []byte) error {
 	p.slab = append(append(p.slab, key...), value...)
 	k := p.slab[start : start+len(key) : start+len(key)]
 	v := p.slab[start+len(key) : len(p.slab) : len(p.slab)]
-	p.kvs = append(p.kvs, bufferedPut{k, v})
+	p.kvs = append(p.kvs, bufferedPut{k, v, len(p.kvs)})
 	return nil
 }
 
 func (p *putBuffer) flush() error {
-	slices.SortStableFunc(p.kvs, func(a, b bufferedPut) int { return bytes.Compare(a.key, b.key) })
+	// Not a stable sort (which took a tenth of a refold's fold): the
+	// order of the puts breaks the ties.
+	slices.SortFunc(p.kvs, func(a, b bufferedPut) int {
+		if c := bytes.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.n, b.n)
+	})
 	for _, kv := range p.kvs {
 		if err := p.sp.Put(kv.key, kv.value); err != nil {
 			return err

@@ -156,6 +156,13 @@ func history(t *testing.T, l *boltstore.Store, tasks int) {
 // batch records, and returns the scratch ledger.
 func refold(t *testing.T, src *boltstore.Store, batch int) *boltstore.Store {
 	t.Helper()
+	return refoldWith(t, src, batch, false)
+}
+
+// refoldWith is refold, if prepare with a Refold of each batch Prepared
+// ahead (as verify's refold does).
+func refoldWith(t *testing.T, src *boltstore.Store, batch int, prepare bool) *boltstore.Store {
+	t.Helper()
 	scratch := openFolded(t)
 	var recs []ledger.Record
 	roots := map[uint64]ledger.Hash{}
@@ -175,9 +182,15 @@ func refold(t *testing.T, src *boltstore.Store, batch int) *boltstore.Store {
 		}
 		return all[seq-1], nil
 	}
+	var rf projections.Refold
 	for len(recs) > 0 {
 		n := min(batch, len(recs))
-		if err := scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root, event) }); err != nil {
+		fold := func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root, event) }
+		if prepare {
+			p := projections.Prepare(recs[:n])
+			fold = func(tx *boltstore.Tx) error { return rf.Fold(tx, p, root, event) }
+		}
+		if err := scratch.Update(fold); err != nil {
 			t.Fatal(err)
 		}
 		recs = recs[n:]
@@ -489,6 +502,82 @@ func TestThoughtRecordedTwiceAcrossLumps(t *testing.T) {
 			check("rebuilt")
 			if got := fingerprintOf(t, l); got != live {
 				t.Errorf("rebuilt fingerprint %x, live %x", got, live)
+			}
+		})
+	}
+}
+
+// TestPreparedFoldEqualsFold: a Refold given what Prepare worked out ahead
+// (as verify's refold and a rebuild's catch-up are, from another
+// goroutine) stores exactly the projections of a fold of the records
+// alone, and of the live fold: in batches of any size, at any lump size,
+// with thought ids recorded again, out of order, and with words repeated.
+// A catch-up long enough to prepare beside folding (a rebuild) gives them
+// too.
+func TestPreparedFoldEqualsFold(t *testing.T) {
+	for _, lump := range []uint64{1, 3, 16} {
+		t.Run(fmt.Sprint("lump ", lump), func(t *testing.T) {
+			defer projections.SetIndexLump(lump)()
+			l := openFolded(t)
+			history(t, l, 3)
+			err := l.Update(func(tx *boltstore.Tx) error {
+				add := func(typ string, subjects []string, payload any) error {
+					b, err := ledger.EncodePayload(storedForm(events.CurrentVersion(typ), payload))
+					if err != nil {
+						return err
+					}
+					r, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
+					if err != nil {
+						return err
+					}
+					return projections.Apply(tx, r)
+				}
+				status := "in_progress"
+				for i := uint64(10); i < 400; i++ {
+					task := domain.FormatID(domain.TaskPrefix, i/3)
+					if i%3 == 0 {
+						if err := add(events.TypeTaskCreated, []string{task}, events.TaskCreated{TaskID: task, Project: fmt.Sprint("p", i%4),
+							Sequence: i, Title: "t", Priority: "normal", Labels: []string{"x"}, Assignee: "a"}); err != nil {
+							return err
+						}
+					}
+					// Ids above every earlier one, but now and then one
+					// recorded again, or one below the highest.
+					th := i
+					switch i % 50 {
+					case 17:
+						th = i - 5
+					case 33:
+						th = 5000 + i
+					}
+					id := domain.FormatID(domain.ThoughtPrefix, th)
+					err := errorsJoin(
+						add(events.TypeThoughtRecorded, []string{id, task}, events.ThoughtRecorded{ThoughtID: id, TaskID: task, Type: "plan",
+							Content: fmt.Sprintf("plan plan step%d of the walrus_migration TestCheckout %d", i%7, i), Blockers: []string{"b", fmt.Sprint("waits on ", i%5)},
+							ChainPosition: i}),
+						add(events.TypeTaskUpdated, []string{task}, events.TaskUpdated{TaskID: task, Status: &status}),
+						add(projections.TypeToolCalled, []string{task}, projections.ToolCalled{Tool: "thought_record", Outcome: "OK"}),
+					)
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := fingerprintOf(t, l)
+			for _, batch := range []int{13, 5000} {
+				for _, prepare := range []bool{false, true} {
+					if got := fingerprintOf(t, refoldWith(t, l, batch, prepare)); got != live {
+						t.Errorf("batches of %d, prepared %v: fingerprint %x, live %x", batch, prepare, got, live)
+					}
+				}
+			}
+			rebuild(t, l, 0)
+			if got := fingerprintOf(t, l); got != live {
+				t.Errorf("rebuilt: fingerprint %x, live %x", got, live)
 			}
 		})
 	}

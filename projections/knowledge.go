@@ -305,17 +305,21 @@ func indexEvent(f *folder, r ledger.Record) error {
 	switch r.Type {
 	case events.TypeThoughtRecorded:
 		var p events.ThoughtRecorded
-		if err := decodeForFold(r, &p); err != nil {
+		if err := payloadOf(f, r, &p, decodeForFold); err != nil {
 			return err
 		}
-		if replaced, err := replacedThought(f.tx, p.ThoughtID, r.Seq); err != nil || replaced {
+		if replaced, err := f.replacedThought(p.ThoughtID, r.Seq); err != nil || replaced {
 			return err // a later thought of its id is indexed in its place (unindexThought)
 		}
 		project, err := f.taskProject(p.TaskID)
 		if err != nil {
 			return err
 		}
-		return f.index(thoughtDoc(r, &p, project))
+		doc := thoughtDoc(r, &p, project)
+		if pr := f.prepared(r.Seq); pr != nil {
+			doc.Counts = pr.counts // counted ahead (nil: Add counts them)
+		}
+		return f.index(doc)
 	case events.TypeFindingRecorded:
 		var p events.FindingRecorded
 		if err := decode(r, &p); err != nil {

@@ -122,7 +122,15 @@ func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 		return f.apply(r)
 	}
 	if end-applied > 2*decodeBatch {
-		err = scanDecoded(tx, applied+1, end, fold)
+		err = scanDecoded(tx, applied+1, end, func(p *Prepared) error {
+			f.prePrev, f.pre = f.pre, p
+			for _, r := range p.Recs {
+				if err := fold(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	} else {
 		err = tx.Scan(applied+1, end, fold)
 	}
@@ -173,25 +181,58 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 // it reads a document it takes out (a superseded learning, a replaced
 // memory version) from its event.
 func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
+	_, err := foldPrepared(tx, &Prepared{Recs: recs}, root, event, nil)
+	return err
+}
+
+// A Refold folds a log, chunk after chunk, into projections that nothing
+// else writes (a verifier's scratch file), with what Prepare worked out of
+// each chunk ahead: each chunk starts from the tasks the one before it
+// left, decoded as it wrote them, rather than decoding them again (a chunk
+// touches the same few hundred recent tasks as the one before). It keeps
+// the tasks of one chunk. The zero value is ready; after an error, or a
+// transaction that did not commit, Reset it.
+type Refold struct{ tasks map[uint64]*Task }
+
+// Fold is Fold of p.Recs, with what Prepare worked out of them.
+func (rf *Refold) Fold(tx *boltstore.Tx, p *Prepared, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
+	carried := rf.tasks
+	rf.tasks = nil
+	tasks, err := foldPrepared(tx, p, root, event, carried)
+	if err == nil {
+		rf.tasks = tasks
+	}
+	return err
+}
+
+// Reset forgets the tasks carried: the next chunk reads them as stored.
+func (rf *Refold) Reset() { rf.tasks = nil }
+
+// foldPrepared is Fold of p.Recs with what was prepared of them, taking a
+// task from carried (as stored) rather than decoding it; it returns the
+// tasks it folded, as it stored them.
+func foldPrepared(tx *boltstore.Tx, p *Prepared, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error),
+	carried map[uint64]*Task) (map[uint64]*Task, error) {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	applied := getU64(meta, keyApplied)
 	f := newFolder(tx, root, event, true)
-	for _, r := range recs {
+	f.pre, f.carried = p, carried
+	for _, r := range p.Recs {
 		if applied+1 != r.Seq {
-			return fmt.Errorf("fold seq %d: projections are at seq %d", r.Seq, applied)
+			return nil, fmt.Errorf("fold seq %d: projections are at seq %d", r.Seq, applied)
 		}
 		if err := f.apply(r); err != nil {
-			return err
+			return nil, err
 		}
 		applied = r.Seq
 	}
 	if err := f.flush(); err != nil {
-		return err
+		return nil, err
 	}
-	return putU64(meta, keyApplied, applied)
+	return f.tasks, putU64(meta, keyApplied, applied)
 }
 
 // apply dispatches on the event type, then offers the record to every open

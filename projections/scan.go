@@ -10,15 +10,18 @@ import (
 // decodeBatch is how many events scanDecoded hands to its decoder at a time.
 const decodeBatch = 512
 
-// scanDecoded is tx.Scan with the decoding (and hashing) of each event done
-// by another goroutine, one batch ahead of fn: a rebuild folds on one core
-// while the next events are decoded on another. The transaction is used by
-// the calling goroutine only; the decoder gets copies of the stored bytes.
-// fn sees the records in order, exactly as tx.Scan would give them.
-func scanDecoded(tx *boltstore.Tx, begin, end uint64, fn func(ledger.Record) error) error {
+// scanDecoded is tx.Scan with the decoding (and hashing) of each event,
+// and what folding it needs of it alone (Prepare), done by another
+// goroutine, one batch ahead of fn: a rebuild folds on one core while the
+// next events are decoded on another. The transaction is used by the
+// calling goroutine only; the decoder gets copies of the stored bytes. fn
+// sees the records in order, exactly as tx.Scan would give them, a batch
+// at a time.
+func scanDecoded(tx *boltstore.Tx, begin, end uint64, fn func(*Prepared) error) error {
 	type decoded struct {
 		recs []ledger.Record
 		err  error
+		pre  *Prepared
 	}
 	in := make(chan [][]byte)
 	out := make(chan decoded, 1)
@@ -34,6 +37,7 @@ func scanDecoded(tx *boltstore.Tx, begin, end uint64, fn func(ledger.Record) err
 				}
 				d.recs = append(d.recs, r)
 			}
+			d.pre = Prepare(d.recs)
 			out <- d
 		}
 	}()
@@ -43,14 +47,18 @@ func scanDecoded(tx *boltstore.Tx, begin, end uint64, fn func(ledger.Record) err
 	apply := func() error {
 		d := <-out
 		inflight = false
-		for _, r := range d.recs {
+		for i, r := range d.recs {
 			if r.Seq != want {
+				d.pre.Recs = d.recs[:i]
+				if err := fn(d.pre); err != nil {
+					return err
+				}
 				return fmt.Errorf("event %d: stored at %d: %w", r.Seq, want, ledger.ErrMalformed)
 			}
 			want++
-			if err := fn(r); err != nil {
-				return err
-			}
+		}
+		if err := fn(d.pre); err != nil {
+			return err
 		}
 		if d.err != nil {
 			return fmt.Errorf("event %d: %w", want, d.err)

@@ -114,10 +114,12 @@ func set[T any](dst *T, v *T) {
 
 func applyTaskCreated(f *folder, r ledger.Record) error {
 	tx := f.tx
-	t := new(Task)
-	if err := foldTask(t, r); err != nil {
+	var c events.TaskCreated
+	if err := payloadOf(f, r, &c, decodeAny); err != nil {
 		return err
 	}
+	t := new(Task)
+	foldTaskCreated(t, r, &c)
 	n, ok := domain.ParseID(domain.TaskPrefix, t.ID)
 	if !ok {
 		return fmt.Errorf("bad task id %q", t.ID)
@@ -125,16 +127,7 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 	if err := f.seenNumber(counterTask, n); err != nil {
 		return err
 	}
-	projects, err := tx.Space(spProjects)
-	if err != nil {
-		return err
-	}
-	var p Project
-	if _, err := getRecord(projects, []byte(t.Project), &p); err != nil {
-		return err
-	}
-	p.Name, p.Tasks = t.Project, p.Tasks+1
-	if err := putRecord(projects, []byte(t.Project), &p); err != nil {
+	if err := f.countTask(t.Project); err != nil {
 		return err
 	}
 	if t.ParentID != "" {
@@ -152,7 +145,7 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 
 func applyTaskUpdated(f *folder, r ledger.Record) error {
 	var p events.TaskUpdated
-	if err := decode(r, &p); err != nil {
+	if err := payloadOf(f, r, &p, decodeAny); err != nil {
 		return err
 	}
 	n, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
@@ -162,6 +155,32 @@ func applyTaskUpdated(f *folder, r ledger.Record) error {
 	}
 	foldTaskUpdated(t, r, &p)
 	return putTask(f, n, t, r.Seq)
+}
+
+// countTask counts a new task in its project's counters (in a batch, kept
+// decoded and written at flush: a few projects take every task).
+func (f *folder) countTask(project string) error {
+	p, ok := f.projects[project]
+	if !ok {
+		projects, err := f.space(spProjects)
+		if err != nil {
+			return err
+		}
+		p = new(Project)
+		if _, err := getRecord(projects, []byte(project), p); err != nil {
+			return err
+		}
+	}
+	p.Name, p.Tasks = project, p.Tasks+1
+	if f.projects != nil {
+		f.projects[project], f.dirtyProjects[project] = p, true
+		return nil
+	}
+	projects, err := f.space(spProjects)
+	if err != nil {
+		return err
+	}
+	return putRecord(projects, []byte(project), p)
 }
 
 // putTask stores t and indexes seq as one of its events.

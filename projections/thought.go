@@ -193,7 +193,7 @@ func thoughtSeq(tx *boltstore.Tx, n uint64) (seq uint64, ok bool, err error) {
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
 	var p events.ThoughtRecorded
-	if err := decodeForFold(r, &p); err != nil {
+	if err := payloadOf(f, r, &p, decodeForFold); err != nil {
 		return err
 	}
 	if err := f.unindexThought(p.ThoughtID); err != nil {
@@ -254,10 +254,11 @@ func decodeForFold(r ledger.Record, p *events.ThoughtRecorded) error {
 // thought the thoughts space no longer names).
 func (f *folder) unindexThought(id string) error {
 	n, valid := domain.ParseID(domain.ThoughtPrefix, id)
-	meta, err := f.tx.Space(spMeta)
-	if err != nil || !valid || n > getU64(meta, counterThought) {
+	highest, err := f.counter(counterThought)
+	if err != nil || !valid || n > highest {
 		return err
 	}
+	f.reRecorded = true
 	seq, ok, err := thoughtSeq(f.tx, n)
 	if err != nil || !ok {
 		return err
@@ -274,7 +275,17 @@ func (f *folder) unindexThought(id string) error {
 }
 
 // replacedThought reports whether the thought recorded at seq is no longer
-// the one its id names: a later event recorded that id again.
+// the one its id names: a later event recorded that id again. A batch
+// knows it was not for a thought it folded itself while every thought id
+// it folded was above all before it (unindexThought).
+func (f *folder) replacedThought(id string, seq uint64) (bool, error) {
+	if f.puts != nil && f.first != 0 && seq >= f.first && !f.reRecorded {
+		return false, nil
+	}
+	return replacedThought(f.tx, id, seq)
+}
+
+// replacedThought is folder.replacedThought looked up in tx.
 func replacedThought(tx *boltstore.Tx, id string, seq uint64) (bool, error) {
 	n, valid := domain.ParseID(domain.ThoughtPrefix, id)
 	if !valid {
@@ -287,7 +298,12 @@ func replacedThought(tx *boltstore.Tx, id string, seq uint64) (bool, error) {
 // thoughtDoc is what the knowledge index holds of a thought.
 func thoughtDoc(r ledger.Record, p *events.ThoughtRecorded, project string) search.Doc {
 	return search.Doc{ID: p.ThoughtID, Kind: search.Thought, Project: project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash,
-		Fields: []search.Field{{Name: "content", Text: p.Content}, {Name: "blockers", Text: joinLines(p.Blockers)}}}
+		Fields: thoughtTexts(p)}
+}
+
+// thoughtTexts are the texts of a thought the knowledge index holds.
+func thoughtTexts(p *events.ThoughtRecorded) []search.Field {
+	return []search.Field{{Name: "content", Text: p.Content}, {Name: "blockers", Text: joinLines(p.Blockers)}}
 }
 
 // thoughtByNumber reads thought number n; known is what the caller knows of

@@ -21,8 +21,8 @@ type Batch struct {
 	docs  map[uint64]*docBlock  // the document table's blocks read, the dirty ones to be written
 
 	// A document's term counts, reused from one document to the next.
-	tf       map[string]uint64
-	termList []string
+	counts Counts
+	all    []string
 }
 
 // NewBatch returns an empty batch.

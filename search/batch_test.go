@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/logbook-dev/logbook/search"
@@ -83,4 +84,61 @@ func dump(sp *memSpace) string {
 		return true, nil
 	})
 	return s
+}
+
+// TestCountedAheadStoresSame: documents handed to Add with their terms
+// counted ahead (a Counter, as a fold that prepares documents on another
+// goroutine does, or CountTerms) store exactly what documents Add counts
+// itself store, batched or not; and the counts are those of the text:
+// distinct terms in byte order, each with how often it occurs.
+func TestCountedAheadStoresSame(t *testing.T) {
+	var docs []search.Doc
+	for i := range 300 {
+		d := doc(fmt.Sprintf("F-%04d", i+1), search.Finding, "p", uint64(i+1),
+			fmt.Sprintf("retry retry the upload%d go.mod TestCheckout retry %d", i%5, i))
+		d.Fields = append(d.Fields, search.Field{Name: "more", Text: fmt.Sprint("upload", i%5, " walrus")})
+		docs = append(docs, d)
+	}
+	add := func(ix *search.Index, docs []search.Doc) {
+		for _, d := range docs {
+			if err := ix.Add(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	plain := newMemSpace()
+	add(search.New(plain, docsOf(docs)), docs)
+	var c search.Counter
+	counted := slices.Clone(docs)
+	for i := range counted {
+		n := c.Count(counted[i].Fields)
+		if i%2 == 1 {
+			n = *search.CountTerms(counted[i].Fields)
+		}
+		counted[i].Counts = &n
+	}
+	first := counted[0].Counts
+	want := search.Counts{Terms: []string{"0", "checkout", "go", "go.mod", "mod", "retri", "test", "testcheckout", "upload0", "walrus"},
+		Freqs: []uint64{1, 1, 1, 1, 1, 3, 1, 1, 2, 1}, Length: 13}
+	if fmt.Sprint(*first) != fmt.Sprint(want) {
+		t.Errorf("counts %v, want %v", *first, want)
+	}
+	for _, batched := range []bool{false, true} {
+		sp := newMemSpace()
+		if batched {
+			b := search.NewBatch()
+			add(search.Batched(sp, docsOf(docs), b), counted)
+			if err := b.Flush(sp); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			add(search.New(sp, docsOf(docs)), counted)
+		}
+		if got, want := dump(sp), dump(plain); got != want {
+			t.Errorf("batched %v: counted ahead stores\n%.300s\ncounted by Add\n%.300s", batched, got, want)
+		}
+	}
+	if fmt.Sprint(*first) != fmt.Sprint(want) {
+		t.Errorf("the counts changed after the Counter counted more: %v", *first)
+	}
 }

@@ -65,6 +65,9 @@ type Doc struct {
 	Seq     uint64
 	Hash    [32]byte
 	Fields  []Field
+	// Counts, if set, are CountTerms(Fields), counted ahead by the
+	// caller; Add counts them itself otherwise.
+	Counts *Counts
 }
 
 // Docs returns the document recorded by the ledger event at seq, as it was
@@ -142,32 +145,90 @@ func (ix *Index) putStats(s stats) error {
 	return ix.sp.Put([]byte{keyStats}, b)
 }
 
-// termFreqs counts the terms of a document's fields and returns them in byte
-// order (so the writes, and their bytes, do not depend on map order) with the
-// document's length in terms. In a batch it reuses the batch's map and
-// slice, valid until the next call.
-func (ix *Index) termFreqs(fields []Field) (terms []string, tf map[string]uint64, length uint64) {
-	if b := ix.batch; b != nil {
-		if b.tf == nil {
-			b.tf = map[string]uint64{}
-		}
-		clear(b.tf)
-		tf, terms = b.tf, b.termList[:0]
-		defer func() { b.termList = terms }()
-	} else {
-		tf = map[string]uint64{}
+// Counts are a document's terms counted, as Add counts them: its distinct
+// terms in byte order (so the writes, and their bytes, do not depend on
+// map order), how often each occurs, and its length in terms. A caller
+// that prepares documents ahead of adding them (on another goroutine than
+// the one writing the index) counts them with CountTerms and hands them to
+// Add in Doc.Counts.
+type Counts struct {
+	Terms  []string
+	Freqs  []uint64 // Freqs[i]: occurrences of Terms[i]
+	Length uint64
+}
+
+// CountTerms counts the terms of fields, as Add does.
+func CountTerms(fields []Field) *Counts {
+	var c Counter
+	counts := c.Count(fields)
+	return &counts
+}
+
+// A Counter counts the terms of one document after another, as Add does,
+// into arrays it allocates many documents at a time: the Counts it returns
+// stay valid (it never writes over them).
+type Counter struct {
+	all   []string // every term of the document, in order of appearance
+	terms []string // room for the next documents' Terms
+	freqs []uint64 // and Freqs
+}
+
+// counterSlab is how many terms a Counter's arrays take at a time.
+const counterSlab = 4096
+
+// Count counts the terms of fields.
+func (c *Counter) Count(fields []Field) Counts {
+	var out Counts
+	c.all = countInto(&out, fields, c.all)
+	n := len(out.Terms)
+	if cap(c.terms)-len(c.terms) < n {
+		c.terms = make([]string, 0, max(counterSlab, n))
+		c.freqs = make([]uint64, 0, max(counterSlab, n))
 	}
+	i := len(c.terms)
+	c.terms, c.freqs = append(c.terms, out.Terms...), append(c.freqs, out.Freqs...)
+	out.Terms, out.Freqs = c.terms[i:i+n:i+n], c.freqs[i:i+n:i+n]
+	return out
+}
+
+// countInto fills c with the counts of fields, reusing c's slices, and all,
+// a scratch slice for every term in order of appearance, which it returns.
+// c's slices are c.Terms[:0]'s array reused, so a Counter copies them out.
+func countInto(c *Counts, fields []Field, all []string) []string {
+	all = all[:0]
 	for _, f := range fields {
-		tokenize(f.Text, func(t string, _, _, _ int) {
-			if tf[t] == 0 {
-				terms = append(terms, t)
-			}
-			tf[t]++
-			length++
-		})
+		tokenize(f.Text, func(t string, _, _, _ int) { all = append(all, t) })
 	}
-	slices.Sort(terms)
-	return terms, tf, length
+	c.Length = uint64(len(all))
+	slices.Sort(all)
+	// The distinct terms go to the front of all, their counts to Freqs.
+	c.Freqs = c.Freqs[:0]
+	d := 0
+	for i, t := range all {
+		if i > 0 && t == all[d-1] {
+			c.Freqs[d-1]++
+			continue
+		}
+		all[d] = t
+		c.Freqs = append(c.Freqs, 1)
+		d++
+	}
+	c.Terms = all[:d]
+	return all
+}
+
+// counts returns the counts of doc's fields: doc.Counts if the caller
+// counted them, else counted now (in a batch, into the batch's own, valid
+// until the next call).
+func (ix *Index) counts(doc *Doc) *Counts {
+	if doc.Counts != nil {
+		return doc.Counts
+	}
+	if b := ix.batch; b != nil {
+		b.all = countInto(&b.counts, doc.Fields, b.all)
+		return &b.counts
+	}
+	return CountTerms(doc.Fields)
 }
 
 // Add indexes doc. It fails with ErrInvalid for a document without an id or
@@ -196,13 +257,14 @@ func (ix *Index) Add(doc Doc) error {
 	}
 	num := s.nextDoc
 	s.nextDoc++
-	terms, tf, length := ix.termFreqs(doc.Fields)
-	for _, t := range terms {
+	c := ix.counts(&doc)
+	length := c.Length
+	for i, t := range c.Terms {
 		e, err := ix.term(t)
 		if err != nil {
 			return err
 		}
-		if err := ix.appendPosting(t, &e, num, tf[t]); err != nil {
+		if err := ix.appendPosting(t, &e, num, c.Freqs[i]); err != nil {
 			return fmt.Errorf("add %s: %w", doc.ID, err)
 		}
 		e.df++
@@ -274,8 +336,9 @@ func (ix *Index) removeDoc(doc Doc, num uint64) error {
 	if err != nil {
 		return err
 	}
-	terms, _, length := ix.termFreqs(doc.Fields)
-	for _, t := range terms {
+	c := ix.counts(&doc)
+	length := c.Length
+	for _, t := range c.Terms {
 		e, err := ix.term(t)
 		if err != nil {
 			return err

@@ -68,7 +68,8 @@ func (ix *Index) putTerm(term string, e termEntry) error {
 		if p, ok := ix.batch.terms[term]; ok {
 			*p = e
 		} else {
-			ix.batch.terms[term] = &e
+			kept := e // a copy: e itself stays on the stack
+			ix.batch.terms[term] = &kept
 		}
 		return nil
 	}

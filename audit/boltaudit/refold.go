@@ -40,13 +40,17 @@ type logPass struct {
 	foldErr  error           // why (the folding goroutine's)
 	dir      string
 	scratch  *boltstore.Store
+	refold   projections.Refold // the scratch's fold, chunk after chunk
 }
 
 // foldChunk is events to fold, decoded, with the recomputed roots at the
-// sizes where a session.finalized event asks for one.
+// sizes where a session.finalized event asks for one, and what folding
+// them needs of each event alone, worked out by the reading goroutine
+// (projections.Prepare; nil: nothing).
 type foldChunk struct {
 	recs  []ledger.Record
 	roots map[uint64]ledger.Hash
+	pre   *projections.Prepared
 }
 
 func (p *logPass) openScratch() error {
@@ -58,7 +62,7 @@ func (p *logPass) openScratch() error {
 	// Nobody else opens the scratch file: it is held open for the whole
 	// refold rather than reopened for every chunk (fold releases the pages
 	// each chunk mapped, as closing the file did).
-	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true, Hold: true})
+	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true, Hold: true, Scratch: true})
 	if err != nil {
 		return fmt.Errorf("scratch: %w", err)
 	}
@@ -96,6 +100,9 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 				p.pending = foldChunk{recs: c.recs[:0]}
 				return nil
 			}
+			// Out of the read transaction, while the fold works on the
+			// chunk before.
+			c.pre = projections.Prepare(c.recs)
 			select {
 			case chunks <- c:
 			case <-ctx.Done():
@@ -242,7 +249,14 @@ func (p *logPass) fold(c foldChunk) error {
 		})
 		return r, err
 	}
-	err := p.scratch.Update(func(tx *boltstore.Tx) error { return projections.Fold(tx, recs, root, event) })
+	pre := c.pre
+	if pre == nil {
+		pre = &projections.Prepared{Recs: recs}
+	}
+	err := p.scratch.Update(func(tx *boltstore.Tx) error { return p.refold.Fold(tx, pre, root, event) })
+	if err != nil {
+		p.refold.Reset() // what it carries did not commit
+	}
 	var fe error
 	if err != nil && p.scratch.Update(func(*boltstore.Tx) error { return nil }) == nil {
 		// The scratch file works, so the events do not fold: the log

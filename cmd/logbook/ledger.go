@@ -27,7 +27,7 @@ func snapshot(c *call) func() error {
 		if err != nil {
 			return err
 		}
-		boundMemory()
+		boundMemory(heapLimit)
 		res, err := server.Snapshot(c.ctx, *c.db, *out, server.SnapshotOptions{Open: opts,
 			Copied: c.progress("snapshot: copy"), Folded: c.progress("snapshot: projections")})
 		if errors.Is(err, os.ErrExist) {
@@ -50,7 +50,7 @@ func rebuild(c *call) func() error {
 	return func() error {
 		var res server.Rebuilt
 		err := c.with(false, func(l *boltstore.Store) (err error) {
-			boundMemory()
+			boundMemory(rebuildHeapLimit)
 			if res, err = server.Rebuild(l, c.progress("rebuild")); err == nil {
 				err = l.Close()
 			}

@@ -341,3 +341,28 @@ func TestCatchUpKeptOnConflict(t *testing.T) {
 		t.Errorf("node b: %d events, %v", rep.Size, err)
 	}
 }
+
+// TestScratchNeedsHold: a scratch file (commits not synced, for a
+// verifier's refold) is refused unless held, and a held one commits, reads
+// back and leaves no unsynced marker (it is never reopened: its owner
+// deletes it).
+func TestScratchNeedsHold(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(filepath.Join(dir, "unheld.db"), Options{Create: true, Scratch: true}); err == nil {
+		t.Fatal("a scratch file not held was accepted")
+	}
+	path := filepath.Join(dir, "scratch.db")
+	l, err := Open(path, Options{Create: true, Hold: true, Scratch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 3)
+	var head uint64
+	l.View(func(tx *Tx) error { head = tx.Head().Seq; return nil })
+	if err := l.Close(); err != nil || head != 3 {
+		t.Fatalf("head %d, close: %v", head, err)
+	}
+	if _, err := os.Stat(unsyncedMarker(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a scratch file has a marker: %v", err)
+	}
+}

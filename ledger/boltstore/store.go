@@ -89,7 +89,11 @@ type Options struct {
 	// and clears the mark at Close, and Open refuses a file marked in
 	// another boot with ErrDamaged (delete it; the node ingests the log
 	// anew). Linux only (NoSyncSupported): it needs the kernel's boot id.
-	NoSync   bool
+	NoSync bool
+	// Scratch marks a throwaway file that one process creates, holds and
+	// deletes (a verifier's refold of the projections): its commits are
+	// not synced, since nothing in it outlives the process. It needs Hold.
+	Scratch  bool
 	MaxBatch int // most calls grouped in one commit; default 256
 	// Format is the format version of the file Create makes: 0 for
 	// FormatVersion, or 1 (every Merkle level stored, which binaries that
@@ -189,6 +193,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if opts.NoSync && (!opts.Hold || opts.ReadOnly) {
 		return nil, errors.New("open ledger: NoSync needs Hold: one process writes the file unsynced for the Store's lifetime, and syncs it at Close")
+	}
+	if opts.Scratch && (!opts.Hold || opts.ReadOnly) {
+		return nil, errors.New("open ledger: a scratch file needs Hold: one process writes it for the Store's lifetime")
 	}
 	l := &Store{path: path, opts: opts, quiet: quietHold}
 	// A file written without fsync is refused if the machine restarted
@@ -369,7 +376,10 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 			return f, err
 		},
 		FreelistType: bolt.FreelistMapType,
-		NoSync:       l.opts.NoSync,
+		NoSync:       l.opts.NoSync || l.opts.Scratch,
+		// A scratch file's growth is not synced either (bbolt fsyncs
+		// each time it grows the file by AllocSize).
+		NoGrowSync: l.opts.Scratch,
 	})
 	switch {
 	case err == nil:

@@ -413,8 +413,9 @@ func mark(used *bool) {
 	}
 }
 
-// AppendOnly tells the store the space's keys only ever grow, so its pages
-// are packed full rather than split half-empty. A no-op when reading.
+// AppendOnly tells the store the space's keys only ever grow (or that this
+// transaction writes its keys in key order), so its pages are packed full
+// rather than split half-empty. A no-op when reading.
 func (s *Space) AppendOnly() {
 	if s.b != nil && s.b.Writable() {
 		s.b.FillPercent = 1
