@@ -4,8 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"regexp"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/skills"
 )
@@ -53,6 +59,38 @@ type GuestOptions struct {
 	Skipped  []events.SkippedSkill
 	Version  string
 	Started  time.Time // when the sender started (server_health's uptime)
+}
+
+var slugRE = regexp.MustCompile(domain.SlugPattern)
+
+// CheckAgent says what is wrong with agent as a process's agent identity
+// (logbook serve --agent, or a guest's): nil if nothing.
+func CheckAgent(agent string) error {
+	if utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, unicode.IsControl) >= 0 {
+		return errors.New("must be at most 128 characters of valid UTF-8 with no control characters")
+	}
+	return nil
+}
+
+// CheckProject says what is wrong with project as a default project
+// (--project, or a guest's): nil if nothing.
+func CheckProject(project string) error {
+	if project != "" && !slugRE.MatchString(project) {
+		return fmt.Errorf("%q is not a slug like my-project", project)
+	}
+	return nil
+}
+
+// Check says what is wrong with g: a guest's options pass the checks its
+// own process's flags would have had to pass.
+func (g GuestOptions) Check() error {
+	if err := CheckAgent(g.Agent); err != nil {
+		return fmt.Errorf("agent %w", err)
+	}
+	if err := CheckProject(g.Project); err != nil {
+		return fmt.Errorf("project %w", err)
+	}
+	return nil
 }
 
 // Guest returns what a Remote sends: s's options as a holder needs them.

@@ -410,7 +410,7 @@ func (s *Service) storageError(tool string, err error) error {
 	var unknown *outcomeUnknown
 	switch {
 	case errors.As(err, &unknown):
-		reason = "the logbook process holding the ledger, which this call was handed to, exited before answering: the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again"
+		reason = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered: the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again"
 	case errors.Is(err, projections.ErrVersionChanged):
 		reason = "another logbook version rebuilt the projections; restart this server"
 	case errors.Is(err, boltstore.ErrLocked):

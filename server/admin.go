@@ -62,7 +62,12 @@ func listenUnix(path string) (*net.UnixListener, error) {
 	}
 	defer os.RemoveAll(dir)
 	tmp := filepath.Join(dir, "s")
-	l, err := net.Listen("unix", tmp)
+	name, done, err := sockName(tmp)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("unix", name)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +140,7 @@ type snapshotRequest struct {
 // of its ledger at out (an absolute path, which must not exist; the
 // server's user writes it). ok is false when no server answers there.
 func SnapshotThroughServer(socket, out string) (rep boltstore.SnapshotReport, ok bool, err error) {
-	conn, err := net.DialTimeout("unix", socket, time.Second)
+	conn, err := dialUnix(context.Background(), socket, time.Second)
 	if err != nil {
 		return rep, false, nil
 	}
@@ -145,11 +150,30 @@ func SnapshotThroughServer(socket, out string) (rep boltstore.SnapshotReport, ok
 	return rep, true, m.call(http.MethodPost, "/snapshot", snapshotRequest{Out: out}, &rep)
 }
 
+// dialUnix connects to the Unix socket at path (any length: sockName),
+// giving up after timeout if positive.
+func dialUnix(ctx context.Context, path string, timeout time.Duration) (*net.UnixConn, error) {
+	name, done, err := sockName(path)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "unix", name)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UnixConn), nil
+}
+
 // adminClient speaks HTTP over the admin socket.
 func adminClient(socket string, timeout time.Duration) *http.Client {
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", socket)
+		c, err := dialUnix(ctx, socket, 0)
+		if err != nil {
+			return nil, err // not a typed nil
+		}
+		return c, nil
 	}
 	return &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: timeout}
 }
@@ -196,7 +220,7 @@ type Tokens struct {
 // held by a process that does not answer on the socket.
 func OpenTokens(db, socket string) (*Tokens, error) {
 	if socket != "" {
-		if conn, err := net.DialTimeout("unix", socket, time.Second); err == nil {
+		if conn, err := dialUnix(context.Background(), socket, time.Second); err == nil {
 			conn.Close()
 			return &Tokens{c: adminClient(socket, 30*time.Second)}, nil
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -12,8 +13,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
@@ -22,6 +25,7 @@ import (
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/skills"
+	"golang.org/x/sync/semaphore"
 )
 
 // The relay lets several `logbook serve` processes on one ledger file commit
@@ -43,25 +47,52 @@ import (
 // never reached a hub (no hub, a hub saying goodbye, a frame it never got
 // whole) runs against the file as before.
 
-// SocketPath is the relay's socket for the ledger at db.
-func SocketPath(db string) string { return db + ".sock" }
+// SocketPath is the relay's socket for the ledger at db: beside the file
+// db names once symlinks are resolved, so that processes naming one file
+// through different links meet at one socket.
+func SocketPath(db string) string {
+	if p, err := filepath.EvalSymlinks(db); err == nil {
+		db = p
+	}
+	return db + ".sock"
+}
 
 const (
 	relayProto = 1
 	// relayRetry: after failing to reach or become a hub, a process runs
 	// its calls against the file for this long before trying again.
 	relayRetry = 50 * time.Millisecond
-	// relayHandshake bounds the hello and the welcome.
-	relayHandshake = 5 * time.Second
 	// relayDrain bounds how long a hub that exits waits for its
 	// connections to say they send nothing more; calls then still waiting
 	// for an answer are answered outcome unknown by their senders.
 	relayDrain = 10 * time.Second
-	// relayAnswerWait bounds how long a follower waits for the answer to
-	// one call: far past a commit waiting out a lock timeout.
-	relayAnswerWait = time.Minute
-	maxFrame        = 1 << 30
+	// maxFrame bounds a reply; maxCallFrame a call, which is at most one
+	// stdio message (mcp.DefaultMaxMessageBytes: the tool's name, the
+	// client's and the arguments are in it) plus the frame's own fields.
+	maxFrame     = 1 << 30
+	maxCallFrame = mcp.DefaultMaxMessageBytes + 64<<10
 )
+
+// relayHandshake bounds the hello and the welcome. A var: tests lengthen
+// it.
+var relayHandshake = 5 * time.Second
+
+// relayAnswerWait bounds how long a follower waits to hand a call over and
+// for its answer: far past a commit waiting out a lock timeout. A var:
+// tests shorten it.
+var relayAnswerWait = time.Minute
+
+// maxRelayConns bounds the hub's connections, handshakes included: past
+// it a connection is closed at once (that process takes turns at the
+// file), so no number of connections can take the hub's descriptors or
+// memory from its own agent. A var: tests lower it.
+var maxRelayConns = 512
+
+// maxConnHeld bounds the bytes of one connection's calls read and not yet
+// answered (each counted as at least 4 KiB), as mcp bounds a stdio
+// session's (16 MiB): past it the hub reads nothing more from that
+// follower until answers go out.
+const maxConnHeld = 16 << 20
 
 // Frame kinds: a frame is a 4-byte big-endian length, a kind byte and the
 // payload.
@@ -109,12 +140,13 @@ type Relay struct {
 	build    string
 	uid      int // the only user whose processes it serves or follows
 
-	mu     sync.Mutex
-	hub    *hub  // while this process is the hub
-	link   *link // while it follows one
-	retry  time.Time
-	warned bool // a failure to listen was logged (once: it recurs)
-	closed bool
+	mu      sync.Mutex
+	hub     *hub  // while this process is the hub
+	link    *link // while it follows one
+	retry   time.Time
+	warned  bool // a failure to listen was logged (once: it recurs)
+	dialing bool // a call is connecting to the hub (without mu)
+	closed  bool
 }
 
 // StartRelay makes svc, the service behind edge on the ledger file db, run
@@ -172,7 +204,7 @@ func (r *Relay) Forward(ctx context.Context, f commands.Forward) (commands.Forwa
 
 // connect returns the link to the hub, after becoming the hub or
 // connecting to it if need be; nil when this process is the hub or no hub
-// can be reached now. r.mu is held.
+// can be reached now. r.mu is held; connect lets it go while it dials.
 func (r *Relay) connect() *link {
 	if r.closed || r.hub != nil {
 		return nil
@@ -181,8 +213,8 @@ func (r *Relay) connect() *link {
 		return r.link
 	}
 	r.link = nil
-	if time.Now().Before(r.retry) {
-		return nil
+	if time.Now().Before(r.retry) || r.dialing {
+		return nil // (dialing: another call is reaching the hub; this one runs against the file)
 	}
 	lock, err := boltstore.LockHub(r.db)
 	if err == nil {
@@ -207,14 +239,28 @@ func (r *Relay) connect() *link {
 		r.retry = time.Now().Add(relayRetry)
 		return nil
 	}
-	l, err := dial(r)
+	// Without r.mu: a hub slow to welcome (stopped: an agent suspended
+	// with ^Z stops its logbook serve too) holds up this call only, not
+	// every call of this process.
+	r.dialing = true
+	uid := r.uid
+	r.mu.Unlock()
+	l, err := dial(r, uid)
+	r.mu.Lock()
+	r.dialing = false
 	if err != nil {
 		r.log.Debug("relay: no hub to follow now", "err", err)
 		wait := relayRetry
-		if errors.Is(err, errRefused) {
-			wait = time.Second // it refuses until another process is the hub
+		if errors.Is(err, errRefused) || errors.Is(err, os.ErrDeadlineExceeded) {
+			// It refuses until another process is the hub; one that did
+			// not welcome in time is likely stopped.
+			wait = time.Second
 		}
 		r.retry = time.Now().Add(wait)
+		return nil
+	}
+	if r.closed || r.hub != nil {
+		l.close()
 		return nil
 	}
 	r.link = l
@@ -254,20 +300,26 @@ func writeFrame(w io.Writer, kind byte, parts ...[]byte) (int, error) {
 	return w.Write(b)
 }
 
-func readFrame(r io.Reader) (kind byte, body []byte, err error) {
+// readFrame reads one frame of at most max bytes. The length is only a
+// claim: the body grows as its bytes arrive, so a peer that announces a
+// large frame and sends little costs what it sent.
+func readFrame(r io.Reader, max uint32) (kind byte, body []byte, err error) {
 	var hdr [5]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:4])
-	if n < 1 || n > maxFrame {
+	if n < 1 || n > max {
 		return 0, nil, fmt.Errorf("relay: frame of %d bytes", n)
 	}
-	body = make([]byte, n-1)
-	if _, err := io.ReadFull(r, body); err != nil {
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, r, int64(n-1)); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return 0, nil, err
 	}
-	return hdr[4], body, nil
+	return hdr[4], buf.Bytes(), nil
 }
 
 func idFirst(id uint64, first bool) []byte {
@@ -312,6 +364,20 @@ type link struct {
 	pending map[uint64]chan linkResult
 	closing bool // the hub said goodbye, or this process closes: send nothing more
 	dead    bool
+	// heard: when the hub last answered, or calls began to wait for it
+	// (pending became non-empty); see stalled.
+	heard time.Time
+}
+
+// relayStall: a hub that has answered nothing for this long while calls
+// wait for it (stopped, say) is handed no more calls until it answers;
+// they run against the file. A var: tests shorten it.
+var relayStall = 2 * time.Second
+
+// stalled reports whether calls wait for a hub that has not answered for
+// relayStall. l.mu is held.
+func (l *link) stalled() bool {
+	return len(l.pending) > 0 && time.Since(l.heard) > relayStall
 }
 
 type linkResult struct {
@@ -324,16 +390,17 @@ var (
 	errRefused = errors.New("the hub refused this process")
 )
 
-func dial(r *Relay) (*link, error) {
+// dial connects to the hub, which must run as uid, and says hello.
+func dial(r *Relay, uid int) (*link, error) {
 	dev, ino, err := fileID(r.db)
 	if err != nil {
 		return nil, err
 	}
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: r.sock, Net: "unix"})
+	c, err := dialUnix(context.Background(), r.sock, relayHandshake)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPeer(c, r.uid); err != nil {
+	if err := checkPeer(c, uid); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -352,7 +419,7 @@ func dial(r *Relay) (*link, error) {
 	var w welcome
 	if _, err = writeFrame(c, frameHello, b); err == nil {
 		var kind byte
-		kind, b, err = readFrame(c)
+		kind, b, err = readFrame(c, maxCallFrame)
 		switch {
 		case err != nil:
 		case kind != frameWelcome:
@@ -386,13 +453,21 @@ func (l *link) usable() bool {
 func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 	ch := make(chan linkResult, 1)
 	l.mu.Lock()
-	if l.closing || l.dead {
+	if l.closing || l.dead || l.stalled() {
+		// (stalled: a call handed to a stopped hub would wait for
+		// relayAnswerWait and end outcome unknown.)
 		l.mu.Unlock()
 		return commands.Forwarded{}, commands.ErrNotSent
 	}
 	id := l.next
 	l.next++
+	if len(l.pending) == 0 {
+		l.heard = time.Now()
+	}
 	l.pending[id] = ch
+	// A hub that stopped reading (stopped, say) cannot hold this
+	// process's calls up for good: l.mu is held while writing.
+	l.c.SetWriteDeadline(time.Now().Add(relayAnswerWait))
 	n, err := writeFrame(l.c, frameCall, idFirst(id, f.First), lenPrefixed(f.Name), lenPrefixed(f.Client), f.Args)
 	if err != nil {
 		// The rest of the stream cannot be trusted: end it. A frame the
@@ -430,7 +505,7 @@ func (l *link) read() {
 	for {
 		var kind byte
 		var b []byte
-		kind, b, err = readFrame(l.c)
+		kind, b, err = readFrame(l.c, maxFrame)
 		if err != nil {
 			break
 		}
@@ -455,6 +530,7 @@ func (l *link) read() {
 		l.mu.Lock()
 		ch := l.pending[id]
 		delete(l.pending, id)
+		l.heard = time.Now()
 		l.mu.Unlock()
 		if ch == nil {
 			err = errFrame
@@ -498,12 +574,39 @@ type hub struct {
 	mu      sync.Mutex
 	conns   map[*hubConn]struct{}
 	closing bool
+	slots   chan struct{}  // one per connection (maxRelayConns)
 	wg      sync.WaitGroup // the accept loop and the connections
 }
 
 type hubConn struct {
-	c  *net.UnixConn
-	mu sync.Mutex // writes
+	c       *net.UnixConn
+	closeBy atomic.Int64 // unix ns: the hub closes, no write may last past this
+	mu      sync.Mutex   // writes, and broken
+	broken  bool         // a write failed: a frame may be cut, nothing more is written
+}
+
+// write writes one frame, within relayAnswerWait (a follower that stops
+// reading cannot hold an answer, its goroutine and the hub's close up for
+// longer) and before closeBy. A write that fails may have cut its frame:
+// the connection is closed, so no later frame is read as that one's rest;
+// the follower's calls still waiting are then outcome unknown.
+func (hc *hubConn) write(kind byte, parts ...[]byte) error {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if hc.broken {
+		return net.ErrClosed
+	}
+	by := time.Now().Add(relayAnswerWait)
+	if cb := hc.closeBy.Load(); cb != 0 && cb < by.UnixNano() {
+		by = time.Unix(0, cb)
+	}
+	hc.c.SetWriteDeadline(by)
+	if _, err := writeFrame(hc.c, kind, parts...); err != nil {
+		hc.broken = true
+		hc.c.Close()
+		return err
+	}
+	return nil
 }
 
 func startHub(r *Relay, lock *boltstore.HubLock) (*hub, error) {
@@ -513,7 +616,7 @@ func startHub(r *Relay, lock *boltstore.HubLock) (*hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay socket: %w", err)
 	}
-	h := &hub{r: r, lock: lock, ln: ln, conns: make(map[*hubConn]struct{})}
+	h := &hub{r: r, lock: lock, ln: ln, conns: make(map[*hubConn]struct{}), slots: make(chan struct{}, maxRelayConns)}
 	h.wg.Add(1)
 	go h.accept()
 	return h, nil
@@ -526,9 +629,25 @@ func (h *hub) accept() {
 		if err != nil {
 			return // closed
 		}
+		select {
+		case h.slots <- struct{}{}:
+		default:
+			h.r.log.Debug("relay: too many connections; one refused", "max", cap(h.slots))
+			c.Close()
+			continue
+		}
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
+			defer func() { <-h.slots }()
+			defer func() {
+				// Whatever a peer sends ends its connection at worst, never
+				// the hub (a forwarded call's own panic is run's: ERR_INTERNAL).
+				if p := recover(); p != nil {
+					h.r.log.Error("relay: a connection's handling panicked; closing it", "panic", p, "stack", string(debug.Stack()))
+					c.Close()
+				}
+			}()
 			h.serve(c)
 		}()
 	}
@@ -558,8 +677,9 @@ func (h *hub) serve(c *net.UnixConn) {
 	}()
 	var calls sync.WaitGroup
 	defer calls.Wait()
+	held := semaphore.NewWeighted(maxConnHeld)
 	for {
-		kind, b, err := readFrame(c)
+		kind, b, err := readFrame(c, maxCallFrame)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				h.r.log.Debug("relay: connection ended", "err", err)
@@ -582,13 +702,16 @@ func (h *hub) serve(c *net.UnixConn) {
 			h.r.log.Warn("relay: malformed call", "err", err)
 			return
 		}
+		// A call counts at least 4 KiB: tiny frames cannot pile up a
+		// million goroutines (at most 4,096 calls wait per connection).
+		cost := int64(max(len(b), 4<<10)) // <= maxCallFrame < maxConnHeld
+		held.Acquire(context.Background(), cost)
 		calls.Add(1)
 		go func() {
 			defer calls.Done()
+			defer held.Release(cost)
 			reply, stillFirst := h.run(guest, name, rest, client, first)
-			hc.mu.Lock()
-			defer hc.mu.Unlock()
-			if _, err := writeFrame(c, frameReply, idFirst(id, stillFirst), reply); err != nil {
+			if err := hc.write(frameReply, idFirst(id, stillFirst), reply); err != nil {
 				h.r.log.Debug("relay: a follower went away before its answer", "err", err)
 			}
 		}()
@@ -600,13 +723,19 @@ func (h *hub) serve(c *net.UnixConn) {
 func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 	hc.c.SetDeadline(time.Now().Add(relayHandshake))
 	defer hc.c.SetDeadline(time.Time{})
-	kind, b, err := readFrame(hc.c)
+	kind, b, err := readFrame(hc.c, maxCallFrame)
 	if err != nil {
 		return nil, err
 	}
 	var hi hello
 	if kind != frameHello || json.Unmarshal(b, &hi) != nil {
 		return nil, errFrame
+	}
+	g := commands.GuestOptions{Agent: hi.Agent, Project: hi.Project, ReadOnly: hi.ReadOnly, Version: hi.Version,
+		Started: time.Unix(0, hi.Started), Skipped: hi.Skipped}
+	for _, sk := range hi.Skills {
+		sk.Skill.SHA256 = sk.SHA256
+		g.Skills = append(g.Skills, sk.Skill)
 	}
 	dev, ino := h.lock.File()
 	var refuse string
@@ -617,6 +746,10 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 		refuse = "another logbook build"
 	case hi.Dev != dev || hi.Ino != ino:
 		refuse = "another ledger file"
+	case g.Check() != nil:
+		// What the sender's own flags could not have been: its calls
+		// would not be recorded as its own run would record them.
+		refuse = g.Check().Error()
 	}
 	// Registered before it is welcomed, so that close says goodbye to
 	// every connection it welcomed, after the welcome.
@@ -632,7 +765,7 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 	hc.mu.Lock()
 	h.mu.Unlock()
 	w, _ := json.Marshal(welcome{OK: refuse == "", Reason: refuse})
-	_, err = writeFrame(hc.c, frameWelcome, w)
+	_, err = writeFrame(hc.c, frameWelcome, w) // within relayHandshake
 	hc.mu.Unlock()
 	if err == nil && refuse != "" {
 		err = errors.New(refuse)
@@ -642,12 +775,6 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 		delete(h.conns, hc)
 		h.mu.Unlock()
 		return nil, err
-	}
-	g := commands.GuestOptions{Agent: hi.Agent, Project: hi.Project, ReadOnly: hi.ReadOnly, Version: hi.Version,
-		Started: time.Unix(0, hi.Started), Skipped: hi.Skipped}
-	for _, sk := range hi.Skills {
-		sk.Skill.SHA256 = sk.SHA256
-		g.Skills = append(g.Skills, sk.Skill)
 	}
 	return h.r.svc.NewGuest(g), nil
 }
@@ -674,15 +801,20 @@ func (h *hub) close() {
 	h.ln.Close()
 	// The lock is still held: the socket is this hub's.
 	os.Remove(h.r.sock)
+	// No write lasts past by, on any connection, the ones under way
+	// included: followers that stop reading cannot hold the hub up for
+	// relayDrain each, one after the other.
+	by := time.Now().Add(relayDrain)
+	conns := make([]*hubConn, 0, len(h.conns))
 	for hc := range h.conns {
-		// A follower that stops reading cannot hold the hub up past
-		// relayDrain: its writes fail then.
-		hc.c.SetWriteDeadline(time.Now().Add(relayDrain))
-		hc.mu.Lock()
-		writeFrame(hc.c, frameGoodbye)
-		hc.mu.Unlock()
+		hc.closeBy.Store(by.UnixNano())
+		hc.c.SetWriteDeadline(by)
+		conns = append(conns, hc)
 	}
 	h.mu.Unlock()
+	for _, hc := range conns {
+		hc.write(frameGoodbye)
+	}
 	done := make(chan struct{})
 	go func() {
 		h.wg.Wait()

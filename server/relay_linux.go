@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,4 +39,28 @@ func fileID(path string) (dev, ino uint64, err error) {
 		return 0, 0, err
 	}
 	return uint64(st.Dev), st.Ino, nil
+}
+
+// sunPathMax is the most bytes a socket's path may have (sun_path, less
+// its terminating NUL).
+const sunPathMax = 107
+
+// sockName is a name of the socket at path short enough for bind and
+// connect: path itself, or, past sunPathMax, the same file named through
+// an open descriptor of its directory (/proc/self/fd/N/base). Call done
+// once the name has been used.
+func sockName(path string) (name string, done func(), err error) {
+	if len(path) <= sunPathMax {
+		return path, func() {}, nil
+	}
+	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, &os.PathError{Op: "open", Path: filepath.Dir(path), Err: err}
+	}
+	name = fmt.Sprintf("/proc/self/fd/%d/%s", fd, filepath.Base(path))
+	if len(name) > sunPathMax {
+		unix.Close(fd)
+		return "", nil, fmt.Errorf("socket name %s: longer than %d bytes even through its folder's descriptor", filepath.Base(path), sunPathMax)
+	}
+	return name, func() { unix.Close(fd) }, nil
 }

@@ -3,7 +3,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,6 +51,11 @@ func startRelayProcess(t *testing.T, db, agent string, uid int) *relayProcess {
 		l.Close()
 	})
 	return p
+}
+
+// ping forwards a server_ping call through p's relay.
+func (p *relayProcess) ping() (commands.Forwarded, error) {
+	return p.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
 }
 
 func (p *relayProcess) isHub() bool {
@@ -107,7 +115,7 @@ func TestRelayOtherUIDs(t *testing.T) {
 			if f.isHub() {
 				t.Fatal("a second hub")
 			}
-			_, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+			_, err := f.ping()
 			if !errors.Is(err, commands.ErrNotSent) {
 				t.Errorf("Forward across users: %v, want ErrNotSent", err)
 			}
@@ -118,7 +126,7 @@ func TestRelayOtherUIDs(t *testing.T) {
 			hub.relay.mu.Lock()
 			hub.relay.uid = uid
 			hub.relay.mu.Unlock()
-			res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+			res, err := f.ping()
 			if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
 				t.Errorf("Forward, same user: %s %v", res.Reply, err)
 			}
@@ -150,11 +158,393 @@ func TestRelayMalformedFrames(t *testing.T) {
 		c.Close()
 	}
 	f := startRelayProcess(t, db, "follower", os.Geteuid())
-	res, err := f.relay.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	res, err := f.ping()
 	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
 		t.Errorf("after the junk: %s %v", res.Reply, err)
 	}
 	if !hub.isHub() {
 		t.Error("the hub stopped being one")
+	}
+}
+
+// TestReadFrameClaimsNothingUpFront: a frame's length is a claim; the
+// reader holds what arrived, not what was claimed (a peer announcing a
+// huge frame and sending a few bytes costs the hub those bytes), and a
+// call frame past maxCallFrame is refused before any of it is read.
+func TestReadFrameClaimsNothingUpFront(t *testing.T) {
+	hdr := []byte{0x20, 0, 0, 0, frameReply, 1, 2, 3} // claims 512 MiB, sends 3 bytes
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := readFrame(bytes.NewReader(hdr), maxFrame)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("truncated frame: %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("reading a 3-byte frame claiming 512 MiB allocated %d bytes", got)
+	}
+	big := binary.BigEndian.AppendUint32(nil, maxCallFrame+1)
+	if _, _, err := readFrame(bytes.NewReader(append(big, frameCall)), maxCallFrame); err == nil || errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a call frame past maxCallFrame: %v, want refused", err)
+	}
+	ok := append(binary.BigEndian.AppendUint32(nil, 4), frameReply, 'a', 'b', 'c')
+	if kind, b, err := readFrame(bytes.NewReader(ok), maxCallFrame); err != nil || kind != frameReply || string(b) != "abc" {
+		t.Errorf("a whole frame: %d %q %v", kind, b, err)
+	}
+}
+
+// rawFollower connects to the hub of db and says hello as a process of
+// hub's build on db would, changed by edit: the hub's welcome and the
+// connection.
+func rawFollower(t *testing.T, db string, hub *relayProcess, edit func(*hello)) (welcome, *net.UnixConn) {
+	t.Helper()
+	dev, ino, err := fileID(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi := hello{Proto: relayProto, Build: hub.relay.build, Dev: dev, Ino: ino, Agent: "raw", Started: time.Now().UnixNano()}
+	if edit != nil {
+		edit(&hi)
+	}
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: SocketPath(db), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	b, _ := json.Marshal(hi)
+	if _, err := writeFrame(c, frameHello, b); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	kind, b, err := readFrame(c, maxFrame)
+	c.SetReadDeadline(time.Time{})
+	var w welcome
+	if err != nil || kind != frameWelcome || json.Unmarshal(b, &w) != nil {
+		t.Fatalf("welcome: kind %d %q %v", kind, b, err)
+	}
+	return w, c
+}
+
+// TestRelayRefusesWhatFlagsWouldNot: a hello whose agent or project its
+// own process's flags would have refused is refused: a guest's calls are
+// recorded as its own run would record them, and that run would not have
+// started.
+func TestRelayRefusesWhatFlagsWouldNot(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	for _, edit := range []func(*hello){
+		func(h *hello) { h.Agent = "evil\nagent" },
+		func(h *hello) { h.Agent = strings.Repeat("a", 129) },
+		func(h *hello) { h.Project = "Not A Slug" },
+		func(h *hello) { h.Build = "other" },
+		func(h *hello) { h.Ino++ },
+		func(h *hello) { h.Proto = 99 },
+	} {
+		var hi hello
+		edit(&hi)
+		if w, _ := rawFollower(t, db, hub, edit); w.OK || w.Reason == "" {
+			t.Errorf("%+v: welcomed %+v", hi, w)
+		}
+	}
+	if w, _ := rawFollower(t, db, hub, func(h *hello) { h.Project = "ok-project" }); !w.OK {
+		t.Errorf("a good hello refused: %+v", w)
+	}
+}
+
+// TestRelayLongPath: a ledger whose socket path is past sun_path's 108
+// bytes still has a hub its followers reach.
+func TestRelayLongPath(t *testing.T) {
+	dir := t.TempDir()
+	for len(dir) < 160 {
+		dir = filepath.Join(dir, strings.Repeat("d", 40))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "l.db")
+	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	if !hub.isHub() {
+		t.Fatal("no hub")
+	}
+	f := startRelayProcess(t, db, "follower", os.Geteuid())
+	res, err := f.ping()
+	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+		t.Errorf("Forward, long path: %s %v", res.Reply, err)
+	}
+}
+
+// TestRelaySymlinkedLedger: processes that name one ledger file through
+// different symlinks meet at one socket, beside the file itself.
+func TestRelaySymlinkedLedger(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "real.db")
+	link := filepath.Join(t.TempDir(), "link.db")
+	startRelayProcess(t, db, "creator", os.Geteuid()).relay.Close() // creates the file
+	if err := os.Symlink(db, link); err != nil {
+		t.Fatal(err)
+	}
+	hub := startRelayProcess(t, link, "hub", os.Geteuid())
+	if !hub.isHub() {
+		t.Fatal("no hub")
+	}
+	if _, err := os.Lstat(SocketPath(db)); err != nil {
+		t.Errorf("the socket is not beside the file: %v", err)
+	}
+	f := startRelayProcess(t, db, "follower", os.Geteuid())
+	res, err := f.ping()
+	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+		t.Errorf("Forward through a symlink: %s %v", res.Reply, err)
+	}
+}
+
+// fakeHub takes the hub lock of db and listens on its socket like a hub,
+// welcoming any follower and then doing whatever serve does with
+// each connection.
+func fakeHub(t *testing.T, db string, serve func(*net.UnixConn)) {
+	t.Helper()
+	lock, err := boltstore.LockHub(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := listenUnix(SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		lock.Release()
+	})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			if _, _, err := readFrame(c, maxCallFrame); err != nil {
+				return
+			}
+			w, _ := json.Marshal(welcome{OK: true})
+			writeFrame(c, frameWelcome, w)
+			go serve(c)
+		}
+	}()
+}
+
+// TestRelayHubStopsReading: a hub that takes a call's first bytes and
+// then reads nothing more (a stopped process) holds the follower's call
+// up for relayAnswerWait, not for good; the call, never handed over
+// whole, is not sent (it runs against the file).
+func TestRelayHubStopsReading(t *testing.T) {
+	defer func(w time.Duration) { relayAnswerWait = w }(relayAnswerWait)
+	relayAnswerWait = 300 * time.Millisecond
+	db := filepath.Join(t.TempDir(), "l.db")
+	p := startRelayProcess(t, db, "follower", os.Geteuid())
+	p.relay.Close() // it was the hub: the fake one takes its place
+	fakeHub(t, db, func(*net.UnixConn) {})
+	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
+	defer r.Close()
+	args := json.RawMessage(`{"text":"` + strings.Repeat("x", 8<<20) + `"}`)
+	got := make(chan error, 1)
+	go func() {
+		_, err := r.Forward(context.Background(), commands.Forward{Name: "thought_record", Args: args, Client: "c"})
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if !errors.Is(err, commands.ErrNotSent) {
+			t.Errorf("a call the hub never read whole: %v, want ErrNotSent", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Forward still writing to a hub that reads nothing")
+	}
+}
+
+// TestRelayFollowerStopsReading: a follower that sends calls and reads
+// none of the answers costs the hub relayAnswerWait: then the connection
+// is closed (its answers cannot be written whole), and the hub goes on
+// serving others.
+func TestRelayFollowerStopsReading(t *testing.T) {
+	defer func(w time.Duration) { relayAnswerWait = w }(relayAnswerWait)
+	relayAnswerWait = 300 * time.Millisecond
+	db := filepath.Join(t.TempDir(), "l.db")
+	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	w, c := rawFollower(t, db, hub, nil)
+	if !w.OK {
+		t.Fatalf("refused: %+v", w)
+	}
+	// Each answer echoes the unknown tool's name: 32 answers of 120 KB,
+	// far past what the socket holds.
+	name := strings.Repeat("n", 60<<10)
+	for id := range 32 {
+		if _, err := writeFrame(c, frameCall, idFirst(uint64(id), false), lenPrefixed(name), lenPrefixed("c"), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conns := func() int {
+		hub.relay.mu.Lock()
+		h := hub.relay.hub
+		hub.relay.mu.Unlock()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.conns)
+	}
+	for stop := time.Now().Add(30 * time.Second); conns() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(stop) {
+			t.Fatal("the hub still holds the connection of a follower that reads nothing")
+		}
+	}
+	// What it gets when it reads: whole answers, then the end (perhaps
+	// in the middle of one: never another frame after a cut one).
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n := 0
+	for {
+		kind, _, err := readFrame(c, maxFrame)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("after %d answers: %v", n, err)
+			}
+			break
+		}
+		if kind != frameReply {
+			t.Fatalf("frame kind %d", kind)
+		}
+		n++
+	}
+	if n == 32 {
+		t.Error("every answer went through: the socket held them all, the test proves nothing")
+	}
+	f := startRelayProcess(t, db, "follower", os.Geteuid())
+	res, err := f.ping()
+	if err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+		t.Errorf("another follower: %s %v", res.Reply, err)
+	}
+}
+
+// TestRelayTooManyConnections: past maxRelayConns a connection is closed
+// at once, unwelcomed; one that ends frees its place.
+func TestRelayTooManyConnections(t *testing.T) {
+	defer func(n int) { maxRelayConns = n }(maxRelayConns)
+	maxRelayConns = 2
+	db := filepath.Join(t.TempDir(), "l.db")
+	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	_, c1 := rawFollower(t, db, hub, nil)
+	rawFollower(t, db, hub, nil)
+	c, err := net.Dial("unix", SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dev, ino, _ := fileID(db)
+	hi, _ := json.Marshal(hello{Proto: relayProto, Build: hub.relay.build, Dev: dev, Ino: ino})
+	writeFrame(c, frameHello, hi)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if b, err := io.ReadAll(c); (err != nil && !errors.Is(err, syscall.ECONNRESET)) || len(b) != 0 {
+		t.Errorf("a third connection: %q %v, want it closed unwelcomed", b, err)
+	}
+	c1.Close()
+	f := startRelayProcess(t, db, "follower", os.Geteuid())
+	for stop := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		f.relay.mu.Lock()
+		f.relay.retry = time.Time{}
+		f.relay.mu.Unlock()
+		_, err := f.ping()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, commands.ErrNotSent) || time.Now().After(stop) {
+			t.Fatalf("after a connection ended: %v", err)
+		}
+	}
+}
+
+// TestRelaySlowWelcome: while one call waits for a hub's welcome (a
+// stopped hub), the process's other calls do not wait with it: they run
+// against the file.
+func TestRelaySlowWelcome(t *testing.T) {
+	defer func(w time.Duration) { relayHandshake = w }(relayHandshake)
+	relayHandshake = time.Minute
+	db := filepath.Join(t.TempDir(), "l.db")
+	p := startRelayProcess(t, db, "follower", os.Geteuid())
+	p.relay.Close() // it was the hub: the fake one takes its place
+	lock, err := boltstore.LockHub(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid()) // no socket yet: no hub to follow
+	defer r.Close()
+	ln, err := listenUnix(SocketPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r.mu.Lock()
+	r.retry = time.Time{}
+	r.mu.Unlock()
+	helloRead, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		readFrame(c, maxCallFrame)
+		close(helloRead)
+		<-release // never welcomed: the follower gives up when released
+	}()
+	go r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+	<-helloRead
+	got := make(chan error, 1)
+	go func() {
+		_, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if !errors.Is(err, commands.ErrNotSent) {
+			t.Errorf("a call while another waits for the welcome: %v, want ErrNotSent", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("a call waited for another's handshake")
+	}
+	close(release)
+}
+
+// TestRelayStalledHub: while a hub answers nothing (stopped), a follower
+// hands it no more calls: they run against the file, instead of waiting
+// relayAnswerWait to end outcome unknown.
+func TestRelayStalledHub(t *testing.T) {
+	defer func(w, s time.Duration) { relayAnswerWait, relayStall = w, s }(relayAnswerWait, relayStall)
+	relayAnswerWait, relayStall = 5*time.Second, time.Nanosecond
+	db := filepath.Join(t.TempDir(), "l.db")
+	p := startRelayProcess(t, db, "follower", os.Geteuid())
+	p.relay.Close() // it was the hub: the fake one takes its place
+	// The fake reads calls and answers none.
+	fakeHub(t, db, func(c *net.UnixConn) { io.Copy(io.Discard, c) })
+	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
+	defer r.Close()
+	first := make(chan error, 1)
+	go func() {
+		_, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+		first <- err
+	}()
+	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		if l := r.link; l != nil {
+			l.mu.Lock()
+			waiting = len(l.pending) > 0
+			l.mu.Unlock()
+		}
+		r.mu.Unlock()
+	}
+	if _, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"}); !errors.Is(err, commands.ErrNotSent) {
+		t.Errorf("a call while the hub answers nothing: %v, want ErrNotSent", err)
+	}
+	if err := <-first; err == nil || errors.Is(err, commands.ErrNotSent) {
+		t.Errorf("the call the hub never answered: %v, want outcome unknown", err)
 	}
 }

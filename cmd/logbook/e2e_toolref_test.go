@@ -336,7 +336,7 @@ const choices = `
   that needs one call after another waits for the first reply.
 - **Several processes on one ledger file.** ` + "`logbook serve`" + ` processes on the same file hand their
   calls to the one holding the file (Linux), which records each as if its sender had run it. If
-  that process exits without answering a call it was handed, the call is answered ` + "`ERR_STORAGE`" + `
+  that process exits (or answers nothing for a minute) without answering a call it was handed, the call is answered ` + "`ERR_STORAGE`" + `
   with the message "the call's outcome is unknown: it may or may not have been recorded" and
   ` + "`details.reason`" + ` saying how to check; it is never sent again: look for what it writes
   before calling again. Any other ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded.

@@ -9,23 +9,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
-	"strings"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/commands"
-	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/ledger/jetstream"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/server"
 )
-
-var projectRE = regexp.MustCompile(domain.SlugPattern)
 
 // serveMemoryLimit is serve's soft heap limit (GOMEMLIMIT overrides it).
 const serveMemoryLimit = 256 << 20
@@ -45,8 +38,8 @@ func (c *call) toolFlags(opts *commands.Options, readOnlyUsage string) *string {
 // times a second; 400% keeps the heap near 20 MB and cuts CPU per call by
 // about a fifth.
 func (c *call) prepare(opts commands.Options) error {
-	if opts.Project != "" && !projectRE.MatchString(opts.Project) {
-		return fmt.Errorf("--project %q is not a slug like my-project", opts.Project)
+	if err := commands.CheckProject(opts.Project); err != nil {
+		return fmt.Errorf("--project %v", err)
 	}
 	if err := checkPath("--db", *c.db, false); err != nil {
 		return err
@@ -76,8 +69,9 @@ func serve(c *call) func() error {
 			return c.bridge(*connect, *tokenEnv)
 		case *lockTimeout <= 0:
 			return errors.New("--lock-timeout must be positive")
-		case utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, unicode.IsControl) >= 0:
-			return errors.New("--agent must be at most 128 characters of valid UTF-8 with no control characters")
+		}
+		if err := commands.CheckAgent(agent); err != nil {
+			return fmt.Errorf("--agent %v", err)
 		}
 		if err := c.prepare(opts); err != nil {
 			return err
