@@ -43,7 +43,9 @@ import (
 //	   space keeps the seqs of 64 thought numbers under one key
 //	11: task_thoughts keeps the thought numbers of 64 chain positions of
 //	   a task under one key, in the thoughts space's block layout
-const Version = 11
+//	12: task_events keeps a task's updates alone: its task.created is
+//	   the task's created_seq, so a task_create writes no key there
+const Version = 12
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

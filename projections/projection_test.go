@@ -312,6 +312,21 @@ func TestTaskAsOf(t *testing.T) {
 		if _, ok, _ := projections.TaskAsOf(tx, "T-0002", 1); ok {
 			t.Errorf("T-0002 exists as of seq 1")
 		}
+		for id, want := range map[string][]uint64{"T-0001": {1, 3, 5, 6}, "T-0002": {2}, "T-0009": nil, "bad": nil} {
+			if got, err := projections.TaskEventSeqs(tx, id); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("TaskEventSeqs(%s) = %v, %v; want %v", id, got, err, want)
+			}
+		}
+		// A create is its task's created_seq: task_events keys the updates alone.
+		sp, err := tx.Space("task_events")
+		if err != nil {
+			return err
+		}
+		var keys int
+		sp.Scan(nil, false, func(_, _ []byte) (bool, error) { keys++; return true, nil })
+		if keys != 3 {
+			t.Errorf("task_events holds %d keys, want the 3 updates", keys)
+		}
 		return nil
 	})
 }

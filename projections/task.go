@@ -12,7 +12,7 @@ import (
 
 const (
 	spTasks      = "tasks"       // task number → Task
-	spTaskEvents = "task_events" // task number ‖ seq → nothing: the events that changed it
+	spTaskEvents = "task_events" // task number ‖ seq → nothing: the task.updated events that changed it (its task.created is Task.CreatedSeq)
 	spChildren   = "children"    // parent number ‖ child number → nothing
 	spProjects   = "projects"    // project name → Project
 
@@ -140,7 +140,9 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 			return err
 		}
 	}
-	return putTask(f, n, t, r.Seq)
+	// The task's first event is its CreatedSeq: task_events keeps only
+	// its updates, so a create touches one space fewer.
+	return f.setTask(n, t)
 }
 
 func applyTaskUpdated(f *folder, r ledger.Record) error {
@@ -154,7 +156,14 @@ func applyTaskUpdated(f *folder, r ledger.Record) error {
 		return fmt.Errorf("update of unknown task %q: %v", p.TaskID, err)
 	}
 	foldTaskUpdated(t, r, &p)
-	return putTask(f, n, t, r.Seq)
+	events, err := f.writeOnly(spTaskEvents, false)
+	if err != nil {
+		return err
+	}
+	if err := events.Put(key2(n, r.Seq), nil); err != nil {
+		return err
+	}
+	return f.setTask(n, t)
 }
 
 // countTask counts a new task in its project's counters (in a batch, kept
@@ -183,18 +192,6 @@ func (f *folder) countTask(project string) error {
 	return putRecord(projects, []byte(project), p)
 }
 
-// putTask stores t and indexes seq as one of its events.
-func putTask(f *folder, n uint64, t *Task, seq uint64) error {
-	events, err := f.writeOnly(spTaskEvents, false)
-	if err != nil {
-		return err
-	}
-	if err := events.Put(key2(n, seq), nil); err != nil {
-		return err
-	}
-	return f.setTask(n, t)
-}
-
 // GetTask returns the current state of the task with id; ok is false if
 // there is none.
 func GetTask(tx *boltstore.Tx, id string) (t Task, ok bool, err error) {
@@ -218,12 +215,7 @@ func HasTask(tx *boltstore.Tx, id string) (bool, error) {
 // TaskAsOf folds the task's events up to and including seq from the log
 // itself (time travel). ok is false if the task did not exist yet.
 func TaskAsOf(tx *boltstore.Tx, id string, seq uint64) (t Task, ok bool, err error) {
-	events, n, err := spaceOf(tx, spTaskEvents, domain.TaskPrefix, id)
-	if events == nil {
-		return t, false, err
-	}
-	err = events.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
-		s := be64(k[8:])
+	err = eachTaskEvent(tx, id, func(s uint64) (bool, error) {
 		if s > seq {
 			return false, nil
 		}
@@ -239,6 +231,24 @@ func TaskAsOf(tx *boltstore.Tx, id string, seq uint64) (t Task, ok bool, err err
 		t.Thoughts = 0
 	}
 	return t, ok, err
+}
+
+// eachTaskEvent calls fn with the seq of each event that created or
+// updated the task, in ledger order, until fn returns false: the task's
+// CreatedSeq, then its task_events keys.
+func eachTaskEvent(tx *boltstore.Tx, id string, fn func(seq uint64) (bool, error)) error {
+	t, ok, err := GetTask(tx, id)
+	if err != nil || !ok {
+		return err
+	}
+	if more, err := fn(t.CreatedSeq); err != nil || !more {
+		return err
+	}
+	events, n, err := spaceOf(tx, spTaskEvents, domain.TaskPrefix, id)
+	if events == nil {
+		return err
+	}
+	return events.Scan(u64(n), false, func(k, _ []byte) (bool, error) { return fn(be64(k[8:])) })
 }
 
 // Tasks calls fn for every task in creation order until fn returns false.
@@ -338,13 +348,9 @@ func NextTaskID(tx *boltstore.Tx) (string, error) {
 
 // TaskEventSeqs are the seqs of the events that created or updated the task.
 func TaskEventSeqs(tx *boltstore.Tx, id string) ([]uint64, error) {
-	events, n, err := spaceOf(tx, spTaskEvents, domain.TaskPrefix, id)
-	if events == nil {
-		return nil, err
-	}
 	var seqs []uint64
-	err = events.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
-		seqs = append(seqs, be64(k[8:]))
+	err := eachTaskEvent(tx, id, func(seq uint64) (bool, error) {
+		seqs = append(seqs, seq)
 		return true, nil
 	})
 	return seqs, err
