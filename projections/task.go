@@ -140,6 +140,17 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 			return err
 		}
 	}
+	if f.tasks == nil {
+		// Live: a new task's key is the highest yet, so its leaf is
+		// packed full, as a batch packs it, not split half empty. Half
+		// as many leaves, so half the entries in the branch node every
+		// create rewrites.
+		tasks, err := f.tx.Space(spTasks)
+		if err != nil {
+			return err
+		}
+		tasks.AppendOnly()
+	}
 	// The task's first event is its CreatedSeq: task_events keeps only
 	// its updates, so a create touches one space fewer.
 	return f.setTask(n, t)
