@@ -21,6 +21,7 @@ import (
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/projections"
@@ -58,7 +59,7 @@ func SocketPath(db string) string {
 }
 
 const (
-	relayProto = 1
+	relayProto = 2 // 2: the hello says what the follower's Store saw
 	// relayRetry: after failing to reach or become a hub, a process runs
 	// its calls against the file for this long before trying again.
 	relayRetry = 50 * time.Millisecond
@@ -117,6 +118,17 @@ type hello struct {
 	Started  int64                 `json:"started_unix_ns"`
 	Skills   []wireSkill           `json:"skills"`
 	Skipped  []events.SkippedSkill `json:"skipped"`
+	// Seen: what the follower's Store has seen of its ledger (nil if
+	// nothing yet); the hub commits its calls only into that ledger, its
+	// log intact up to that head.
+	Seen *wireSeen `json:"seen,omitempty"`
+}
+
+// wireSeen is a boltstore.Seen.
+type wireSeen struct {
+	ID   []byte `json:"id"`
+	Seq  uint64 `json:"seq"`
+	Hash []byte `json:"hash"`
 }
 
 // wireSkill is a skills.Skill with its SHA-256 (which Skill's JSON omits).
@@ -133,6 +145,7 @@ type welcome struct {
 // Relay is one `logbook serve` process's end of the relay: the hub, or a
 // follower of it, or neither for now (its calls run against the file).
 type Relay struct {
+	l        *boltstore.Store
 	db, sock string
 	edge     *mcp.Server
 	svc      *commands.Service
@@ -149,17 +162,18 @@ type Relay struct {
 	closed  bool
 }
 
-// StartRelay makes svc, the service behind edge on the ledger file db, run
-// its calls through the hub when another process is it, and tries to
-// become the hub at once. Close it before closing the ledger.
-func StartRelay(db string, edge *mcp.Server, svc *commands.Service, log *slog.Logger) *Relay {
-	return startRelay(db, edge, svc, log, os.Geteuid())
+// StartRelay makes svc, the service behind edge on the ledger l, run its
+// calls through the hub when another process is it, and tries to become
+// the hub at once. Close it before closing the ledger.
+func StartRelay(l *boltstore.Store, edge *mcp.Server, svc *commands.Service, log *slog.Logger) *Relay {
+	return startRelay(l, edge, svc, log, os.Geteuid())
 }
 
 // startRelay is StartRelay for a process that takes only peers of uid
 // (tests pass another uid than theirs).
-func startRelay(db string, edge *mcp.Server, svc *commands.Service, log *slog.Logger, uid int) *Relay {
-	r := &Relay{db: db, sock: SocketPath(db), edge: edge, svc: svc, log: log, build: buildID(edge), uid: uid}
+func startRelay(l *boltstore.Store, edge *mcp.Server, svc *commands.Service, log *slog.Logger, uid int) *Relay {
+	db := l.Path()
+	r := &Relay{l: l, db: db, sock: SocketPath(db), edge: edge, svc: svc, log: log, build: buildID(edge), uid: uid}
 	if boltstore.HubSupported {
 		r.mu.Lock()
 		r.connect()
@@ -409,6 +423,11 @@ func dial(r *Relay, uid int) (*link, error) {
 		ReadOnly: g.ReadOnly, Version: g.Version, Started: g.Started.UnixNano(), Skipped: g.Skipped}
 	for _, sk := range g.Skills {
 		h.Skills = append(h.Skills, wireSkill{sk, sk.SHA256})
+	}
+	// Read now, after the dial: the hub checks its file against all this
+	// process has seen up to the connection.
+	if seen, ok := r.l.Seen(); ok {
+		h.Seen = &wireSeen{ID: seen.ID, Seq: seen.Head.Seq, Hash: seen.Head.Hash[:]}
 	}
 	b, err := json.Marshal(h)
 	if err != nil {
@@ -750,6 +769,22 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 		// What the sender's own flags could not have been: its calls
 		// would not be recorded as its own run would record them.
 		refuse = g.Check().Error()
+	case hi.Seen != nil:
+		// The file at the path may be another ledger, or an older copy of
+		// the follower's, than the follower's Store has been using (mv or
+		// cp over it): its Store refuses such a file (ErrReplaced), so the
+		// hub must not commit its calls into it either. Refused, the
+		// follower runs its calls itself, and its Store answers.
+		if len(hi.Seen.Hash) != len(ledger.Hash{}) {
+			return nil, errFrame
+		}
+		seen := boltstore.Seen{ID: hi.Seen.ID, Head: ledger.Head{Seq: hi.Seen.Seq}}
+		copy(seen.Head.Hash[:], hi.Seen.Hash)
+		if err := h.r.l.CheckSeen(seen, "the follower"); errors.Is(err, boltstore.ErrReplaced) {
+			refuse = fmt.Sprintf("the hub's ledger is not the follower's: %v", err)
+		} else if err != nil {
+			refuse = fmt.Sprintf("cannot check the hub's ledger against the follower's: %v", err)
+		}
 	}
 	// Registered before it is welcomed, so that close says goodbye to
 	// every connection it welcomed, after the welcome.
