@@ -59,7 +59,7 @@ func SocketPath(db string) string {
 }
 
 const (
-	relayProto = 2 // 2: the hello says what the follower's Store saw
+	relayProto = 2 // 2: the hello says what the follower's Store saw, a reply what the hub's did
 	// relayRetry: after failing to reach or become a hub, a process runs
 	// its calls against the file for this long before trying again.
 	relayRetry = 50 * time.Millisecond
@@ -101,7 +101,7 @@ const (
 	frameHello   = 1 // JSON hello
 	frameWelcome = 2 // JSON welcome
 	frameCall    = 3 // id u64, first u8, name and client (u32 length each), arguments (the rest)
-	frameReply   = 4 // id u64, first u8, reply bytes (the rest)
+	frameReply   = 4 // id u64, first u8, the hub's ledger id (u32 length) and head (seq u64, hash), reply bytes (the rest)
 	frameGoodbye = 5 // the hub takes no more calls on this connection
 )
 
@@ -350,6 +350,25 @@ func lenPrefixed(s string) []byte {
 
 var errFrame = errors.New("relay: malformed frame")
 
+// appendSeen appends a reply's ledger id and head.
+func appendSeen(b []byte, s boltstore.Seen) []byte {
+	b = append(binary.BigEndian.AppendUint32(b, uint32(len(s.ID))), s.ID...)
+	b = binary.BigEndian.AppendUint64(b, s.Head.Seq)
+	return append(b, s.Head.Hash[:]...)
+}
+
+// readSeen reads what appendSeen appended off b.
+func readSeen(b []byte) (boltstore.Seen, []byte, error) {
+	var s boltstore.Seen
+	id, b, err := cut(b)
+	if err != nil || len(b) < 8+len(ledger.Hash{}) {
+		return s, nil, errFrame
+	}
+	s.ID, s.Head.Seq = []byte(id), binary.BigEndian.Uint64(b)
+	copy(s.Head.Hash[:], b[8:])
+	return s, b[8+len(ledger.Hash{}):], nil
+}
+
 // cut reads a u32-length-prefixed string off b.
 func cut(b []byte) (string, []byte, error) {
 	if len(b) < 4 || uint64(len(b)-4) < uint64(binary.BigEndian.Uint32(b)) {
@@ -370,8 +389,9 @@ func readIDFirst(b []byte) (uint64, bool, []byte, error) {
 
 // link is a follower's connection to the hub.
 type link struct {
-	c   *net.UnixConn
-	log *slog.Logger
+	c     *net.UnixConn
+	log   *slog.Logger
+	store *boltstore.Store // this process's: it learns the heads the hub saw
 
 	mu      sync.Mutex // writes, and the fields below
 	next    uint64
@@ -455,7 +475,7 @@ func dial(r *Relay, uid int) (*link, error) {
 		return nil, err
 	}
 	c.SetDeadline(time.Time{})
-	l := &link{c: c, log: r.log, pending: make(map[uint64]chan linkResult)}
+	l := &link{c: c, log: r.log, store: r.l, pending: make(map[uint64]chan linkResult)}
 	r.log.Info("relay: committing through the hub", "socket", r.sock)
 	go l.read()
 	return l, nil
@@ -543,9 +563,19 @@ func (l *link) read() {
 			err = errFrame
 			break
 		}
-		if id, res.First, res.Reply, err = readIDFirst(b); err != nil {
+		var rest []byte
+		if id, res.First, rest, err = readIDFirst(b); err != nil {
 			break
 		}
+		var seen boltstore.Seen
+		if seen, res.Reply, err = readSeen(rest); err != nil {
+			break
+		}
+		// What the hub committed for this process is what this process
+		// has seen of its ledger: a file replaced later by a copy older
+		// than that is refused (by the next hub's handshake, and by this
+		// process's own Store).
+		l.store.Saw(seen)
 		l.mu.Lock()
 		ch := l.pending[id]
 		delete(l.pending, id)
@@ -730,7 +760,8 @@ func (h *hub) serve(c *net.UnixConn) {
 			defer calls.Done()
 			defer held.Release(cost)
 			reply, stillFirst := h.run(guest, name, rest, client, first)
-			if err := hc.write(frameReply, idFirst(id, stillFirst), reply); err != nil {
+			seen, _ := h.r.l.Seen() // read after the call: at least its commit
+			if err := hc.write(frameReply, idFirst(id, stillFirst), appendSeen(nil, seen), reply); err != nil {
 				h.r.log.Debug("relay: a follower went away before its answer", "err", err)
 			}
 		}()

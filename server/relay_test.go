@@ -554,7 +554,8 @@ func TestRelayStalledHub(t *testing.T) {
 // must not get around that: replaced under a follower (another ledger
 // renamed or copied over it, or an older copy of it renamed over it) and
 // served by a hub that opened it afresh, the file is refused by the hub
-// for that follower, whose next call then fails as a lone process's does
+// for that follower (an older copy: older than what the hub committed for
+// it), whose next call then fails as a lone process's does
 // — ERR_STORAGE, replaced — and writes nothing into the file. A process
 // that has seen nothing else is served.
 func TestRelayRefusesReplacedLedger(t *testing.T) {
@@ -589,14 +590,19 @@ func TestRelayRefusesReplacedLedger(t *testing.T) {
 			if err := ping(hub); err != nil {
 				t.Fatal(err)
 			}
-			copyFile(t, db, older)
-			if err := ping(hub); err != nil {
-				t.Fatal(err)
-			}
 			f := startRelayProcess(t, db, "follower", os.Geteuid())
-			if res, err := f.ping(); err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
-				t.Fatalf("forwarded before the swap: %s %v", res.Reply, err)
+			forward := func() {
+				t.Helper()
+				if res, err := f.ping(); err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+					t.Fatalf("forwarded before the swap: %s %v", res.Reply, err)
+				}
 			}
+			// The older copy is past what the follower's Store read at
+			// open, not past what the hub committed for it: the hub's
+			// replies tell it.
+			forward()
+			copyFile(t, db, older)
+			forward()
 			hub.relay.Close()
 			hub.l.Close()
 			tc.swap(t, db, older, other)

@@ -111,6 +111,19 @@ func (l *Store) Seen() (seen Seen, ok bool) {
 	return Seen{ID: append([]byte(nil), s.id...), Head: s.head}, s.init
 }
 
+// Saw records what another process committing on this process's behalf
+// (the relay's hub) saw of the ledger: if it is this Store's ledger, a
+// head past the one this Store saw is now the one it checks its file
+// against. Another ledger's is ignored (that process's own commits fail).
+func (l *Store) Saw(seen Seen) {
+	s := &l.seen
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.init && bytes.Equal(seen.ID, s.id) && seen.Head.Seq > s.head.Seq {
+		s.head = seen.Head
+	}
+}
+
 // CheckSeen checks that the file at the Store's path holds the ledger
 // another process saw (its Store's Seen), with the log that process saw
 // intact: an ErrReplaced error saying what differs if not. The relay's hub
