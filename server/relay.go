@@ -21,6 +21,7 @@ import (
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/projections"
@@ -58,7 +59,7 @@ func SocketPath(db string) string {
 }
 
 const (
-	relayProto = 1
+	relayProto = 2 // 2: the hello says what the follower's Store saw, a reply what the hub's did
 	// relayRetry: after failing to reach or become a hub, a process runs
 	// its calls against the file for this long before trying again.
 	relayRetry = 50 * time.Millisecond
@@ -100,7 +101,7 @@ const (
 	frameHello   = 1 // JSON hello
 	frameWelcome = 2 // JSON welcome
 	frameCall    = 3 // id u64, first u8, name and client (u32 length each), arguments (the rest)
-	frameReply   = 4 // id u64, first u8, reply bytes (the rest)
+	frameReply   = 4 // id u64, first u8, the hub's ledger id (u32 length) and head (seq u64, hash), reply bytes (the rest)
 	frameGoodbye = 5 // the hub takes no more calls on this connection
 )
 
@@ -117,6 +118,17 @@ type hello struct {
 	Started  int64                 `json:"started_unix_ns"`
 	Skills   []wireSkill           `json:"skills"`
 	Skipped  []events.SkippedSkill `json:"skipped"`
+	// Seen: what the follower's Store has seen of its ledger (nil if
+	// nothing yet); the hub commits its calls only into that ledger, its
+	// log intact up to that head.
+	Seen *wireSeen `json:"seen,omitempty"`
+}
+
+// wireSeen is a boltstore.Seen.
+type wireSeen struct {
+	ID   []byte `json:"id"`
+	Seq  uint64 `json:"seq"`
+	Hash []byte `json:"hash"`
 }
 
 // wireSkill is a skills.Skill with its SHA-256 (which Skill's JSON omits).
@@ -133,6 +145,7 @@ type welcome struct {
 // Relay is one `logbook serve` process's end of the relay: the hub, or a
 // follower of it, or neither for now (its calls run against the file).
 type Relay struct {
+	l        *boltstore.Store
 	db, sock string
 	edge     *mcp.Server
 	svc      *commands.Service
@@ -149,17 +162,18 @@ type Relay struct {
 	closed  bool
 }
 
-// StartRelay makes svc, the service behind edge on the ledger file db, run
-// its calls through the hub when another process is it, and tries to
-// become the hub at once. Close it before closing the ledger.
-func StartRelay(db string, edge *mcp.Server, svc *commands.Service, log *slog.Logger) *Relay {
-	return startRelay(db, edge, svc, log, os.Geteuid())
+// StartRelay makes svc, the service behind edge on the ledger l, run its
+// calls through the hub when another process is it, and tries to become
+// the hub at once. Close it before closing the ledger.
+func StartRelay(l *boltstore.Store, edge *mcp.Server, svc *commands.Service, log *slog.Logger) *Relay {
+	return startRelay(l, edge, svc, log, os.Geteuid())
 }
 
 // startRelay is StartRelay for a process that takes only peers of uid
 // (tests pass another uid than theirs).
-func startRelay(db string, edge *mcp.Server, svc *commands.Service, log *slog.Logger, uid int) *Relay {
-	r := &Relay{db: db, sock: SocketPath(db), edge: edge, svc: svc, log: log, build: buildID(edge), uid: uid}
+func startRelay(l *boltstore.Store, edge *mcp.Server, svc *commands.Service, log *slog.Logger, uid int) *Relay {
+	db := l.Path()
+	r := &Relay{l: l, db: db, sock: SocketPath(db), edge: edge, svc: svc, log: log, build: buildID(edge), uid: uid}
 	if boltstore.HubSupported {
 		r.mu.Lock()
 		r.connect()
@@ -336,6 +350,25 @@ func lenPrefixed(s string) []byte {
 
 var errFrame = errors.New("relay: malformed frame")
 
+// appendSeen appends a reply's ledger id and head.
+func appendSeen(b []byte, s boltstore.Seen) []byte {
+	b = append(binary.BigEndian.AppendUint32(b, uint32(len(s.ID))), s.ID...)
+	b = binary.BigEndian.AppendUint64(b, s.Head.Seq)
+	return append(b, s.Head.Hash[:]...)
+}
+
+// readSeen reads what appendSeen appended off b.
+func readSeen(b []byte) (boltstore.Seen, []byte, error) {
+	var s boltstore.Seen
+	id, b, err := cut(b)
+	if err != nil || len(b) < 8+len(ledger.Hash{}) {
+		return s, nil, errFrame
+	}
+	s.ID, s.Head.Seq = []byte(id), binary.BigEndian.Uint64(b)
+	copy(s.Head.Hash[:], b[8:])
+	return s, b[8+len(ledger.Hash{}):], nil
+}
+
 // cut reads a u32-length-prefixed string off b.
 func cut(b []byte) (string, []byte, error) {
 	if len(b) < 4 || uint64(len(b)-4) < uint64(binary.BigEndian.Uint32(b)) {
@@ -356,8 +389,9 @@ func readIDFirst(b []byte) (uint64, bool, []byte, error) {
 
 // link is a follower's connection to the hub.
 type link struct {
-	c   *net.UnixConn
-	log *slog.Logger
+	c     *net.UnixConn
+	log   *slog.Logger
+	store *boltstore.Store // this process's: it learns the heads the hub saw
 
 	mu      sync.Mutex // writes, and the fields below
 	next    uint64
@@ -410,6 +444,11 @@ func dial(r *Relay, uid int) (*link, error) {
 	for _, sk := range g.Skills {
 		h.Skills = append(h.Skills, wireSkill{sk, sk.SHA256})
 	}
+	// Read now, after the dial: the hub checks its file against all this
+	// process has seen up to the connection.
+	if seen, ok := r.l.Seen(); ok {
+		h.Seen = &wireSeen{ID: seen.ID, Seq: seen.Head.Seq, Hash: seen.Head.Hash[:]}
+	}
 	b, err := json.Marshal(h)
 	if err != nil {
 		c.Close()
@@ -436,7 +475,7 @@ func dial(r *Relay, uid int) (*link, error) {
 		return nil, err
 	}
 	c.SetDeadline(time.Time{})
-	l := &link{c: c, log: r.log, pending: make(map[uint64]chan linkResult)}
+	l := &link{c: c, log: r.log, store: r.l, pending: make(map[uint64]chan linkResult)}
 	r.log.Info("relay: committing through the hub", "socket", r.sock)
 	go l.read()
 	return l, nil
@@ -524,9 +563,19 @@ func (l *link) read() {
 			err = errFrame
 			break
 		}
-		if id, res.First, res.Reply, err = readIDFirst(b); err != nil {
+		var rest []byte
+		if id, res.First, rest, err = readIDFirst(b); err != nil {
 			break
 		}
+		var seen boltstore.Seen
+		if seen, res.Reply, err = readSeen(rest); err != nil {
+			break
+		}
+		// What the hub committed for this process is what this process
+		// has seen of its ledger: a file replaced later by a copy older
+		// than that is refused (by the next hub's handshake, and by this
+		// process's own Store).
+		l.store.Saw(seen)
 		l.mu.Lock()
 		ch := l.pending[id]
 		delete(l.pending, id)
@@ -711,7 +760,8 @@ func (h *hub) serve(c *net.UnixConn) {
 			defer calls.Done()
 			defer held.Release(cost)
 			reply, stillFirst := h.run(guest, name, rest, client, first)
-			if err := hc.write(frameReply, idFirst(id, stillFirst), reply); err != nil {
+			seen, _ := h.r.l.Seen() // read after the call: at least its commit
+			if err := hc.write(frameReply, idFirst(id, stillFirst), appendSeen(nil, seen), reply); err != nil {
 				h.r.log.Debug("relay: a follower went away before its answer", "err", err)
 			}
 		}()
@@ -750,6 +800,22 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 		// What the sender's own flags could not have been: its calls
 		// would not be recorded as its own run would record them.
 		refuse = g.Check().Error()
+	case hi.Seen != nil:
+		// The file at the path may be another ledger, or an older copy of
+		// the follower's, than the follower's Store has been using (mv or
+		// cp over it): its Store refuses such a file (ErrReplaced), so the
+		// hub must not commit its calls into it either. Refused, the
+		// follower runs its calls itself, and its Store answers.
+		if len(hi.Seen.Hash) != len(ledger.Hash{}) {
+			return nil, errFrame
+		}
+		seen := boltstore.Seen{ID: hi.Seen.ID, Head: ledger.Head{Seq: hi.Seen.Seq}}
+		copy(seen.Head.Hash[:], hi.Seen.Hash)
+		if err := h.r.l.CheckSeen(seen, "the follower"); errors.Is(err, boltstore.ErrReplaced) {
+			refuse = fmt.Sprintf("the hub's ledger is not the follower's: %v", err)
+		} else if err != nil {
+			refuse = fmt.Sprintf("cannot check the hub's ledger against the follower's: %v", err)
+		}
 	}
 	// Registered before it is welcomed, so that close says goodbye to
 	// every connection it welcomed, after the welcome.

@@ -45,7 +45,7 @@ func startRelayProcess(t *testing.T, db, agent string, uid int) *relayProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &relayProcess{l: l, edge: edge, svc: svc, relay: startRelay(db, edge, svc, log, uid)}
+	p := &relayProcess{l: l, edge: edge, svc: svc, relay: startRelay(l, edge, svc, log, uid)}
 	t.Cleanup(func() {
 		p.relay.Close()
 		l.Close()
@@ -345,7 +345,7 @@ func TestRelayHubStopsReading(t *testing.T) {
 	p := startRelayProcess(t, db, "follower", os.Geteuid())
 	p.relay.Close() // it was the hub: the fake one takes its place
 	fakeHub(t, db, func(*net.UnixConn) {})
-	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
+	r := startRelay(p.l, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
 	defer r.Close()
 	args := json.RawMessage(`{"text":"` + strings.Repeat("x", 8<<20) + `"}`)
 	got := make(chan error, 1)
@@ -475,7 +475,7 @@ func TestRelaySlowWelcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Release()
-	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid()) // no socket yet: no hub to follow
+	r := startRelay(p.l, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid()) // no socket yet: no hub to follow
 	defer r.Close()
 	ln, err := listenUnix(SocketPath(db))
 	if err != nil {
@@ -525,7 +525,7 @@ func TestRelayStalledHub(t *testing.T) {
 	p.relay.Close() // it was the hub: the fake one takes its place
 	// The fake reads calls and answers none.
 	fakeHub(t, db, func(c *net.UnixConn) { io.Copy(io.Discard, c) })
-	r := startRelay(db, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
+	r := startRelay(p.l, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
 	defer r.Close()
 	first := make(chan error, 1)
 	go func() {
@@ -546,5 +546,113 @@ func TestRelayStalledHub(t *testing.T) {
 	}
 	if err := <-first; err == nil || errors.Is(err, commands.ErrNotSent) {
 		t.Errorf("the call the hub never answered: %v, want outcome unknown", err)
+	}
+}
+
+// TestRelayRefusesReplacedLedger: a follower's Store refuses a file that
+// is no longer the ledger it has been using (ErrReplaced), and forwarding
+// must not get around that: replaced under a follower (another ledger
+// renamed or copied over it, or an older copy of it renamed over it) and
+// served by a hub that opened it afresh, the file is refused by the hub
+// for that follower (an older copy: older than what the hub committed for
+// it), whose next call then fails as a lone process's does
+// — ERR_STORAGE, replaced — and writes nothing into the file. A process
+// that has seen nothing else is served.
+func TestRelayRefusesReplacedLedger(t *testing.T) {
+	for name, tc := range map[string]struct {
+		swap func(t *testing.T, db, older, other string)
+		why  string
+	}{
+		"another ledger renamed over it": {func(t *testing.T, db, _, other string) { rename(t, other, db) }, "id changed"},
+		"another ledger copied over it":  {func(t *testing.T, db, _, other string) { copyFile(t, other, db) }, "id changed"},
+		"an older copy renamed over it":  {func(t *testing.T, db, older, _ string) { rename(t, older, db) }, "went back from seq"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			db, older, other := filepath.Join(dir, "l.db"), filepath.Join(dir, "older.db"), filepath.Join(dir, "other.db")
+			o := startRelayProcess(t, other, "other", os.Geteuid())
+			if _, err := o.ping(); !errors.Is(err, commands.ErrNotSent) { // (its own hub: runs it itself)
+				t.Fatal(err)
+			}
+			if _, err := o.svc.Do(context.Background(), o.edge.Call("server_ping", nil, "c")); err != nil {
+				t.Fatal(err)
+			}
+			o.relay.Close()
+			o.l.Close()
+			hub := startRelayProcess(t, db, "hub", os.Geteuid())
+			if !hub.isHub() {
+				t.Fatal("no hub")
+			}
+			ping := func(p *relayProcess) error {
+				_, err := p.svc.Do(context.Background(), p.edge.Call("server_ping", nil, "c"))
+				return err
+			}
+			if err := ping(hub); err != nil {
+				t.Fatal(err)
+			}
+			f := startRelayProcess(t, db, "follower", os.Geteuid())
+			forward := func() {
+				t.Helper()
+				if res, err := f.ping(); err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+					t.Fatalf("forwarded before the swap: %s %v", res.Reply, err)
+				}
+			}
+			// The older copy is past what the follower's Store read at
+			// open, not past what the hub committed for it: the hub's
+			// replies tell it.
+			forward()
+			copyFile(t, db, older)
+			forward()
+			hub.relay.Close()
+			hub.l.Close()
+			tc.swap(t, db, older, other)
+			hub2 := startRelayProcess(t, db, "hub2", os.Geteuid())
+			if !hub2.isHub() {
+				t.Fatal("no hub after the swap")
+			}
+			before, err := os.ReadFile(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			if _, err := dial(f.relay, os.Geteuid()); !errors.Is(err, errRefused) ||
+				!strings.Contains(err.Error(), "not the follower's") || !strings.Contains(err.Error(), tc.why) {
+				t.Errorf("the follower's hello after the swap: %v, want refused: %s", err, tc.why)
+			}
+			if _, err := f.ping(); !errors.Is(err, commands.ErrNotSent) {
+				t.Errorf("Forward after the swap: %v, want ErrNotSent", err)
+			}
+			err = ping(f)
+			if !errors.Is(err, boltstore.ErrReplaced) || !strings.Contains(string(f.edge.Reply(nil, err)), mcp.CodeStorage) {
+				t.Errorf("the follower's call after the swap: %v (%s), want %s, replaced", err, f.edge.Reply(nil, err), mcp.CodeStorage)
+			}
+			if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+				t.Error("the follower's call wrote into the file that replaced its ledger")
+			}
+
+			// A process that has seen only this file follows its hub.
+			fresh := startRelayProcess(t, db, "fresh", os.Geteuid())
+			if res, err := fresh.ping(); err != nil || !strings.HasPrefix(string(res.Reply), `{"ok":true`) {
+				t.Errorf("a fresh process after the swap: %s %v", res.Reply, err)
+			}
+		})
+	}
+}
+
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

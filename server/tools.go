@@ -26,7 +26,7 @@ func Embedded(l *boltstore.Store, skillsDir, version string, opts commands.Optio
 	if err != nil {
 		return nil, nil, err
 	}
-	return edge, StartRelay(l.Path(), edge, svc, opts.Logger), nil
+	return edge, StartRelay(l, edge, svc, opts.Logger), nil
 }
 
 func tools(l *boltstore.Store, skillsDir, version string, opts commands.Options) (*mcp.Server, *commands.Service, error) {

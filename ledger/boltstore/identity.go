@@ -56,28 +56,92 @@ func (l *Store) checkFile(btx *bolt.Tx) error {
 	if err := checkFormat(btx); err != nil {
 		return err
 	}
-	meta := btx.Bucket(bucketMeta)
-	id := meta.Get(keyID)
-	var head ledger.Head
-	if v := meta.Get(keyHead); len(v) == 8+len(ledger.Hash{}) {
-		head.Seq = binary.BigEndian.Uint64(v)
-		copy(head.Hash[:], v[8:])
-	}
+	id, head := fileHead(btx)
 	s := &l.seen
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.init {
-		switch {
-		case !bytes.Equal(id, s.id):
-			return fmt.Errorf("%w: %s now holds another ledger (its id changed)", ErrReplaced, l.path)
-		case head.Seq < s.head.Seq:
-			return fmt.Errorf("%w: %s went back from seq %d to seq %d (an older copy?)", ErrReplaced, l.path, s.head.Seq, head.Seq)
-		case s.head.Seq > 0 && leafAt(btx, s.head.Seq) != s.head.Hash:
-			return fmt.Errorf("%w: %s no longer holds the event seq %d this process saw", ErrReplaced, l.path, s.head.Seq)
+		if d := differs(btx, id, head, Seen{ID: s.id, Head: s.head}, "this process"); d != "" {
+			return fmt.Errorf("%w: %s %s", ErrReplaced, l.path, d)
 		}
 	}
 	s.init, s.id, s.head = true, append([]byte(nil), id...), head
 	return nil
+}
+
+// fileHead is the ledger id and head stored in btx.
+func fileHead(btx *bolt.Tx) (id []byte, head ledger.Head) {
+	meta := btx.Bucket(bucketMeta)
+	if v := meta.Get(keyHead); len(v) == 8+len(ledger.Hash{}) {
+		head.Seq = binary.BigEndian.Uint64(v)
+		copy(head.Hash[:], v[8:])
+	}
+	return meta.Get(keyID), head
+}
+
+// differs says how the ledger in btx, with id and head, is not the one
+// who saw (seen), with its log intact up to seen.Head: "" if it is.
+func differs(btx *bolt.Tx, id []byte, head ledger.Head, seen Seen, who string) string {
+	switch {
+	case !bytes.Equal(id, seen.ID):
+		return fmt.Sprintf("now holds another ledger than the one %s used (its id changed)", who)
+	case head.Seq < seen.Head.Seq:
+		return fmt.Sprintf("went back from seq %d, which %s saw, to seq %d (an older copy?)", seen.Head.Seq, who, head.Seq)
+	case seen.Head.Seq > 0 && leafAt(btx, seen.Head.Seq) != seen.Head.Hash:
+		return fmt.Sprintf("no longer holds the event seq %d %s saw", seen.Head.Seq, who)
+	}
+	return ""
+}
+
+// Seen is what a Store has seen of its ledger: the ledger's id and the
+// largest head it saw or committed.
+type Seen struct {
+	ID   []byte
+	Head ledger.Head
+}
+
+// Seen returns what the Store has seen of its ledger; ok is false if it
+// has not read it yet (a read-only Store never records it). Another
+// process committing on this process's behalf (server's relay) checks its
+// ledger against it with CheckSeen.
+func (l *Store) Seen() (seen Seen, ok bool) {
+	s := &l.seen
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Seen{ID: append([]byte(nil), s.id...), Head: s.head}, s.init
+}
+
+// Saw records what another process committing on this process's behalf
+// (the relay's hub) saw of the ledger: if it is this Store's ledger, a
+// head past the one this Store saw is now the one it checks its file
+// against. Another ledger's is ignored (that process's own commits fail).
+func (l *Store) Saw(seen Seen) {
+	s := &l.seen
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.init && bytes.Equal(seen.ID, s.id) && seen.Head.Seq > s.head.Seq {
+		s.head = seen.Head
+	}
+}
+
+// CheckSeen checks that the file at the Store's path holds the ledger
+// another process saw (its Store's Seen), with the log that process saw
+// intact: an ErrReplaced error saying what differs if not. The relay's hub
+// checks a follower's before committing the follower's calls, as the
+// follower's own Store would check its file; who names that process.
+func (l *Store) CheckSeen(seen Seen, who string) error {
+	return l.withDB(true, func(db *bolt.DB, _ *os.File) error {
+		return db.View(func(btx *bolt.Tx) error {
+			if err := checkFormat(btx); err != nil {
+				return err
+			}
+			id, head := fileHead(btx)
+			if d := differs(btx, id, head, seen, who); d != "" {
+				return fmt.Errorf("%w: %s %s", ErrReplaced, l.path, d)
+			}
+			return nil
+		})
+	})
 }
 
 // leafAt is the hash of event seq: its stored leaf, or (format 2, no
