@@ -34,7 +34,7 @@ import (
 // reopen and two fsyncs; one process committing everyone's calls puts
 // them in its group commits instead. The process holding the hub lock
 // (boltstore.LockHub, released by the kernel however it exits) is the hub:
-// it listens on <db>.sock (0600, same uid only, checked on both ends with
+// it listens on <db>.relay.sock (0600, same uid only, checked on both ends with
 // SO_PEERCRED) and runs each call another process hands it through a guest
 // commands.Service with that process's options, so the ledger records it as
 // if that process had run it. A call goes to the hub whole (tool name, raw
@@ -50,12 +50,14 @@ import (
 
 // SocketPath is the relay's socket for the ledger at db: beside the file
 // db names once symlinks are resolved, so that processes naming one file
-// through different links meet at one socket.
+// through different links meet at one socket. Its suffix differs from the
+// admin socket's (AdminSocketPath): with <db>.sock, the ledger x.admin's
+// relay socket was the ledger x's admin socket.
 func SocketPath(db string) string {
 	if p, err := filepath.EvalSymlinks(db); err == nil {
 		db = p
 	}
-	return db + ".sock"
+	return db + ".relay.sock"
 }
 
 const (

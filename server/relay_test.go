@@ -656,3 +656,20 @@ func copyFile(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestSocketNamesNeverMeet: no ledger's relay socket is another ledger's
+// admin socket (with <db>.sock, the ledger x.admin's relay socket was the
+// ledger x's admin socket).
+func TestSocketNamesNeverMeet(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"x", "x.admin", "x.relay", "x.admin.relay", "x.relay.admin", "x.db", "x.db.admin"}
+	admin := map[string]string{}
+	for _, n := range names {
+		admin[AdminSocketPath(filepath.Join(dir, n))] = n
+	}
+	for _, n := range names {
+		if other, ok := admin[SocketPath(filepath.Join(dir, n))]; ok {
+			t.Errorf("the relay socket of %s is the admin socket of %s", n, other)
+		}
+	}
+}

@@ -337,7 +337,7 @@ func TestRelayHandOver(t *testing.T) {
 	}
 }
 
-// TestRelayStaleSocket: a socket left at <db>.sock by a hub that died (no
+// TestRelayStaleSocket: a socket left at <db>.relay.sock by a hub that died (no
 // one listening, or a listener that is not a hub) is not followed: the
 // hub lock decides, and the process that takes it replaces the socket.
 func TestRelayStaleSocket(t *testing.T) {
@@ -366,7 +366,7 @@ func TestRelayStaleSocket(t *testing.T) {
 	}
 }
 
-// TestRelayNoHubWithoutTheLock: a listener at <db>.sock while the hub lock
+// TestRelayNoHubWithoutTheLock: a listener at <db>.relay.sock while the hub lock
 // is free is a stale socket, never followed: the process takes the lock
 // and becomes the hub, and nothing connects to the impostor.
 func TestRelayNoHubWithoutTheLock(t *testing.T) {
