@@ -165,6 +165,21 @@ func (w *relayWriter) write(t *testing.T) {
 	}
 }
 
+// relayHubAndWriters starts a hub on db, then n followers of it, each a
+// relayWriter on its own task.
+func relayHubAndWriters(t *testing.T, db string, n int) (*e2eServer, []*relayWriter) {
+	t.Helper()
+	hub := relayStart(t, db, "hub", "c")
+	waitStderr(t, hub, hubLine)
+	var ws []*relayWriter
+	for i := range n {
+		s := relayStart(t, db, fmt.Sprintf("follower-%d", i), "c")
+		ws = append(ws, &relayWriter{srv: s, task: relayTask(t, s, "writes")})
+		waitStderr(t, s, followLine)
+	}
+	return hub, ws
+}
+
 // relayThoughts counts the thought.recorded events per actor.
 func relayThoughts(t *testing.T, db string) map[string]int {
 	_, events := e2eReadLedger(t, db, 0)
@@ -186,14 +201,7 @@ func relayThoughts(t *testing.T, db string) map[string]int {
 func TestRelayHubKilled(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "kill.db")
-	hub := relayStart(t, db, "hub", "c")
-	waitStderr(t, hub, hubLine)
-	var ws []*relayWriter
-	for i := range 3 {
-		s := relayStart(t, db, fmt.Sprintf("follower-%d", i), "c")
-		ws = append(ws, &relayWriter{srv: s, task: relayTask(t, s, "writes")})
-		waitStderr(t, s, followLine)
-	}
+	hub, ws := relayHubAndWriters(t, db, 3)
 	var wg sync.WaitGroup
 	var killed sync.Once
 	kill := make(chan struct{})
@@ -268,14 +276,7 @@ func TestRelayHubKilled(t *testing.T) {
 func TestRelayHandOver(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "handover.db")
-	hub := relayStart(t, db, "hub", "c")
-	waitStderr(t, hub, hubLine)
-	var ws []*relayWriter
-	for i := range 3 {
-		s := relayStart(t, db, fmt.Sprintf("follower-%d", i), "c")
-		ws = append(ws, &relayWriter{srv: s, task: relayTask(t, s, "writes")})
-		waitStderr(t, s, followLine)
-	}
+	hub, ws := relayHubAndWriters(t, db, 3)
 	var wg sync.WaitGroup
 	var once sync.Once
 	for _, w := range ws {

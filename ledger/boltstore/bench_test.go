@@ -294,6 +294,17 @@ func BenchmarkRawBoltPut64(b *testing.B) {
 	reportEvents(b, b.N)
 }
 
+// openVsRaw opens the Store and the raw bbolt file one BenchmarkAppendVsRaw
+// pair compares, and the raw side's record.
+func openVsRaw(b *testing.B) (*Store, *bolt.DB, []byte) {
+	l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l, openRawBolt(b), make([]byte, benchRecordSize)
+}
+
 // BenchmarkAppendVsRaw measures each Append benchmark against its raw
 // bbolt baseline alternately in one benchmark, so that a shared machine's
 // noise (other processes' fsyncs above all) falls on both alike: "1" is
@@ -309,13 +320,7 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 		b.ReportMetric(a/r, "ratio")
 	}
 	b.Run("1", func(b *testing.B) {
-		l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer l.Close()
-		db := openRawBolt(b)
-		rec := make([]byte, benchRecordSize)
+		l, db, rec := openVsRaw(b)
 		var spent [2]time.Duration
 		seq := uint64(0)
 		for b.Loop() {
@@ -334,13 +339,7 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 		report(b, spent, b.N)
 	})
 	b.Run("64", func(b *testing.B) {
-		l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer l.Close()
-		db := openRawBolt(b)
-		rec := make([]byte, benchRecordSize)
+		l, db, rec := openVsRaw(b)
 		const round = 1024
 		var spent [2]time.Duration
 		seq, events := uint64(1), 0
