@@ -7,3 +7,12 @@ func SetIndexLump(n uint64) (restore func()) {
 	indexLump = n
 	return func() { indexLump = old }
 }
+
+// SetBetweenSwapTxs makes fn run where a rebuild has dropped the old
+// projections and not yet copied the new ones in (its error cuts the
+// rebuild there), until the returned func restores it.
+func SetBetweenSwapTxs(fn func() error) (restore func()) {
+	old := betweenSwapTxs
+	betweenSwapTxs = fn
+	return func() { betweenSwapTxs = old }
+}

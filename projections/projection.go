@@ -59,7 +59,8 @@ const (
 )
 
 // ErrVersionChanged: the stored projections are not of this binary's
-// version — another logbook version rebuilt them while this one ran. The
+// version — another logbook version rebuilt them while this one ran, or a
+// rebuild that did not finish dropped them (no version). The
 // process must restart (and rebuild, or be upgraded) before it folds again.
 var ErrVersionChanged = errors.New("projections are of another version")
 
@@ -90,8 +91,8 @@ func NeedsRebuild(tx *boltstore.Tx) (bool, error) {
 
 // Reset marks the projections in tx empty at this binary's version: the
 // next CatchUp folds the log from seq 1. tx's spaces must be empty: a
-// rebuild resets a fresh staging set (boltstore.Tx.Staging) and promotes it
-// once it has caught up, so nobody sees a half-built projection.
+// rebuild resets a fresh scratch file, and swaps its projections in once
+// they have caught up (Rebuild), so nobody sees a half-built projection.
 func Reset(tx *boltstore.Tx) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
