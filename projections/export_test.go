@@ -9,10 +9,14 @@ func SetIndexLump(n uint64) (restore func()) {
 }
 
 // SetBetweenSwapTxs makes fn run where a rebuild has dropped the old
-// projections and not yet copied the new ones in (its error cuts the
-// rebuild there), until the returned func restores it.
-func SetBetweenSwapTxs(fn func() error) (restore func()) {
-	old := betweenSwapTxs
+// projections and copied n transactions' worth of the new ones in (its
+// error cuts the rebuild there), and sets how many bytes a transaction of
+// the copy copies (0: as it was), until the returned func restores both.
+func SetBetweenSwapTxs(fn func(n int) error, budget int) (restore func()) {
+	old, oldBudget := betweenSwapTxs, copyBudget
 	betweenSwapTxs = fn
-	return func() { betweenSwapTxs = old }
+	if budget > 0 {
+		copyBudget = budget
+	}
+	return func() { betweenSwapTxs, copyBudget = old, oldBudget }
 }

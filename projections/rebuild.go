@@ -25,8 +25,8 @@ import (
 // rebuildChunk bounds what one read transaction of a rebuild reads: this
 // many events, or rebuildChunkBytes of them, whichever comes first.
 const (
-	rebuildChunk      = 16384
-	rebuildChunkBytes = 8 << 20
+	rebuildChunk      = 4096
+	rebuildChunkBytes = 2 << 20
 )
 
 // RebuildOptions tune Rebuild.
@@ -49,10 +49,16 @@ type Rebuilt struct {
 	Held    time.Duration // how long the ledger file was held to put them in place
 }
 
-// betweenSwapTxs, when set (tests), runs in the transaction that copies
-// the rebuilt projections in, after the one that dropped the old ones has
-// committed: an error rolls it back, as a process dying there would.
-var betweenSwapTxs func() error
+// copyBudget is about how many bytes of keys and values one transaction of
+// the swap copies: the transaction keeps what it writes in memory until it
+// commits, so the copy's memory does not grow with the projections.
+var copyBudget = 4 << 20
+
+// betweenSwapTxs, when set (tests), runs at the start of each transaction
+// that copies the rebuilt projections in, once the one that dropped the
+// old ones and n copying ones have committed: an error rolls it back, as a
+// process dying there would.
+var betweenSwapTxs func(n int) error
 
 // Rebuild refolds l's whole log, at this binary's version, and puts the
 // result in place of l's projections without growing the file. Other
@@ -82,33 +88,40 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 		return res, err
 	}
 	errCurrent := errors.New("rebuilt by another process")
-	dropped := false // the transaction that drops them committed
+	// dropping: the first transaction ran; dropped: it committed (the
+	// series goes on only then); copies: copying ones that committed.
+	dropping, dropped, copies := false, false, 0
 	err = scratch.View(func(stx *boltstore.Tx) error {
 		var err error
-		res.Held, err = l.UpdateSeries(func(tx *boltstore.Tx) error {
-			if !opts.Force {
-				if need, err := NeedsRebuild(tx); err != nil {
-					return err
-				} else if !need {
-					return errCurrent
+		res.Held, err = l.UpdateSeries(func(tx *boltstore.Tx) (done bool, err error) {
+			if !dropping {
+				if !opts.Force {
+					if need, err := NeedsRebuild(tx); err != nil {
+						return false, err
+					} else if !need {
+						return false, errCurrent
+					}
 				}
+				dropping = true
+				return false, tx.DropSpaces()
 			}
-			return tx.DropSpaces()
-		}, func(tx *boltstore.Tx) error {
 			dropped = true
 			if betweenSwapTxs != nil {
-				if err := betweenSwapTxs(); err != nil {
-					return err
+				if err := betweenSwapTxs(copies); err != nil {
+					return false, err
 				}
 			}
-			if err := tx.CopySpaces(stx); err != nil {
-				return err
+			// The meta space (version, applied seq) last: until it is
+			// there, the projections are missing, not half-built.
+			if done, err = tx.CopySpaces(stx, spMeta, copyBudget); err != nil || !done {
+				copies++
+				return false, err
 			}
 			if _, err := CatchUp(tx, 0); err != nil {
-				return err
+				return false, err
 			}
 			_, res.Applied, err = State(tx)
-			return err
+			return true, err
 		})
 		return err
 	})

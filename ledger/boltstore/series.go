@@ -14,32 +14,33 @@ import (
 // compare-and-append, retried apart from the others).
 var errSeriesAppend = errors.New("a transaction of a series appended events")
 
-// UpdateSeries runs each fn in a write transaction of its own, committed
-// (durably) before the next begins, all in one hold of the file: no other
-// process, and no other Update of this Store, commits between them, so the
-// state between two of them is seen by nobody else — unless the process
-// dies in between: a later transaction must find the state an earlier one
-// left a valid one (a rebuild drops the projections in one, marking them
-// missing, and copies the new ones in the next). Pages the earlier
+// UpdateSeries runs fn in write transactions, one after another, each
+// committed (durably) before the next begins, until fn reports done, all
+// in one hold of the file: no other process, and no other Update of this
+// Store, commits between them, so the states between them are seen by
+// nobody else — unless the process dies in between: each must leave a
+// state the next start can recover from (a rebuild drops the projections
+// in the first, marking them missing, copies the new ones in over the
+// next, and marks them complete in the last). Pages the earlier
 // transactions free are reused by the later ones, as long as no read
 // transaction of this Store that began before them is still open (bbolt
 // keeps what such a reader may see): a Store's own reads are its caller's
 // to keep out meanwhile. The transactions do not append. It stops at the
-// first fn that fails, rolled back (the ones before it stay committed),
-// and returns its error; held is how long the file was held for them,
-// from the first transaction's start to the last one's commit.
-func (l *Store) UpdateSeries(fns ...func(*Tx) error) (held time.Duration, err error) {
+// first transaction fn fails, rolled back (the ones before it stay
+// committed), and returns its error; held is how long the file was held
+// for them, from the first transaction's start to the last one's commit.
+func (l *Store) UpdateSeries(fn func(*Tx) (done bool, err error)) (held time.Duration, err error) {
 	if l.opts.ReadOnly {
 		return 0, ErrReadOnly
 	}
-	r := &request{series: fns, done: make(chan error, 1), deadline: time.Now().Add(l.opts.LockTimeout)}
+	r := &request{series: fn, done: make(chan error, 1), deadline: time.Now().Add(l.opts.LockTimeout)}
 	err = l.send(r)
 	return r.held, err
 }
 
 // commitSeries runs the transactions of r, a series, on o, one after
 // another, and answers r. It returns the error of a commit that failed
-// (not of a transaction's own function), as commit does.
+// (not of the series' own function), as commit does.
 func (l *Store) commitSeries(o *openFile, r *request) error {
 	if err := l.checkSameFile(o); err != nil {
 		r.done <- err
@@ -47,14 +48,18 @@ func (l *Store) commitSeries(o *openFile, r *request) error {
 	}
 	start := time.Now()
 	var err, ferr error
-	for _, fn := range r.series {
+	for done := false; !done; {
 		var head ledger.Head
 		err = o.db.Update(func(btx *bolt.Tx) error {
 			tx, _, err := l.writeTx(btx)
 			if err != nil {
 				return err
 			}
-			if ferr = safeRun(fn, tx); ferr == nil && len(tx.appended) > 0 {
+			ferr = safeRun(func(tx *Tx) (err error) {
+				done, err = r.series(tx)
+				return err
+			}, tx)
+			if ferr == nil && len(tx.appended) > 0 {
 				ferr = errSeriesAppend
 			}
 			if ferr != nil {

@@ -161,7 +161,7 @@ type request struct {
 	deadline time.Time // when waiting for the file lock must give up
 	// series, instead of fn: transactions committed one after another in
 	// one hold of the file (UpdateSeries), and held, how long that took.
-	series []func(*Tx) error
+	series func(*Tx) (done bool, err error)
 	held   time.Duration
 }
 

@@ -1,8 +1,9 @@
 package boltstore
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
+	"math"
 	"os"
 )
 
@@ -37,17 +38,26 @@ func OpenScratch(dir, pattern string) (*Store, error) {
 
 // DropSpaces deletes every space (and the staging set an older binary's
 // rebuild may have left), freeing their pages in this transaction: a
-// later transaction reuses them. It reads every page of them to free it.
-// The projections are then missing: State reads no version.
+// later transaction reuses them. It reads every page of them to free it
+// (letting go of the pages mapped after each space). The projections are
+// then missing: State reads no version.
 func (tx *Tx) DropSpaces() error {
 	if !tx.btx.Writable() {
 		return ErrReadOnly
 	}
 	tx.live = nil
-	defer tx.releaseMapped()
 	for _, name := range [][]byte{bucketSpaces, bucketStaging} {
-		if tx.btx.Bucket(name) == nil {
+		b := tx.btx.Bucket(name)
+		if b == nil {
 			continue
+		}
+		var spaces [][]byte
+		b.ForEachBucket(func(k []byte) error { spaces = append(spaces, k); return nil })
+		for _, sp := range spaces {
+			if err := b.DeleteBucket(sp); err != nil {
+				return fmt.Errorf("drop space %s: %w", sp, err)
+			}
+			tx.releaseMapped()
 		}
 		if err := tx.btx.DeleteBucket(name); err != nil {
 			return fmt.Errorf("drop spaces: %w", err)
@@ -56,45 +66,74 @@ func (tx *Tx) DropSpaces() error {
 	return nil
 }
 
-// CopySpaces copies every space of src, a transaction of another Store (a
-// rebuild's scratch file), into tx, which must hold no space: each space's
-// keys in order, its pages packed full. src must stay open until tx has
+// CopySpaces copies the spaces of src, a transaction of another Store (a
+// rebuild's scratch file), into tx, which held none of them when the copy
+// began: each space's keys in order, its pages packed full, in name order
+// but for the space named last, copied after all the others (a rebuild's
+// marker of complete projections, copied whole in one transaction). It
+// copies about budget bytes of keys and values, then returns; a later transaction goes on from where the
+// spaces in tx end, until it reports done. src must stay open until tx has
 // committed (tx keeps src's values until then).
-func (tx *Tx) CopySpaces(src *Tx) error {
+func (tx *Tx) CopySpaces(src *Tx, last string, budget int) (done bool, err error) {
 	if !tx.btx.Writable() {
-		return ErrReadOnly
+		return false, ErrReadOnly
 	}
 	from := src.btx.Bucket(bucketSpaces)
 	if from == nil {
-		return nil
+		return true, nil
 	}
 	to, err := tx.btx.CreateBucketIfNotExists(bucketSpaces)
 	if err != nil {
-		return fmt.Errorf("copy spaces: %w", err)
-	}
-	if k, _ := to.Cursor().First(); k != nil {
-		return errors.New("copy spaces: the file holds spaces already")
+		return false, fmt.Errorf("copy spaces: %w", err)
 	}
 	tx.live = nil
-	n := 0
-	return from.ForEachBucket(func(name []byte) error {
-		out, err := to.CreateBucket(name)
-		if err != nil {
-			return fmt.Errorf("copy space %s: %w", name, err)
+	var names [][]byte
+	from.ForEachBucket(func(k []byte) error {
+		if string(k) != last {
+			names = append(names, k)
+		}
+		return nil
+	})
+	if from.Bucket([]byte(last)) != nil {
+		names = append(names, []byte(last))
+	}
+	n, copied := 0, 0
+	for _, name := range names {
+		in, out := from.Bucket(name), to.Bucket(name)
+		c := in.Cursor()
+		k, v := c.First()
+		if out == nil {
+			if out, err = to.CreateBucket(name); err != nil {
+				return false, fmt.Errorf("copy space %s: %w", name, err)
+			}
+		} else if end, _ := out.Cursor().Last(); end != nil {
+			// Begun by an earlier transaction: on from its last key.
+			if k, v = c.Seek(end); k == nil || !bytes.Equal(k, end) {
+				return false, fmt.Errorf("copy space %s: it ends at a key the source does not hold: the copy did not begin on an empty file", name)
+			}
+			k, v = c.Next()
 		}
 		out.FillPercent = 1
-		c := from.Bucket(name).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
+		if string(name) == last {
+			// Whole, in the transaction that ends the copy: once it is
+			// there, every other space is.
+			budget = math.MaxInt
+		}
+		for ; k != nil; k, v = c.Next() {
+			if copied >= budget {
+				return false, nil
+			}
 			if v == nil {
-				return fmt.Errorf("copy space %s: %w: a nested bucket at %x", name, ErrDamaged, k)
+				return false, fmt.Errorf("copy space %s: %w: a nested bucket at %x", name, ErrDamaged, k)
 			}
 			if err := out.Put(k, v); err != nil {
-				return fmt.Errorf("copy space %s: %w", name, err)
+				return false, fmt.Errorf("copy space %s: %w", name, err)
 			}
+			copied += len(k) + len(v)
 			if n++; n%releaseEvery == 0 {
 				src.releaseMapped()
 			}
 		}
-		return nil
-	})
+	}
+	return true, nil
 }

@@ -70,12 +70,22 @@ func TestSwapReusesPages(t *testing.T) {
 	before := size()
 	for round := range 3 {
 		err := scratch.View(func(stx *Tx) error {
-			_, err := l.UpdateSeries(func(tx *Tx) error { return tx.DropSpaces() }, func(tx *Tx) error {
-				if tx.btx.Bucket(bucketSpaces) != nil {
+			copies := 0
+			_, err := l.UpdateSeries(func(tx *Tx) (bool, error) {
+				if copies == 0 {
+					copies++
+					return false, tx.DropSpaces()
+				}
+				if copies == 1 && tx.btx.Bucket(bucketSpaces) != nil {
 					t.Error("the spaces are still there after DropSpaces")
 				}
-				return tx.CopySpaces(stx)
+				copies++
+				// "small" last, "big" in transactions of about 16 KiB.
+				return tx.CopySpaces(stx, "small", 16<<10)
 			})
+			if copies < 10 {
+				t.Errorf("copied in %d transactions, want many", copies-1)
+			}
 			return err
 		})
 		if err != nil {
@@ -106,12 +116,21 @@ func TestSwapReusesPages(t *testing.T) {
 			}
 		}
 	}
-	// Copying onto spaces that are there is refused.
+	// Copying onto spaces that end where the source has no key is refused.
+	if err := l.Update(func(tx *Tx) error {
+		sp, err := tx.Space("other")
+		if err != nil {
+			return err
+		}
+		return sp.Put([]byte("zzz"), []byte{1})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	err = scratch.View(func(stx *Tx) error {
-		return l.Update(func(tx *Tx) error { return tx.CopySpaces(stx) })
+		return l.Update(func(tx *Tx) error { _, err := tx.CopySpaces(stx, "big", 1<<20); return err })
 	})
 	if err == nil {
-		t.Error("copied spaces over spaces")
+		t.Error("copied spaces over other spaces")
 	}
 	// bbolt's own consistency check.
 	l.Close()
@@ -153,9 +172,18 @@ func TestUpdateSeries(t *testing.T) {
 				sp, _ := tx.Space("s")
 				return sp.Get([]byte(key)) != nil
 			}
+			// series runs fns as a series, one transaction each.
+			series := func(fns ...func(*Tx) error) error {
+				i := 0
+				_, err := l.UpdateSeries(func(tx *Tx) (bool, error) {
+					i++
+					return i == len(fns), fns[i-1](tx)
+				})
+				return err
+			}
 			queued := make(chan struct{})
 			other := make(chan error, 1)
-			_, err = l.UpdateSeries(func(tx *Tx) error {
+			err = series(func(tx *Tx) error {
 				// A call of another goroutine comes while the series runs.
 				go func() {
 					close(queued)
@@ -182,7 +210,7 @@ func TestUpdateSeries(t *testing.T) {
 				t.Fatal(err)
 			}
 			cut := errors.New("cut")
-			_, err = l.UpdateSeries(put("c"), func(tx *Tx) error {
+			err = series(put("c"), func(tx *Tx) error {
 				if err := put("d")(tx); err != nil {
 					return err
 				}
@@ -191,7 +219,7 @@ func TestUpdateSeries(t *testing.T) {
 			if !errors.Is(err, cut) {
 				t.Fatalf("series: %v, want its second transaction's error", err)
 			}
-			_, err = l.UpdateSeries(func(tx *Tx) error {
+			err = series(func(tx *Tx) error {
 				_, err := tx.Append(ledger.Event{Type: "x", Version: 1})
 				return err
 			})
