@@ -13,6 +13,10 @@ import (
 // the next (CopySpaces): the pages the first frees are the ones the second
 // fills, so a rebuild does not grow the file.
 
+// bucketStaging is where an older binary's rebuild folded its projections
+// before swapping them in: one it left unfinished is dropped by DropSpaces.
+var bucketStaging = []byte("staging")
+
 // OpenScratch creates a scratch Store (Options.Scratch: held, never synced)
 // in a new file in dir (the system temp dir if ""), named after pattern as
 // os.CreateTemp names files, and removes the file's name at once: the file
