@@ -35,6 +35,11 @@ type folder struct {
 	dirtySessions map[uint64]bool
 	indexBuf      *writeBuffer  // the full-text index's writes (knowledge.go)
 	indexBatch    *search.Batch // the index's term entries and stats
+	// The index over indexBuf and indexBatch (knowledge), and the two it
+	// was made over.
+	ix      *search.Index
+	ixBuf   *writeBuffer
+	ixBatch *search.Batch
 
 	lump *lump                 // the index's lumps (knowledge.go), once loaded
 	puts map[string]*putBuffer // by space: the spaces the fold only writes

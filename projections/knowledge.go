@@ -47,6 +47,9 @@ func (f *folder) knowledge() (*search.Index, error) {
 		sp.AppendOnly()
 		return search.New(sp, knowledgeDocs(f.event, f.taskProject)), nil
 	}
+	if f.ix != nil && f.ixBuf == f.indexBuf && f.ixBatch == f.indexBatch {
+		return f.ix, nil // made once per batch, not once per document
+	}
 	if f.indexBuf.sp == nil {
 		sp, err := f.tx.Space(spKnowledge)
 		if err != nil {
@@ -55,7 +58,8 @@ func (f *folder) knowledge() (*search.Index, error) {
 		sp.AppendOnly()
 		f.indexBuf.sp = sp
 	}
-	return search.Batched(f.indexBuf, knowledgeDocs(f.event, f.taskProject), f.indexBatch), nil
+	f.ix, f.ixBuf, f.ixBatch = search.Batched(f.indexBuf, knowledgeDocs(f.event, f.taskProject), f.indexBatch), f.indexBuf, f.indexBatch
+	return f.ix, nil
 }
 
 // taskProject is the project of a task as the fold sees it (a batch's
@@ -205,8 +209,8 @@ const (
 // lump is a folder's view of the index's lumps (lumpState).
 type lump struct {
 	indexed, pending uint64
-	dirty            bool                     // changed since loaded: written back at flush
-	recs             map[uint64]ledger.Record // a batch's knowledge events, by seq, for its lumps
+	dirty            bool            // changed since loaded: written back at flush
+	recs             []ledger.Record // a batch's knowledge events since the last lump, in order
 }
 
 // lumpState loads the lump counters on first use.
@@ -240,10 +244,7 @@ func (f *folder) noteKnowledge(r ledger.Record) error {
 		return err
 	}
 	if f.tasks != nil { // a batch: keep it for its lump, rather than read it again
-		if l.recs == nil {
-			l.recs = map[uint64]ledger.Record{}
-		}
-		l.recs[r.Seq] = r
+		l.recs = append(l.recs, r)
 	}
 	if l.pending, l.dirty = l.pending+1, true; l.pending < indexLump {
 		return nil
@@ -262,7 +263,8 @@ func (f *folder) noteKnowledge(r ledger.Record) error {
 		return err
 	}
 	l.indexed, l.pending = r.Seq, 0
-	clear(l.recs)
+	clear(l.recs) // (their payloads and subjects are not kept alive)
+	l.recs = l.recs[:0]
 	return nil
 }
 
@@ -272,27 +274,42 @@ func (f *folder) noteKnowledge(r ledger.Record) error {
 // others only to skip them read most of the log again (and a verifier's
 // refold reads each event in a read transaction of its own).
 func (f *folder) indexRange(begin, end uint64) error {
-	var kept map[uint64]ledger.Record
-	if f.lump != nil {
-		kept = f.lump.recs
-	}
-	for seq := begin; seq <= end; seq++ {
-		r, ok := kept[seq]
-		if !ok && f.tasks != nil && f.first != 0 && seq >= f.first {
-			continue // folded in this batch, and not knowledge
+	// A batch kept its own knowledge events (noteKnowledge): the log is
+	// read only before the first event it folded.
+	var kept []ledger.Record
+	logEnd := end
+	if f.tasks != nil && f.first != 0 {
+		if f.lump != nil {
+			kept = f.lump.recs
 		}
-		if !ok {
-			var err error
-			if r, err = f.event(seq); err != nil {
-				return fmt.Errorf("index seq %d: %w", seq, err)
+		logEnd = min(end, f.first-1)
+	}
+	for seq := begin; seq <= logEnd; seq++ {
+		r, err := f.event(seq)
+		if err != nil {
+			return fmt.Errorf("index seq %d: %w", seq, err)
+		}
+		if err := f.indexKnowledge(r); err != nil {
+			return err
+		}
+	}
+	for _, r := range kept {
+		if r.Seq >= begin && r.Seq <= end {
+			if err := f.indexKnowledge(r); err != nil {
+				return err
 			}
 		}
-		if !isKnowledge(r.Type) {
-			continue
-		}
-		if err := indexEvent(f, r); err != nil {
-			return fmt.Errorf("index seq %d (%s v%d): %w", r.Seq, r.Type, r.Version, err)
-		}
+	}
+	return nil
+}
+
+// indexKnowledge is indexEvent of r if r is a knowledge event.
+func (f *folder) indexKnowledge(r ledger.Record) error {
+	if !isKnowledge(r.Type) {
+		return nil
+	}
+	if err := indexEvent(f, r); err != nil {
+		return fmt.Errorf("index seq %d (%s v%d): %w", r.Seq, r.Type, r.Version, err)
 	}
 	return nil
 }
