@@ -372,42 +372,83 @@ func (f *folder) blocks(space string) (blockPutter, error) {
 	if f.blockBufs == nil {
 		return sp, nil
 	}
-	bb := &blockBuffer{sp: sp, vals: map[string][]byte{}}
+	bb := &blockBuffer{sp: sp, vals: map[string]*bufferedBlock{}}
 	f.blockBufs[space] = bb
 	return bb, nil
 }
 
 // blockBuffer holds the latest value of each block a batch wrote into a
 // space (a task's last block of task_thoughts, appended to by each of its
-// thoughts), read back by the batch's next append to it, and puts them in
-// key order at flush: one put per block a batch touched, not per thought,
-// the same bytes a fold of one record at a time stores.
+// thoughts; the thoughts space's last block), read back by the batch's next
+// append to it, and puts them in key order at flush: one put per block a
+// batch touched, not per thought, the same bytes a fold of one record at a
+// time stores.
 type blockBuffer struct {
 	sp   *boltstore.Space
-	vals map[string][]byte
+	vals map[string]*bufferedBlock
+}
+
+// bufferedBlock is a block's value as the batch left it; owned: v is the
+// buffer's own (not the space's), which appendRecord may append to in place.
+type bufferedBlock struct {
+	v     []byte
+	owned bool
 }
 
 // Get is the block's value as the batch left it, or as stored.
 func (b *blockBuffer) Get(key []byte) []byte {
-	if v, ok := b.vals[string(key)]; ok {
-		return v
+	if bb, ok := b.vals[string(key)]; ok {
+		return bb.v
 	}
 	return b.sp.Get(key)
 }
 
 // Put keeps value, which the caller must not change, as the block's.
 func (b *blockBuffer) Put(key, value []byte) error {
-	b.vals[string(key)] = value
+	if bb, ok := b.vals[string(key)]; ok {
+		bb.v, bb.owned = value, false
+		return nil
+	}
+	b.vals[string(key)] = &bufferedBlock{v: value}
+	return nil
+}
+
+// putRecord is putInBlock into the buffer: the usual record, the one after
+// the block's last, is appended in place to a block the buffer owns,
+// without copying it again.
+func (b *blockBuffer) putRecord(space string, k []byte, i, value uint64) error {
+	bb, ok := b.vals[string(k)]
+	if !ok {
+		bb = &bufferedBlock{v: b.sp.Get(k)}
+		b.vals[string(k)] = bb
+	}
+	if bb.owned {
+		if next, ok := appendRecordTo(bb.v, space, k, bb.v, i, value); ok {
+			bb.v = next
+			return nil
+		}
+	} else if bb.v != nil {
+		// Copied once, with room for the block's other records.
+		if next, ok := appendRecordTo(make([]byte, 0, len(bb.v)+8<<thoughtBlockBits), space, k, bb.v, i, value); ok {
+			bb.v, bb.owned = next, true
+			return nil
+		}
+	}
+	next, err := setRecord(space, k, bb.v, i, value)
+	if err != nil {
+		return err
+	}
+	bb.v, bb.owned = next, true
 	return nil
 }
 
 func (b *blockBuffer) flush() error {
 	for _, k := range slices.Sorted(maps.Keys(b.vals)) {
-		if err := b.sp.Put([]byte(k), b.vals[k]); err != nil {
+		if err := b.sp.Put([]byte(k), b.vals[k].v); err != nil {
 			return err
 		}
 	}
-	clear(b.vals)
+	clear(b.vals) // (bbolt keeps the values put until the commit: never changed again)
 	return nil
 }
 

@@ -155,19 +155,32 @@ type blockPutter interface {
 // putInBlock sets record i (its low thoughtBlockBits) of block k of space
 // to value, appending it in place in the usual case (the next record).
 func putInBlock(sp blockPutter, space string, k []byte, i, value uint64) error {
+	if bb, ok := sp.(*blockBuffer); ok {
+		return bb.putRecord(space, k, i, value)
+	}
 	v := sp.Get(k)
 	if next, ok := appendRecord(space, k, v, i, value); ok { // the usual case
 		return sp.Put(k, next)
 	}
+	next, err := setRecord(space, k, v, i, value)
+	if err != nil {
+		return err
+	}
+	return sp.Put(k, next)
+}
+
+// setRecord is block v (nil: none yet) of space, key k, decoded, with
+// record i (its low bits) set to value, and encoded again.
+func setRecord(space string, k, v []byte, i, value uint64) ([]byte, error) {
 	var b thoughtBlock
 	if v != nil {
 		var err error
 		if b, err = decodeBlock(space, k, v); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	b[i&(1<<thoughtBlockBits-1)] = value
-	return sp.Put(k, encodeThoughts(&b))
+	return encodeThoughts(&b), nil
 }
 
 // appendThought returns block v with the record of thought n, the one
@@ -184,16 +197,27 @@ func appendRecord(space string, k, v []byte, n, seq uint64) (next []byte, ok boo
 	if v == nil {
 		return nil, false
 	}
+	return appendRecordTo(make([]byte, 0, len(v)+8), space, k, v, n, seq)
+}
+
+// appendRecordTo is appendRecord into dst: dst, empty, gets v and the
+// record; or dst is v itself, which gets the record appended in place.
+func appendRecordTo(dst []byte, space string, k, v []byte, n, seq uint64) (next []byte, ok bool) {
+	if v == nil {
+		return nil, false
+	}
 	w, base, recs, err := blockLayout(space, k, v)
 	if err != nil || int(n&(1<<thoughtBlockBits-1)) != len(recs)/w || seq < base || (bits.Len64(seq-base+1)+7)/8 > w {
 		return nil, false
 	}
 	r := seq - base + 1
-	next = append(make([]byte, 0, len(v)+w), v...)
-	for j := range w {
-		next = append(next, byte(r>>(8*j)))
+	if len(dst) == 0 {
+		dst = append(dst, v...)
 	}
-	return next, true
+	for j := range w {
+		dst = append(dst, byte(r>>(8*j)))
+	}
+	return dst, true
 }
 
 // thoughtSeq is the seq that recorded thought number n; ok false if none
