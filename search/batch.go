@@ -26,6 +26,7 @@ type Batch struct {
 	// A document's term counts, reused from one document to the next.
 	counts Counts
 	all    []string
+	words  wordCache
 }
 
 // NewBatch returns an empty batch.

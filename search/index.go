@@ -170,6 +170,7 @@ func CountTerms(fields []Field) *Counts {
 type Counter struct {
 	all     []string // every term of the document, in order of appearance
 	scratch []uint64 // the document's Freqs while counted
+	words   wordCache
 	terms   []string // room for the next documents' Terms
 	freqs   []uint64 // and Freqs
 }
@@ -180,7 +181,7 @@ const counterSlab = 4096
 // Count counts the terms of fields.
 func (c *Counter) Count(fields []Field) Counts {
 	out := Counts{Freqs: c.scratch[:0]}
-	c.all = countInto(&out, fields, c.all)
+	c.all = countInto(&out, fields, c.all, &c.words)
 	c.scratch = out.Freqs
 	n := len(out.Terms)
 	if cap(c.terms)-len(c.terms) < n {
@@ -196,10 +197,10 @@ func (c *Counter) Count(fields []Field) Counts {
 // countInto fills c with the counts of fields, reusing c's slices, and all,
 // a scratch slice for every term in order of appearance, which it returns.
 // c's slices are c.Terms[:0]'s array reused, so a Counter copies them out.
-func countInto(c *Counts, fields []Field, all []string) []string {
+func countInto(c *Counts, fields []Field, all []string, words *wordCache) []string {
 	all = all[:0]
 	for _, f := range fields {
-		tokenize(f.Text, func(t string, _, _, _ int) { all = append(all, t) })
+		tokenize(f.Text, words, func(t string, _, _, _ int) { all = append(all, t) })
 	}
 	c.Length = uint64(len(all))
 	slices.Sort(all)
@@ -227,7 +228,7 @@ func (ix *Index) counts(doc *Doc) *Counts {
 		return doc.Counts
 	}
 	if b := ix.batch; b != nil {
-		b.all = countInto(&b.counts, doc.Fields, b.all)
+		b.all = countInto(&b.counts, doc.Fields, b.all, &b.words)
 		return &b.counts
 	}
 	return CountTerms(doc.Fields)
