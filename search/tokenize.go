@@ -48,6 +48,14 @@ func decodeRune(s string, i int) (rune, int) {
 	return utf8.DecodeRuneInString(s[i:])
 }
 
+// isLower is unicode.IsLower, an ASCII rune without the call.
+func isLower(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 'a' && r <= 'z'
+	}
+	return unicode.IsLower(r)
+}
+
 // isJoiner reports whether r joins two word runs into one identifier
 // (go.mod, v1.2.3, snake_case) when it sits between word runes.
 func isJoiner(r rune) bool { return r == '.' || r == '_' }
@@ -68,14 +76,26 @@ func tokenize(text string, words *wordCache, emit func(term string, start, end, 
 		}
 		start := i
 		i += n
+		// split: whether splitIdentifier splits the word (compound), worked
+		// out while scanning it.
+		prev, split := r, false
 		for i < len(text) {
+			if c := text[i]; c < utf8.RuneSelf && asciiWord[c] { // the usual rune
+				split = split || c >= 'A' && c <= 'Z' && isLower(prev)
+				prev = rune(c)
+				i++
+				continue
+			}
 			r, n = decodeRune(text, i)
 			if isWordRune(r) {
+				split = split || unicode.IsUpper(r) && isLower(prev)
+				prev = r
 				i += n
 				continue
 			}
 			if isJoiner(r) && i+n < len(text) {
 				if next, _ := decodeRune(text, i+n); isWordRune(next) {
+					split, prev = true, r
 					i += n
 					continue
 				}
@@ -83,7 +103,11 @@ func tokenize(text string, words *wordCache, emit func(term string, start, end, 
 			break
 		}
 		word := text[start:i]
-		if parts := splitIdentifier(word); len(parts) > 1 {
+		if !split {
+			if t := words.normalize(word); t != "" {
+				emit(t, start, i, pos)
+			}
+		} else if parts := splitIdentifier(word); len(parts) > 1 {
 			if whole := strings.ToLower(word); len(whole) <= maxTermLen {
 				emit(whole, start, i, pos)
 			}
