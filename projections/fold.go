@@ -428,8 +428,8 @@ func (b *blockBuffer) putRecord(space string, k []byte, i, value uint64) error {
 			return nil
 		}
 	} else if bb.v != nil {
-		// Copied once, with room for the block's other records.
-		if next, ok := appendRecordTo(make([]byte, 0, len(bb.v)+8<<thoughtBlockBits), space, k, bb.v, i, value); ok {
+		// Copied once, with room for a few more records.
+		if next, ok := appendRecordTo(make([]byte, 0, len(bb.v)+32), space, k, bb.v, i, value); ok {
 			bb.v, bb.owned = next, true
 			return nil
 		}

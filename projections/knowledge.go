@@ -321,8 +321,8 @@ func (f *folder) indexKnowledge(r ledger.Record) error {
 func indexEvent(f *folder, r ledger.Record) error {
 	switch r.Type {
 	case events.TypeThoughtRecorded:
-		var p events.ThoughtRecorded
-		if err := payloadOf(f, r, &p, decodeForFold); err != nil {
+		p, err := payloadOf(f, r, decodeForFold)
+		if err != nil {
 			return err
 		}
 		if replaced, err := f.replacedThought(p.ThoughtID, r.Seq); err != nil || replaced {
@@ -332,7 +332,7 @@ func indexEvent(f *folder, r ledger.Record) error {
 		if err != nil {
 			return err
 		}
-		doc := thoughtDoc(r, &p, project)
+		doc := thoughtDoc(r, p, project)
 		if pr := f.prepared(r.Seq); pr != nil {
 			doc.Counts = pr.counts // counted ahead (nil: Add counts them)
 		}

@@ -141,12 +141,12 @@ func set[T any](dst *T, v *T) {
 
 func applyTaskCreated(f *folder, r ledger.Record) error {
 	tx := f.tx
-	var c events.TaskCreated
-	if err := payloadOf(f, r, &c, decodeAny); err != nil {
+	c, err := payloadOf(f, r, decodeAny[events.TaskCreated])
+	if err != nil {
 		return err
 	}
 	t := new(Task)
-	foldTaskCreated(t, r, &c)
+	foldTaskCreated(t, r, c)
 	n, ok := domain.ParseID(domain.TaskPrefix, t.ID)
 	if !ok {
 		return fmt.Errorf("bad task id %q", t.ID)
@@ -184,8 +184,8 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 }
 
 func applyTaskUpdated(f *folder, r ledger.Record) error {
-	var p events.TaskUpdated
-	if err := payloadOf(f, r, &p, decodeAny); err != nil {
+	p, err := payloadOf(f, r, decodeAny[events.TaskUpdated])
+	if err != nil {
 		return err
 	}
 	n, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
@@ -193,7 +193,7 @@ func applyTaskUpdated(f *folder, r ledger.Record) error {
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("update of unknown task %q: %v", p.TaskID, err)
 	}
-	foldTaskUpdated(t, r, &p)
+	foldTaskUpdated(t, r, p)
 	events, err := f.writeOnly(spTaskEvents, false)
 	if err != nil {
 		return err

@@ -264,8 +264,8 @@ func blockRecord(space string, k, v []byte, i uint64) (value uint64, ok bool, er
 }
 
 func applyThoughtRecorded(f *folder, r ledger.Record) error {
-	var p events.ThoughtRecorded
-	if err := payloadOf(f, r, &p, decodeForFold); err != nil {
+	p, err := payloadOf(f, r, decodeForFold)
+	if err != nil {
 		return err
 	}
 	if err := f.unindexThought(p.ThoughtID); err != nil {

@@ -135,7 +135,10 @@ func (ix *Index) stats() (stats, error) {
 
 func (ix *Index) putStats(s stats) error {
 	if ix.batch != nil {
-		ix.batch.st = &s
+		if ix.batch.st == nil {
+			ix.batch.st = new(stats)
+		}
+		*ix.batch.st = s
 		return nil
 	}
 	b := binary.AppendUvarint(nil, s.docs)
