@@ -332,11 +332,13 @@ func indexEvent(f *folder, r ledger.Record) error {
 		if err != nil {
 			return err
 		}
-		doc := thoughtDoc(r, p, project)
-		if pr := f.prepared(r.Seq); pr != nil {
-			doc.Counts = pr.counts // counted ahead (nil: Add counts them)
+		if pr := f.prepared(r.Seq); pr != nil && pr.counts != nil {
+			// Counted ahead: Add reads the counts, not the texts.
+			doc := thoughtDocOf(r, p, project)
+			doc.Counts = pr.counts
+			return f.index(doc)
 		}
-		return f.index(doc)
+		return f.index(thoughtDoc(r, p, project))
 	case events.TypeFindingRecorded:
 		var p events.FindingRecorded
 		if err := decode(r, &p); err != nil {

@@ -364,8 +364,15 @@ func (f *folder) replacedThought(id string, seq uint64) (bool, error) {
 
 // thoughtDoc is what the knowledge index holds of a thought.
 func thoughtDoc(r ledger.Record, p *events.ThoughtRecorded, project string) search.Doc {
-	return search.Doc{ID: p.ThoughtID, Kind: search.Thought, Project: project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash,
-		Fields: thoughtTexts(p)}
+	doc := thoughtDocOf(r, p, project)
+	doc.Fields = thoughtTexts(p)
+	return doc
+}
+
+// thoughtDocOf is thoughtDoc without its texts, for a fold that counted
+// their terms ahead (Prepare).
+func thoughtDocOf(r ledger.Record, p *events.ThoughtRecorded, project string) search.Doc {
+	return search.Doc{ID: p.ThoughtID, Kind: search.Thought, Project: project, Author: r.Actor, Seq: r.Seq, Hash: r.Hash}
 }
 
 // thoughtTexts are the texts of a thought the knowledge index holds.
