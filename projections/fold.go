@@ -28,8 +28,10 @@ type folder struct {
 
 	// Batch folders only (nil maps otherwise): decoded records, and the
 	// numbers of those changed since the last flush.
-	tasks         map[uint64]*Task
-	carried       map[uint64]*Task // a Refold's: the chunk before's tasks, as stored
+	tasks   map[uint64]*Task
+	carried map[uint64]*Task // a Refold's: the chunk before's tasks, as stored
+	// A Refold's: the chunk before's blocks, by space then key, as stored.
+	carriedBlocks map[string]map[string]*bufferedBlock
 	sessions      map[uint64]*Session
 	dirtyTasks    map[uint64]bool
 	dirtySessions map[uint64]bool
@@ -372,7 +374,7 @@ func (f *folder) blocks(space string) (blockPutter, error) {
 	if f.blockBufs == nil {
 		return sp, nil
 	}
-	bb := &blockBuffer{sp: sp, vals: map[string]*bufferedBlock{}}
+	bb := &blockBuffer{sp: sp, vals: map[string]*bufferedBlock{}, carried: f.carriedBlocks[space]}
 	f.blockBufs[space] = bb
 	return bb, nil
 }
@@ -386,6 +388,10 @@ func (f *folder) blocks(space string) (blockPutter, error) {
 type blockBuffer struct {
 	sp   *boltstore.Space
 	vals map[string]*bufferedBlock
+	// carried: blocks as stored, which a Refold's chunk before wrote; read
+	// from here rather than from sp. written: the blocks the last flush
+	// put, for a Refold to carry into its next chunk.
+	carried, written map[string]*bufferedBlock
 }
 
 // bufferedBlock is a block's value as the batch left it; owned: v is the
@@ -395,9 +401,27 @@ type bufferedBlock struct {
 	owned bool
 }
 
-// Get is the block's value as the batch left it, or as stored.
+// lookup is the block the batch holds for key: one it wrote, or one
+// carried (which it takes).
+func (b *blockBuffer) lookup(key []byte) (*bufferedBlock, bool) {
+	if bb, ok := b.vals[string(key)]; ok {
+		return bb, true
+	}
+	if bb, ok := b.carried[string(key)]; ok {
+		delete(b.carried, string(key))
+		b.vals[string(key)] = bb
+		return bb, true
+	}
+	return nil, false
+}
+
+// Get is the block's value as the batch left it, or as stored (a carried
+// block stays carried: only a block written is put again).
 func (b *blockBuffer) Get(key []byte) []byte {
 	if bb, ok := b.vals[string(key)]; ok {
+		return bb.v
+	}
+	if bb, ok := b.carried[string(key)]; ok {
 		return bb.v
 	}
 	return b.sp.Get(key)
@@ -405,7 +429,7 @@ func (b *blockBuffer) Get(key []byte) []byte {
 
 // Put keeps value, which the caller must not change, as the block's.
 func (b *blockBuffer) Put(key, value []byte) error {
-	if bb, ok := b.vals[string(key)]; ok {
+	if bb, ok := b.lookup(key); ok {
 		bb.v, bb.owned = value, false
 		return nil
 	}
@@ -417,7 +441,7 @@ func (b *blockBuffer) Put(key, value []byte) error {
 // the block's last, is appended in place to a block the buffer owns,
 // without copying it again.
 func (b *blockBuffer) putRecord(space string, k []byte, i, value uint64) error {
-	bb, ok := b.vals[string(k)]
+	bb, ok := b.lookup(k)
 	if !ok {
 		bb = &bufferedBlock{v: b.sp.Get(k)}
 		b.vals[string(k)] = bb
@@ -442,13 +466,16 @@ func (b *blockBuffer) putRecord(space string, k []byte, i, value uint64) error {
 	return nil
 }
 
+// flush puts the blocks, in key order. The values put are never changed
+// again (bbolt keeps them until the commit): a later record is appended
+// past their end, or the block is coded anew.
 func (b *blockBuffer) flush() error {
 	for _, k := range slices.Sorted(maps.Keys(b.vals)) {
 		if err := b.sp.Put([]byte(k), b.vals[k].v); err != nil {
 			return err
 		}
 	}
-	clear(b.vals) // (bbolt keeps the values put until the commit: never changed again)
+	b.written, b.vals = b.vals, map[string]*bufferedBlock{}
 	return nil
 }
 
