@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -150,6 +151,23 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 // nodes it checked.
 func (tx *Tx) CheckNodes(level uint, begin, end uint64, fn func(*ledger.IntegrityError) error) (uint64, error) {
 	var checked uint64
+	if tx.nodes != nil {
+		// Format 3: the nodes of every level in one bucket, in the order
+		// they were completed; each is sought by its key.
+		c := tx.nodes.Cursor()
+		for i := begin; i < end; i++ {
+			left := nodeAt(c, level-1, 2*i)
+			right := nodeAt(c, level-1, 2*i+1)
+			got := nodeAt(c, level, i)
+			checked++
+			if p := ledger.CheckNode(level, i, left, right, got); p != nil {
+				if err := fn(p); err != nil {
+					return checked, err
+				}
+			}
+		}
+		return checked, nil
+	}
 	for _, l := range []uint{level - 1, level} {
 		if _, err := tx.level(l, false); err != nil {
 			return 0, fn(&ledger.IntegrityError{Seq: (begin + 1) << level, Problem: ledger.ProblemNode, Detail: fmt.Sprintf("level %d missing", l)})
@@ -181,6 +199,19 @@ func (tx *Tx) CheckNodes(level uint, begin, end uint64, fn func(*ledger.Integrit
 		}
 	}
 	return checked, nil
+}
+
+// nodeAt is the value of node (level, index) in a format-3 merkle bucket,
+// sought with c; nil if it is not there.
+func nodeAt(c *bolt.Cursor, level uint, index uint64) []byte {
+	key, ok := nodeKey(level, index)
+	if !ok {
+		return nil
+	}
+	if k, v := c.Seek(key); bytes.Equal(k, key) {
+		return v
+	}
+	return nil
 }
 
 // VerifyOptions tune Store.Verify.
@@ -338,6 +369,9 @@ func (g *groupCheck) each(tx *Tx, next EachEvent) EachEvent {
 	// allocate a cursor's stack each time.
 	var cur *bolt.Cursor
 	var k [8]byte
+	if tx.nodes != nil {
+		cur = tx.nodes.Cursor()
+	}
 	return func(seq uint64, raw []byte, hash ledger.Hash) error {
 		if g.pending != nil && g.c.Seq() >= g.pending.Seq+2 {
 			return g.keep(g.pending)
@@ -354,7 +388,9 @@ func (g *groupCheck) each(tx *Tx, next EachEvent) EachEvent {
 				}
 			}
 			var got []byte
-			if cur != nil {
+			if tx.nodes != nil {
+				got = nodeAt(cur, g.base, index)
+			} else if cur != nil {
 				binary.BigEndian.PutUint64(k[:], index)
 				if ck, cv := cur.Seek(k[:]); keyIs(ck, index) {
 					got = cv
