@@ -709,12 +709,12 @@ func BenchmarkRangeRoot(b *testing.B) {
 	}
 }
 
-// BenchmarkReadFormat times each read of the tree on a format-1 and a
-// format-2 ledger of the same 1M events, alternating the two at every
-// operation (same arguments, one long read transaction each), so the
-// machine's noise falls on both alike: "f1-ns" and "f2-ns" per operation.
-// Format 2 hashes its nodes below level 4 from the events (at most 15 per
-// border walked) where format 1 reads them.
+// BenchmarkReadFormat times each read of the tree on a ledger of each
+// format of the same 1M events, alternating them at every operation (same
+// arguments, one long read transaction each), so the machine's noise falls
+// on all alike: "f1-ns", "f2-ns", … per operation. Formats 2 and 3 hash
+// their nodes below level 4 from the events (at most 15 per border walked)
+// where format 1 reads them; format 3 seeks its nodes in one bucket.
 func BenchmarkReadFormat(b *testing.B) {
 	ops := []struct {
 		name string
@@ -732,53 +732,58 @@ func BenchmarkReadFormat(b *testing.B) {
 	stores := openFormats(b)
 	for _, o := range ops {
 		b.Run(o.name, func(b *testing.B) {
-			var spent [2]time.Duration
-			err := stores[0].View(func(t1 *Tx) error {
-				return stores[1].View(func(t2 *Tx) error {
-					rng := rand.New(rand.NewPCG(1, 2))
-					for b.Loop() {
-						x := rng.Uint64()
-						for i, tx := range []*Tx{t1, t2} {
-							start := time.Now()
-							if err := o.op(tx, x); err != nil {
-								return err
-							}
-							spent[i] += time.Since(start)
+			spent := make([]time.Duration, len(stores))
+			txs := make([]*Tx, 0, len(stores))
+			var run func(i int) error
+			run = func(i int) error {
+				if i < len(stores) {
+					return stores[i].View(func(tx *Tx) error { txs = append(txs, tx); return run(i + 1) })
+				}
+				rng := rand.New(rand.NewPCG(1, 2))
+				for b.Loop() {
+					x := rng.Uint64()
+					for i, tx := range txs {
+						start := time.Now()
+						if err := o.op(tx, x); err != nil {
+							return err
 						}
+						spent[i] += time.Since(start)
 					}
-					return nil
-				})
-			})
-			if err != nil {
+				}
+				return nil
+			}
+			if err := run(0); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "f1-ns")
-			b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "f2-ns")
+			for i := range stores {
+				b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), fmt.Sprintf("f%d-ns", i+1))
+			}
 		})
 	}
 }
 
-// openFormats opens, read-only, the format-1 and format-2 bench ledgers
-// of the same events, closed when the benchmark ends.
-func openFormats(b *testing.B) (stores [2]*Store) {
-	for i, f := range []uint64{1, 2} {
+// openFormats opens, read-only, a bench ledger of each format (1 to
+// FormatVersion) of the same events, closed when the benchmark ends.
+func openFormats(b *testing.B) []*Store {
+	var stores []*Store
+	for f := uint64(1); f <= FormatVersion; f++ {
 		l, err := Open(benchLedgerFormat(b, proofSize, f), Options{ReadOnly: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { l.Close() })
-		stores[i] = l
+		stores = append(stores, l)
 	}
 	return stores
 }
 
-// BenchmarkVerifyFormat: Verify of a format-1 and a format-2 ledger of the
-// same 1M events, alternated op by op: "f1-ns/event" and "f2-ns/event", and
-// the heap each run allocated ("f1-B/op", "f2-B/op").
+// BenchmarkVerifyFormat: Verify of a ledger of each format of the same 1M
+// events, alternated op by op: "f1-ns/event", "f2-ns/event", …, and the
+// heap each run allocated ("f1-B/op", …).
 func BenchmarkVerifyFormat(b *testing.B) {
 	stores := openFormats(b)
-	var spent [2]time.Duration
-	var alloc [2]uint64
+	spent := make([]time.Duration, len(stores))
+	alloc := make([]uint64, len(stores))
 	for b.Loop() {
 		for i, l := range stores {
 			var ms0, ms1 runtime.MemStats

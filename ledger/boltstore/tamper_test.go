@@ -333,6 +333,52 @@ func TestTamperVerifyFormat2Nodes(t *testing.T) {
 	}
 }
 
+// TestTamperVerifyFormat3Keys: in a format-3 file Verify walks the merkle
+// bucket's keys in order, each the next node the events complete: a key
+// added, moved or left past the head is reported at the seq it names (past
+// the head: head+1), as a node missing is.
+func TestTamperVerifyFormat3Keys(t *testing.T) {
+	const n = 70
+	node := func(seq uint64, level byte) []byte { return append(key(seq), level) }
+	put := func(k []byte) func(*bolt.Tx) error {
+		return func(btx *bolt.Tx) error { return btx.Bucket([]byte("merkle")).Put(k, make([]byte, 32)) }
+	}
+	move := func(from, to []byte) func(*bolt.Tx) error {
+		return func(btx *bolt.Tx) error {
+			b := btx.Bucket([]byte("merkle"))
+			v := append([]byte(nil), b.Get(from)...)
+			return errors.Join(b.Delete(from), b.Put(to, v))
+		}
+	}
+	tests := []struct {
+		name   string
+		tamper func(*bolt.Tx) error
+		seq    uint64
+	}{
+		{"a level-3 node added", put(node(40, 3)), 40},
+		{"a node added at a seq that completes none", put(node(50, 4)), 50},
+		{"node 6/0 moved to level 7", move(node(64, 6), node(64, 7)), 64},
+		{"node 4/1 moved to seq 33", move(node(32, 4), node(33, 4)), 32},
+		{"a node past the head", put(node(80, 4)), n + 1},
+		{"a key of 8 bytes", put(key(20)), 20},
+		{"a key of 1 byte, first", put([]byte{0}), 16},
+		{"a key of 1 byte, last", put([]byte{4}), n + 1},
+		{"a key of 10 bytes", put(append(node(16, 4), 0)), 16},
+		{"the last node deleted", deleteNode(6, 0), 64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path, _ := tamperLedger(t, n, 3)
+			if _, err := verifyFile(t, path); err != nil {
+				t.Fatalf("before tampering: %v", err)
+			}
+			editFile(t, path, tt.tamper)
+			_, err := verifyFile(t, path)
+			wantIntegrity(t, err, tt.seq, ledger.ProblemNode)
+		})
+	}
+}
+
 // TestTamperEveryByte flips each byte of one stored event in turn: whichever
 // byte it is, Verify reports that event's seq.
 func TestTamperEveryByte(t *testing.T) {
