@@ -24,6 +24,9 @@ type Tx struct {
 	// stored node in format 3.
 	levels []*bolt.Bucket
 	nodes  *bolt.Bucket
+	// nodeCur is the cursor nodeValue seeks with in nodes, made on its
+	// first call (bbolt's Get makes one, and its stack, every call).
+	nodeCur *bolt.Cursor
 	// base is the lowest Merkle level the file stores: 0 in format 1,
 	// baseLevel from format 2, whose lower nodes are hashed from the events.
 	base   uint
@@ -256,13 +259,21 @@ const nodeKeySize = 9
 // however many levels the events complete. ok is false for a node past
 // any log's end.
 func nodeKey(level uint, index uint64) ([]byte, bool) {
-	if level >= 64 || index >= (^uint64(0))>>level {
+	var k [nodeKeySize]byte
+	if !putNodeKey(&k, level, index) {
 		return nil, false
 	}
-	var k [nodeKeySize]byte
+	return k[:], true
+}
+
+// putNodeKey writes nodeKey(level, index) to k; false if there is none.
+func putNodeKey(k *[nodeKeySize]byte, level uint, index uint64) bool {
+	if level >= 64 || index >= (^uint64(0))>>level {
+		return false
+	}
 	binary.BigEndian.PutUint64(k[:], (index+1)<<level)
 	k[8] = byte(level)
-	return k[:], true
+	return true
 }
 
 // nodeOfKey decodes a format-3 node key; ok is false for a key that no
@@ -282,11 +293,19 @@ func nodeOfKey(k []byte) (level uint, index uint64, ok bool) {
 // not stored; an error only for a format-1 or 2 file without that level.
 func (tx *Tx) nodeValue(level uint, index uint64) ([]byte, error) {
 	if tx.nodes != nil {
-		k, ok := nodeKey(level, index)
-		if !ok {
+		var key [nodeKeySize]byte
+		if !putNodeKey(&key, level, index) {
 			return nil, nil
 		}
-		return tx.nodes.Get(k), nil
+		if tx.nodeCur == nil {
+			tx.nodeCur = tx.nodes.Cursor()
+		}
+		// Seek searches from the bucket's root, through what this
+		// transaction wrote, wherever the cursor was.
+		if k, v := tx.nodeCur.Seek(key[:]); bytes.Equal(k, key[:]) {
+			return v, nil
+		}
+		return nil, nil
 	}
 	b, err := tx.level(level, false)
 	if err != nil {
