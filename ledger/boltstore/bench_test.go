@@ -378,7 +378,14 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 		l, db, rec := openVsRaw(b)
 		const round = 1024
 		var spent [2]time.Duration
-		seq, events := uint64(1), 0
+		seq, events, commits := uint64(1), 0, 0
+		count := func(tx *Tx) error {
+			if len(tx.appended) == 0 {
+				commits++ // run by the committer only, one call at a time
+			}
+			return appendBench(tx)
+		}
+		w0, r0 := l.pagesWritten(), rawWritten(db)
 		for events < b.N {
 			start := time.Now()
 			var next atomic.Int64
@@ -387,7 +394,7 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 			for range 64 {
 				wg.Go(func() {
 					for next.Add(1) <= round {
-						if err := l.Update(appendBench); err != nil {
+						if err := l.Update(count); err != nil {
 							failed.Store(&err)
 							return
 						}
@@ -409,6 +416,12 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 			events += round
 		}
 		report(b, spent, events)
+		b.ReportMetric(float64(events)/float64(commits), "events/commit")
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(l.pagesWritten()-w0)/float64(commits), "pages/commit")
+		b.ReportMetric(float64(rawWritten(db)-r0)/float64(events/64), "raw-pages/commit")
 	})
 }
 

@@ -137,7 +137,7 @@ func TestRefillLetsAnsweredCallersQueue(t *testing.T) {
 		}
 	}
 	callers()
-	if got := l.refill(nil, 1); len(got) != 0 {
+	if got := l.refill(nil, 1, time.Second); len(got) != 0 {
 		t.Errorf("after one call answered, refill waited for %d calls", len(got))
 	}
 	for got := 0; got < 8; got += len(l.drain(nil)) {
@@ -146,7 +146,7 @@ func TestRefillLetsAnsweredCallersQueue(t *testing.T) {
 	best := 0
 	for range 5 {
 		callers()
-		got := len(l.refill(nil, 8))
+		got := len(l.refill(nil, 8, time.Millisecond))
 		best = max(best, got)
 		for got < 8 {
 			runtime.Gosched()
@@ -155,6 +155,37 @@ func TestRefillLetsAnsweredCallersQueue(t *testing.T) {
 	}
 	if best != 8 {
 		t.Errorf("after 8 calls answered, refill collected at most %d of their next 8", best)
+	}
+}
+
+// With a second CPU the yielding committer may run again before any caller
+// it answered has queued: refill goes on waiting (up to its bound of no
+// progress) rather than give up at the first yield that brings none —
+// 64 appenders otherwise left the committer idle, and the first caller back
+// committed alone on its own goroutine (197 of 461 commits held one event).
+// It returns once they have all queued, and with what it has once none
+// comes.
+func TestRefillWaitsForAnsweredCallers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	l := &Store{opts: Options{MaxBatch: 64}, queue: make(chan *request, 64)}
+	for range 20 {
+		var ready sync.WaitGroup
+		ready.Add(1)
+		for range 8 {
+			go func() {
+				ready.Wait()
+				runtime.Gosched()
+				l.queue <- &request{}
+			}()
+		}
+		ready.Done()
+		// A bound only a stalled machine reaches: the callers always come.
+		if got := len(l.refill(nil, 8, 10*time.Second)); got != 8 {
+			t.Fatalf("refill collected %d of the 8 callers' next calls", got)
+		}
+	}
+	if got := len(l.refill(nil, 8, time.Millisecond)); got != 0 {
+		t.Fatalf("refill with no caller coming back: %d calls", got)
 	}
 }
 
@@ -242,5 +273,42 @@ func TestCallQueuedDuringCommitJoinsIt(t *testing.T) {
 	wg.Wait()
 	if ids[0] != ids[1] {
 		t.Errorf("the call queued during a commit ran in transaction %d, the commit was %d", ids[1], ids[0])
+	}
+}
+
+// commit reports as answered every call it ran, those it took from the
+// queue while running included: it reported the calls it was given only,
+// so after a commit that started with one call and took 63 more, refill
+// saw one caller answered and did not wait for the 63 to call again — the
+// first back committed alone on its own goroutine, every other commit.
+func TestCommitCountsTheCallsItTook(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	created, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Close()
+	l := &Store{path: path, opts: Options{MaxBatch: 64, LockTimeout: time.Second, Now: time.Now}, queue: make(chan *request, 64)}
+	db, file, err := l.openDB(false, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	call := func() *request { return &request{fn: appendBench, done: make(chan error, 1)} }
+	first := call()
+	var queued []*request
+	for range 5 {
+		r := call()
+		queued = append(queued, r)
+		l.queue <- r
+	}
+	rest, answered, err := l.commit(&openFile{db: db, file: file}, []*request{first}, true)
+	if err != nil || len(rest) != 0 || answered != 6 {
+		t.Fatalf("commit: %d left, %d answered, %v; want 0 left, 6 answered", len(rest), answered, err)
+	}
+	for _, r := range append(queued, first) {
+		if err := <-r.done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
