@@ -100,39 +100,31 @@ func (l *Store) drain(batch []*request) []*request {
 }
 
 // refill drains what waits into batch after a commit that answered
-// calls. Callers answered are runnable but have not had a CPU to queue
-// their next call yet: draining at once would commit the few that had
-// and leave the rest to the commit after, so many concurrent callers
-// alternated between two half-full commits. So, after answering more
-// than one, the committer waits for the callers answered to queue again,
-// until none has for wait. It waits blocked, not yielding: a goroutine
-// that yields is put on the global run queue, which its processor takes it
-// back from before it steals the callers from another processor's queue —
-// whose thread the OS may not be running — so the committer went idle after
-// its first yields, and the first caller back committed alone on its own
-// goroutine (direct): 64 appenders made 20-24 commits of 1024 events, many
-// of one event or half full, where 16 would do. A lone caller (one
-// answered) never waits for it.
-func (l *Store) refill(batch []*request, answered int, wait time.Duration) []*request {
+// calls, and returns how many calls the next commit may expect: those
+// waiting and those answered, who are runnable but may not have had a CPU to
+// queue their next call yet. Committing only those already queued left the
+// rest to the commit after, so many concurrent callers alternated between
+// two half-full commits; so the next commit, once it has run the calls it
+// has, waits for the expected ones (commit). If none waits yet, refill
+// waits for the first, at most wait. It waits blocked, not yielding: a
+// goroutine that yields goes to the global run queue, which its processor
+// takes it back from before it steals the callers from another
+// processor's queue — whose thread the OS may not be running — so the
+// committer went idle after its first yields, and the first caller back
+// committed alone on its own goroutine (direct). A lone caller (one
+// answered) is expected by no one.
+func (l *Store) refill(batch []*request, answered int, wait time.Duration) ([]*request, int) {
+	// Those left over and those answered: the answered who queued again by
+	// now are among the calls drained, not more of them.
+	expect := min(len(batch)+answered, l.opts.MaxBatch)
 	batch = l.drain(batch)
-	want := min(len(batch)+answered, l.opts.MaxBatch) // those waiting and those answered
-	if answered <= 1 || len(batch) >= want {
-		return batch
+	if answered <= 1 {
+		return batch, 0
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for len(batch) < want {
-		select {
-		case r := <-l.queue:
-			batch = l.drain(append(batch, r))
-			t.Reset(wait) // wait is counted from the last call that came
-		case <-t.C:
-			return batch
-		case <-l.quit:
-			return batch
-		}
+	if len(batch) == 0 {
+		batch = l.await(batch, wait)
 	}
-	return batch
+	return batch, expect
 }
 
 // refillWait is how long refill waits for the next of the callers it
@@ -191,15 +183,17 @@ func (l *Store) session(batch []*request) {
 				}
 				l.commitMu.Unlock()
 			}()
+			expect, wait := 0, time.Duration(0)
 			for len(batch) > 0 {
 				start := time.Now()
-				rest, answered, err := l.commit(o, batch, true)
+				rest, answered, err := l.commit(o, batch, expect, wait)
 				if batch = rest; err != nil {
 					// The commit itself failed (I/O): start afresh from the
 					// file rather than go on with this handle.
 					return nil
 				}
-				batch = l.refill(batch, answered, refillWait(time.Since(start)))
+				wait = refillWait(time.Since(start))
+				batch, expect = l.refill(batch, answered, wait)
 				if len(batch) == 0 {
 					locked = false
 					l.commitMu.Unlock()
@@ -247,7 +241,7 @@ func (l *Store) direct(r *request) bool {
 	default:
 	}
 	err := guard(func() error {
-		_, _, err := l.commit(o, []*request{r}, false)
+		_, _, err := l.commit(o, []*request{r}, -1, 0)
 		return err
 	})
 	if err != nil {
@@ -329,14 +323,17 @@ func answerExpired(batch []*request, err error, now time.Time) []*request {
 	return keep
 }
 
-// commit runs the batch in one transaction, and with grow the calls that
-// queue while it runs them (so that concurrent callers fill a commit
-// however their calls arrive); it answers the calls it ran and returns
-// those it left for the next commit (it holds the file about maxHold at
-// most), and how many calls it answered, those it took while running
-// included. A failing fn is answered with its error and the rest run again
-// without it.
-func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*request, answered int, err error) {
+// commit runs the batch in one transaction, and unless expect < 0 the calls
+// that queue while it runs them (so that concurrent callers fill a commit
+// however their calls arrive): until it has run expect calls it waits for
+// the next, each at most wait, while the calls it has run wait for the
+// commit anyway (the callers it answered last calling again: refill). It
+// answers the calls it ran and returns those it left for the next commit
+// (it holds the file about maxHold at most), and how many calls it
+// answered, those it took while running included. A failing fn is
+// answered with its error and the rest run again without it.
+func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Duration) (rest []*request, answered int, err error) {
+	grow := expect >= 0
 	// The path must still name the file open here: a file renamed away or
 	// deleted after it was opened would take every commit with it.
 	db := o.db
@@ -389,6 +386,12 @@ func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*reques
 				if ran == len(batch) && grow {
 					// Calls that came while these ran join this commit.
 					batch = l.drain(batch)
+					if ran == len(batch) && ran < expect {
+						// And those expected, as they come.
+						if batch = l.await(batch, min(wait, maxHold-time.Since(start))); ran == len(batch) {
+							expect = 0 // none came: no more waiting
+						}
+					}
 				}
 			}
 			if replica != nil && len(tx.appended) > 0 {
