@@ -132,7 +132,7 @@ type Store struct {
 	written  atomic.Int64  // pages written by the write handles closed so far (pagesWritten)
 	seen     seen          // what this Store last saw of the file, to notice a swap
 	// tail is the committer's leaf hashes since the last stored node
-	// (format 2), kept across its commits so an append reads no events.
+	// (formats 2 and 3), kept across its commits so an append reads no events.
 	tail leafTail
 	// create is set while Open creates the file: the only time a missing
 	// file may be created.

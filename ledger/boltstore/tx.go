@@ -347,7 +347,7 @@ func (tx *Tx) level(level uint, create bool) (*bolt.Bucket, error) {
 
 // Node returns the Merkle node at (level, index): the root of the perfect
 // subtree over leaves [index<<level, (index+1)<<level). A node of a level
-// the file does not store (format 2: below baseLevel) is hashed from the
+// the file does not store (formats 2 and 3: below baseLevel) is hashed from the
 // events, at most 1<<(baseLevel-1) of them.
 func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 	var h ledger.Hash
@@ -375,7 +375,7 @@ func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 }
 
 // Committed returns the hash the log commits to for event seq, whatever its
-// stored bytes now hash to: its stored leaf in format 1; in format 2 (no
+// stored bytes now hash to: its stored leaf in format 1; from format 2 (no
 // leaves) the prev of event seq+1, or the head's hash for the last event.
 // ErrNotFound past the head; ErrDamaged if what commits to it is unreadable.
 func (tx *Tx) Committed(seq uint64) (ledger.Hash, error) {

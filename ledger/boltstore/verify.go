@@ -15,7 +15,7 @@ import (
 // transaction — hashes against stored leaves, links, positions — and calls
 // fn for every problem (not just the first). fn returning an error stops the
 // check. It returns how many events were checked. In a file that stores no
-// leaves (format 2) an event's bytes are checked against the next event's
+// leaves (formats 2 and 3) an event's bytes are checked against the next event's
 // link, so it reads one event past end.
 func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*ledger.IntegrityError) error) (uint64, error) {
 	begin = max(begin, 1)
@@ -80,7 +80,7 @@ func linkOf(raw []byte) (uint64, ledger.Hash, bool) {
 }
 
 // newChecker returns the chain checker for this file's format: with the
-// stored leaves, or (format 2) links only.
+// stored leaves, or (formats 2 and 3) links only.
 func (tx *Tx) newChecker() *ledger.ChainChecker {
 	if tx.base > 0 {
 		return ledger.NewLinkChecker(tx.head)
