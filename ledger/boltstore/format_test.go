@@ -284,3 +284,42 @@ func TestVerifyEventsOutOfRange(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyBesideAppends: Verify checks the log as it stood when it began,
+// while appends go on — in a format-3 file the nodes they store follow the
+// last one it checks, in the same key space, and are not taken for stray.
+func TestVerifyBesideAppends(t *testing.T) {
+	eachFormat(t, func(t *testing.T, format uint64) {
+		path, _ := tamperLedger(t, 70, format)
+		l, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		appended := 0
+		progress := func(done, total uint64) {
+			if appended > 0 {
+				return
+			}
+			appended++
+			err := l.Update(func(tx *Tx) error {
+				for i := range 70 {
+					if _, err := tx.Append(formatEvent(i)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		rep, err := l.Verify(context.Background(), VerifyOptions{Chunk: 4, Progress: progress})
+		if err != nil || rep.Size != 70 || appended == 0 {
+			t.Fatalf("verify beside appends: size %d, %v (appended: %d)", rep.Size, err, appended)
+		}
+		if rep, err := l.Verify(context.Background(), VerifyOptions{Chunk: 4}); err != nil || rep.Size != 140 {
+			t.Fatalf("verify after: size %d, %v", rep.Size, err)
+		}
+	})
+}

@@ -369,7 +369,8 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 
 // nodeWalk checks the nodes of a format-3 file in key order, which is the
 // order they were completed: each key must be the next node the log's
-// events complete (none missing, none stray, none past the head), and each
+// events complete (none missing, none stray; past the head, only nodes,
+// which appends since Verify began may have stored), and each
 // node above the lowest stored level the hash of the two before it at the
 // level below (its children: the right one completed by the same event,
 // just before it). The lowest level is checked against the events by
@@ -404,12 +405,15 @@ func (w *nodeWalk) walk(tx *Tx, chunk uint64, keep func(*ledger.IntegrityError) 
 			want, _ = nodeKey(w.level, w.seq>>w.level-1)
 		}
 		switch cmp := bytes.Compare(k, want); {
-		case k == nil && want == nil:
+		case want == nil:
+			// Every node of the log as it stood is checked. What follows
+			// must be nodes appended since (Verify runs beside writers).
+			if level, index, ok := nodeOfKey(k); k != nil && (!ok || level < w.base || (index+1)<<level <= w.head) {
+				return keep(&ledger.IntegrityError{Seq: w.head + 1, Problem: ledger.ProblemNode,
+					Detail: fmt.Sprintf("key %x in the merkle bucket after the last node: %s", k, describeKey(k))})
+			}
 			w.done = true
 			return nil
-		case want == nil:
-			return keep(&ledger.IntegrityError{Seq: w.head + 1, Problem: ledger.ProblemNode,
-				Detail: fmt.Sprintf("key %x in the merkle bucket: %s past the head", k, describeKey(k))})
 		case k == nil || cmp > 0:
 			return keep(&ledger.IntegrityError{Seq: w.seq, Problem: ledger.ProblemNode,
 				Detail: fmt.Sprintf("node %d/%d missing", w.level, w.seq>>w.level-1)})
