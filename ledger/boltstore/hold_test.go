@@ -182,6 +182,7 @@ func appendCall() *request { return &request{fn: appendBench, done: make(chan er
 func TestCommitWaitsForExpectedCallers(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	l, o := bareStore(t)
+	whole := 0
 	for range 20 {
 		var ready sync.WaitGroup
 		ready.Add(1)
@@ -196,15 +197,28 @@ func TestCommitWaitsForExpectedCallers(t *testing.T) {
 		}
 		ready.Done()
 		// A bound only a stalled machine reaches: the callers always come.
+		// (A commit still ends after maxHold of running calls, leaving the
+		// rest to the next: under the race detector, now and then.)
 		rest, answered, err := l.commit(o, []*request{appendCall()}, 9, 10*time.Second)
-		if err != nil || len(rest) != 0 || answered != 9 {
-			t.Fatalf("commit: %d left, %d answered, %v; want 0 left, 9 answered", len(rest), answered, err)
+		if err != nil || answered+len(rest) != 9 {
+			t.Fatalf("commit: %d left, %d answered, %v; want 9 in all", len(rest), answered, err)
+		}
+		if answered == 9 {
+			whole++
+		}
+		if len(rest) > 0 {
+			if _, _, err := l.commit(o, rest, -1, 0); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, r := range calls {
 			if err := <-r.done; err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	if whole == 0 {
+		t.Fatal("no commit took the 8 callers expected")
 	}
 	if _, answered, err := l.commit(o, []*request{appendCall()}, 9, time.Millisecond); err != nil || answered != 1 {
 		t.Fatalf("commit with no caller coming: %d answered, %v", answered, err)
