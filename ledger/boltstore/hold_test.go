@@ -197,19 +197,26 @@ func TestCommitWaitsForExpectedCallers(t *testing.T) {
 		}
 		ready.Done()
 		// A bound only a stalled machine reaches: the callers always come.
-		// (A commit still ends after maxHold of running calls, leaving the
-		// rest to the next: under the race detector, now and then.)
+		// (A commit still waits and runs calls for about maxHold at most,
+		// leaving the rest to the next: under the race detector, now and
+		// then.)
 		rest, answered, err := l.commit(o, []*request{appendCall()}, 9, 10*time.Second)
-		if err != nil || answered+len(rest) != 9 {
-			t.Fatalf("commit: %d left, %d answered, %v; want 9 in all", len(rest), answered, err)
+		if err != nil || answered < 1 {
+			t.Fatalf("commit: %d left, %d answered, %v", len(rest), answered, err)
 		}
 		if answered == 9 {
 			whole++
 		}
-		if len(rest) > 0 {
-			if _, _, err := l.commit(o, rest, -1, 0); err != nil {
+		// Those it left, or did not wait for, in commits of their own.
+		for left := 9 - answered; left > 0; {
+			if len(rest) == 0 {
+				rest = l.drain(append(rest, <-l.queue))
+			}
+			r, n, err := l.commit(o, rest, -1, 0)
+			if err != nil {
 				t.Fatal(err)
 			}
+			rest, left = r, left-n
 		}
 		for _, r := range calls {
 			if err := <-r.done; err != nil {
