@@ -188,6 +188,44 @@ func BenchmarkAppendParallel(b *testing.B) {
 	reportPages(b, l, w0, commits, b.N)
 }
 
+// BenchmarkAppendThink: 16 callers that each pause 1 ms between calls, as
+// agents over HTTP do (a reply goes back over the network before the next
+// call comes): a commit must not keep the calls it has waiting long for
+// callers that are not coming back at once. "µs/call" is an Update's mean
+// latency; ns/op is per call.
+func BenchmarkAppendThink(b *testing.B) {
+	l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	var next atomic.Int64
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	b.ResetTimer()
+	for range 16 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				start := time.Now()
+				if err := l.Update(appendBench); err != nil {
+					errs <- err
+					return
+				}
+				total.Add(int64(time.Since(start)))
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(total.Load())/float64(b.N)/1e3, "µs/call")
+}
+
 // BenchmarkAppendShared8: 8 Stores on one file — each its own open file,
 // so for the file lock they are 8 processes, as 8 agents' `logbook serve`
 // are — each appending one event per Update, one at a time. It measures the
