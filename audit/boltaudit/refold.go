@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -38,7 +36,6 @@ type logPass struct {
 	badEvent error           // the first event that does not decode (the reader's)
 	failed   atomic.Bool     // the refold failed: read on, fold no more
 	foldErr  error           // why (the folding goroutine's)
-	dir      string
 	scratch  *boltstore.Store
 	refold   projections.Refold // the scratch's fold, chunk after chunk
 }
@@ -54,17 +51,12 @@ type foldChunk struct {
 }
 
 func (p *logPass) openScratch() error {
-	dir, err := os.MkdirTemp(p.v.opts.ScratchDir, "logbook-verify-")
-	if err != nil {
-		return fmt.Errorf("scratch: %w", err)
-	}
-	p.dir = dir
-	// Nobody else opens the scratch file: it is held open for the whole
-	// refold rather than reopened for every chunk (fold releases the pages
-	// each chunk mapped, as closing the file did).
-	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true, Hold: true, Scratch: true})
-	if err != nil {
-		return fmt.Errorf("scratch: %w", err)
+	// Nobody else opens the scratch file (it has no name once open): it is
+	// held open for the whole refold rather than reopened for every chunk
+	// (fold releases the pages each chunk mapped, as closing the file did).
+	var err error
+	if p.scratch, err = boltstore.OpenScratch(p.v.opts.ScratchDir, "logbook-verify-*.db"); err != nil {
+		return err
 	}
 	return p.scratch.Update(projections.Reset)
 }
@@ -73,7 +65,6 @@ func (p *logPass) closeScratch() {
 	if p.scratch != nil {
 		p.scratch.Close()
 	}
-	os.RemoveAll(p.dir)
 }
 
 // run checks the log and reads it for the root and the refold. A problem of
@@ -82,10 +73,16 @@ func (p *logPass) closeScratch() {
 // event does not decode or fold.
 func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	opts := boltstore.VerifyOptions{Chunk: p.v.opts.Chunk, Progress: p.v.opts.Progress}
-	chunks := make(chan foldChunk, 1) // one chunk folded while the next is read
-	// The record slices go round: one being filled, one waiting, one
-	// being folded, and the one folded before it (prev).
-	free := make(chan []ledger.Record, 4)
+	// A chunk read goes to read, is prepared (projections.Prepare) on a
+	// goroutine of its own and goes to chunks, and is folded while the
+	// next ones are read and prepared: the reading goroutine also checks
+	// every event and node, and prepared there it was the slower of the
+	// two (with two cores the three share them).
+	read := make(chan foldChunk)
+	chunks := make(chan foldChunk, 1)
+	// The record slices go round: one being filled, one being prepared,
+	// one waiting, one being folded, and the one folded before it (prev).
+	free := make(chan []ledger.Record, 5)
 	for range cap(free) {
 		free <- nil
 	}
@@ -100,11 +97,8 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 				p.pending = foldChunk{recs: c.recs[:0]}
 				return nil
 			}
-			// Out of the read transaction, while the fold works on the
-			// chunk before.
-			c.pre = projections.Prepare(c.recs)
 			select {
-			case chunks <- c:
+			case read <- c:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -118,10 +112,17 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer close(chunks)
+		defer close(read)
 		rep, err := p.v.l.Verify(ctx, opts)
 		p.checked = time.Now()
 		done <- result{rep, err}
+	}()
+	go func() {
+		defer close(chunks)
+		for c := range read {
+			c.pre = projections.Prepare(c.recs)
+			chunks <- c // the fold takes every chunk, even once failed
+		}
 	}()
 	for c := range chunks {
 		if !p.failed.Load() {

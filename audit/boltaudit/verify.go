@@ -25,7 +25,8 @@ type Options struct {
 	// stored projections with it.
 	Projections bool
 	// ScratchDir is where the scratch file goes (default: the system temp
-	// directory); it is deleted before Verify returns.
+	// directory); its name is removed as soon as it is open, so nothing of
+	// it is left however the process ends.
 	ScratchDir string
 	// Progress, if set, is called as events and nodes are checked (done of
 	// total, paced by the refold), then once with the events refolded of
