@@ -28,13 +28,20 @@ type folder struct {
 
 	// Batch folders only (nil maps otherwise): decoded records, and the
 	// numbers of those changed since the last flush.
-	tasks         map[uint64]*Task
-	carried       map[uint64]*Task // a Refold's: the chunk before's tasks, as stored
+	tasks   map[uint64]*Task
+	carried map[uint64]*Task // a Refold's: the chunk before's tasks, as stored
+	// A Refold's: the chunk before's blocks, by space then key, as stored.
+	carriedBlocks map[string]map[string]*bufferedBlock
 	sessions      map[uint64]*Session
 	dirtyTasks    map[uint64]bool
 	dirtySessions map[uint64]bool
 	indexBuf      *writeBuffer  // the full-text index's writes (knowledge.go)
 	indexBatch    *search.Batch // the index's term entries and stats
+	// The index over indexBuf and indexBatch (knowledge), and the two it
+	// was made over.
+	ix      *search.Index
+	ixBuf   *writeBuffer
+	ixBatch *search.Batch
 
 	lump *lump                 // the index's lumps (knowledge.go), once loaded
 	puts map[string]*putBuffer // by space: the spaces the fold only writes
@@ -367,42 +374,108 @@ func (f *folder) blocks(space string) (blockPutter, error) {
 	if f.blockBufs == nil {
 		return sp, nil
 	}
-	bb := &blockBuffer{sp: sp, vals: map[string][]byte{}}
+	bb := &blockBuffer{sp: sp, vals: map[string]*bufferedBlock{}, carried: f.carriedBlocks[space]}
 	f.blockBufs[space] = bb
 	return bb, nil
 }
 
 // blockBuffer holds the latest value of each block a batch wrote into a
 // space (a task's last block of task_thoughts, appended to by each of its
-// thoughts), read back by the batch's next append to it, and puts them in
-// key order at flush: one put per block a batch touched, not per thought,
-// the same bytes a fold of one record at a time stores.
+// thoughts; the thoughts space's last block), read back by the batch's next
+// append to it, and puts them in key order at flush: one put per block a
+// batch touched, not per thought, the same bytes a fold of one record at a
+// time stores.
 type blockBuffer struct {
 	sp   *boltstore.Space
-	vals map[string][]byte
+	vals map[string]*bufferedBlock
+	// carried: blocks as stored, which a Refold's chunk before wrote; read
+	// from here rather than from sp. written: the blocks the last flush
+	// put, for a Refold to carry into its next chunk.
+	carried, written map[string]*bufferedBlock
 }
 
-// Get is the block's value as the batch left it, or as stored.
+// bufferedBlock is a block's value as the batch left it; owned: v is the
+// buffer's own (not the space's), which appendRecord may append to in place.
+type bufferedBlock struct {
+	v     []byte
+	owned bool
+}
+
+// lookup is the block the batch holds for key: one it wrote, or one
+// carried (which it takes).
+func (b *blockBuffer) lookup(key []byte) (*bufferedBlock, bool) {
+	if bb, ok := b.vals[string(key)]; ok {
+		return bb, true
+	}
+	if bb, ok := b.carried[string(key)]; ok {
+		delete(b.carried, string(key))
+		b.vals[string(key)] = bb
+		return bb, true
+	}
+	return nil, false
+}
+
+// Get is the block's value as the batch left it, or as stored (a carried
+// block stays carried: only a block written is put again).
 func (b *blockBuffer) Get(key []byte) []byte {
-	if v, ok := b.vals[string(key)]; ok {
-		return v
+	if bb, ok := b.vals[string(key)]; ok {
+		return bb.v
+	}
+	if bb, ok := b.carried[string(key)]; ok {
+		return bb.v
 	}
 	return b.sp.Get(key)
 }
 
 // Put keeps value, which the caller must not change, as the block's.
 func (b *blockBuffer) Put(key, value []byte) error {
-	b.vals[string(key)] = value
+	if bb, ok := b.lookup(key); ok {
+		bb.v, bb.owned = value, false
+		return nil
+	}
+	b.vals[string(key)] = &bufferedBlock{v: value}
 	return nil
 }
 
+// putRecord is putInBlock into the buffer: the usual record, the one after
+// the block's last, is appended in place to a block the buffer owns,
+// without copying it again.
+func (b *blockBuffer) putRecord(space string, k []byte, i, value uint64) error {
+	bb, ok := b.lookup(k)
+	if !ok {
+		bb = &bufferedBlock{v: b.sp.Get(k)}
+		b.vals[string(k)] = bb
+	}
+	if bb.owned {
+		if next, ok := appendRecordTo(bb.v, space, k, bb.v, i, value); ok {
+			bb.v = next
+			return nil
+		}
+	} else if bb.v != nil {
+		// Copied once, with room for a few more records.
+		if next, ok := appendRecordTo(make([]byte, 0, len(bb.v)+32), space, k, bb.v, i, value); ok {
+			bb.v, bb.owned = next, true
+			return nil
+		}
+	}
+	next, err := setRecord(space, k, bb.v, i, value)
+	if err != nil {
+		return err
+	}
+	bb.v, bb.owned = next, true
+	return nil
+}
+
+// flush puts the blocks, in key order. The values put are never changed
+// again (bbolt keeps them until the commit): a later record is appended
+// past their end, or the block is coded anew.
 func (b *blockBuffer) flush() error {
 	for _, k := range slices.Sorted(maps.Keys(b.vals)) {
-		if err := b.sp.Put([]byte(k), b.vals[k]); err != nil {
+		if err := b.sp.Put([]byte(k), b.vals[k].v); err != nil {
 			return err
 		}
 	}
-	clear(b.vals)
+	b.written, b.vals = b.vals, map[string]*bufferedBlock{}
 	return nil
 }
 

@@ -47,6 +47,9 @@ func (f *folder) knowledge() (*search.Index, error) {
 		sp.AppendOnly()
 		return search.New(sp, knowledgeDocs(f.event, f.taskProject)), nil
 	}
+	if f.ix != nil && f.ixBuf == f.indexBuf && f.ixBatch == f.indexBatch {
+		return f.ix, nil // made once per batch, not once per document
+	}
 	if f.indexBuf.sp == nil {
 		sp, err := f.tx.Space(spKnowledge)
 		if err != nil {
@@ -55,7 +58,8 @@ func (f *folder) knowledge() (*search.Index, error) {
 		sp.AppendOnly()
 		f.indexBuf.sp = sp
 	}
-	return search.Batched(f.indexBuf, knowledgeDocs(f.event, f.taskProject), f.indexBatch), nil
+	f.ix, f.ixBuf, f.ixBatch = search.Batched(f.indexBuf, knowledgeDocs(f.event, f.taskProject), f.indexBatch), f.indexBuf, f.indexBatch
+	return f.ix, nil
 }
 
 // taskProject is the project of a task as the fold sees it (a batch's
@@ -205,8 +209,8 @@ const (
 // lump is a folder's view of the index's lumps (lumpState).
 type lump struct {
 	indexed, pending uint64
-	dirty            bool                     // changed since loaded: written back at flush
-	recs             map[uint64]ledger.Record // a batch's knowledge events, by seq, for its lumps
+	dirty            bool            // changed since loaded: written back at flush
+	recs             []ledger.Record // a batch's knowledge events since the last lump, in order
 }
 
 // lumpState loads the lump counters on first use.
@@ -240,10 +244,7 @@ func (f *folder) noteKnowledge(r ledger.Record) error {
 		return err
 	}
 	if f.tasks != nil { // a batch: keep it for its lump, rather than read it again
-		if l.recs == nil {
-			l.recs = map[uint64]ledger.Record{}
-		}
-		l.recs[r.Seq] = r
+		l.recs = append(l.recs, r)
 	}
 	if l.pending, l.dirty = l.pending+1, true; l.pending < indexLump {
 		return nil
@@ -262,7 +263,8 @@ func (f *folder) noteKnowledge(r ledger.Record) error {
 		return err
 	}
 	l.indexed, l.pending = r.Seq, 0
-	clear(l.recs)
+	clear(l.recs) // (their payloads and subjects are not kept alive)
+	l.recs = l.recs[:0]
 	return nil
 }
 
@@ -272,27 +274,42 @@ func (f *folder) noteKnowledge(r ledger.Record) error {
 // others only to skip them read most of the log again (and a verifier's
 // refold reads each event in a read transaction of its own).
 func (f *folder) indexRange(begin, end uint64) error {
-	var kept map[uint64]ledger.Record
-	if f.lump != nil {
-		kept = f.lump.recs
-	}
-	for seq := begin; seq <= end; seq++ {
-		r, ok := kept[seq]
-		if !ok && f.tasks != nil && f.first != 0 && seq >= f.first {
-			continue // folded in this batch, and not knowledge
+	// A batch kept its own knowledge events (noteKnowledge): the log is
+	// read only before the first event it folded.
+	var kept []ledger.Record
+	logEnd := end
+	if f.tasks != nil && f.first != 0 {
+		if f.lump != nil {
+			kept = f.lump.recs
 		}
-		if !ok {
-			var err error
-			if r, err = f.event(seq); err != nil {
-				return fmt.Errorf("index seq %d: %w", seq, err)
+		logEnd = min(end, f.first-1)
+	}
+	for seq := begin; seq <= logEnd; seq++ {
+		r, err := f.event(seq)
+		if err != nil {
+			return fmt.Errorf("index seq %d: %w", seq, err)
+		}
+		if err := f.indexKnowledge(r); err != nil {
+			return err
+		}
+	}
+	for _, r := range kept {
+		if r.Seq >= begin && r.Seq <= end {
+			if err := f.indexKnowledge(r); err != nil {
+				return err
 			}
 		}
-		if !isKnowledge(r.Type) {
-			continue
-		}
-		if err := indexEvent(f, r); err != nil {
-			return fmt.Errorf("index seq %d (%s v%d): %w", r.Seq, r.Type, r.Version, err)
-		}
+	}
+	return nil
+}
+
+// indexKnowledge is indexEvent of r if r is a knowledge event.
+func (f *folder) indexKnowledge(r ledger.Record) error {
+	if !isKnowledge(r.Type) {
+		return nil
+	}
+	if err := indexEvent(f, r); err != nil {
+		return fmt.Errorf("index seq %d (%s v%d): %w", r.Seq, r.Type, r.Version, err)
 	}
 	return nil
 }
@@ -304,8 +321,8 @@ func (f *folder) indexRange(begin, end uint64) error {
 func indexEvent(f *folder, r ledger.Record) error {
 	switch r.Type {
 	case events.TypeThoughtRecorded:
-		var p events.ThoughtRecorded
-		if err := payloadOf(f, r, &p, decodeForFold); err != nil {
+		p, err := payloadOf(f, r, decodeForFold)
+		if err != nil {
 			return err
 		}
 		if replaced, err := f.replacedThought(p.ThoughtID, r.Seq); err != nil || replaced {
@@ -315,11 +332,13 @@ func indexEvent(f *folder, r ledger.Record) error {
 		if err != nil {
 			return err
 		}
-		doc := thoughtDoc(r, &p, project)
-		if pr := f.prepared(r.Seq); pr != nil {
-			doc.Counts = pr.counts // counted ahead (nil: Add counts them)
+		if pr := f.prepared(r.Seq); pr != nil && pr.counts != nil {
+			// Counted ahead: Add reads the counts, not the texts.
+			doc := thoughtDocOf(r, p, project)
+			doc.Counts = pr.counts
+			return f.index(doc)
 		}
-		return f.index(doc)
+		return f.index(thoughtDoc(r, p, project))
 	case events.TypeFindingRecorded:
 		var p events.FindingRecorded
 		if err := decode(r, &p); err != nil {

@@ -96,16 +96,16 @@ func (f *folder) prepared(seq uint64) *prepared {
 	return f.prePrev.at(seq)
 }
 
-// payloadOf decodes r's payload into p with dec, or copies it from what was
-// prepared of r (dec's result, worked out ahead).
-func payloadOf[T any](f *folder, r ledger.Record, p *T, dec func(ledger.Record, *T) error) error {
+// payloadOf is r's payload decoded with dec, or what was prepared of r
+// (dec's result, worked out ahead), shared: the caller only reads it.
+func payloadOf[T any](f *folder, r ledger.Record, dec func(ledger.Record, *T) error) (*T, error) {
 	if pr := f.prepared(r.Seq); pr != nil {
 		if v, ok := pr.payload.(*T); ok {
-			*p = *v
-			return nil
+			return v, nil
 		}
 	}
-	return dec(r, p)
+	p := new(T)
+	return p, dec(r, p)
 }
 
 // decodeAny is decode for payloadOf.

@@ -188,7 +188,7 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 // it reads a document it takes out (a superseded learning, a replaced
 // memory version) from its event.
 func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
-	_, err := foldPrepared(tx, &Prepared{Recs: recs}, root, event, nil)
+	_, err := foldPrepared(tx, &Prepared{Recs: recs}, root, event, carried{})
 	return err
 }
 
@@ -196,50 +196,63 @@ func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger
 // else writes (a verifier's scratch file), with what Prepare worked out of
 // each chunk ahead: each chunk starts from the tasks the one before it
 // left, decoded as it wrote them, rather than decoding them again (a chunk
-// touches the same few hundred recent tasks as the one before). It keeps
-// the tasks of one chunk. The zero value is ready; after an error, or a
-// transaction that did not commit, Reset it.
-type Refold struct{ tasks map[uint64]*Task }
+// touches the same few hundred recent tasks as the one before), and from
+// the blocks of task_thoughts and thoughts it wrote, as it wrote them,
+// rather than reading them again. It keeps the tasks and blocks of one
+// chunk. The zero value is ready; after an error, or a transaction that
+// did not commit, Reset it.
+type Refold struct{ carried carried }
+
+// carried is what a Refold's chunk hands the next: its tasks, and its
+// blocks by space then key, as it stored them.
+type carried struct {
+	tasks  map[uint64]*Task
+	blocks map[string]map[string]*bufferedBlock
+}
 
 // Fold is Fold of p.Recs, with what Prepare worked out of them.
 func (rf *Refold) Fold(tx *boltstore.Tx, p *Prepared, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
-	carried := rf.tasks
-	rf.tasks = nil
-	tasks, err := foldPrepared(tx, p, root, event, carried)
+	in := rf.carried
+	rf.carried = carried{}
+	out, err := foldPrepared(tx, p, root, event, in)
 	if err == nil {
-		rf.tasks = tasks
+		rf.carried = out
 	}
 	return err
 }
 
-// Reset forgets the tasks carried: the next chunk reads them as stored.
-func (rf *Refold) Reset() { rf.tasks = nil }
+// Reset forgets what is carried: the next chunk reads it as stored.
+func (rf *Refold) Reset() { rf.carried = carried{} }
 
 // foldPrepared is Fold of p.Recs with what was prepared of them, taking a
-// task from carried (as stored) rather than decoding it; it returns the
-// tasks it folded, as it stored them.
+// task or a block from in (as stored) rather than reading it; it returns
+// the tasks and blocks it folded, as it stored them.
 func foldPrepared(tx *boltstore.Tx, p *Prepared, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error),
-	carried map[uint64]*Task) (map[uint64]*Task, error) {
+	in carried) (carried, error) {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
-		return nil, err
+		return carried{}, err
 	}
 	applied := getU64(meta, keyApplied)
 	f := newFolder(tx, root, event, true)
-	f.pre, f.carried = p, carried
+	f.pre, f.carried, f.carriedBlocks = p, in.tasks, in.blocks
 	for _, r := range p.Recs {
 		if applied+1 != r.Seq {
-			return nil, fmt.Errorf("fold seq %d: projections are at seq %d", r.Seq, applied)
+			return carried{}, fmt.Errorf("fold seq %d: projections are at seq %d", r.Seq, applied)
 		}
 		if err := f.apply(r); err != nil {
-			return nil, err
+			return carried{}, err
 		}
 		applied = r.Seq
 	}
 	if err := f.flush(); err != nil {
-		return nil, err
+		return carried{}, err
 	}
-	return f.tasks, putU64(meta, keyApplied, applied)
+	out := carried{tasks: f.tasks, blocks: map[string]map[string]*bufferedBlock{}}
+	for space, bb := range f.blockBufs {
+		out.blocks[space] = bb.written
+	}
+	return out, putU64(meta, keyApplied, applied)
 }
 
 // apply dispatches on the event type, then offers the record to every open

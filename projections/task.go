@@ -55,9 +55,36 @@ type Project struct {
 	Tasks uint64 `json:"tasks"`
 }
 
+// timeLayout is the contract's RFC 3339 UTC form with milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
 // FormatTime renders an event time as the contract's RFC 3339 UTC form with
-// milliseconds.
-func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+// milliseconds: t.UTC().Format(timeLayout), written digit by digit for the
+// years 0 to 9999 (a fold formats the time of every task event; Format
+// took 5% of a rebuild's fold).
+func FormatTime(t time.Time) string {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(timeLayout)
+	}
+	hour, minute, sec := t.Clock()
+	b := [len(timeLayout)]byte{4: '-', 7: '-', 10: 'T', 13: ':', 16: ':', 19: '.', 23: 'Z'}
+	digits := func(at, v, n int) {
+		for i := at + n - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	digits(0, year, 4)
+	digits(5, int(month), 2)
+	digits(8, day, 2)
+	digits(11, hour, 2)
+	digits(14, minute, 2)
+	digits(17, sec, 2)
+	digits(20, t.Nanosecond()/1e6, 3)
+	return string(b[:])
+}
 
 // foldTask applies a task event to t. It is the one place task state
 // changes, used live, by rebuilds and by time travel.
@@ -114,12 +141,12 @@ func set[T any](dst *T, v *T) {
 
 func applyTaskCreated(f *folder, r ledger.Record) error {
 	tx := f.tx
-	var c events.TaskCreated
-	if err := payloadOf(f, r, &c, decodeAny); err != nil {
+	c, err := payloadOf(f, r, decodeAny[events.TaskCreated])
+	if err != nil {
 		return err
 	}
 	t := new(Task)
-	foldTaskCreated(t, r, &c)
+	foldTaskCreated(t, r, c)
 	n, ok := domain.ParseID(domain.TaskPrefix, t.ID)
 	if !ok {
 		return fmt.Errorf("bad task id %q", t.ID)
@@ -157,8 +184,8 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 }
 
 func applyTaskUpdated(f *folder, r ledger.Record) error {
-	var p events.TaskUpdated
-	if err := payloadOf(f, r, &p, decodeAny); err != nil {
+	p, err := payloadOf(f, r, decodeAny[events.TaskUpdated])
+	if err != nil {
 		return err
 	}
 	n, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
@@ -166,7 +193,7 @@ func applyTaskUpdated(f *folder, r ledger.Record) error {
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("update of unknown task %q: %v", p.TaskID, err)
 	}
-	foldTaskUpdated(t, r, &p)
+	foldTaskUpdated(t, r, p)
 	events, err := f.writeOnly(spTaskEvents, false)
 	if err != nil {
 		return err

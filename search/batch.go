@@ -19,14 +19,20 @@ type Batch struct {
 	terms map[string]*termEntry // every entry read, all to be written
 	st    *stats                // nil until read
 	docs  map[uint64]*docBlock  // the document table's blocks read, the dirty ones to be written
+	// The project numbers read or assigned (written through as assigned):
+	// a project's number never changes.
+	projects map[string]uint64
 
 	// A document's term counts, reused from one document to the next.
 	counts Counts
 	all    []string
+	words  wordCache
 }
 
 // NewBatch returns an empty batch.
-func NewBatch() *Batch { return &Batch{terms: map[string]*termEntry{}, docs: map[uint64]*docBlock{}} }
+func NewBatch() *Batch {
+	return &Batch{terms: map[string]*termEntry{}, docs: map[uint64]*docBlock{}, projects: map[string]uint64{}}
+}
 
 // Batched returns the index kept in sp, whose documents docs reads, with
 // its term entries and stats kept in b until b.Flush.
@@ -53,6 +59,7 @@ func (b *Batch) Flush(sp Space) error {
 		}
 	}
 	clear(b.docs)
+	clear(b.projects)
 	if b.st != nil {
 		if err := ix.putStats(*b.st); err != nil {
 			return err

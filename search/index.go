@@ -135,7 +135,10 @@ func (ix *Index) stats() (stats, error) {
 
 func (ix *Index) putStats(s stats) error {
 	if ix.batch != nil {
-		ix.batch.st = &s
+		if ix.batch.st == nil {
+			ix.batch.st = new(stats)
+		}
+		*ix.batch.st = s
 		return nil
 	}
 	b := binary.AppendUvarint(nil, s.docs)
@@ -168,9 +171,11 @@ func CountTerms(fields []Field) *Counts {
 // into arrays it allocates many documents at a time: the Counts it returns
 // stay valid (it never writes over them).
 type Counter struct {
-	all   []string // every term of the document, in order of appearance
-	terms []string // room for the next documents' Terms
-	freqs []uint64 // and Freqs
+	all     []string // every term of the document, in order of appearance
+	scratch []uint64 // the document's Freqs while counted
+	words   wordCache
+	terms   []string // room for the next documents' Terms
+	freqs   []uint64 // and Freqs
 }
 
 // counterSlab is how many terms a Counter's arrays take at a time.
@@ -178,8 +183,9 @@ const counterSlab = 4096
 
 // Count counts the terms of fields.
 func (c *Counter) Count(fields []Field) Counts {
-	var out Counts
-	c.all = countInto(&out, fields, c.all)
+	out := Counts{Freqs: c.scratch[:0]}
+	c.all = countInto(&out, fields, c.all, &c.words)
+	c.scratch = out.Freqs
 	n := len(out.Terms)
 	if cap(c.terms)-len(c.terms) < n {
 		c.terms = make([]string, 0, max(counterSlab, n))
@@ -194,10 +200,10 @@ func (c *Counter) Count(fields []Field) Counts {
 // countInto fills c with the counts of fields, reusing c's slices, and all,
 // a scratch slice for every term in order of appearance, which it returns.
 // c's slices are c.Terms[:0]'s array reused, so a Counter copies them out.
-func countInto(c *Counts, fields []Field, all []string) []string {
+func countInto(c *Counts, fields []Field, all []string, words *wordCache) []string {
 	all = all[:0]
 	for _, f := range fields {
-		tokenize(f.Text, func(t string, _, _, _ int) { all = append(all, t) })
+		tokenize(f.Text, words, func(t string, _, _, _ int) { all = append(all, t) })
 	}
 	c.Length = uint64(len(all))
 	slices.Sort(all)
@@ -225,7 +231,7 @@ func (ix *Index) counts(doc *Doc) *Counts {
 		return doc.Counts
 	}
 	if b := ix.batch; b != nil {
-		b.all = countInto(&b.counts, doc.Fields, b.all)
+		b.all = countInto(&b.counts, doc.Fields, b.all, &b.words)
 		return &b.counts
 	}
 	return CountTerms(doc.Fields)
@@ -260,6 +266,23 @@ func (ix *Index) Add(doc Doc) error {
 	c := ix.counts(&doc)
 	length := c.Length
 	for i, t := range c.Terms {
+		if b := ix.batch; b != nil {
+			// The batch's own entry, changed in place: one lookup.
+			e, ok := b.terms[t]
+			if !ok {
+				loaded, err := ix.term(t)
+				if err != nil {
+					return err
+				}
+				e = &loaded
+				b.terms[t] = e
+			}
+			if err := ix.appendPosting(t, e, num, c.Freqs[i]); err != nil {
+				return fmt.Errorf("add %s: %w", doc.ID, err)
+			}
+			e.df++
+			continue
+		}
 		e, err := ix.term(t)
 		if err != nil {
 			return err
@@ -384,14 +407,28 @@ func (ix *Index) Has(id string) bool {
 // counting it in s) the first time a project is seen. Numbers keep postings
 // short and are never reused, so a rebuild assigns the same ones.
 func (ix *Index) projectNumber(project string, s *stats) (uint64, error) {
-	key := append([]byte{keyProject}, project...)
-	if v := ix.sp.Get(key); v != nil {
-		n, _, err := uvarint(v)
-		return n, err
+	if ix.batch != nil {
+		if n, ok := ix.batch.projects[project]; ok {
+			return n, nil
+		}
 	}
+	key := append([]byte{keyProject}, project...)
 	n := s.nextProject
-	s.nextProject++
-	return n, ix.sp.Put(key, binary.AppendUvarint(nil, n))
+	if v := ix.sp.Get(key); v != nil {
+		var err error
+		if n, _, err = uvarint(v); err != nil {
+			return 0, err
+		}
+	} else {
+		s.nextProject++
+		if err := ix.sp.Put(key, binary.AppendUvarint(nil, n)); err != nil {
+			return 0, err
+		}
+	}
+	if ix.batch != nil {
+		ix.batch.projects[project] = n
+	}
+	return n, nil
 }
 
 // dfKey and idKey put the length of the term or id before it: these keys

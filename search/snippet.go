@@ -64,7 +64,7 @@ func snippet(fields []Field, terms []string) (field, text string, matched []stri
 func fieldWords(text string, terms []string) []word {
 	var words []word
 	last := -1
-	tokenize(text, func(t string, start, end, pos int) {
+	tokenize(text, nil, func(t string, start, end, pos int) {
 		if pos != last {
 			last = pos
 			words = append(words, word{start: start, end: end, term: -1})

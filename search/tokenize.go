@@ -24,7 +24,37 @@ var stopWords = map[string]bool{
 }
 
 // isWordRune reports whether r belongs to a word.
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiWord[r]
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// asciiWord is isWordRune of the ASCII runes (letters and digits).
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for r := range rune(utf8.RuneSelf) {
+		t[r] = unicode.IsLetter(r) || unicode.IsDigit(r)
+	}
+	return t
+}()
+
+// decodeRune is utf8.DecodeRuneInString(s[i:]), an ASCII byte without
+// the call.
+func decodeRune(s string, i int) (rune, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+// isLower is unicode.IsLower, an ASCII rune without the call.
+func isLower(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 'a' && r <= 'z'
+	}
+	return unicode.IsLower(r)
+}
 
 // isJoiner reports whether r joins two word runs into one identifier
 // (go.mod, v1.2.3, snake_case) when it sits between word runes.
@@ -33,26 +63,39 @@ func isJoiner(r rune) bool { return r == '.' || r == '_' }
 // tokenize calls emit for each term of text, with the byte range of the word
 // it came from and the word's position. An identifier made of parts (go.mod,
 // snake_case, TestCheckout) emits itself, lowercased, and then each part, all
-// at the same position.
-func tokenize(text string, emit func(term string, start, end, pos int)) {
+// at the same position. words, if not nil, remembers what normalize made of
+// each word (a Counter's: one map lookup for a word seen before).
+func tokenize(text string, words *wordCache, emit func(term string, start, end, pos int)) {
 	pos := 0
 	i := 0
 	for i < len(text) {
-		r, n := utf8.DecodeRuneInString(text[i:])
+		r, n := decodeRune(text, i)
 		if !isWordRune(r) {
 			i += n
 			continue
 		}
 		start := i
 		i += n
+		// split: whether splitIdentifier splits the word (compound), worked
+		// out while scanning it.
+		prev, split := r, false
 		for i < len(text) {
-			r, n = utf8.DecodeRuneInString(text[i:])
+			if c := text[i]; c < utf8.RuneSelf && asciiWord[c] { // the usual rune
+				split = split || c >= 'A' && c <= 'Z' && isLower(prev)
+				prev = rune(c)
+				i++
+				continue
+			}
+			r, n = decodeRune(text, i)
 			if isWordRune(r) {
+				split = split || unicode.IsUpper(r) && isLower(prev)
+				prev = r
 				i += n
 				continue
 			}
 			if isJoiner(r) && i+n < len(text) {
-				if next, _ := utf8.DecodeRuneInString(text[i+n:]); isWordRune(next) {
+				if next, _ := decodeRune(text, i+n); isWordRune(next) {
+					split, prev = true, r
 					i += n
 					continue
 				}
@@ -60,20 +103,49 @@ func tokenize(text string, emit func(term string, start, end, pos int)) {
 			break
 		}
 		word := text[start:i]
-		if parts := splitIdentifier(word); len(parts) > 1 {
+		if !split {
+			if t := words.normalize(word); t != "" {
+				emit(t, start, i, pos)
+			}
+		} else if parts := splitIdentifier(word); len(parts) > 1 {
 			if whole := strings.ToLower(word); len(whole) <= maxTermLen {
 				emit(whole, start, i, pos)
 			}
 			for _, p := range parts {
-				if t := normalize(p); t != "" {
+				if t := words.normalize(p); t != "" {
 					emit(t, start, i, pos)
 				}
 			}
-		} else if t := normalize(word); t != "" {
+		} else if t := words.normalize(word); t != "" {
 			emit(t, start, i, pos)
 		}
 		pos++
 	}
+}
+
+// wordCacheSize bounds a wordCache, as stemCacheSize the stems.
+const wordCacheSize = 1 << 14
+
+// A wordCache remembers what normalize made of the words seen so far (the
+// words of agents' notes repeat): normalize is a pure function of the
+// word, so the term cached is the one it gives. One goroutine's: no lock.
+type wordCache struct{ m map[string]string }
+
+// normalize is normalize(word), through the cache if c is not nil.
+func (c *wordCache) normalize(word string) string {
+	if c == nil {
+		return normalize(word)
+	}
+	if t, ok := c.m[word]; ok {
+		return t
+	}
+	// word and the term may be slices of a whole document: keep copies.
+	t := strings.Clone(normalize(word))
+	if c.m == nil || len(c.m) >= wordCacheSize {
+		c.m = make(map[string]string, 256)
+	}
+	c.m[strings.Clone(word)] = t
+	return t
 }
 
 // splitIdentifier returns the parts of an identifier: split at joiners and
@@ -173,7 +245,7 @@ func (c *stemCache) stem(w string) string {
 func Terms(query string) []string {
 	var terms []string
 	seen := map[string]bool{}
-	tokenize(query, func(t string, _, _, _ int) {
+	tokenize(query, nil, func(t string, _, _, _ int) {
 		if !seen[t] {
 			seen[t] = true
 			terms = append(terms, t)

@@ -82,10 +82,16 @@ func (p *logPass) closeScratch() {
 // event does not decode or fold.
 func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	opts := boltstore.VerifyOptions{Chunk: p.v.opts.Chunk, Progress: p.v.opts.Progress}
-	chunks := make(chan foldChunk, 1) // one chunk folded while the next is read
-	// The record slices go round: one being filled, one waiting, one
-	// being folded, and the one folded before it (prev).
-	free := make(chan []ledger.Record, 4)
+	// A chunk read goes to read, is prepared (projections.Prepare) on a
+	// goroutine of its own and goes to chunks, and is folded while the
+	// next ones are read and prepared: the reading goroutine also checks
+	// every event and node, and prepared there it was the slower of the
+	// two (with two cores the three share them).
+	read := make(chan foldChunk)
+	chunks := make(chan foldChunk, 1)
+	// The record slices go round: one being filled, one being prepared,
+	// one waiting, one being folded, and the one folded before it (prev).
+	free := make(chan []ledger.Record, 5)
 	for range cap(free) {
 		free <- nil
 	}
@@ -100,11 +106,8 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 				p.pending = foldChunk{recs: c.recs[:0]}
 				return nil
 			}
-			// Out of the read transaction, while the fold works on the
-			// chunk before.
-			c.pre = projections.Prepare(c.recs)
 			select {
-			case chunks <- c:
+			case read <- c:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -118,10 +121,17 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer close(chunks)
+		defer close(read)
 		rep, err := p.v.l.Verify(ctx, opts)
 		p.checked = time.Now()
 		done <- result{rep, err}
+	}()
+	go func() {
+		defer close(chunks)
+		for c := range read {
+			c.pre = projections.Prepare(c.recs)
+			chunks <- c // the fold takes every chunk, even once failed
+		}
 	}()
 	for c := range chunks {
 		if !p.failed.Load() {

@@ -1,0 +1,115 @@
+package search
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+// TestWordCacheSameTerms: tokenize through a wordCache emits exactly what
+// it emits without one (terms, ranges, positions), for texts that repeat
+// words, mix cases, scripts, digits, identifiers and stop words — the
+// second time from the cache, and after the cache was emptied for being
+// full.
+func TestWordCacheSameTerms(t *testing.T) {
+	type token struct {
+		term            string
+		start, end, pos int
+	}
+	all := func(text string, words *wordCache) []token {
+		var out []token
+		tokenize(text, words, func(term string, start, end, pos int) { out = append(out, token{term, start, end, pos}) })
+		return out
+	}
+	texts := []string{
+		"Looked at the failing test; the fix is to read in chunks rather than hold the lock.",
+		"The test FAILED: bump go.mod to Go 1.26, TestCheckout getBalance HTTPServer snake_case_name",
+		"Migrações ÉCHOUÉES, naïve café — 東京 tests testing TESTED tested",
+		"trailing dot. and _under the of and is IS Is",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa long",
+	}
+	for i := range wordCacheSize + 10 { // past the bound: the cache is emptied
+		texts = append(texts, fmt.Sprintf("Word%d running RUNS word%d", i, i))
+	}
+	texts = append(texts, texts[:5]...)
+	var words wordCache
+	for _, text := range texts {
+		if got, want := all(text, &words), all(text, nil); !slices.Equal(got, want) {
+			t.Fatalf("tokenize(%q) through the cache = %v, want %v", text, got, want)
+		}
+	}
+	if len(words.m) == 0 || len(words.m) > wordCacheSize {
+		t.Fatalf("cache holds %d words, want 1..%d", len(words.m), wordCacheSize)
+	}
+}
+
+// referenceTokenize is tokenize as it was written first, rune by rune,
+// with compound words found by splitIdentifier alone: the oracle of
+// TestTokenizeAsReference.
+func referenceTokenize(text string, emit func(term string, start, end, pos int)) {
+	pos, i := 0, 0
+	for i < len(text) {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			i += n
+			continue
+		}
+		start := i
+		i += n
+		for i < len(text) {
+			r, n = utf8.DecodeRuneInString(text[i:])
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				i += n
+				continue
+			}
+			if isJoiner(r) && i+n < len(text) {
+				if next, _ := utf8.DecodeRuneInString(text[i+n:]); unicode.IsLetter(next) || unicode.IsDigit(next) {
+					i += n
+					continue
+				}
+			}
+			break
+		}
+		word := text[start:i]
+		if parts := splitIdentifier(word); len(parts) > 1 {
+			if whole := strings.ToLower(word); len(whole) <= maxTermLen {
+				emit(whole, start, i, pos)
+			}
+			for _, p := range parts {
+				if t := normalize(p); t != "" {
+					emit(t, start, i, pos)
+				}
+			}
+		} else if t := normalize(word); t != "" {
+			emit(t, start, i, pos)
+		}
+		pos++
+	}
+}
+
+// TestTokenizeAsReference: tokenize (ASCII read inline, compound words
+// found while scanning, through a wordCache) emits what the rune-by-rune
+// reference emits, on random texts of letters of both cases and scripts,
+// digits, joiners, spaces and punctuation.
+func TestTokenizeAsReference(t *testing.T) {
+	alphabet := []rune("aAbBzZeE09._ -;'ÉéßÖö東\u0301\u00a0")
+	rng := rand.New(rand.NewPCG(5, 6))
+	var words wordCache
+	for range 20_000 {
+		b := make([]rune, rng.IntN(24))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		text := string(b)
+		var got, want []string
+		tokenize(text, &words, func(term string, start, end, pos int) { got = append(got, fmt.Sprint(term, start, end, pos)) })
+		referenceTokenize(text, func(term string, start, end, pos int) { want = append(want, fmt.Sprint(term, start, end, pos)) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("tokenize(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
