@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -38,7 +36,6 @@ type logPass struct {
 	badEvent error           // the first event that does not decode (the reader's)
 	failed   atomic.Bool     // the refold failed: read on, fold no more
 	foldErr  error           // why (the folding goroutine's)
-	dir      string
 	scratch  *boltstore.Store
 	refold   projections.Refold // the scratch's fold, chunk after chunk
 }
@@ -54,17 +51,12 @@ type foldChunk struct {
 }
 
 func (p *logPass) openScratch() error {
-	dir, err := os.MkdirTemp(p.v.opts.ScratchDir, "logbook-verify-")
-	if err != nil {
-		return fmt.Errorf("scratch: %w", err)
-	}
-	p.dir = dir
-	// Nobody else opens the scratch file: it is held open for the whole
-	// refold rather than reopened for every chunk (fold releases the pages
-	// each chunk mapped, as closing the file did).
-	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true, Hold: true, Scratch: true})
-	if err != nil {
-		return fmt.Errorf("scratch: %w", err)
+	// Nobody else opens the scratch file (it has no name once open): it is
+	// held open for the whole refold rather than reopened for every chunk
+	// (fold releases the pages each chunk mapped, as closing the file did).
+	var err error
+	if p.scratch, err = boltstore.OpenScratch(p.v.opts.ScratchDir, "logbook-verify-*.db"); err != nil {
+		return err
 	}
 	return p.scratch.Update(projections.Reset)
 }
@@ -73,7 +65,6 @@ func (p *logPass) closeScratch() {
 	if p.scratch != nil {
 		p.scratch.Close()
 	}
-	os.RemoveAll(p.dir)
 }
 
 // run checks the log and reads it for the root and the refold. A problem of
