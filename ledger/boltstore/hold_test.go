@@ -287,14 +287,16 @@ func TestLoneCallCommitsOnItsGoroutine(t *testing.T) {
 // A call that queues while a commit runs its calls joins that commit,
 // rather than wait for the next one (and its fsync).
 func TestCallQueuedDuringCommitJoinsIt(t *testing.T) {
-	l := openTest(t)
 	// A commit stops taking calls once it has held the file for maxHold,
 	// which the first call's wait for the second can pass on a loaded
 	// machine (the race detector: 8 of 60 runs): the second then rightly
 	// goes in the next commit. So the scenario runs until the second
-	// joins; with joining broken it never does.
+	// joins; with joining broken it never does. Each try on a new Store:
+	// its first call goes to the committer (no file open yet), where calls
+	// join, never to a lone call's direct commit, where none do.
 	var last [2]int
 	for range 20 {
+		l := openTest(t)
 		started := make(chan struct{})
 		var ids [2]int
 		var wg sync.WaitGroup
