@@ -158,20 +158,35 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 	}); err != nil {
 		return err
 	}
+	// The reading goroutine keeps the ledger file open from chunk to
+	// chunk while no other process waits for it (boltstore.Reading), and
+	// lets it go before refoldInto returns.
+	read := l.Reading()
+	readDone := make(chan struct{})
+	defer func() { <-readDone }()
 	chunks := make(chan foldChunk, 1)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
+		defer close(readDone)
+		defer read.Close()
 		defer close(chunks)
 		for next := from + 1; ; {
-			c, more := readChunk(l, next, chunk)
+			c, more := readChunk(read, next, chunk)
 			if n := len(c.pre.Recs); n > 0 {
 				next = c.pre.Recs[n-1].Seq + 1
 			}
-			select {
-			case chunks <- c:
-			case <-stop:
-				return
+			// Waiting for the fold, let the file go once another process
+			// waits for it.
+			for sent := false; !sent; {
+				select {
+				case chunks <- c:
+					sent = true
+				case <-stop:
+					return
+				case <-read.Wait():
+					read.Poll()
+				}
 			}
 			if !more || c.err != nil {
 				return
@@ -227,7 +242,7 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 // short read transaction (its bytes copied out), then decodes and prepares
 // them and reads the roots their session.finalized events record. more
 // says whether the log went on past the chunk when it was read.
-func readChunk(l *boltstore.Store, next, chunk uint64) (c foldChunk, more bool) {
+func readChunk(l *boltstore.Reading, next, chunk uint64) (c foldChunk, more bool) {
 	var raws [][]byte
 	err := l.View(func(tx *boltstore.Tx) error {
 		c.head = tx.Head().Seq
