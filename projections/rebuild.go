@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
@@ -49,8 +50,8 @@ type Rebuilt struct {
 	Held    time.Duration // how long the ledger file was held to put them in place
 }
 
-// copyBudget is about how many bytes of keys and values one transaction of
-// the swap copies: the transaction keeps what it writes in memory until it
+// copyBudget is about how many bytes of keys and values (and of bbolt's
+// entry per key) one transaction of the swap copies: the transaction keeps what it writes in memory until it
 // commits, so the copy's memory does not grow with the projections.
 var copyBudget = 4 << 20
 
@@ -87,6 +88,11 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	if err := refoldInto(scratch, l, chunk, opts.Progress); err != nil {
 		return res, err
 	}
+	// What the refold left on the heap is garbage now: give it back to
+	// the system before the swap, whose copy transactions would otherwise
+	// come on top of it (peak RSS at 1M events 98-105 MB -> 79-92 MB with
+	// the copy's budget counting keys: one collection, outside the hold).
+	debug.FreeOSMemory()
 	errCurrent := errors.New("rebuilt by another process")
 	// dropping: the first transaction ran; dropped: it committed (the
 	// series goes on only then); copies: copying ones that committed.
