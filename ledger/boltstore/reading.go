@@ -13,9 +13,13 @@ import (
 // up to quietHold, rather than open, lock, map and close it once per
 // transaction. Where the Store has the file open already (Options.Hold, or
 // its committer's hold), its transactions are the Store's View. It
-// releases the pages each transaction mapped, as closing the file did. A
-// Reading is for one goroutine; Close it before the Store commits again
-// (the committer would wait for its lock until it polls: Poll, Wait).
+// releases the pages each transaction mapped, as closing the file did.
+// It looks for a waiting process after each transaction and whenever its
+// owner polls (Poll; Wait while the owner waits): a process that begins
+// waiting while the owner works between transactions (a rebuild decodes
+// and prepares a chunk: a few ms) waits until then. A Reading is for one
+// goroutine; Close it before the Store commits again (the committer would
+// wait for its lock until it polls).
 type Reading struct {
 	l *Store
 	o *openFile // the file kept open; nil: none
@@ -54,8 +58,10 @@ func (r *Reading) View(fn func(*Tx) error) error {
 	})
 	if err != nil {
 		r.o.broken = true
-		r.Close()
 	}
+	// One that began waiting meanwhile has the file now, not after what
+	// the caller does before its next transaction.
+	r.Poll()
 	return err
 }
 
