@@ -384,7 +384,7 @@ func (s *Service) storageError(tool string, err error) error {
 	case errors.As(err, &unknown):
 		reason = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered: the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again"
 	case errors.Is(err, projections.ErrVersionChanged):
-		reason = "another logbook version rebuilt the projections, or a rebuild that did not finish dropped them; restart this server (it rebuilds them)"
+		reason = "another logbook version rebuilt the projections, or a rebuild that did not finish dropped them; run logbook rebuild on the ledger file, or restart this server (it rebuilds them)"
 	case errors.Is(err, boltstore.ErrLocked):
 		reason = "the ledger file is locked by another process (timed out)"
 	case errors.Is(err, boltstore.ErrClosed):

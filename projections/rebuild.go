@@ -75,14 +75,16 @@ var betweenSwapTxs func(n int) error
 func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	var res Rebuilt
 	// Beside the ledger, on the file system that holds it (the old
-	// projections' pages take the new ones), else in the temp dir.
-	pattern := "." + filepath.Base(l.Path()) + ".rebuild-*"
+	// projections' pages take the new ones), else in the temp dir. The
+	// name is short whatever the ledger's (a long one left no room for a
+	// suffix) and says what wrote it.
+	const pattern = ".logbook-rebuild-*"
 	scratch, err := boltstore.OpenScratch(filepath.Dir(l.Path()), pattern)
 	if err != nil {
-		scratch, err = boltstore.OpenScratch("", pattern)
-	}
-	if err != nil {
-		return res, err
+		var err2 error
+		if scratch, err2 = boltstore.OpenScratch("", pattern); err2 != nil {
+			return res, fmt.Errorf("rebuild: no room for the scratch file beside the ledger (%w) nor in the temp dir (%w)", err, err2)
+		}
 	}
 	defer scratch.Close()
 	if err := scratch.Update(Reset); err != nil {

@@ -116,3 +116,25 @@ func TestRebuildCutBetweenSwapTxs(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildLongLedgerName: the scratch file's name does not grow with the
+// ledger's, so a ledger whose name is as long as a file name may be (255
+// bytes) rebuilds, and nothing is left beside it.
+func TestRebuildLongLedgerName(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/" + strings.Repeat("l", 252) + ".db"
+	l, err := boltstore.Open(path, boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Update(func(tx *boltstore.Tx) error { return projections.Reset(tx) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := projections.Rebuild(l, projections.RebuildOptions{Force: true}); err != nil {
+		t.Fatalf("rebuild of a ledger named with 255 bytes: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("beside the ledger after the rebuild: %d entries, want only the ledger", len(entries))
+	}
+}

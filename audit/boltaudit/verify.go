@@ -35,7 +35,7 @@ type Options struct {
 }
 
 // Verify checks the ledger l without trusting what wrote it, in this order:
-//  1. every event's bytes against its stored leaf (format 2: the next link
+//  1. every event's bytes against its stored leaf (formats 2 and 3: the next link
 //     and the stored level-4 node over it), every prev link, the
 //     head, every stored Merkle node (boltstore.Store.Verify); then the root
 //     recomputed from the events' bytes against the stored tree's;
@@ -87,7 +87,7 @@ func (v *verifier) run(ctx context.Context) (*audit.Report, error) {
 		out.Projections = &audit.ProjectionReport{StoredVersion: version, BinaryVersion: projections.Version, AppliedSeq: applied}
 		switch {
 		case version == 0:
-			out.Projections.Note = "the file holds no projections yet; a server builds them from the log when it opens the file"
+			out.Projections.Note = "the file holds no complete projections (none built yet, or a rebuild that did not finish dropped them): nothing to compare; logbook rebuild, or a server opening the file, builds them from the log"
 			checkProjections = false
 		case version != projections.Version:
 			out.Projections.Note = fmt.Sprintf("stored projections are version %d, this binary folds version %d: they are not compared, and are rebuilt from the log when a server opens the file", version, projections.Version)

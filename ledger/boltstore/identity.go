@@ -144,7 +144,7 @@ func (l *Store) CheckSeen(seen Seen, who string) error {
 	})
 }
 
-// leafAt is the hash of event seq: its stored leaf, or (format 2, no
+// leafAt is the hash of event seq: its stored leaf, or (formats 2 and 3, no
 // leaves stored) the hash of its stored bytes; zero if there is none.
 func leafAt(btx *bolt.Tx, seq uint64) ledger.Hash {
 	var h ledger.Hash

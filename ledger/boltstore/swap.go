@@ -19,9 +19,9 @@ var bucketStaging = []byte("staging")
 
 // OpenScratch creates a scratch Store (Options.Scratch: held, never synced)
 // in a new file in dir (the system temp dir if ""), named after pattern as
-// os.CreateTemp names files, and removes the file's name at once: the file
-// lives as long as the Store is open, and nothing of it is left behind
-// however the process ends.
+// os.CreateTemp names files, and removes the file's name as soon as it is
+// open: the file lives as long as the Store is open. Only a process killed
+// in the milliseconds between leaves it behind, under that name.
 func OpenScratch(dir, pattern string) (*Store, error) {
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
