@@ -13,8 +13,10 @@ import (
 )
 
 // A rebuild refolds the whole log into a scratch file of its own, reading
-// the ledger in chunks (a short read transaction each) while agents keep
-// committing, and folding each chunk while the next is read and prepared.
+// the ledger in chunks (a short read transaction each, on the file kept
+// open from one to the next while no other process waits for it) while
+// agents keep committing, and folding each chunk while the next is read
+// and prepared.
 // Then, in one hold of the ledger file (boltstore.Store.UpdateSeries), one
 // transaction drops the live projections and the next copies the scratch
 // file's in and folds the events appended since it caught up: bbolt reuses
@@ -46,7 +48,7 @@ type RebuildOptions struct {
 	// Progress, if set, is told after each chunk how far the refold is.
 	Progress func(done, total uint64)
 	// Chunk is how many events one read transaction reads at most (0:
-	// 16,384; fewer if they take more than 8 MiB).
+	// 4,096; fewer if they take more than 2 MiB).
 	Chunk uint64
 }
 
