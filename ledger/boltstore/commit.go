@@ -285,14 +285,26 @@ func (l *Store) idle(batch []*request, o *openFile) []*request {
 	if !wantSignals {
 		return l.await(batch, min(linger, maxHold-time.Since(o.start)))
 	}
+	// One timer for all the polls: an idle holder polls about once per
+	// call that comes one at a time (a timer each was 3 allocations).
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for time.Since(o.start) < l.quiet && !othersWant(o.file) {
-		if batch = l.await(batch, pollWant); len(batch) > 0 {
-			return batch
+		if t == nil {
+			t = time.NewTimer(pollWant)
+		} else {
+			t.Reset(pollWant)
 		}
 		select {
+		case r := <-l.queue:
+			return l.drain(append(batch, r))
+		case <-t.C:
 		case <-l.quit:
 			return batch
-		default:
 		}
 	}
 	return batch

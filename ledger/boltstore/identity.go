@@ -65,7 +65,10 @@ func (l *Store) checkFile(btx *bolt.Tx) error {
 			return fmt.Errorf("%w: %s %s", ErrReplaced, l.path, d)
 		}
 	}
-	s.init, s.id, s.head = true, append([]byte(nil), id...), head
+	if !s.init || !bytes.Equal(s.id, id) { // (a copy: id is in the file's mapping)
+		s.id = append([]byte(nil), id...)
+	}
+	s.init, s.head = true, head
 	return nil
 }
 
