@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
@@ -12,8 +13,10 @@ import (
 )
 
 // A rebuild refolds the whole log into a scratch file of its own, reading
-// the ledger in chunks (a short read transaction each) while agents keep
-// committing, and folding each chunk while the next is read and prepared.
+// the ledger in chunks (a short read transaction each, on the file kept
+// open from one to the next while no other process waits for it) while
+// agents keep committing, and folding each chunk while the next is read
+// and prepared.
 // Then, in one hold of the ledger file (boltstore.Store.UpdateSeries), one
 // transaction drops the live projections and the next copies the scratch
 // file's in and folds the events appended since it caught up: bbolt reuses
@@ -29,6 +32,13 @@ const (
 	rebuildChunkBytes = 2 << 20
 )
 
+// txChunks is how many chunks the refold folds at most in one transaction
+// of the scratch file (as many as have been read when it begins the next):
+// a commit writes every page its chunks dirtied, and consecutive chunks
+// dirty mostly the same leaves and branches (a chunk per commit wrote
+// ~42,000 pages at 1M events). The pages they map are released after each.
+const txChunks = 4
+
 // RebuildOptions tune Rebuild.
 type RebuildOptions struct {
 	// Force rebuilds projections of this binary's version too; otherwise
@@ -38,7 +48,7 @@ type RebuildOptions struct {
 	// Progress, if set, is told after each chunk how far the refold is.
 	Progress func(done, total uint64)
 	// Chunk is how many events one read transaction reads at most (0:
-	// 16,384; fewer if they take more than 8 MiB).
+	// 4,096; fewer if they take more than 2 MiB).
 	Chunk uint64
 }
 
@@ -49,8 +59,8 @@ type Rebuilt struct {
 	Held    time.Duration // how long the ledger file was held to put them in place
 }
 
-// copyBudget is about how many bytes of keys and values one transaction of
-// the swap copies: the transaction keeps what it writes in memory until it
+// copyBudget is about how many bytes of keys and values (and of bbolt's
+// entry per key) one transaction of the swap copies: the transaction keeps what it writes in memory until it
 // commits, so the copy's memory does not grow with the projections.
 var copyBudget = 4 << 20
 
@@ -89,6 +99,11 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	if err := refoldInto(scratch, l, chunk, opts.Progress); err != nil {
 		return res, err
 	}
+	// What the refold left on the heap is garbage now: give it back to
+	// the system before the swap, whose copy transactions would otherwise
+	// come on top of it (peak RSS at 1M events 98-105 MB -> 79-92 MB with
+	// the copy's budget counting keys: one collection, outside the hold).
+	debug.FreeOSMemory()
 	errCurrent := errors.New("rebuilt by another process")
 	// dropping: the first transaction ran; dropped: it committed (the
 	// series goes on only then); copies: copying ones that committed.
@@ -160,20 +175,35 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 	}); err != nil {
 		return err
 	}
+	// The reading goroutine keeps the ledger file open from chunk to
+	// chunk while no other process waits for it (boltstore.Reading), and
+	// lets it go before refoldInto returns.
+	read := l.Reading()
+	readDone := make(chan struct{})
+	defer func() { <-readDone }()
 	chunks := make(chan foldChunk, 1)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
+		defer close(readDone)
+		defer read.Close()
 		defer close(chunks)
 		for next := from + 1; ; {
-			c, more := readChunk(l, next, chunk)
+			c, more := readChunk(read, next, chunk)
 			if n := len(c.pre.Recs); n > 0 {
 				next = c.pre.Recs[n-1].Seq + 1
 			}
-			select {
-			case chunks <- c:
-			case <-stop:
-				return
+			// Waiting for the fold, let the file go once another process
+			// waits for it.
+			for sent := false; !sent; {
+				select {
+				case chunks <- c:
+					sent = true
+				case <-stop:
+					return
+				case <-read.Wait():
+					read.Poll()
+				}
 			}
 			if !more || c.err != nil {
 				return
@@ -182,44 +212,75 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 	}()
 	var refold Refold
 	var prev []ledger.Record
-	for c := range chunks {
-		if recs := c.pre.Recs; len(recs) > 0 {
-			root := func(size uint64) (ledger.Hash, error) {
-				h, ok := c.roots[size]
-				if !ok {
-					return h, fmt.Errorf("no root read at size %d", size)
-				}
-				return h, nil
-			}
-			// An earlier event (the index reads a lump's events, and the
-			// one that recorded what it takes out): from this chunk or the
-			// one before (a lump begun there), else from the ledger.
-			event := func(seq uint64) (r ledger.Record, err error) {
-				for _, in := range [][]ledger.Record{recs, prev} {
-					if n := len(in); n > 0 && seq >= in[0].Seq && seq <= in[n-1].Seq {
-						return in[seq-in[0].Seq], nil
-					}
-				}
-				err = l.View(func(tx *boltstore.Tx) error {
-					r, err = tx.Event(seq)
-					r.Raw = nil // valid only in this transaction
-					return err
-				})
-				return r, err
-			}
-			if err := scratch.Update(func(tx *boltstore.Tx) error { return refold.Fold(tx, c.pre, root, event) }); err != nil {
-				return fmt.Errorf("refold: %w", err)
-			}
-			if err := scratch.ReleaseMapped(); err != nil {
-				return err
-			}
-			prev = recs
-			if progress != nil {
-				progress(recs[len(recs)-1].Seq, c.head)
-			}
+	// fold folds c in tx and reports its progress.
+	fold := func(tx *boltstore.Tx, c foldChunk) error {
+		recs := c.pre.Recs
+		if len(recs) == 0 {
+			return nil
 		}
-		if c.err != nil {
-			return c.err
+		root := func(size uint64) (ledger.Hash, error) {
+			h, ok := c.roots[size]
+			if !ok {
+				return h, fmt.Errorf("no root read at size %d", size)
+			}
+			return h, nil
+		}
+		// An earlier event (the index reads a lump's events, and the
+		// one that recorded what it takes out): from this chunk or the
+		// one before (a lump begun there), else from the ledger.
+		event := func(seq uint64) (r ledger.Record, err error) {
+			for _, in := range [][]ledger.Record{recs, prev} {
+				if n := len(in); n > 0 && seq >= in[0].Seq && seq <= in[n-1].Seq {
+					return in[seq-in[0].Seq], nil
+				}
+			}
+			err = l.View(func(tx *boltstore.Tx) error {
+				r, err = tx.Event(seq)
+				r.Raw = nil // valid only in this transaction
+				return err
+			})
+			return r, err
+		}
+		if err := refold.Fold(tx, c.pre, root, event); err != nil {
+			return err
+		}
+		prev = recs
+		if progress != nil {
+			progress(recs[len(recs)-1].Seq, c.head)
+		}
+		return nil
+	}
+	for c := range chunks {
+		// One transaction of the scratch file folds this chunk and those
+		// read already, up to txChunks: each commit writes the pages its
+		// chunks dirtied, and consecutive chunks dirty mostly the same.
+		var cerr error
+		if err := scratch.Update(func(tx *boltstore.Tx) error {
+			for n := 1; ; n++ {
+				if err := fold(tx, c); err != nil {
+					return err
+				}
+				if cerr = c.err; cerr != nil || n == txChunks {
+					return nil
+				}
+				select {
+				case next, ok := <-chunks:
+					if !ok {
+						return nil
+					}
+					c = next
+				default:
+					return nil
+				}
+			}
+		}); err != nil {
+			return fmt.Errorf("refold: %w", err)
+		}
+		if err := scratch.ReleaseMapped(); err != nil {
+			return err
+		}
+		if cerr != nil {
+			return cerr
 		}
 	}
 	return nil
@@ -229,7 +290,7 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 // short read transaction (its bytes copied out), then decodes and prepares
 // them and reads the roots their session.finalized events record. more
 // says whether the log went on past the chunk when it was read.
-func readChunk(l *boltstore.Store, next, chunk uint64) (c foldChunk, more bool) {
+func readChunk(l *boltstore.Reading, next, chunk uint64) (c foldChunk, more bool) {
 	var raws [][]byte
 	err := l.View(func(tx *boltstore.Tx) error {
 		c.head = tx.Head().Seq

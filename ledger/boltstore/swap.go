@@ -70,12 +70,20 @@ func (tx *Tx) DropSpaces() error {
 	return nil
 }
 
+// keyOverhead is about what a transaction holds per key it puts besides
+// the key and value (bbolt's in-memory entry, and its share of the slice
+// that holds them): CopySpaces counts it against its budget, or a space of
+// small keys (a task's events: 16 bytes, no value) took five times the
+// budget in memory.
+const keyOverhead = 128
+
 // CopySpaces copies the spaces of src, a transaction of another Store (a
 // rebuild's scratch file), into tx, which held none of them when the copy
 // began: each space's keys in order, its pages packed full, in name order
 // but for the space named last, copied after all the others (a rebuild's
 // marker of complete projections, copied whole in one transaction). It
-// copies about budget bytes of keys and values, then returns; a later transaction goes on from where the
+// copies about budget bytes of keys and values (each key counted with
+// keyOverhead), then returns; a later transaction goes on from where the
 // spaces in tx end, until it reports done. src must stay open until tx has
 // committed (tx keeps src's values until then).
 func (tx *Tx) CopySpaces(src *Tx, last string, budget int) (done bool, err error) {
@@ -133,7 +141,7 @@ func (tx *Tx) CopySpaces(src *Tx, last string, budget int) (done bool, err error
 			if err := out.Put(k, v); err != nil {
 				return false, fmt.Errorf("copy space %s: %w", name, err)
 			}
-			copied += len(k) + len(v)
+			copied += len(k) + len(v) + keyOverhead
 			if n++; n%releaseEvery == 0 {
 				src.releaseMapped()
 			}

@@ -259,3 +259,58 @@ func TestOpenScratchLeavesNothing(t *testing.T) {
 		t.Errorf("left in the scratch file's directory: %v", entries)
 	}
 }
+
+// A space of small keys and no values is copied in several transactions
+// of the budget, as one of large values is: what a transaction holds per
+// key counts, not only the key's bytes (4,096 keys of 13 bytes, 52 KiB,
+// took one transaction of a 64 KiB budget and several times that in
+// memory).
+func TestCopySpacesBudgetCountsKeys(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(filepath.Join(dir, "ledger.db"), Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	scratch, err := OpenScratch(dir, "scratch-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scratch.Close()
+	const keys = 4096
+	if err := scratch.Update(func(tx *Tx) error {
+		sp, err := tx.Space("keys")
+		if err != nil {
+			return err
+		}
+		for i := range keys {
+			if err := sp.Put([]byte(fmt.Sprintf("key-%09d", i)), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	txs := 0
+	err = scratch.View(func(stx *Tx) error {
+		_, err := l.UpdateSeries(func(tx *Tx) (bool, error) {
+			txs++
+			return tx.CopySpaces(stx, "", 64<<10)
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if min := keys * (13 + keyOverhead) / (64 << 10); txs < min {
+		t.Errorf("copied %d keys of 13 bytes in %d transactions of a 64 KiB budget, want at least %d", keys, txs, min)
+	}
+	n := 0
+	l.View(func(tx *Tx) error {
+		return tx.btx.Bucket(bucketSpaces).Bucket([]byte("keys")).ForEach(func(k, v []byte) error { n++; return nil })
+	})
+	if n != keys {
+		t.Errorf("%d keys copied, want %d", n, keys)
+	}
+}
