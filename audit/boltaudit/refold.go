@@ -47,22 +47,28 @@ type logPass struct {
 // foldChunk is events to fold, with the recomputed roots at the sizes
 // where a session.finalized event asks for one. The reading goroutine
 // fills recs with the events' seqs and hashes and copies their stored
-// bytes into raw (event i ends at ends[i]); the preparing goroutine
-// decodes them into recs (raw is not kept in them) and works out what
-// folding them needs of each event alone (projections.Prepare; nil:
-// nothing).
+// bytes into the chunk's eventBytes; the preparing goroutine decodes them
+// into recs, hands the bytes back (the decoded events do not point into
+// them) and works out what folding them needs of each event alone
+// (projections.Prepare; nil: nothing).
 type foldChunk struct {
-	recs  []ledger.Record
-	raw   []byte
-	ends  []int
+	recs []ledger.Record
+	eventBytes
 	roots map[uint64]ledger.Hash
 	pre   *projections.Prepared
 }
 
-// reuse returns c's buffers, emptied, for another chunk.
+// eventBytes is the stored bytes of a chunk's events, one after the
+// other: event i ends at ends[i].
+type eventBytes struct {
+	raw  []byte
+	ends []int
+}
+
+// reuse returns c's records, emptied, for another chunk.
 func (c foldChunk) reuse() foldChunk {
 	clear(c.recs)
-	return foldChunk{recs: c.recs[:0], raw: c.raw[:0], ends: c.ends[:0]}
+	return foldChunk{recs: c.recs[:0]}
 }
 
 // decode decodes the events of c read as raw bytes. At the first that
@@ -124,16 +130,25 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	for range cap(free) {
 		free <- foldChunk{}
 	}
+	// The events' bytes go round apart: one being filled, one being
+	// decoded (and one spare): kept no longer, they add little to the
+	// live heap, which the collector's work grows with.
+	freeBytes := make(chan eventBytes, 3)
+	for range cap(freeBytes) {
+		freeBytes <- eventBytes{}
+	}
 	if p.recompute {
 		opts.Each = p.each
 		opts.Group = p.tree.group
 	}
 	if p.scratch != nil {
 		p.pending = <-free
+		p.pending.eventBytes = <-freeBytes
 		opts.Chunked = func(uint64) error {
 			c := p.pending
 			if len(c.recs) == 0 || p.failed.Load() || p.bad.Load() {
 				p.pending = c.reuse()
+				p.pending.eventBytes = eventBytes{c.raw[:0], c.ends[:0]}
 				return nil
 			}
 			select {
@@ -142,6 +157,7 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 				return ctx.Err()
 			}
 			p.pending = <-free
+			p.pending.eventBytes = <-freeBytes
 			return nil
 		}
 	}
@@ -166,6 +182,8 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 					p.bad.Store(true)
 				}
 			}
+			freeBytes <- eventBytes{c.raw[:0], c.ends[:0]}
+			c.eventBytes = eventBytes{}
 			if len(c.recs) == 0 {
 				free <- c.reuse()
 				continue
