@@ -491,6 +491,8 @@ func TestVerifyNonCanonicalEvent(t *testing.T) {
 	cp := audit.Checkpoint{Origin: "o", Size: 2, Root: root(t, path, 2)}
 	wantProblem(t, verify(t, path, boltaudit.Options{Checkpoint: &cp}), audit.EventMalformed, last)
 	wantProblem(t, verify(t, path, boltaudit.Options{Projections: true}), audit.EventMalformed, last)
+	// Decoded on the preparing goroutine, chunks after the ones folded.
+	wantProblem(t, verify(t, path, boltaudit.Options{Projections: true, Chunk: 2}), audit.EventMalformed, last)
 }
 
 // A stored Merkle node edited: the lowest stored level (format 2: 4, the
