@@ -20,8 +20,8 @@ import (
 // benchmark's stdio client makes them), then reports the file's size and
 // each bucket's pages per thought: the events, the Merkle nodes, every
 // projection space, the knowledge index. It then rebuilds the projections
-// twice (as `logbook rebuild` does: staging set, swap, trash emptied) and
-// reports the file's size after each, which must not grow.
+// twice (as `logbook rebuild` does: a scratch file, swapped in) and reports
+// the file's size after each, which must not grow.
 //
 //	go test ./commands -run '^$' -bench BytesPerThought -benchtime 1x -v
 //
@@ -71,7 +71,7 @@ func BenchmarkBytesPerThought(b *testing.B) {
 		live := h.fingerprint()
 		size := reportUsage(b, h, n, "fresh")
 		for round := 1; round <= 2; round++ {
-			if err := Rebuild(h.l, true, nil); err != nil {
+			if _, err := Rebuild(h.l, true, nil); err != nil {
 				b.Fatal(err)
 			}
 			if err := h.l.EmptyTrash(); err != nil {

@@ -79,7 +79,7 @@ func newHarnessWith(t testing.TB, opts Options, lopts boltstore.Options) *harnes
 		}
 		h.checkToolCalls()
 		live := h.fingerprint()
-		if err := Rebuild(h.l, true, nil); err != nil {
+		if _, err := Rebuild(h.l, true, nil); err != nil {
 			t.Fatalf("rebuild: %v", err)
 		}
 		if rebuilt := h.fingerprint(); rebuilt != live {

@@ -99,7 +99,7 @@ func TestConcurrentRebuilds(t *testing.T) {
 				}
 				defer l.Close()
 				if force {
-					err = Rebuild(l, true, nil)
+					_, err = Rebuild(l, true, nil)
 				} else {
 					_, err = New(l, Options{Agent: "starter"})
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
+	bolt "go.etcd.io/bbolt"
 )
 
 // scenario makes n random calls across all tools, valid and invalid, with
@@ -342,7 +343,7 @@ func TestRebuildAnswersSame(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { lb.Close() })
-			if err := Rebuild(lb, true, nil); err != nil {
+			if _, err := Rebuild(lb, true, nil); err != nil {
 				t.Fatal(err)
 			}
 			hb := &harness{t: t, l: lb, path: bPath, opts: h.opts, client: h.client, encode: testEncode}
@@ -465,4 +466,53 @@ func TestProjectionVersion(t *testing.T) {
 			t.Errorf("task_get(%s) = %v", id, d)
 		}
 	})
+}
+
+// TestRebuildDoesNotGrowFile: a rebuild puts the refolded projections in
+// the pages of the ones it replaces, so the file's pages in use (bbolt's
+// high-water mark) do not grow, whether the rebuild is forced or a
+// version change's at start-up, and however often it runs.
+func TestRebuildDoesNotGrowFile(t *testing.T) {
+	h := newHarness(t, Options{Agent: "grower"})
+	task := h.call("task_create", map[string]any{"title": "grow", "project": "p"}, "OK")["task_id"].(string)
+	for i := range 600 {
+		h.call("thought_record", map[string]any{"task_id": task, "type": "analysis",
+			"content": fmt.Sprintf("%d: retry the upload with back-off, the storage API rate-limits bursts of writes", i)}, "OK")
+		if i%50 == 0 {
+			h.call("finding_record", map[string]any{"task_id": task, "category": "bug", "summary": fmt.Sprintf("finding %d", i),
+				"details": "the upload retries without back-off"}, "OK")
+		}
+	}
+	// highWater closes the ledger, reads how far into the file its pages
+	// reach, and opens it again (New: a start-up, rebuilding if asked).
+	highWater := func() int64 {
+		t.Helper()
+		h.l.Close()
+		db, err := bolt.Open(h.path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var size int64
+		db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+		db.Close()
+		h.reopen(h.opts)
+		return size
+	}
+	live := h.fingerprint()
+	before := highWater()
+	for round := range 3 {
+		if round == 1 {
+			// A start-up's rebuild: the stored version is another one.
+			setMeta(t, h.l, "version", projections.Version-1)
+		} else if _, err := Rebuild(h.l, true, nil); err != nil {
+			t.Fatal(err)
+		}
+		after := highWater() // round 1 rebuilds here, in New
+		if after > before {
+			t.Errorf("rebuild %d: the file's pages reach %d bytes, %d before it", round+1, after, before)
+		}
+		if fp := h.fingerprint(); fp != live {
+			t.Fatalf("rebuild %d: projections %x, live %x", round+1, fp, live)
+		}
+	}
 }

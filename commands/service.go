@@ -99,7 +99,7 @@ func New(l *boltstore.Store, opts Options) (*Service, error) {
 		opts.Now = time.Now
 	}
 	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger, failLog: &rateLimit{}, readMu: &sync.Mutex{}}
-	if err := Rebuild(l, false, func(done, total uint64) {
+	if _, err := Rebuild(l, false, func(done, total uint64) {
 		s.log.Info("rebuilding projections", "done", done, "total", total)
 	}); err != nil {
 		return nil, err
@@ -108,11 +108,12 @@ func New(l *boltstore.Store, opts Options) (*Service, error) {
 }
 
 // Rebuild brings the projections in the file up to the log's head. With
-// force, or when the stored projection version differs from the binary's,
-// it refolds the whole log into a staging set of spaces, a chunk per commit,
-// and swaps it in once it has caught up: other processes keep working on
-// the live projections meanwhile, and never wait for the refold.
-func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) error {
+// force, or when the stored projection version differs from the binary's
+// (or none is stored), it refolds the whole log into a scratch file, in
+// chunks, while other processes keep working on the live projections, then
+// puts the result in their place in one short hold of the file, reusing
+// their pages (projections.Rebuild): a rebuild does not grow the file.
+func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) (projections.Rebuilt, error) {
 	var need bool
 	var head, applied uint64
 	err := l.View(func(tx *boltstore.Tx) error {
@@ -123,54 +124,25 @@ func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) 
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("projections: %w", err)
+		return projections.Rebuilt{}, fmt.Errorf("projections: %w", err)
 	}
 	if !force && !need {
 		if applied == head {
-			return nil
+			return projections.Rebuilt{Applied: applied}, nil
 		}
 		// Behind (events of an interrupted process): fold them in one go.
-		return l.Update(func(tx *boltstore.Tx) error {
-			_, err := projections.CatchUp(tx, 0)
-			return err
-		})
-	}
-	err = l.Update(func(tx *boltstore.Tx) error {
-		if !force {
-			// Another process may have rebuilt them since we looked.
-			if need, err := projections.NeedsRebuild(tx); err != nil || !need {
-				return err
-			}
-		}
-		return projections.StartRebuild(tx)
-	})
-	if err != nil {
-		return fmt.Errorf("rebuild projections: %w", err)
-	}
-	// A chunk is one commit: small enough that other processes' calls
-	// wait for it no longer than a few tens of milliseconds — and four
-	// times that while nobody waits for the file, which takes a tenth
-	// less CPU per event (commits, and the tasks a chunk re-encodes).
-	const chunk, soloChunk = 4096, 16384
-	for done := false; !done; {
 		err := l.Update(func(tx *boltstore.Tx) error {
-			limit := uint64(chunk)
-			if !l.Contended() {
-				limit = soloChunk
-			}
-			var err error
-			done, _, applied, err = projections.ContinueRebuild(tx, limit)
-			head = tx.Head().Seq
+			_, err := projections.CatchUp(tx, 0)
+			_, applied, _ = projections.State(tx)
 			return err
 		})
-		if err != nil {
-			return fmt.Errorf("rebuild projections: %w", err)
-		}
-		if progress != nil {
-			progress(applied, head)
-		}
+		return projections.Rebuilt{Applied: applied}, err
 	}
-	return nil
+	res, err := projections.Rebuild(l, projections.RebuildOptions{Force: force, Progress: progress})
+	if err != nil {
+		return res, fmt.Errorf("rebuild projections: %w", err)
+	}
+	return res, nil
 }
 
 // Tx is one call's view of the ledger transaction: it appends events as the
@@ -412,7 +384,7 @@ func (s *Service) storageError(tool string, err error) error {
 	case errors.As(err, &unknown):
 		reason = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered: the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again"
 	case errors.Is(err, projections.ErrVersionChanged):
-		reason = "another logbook version rebuilt the projections; restart this server"
+		reason = "another logbook version rebuilt the projections, or a rebuild that did not finish dropped them; run logbook rebuild on the ledger file, or restart this server (it rebuilds them)"
 	case errors.Is(err, boltstore.ErrLocked):
 		reason = "the ledger file is locked by another process (timed out)"
 	case errors.Is(err, boltstore.ErrClosed):

@@ -7,3 +7,16 @@ func SetIndexLump(n uint64) (restore func()) {
 	indexLump = n
 	return func() { indexLump = old }
 }
+
+// SetBetweenSwapTxs makes fn run where a rebuild has dropped the old
+// projections and copied n transactions' worth of the new ones in (its
+// error cuts the rebuild there), and sets how many bytes a transaction of
+// the copy copies (0: as it was), until the returned func restores both.
+func SetBetweenSwapTxs(fn func(n int) error, budget int) (restore func()) {
+	old, oldBudget := betweenSwapTxs, copyBudget
+	betweenSwapTxs = fn
+	if budget > 0 {
+		copyBudget = budget
+	}
+	return func() { betweenSwapTxs, copyBudget = old, oldBudget }
+}

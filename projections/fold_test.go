@@ -102,22 +102,17 @@ func TestUpcastTaskCreated(t *testing.T) {
 	check("rebuilt")
 }
 
-// rebuild refolds the whole log of l, limit events per transaction (0: all
-// at once), and returns how many events the last transaction folded.
-func rebuild(t *testing.T, l *boltstore.Store, limit uint64) (folded uint64) {
+// rebuild refolds the whole log of l, limit events per read (0: the
+// default), and puts it in place of the projections.
+func rebuild(t *testing.T, l *boltstore.Store, limit uint64) {
 	t.Helper()
-	if err := l.Update(projections.StartRebuild); err != nil {
+	res, err := projections.Rebuild(l, projections.RebuildOptions{Force: true, Chunk: limit})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for done := false; !done; {
-		if err := l.Update(func(tx *boltstore.Tx) (err error) {
-			done, folded, _, err = projections.ContinueRebuild(tx, limit)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+	if !res.Swapped {
+		t.Fatal("a forced rebuild swapped nothing")
 	}
-	return folded
 }
 
 // history appends every kind of event, folding each live.
@@ -302,55 +297,41 @@ func key(n uint64) []byte {
 	return b
 }
 
-// TestRebuildStagesAndSwaps: a rebuild folds into a staging set while the
-// live projections keep serving and folding new events; once caught up it
-// swaps in projections identical to the live ones, and the old ones are
-// freed.
-func TestRebuildStagesAndSwaps(t *testing.T) {
+// TestRebuildWhileWriting: a rebuild refolds into a scratch file while
+// calls keep folding into the live projections, folds in the swap what
+// was appended after the scratch file caught up, and ends with the
+// projections a rebuild of the same log with nobody writing gives.
+func TestRebuildWhileWriting(t *testing.T) {
 	l := openFolded(t)
 	history(t, l, 150)
-	if err := l.Update(projections.StartRebuild); err != nil {
+	var chunks int
+	res, err := projections.Rebuild(l, projections.RebuildOptions{Force: true, Chunk: 50, Progress: func(done, total uint64) {
+		chunks++
+		// Calls go on during the rebuild, folded live (the last ones
+		// after the last chunk was read: the swap folds them).
+		history(t, l, 1)
+	}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	var rounds int
-	for done := false; !done; rounds++ {
-		live := fingerprintOf(t, l)
-		if err := l.Update(func(tx *boltstore.Tx) (err error) {
-			done, _, _, err = projections.ContinueRebuild(tx, 50)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if !done && fingerprintOf(t, l) != live {
-			t.Fatal("a rebuild chunk changed the live projections")
-		}
-		if rounds == 1 {
-			// Calls go on during the rebuild, folded live.
-			history(t, l, 3)
-		}
+	if chunks < 3 {
+		t.Fatalf("rebuild took %d chunks of 50 events, want several", chunks)
 	}
-	if rounds < 3 {
-		t.Fatalf("rebuild took %d chunks of 50 events, want several", rounds)
-	}
-	rebuilt := fingerprintOf(t, l)
-	// The same log folded from scratch in one go (a second rebuild) agrees.
-	if err := l.Update(projections.StartRebuild); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Update(func(tx *boltstore.Tx) error {
-		done, _, _, err := projections.ContinueRebuild(tx, 0)
-		if !done && err == nil {
-			t.Error("a rebuild without a limit did not finish")
+	var head uint64
+	if err := l.View(func(tx *boltstore.Tx) error {
+		v, applied, err := projections.State(tx)
+		head = tx.Head().Seq
+		if v != projections.Version || applied != head || res.Applied != head {
+			t.Errorf("after the rebuild: version %d, applied %d (reported %d), head %d", v, applied, res.Applied, head)
 		}
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
+	rebuilt := fingerprintOf(t, l)
+	rebuild(t, l, 0)
 	if again := fingerprintOf(t, l); again != rebuilt {
-		t.Errorf("rebuilt projections differ: %x, %x", again, rebuilt)
-	}
-	if err := l.EmptyTrash(); err != nil {
-		t.Fatal(err)
+		t.Errorf("rebuilt while writing %x, rebuilt alone %x", rebuilt, again)
 	}
 }
 
@@ -387,8 +368,21 @@ func TestCatchUpLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := fingerprintOf(t, l)
-	if n := rebuild(t, l, 0); n != 2400 {
-		t.Errorf("caught up %d events, want 2400", n)
+	// Dropped, then folded again from seq 1 in one catch-up.
+	if err := l.Update(func(tx *boltstore.Tx) error {
+		if err := tx.DropSpaces(); err != nil {
+			return err
+		}
+		if err := projections.Reset(tx); err != nil {
+			return err
+		}
+		n, err := projections.CatchUp(tx, 0)
+		if n != 2400 {
+			t.Errorf("caught up %d events, want 2400", n)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if rebuilt := fingerprintOf(t, l); rebuilt != live {
 		t.Errorf("rebuilt %x, live %x", rebuilt, live)

@@ -59,7 +59,8 @@ const (
 )
 
 // ErrVersionChanged: the stored projections are not of this binary's
-// version — another logbook version rebuilt them while this one ran. The
+// version — another logbook version rebuilt them while this one ran, or a
+// rebuild that did not finish dropped them (no version). The
 // process must restart (and rebuild, or be upgraded) before it folds again.
 var ErrVersionChanged = errors.New("projections are of another version")
 
@@ -90,8 +91,8 @@ func NeedsRebuild(tx *boltstore.Tx) (bool, error) {
 
 // Reset marks the projections in tx empty at this binary's version: the
 // next CatchUp folds the log from seq 1. tx's spaces must be empty: a
-// rebuild resets a fresh staging set (boltstore.Tx.Staging) and promotes it
-// once it has caught up, so nobody sees a half-built projection.
+// rebuild resets a fresh scratch file, and swaps its projections in once
+// they have caught up (Rebuild), so nobody sees a half-built projection.
 func Reset(tx *boltstore.Tx) error {
 	meta, err := tx.Space(spMeta)
 	if err != nil {
@@ -103,17 +104,38 @@ func Reset(tx *boltstore.Tx) error {
 	return errors.Join(putU64(meta, keyVersion, Version), putU64(meta, keyApplied, 0))
 }
 
+// Current checks that tx's projections are this binary's: ErrVersionChanged
+// if another version built them (and ErrNewerVersion too if a newer one did),
+// or if there are none (none built yet, or a rebuild that did not finish
+// dropped them and left at most part of a set). Whatever reads them —
+// CatchUp before it folds, the views and the console before they show
+// anything — checks it first: a part of a set reads as a smaller ledger.
+func Current(tx *boltstore.Tx) error {
+	version, _, err := State(tx)
+	switch {
+	case err != nil:
+		return err
+	case version == Version:
+		return nil
+	case version == 0:
+		return fmt.Errorf("%w: the file holds no complete projections (none built yet, or a rebuild that did not finish dropped them)", ErrVersionChanged)
+	case version > Version:
+		return fmt.Errorf("%w (%w): stored version %d, this binary's %d", ErrVersionChanged, ErrNewerVersion, version, Version)
+	}
+	// Another binary rebuilt them: folding or reading them with this
+	// binary's rules would mix two versions in one state.
+	return fmt.Errorf("%w: stored version %d, this binary's %d", ErrVersionChanged, version, Version)
+}
+
 // CatchUp folds the events after the last applied one, at most limit of
 // them (0: all), and returns how many it folded.
 func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
-	version, applied, err := State(tx)
-	if err != nil {
+	if err := Current(tx); err != nil {
 		return 0, err
 	}
-	if version != Version {
-		// Another binary rebuilt (or never built) them: folding with this
-		// binary's rules would mix two versions in one state.
-		return 0, fmt.Errorf("%w: stored version %d, this binary's %d", ErrVersionChanged, version, Version)
+	_, applied, err := State(tx)
+	if err != nil {
+		return 0, err
 	}
 	end := tx.Head().Seq + 1
 	if limit > 0 && applied+1+limit < end {

@@ -1,45 +1,295 @@
 package projections
 
-import "github.com/logbook-dev/logbook/ledger/boltstore"
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
 
-// StartRebuild begins refolding the whole log, at this binary's version,
-// into a fresh staging set of spaces (an unfinished earlier rebuild's is
-// dropped). The live projections go on serving, and being folded into, until
-// ContinueRebuild promotes the staging set.
-func StartRebuild(tx *boltstore.Tx) error {
-	if err := tx.DropStaging(); err != nil {
-		return err
-	}
-	return Reset(tx.Staging())
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+// A rebuild refolds the whole log into a scratch file of its own, reading
+// the ledger in chunks (a short read transaction each) while agents keep
+// committing, and folding each chunk while the next is read and prepared.
+// Then, in one hold of the ledger file (boltstore.Store.UpdateSeries), one
+// transaction drops the live projections and the next copies the scratch
+// file's in and folds the events appended since it caught up: bbolt reuses
+// the pages the first freed for the second, so the file does not grow by
+// a second set of projections, and nobody sees the file between the two.
+// A process that dies between them leaves no projections (no version),
+// which the next start rebuilds (NeedsRebuild); the log is never written.
+
+// rebuildChunk bounds what one read transaction of a rebuild reads: this
+// many events, or rebuildChunkBytes of them, whichever comes first.
+const (
+	rebuildChunk      = 4096
+	rebuildChunkBytes = 2 << 20
+)
+
+// RebuildOptions tune Rebuild.
+type RebuildOptions struct {
+	// Force rebuilds projections of this binary's version too; otherwise
+	// Rebuild leaves them as they are if another process rebuilt them
+	// while it refolded.
+	Force bool
+	// Progress, if set, is told after each chunk how far the refold is.
+	Progress func(done, total uint64)
+	// Chunk is how many events one read transaction reads at most (0:
+	// 16,384; fewer if they take more than 8 MiB).
+	Chunk uint64
 }
 
-// ContinueRebuild folds at most limit more events (0: all) into the staging
-// set started by StartRebuild, in an earlier transaction. When the events
-// left fit in this call, it swaps the staging set in for the live one first
-// and folds what is left into it, so the swap and the last events commit
-// together; it then reports done. folded counts the events folded now,
-// applied the events the (staging or new live) projections hold.
-func ContinueRebuild(tx *boltstore.Tx, limit uint64) (done bool, folded, applied uint64, err error) {
-	if !tx.HasStaging() {
-		// Another process sharing the file finished the rebuild and
-		// promoted its staging set: the live projections are the rebuilt
-		// ones (CatchUp refuses them if they are of another version).
-		folded, err = CatchUp(tx, 0)
-		_, applied, _ = State(tx)
-		return err == nil, folded, applied, err
-	}
-	_, applied, err = State(tx.Staging())
+// Rebuilt is what Rebuild did.
+type Rebuilt struct {
+	Swapped bool          // the projections were replaced (not: another process rebuilt them first)
+	Applied uint64        // the seq the projections hold after it
+	Held    time.Duration // how long the ledger file was held to put them in place
+}
+
+// copyBudget is about how many bytes of keys and values one transaction of
+// the swap copies: the transaction keeps what it writes in memory until it
+// commits, so the copy's memory does not grow with the projections.
+var copyBudget = 4 << 20
+
+// betweenSwapTxs, when set (tests), runs at the start of each transaction
+// that copies the rebuilt projections in, once the one that dropped the
+// old ones and n copying ones have committed: an error rolls it back, as a
+// process dying there would.
+var betweenSwapTxs func(n int) error
+
+// Rebuild refolds l's whole log, at this binary's version, and puts the
+// result in place of l's projections without growing the file. Other
+// processes keep working meanwhile, except while the file is held for the
+// swap (Rebuilt.Held: a copy of the projections and the events since).
+func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
+	var res Rebuilt
+	// Beside the ledger, on the file system that holds it (the old
+	// projections' pages take the new ones), else in the temp dir. The
+	// name is short whatever the ledger's (a long one left no room for a
+	// suffix) and says what wrote it.
+	const pattern = ".logbook-rebuild-*"
+	scratch, err := boltstore.OpenScratch(filepath.Dir(l.Path()), pattern)
 	if err != nil {
-		return false, 0, 0, err
+		var err2 error
+		if scratch, err2 = boltstore.OpenScratch("", pattern); err2 != nil {
+			return res, fmt.Errorf("rebuild: no room for the scratch file beside the ledger (%w) nor in the temp dir (%w)", err, err2)
+		}
 	}
-	head := tx.Head().Seq
-	if limit > 0 && head-applied > limit {
-		folded, err = CatchUp(tx.Staging(), limit)
-		return false, folded, applied + folded, err
+	defer scratch.Close()
+	if err := scratch.Update(Reset); err != nil {
+		return res, err
 	}
-	if err := tx.PromoteStaging(); err != nil {
-		return false, 0, applied, err
+	chunk := opts.Chunk
+	if chunk == 0 {
+		chunk = rebuildChunk
 	}
-	folded, err = CatchUp(tx, 0)
-	return true, folded, applied + folded, err
+	if err := refoldInto(scratch, l, chunk, opts.Progress); err != nil {
+		return res, err
+	}
+	errCurrent := errors.New("rebuilt by another process")
+	// dropping: the first transaction ran; dropped: it committed (the
+	// series goes on only then); copies: copying ones that committed.
+	dropping, dropped, copies := false, false, 0
+	err = scratch.View(func(stx *boltstore.Tx) error {
+		var err error
+		res.Held, err = l.UpdateSeries(func(tx *boltstore.Tx) (done bool, err error) {
+			if !dropping {
+				if !opts.Force {
+					if need, err := NeedsRebuild(tx); err != nil {
+						return false, err
+					} else if !need {
+						return false, errCurrent
+					}
+				}
+				dropping = true
+				return false, tx.DropSpaces()
+			}
+			dropped = true
+			if betweenSwapTxs != nil {
+				if err := betweenSwapTxs(copies); err != nil {
+					return false, err
+				}
+			}
+			// The meta space (version, applied seq) last: until it is
+			// there, the projections are missing, not half-built.
+			if done, err = tx.CopySpaces(stx, spMeta, copyBudget); err != nil || !done {
+				copies++
+				return false, err
+			}
+			if _, err := CatchUp(tx, 0); err != nil {
+				return false, err
+			}
+			_, res.Applied, err = State(tx)
+			return true, err
+		})
+		return err
+	})
+	switch {
+	case errors.Is(err, errCurrent):
+		return res, nil
+	case err != nil && dropped:
+		return res, fmt.Errorf("%w (the old projections were dropped: the next rebuild, or start of a server, folds them again)", err)
+	case err != nil:
+		return res, err
+	}
+	res.Swapped = true
+	return res, nil
+}
+
+// foldChunk is consecutive events of the log to fold, with the roots their
+// session.finalized events record and what Prepare worked out of them.
+type foldChunk struct {
+	pre   *Prepared
+	roots map[uint64]ledger.Hash
+	head  uint64 // the log's head when the chunk was read
+	err   error  // reading or decoding failed after pre.Recs (nil: none)
+}
+
+// refoldInto folds the events of l's log that scratch has not applied, up
+// to l's head, into scratch: a reading goroutine reads a chunk in a short
+// read transaction of l, decodes and prepares it, while this one folds the
+// chunk before. It returns once a chunk reached the head.
+func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, total uint64)) error {
+	var from uint64
+	if err := scratch.View(func(tx *boltstore.Tx) (err error) {
+		_, from, err = State(tx)
+		return err
+	}); err != nil {
+		return err
+	}
+	chunks := make(chan foldChunk, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(chunks)
+		for next := from + 1; ; {
+			c, more := readChunk(l, next, chunk)
+			if n := len(c.pre.Recs); n > 0 {
+				next = c.pre.Recs[n-1].Seq + 1
+			}
+			select {
+			case chunks <- c:
+			case <-stop:
+				return
+			}
+			if !more || c.err != nil {
+				return
+			}
+		}
+	}()
+	var refold Refold
+	var prev []ledger.Record
+	for c := range chunks {
+		if recs := c.pre.Recs; len(recs) > 0 {
+			root := func(size uint64) (ledger.Hash, error) {
+				h, ok := c.roots[size]
+				if !ok {
+					return h, fmt.Errorf("no root read at size %d", size)
+				}
+				return h, nil
+			}
+			// An earlier event (the index reads a lump's events, and the
+			// one that recorded what it takes out): from this chunk or the
+			// one before (a lump begun there), else from the ledger.
+			event := func(seq uint64) (r ledger.Record, err error) {
+				for _, in := range [][]ledger.Record{recs, prev} {
+					if n := len(in); n > 0 && seq >= in[0].Seq && seq <= in[n-1].Seq {
+						return in[seq-in[0].Seq], nil
+					}
+				}
+				err = l.View(func(tx *boltstore.Tx) error {
+					r, err = tx.Event(seq)
+					r.Raw = nil // valid only in this transaction
+					return err
+				})
+				return r, err
+			}
+			if err := scratch.Update(func(tx *boltstore.Tx) error { return refold.Fold(tx, c.pre, root, event) }); err != nil {
+				return fmt.Errorf("refold: %w", err)
+			}
+			if err := scratch.ReleaseMapped(); err != nil {
+				return err
+			}
+			prev = recs
+			if progress != nil {
+				progress(recs[len(recs)-1].Seq, c.head)
+			}
+		}
+		if c.err != nil {
+			return c.err
+		}
+	}
+	return nil
+}
+
+// readChunk reads the events of l from seq next on, chunk of them at most, in a
+// short read transaction (its bytes copied out), then decodes and prepares
+// them and reads the roots their session.finalized events record. more
+// says whether the log went on past the chunk when it was read.
+func readChunk(l *boltstore.Store, next, chunk uint64) (c foldChunk, more bool) {
+	var raws [][]byte
+	err := l.View(func(tx *boltstore.Tx) error {
+		c.head = tx.Head().Seq
+		end := min(c.head+1, next+chunk)
+		var slab []byte
+		size := 0
+		errFull := errors.New("chunk full")
+		err := tx.ScanRaw(next, end, func(_ uint64, raw []byte) error {
+			if size += len(raw); size > rebuildChunkBytes && len(raws) > 0 {
+				return errFull
+			}
+			if cap(slab)-len(slab) < len(raw) {
+				slab = make([]byte, 0, max(slabSize, len(raw)))
+			}
+			slab = append(slab, raw...)
+			raws = append(raws, slab[len(slab)-len(raw):len(slab):len(slab)])
+			return nil
+		})
+		if errors.Is(err, errFull) {
+			err = nil
+		}
+		return err
+	})
+	recs := make([]ledger.Record, 0, len(raws))
+	var finalized []uint64
+	for _, raw := range raws {
+		if err != nil {
+			break
+		}
+		var r ledger.Record
+		if r, err = ledger.DecodeRecord(raw); err != nil {
+			err = fmt.Errorf("event %d: %w", next+uint64(len(recs)), err)
+		} else if r.Seq != next+uint64(len(recs)) {
+			err = fmt.Errorf("event %d: stored at %d: %w", r.Seq, next+uint64(len(recs)), ledger.ErrMalformed)
+		} else {
+			recs = append(recs, r)
+			if r.Type == events.TypeSessionFinalized {
+				finalized = append(finalized, r.Seq)
+			}
+		}
+	}
+	if len(finalized) > 0 {
+		c.roots = make(map[uint64]ledger.Hash, len(finalized))
+		rerr := l.View(func(tx *boltstore.Tx) error {
+			for _, seq := range finalized {
+				h, err := tx.Root(seq)
+				if err != nil {
+					return err
+				}
+				c.roots[seq] = h
+			}
+			return nil
+		})
+		if rerr != nil {
+			recs, err = recs[:0], rerr
+		}
+	}
+	if err == nil && len(raws) == 0 && next <= c.head {
+		err = fmt.Errorf("event %d: %w", next, boltstore.ErrNotFound)
+	}
+	c.pre, c.err = Prepare(recs), err
+	return c, err == nil && len(recs) > 0 && recs[len(recs)-1].Seq < c.head
 }

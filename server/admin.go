@@ -234,7 +234,7 @@ func OpenTokens(db, socket string) (*Tokens, error) {
 	}
 	// A file last served by another projection version folds nothing until
 	// refolded, as a server would at start-up.
-	if err := commands.Rebuild(l, false, nil); err != nil {
+	if _, err := commands.Rebuild(l, false, nil); err != nil {
 		l.Close()
 		return nil, err
 	}

@@ -14,27 +14,31 @@ type Rebuilt struct {
 	Version    uint64  `json:"version"`
 	MS         float64 `json:"ms"`
 	EventsPerS float64 `json:"events_per_s"`
-	FreeMS     float64 `json:"free_ms"` // freeing the old projections' pages, after the refold
+	FreeMS     float64 `json:"free_ms"` // emptying the trash an older binary's rebuilds left, after the refold
+	// HeldMS is how long the ledger file was held (other processes kept
+	// out) to put the rebuilt projections in place of the old ones.
+	HeldMS float64 `json:"held_ms"`
 }
 
-// Rebuild drops every projection of l and refolds it from the log, in
-// chunks, so agents keep working meanwhile (commands.Rebuild, forced),
-// then frees the old projections' pages, still in short transactions.
+// Rebuild refolds every projection of l from the log, in chunks, so
+// agents keep working meanwhile, and puts them in place of the old ones in
+// one short hold of the file (commands.Rebuild, forced), then frees what
+// an older binary's rebuilds left in the trash, in short transactions.
 // Projections of a newer binary are projections.ErrNewerVersion.
 func Rebuild(l *boltstore.Store, progress func(done, total uint64)) (Rebuilt, error) {
 	var res Rebuilt
 	start := time.Now()
-	if err := commands.Rebuild(l, true, progress); err != nil {
+	rb, err := commands.Rebuild(l, true, progress)
+	if err != nil {
 		return res, err
 	}
 	elapsed := time.Since(start)
-	// The old projections were discarded at once and are freed a little
-	// per transaction; free the rest now.
+	res.HeldMS = millis(rb.Held)
 	if err := l.EmptyTrash(); err != nil {
 		return res, err
 	}
 	res.FreeMS, res.MS = millis(time.Since(start)-elapsed), millis(elapsed)
-	err := l.View(func(tx *boltstore.Tx) (err error) {
+	err = l.View(func(tx *boltstore.Tx) (err error) {
 		res.Version, res.Events, err = projections.State(tx)
 		return err
 	})

@@ -73,7 +73,7 @@ func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapsh
 		return res, err
 	}
 	defer cp.Close()
-	if err := commands.Rebuild(cp, true, opts.Folded); err != nil {
+	if _, err := commands.Rebuild(cp, true, opts.Folded); err != nil {
 		return res, err
 	}
 	if err := cp.View(func(tx *boltstore.Tx) error {

@@ -12,6 +12,9 @@ import (
 // EachSession calls fn for every audit session in id order. Session ids are
 // numbered from 1 with none skipped, so the next id bounds them.
 func EachSession(tx *boltstore.Tx, fn func(projections.Session)) error {
+	if err := projections.Current(tx); err != nil {
+		return err
+	}
 	next, err := projections.NextSessionID(tx)
 	if err != nil {
 		return err
@@ -105,6 +108,9 @@ type Leaf struct {
 // ReadSession reads the audit session id and its leaves; ErrNotFound
 // (wrapped) if the ledger has no such session.
 func ReadSession(tx *boltstore.Tx, id string) (*Session, error) {
+	if err := projections.Current(tx); err != nil {
+		return nil, err
+	}
 	s, ok, err := projections.GetSession(tx, id)
 	if err != nil {
 		return nil, err

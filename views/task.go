@@ -50,6 +50,9 @@ func (st Step) StatusChange() bool { return st.ToStatus != "" }
 // ReadTask reads the task id and its timeline, oldest first; ErrNotFound
 // (wrapped) if the ledger has no such task.
 func ReadTask(tx *boltstore.Tx, id string) (*Task, error) {
+	if err := projections.Current(tx); err != nil {
+		return nil, err
+	}
 	t, ok, err := projections.GetTask(tx, id)
 	if err != nil {
 		return nil, err
@@ -154,6 +157,9 @@ func Tasks(tx *boltstore.Tx, project string, statuses []string) ([]projections.T
 		if !slices.Contains(domain.Statuses, st) {
 			return nil, fmt.Errorf("unknown status %q (want %s)", st, strings.Join(domain.Statuses, ", "))
 		}
+	}
+	if err := projections.Current(tx); err != nil {
+		return nil, err
 	}
 	list := []projections.Task{}
 	err := projections.Tasks(tx, func(t projections.Task) bool {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -39,7 +37,6 @@ type logPass struct {
 	failed   atomic.Bool     // the refold failed: read on, fold no more
 	bad      atomic.Bool     // badFold is set: read on, fold no more
 	foldErr  error           // why (the folding goroutine's)
-	dir      string
 	scratch  *boltstore.Store
 	refold   projections.Refold // the scratch's fold, chunk after chunk
 }
@@ -88,17 +85,12 @@ func (c *foldChunk) decode() *audit.Problem {
 }
 
 func (p *logPass) openScratch() error {
-	dir, err := os.MkdirTemp(p.v.opts.ScratchDir, "logbook-verify-")
-	if err != nil {
-		return fmt.Errorf("scratch: %w", err)
-	}
-	p.dir = dir
-	// Nobody else opens the scratch file: it is held open for the whole
-	// refold rather than reopened for every chunk (fold releases the pages
-	// each chunk mapped, as closing the file did).
-	p.scratch, err = boltstore.Open(filepath.Join(dir, "projections.db"), boltstore.Options{Create: true, Hold: true, Scratch: true})
-	if err != nil {
-		return fmt.Errorf("scratch: %w", err)
+	// Nobody else opens the scratch file (it has no name once open): it is
+	// held open for the whole refold rather than reopened for every chunk
+	// (fold releases the pages each chunk mapped, as closing the file did).
+	var err error
+	if p.scratch, err = boltstore.OpenScratch(p.v.opts.ScratchDir, "logbook-verify-*.db"); err != nil {
+		return err
 	}
 	return p.scratch.Update(projections.Reset)
 }
@@ -107,7 +99,6 @@ func (p *logPass) closeScratch() {
 	if p.scratch != nil {
 		p.scratch.Close()
 	}
-	os.RemoveAll(p.dir)
 }
 
 // run checks the log and reads it for the root and the refold. A problem of

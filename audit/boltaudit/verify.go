@@ -25,7 +25,8 @@ type Options struct {
 	// stored projections with it.
 	Projections bool
 	// ScratchDir is where the scratch file goes (default: the system temp
-	// directory); it is deleted before Verify returns.
+	// directory); its name is removed as soon as it is open, so nothing of
+	// it is left however the process ends.
 	ScratchDir string
 	// Progress, if set, is called as events and nodes are checked (done of
 	// total, paced by the refold), then once with the events refolded of
@@ -86,7 +87,7 @@ func (v *verifier) run(ctx context.Context) (*audit.Report, error) {
 		out.Projections = &audit.ProjectionReport{StoredVersion: version, BinaryVersion: projections.Version, AppliedSeq: applied}
 		switch {
 		case version == 0:
-			out.Projections.Note = "the file holds no projections yet; a server builds them from the log when it opens the file"
+			out.Projections.Note = "the file holds no complete projections (none built yet, or a rebuild that did not finish dropped them): nothing to compare; logbook rebuild, or a server opening the file, builds them from the log"
 			checkProjections = false
 		case version != projections.Version:
 			out.Projections.Note = fmt.Sprintf("stored projections are version %d, this binary folds version %d: they are not compared, and are rebuilt from the log when a server opens the file", version, projections.Version)

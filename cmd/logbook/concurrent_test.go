@@ -81,8 +81,9 @@ func TestAuditWhileAgentsWrite(t *testing.T) {
 		snap := filepath.Join(dir, fmt.Sprintf("snap-%d.db", i))
 		wantExit(t, run(t, "snapshot", "--db", path, "--out", snap), 0, "snapshot during writes")
 		snapshots = append(snapshots, snap)
-		// A rebuild refolds into staging spaces and swaps them in: the
-		// agents' calls keep succeeding meanwhile (failures below).
+		// A rebuild refolds into a scratch file and swaps it in, in one
+		// short hold of the file: the agents' calls keep succeeding
+		// meanwhile (failures below).
 		rb := run(t, "rebuild", "--db", path)
 		wantExit(t, rb, 0, "rebuild during writes")
 		t.Logf("round %d: rebuild during writes, peak RSS %d MB", i, rb.maxRSSKB/1024)

@@ -84,7 +84,9 @@ func boundMemory(limit int64) {
 // decoded and prepared ahead of its fold (projections.Prepare) beside the
 // fold's own: at 48 MiB the collector ran often enough to eat what
 // preparing on the other core gained (223k events/s at 1M events, as
-// without it), at 64 MiB 272k, for a peak RSS of 76 MB instead of 71 MB.
+// without it), at 64 MiB 272k, for a peak RSS of 76 MB instead of 71 MB
+// (a rebuild's swap then maps the old projections' pages to free them:
+// 100-105 MB at 1M events).
 // verify maps the ledger and its scratch file besides: 79 MB at 48 MiB,
 // 94 MB at 64 MiB for the same CPU, too near the 100 MB it must stay under.
 const (

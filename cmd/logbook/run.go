@@ -16,6 +16,7 @@ import (
 
 	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/views"
 )
 
@@ -214,8 +215,14 @@ func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
 }
 
 // view runs fn in one read transaction of the ledger.
+// Projections this binary cannot read (none, part of a set, another
+// version's) are an error that says how to rebuild them.
 func (c *call) view(fn func(tx *boltstore.Tx) error) error {
-	return c.with(true, func(l *boltstore.Store) error { return l.View(fn) })
+	err := c.with(true, func(l *boltstore.Store) error { return l.View(fn) })
+	if errors.Is(err, projections.ErrVersionChanged) && !errors.Is(err, projections.ErrNewerVersion) {
+		return fmt.Errorf("%w; rebuild them from the log: logbook rebuild --db %s", err, *c.db)
+	}
+	return err
 }
 
 // print writes v as one line of JSON with --json, else runs text.

@@ -21,9 +21,11 @@ file's. Stop writers to the file first: events appended after the copy starts ar
 The servers must run with jetstream { sync_interval: always }.`},
 	{name: "prove", summary: "write an inclusion or consistency proof as JSON", subs: prove},
 	{name: "rebuild", summary: "drop every projection and refold it from the log", setup: rebuild,
-		help: `Drop every projection (tasks, thoughts, sessions, skills) and refold it from the log, in
-chunks, so agents keep working meanwhile. The log itself is never written. A server does
-the same at start-up when the file's projection version is not the binary's.`},
+		help: `Refold every projection (tasks, thoughts, sessions, skills) from the log into a scratch
+file, in chunks, so agents keep working meanwhile, then drop the old ones and copy the new
+ones in, in one short hold of the file (--json: held_ms) that reuses their pages: the file
+does not grow. The log itself is never written. A server does the same at start-up when
+the file's projection version is not the binary's.`},
 	{name: "replay", summary: "print the events as JSON lines, filtered; --follow for new ones", setup: replay,
 		help: `Print the ledger's events as JSON lines, in order: the envelope (seq, time, type,
 payload_version, actor, subjects, prev), the event's hash, and the payload decoded as stored.

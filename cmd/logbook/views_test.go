@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the human views (testdata/*.golden)")
@@ -145,6 +147,48 @@ func TestShowSessionProofCommands(t *testing.T) {
 		}
 		if ran != 2 {
 			t.Fatalf("%s: want a prove and a check-proof command, ran %d:\n%s", id, ran, r.stdout)
+		}
+	}
+}
+
+// TestViewsRefuseIncompleteProjections: a rebuild cut between the drop of
+// the live projections and the end of the copy leaves no complete set. The
+// views must not show what is left as a smaller ledger: each refuses (exit
+// 2, nothing on stdout) and says how to rebuild; after logbook rebuild they
+// show what they showed before.
+func TestViewsRefuseIncompleteProjections(t *testing.T) {
+	path := viewsLedger(t)
+	views := [][]string{{"tasks"}, {"sessions"}, {"show", "T-0001"}, {"show", "A-0001"}}
+	before := map[string]string{}
+	for _, args := range views {
+		r := run(t, append(args, "--db", path)...)
+		wantExit(t, r, 0, strings.Join(args, " "))
+		before[strings.Join(args, " ")] = r.stdout
+	}
+	l, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the rebuild's first transaction of the swap does.
+	if err := l.Update(func(tx *boltstore.Tx) error { return tx.DropSpaces() }); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	for _, args := range views {
+		what := strings.Join(args, " ")
+		r := run(t, append(args, "--db", path)...)
+		wantExit(t, r, 2, what)
+		if r.stdout != "" || !strings.Contains(r.stderr, "no complete projections") || !strings.Contains(r.stderr, "logbook rebuild --db "+path) {
+			t.Errorf("logbook %s without projections: want a refusal naming logbook rebuild, got %s", what, r)
+		}
+	}
+	wantExit(t, run(t, "rebuild", "--db", path), 0, "rebuild")
+	for _, args := range views {
+		what := strings.Join(args, " ")
+		r := run(t, append(args, "--db", path)...)
+		wantExit(t, r, 0, what)
+		if r.stdout != before[what] {
+			t.Errorf("logbook %s after the rebuild:\n%s\nwant, as before:\n%s", what, r.stdout, before[what])
 		}
 	}
 }

@@ -323,34 +323,28 @@ func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*reques
 	}
 	retries := 0
 	for len(batch) > 0 {
+		if batch[0].series != nil {
+			return batch[1:], l.commitSeries(o, batch[0])
+		}
 		failed, ferr := -1, error(nil)
 		ran := 0
 		var head ledger.Head
 		ingested := false // whether the catch-up brought events in
 		err := db.Update(func(btx *bolt.Tx) error {
 			start := time.Now()
-			if err := l.checkFile(btx); err != nil {
+			tx, in, err := l.writeTx(btx)
+			if err != nil {
 				return err
 			}
-			tx := newTx(btx)
-			tx.tail = &l.tail
 			defer func() { head = tx.head }()
-			tx.now = l.opts.Now
-			// Free a little of what rebuilds discarded: a bounded cost,
-			// nothing once the trash is empty.
-			if _, err := tx.emptyTrash(128 << 10); err != nil {
-				return err
-			}
+			ingested = in
 			replica := l.opts.Replica
-			if replica != nil {
-				before := tx.head.Seq
-				if err := replica.CatchUp(tx); err != nil {
-					return fmt.Errorf("catch up with the replicated log: %w", err)
-				}
-				ingested = tx.head.Seq > before
-			}
 			base := tx.head // what the calls decide against
 			for i := 0; i < len(batch); i++ {
+				if batch[i].series != nil {
+					// A series commits alone, in transactions of its own.
+					break
+				}
 				if err := safeRun(batch[i].fn, tx); err != nil {
 					failed, ferr = i, err
 					return err

@@ -61,55 +61,60 @@ func TestSpaceGetAgreesWithBolt(t *testing.T) {
 	})
 }
 
-// TestSpaceLookupsAfterPromotion: a transaction keeps the live spaces it
-// looked up (Tx.Space), so a promotion in it must make it look again: the
-// spaces it asks for after PromoteStaging are the promoted ones, and a
-// staging view never answers with a live space or the other way round.
-func TestSpaceLookupsAfterPromotion(t *testing.T) {
+// TestSpaceLookupsAfterSwap: a transaction keeps the spaces it looked up
+// (Tx.Space), so dropping or copying spaces in it must make it look again:
+// the spaces it asks for after DropSpaces are new ones, after CopySpaces
+// the copied ones.
+func TestSpaceLookupsAfterSwap(t *testing.T) {
 	l := openTest(t)
-	put := func(sp *Space, err error, v string) {
+	scratch, err := OpenScratch(t.TempDir(), "s-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scratch.Close()
+	put := func(s *Store, v string) {
 		t.Helper()
+		if err := s.Update(func(tx *Tx) error {
+			sp, err := tx.Space("s")
+			if err != nil {
+				return err
+			}
+			return sp.Put([]byte("k"), []byte(v))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(l, "live")
+	put(scratch, "copied")
+	get := func(tx *Tx) string {
+		sp, err := tx.Space("s")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sp.Put([]byte("k"), []byte(v)); err != nil {
-			t.Fatal(err)
-		}
+		return string(sp.Get([]byte("k")))
 	}
-	if err := l.Update(func(tx *Tx) error {
-		sp, err := tx.Space("s")
-		put(sp, err, "live")
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Update(func(tx *Tx) error {
-		sp, err := tx.Staging().Space("s")
-		put(sp, err, "staged")
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Update(func(tx *Tx) error {
-		live, _ := tx.Space("s")
-		staged, _ := tx.Staging().Space("s")
-		if got := string(live.Get([]byte("k"))); got != "live" {
-			t.Errorf("live space before the promotion holds %q", got)
-		}
-		if got := string(staged.Get([]byte("k"))); got != "staged" {
-			t.Errorf("staging space holds %q", got)
-		}
-		if again, _ := tx.Space("s"); string(again.Get([]byte("k"))) != "live" {
-			t.Error("the live space looked up again is not the live one")
-		}
-		if err := tx.PromoteStaging(); err != nil {
-			return err
-		}
-		after, _ := tx.Space("s")
-		if got := string(after.Get([]byte("k"))); got != "staged" {
-			t.Errorf("after the promotion, the live space holds %q, want the promoted value", got)
-		}
-		return nil
+	if err := scratch.View(func(stx *Tx) error {
+		return l.Update(func(tx *Tx) error {
+			if got := get(tx); got != "live" {
+				t.Errorf("before the drop: %q", got)
+			}
+			if err := tx.DropSpaces(); err != nil {
+				return err
+			}
+			if got := get(tx); got != "" {
+				t.Errorf("after the drop: %q", got)
+			}
+			if err := tx.DropSpaces(); err != nil { // the space just looked up, created
+				return err
+			}
+			if _, err := tx.CopySpaces(stx, "s", 1<<20); err != nil {
+				return err
+			}
+			if got := get(tx); got != "copied" {
+				t.Errorf("after the copy: %q", got)
+			}
+			return nil
+		})
 	}); err != nil {
 		t.Fatal(err)
 	}

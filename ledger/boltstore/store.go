@@ -159,6 +159,10 @@ type request struct {
 	fn       func(*Tx) error
 	done     chan error
 	deadline time.Time // when waiting for the file lock must give up
+	// series, instead of fn: transactions committed one after another in
+	// one hold of the file (UpdateSeries), and held, how long that took.
+	series func(*Tx) (done bool, err error)
+	held   time.Duration
 }
 
 // PanicError is returned by Update when fn panicked. The commit it was part
@@ -465,6 +469,11 @@ func (l *Store) Update(fn func(*Tx) error) error {
 	if l.direct(r) {
 		return <-r.done
 	}
+	return l.send(r)
+}
+
+// send hands r to the committer and waits for its answer.
+func (l *Store) send(r *request) error {
 	select {
 	case l.queue <- r:
 	case <-l.quit:

@@ -8,28 +8,14 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// Deleting a space with bbolt reads every page of it in one transaction (to
-// free them), so dropping large projections costs as much memory as they
-// take on disk. Discarding one instead detaches it in constant time,
-// into the file's trash, and EmptyTrash frees it a bounded number of keys
-// per transaction afterwards.
+// Older binaries' rebuilds discarded the projections they replaced into
+// the file's trash, in constant time, to be freed a bounded number of keys
+// per transaction afterwards (every commit frees a little; EmptyTrash the
+// rest). This binary frees what it drops at once (DropSpaces), so that the
+// transaction after reuses the pages; it still empties what older ones
+// left.
 
 var bucketTrash = []byte("trash")
-
-// trashBatch returns a new bucket in the trash for what one operation
-// discards: the same name may be discarded again before the first is
-// emptied.
-func (tx *Tx) trashBatch() (*bolt.Bucket, error) {
-	trash, err := tx.btx.CreateBucketIfNotExists(bucketTrash)
-	if err != nil {
-		return nil, err
-	}
-	id, err := trash.NextSequence()
-	if err != nil {
-		return nil, err
-	}
-	return trash.CreateBucket(u64(id))
-}
 
 // emptyTrash frees discarded spaces, up to about budget bytes of their keys
 // and values (the pages it reads are about twice that, scattered over the

@@ -28,19 +28,15 @@ type Tx struct {
 	// level base, when base > 0: the Store's, kept across commits, or the
 	// transaction's own.
 	tail     *leafTail
-	spaces   []byte   // the bucket holding this view's spaces: bucketSpaces or bucketStaging
 	appended [][]byte // stored bytes of the events Append added, in order
-	// stagingUsed is set once this transaction writes to a staging space:
-	// bbolt's MoveBucket would drop what it wrote there.
-	stagingUsed *bool
-	// live are the live view's spaces looked up so far, by name: a call
-	// asks for the same few spaces dozens of times, and each lookup made
-	// a Space, a cursor and its stack (PromoteStaging clears it).
+	// live are the spaces looked up so far, by name: a call asks for the
+	// same few spaces dozens of times, and each lookup made a Space, a
+	// cursor and its stack (DropSpaces and CopySpaces clear it).
 	live map[string]*Space
 }
 
 func newTx(btx *bolt.Tx) *Tx {
-	tx := &Tx{btx: btx, events: btx.Bucket(bucketEvents), spaces: bucketSpaces, stagingUsed: new(bool)}
+	tx := &Tx{btx: btx, events: btx.Bucket(bucketEvents)}
 	if v := btx.Bucket(bucketMeta).Get(keyHead); len(v) == 8+len(ledger.Hash{}) {
 		tx.head.Seq = binary.BigEndian.Uint64(v)
 		copy(tx.head.Hash[:], v[8:])
@@ -71,9 +67,6 @@ func (tx *Tx) Head() ledger.Head { return tx.head }
 // Append assigns e its sequence number, time and previous hash, stores its
 // encoding and the Merkle nodes it completes, and returns the stored record.
 func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
-	if tx.staged() {
-		return ledger.Record{}, errStagingAppend
-	}
 	e.Envelope = 0 // the current envelope version, whatever e was read with
 	e.Seq = tx.head.Seq + 1
 	e.Prev = tx.head.Hash
@@ -96,9 +89,6 @@ func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
 // linking to the head — so loss or corruption in the replicated log is
 // reported as a *ledger.IntegrityError and never stored or folded.
 func (tx *Tx) Ingest(raw []byte) (ledger.Record, error) {
-	if tx.staged() {
-		return ledger.Record{}, errStagingAppend
-	}
 	want := tx.head.Seq + 1
 	r, err := ledger.DecodeRecord(raw)
 	switch {
@@ -375,8 +365,7 @@ func (tx *Tx) checkSize(size uint64) error {
 // the log (projections). It commits with the events of the same
 // transaction. Keys iterate in byte order.
 type Space struct {
-	b    *bolt.Bucket
-	used *bool // set on writes to a staging space
+	b *bolt.Bucket
 	// get is the cursor Get seeks with, made on its first call: bbolt's
 	// own Get makes a cursor, and grows its stack, for every call.
 	get *bolt.Cursor
@@ -385,19 +374,13 @@ type Space struct {
 // Space returns the named space, creating it in a writable transaction. In a
 // read transaction a missing space is returned empty.
 func (tx *Tx) Space(name string) (*Space, error) {
-	staged := tx.staged()
-	if sp := tx.live[name]; sp != nil && !staged {
+	if sp := tx.live[name]; sp != nil {
 		return sp, nil
 	}
-	var used *bool // marked on writes, for a staging view
-	if staged {
-		used = tx.stagingUsed
-	}
-	parent := tx.btx.Bucket(tx.spaces)
+	parent := tx.btx.Bucket(bucketSpaces)
 	if parent == nil && tx.btx.Writable() {
-		mark(used)
 		var err error
-		if parent, err = tx.btx.CreateBucket(tx.spaces); err != nil {
+		if parent, err = tx.btx.CreateBucket(bucketSpaces); err != nil {
 			return nil, fmt.Errorf("space %s: %w", name, err)
 		}
 	}
@@ -406,26 +389,17 @@ func (tx *Tx) Space(name string) (*Space, error) {
 		b = parent.Bucket([]byte(name))
 	}
 	if b == nil && tx.btx.Writable() {
-		mark(used)
 		var err error
 		if b, err = parent.CreateBucket([]byte(name)); err != nil {
 			return nil, fmt.Errorf("space %s: %w", name, err)
 		}
 	}
-	sp := &Space{b: b, used: used}
-	if !staged {
-		if tx.live == nil {
-			tx.live = make(map[string]*Space)
-		}
-		tx.live[name] = sp
+	sp := &Space{b: b}
+	if tx.live == nil {
+		tx.live = make(map[string]*Space)
 	}
+	tx.live[name] = sp
 	return sp, nil
-}
-
-func mark(used *bool) {
-	if used != nil {
-		*used = true
-	}
 }
 
 // AppendOnly tells the store the space's keys only ever grow (or that this
@@ -457,10 +431,10 @@ func (s *Space) Get(key []byte) []byte {
 }
 
 // Put stores value at key.
-func (s *Space) Put(key, value []byte) error { mark(s.used); return s.b.Put(key, value) }
+func (s *Space) Put(key, value []byte) error { return s.b.Put(key, value) }
 
 // Delete removes key.
-func (s *Space) Delete(key []byte) error { mark(s.used); return s.b.Delete(key) }
+func (s *Space) Delete(key []byte) error { return s.b.Delete(key) }
 
 // Scan calls fn for each key with the prefix, in order (reverse order if
 // reverse), until fn returns false or an error.

@@ -369,3 +369,19 @@ func readEvents(t *testing.T, sc *bufio.Scanner) []sse {
 	}
 	return out
 }
+
+// TestPagesRefuseIncompleteProjections: after a rebuild was cut between the
+// drop of the live projections and the end of the copy, no page shows what
+// is left as a smaller ledger (an empty board, "no task T-0001"): each is
+// the error page.
+func TestPagesRefuseIncompleteProjections(t *testing.T) {
+	f := newFixture(t)
+	if err := f.store.Update(func(tx *boltstore.Tx) error { return tx.DropSpaces() }); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/", "/tasks/T-0001", "/sessions", "/sessions/A-0001", "/ledger"} {
+		if res, body := f.get(t, path, testToken); res.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "could not be read") {
+			t.Errorf("%s without projections: status %d, want the error page (500)", path, res.StatusCode)
+		}
+	}
+}

@@ -52,6 +52,9 @@ func (c *console) board(w http.ResponseWriter, r *http.Request) {
 	project := r.URL.Query().Get("project")
 	d := boardData{Project: project}
 	err := c.opts.Store.View(func(tx *boltstore.Tx) error {
+		if err := projections.Current(tx); err != nil {
+			return err
+		}
 		byStatus := map[string][]projections.Task{}
 		err := projections.Tasks(tx, func(t projections.Task) bool {
 			if !slices.Contains(d.Projects, t.Project) {
@@ -173,6 +176,9 @@ func (c *console) ledger(w http.ResponseWriter, r *http.Request) {
 	err := c.opts.Store.View(func(tx *boltstore.Tx) error {
 		var err error
 		if d.Ledger, err = readLedger(tx); err != nil {
+			return err
+		}
+		if err = projections.Current(tx); err != nil {
 			return err
 		}
 		err = projections.Tasks(tx, func(projections.Task) bool { d.Tasks++; return true })
