@@ -117,7 +117,7 @@ func TestConcurrentRebuilds(t *testing.T) {
 // naming the damage, never an unaudited internal error.
 func TestPaddedMerkleNodeIsStorageDamage(t *testing.T) {
 	h := newHarness(t, Options{Agent: "padder"})
-	// A format-2 file stores the nodes from level 4 (16 events) up, and an
+	// A format-3 file stores the nodes from level 4 (16 events) up, and an
 	// append reads one when it completes node 4/1 (at seq 32): stop close
 	// enough before that for the three calls below to get there.
 	h.call("task_create", map[string]any{"title": "before", "project": "pad"}, "OK")
@@ -131,18 +131,32 @@ func TestPaddedMerkleNodeIsStorageDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.Update(func(btx *bolt.Tx) error {
-		merkle := btx.Bucket([]byte("merkle"))
-		return merkle.ForEachBucket(func(level []byte) error {
-			b := merkle.Bucket(level)
-			var keys [][]byte
-			b.ForEach(func(k, _ []byte) error { keys = append(keys, append([]byte(nil), k...)); return nil })
+		// Every stored node: in the merkle bucket itself (format 3), or in
+		// a sub-bucket per level (formats 1 and 2).
+		var pad func(b *bolt.Bucket) error
+		pad = func(b *bolt.Bucket) error {
+			var keys, levels [][]byte
+			b.ForEach(func(k, v []byte) error {
+				if v == nil {
+					levels = append(levels, append([]byte(nil), k...))
+				} else {
+					keys = append(keys, append([]byte(nil), k...))
+				}
+				return nil
+			})
 			for _, k := range keys {
 				if err := b.Put(k, append(append([]byte(nil), b.Get(k)...), 0)); err != nil {
 					return err
 				}
 			}
+			for _, level := range levels {
+				if err := pad(b.Bucket(level)); err != nil {
+					return err
+				}
+			}
 			return nil
-		})
+		}
+		return pad(btx.Bucket([]byte("merkle")))
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr

@@ -54,7 +54,7 @@ type Head struct {
 // the stored leaf changed.
 //
 // A checker made by NewLinkChecker is for a store that keeps no leaves
-// (ledger file format 2): an event's bytes are then committed to by the next
+// (ledger file formats 2 and 3): an event's bytes are then committed to by the next
 // event's prev (the recorded head for the last one), so a broken link into
 // event s is held back one event more, until the link out of s says whether
 // s is as committed (then event s-1 changed) or not (then s itself did).

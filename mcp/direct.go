@@ -31,7 +31,19 @@ type direct struct {
 	ready   chan struct{}                                      // closed once session is stored (serveStdio)
 	reply   func(context.Context, *sdk.CallToolRequest) []byte // Server.reply
 	served  atomic.Int64                                       // tool calls answered here (direct_test.go reads it)
+
+	// Calls run on worker goroutines kept between calls (work): a call
+	// on a fresh goroutine grew its stack, copying it, several times
+	// (5% of a call's CPU). idle hands a call to a worker waiting for
+	// one (made by serveStdio); waiting counts those workers, live all.
+	idle    chan func()
+	waiting atomic.Int32
+	live    atomic.Int32
 }
+
+// maxIdleWorkers bounds the workers kept waiting for a call: a burst of
+// concurrent calls leaves no more goroutines than this behind.
+const maxIdleWorkers = 8
 
 // serve runs req, a request the connection admitted, if it is a usual tool
 // call of an initialized session, and reports whether it did; the reply is
@@ -52,7 +64,7 @@ func (d *direct) serve(c *conn, req *jsonrpc.Request) bool {
 		return false
 	}
 	d.served.Add(1)
-	go func() {
+	d.run(c, func() {
 		reply := d.reply(d.ctx, &sdk.CallToolRequest{Session: ss, Params: params})
 		id := c.clientID(req.ID)
 		line, ok := resultLine(id, reply)
@@ -65,8 +77,38 @@ func (d *direct) serve(c *conn, req *jsonrpc.Request) bool {
 			c.log.Error("writing a tool result", "error", err)
 		}
 		c.answered(req.ID)
-	}()
+	})
 	return true
+}
+
+// run runs f on a worker waiting for a call, or on a new one.
+func (d *direct) run(c *conn, f func()) {
+	select {
+	case d.idle <- f:
+	default:
+		d.live.Add(1)
+		go d.work(c, f)
+	}
+}
+
+// work runs f, then the calls handed to it while it waits, until the
+// connection closes or enough other workers wait.
+func (d *direct) work(c *conn, f func()) {
+	defer d.live.Add(-1)
+	for {
+		f()
+		if d.waiting.Add(1) > maxIdleWorkers {
+			d.waiting.Add(-1)
+			return
+		}
+		select {
+		case f = <-d.idle:
+			d.waiting.Add(-1)
+		case <-c.closed:
+			d.waiting.Add(-1)
+			return
+		}
+	}
 }
 
 // toolCallParams reads params of the form {"name":"<plain string>"} with an

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/commands"
 )
@@ -118,4 +120,85 @@ func FuzzResultLine(f *testing.F) {
 			t.Fatalf("reply %q:\n got %s\nwant %s", reply, got, frameResult(json.RawMessage(`"x-1"`), want))
 		}
 	})
+}
+
+// TestDirectWorkersKeptAndBounded: the calls the connection answers run on
+// worker goroutines it keeps for the next calls (direct.work): a burst of
+// concurrent calls is answered in full and leaves at most maxIdleWorkers
+// behind; a call made while workers wait runs on one of them (no new
+// goroutine); and every worker ends with the session.
+func TestDirectWorkersKeptAndBounded(t *testing.T) {
+	const burst = 3 * maxIdleWorkers
+	entered := make(chan struct{}, burst)
+	release := make(chan struct{})
+	f := &fakeDo{result: func(call commands.Call) (any, error) {
+		if strings.Contains(string(call.Args), "burst") {
+			entered <- struct{}{}
+			<-release
+		}
+		return map[string]any{"args": string(call.Args)}, nil
+	}}
+	s, _ := newTestServer(t, f.do, Options{})
+	d := &direct{}
+	c := startSessionWith(t, s, d)
+	c.initialize()
+	for i := range burst {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"burst %d","project":"p"}}}`, 100+i, i))
+	}
+	for i := range burst { // all of them running at once, each on its own worker
+		select {
+		case <-entered:
+		case <-time.After(time.Minute):
+			t.Fatalf("the calls are not all running at once: %d of %d (%s)", i, burst, c.recvLine())
+		}
+	}
+	if n := d.live.Load(); n != burst {
+		t.Fatalf("%d workers for %d calls in flight", n, burst)
+	}
+	close(release)
+	seen := map[string]bool{}
+	for range burst {
+		line := c.recvLine()
+		if !strings.Contains(line, `burst `) {
+			t.Fatalf("unexpected reply %s", line)
+		}
+		seen[line] = true
+	}
+	if len(seen) != burst {
+		t.Fatalf("%d distinct replies to %d calls", len(seen), burst)
+	}
+	// settled: every worker left is waiting for a call.
+	settled := func(what string, ok func(live, waiting int32) bool) (int32, int32) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			live, waiting := d.live.Load(), d.waiting.Load()
+			if ok(live, waiting) {
+				return live, waiting
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d workers, %d waiting", what, live, waiting)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	live, _ := settled("after the burst", func(live, waiting int32) bool { return live == waiting })
+	if live < 1 || live > maxIdleWorkers {
+		t.Fatalf("%d workers kept after the burst, want 1 to %d", live, maxIdleWorkers)
+	}
+	for i := range 5 {
+		got := c.toolCall("task_create", fmt.Sprintf(`{"title":"again %d","project":"p"}`, i))
+		if got == nil {
+			t.Fatal("no reply")
+		}
+		settled("after a call", func(l, waiting int32) bool { return l == waiting })
+		if n := d.live.Load(); n != live {
+			t.Fatalf("call %d: %d workers, was %d: the call did not run on a waiting worker", i, n, live)
+		}
+	}
+	c.in.Close()
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+	settled("after the session", func(live, _ int32) bool { return live == 0 })
 }

@@ -196,6 +196,7 @@ func serveStdio(ctx context.Context, srv *sdk.Server, in io.Reader, out io.Write
 	defer c.Close()
 	if d != nil {
 		d.ready = make(chan struct{})
+		d.idle = make(chan func())
 	}
 	// The SDK's context would cancel in-flight calls abruptly; the connection
 	// turns ctx's cancellation into a drain instead.

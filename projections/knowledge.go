@@ -420,9 +420,15 @@ func (w *writeBuffer) Get(key []byte) []byte {
 	return w.sp.Get(key)
 }
 
-// slabSize is the size of the allocations values are copied into; a value
-// larger than a quarter of it gets its own.
-const slabSize = 64 << 10
+// slabSize is the largest allocation values are copied into; a value
+// larger than a quarter of it gets its own. A buffer's first slab is
+// firstSlab, each next one twice the last: a call's lump puts a few KB
+// (a 64 KB slab for each was 4 KB of every thought_record's allocations),
+// a rebuild's chunk MBs.
+const (
+	slabSize  = 64 << 10
+	firstSlab = 4 << 10
+)
 
 func (w *writeBuffer) Put(key, value []byte) error {
 	if len(value) > slabSize/4 {
@@ -430,7 +436,14 @@ func (w *writeBuffer) Put(key, value []byte) error {
 		return nil
 	}
 	if w.slab == nil || cap(w.slab)-len(w.slab) < len(value) {
-		w.slab = make([]byte, 0, slabSize)
+		n := firstSlab
+		if w.slab != nil {
+			n = min(2*cap(w.slab), slabSize)
+		}
+		for n < len(value) {
+			n *= 2
+		}
+		w.slab = make([]byte, 0, n)
 	}
 	n := len(w.slab)
 	w.slab = append(w.slab, value...)

@@ -79,3 +79,70 @@ func TestOverlayScan(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWriteBufferSlabs: values put in a write buffer are copies, kept
+// whole across the slabs they are copied into (the first small, each next
+// larger, values over a quarter of the largest on their own), whatever the
+// caller does with its slice afterwards, and flush writes each to the space.
+func TestWriteBufferSlabs(t *testing.T) {
+	l, err := boltstore.Open(filepath.Join(t.TempDir(), "l.db"), boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sizes := []int{0, 1, firstSlab - 1, 2, firstSlab, 3 * firstSlab, slabSize / 4, slabSize/4 + 1, 5, slabSize, 7}
+	for range 40 {
+		sizes = append(sizes, 1000) // many slabs' worth, up to the largest size
+	}
+	value := func(i, n int) []byte {
+		v := make([]byte, n)
+		for j := range v {
+			v[j] = byte(i*31 + j)
+		}
+		return v
+	}
+	key := func(i int) []byte { return []byte{'k', byte(i >> 8), byte(i)} }
+	err = l.Update(func(tx *boltstore.Tx) error {
+		sp, err := tx.Space("slab_test")
+		if err != nil {
+			return err
+		}
+		w := newWriteBuffer()
+		w.sp = sp
+		buf := make([]byte, slabSize)
+		for i, n := range sizes {
+			v := append(buf[:0], value(i, n)...)
+			if err := w.Put(key(i), v); err != nil {
+				return err
+			}
+			clear(v) // the caller's slice, reused
+		}
+		for i, n := range sizes {
+			if got := w.Get(key(i)); !slices.Equal(got, value(i, n)) || got == nil {
+				t.Errorf("value %d (%d bytes) reads back as %d bytes, not the value put", i, n, len(got))
+			}
+		}
+		if cap(w.slab) > slabSize {
+			t.Errorf("a slab of %d bytes, the largest is %d", cap(w.slab), slabSize)
+		}
+		return w.flush()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.View(func(tx *boltstore.Tx) error {
+		sp, err := tx.Space("slab_test")
+		if err != nil {
+			return err
+		}
+		for i, n := range sizes {
+			if got := sp.Get(key(i)); !slices.Equal(got, value(i, n)) || got == nil {
+				t.Errorf("value %d (%d bytes) stored as %d bytes, not the value put", i, n, len(got))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

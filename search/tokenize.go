@@ -139,8 +139,14 @@ func (c *wordCache) normalize(word string) string {
 	if t, ok := c.m[word]; ok {
 		return t
 	}
+	t := normalize(word)
+	if t == "" && len(word) > maxTermLen {
+		// A run too long to be a term (a hash, a base64 blob) rarely
+		// comes again: caching each would fill the cache with copies.
+		return ""
+	}
 	// word and the term may be slices of a whole document: keep copies.
-	t := strings.Clone(normalize(word))
+	t = strings.Clone(t)
 	if c.m == nil || len(c.m) >= wordCacheSize {
 		c.m = make(map[string]string, 256)
 	}

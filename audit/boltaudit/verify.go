@@ -35,7 +35,7 @@ type Options struct {
 }
 
 // Verify checks the ledger l without trusting what wrote it, in this order:
-//  1. every event's bytes against its stored leaf (format 2: the next link
+//  1. every event's bytes against its stored leaf (formats 2 and 3: the next link
 //     and the stored level-4 node over it), every prev link, the
 //     head, every stored Merkle node (boltstore.Store.Verify); then the root
 //     recomputed from the events' bytes against the stored tree's;

@@ -23,13 +23,21 @@ import (
 const tasks = 6
 
 // ledgerFormat is the file format newLedger creates: 0 for the current one
-// (TestFormat1 runs the tests again on format 1).
+// (TestOlderFormats runs the tests again on formats 1 and 2).
 var ledgerFormat uint64
 
-// TestFormat1 runs the verify, proof and root tests on a format-1 file,
-// which stores every Merkle level (the others run on the current format).
-func TestFormat1(t *testing.T) {
-	ledgerFormat = 1
+// TestOlderFormats runs the verify, proof and root tests on a format-1
+// file, which stores every Merkle level, and on a format-2 file, which
+// stores the levels from 4 in a sub-bucket each (the others run on the
+// current format).
+func TestOlderFormats(t *testing.T) {
+	for f := uint64(1); f < boltstore.FormatVersion; f++ {
+		t.Run(fmt.Sprint("format=", f), func(t *testing.T) { testFormat(t, f) })
+	}
+}
+
+func testFormat(t *testing.T, want uint64) {
+	ledgerFormat = want
 	defer func() { ledgerFormat = 0 }()
 	for _, tt := range []struct {
 		name string
@@ -50,8 +58,8 @@ func TestFormat1(t *testing.T) {
 			}
 			defer l.Close()
 			l.View(func(tx *boltstore.Tx) error { format = tx.Format(); return nil })
-			if format != 1 {
-				t.Fatalf("ran on format %d", format)
+			if format != want {
+				t.Fatalf("ran on format %d, want %d", format, want)
 			}
 		})
 	}
@@ -495,9 +503,11 @@ func TestVerifyNonCanonicalEvent(t *testing.T) {
 	wantProblem(t, verify(t, path, boltaudit.Options{Projections: true, Chunk: 2}), audit.EventMalformed, last)
 }
 
-// A stored Merkle node edited: the lowest stored level (format 2: 4, the
-// nodes hashed from the events) and one above it, each named at the seq
-// that completed it.
+// A stored Merkle node edited: the lowest stored level (from format 2: 4,
+// the nodes hashed from the events) and one above it, each named at the seq
+// that completed it. Formats 1 and 2 keep a level in a sub-bucket keyed by
+// index; format 3 keeps every node in the merkle bucket keyed by the seq
+// completing it and its level.
 func TestVerifyStoredNodeWrong(t *testing.T) {
 	for _, level := range []byte{4, 5} {
 		t.Run(fmt.Sprint("level=", level), func(t *testing.T) {
@@ -515,9 +525,15 @@ func TestVerifyStoredNodeWrong(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = db.Update(func(tx *bolt.Tx) error {
-				b := tx.Bucket([]byte("merkle")).Bucket([]byte{level})
-				k := binary.BigEndian.AppendUint64(nil, 0)
+				b := tx.Bucket([]byte("merkle"))
+				k := append(binary.BigEndian.AppendUint64(nil, 1<<level), level)
+				if sub := b.Bucket([]byte{level}); sub != nil {
+					b, k = sub, binary.BigEndian.AppendUint64(nil, 0)
+				}
 				v := bytes.Clone(b.Get(k))
+				if len(v) != 32 {
+					return fmt.Errorf("node %d/0 not found", level)
+				}
 				v[0] ^= 1
 				return b.Put(k, v)
 			})

@@ -13,8 +13,9 @@ import (
 
 // Tampering, the way someone with the file would do it: bytes edited in
 // place, or keys rewritten with bbolt directly (bucket layout: events,
-// merkle/<level> (levels 4 and up in the format-2 files these tests make),
-// meta "head", spaces/<name>). Test code only: the product
+// merkle (format 3, which these tests make: the nodes of levels 4 and up,
+// keyed by the seq completing each and its level; before, merkle/<level>
+// keyed by index), meta "head", spaces/<name>). Test code only: the product
 // reaches bbolt through ledger alone.
 
 func be(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
@@ -103,14 +104,13 @@ func truncateTail(t testing.TB, path string, k uint64, fixHead bool) {
 		if !fixHead {
 			return nil
 		}
-		merkle := tx.Bucket([]byte("merkle"))
-		for level := 0; head>>level > 0; level++ {
-			b := merkle.Bucket([]byte{byte(level)})
-			if b == nil {
-				continue // format 2 stores no levels below 4
-			}
+		for level := uint(0); head>>level > 0; level++ {
 			for i := keep >> level; i < head>>level; i++ {
-				if err := b.Delete(be(i)); err != nil {
+				b, k := nodeIn(tx, level, i)
+				if b == nil {
+					continue // formats 2 and 3 store no levels below 4
+				}
+				if err := b.Delete(k); err != nil {
 					return err
 				}
 			}
@@ -119,17 +119,41 @@ func truncateTail(t testing.TB, path string, k uint64, fixHead bool) {
 	})
 }
 
+// nodeIn returns the bucket and key of the Merkle node (level, index): in
+// a format-3 file the merkle bucket itself, keyed by the seq that
+// completes the node and its level (no level below 4: a nil bucket);
+// before, the level's sub-bucket (nil if not stored), keyed by index.
+func nodeIn(tx *bolt.Tx, level uint, index uint64) (*bolt.Bucket, []byte) {
+	merkle := tx.Bucket([]byte("merkle"))
+	if format3(tx) {
+		if level < 4 {
+			return nil, nil
+		}
+		return merkle, append(be((index+1)<<level), byte(level))
+	}
+	return merkle.Bucket([]byte{byte(level)}), be(index)
+}
+
+// format3 reports whether the file is of format 3 or later: every stored
+// Merkle node in the merkle bucket itself.
+func format3(tx *bolt.Tx) bool {
+	return binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("format"))) >= 3
+}
+
 // corruptNode flips a bit of the stored Merkle node (level, index).
 func corruptNode(t testing.TB, path string, level uint, index uint64) {
 	t.Helper()
 	editBolt(t, path, func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("merkle")).Bucket([]byte{byte(level)})
-		h := bytes.Clone(b.Get(be(index)))
+		b, k := nodeIn(tx, level, index)
+		if b == nil {
+			t.Fatalf("no level %d stored", level)
+		}
+		h := bytes.Clone(b.Get(k))
 		if len(h) != 32 {
 			t.Fatalf("no node %d/%d", level, index)
 		}
 		h[7] ^= 0x10
-		return b.Put(be(index), h)
+		return b.Put(k, h)
 	})
 }
 
@@ -188,8 +212,7 @@ func rewriteFrom(t testing.TB, path string, seq uint64) {
 		if err := tx.DeleteBucket([]byte("merkle")); err != nil {
 			return err
 		}
-		merkle, err := tx.CreateBucket([]byte("merkle"))
-		if err != nil {
+		if _, err := tx.CreateBucket([]byte("merkle")); err != nil {
 			return err
 		}
 		nodes := map[[2]uint64]ledger.Hash{}
@@ -201,11 +224,17 @@ func rewriteFrom(t testing.TB, path string, seq uint64) {
 			}
 			for _, n := range ns {
 				nodes[[2]uint64{uint64(n.Level), n.Index}] = n.Hash
-				b, err := merkle.CreateBucketIfNotExists([]byte{byte(n.Level)})
-				if err != nil {
-					return err
+				if !format3(tx) {
+					// A sub-bucket per level (format 2 reads none below 4).
+					if _, err := tx.Bucket([]byte("merkle")).CreateBucketIfNotExists([]byte{byte(n.Level)}); err != nil {
+						return err
+					}
 				}
-				if err := b.Put(be(n.Index), n.Hash[:]); err != nil {
+				b, k := nodeIn(tx, n.Level, n.Index)
+				if b == nil {
+					continue // format 3 stores no level below 4
+				}
+				if err := b.Put(k, n.Hash[:]); err != nil {
 					return err
 				}
 			}

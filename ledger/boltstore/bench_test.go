@@ -75,13 +75,49 @@ func BenchmarkAppend(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
+	w0 := l.pagesWritten()
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := l.Update(appendBench); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
 	reportEvents(b, b.N)
+	reportPages(b, l, w0, b.N, b.N)
+}
+
+// reportPages closes l and reports the pages its commits wrote since it had
+// written w0, per commit (bbolt's count, meta pages included: what the
+// fsyncs carry), and the Merkle nodes' bytes in the file per event.
+func reportPages(b *testing.B, l *Store, w0 int64, commits, events int) {
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(l.pagesWritten()-w0)/float64(commits), "pages/commit")
+	db, err := bolt.Open(l.Path(), 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var merkle int
+	db.View(func(btx *bolt.Tx) error {
+		merkle = btx.Bucket(bucketMerkle).Stats().LeafInuse
+		return nil
+	})
+	b.ReportMetric(float64(merkle)/float64(events), "merkle-B/event")
+}
+
+// rawWritten is how many pages db's commits have written.
+func rawWritten(db *bolt.DB) int64 {
+	st := db.Stats()
+	return st.TxStats.GetWrite()
+}
+
+// rawPages reports the pages db's commits wrote since it had written w0,
+// per commit.
+func rawPages(b *testing.B, db *bolt.DB, w0 int64, commits int) {
+	b.ReportMetric(float64(rawWritten(db)-w0)/float64(commits), "pages/commit")
 }
 
 // BenchmarkAppendFormat: BenchmarkAppend on a held file of each format,
@@ -89,15 +125,14 @@ func BenchmarkAppend(b *testing.B) {
 // count: what the fsync has to carry) and the Merkle nodes' bytes in the
 // file per event.
 func BenchmarkAppendFormat(b *testing.B) {
-	for _, format := range []uint64{1, 2} {
+	for format := uint64(1); format <= FormatVersion; format++ {
 		b.Run(fmt.Sprintf("format=%d", format), func(b *testing.B) {
 			l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true, Hold: true, Format: format})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			st := l.held.Stats()
-			w0 := st.TxStats.GetWrite()
+			w0 := l.pagesWritten()
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := l.Update(appendBench); err != nil {
@@ -106,14 +141,7 @@ func BenchmarkAppendFormat(b *testing.B) {
 			}
 			b.StopTimer()
 			reportEvents(b, b.N)
-			st = l.held.Stats()
-			b.ReportMetric(float64(st.TxStats.GetWrite()-w0)/float64(b.N), "pages/commit")
-			var merkle int
-			l.held.View(func(btx *bolt.Tx) error {
-				merkle = btx.Bucket(bucketMerkle).Stats().LeafInuse
-				return nil
-			})
-			b.ReportMetric(float64(merkle)/float64(b.N), "merkle-B/event")
+			reportPages(b, l, w0, b.N, b.N)
 		})
 	}
 }
@@ -126,6 +154,7 @@ func BenchmarkAppendParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
+	w0 := l.pagesWritten()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var next atomic.Int64
@@ -156,6 +185,45 @@ func BenchmarkAppendParallel(b *testing.B) {
 	}
 	reportEvents(b, b.N)
 	b.ReportMetric(float64(b.N)/float64(commits), "events/commit")
+	reportPages(b, l, w0, commits, b.N)
+}
+
+// BenchmarkAppendThink: 16 callers that each pause 1 ms between calls, as
+// agents over HTTP do (a reply goes back over the network before the next
+// call comes): a commit must not keep the calls it has waiting long for
+// callers that are not coming back at once. "µs/call" is an Update's mean
+// latency; ns/op is per call.
+func BenchmarkAppendThink(b *testing.B) {
+	l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Create: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	var next atomic.Int64
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	b.ResetTimer()
+	for range 16 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				start := time.Now()
+				if err := l.Update(appendBench); err != nil {
+					errs <- err
+					return
+				}
+				total.Add(int64(time.Since(start)))
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(total.Load())/float64(b.N)/1e3, "µs/call")
 }
 
 // BenchmarkAppendShared8: 8 Stores on one file — each its own open file,
@@ -240,6 +308,7 @@ func rawPuts(db *bolt.DB, rec []byte, first, n uint64) error {
 func BenchmarkRawBoltPut1(b *testing.B) {
 	db := openRawBolt(b)
 	rec := make([]byte, benchRecordSize)
+	w0 := rawWritten(db)
 	b.ReportAllocs()
 	seq := uint64(0)
 	for b.Loop() {
@@ -249,6 +318,7 @@ func BenchmarkRawBoltPut1(b *testing.B) {
 		}
 	}
 	reportEvents(b, b.N)
+	rawPages(b, db, w0, b.N)
 }
 
 // BenchmarkRawBoltPut1Reopen is BenchmarkRawBoltPut1 with the file opened
@@ -283,15 +353,19 @@ func BenchmarkRawBoltPut1Reopen(b *testing.B) {
 func BenchmarkRawBoltPut64(b *testing.B) {
 	db := openRawBolt(b)
 	rec := make([]byte, benchRecordSize)
+	w0 := rawWritten(db)
 	b.ReportAllocs()
 	b.ResetTimer()
+	commits := 0
 	for seq := uint64(1); seq <= uint64(b.N); seq += 64 {
 		if err := rawPuts(db, rec, seq, min(64, uint64(b.N)+1-seq)); err != nil {
 			b.Fatal(err)
 		}
+		commits++
 	}
 	b.StopTimer()
 	reportEvents(b, b.N)
+	rawPages(b, db, w0, commits)
 }
 
 // openVsRaw opens the Store and the raw bbolt file one BenchmarkAppendVsRaw
@@ -342,7 +416,14 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 		l, db, rec := openVsRaw(b)
 		const round = 1024
 		var spent [2]time.Duration
-		seq, events := uint64(1), 0
+		seq, events, commits := uint64(1), 0, 0
+		count := func(tx *Tx) error {
+			if len(tx.appended) == 0 {
+				commits++ // run by the committer only, one call at a time
+			}
+			return appendBench(tx)
+		}
+		w0, r0 := l.pagesWritten(), rawWritten(db)
 		for events < b.N {
 			start := time.Now()
 			var next atomic.Int64
@@ -351,7 +432,7 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 			for range 64 {
 				wg.Go(func() {
 					for next.Add(1) <= round {
-						if err := l.Update(appendBench); err != nil {
+						if err := l.Update(count); err != nil {
 							failed.Store(&err)
 							return
 						}
@@ -373,6 +454,12 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 			events += round
 		}
 		report(b, spent, events)
+		b.ReportMetric(float64(events)/float64(commits), "events/commit")
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(l.pagesWritten()-w0)/float64(commits), "pages/commit")
+		b.ReportMetric(float64(rawWritten(db)-r0)/float64(events/64), "raw-pages/commit")
 	})
 }
 
@@ -673,12 +760,12 @@ func BenchmarkRangeRoot(b *testing.B) {
 	}
 }
 
-// BenchmarkReadFormat times each read of the tree on a format-1 and a
-// format-2 ledger of the same 1M events, alternating the two at every
-// operation (same arguments, one long read transaction each), so the
-// machine's noise falls on both alike: "f1-ns" and "f2-ns" per operation.
-// Format 2 hashes its nodes below level 4 from the events (at most 15 per
-// border walked) where format 1 reads them.
+// BenchmarkReadFormat times each read of the tree on a ledger of each
+// format of the same 1M events, alternating them at every operation (same
+// arguments, one long read transaction each), so the machine's noise falls
+// on all alike: "f1-ns", "f2-ns", … per operation. Formats 2 and 3 hash
+// their nodes below level 4 from the events (at most 15 per border walked)
+// where format 1 reads them; format 3 seeks its nodes in one bucket.
 func BenchmarkReadFormat(b *testing.B) {
 	ops := []struct {
 		name string
@@ -696,53 +783,58 @@ func BenchmarkReadFormat(b *testing.B) {
 	stores := openFormats(b)
 	for _, o := range ops {
 		b.Run(o.name, func(b *testing.B) {
-			var spent [2]time.Duration
-			err := stores[0].View(func(t1 *Tx) error {
-				return stores[1].View(func(t2 *Tx) error {
-					rng := rand.New(rand.NewPCG(1, 2))
-					for b.Loop() {
-						x := rng.Uint64()
-						for i, tx := range []*Tx{t1, t2} {
-							start := time.Now()
-							if err := o.op(tx, x); err != nil {
-								return err
-							}
-							spent[i] += time.Since(start)
+			spent := make([]time.Duration, len(stores))
+			txs := make([]*Tx, 0, len(stores))
+			var run func(i int) error
+			run = func(i int) error {
+				if i < len(stores) {
+					return stores[i].View(func(tx *Tx) error { txs = append(txs, tx); return run(i + 1) })
+				}
+				rng := rand.New(rand.NewPCG(1, 2))
+				for b.Loop() {
+					x := rng.Uint64()
+					for i, tx := range txs {
+						start := time.Now()
+						if err := o.op(tx, x); err != nil {
+							return err
 						}
+						spent[i] += time.Since(start)
 					}
-					return nil
-				})
-			})
-			if err != nil {
+				}
+				return nil
+			}
+			if err := run(0); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "f1-ns")
-			b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "f2-ns")
+			for i := range stores {
+				b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), fmt.Sprintf("f%d-ns", i+1))
+			}
 		})
 	}
 }
 
-// openFormats opens, read-only, the format-1 and format-2 bench ledgers
-// of the same events, closed when the benchmark ends.
-func openFormats(b *testing.B) (stores [2]*Store) {
-	for i, f := range []uint64{1, 2} {
+// openFormats opens, read-only, a bench ledger of each format (1 to
+// FormatVersion) of the same events, closed when the benchmark ends.
+func openFormats(b *testing.B) []*Store {
+	var stores []*Store
+	for f := uint64(1); f <= FormatVersion; f++ {
 		l, err := Open(benchLedgerFormat(b, proofSize, f), Options{ReadOnly: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { l.Close() })
-		stores[i] = l
+		stores = append(stores, l)
 	}
 	return stores
 }
 
-// BenchmarkVerifyFormat: Verify of a format-1 and a format-2 ledger of the
-// same 1M events, alternated op by op: "f1-ns/event" and "f2-ns/event", and
-// the heap each run allocated ("f1-B/op", "f2-B/op").
+// BenchmarkVerifyFormat: Verify of a ledger of each format of the same 1M
+// events, alternated op by op: "f1-ns/event", "f2-ns/event", …, and the
+// heap each run allocated ("f1-B/op", …).
 func BenchmarkVerifyFormat(b *testing.B) {
 	stores := openFormats(b)
-	var spent [2]time.Duration
-	var alloc [2]uint64
+	spent := make([]time.Duration, len(stores))
+	alloc := make([]uint64, len(stores))
 	for b.Loop() {
 		for i, l := range stores {
 			var ms0, ms1 runtime.MemStats

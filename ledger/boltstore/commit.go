@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -101,24 +100,42 @@ func (l *Store) drain(batch []*request) []*request {
 }
 
 // refill drains what waits into batch after a commit that answered
-// calls. Callers answered are runnable but have not had a CPU to queue
-// their next call yet: draining at once would commit the few that had
-// and leave the rest to the commit after, so many concurrent callers
-// alternated between two half-full commits. So, after answering more
-// than one, the committer yields until the callers answered have queued
-// again or a yield brings none (never longer than it takes the runnable
-// goroutines to run). A lone caller (one answered) never waits for it.
-func (l *Store) refill(batch []*request, answered int) []*request {
+// calls, and returns how many calls the next commit may expect: those
+// waiting and those answered, who are runnable but may not have had a CPU to
+// queue their next call yet. Committing only those already queued left the
+// rest to the commit after, so many concurrent callers alternated between
+// two half-full commits; so the next commit, once it has run the calls it
+// has, waits for the expected ones (commit). If none waits yet, refill
+// waits for the first, at most wait. It waits blocked, not yielding: a
+// goroutine that yields goes to the global run queue, which its processor
+// takes it back from before it steals the callers from another
+// processor's queue — whose thread the OS may not be running — so the
+// committer went idle after its first yields, and the first caller back
+// committed alone on its own goroutine (direct). A lone caller (one
+// answered) is expected by no one.
+func (l *Store) refill(batch []*request, answered int, wait time.Duration) ([]*request, int) {
+	// Those left over and those answered: the answered who queued again by
+	// now are among the calls drained, not more of them.
+	expect := min(len(batch)+answered, l.opts.MaxBatch)
 	batch = l.drain(batch)
-	want := min(len(batch)+answered, l.opts.MaxBatch) // those waiting and those answered
-	for answered > 1 && len(batch) < want {
-		n := len(batch)
-		runtime.Gosched()
-		if batch = l.drain(batch); len(batch) == n {
-			break
-		}
+	if answered <= 1 {
+		return batch, 0
 	}
-	return batch
+	if len(batch) == 0 {
+		batch = l.await(batch, wait)
+	}
+	return batch, expect
+}
+
+// refillWait is how long refill waits for the next of the callers it
+// answered to queue again, after a commit that took spent: as long. Callers
+// that come back within it and share the next commit are answered no later
+// than if the first of them had committed without them (the rest then
+// waiting for that commit to end, and committing after it); at least what
+// a runnable goroutine may take to get a CPU on a busy machine, at most
+// maxHold.
+func refillWait(spent time.Duration) time.Duration {
+	return min(max(spent, 20*time.Microsecond), maxHold)
 }
 
 // openFile is the file the committer has open and locked: a hold of the
@@ -166,16 +183,17 @@ func (l *Store) session(batch []*request) {
 				}
 				l.commitMu.Unlock()
 			}()
+			expect, wait := 0, time.Duration(0)
 			for len(batch) > 0 {
-				answered := len(batch)
-				rest, err := l.commit(o, batch, true)
-				answered -= len(rest)
+				start := time.Now()
+				rest, answered, err := l.commit(o, batch, expect, wait)
 				if batch = rest; err != nil {
 					// The commit itself failed (I/O): start afresh from the
 					// file rather than go on with this handle.
 					return nil
 				}
-				batch = l.refill(batch, answered)
+				wait = refillWait(time.Since(start))
+				batch, expect = l.refill(batch, answered, wait)
 				if len(batch) == 0 {
 					locked = false
 					l.commitMu.Unlock()
@@ -223,7 +241,7 @@ func (l *Store) direct(r *request) bool {
 	default:
 	}
 	err := guard(func() error {
-		_, err := l.commit(o, []*request{r}, false)
+		_, _, err := l.commit(o, []*request{r}, -1, 0)
 		return err
 	})
 	if err != nil {
@@ -267,14 +285,26 @@ func (l *Store) idle(batch []*request, o *openFile) []*request {
 	if !wantSignals {
 		return l.await(batch, min(linger, maxHold-time.Since(o.start)))
 	}
+	// One timer for all the polls: an idle holder polls about once per
+	// call that comes one at a time (a timer each was 3 allocations).
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for time.Since(o.start) < l.quiet && !othersWant(o.file) {
-		if batch = l.await(batch, pollWant); len(batch) > 0 {
-			return batch
+		if t == nil {
+			t = time.NewTimer(pollWant)
+		} else {
+			t.Reset(pollWant)
 		}
 		select {
+		case r := <-l.queue:
+			return l.drain(append(batch, r))
+		case <-t.C:
 		case <-l.quit:
 			return batch
-		default:
 		}
 	}
 	return batch
@@ -305,13 +335,17 @@ func answerExpired(batch []*request, err error, now time.Time) []*request {
 	return keep
 }
 
-// commit runs the batch in one transaction, and with grow the calls that
-// queue while it runs them (so that concurrent callers fill a commit
-// however their calls arrive); it answers the calls it ran and returns
-// those it left for the next commit (it holds the file about maxHold at
-// most). A failing fn is answered with its error and the rest run again
-// without it.
-func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*request, err error) {
+// commit runs the batch in one transaction, and unless expect < 0 the calls
+// that queue while it runs them (so that concurrent callers fill a commit
+// however their calls arrive): until it has run expect calls it waits for
+// the next, each at most wait, while the calls it has run wait for the
+// commit anyway (the callers it answered last calling again: refill). It
+// answers the calls it ran and returns those it left for the next commit
+// (it holds the file about maxHold at most), and how many calls it
+// answered, those it took while running included. A failing fn is
+// answered with its error and the rest run again without it.
+func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Duration) (rest []*request, answered int, err error) {
+	grow := expect >= 0
 	// The path must still name the file open here: a file renamed away or
 	// deleted after it was opened would take every commit with it.
 	db := o.db
@@ -319,12 +353,12 @@ func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*reques
 		for _, r := range batch {
 			r.done <- err
 		}
-		return nil, err
+		return nil, len(batch), err
 	}
 	retries := 0
 	for len(batch) > 0 {
 		if batch[0].series != nil {
-			return batch[1:], l.commitSeries(o, batch[0])
+			return batch[1:], answered + 1, l.commitSeries(o, batch[0])
 		}
 		failed, ferr := -1, error(nil)
 		ran := 0
@@ -358,6 +392,12 @@ func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*reques
 				if ran == len(batch) && grow {
 					// Calls that came while these ran join this commit.
 					batch = l.drain(batch)
+					if ran == len(batch) && ran < expect {
+						// And those expected, as they come.
+						if batch = l.await(batch, min(wait, maxHold-time.Since(start))); ran == len(batch) {
+							expect = 0 // none came: no more waiting
+						}
+					}
 				}
 			}
 			if replica != nil && len(tx.appended) > 0 {
@@ -369,6 +409,7 @@ func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*reques
 		})
 		if failed >= 0 {
 			batch[failed].done <- ferr
+			answered++
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue
 		}
@@ -398,9 +439,9 @@ func (l *Store) commit(o *openFile, batch []*request, grow bool) (rest []*reques
 		for _, r := range batch[:ran] {
 			r.done <- err
 		}
-		return batch[ran:], err
+		return batch[ran:], answered + ran, err
 	}
-	return nil, nil
+	return nil, answered, nil
 }
 
 // catchUp commits, alone, what the replicated log holds past the file's

@@ -7,8 +7,10 @@
 // returns, and events, Merkle nodes and the head are read by seq without
 // loading the log. The same file holds projection spaces (Tx.Space), the
 // read models folded from the log in the commit that appends their events.
-// A file of format 2 (FormatVersion) stores the Merkle levels from baseLevel
-// up and hashes the nodes below from the events; format 1 stores them all.
+// A file of format 3 (FormatVersion) stores the Merkle levels from baseLevel
+// up, all in one key space in the order the nodes are completed, and hashes
+// the nodes below from the events; format 2 stores the same levels in a
+// bucket each, format 1 every level.
 //
 // Invariants:
 //   - Nothing rewrites or deletes an event or a Merkle node.

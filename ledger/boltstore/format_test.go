@@ -21,11 +21,11 @@ func formatEvent(i int) ledger.Event {
 		Subjects: []string{fmt.Sprintf("T-%04d", i)}, Payload: append([]byte{0xc4, byte(i % 50)}, make([]byte, i%50)...)}
 }
 
-// TestFormatsAgree builds the same events into a format-1 and a format-2
-// file — in commits of varying sizes, some rolled back, from two Stores
-// taking turns on the format-2 file so its leaf cache goes stale — and
-// checks that every node, root, range root, inclusion and consistency
-// proof of every size is the same in both, and verifies against the roots.
+// TestFormatsAgree builds the same events into a file of each format — in
+// commits of varying sizes, some rolled back, from two Stores taking turns
+// on the format-3 file so its leaf cache goes stale — and checks that every
+// node, root, range root, inclusion and consistency proof of every size is
+// the same in each as in format 1, and verifies against the roots.
 func TestFormatsAgree(t *testing.T) {
 	const n = 150
 	dir := t.TempDir()
@@ -39,8 +39,9 @@ func TestFormatsAgree(t *testing.T) {
 		return l
 	}
 	v1 := open("v1.db", 1)
-	v2a := open("v2.db", 2)
-	v2b := open("v2.db", 0) // the default: FormatVersion
+	v2 := open("v2.db", 2)
+	v3a := open("v3.db", 3)
+	v3b := open("v3.db", 0) // the default: FormatVersion
 	errRollback := errors.New("rolled back")
 	appendN := func(l *Store, first, k int, fail bool) {
 		err := l.Update(func(tx *Tx) error {
@@ -61,26 +62,29 @@ func TestFormatsAgree(t *testing.T) {
 	batch := []int{1, 3, 16, 2, 31, 1, 1, 17, 5, 40, 7, 1, 33}
 	for i, done := 0, 0; done < n; i++ {
 		k := min(batch[i%len(batch)], n-done)
-		v2 := v2a
+		v3 := v3a
 		if i%3 == 1 {
-			v2 = v2b
+			v3 = v3b
 		}
 		if i%4 == 2 {
 			appendN(v2, done, 9, true) // its tail cache runs ahead, then is dropped
+			appendN(v3, done, 9, true)
 		}
 		appendN(v1, done, k, false)
 		appendN(v2, done, k, false)
+		appendN(v3, done, k, false)
 		done += k
 	}
 
-	var f1, f2 uint64
-	v1.View(func(tx *Tx) error { f1 = tx.Format(); return nil })
-	v2a.View(func(tx *Tx) error { f2 = tx.Format(); return nil })
-	if f1 != 1 || f2 != FormatVersion || FormatVersion != 2 {
-		t.Fatalf("formats %d and %d, want 1 and 2", f1, f2)
+	var got []uint64
+	for _, l := range []*Store{v1, v2, v3a} {
+		l.View(func(tx *Tx) error { got = append(got, tx.Format()); return nil })
 	}
-	// Format 2 stores levels 4 and up only.
-	err := v2a.View(func(tx *Tx) error {
+	if !slices.Equal(got, []uint64{1, 2, 3}) || FormatVersion != 3 {
+		t.Fatalf("formats %v, want [1 2 3]", got)
+	}
+	// Format 2 stores levels 4 and up only, a sub-bucket each.
+	err := v2.View(func(tx *Tx) error {
 		return tx.btx.Bucket(bucketMerkle).ForEachBucket(func(name []byte) error {
 			if name[0] < baseLevel {
 				return fmt.Errorf("format 2 stores level %d", name[0])
@@ -91,9 +95,51 @@ func TestFormatsAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Format 3 stores the same nodes in the merkle bucket itself, in the
+	// order they were completed.
+	err = v3a.View(func(tx *Tx) error {
+		var want [][]byte
+		for seq := uint64(1 << baseLevel); seq <= n; seq += 1 << baseLevel {
+			for level := uint(baseLevel); seq%(1<<level) == 0; level++ {
+				k, _ := nodeKey(level, seq>>level-1)
+				want = append(want, k)
+			}
+		}
+		var keys [][]byte
+		err := tx.btx.Bucket(bucketMerkle).ForEach(func(k, v []byte) error {
+			if v == nil || len(v) != 32 {
+				return fmt.Errorf("format 3: key %x holds %d bytes (or a bucket)", k, len(v))
+			}
+			keys = append(keys, k)
+			return nil
+		})
+		if err == nil && fmt.Sprint(keys) != fmt.Sprint(want) {
+			err = fmt.Errorf("format 3 node keys\n%x, want\n%x", keys, want)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	err = v1.View(func(t1 *Tx) error {
-		return v2a.View(func(t2 *Tx) error {
+	for _, other := range []*Store{v2, v3a} {
+		if err := formatsAgree(v1, other, n); err != nil {
+			t.Fatalf("%s: %v", other.Path(), err)
+		}
+	}
+	for _, l := range []*Store{v1, v2, v3a} {
+		if _, err := l.Verify(context.Background(), VerifyOptions{Chunk: 7}); err != nil {
+			t.Fatalf("verify %s: %v", l.Path(), err)
+		}
+	}
+}
+
+// formatsAgree checks that every node, root, range root, inclusion and
+// consistency proof of every size up to n is the same in v1 and other, and
+// that other's verify against its roots.
+func formatsAgree(v1, other *Store, n uint64) error {
+	return v1.View(func(t1 *Tx) error {
+		return other.View(func(t2 *Tx) error {
 			if t1.Head() != t2.Head() || t1.Head().Seq != n {
 				return fmt.Errorf("heads %v and %v", t1.Head(), t2.Head())
 			}
@@ -147,14 +193,6 @@ func TestFormatsAgree(t *testing.T) {
 			return nil
 		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range []*Store{v1, v2a} {
-		if _, err := l.Verify(context.Background(), VerifyOptions{Chunk: 7}); err != nil {
-			t.Fatalf("verify %s: %v", l.Path(), err)
-		}
-	}
 }
 
 // TestFormatNewerRefused: a file of a format this binary does not know is
@@ -240,9 +278,48 @@ func TestVerifyEventsOutOfRange(t *testing.T) {
 			if err != nil || checked != 0 {
 				t.Errorf("VerifyEvents(%d, %d): %d checked, %v", r[0], r[1], checked, err)
 			}
-			if format == 2 && len(problems) != 0 {
+			if format >= 2 && len(problems) != 0 {
 				t.Errorf("VerifyEvents(%d, %d): %v", r[0], r[1], problems)
 			}
+		}
+	})
+}
+
+// TestVerifyBesideAppends: Verify checks the log as it stood when it began,
+// while appends go on — in a format-3 file the nodes they store follow the
+// last one it checks, in the same key space, and are not taken for stray.
+func TestVerifyBesideAppends(t *testing.T) {
+	eachFormat(t, func(t *testing.T, format uint64) {
+		path, _ := tamperLedger(t, 70, format)
+		l, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		appended := 0
+		progress := func(done, total uint64) {
+			if appended > 0 {
+				return
+			}
+			appended++
+			err := l.Update(func(tx *Tx) error {
+				for i := range 70 {
+					if _, err := tx.Append(formatEvent(i)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		rep, err := l.Verify(context.Background(), VerifyOptions{Chunk: 4, Progress: progress})
+		if err != nil || rep.Size != 70 || appended == 0 {
+			t.Fatalf("verify beside appends: size %d, %v (appended: %d)", rep.Size, err, appended)
+		}
+		if rep, err := l.Verify(context.Background(), VerifyOptions{Chunk: 4}); err != nil || rep.Size != 140 {
+			t.Fatalf("verify after: size %d, %v", rep.Size, err)
 		}
 	})
 }

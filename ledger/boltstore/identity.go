@@ -65,7 +65,10 @@ func (l *Store) checkFile(btx *bolt.Tx) error {
 			return fmt.Errorf("%w: %s %s", ErrReplaced, l.path, d)
 		}
 	}
-	s.init, s.id, s.head = true, append([]byte(nil), id...), head
+	if !s.init || !bytes.Equal(s.id, id) { // (a copy: id is in the file's mapping)
+		s.id = append([]byte(nil), id...)
+	}
+	s.init, s.head = true, head
 	return nil
 }
 
@@ -144,7 +147,7 @@ func (l *Store) CheckSeen(seen Seen, who string) error {
 	})
 }
 
-// leafAt is the hash of event seq: its stored leaf, or (format 2, no
+// leafAt is the hash of event seq: its stored leaf, or (formats 2 and 3, no
 // leaves stored) the hash of its stored bytes; zero if there is none.
 func leafAt(btx *bolt.Tx, seq uint64) ledger.Hash {
 	var h ledger.Hash

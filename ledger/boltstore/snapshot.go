@@ -80,7 +80,7 @@ func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) 
 		return rep, fmt.Errorf("snapshot: init copy: %w", err)
 	}
 
-	c := &snapshotCopier{}
+	c := &snapshotCopier{format: format}
 	for {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -158,8 +158,9 @@ func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) 
 // snapshotCopier remembers how much of the log and of each level of the
 // Merkle tree is in the copy.
 type snapshotCopier struct {
+	format uint64   // the source's, and so the copy's
 	copied uint64   // events 1..copied are in the copy
-	next   []uint64 // next[level]: the first node index at level not yet copied
+	next   []uint64 // next[level]: the first node index at level not yet copied (formats 1 and 2)
 }
 
 // read returns copies of the events (c.copied, end] and of the Merkle nodes
@@ -177,6 +178,10 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, erro
 		}
 		events = append(events, append([]byte(nil), v...))
 		seq++
+	}
+	if tx.nodes != nil {
+		nodes, err := c.readNodes(tx, end)
+		return events, nodes, err
 	}
 	var nodes []ledger.Node
 	for level := tx.base; end>>level > 0; level++ {
@@ -202,6 +207,35 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, erro
 	return events, nodes, nil
 }
 
+// readNodes returns copies of the nodes that the events (c.copied, end]
+// complete, from a format-3 file: one run of keys, in the order they were
+// completed, each checked to be the one expected there.
+func (c *snapshotCopier) readNodes(tx *Tx, end uint64) ([]ledger.Node, error) {
+	var nodes []ledger.Node
+	cur := tx.nodes.Cursor()
+	group := uint64(1) << tx.base
+	first := (c.copied/group + 1) * group // the first seq past copied that completes a node
+	if first > end {
+		return nil, nil
+	}
+	k, v := cur.Seek(u64(first))
+	for seq := first; seq <= end; seq += group {
+		// seq completes the node ending there at each level whose size
+		// divides it.
+		for level := tx.base; seq&(1<<level-1) == 0; level++ {
+			index := seq>>level - 1
+			if l, i, ok := nodeOfKey(k); !ok || l != level || i != index || len(v) != len(ledger.Hash{}) {
+				return nil, fmt.Errorf("merkle node %d/%d: %w", level, index, ErrNotFound)
+			}
+			var h ledger.Hash
+			copy(h[:], v)
+			nodes = append(nodes, ledger.Node{Level: level, Index: index, Hash: h})
+			k, v = cur.Next()
+		}
+	}
+	return nodes, nil
+}
+
 // write stores what read returned and advances the copier.
 func (c *snapshotCopier) write(btx *bolt.Tx, events [][]byte, nodes []ledger.Node) error {
 	eb := btx.Bucket(bucketEvents)
@@ -212,6 +246,21 @@ func (c *snapshotCopier) write(btx *bolt.Tx, events [][]byte, nodes []ledger.Nod
 		}
 	}
 	merkle := btx.Bucket(bucketMerkle)
+	if c.format >= 3 {
+		// In the order read returned them: the order of their keys.
+		merkle.FillPercent = 1
+		for _, n := range nodes {
+			k, ok := nodeKey(n.Level, n.Index)
+			if !ok {
+				return fmt.Errorf("merkle node %d/%d: no such node", n.Level, n.Index)
+			}
+			if err := merkle.Put(k, append([]byte(nil), n.Hash[:]...)); err != nil {
+				return err
+			}
+		}
+		c.copied += uint64(len(events))
+		return nil
+	}
 	for _, n := range nodes {
 		b, err := merkle.CreateBucketIfNotExists([]byte{byte(n.Level)})
 		if err != nil {

@@ -24,9 +24,15 @@ import (
 //	   the events' hashes) and up.
 //	2: it stores the levels from baseLevel up; a node below is hashed from
 //	   the events it covers when read.
-const FormatVersion = 2
+//	3: the levels of format 2, all in the merkle bucket itself (no
+//	   sub-bucket per level), keyed by the seq of the event that completes
+//	   the node and its level (nodeKey): keys sort in the order nodes are
+//	   completed, so an append writes at the end of one key space, not at
+//	   the end of each level it completes (a commit of 64 events dirtied
+//	   about 10 pages for the levels, against 1–3 now).
+const FormatVersion = 3
 
-// baseLevel is the lowest Merkle level a format-2 file stores. The levels
+// baseLevel is the lowest Merkle level a format-2 or 3 file stores. The levels
 // below were nearly all of the tree's bytes (level L holds 1/2^L of the
 // leaves' nodes) and of the pages a commit dirtied; with 4, a missing node
 // is hashed from at most 8 events (level 3), and a proof or a root hashes at
@@ -96,8 +102,9 @@ type Options struct {
 	Scratch  bool
 	MaxBatch int // most calls grouped in one commit; default 256
 	// Format is the format version of the file Create makes: 0 for
-	// FormatVersion, or 1 (every Merkle level stored, which binaries that
-	// know only format 1 read). It is ignored for an existing file.
+	// FormatVersion, or an older one that binaries knowing only it read (1:
+	// every Merkle level stored; 2: levels from baseLevel, one sub-bucket
+	// each). It is ignored for an existing file.
 	Format uint64
 }
 
@@ -122,9 +129,10 @@ type Store struct {
 	open     *openFile     // under commitMu: the file open for commits, if any
 	quiet    time.Duration // quietHold; tests set it
 	opens    atomic.Int64  // files opened, for tests and benchmarks
+	written  atomic.Int64  // pages written by the write handles closed so far (pagesWritten)
 	seen     seen          // what this Store last saw of the file, to notice a swap
 	// tail is the committer's leaf hashes since the last stored node
-	// (format 2), kept across its commits so an append reads no events.
+	// (formats 2 and 3), kept across its commits so an append reads no events.
 	tail leafTail
 	// create is set while Open creates the file: the only time a missing
 	// file may be created.
@@ -427,6 +435,10 @@ func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.
 		return err
 	}
 	err = guard(func() error { return fn(db, file) })
+	if !readOnly {
+		st := db.Stats()
+		l.written.Add(st.TxStats.GetWrite())
+	}
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
 	}
@@ -525,6 +537,19 @@ func u64(v uint64) []byte {
 // one always opens it), once per hold of the committer. For tests and
 // benchmarks of how often a reader goes back to the file.
 func (l *Store) Opens() int64 { return l.opens.Load() }
+
+// pagesWritten is how many pages the Store's commits have written (bbolt's
+// count, meta pages included: what the fsyncs carried), for benchmarks of
+// the pages a commit costs. A file held open for commits counts once it is
+// let go, except the held file (Options.Hold), which counts at once.
+func (l *Store) pagesWritten() int64 {
+	n := l.written.Load()
+	if l.held != nil {
+		st := l.held.Stats()
+		n += st.TxStats.GetWrite()
+	}
+	return n
+}
 
 // Held reports whether the Store keeps its file open (Options.Hold): its
 // read transactions then run alongside commits rather than open the file.

@@ -22,12 +22,14 @@ import (
 //	events                 key seq (8 bytes BE)  value: stored event
 //	merkle / {level byte}  key index (8 bytes BE) value: 32-byte node hash
 //	                       (format 1: levels 0 and up; format 2: 4 and up)
+//	merkle                 key (index+1)<<level (8 bytes BE) ‖ level (1 byte)
+//	                       value: 32-byte node hash (format 3: levels 4 and up)
 //	meta                   key "head"            value: seq (8 BE) ‖ hash (32)
 
 const tamperSize = 21 // levels 0..4, a ragged right border
 
 // formats are the file formats every tamper test runs on.
-var formats = []uint64{1, 2}
+var formats = []uint64{1, 2, 3}
 
 // eachFormat runs fn as a subtest per file format.
 func eachFormat(t *testing.T, fn func(t *testing.T, format uint64)) {
@@ -83,8 +85,15 @@ func key(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
 func eventsOf(btx *bolt.Tx) *bolt.Bucket { return btx.Bucket([]byte("events")) }
 
-func levelOf(btx *bolt.Tx, level byte) *bolt.Bucket {
-	return btx.Bucket([]byte("merkle")).Bucket([]byte{level})
+// nodeIn returns the bucket and key of node (level, index): in format 3
+// the merkle bucket, keyed by the seq completing the node and its level;
+// before, the level's sub-bucket, keyed by index.
+func nodeIn(btx *bolt.Tx, level byte, index uint64) (*bolt.Bucket, []byte) {
+	merkle := btx.Bucket([]byte("merkle"))
+	if binary.BigEndian.Uint64(btx.Bucket([]byte("meta")).Get([]byte("format"))) >= 3 {
+		return merkle, append(key((index+1)<<level), level)
+	}
+	return merkle.Bucket([]byte{level}), key(index)
 }
 
 // flipByte flips the low bit of byte i of the stored event at seq.
@@ -114,18 +123,37 @@ func deleteEvent(seq uint64) func(*bolt.Tx) error {
 
 func flipNode(level byte, index uint64) func(*bolt.Tx) error {
 	return func(btx *bolt.Tx) error {
-		b := levelOf(btx, level)
-		v := append([]byte(nil), b.Get(key(index))...)
+		b, k := nodeIn(btx, level, index)
+		v := append([]byte(nil), b.Get(k)...)
 		if len(v) != 32 {
 			return fmt.Errorf("no node %d/%d", level, index)
 		}
 		v[7] ^= 0x80
-		return b.Put(key(index), v)
+		return b.Put(k, v)
 	}
 }
 
 func deleteNode(level byte, index uint64) func(*bolt.Tx) error {
-	return func(btx *bolt.Tx) error { return levelOf(btx, level).Delete(key(index)) }
+	return func(btx *bolt.Tx) error {
+		b, k := nodeIn(btx, level, index)
+		if b.Get(k) == nil {
+			return fmt.Errorf("no node %d/%d", level, index)
+		}
+		return b.Delete(k)
+	}
+}
+
+// swapNodes exchanges the hashes of two stored nodes.
+func swapNodes(l1 byte, i1 uint64, l2 byte, i2 uint64) func(*bolt.Tx) error {
+	return func(btx *bolt.Tx) error {
+		b1, k1 := nodeIn(btx, l1, i1)
+		b2, k2 := nodeIn(btx, l2, i2)
+		v1, v2 := append([]byte(nil), b1.Get(k1)...), append([]byte(nil), b2.Get(k2)...)
+		if len(v1) != 32 || len(v2) != 32 {
+			return fmt.Errorf("no node %d/%d or %d/%d", l1, i1, l2, i2)
+		}
+		return errors.Join(b1.Put(k1, v2), b2.Put(k2, v1))
+	}
 }
 
 func both(a, b func(*bolt.Tx) error) func(*bolt.Tx) error {
@@ -163,7 +191,7 @@ func wantIntegrity(t *testing.T, err error, seq uint64, problem ledger.Problem) 
 	return ie
 }
 
-// v2 is what Verify reports on a format-2 file, where it differs from
+// v2 is what Verify reports on a format-2 or 3 file, where it differs from
 // format 1's: no leaves are stored, so an event's bytes are committed to by
 // the next event's link (the head, for the last one) and the level-4 node
 // over its 16-event group. A changed event whose successor is gone or
@@ -182,9 +210,9 @@ func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 		tamper  func(*bolt.Tx) error
 		seq     uint64
 		problem ledger.Problem
-		v2      *v2 // format 2's answer, if another
+		v2      *v2 // the answer of formats 2 and 3, if another
 		v1Only  bool
-		v2Only  bool
+		v2Only  bool // formats 2 and 3 only
 	}{
 		// One byte of a stored event. The payload's last byte, then the
 		// seq it claims, then its prev hash, then the envelope's header.
@@ -244,7 +272,7 @@ func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 	}
 	eachFormat(t, func(t *testing.T, format uint64) {
 		for _, tt := range tests {
-			if (tt.v1Only && format != 1) || (tt.v2Only && format != 2) {
+			if (tt.v1Only && format != 1) || (tt.v2Only && format < 2) {
 				continue
 			}
 			t.Run(tt.name, func(t *testing.T) {
@@ -255,7 +283,7 @@ func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 				editFile(t, path, tt.tamper)
 				_, err := verifyFile(t, path)
 				seq, problem := tt.seq, tt.problem
-				if format == 2 && tt.v2 != nil {
+				if format >= 2 && tt.v2 != nil {
 					seq, problem = tt.v2.seq, tt.v2.problem
 				}
 				wantIntegrity(t, err, seq, problem)
@@ -265,8 +293,9 @@ func TestTamperVerifyReportsFirstBadSeq(t *testing.T) {
 }
 
 // TestTamperVerifyFormat2Nodes tampers with the stored levels of a
-// format-2 file large enough to have three: the lowest (4) is checked
-// against the events, the others against the level below.
+// format-2 or 3 file large enough to have three: the lowest (4) is checked
+// against the events, the others against the level below. Nodes 4/3, 5/1
+// and 6/0 are all completed by event 64 (format 3: adjacent keys).
 func TestTamperVerifyFormat2Nodes(t *testing.T) {
 	const n = 70 // level 4: 0..3, level 5: 0..1, level 6: 0
 	tests := []struct {
@@ -281,17 +310,79 @@ func TestTamperVerifyFormat2Nodes(t *testing.T) {
 		{"delete node 4/3", deleteNode(4, 3), 64, ledger.ProblemNode},
 		{"payload of event 40, event 41 deleted", both(flipByte(40, -35), deleteEvent(41)), 41, ledger.ProblemGap},
 		{"payload of event 47", flipByte(47, -35), 47, ledger.ProblemContent},
+		{"nodes 4/3 and 5/1 swapped", swapNodes(4, 3, 5, 1), 64, ledger.ProblemNode},
+		{"nodes 5/0 and 5/1 swapped", swapNodes(5, 0, 5, 1), 32, ledger.ProblemNode},
+		{"node 4/0 given 4/1's hash", func(btx *bolt.Tx) error {
+			b, k := nodeIn(btx, 4, 1)
+			b0, k0 := nodeIn(btx, 4, 0)
+			return b0.Put(k0, append([]byte(nil), b.Get(k)...))
+		}, 16, ledger.ProblemNode},
+	}
+	for _, f := range []uint64{2, 3} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("format=%d/%s", f, tt.name), func(t *testing.T) {
+				path, _ := tamperLedger(t, n, f)
+				if _, err := verifyFile(t, path); err != nil {
+					t.Fatalf("before tampering: %v", err)
+				}
+				editFile(t, path, tt.tamper)
+				_, err := verifyFile(t, path)
+				wantIntegrity(t, err, tt.seq, tt.problem)
+			})
+		}
+	}
+}
+
+// TestTamperVerifyFormat3Keys: in a format-3 file Verify walks the merkle
+// bucket's keys in order, each the next node the events complete: a key
+// added or moved is reported at the seq it names, as a node missing is;
+// past the head only nodes may follow (those a writer appends while Verify
+// runs), anything else is reported at head+1.
+func TestTamperVerifyFormat3Keys(t *testing.T) {
+	const n = 70
+	node := func(seq uint64, level byte) []byte { return append(key(seq), level) }
+	put := func(k []byte) func(*bolt.Tx) error {
+		return func(btx *bolt.Tx) error { return btx.Bucket([]byte("merkle")).Put(k, make([]byte, 32)) }
+	}
+	move := func(from, to []byte) func(*bolt.Tx) error {
+		return func(btx *bolt.Tx) error {
+			b := btx.Bucket([]byte("merkle"))
+			v := append([]byte(nil), b.Get(from)...)
+			return errors.Join(b.Delete(from), b.Put(to, v))
+		}
+	}
+	tests := []struct {
+		name   string
+		tamper func(*bolt.Tx) error
+		seq    uint64
+	}{
+		{"a level-3 node added", put(node(40, 3)), 40},
+		{"a node added at a seq that completes none", put(node(50, 4)), 50},
+		{"node 6/0 moved to level 7", move(node(64, 6), node(64, 7)), 64},
+		{"node 4/1 moved to seq 33", move(node(32, 4), node(33, 4)), 32},
+		{"a level-3 node past the head", put(node(80, 3)), n + 1},
+		{"a key of 8 bytes", put(key(20)), 20},
+		{"a key of 1 byte, first", put([]byte{0}), 16},
+		{"a key of 1 byte, last", put([]byte{4}), n + 1},
+		{"a key of 10 bytes", put(append(node(16, 4), 0)), 16},
+		{"the last node deleted", deleteNode(6, 0), 64},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path, _ := tamperLedger(t, n, 2)
+			path, _ := tamperLedger(t, n, 3)
 			if _, err := verifyFile(t, path); err != nil {
 				t.Fatalf("before tampering: %v", err)
 			}
 			editFile(t, path, tt.tamper)
 			_, err := verifyFile(t, path)
-			wantIntegrity(t, err, tt.seq, tt.problem)
+			wantIntegrity(t, err, tt.seq, ledger.ProblemNode)
 		})
+	}
+	// A node past the head is what an append stores while Verify runs.
+	path, _ := tamperLedger(t, n, 3)
+	editFile(t, path, put(node(80, 4)))
+	if _, err := verifyFile(t, path); err != nil {
+		t.Fatalf("a node past the head: %v", err)
 	}
 }
 
@@ -396,7 +487,7 @@ func testTamperVerifyEventsReportsEveryProblem(t *testing.T, format uint64) {
 		{13, L}, {13, C}, {14, L},
 		{16, C}, {17, M}, {17, C}, {18, L},
 	}
-	if format == 2 {
+	if format >= 2 {
 		want = []found{
 			{3, C}, {4, L},
 			{9, S}, {10, S}, {10, C}, {11, L},
@@ -430,14 +521,13 @@ func truncate(t *testing.T, path string, recs []ledger.Record) {
 	last := recs[len(recs)-1]
 	editFile(t, path, func(btx *bolt.Tx) error {
 		// The nodes its append completed: those whose last leaf it is, at
-		// every level the file stores.
-		err := btx.Bucket([]byte("merkle")).ForEachBucket(func(name []byte) error {
-			level := uint(name[0])
-			if last.Seq%(1<<level) != 0 {
-				return nil
+		// every level the file stores (format 3: from 4).
+		var err error
+		for level := byte(0); level < 64 && last.Seq%(1<<level) == 0; level++ {
+			if b, k := nodeIn(btx, level, last.Seq>>level-1); b != nil && b.Get(k) != nil {
+				err = errors.Join(err, b.Delete(k))
 			}
-			return levelOf(btx, name[0]).Delete(key(last.Seq>>level - 1))
-		})
+		}
 		if err != nil {
 			return err
 		}
@@ -571,8 +661,16 @@ func testTruncation(t *testing.T, n uint64, format uint64) {
 // whole group of 16 events, hashed from the events (the stored node
 // edited or not), in order, each just before Each with its last event.
 func TestVerifyGivesGroups(t *testing.T) {
+	for _, format := range formats {
+		if format >= 2 {
+			t.Run(fmt.Sprintf("format=%d", format), func(t *testing.T) { testVerifyGivesGroups(t, format) })
+		}
+	}
+}
+
+func testVerifyGivesGroups(t *testing.T, format uint64) {
 	const n = 70
-	path, recs := tamperLedger(t, n, 2)
+	path, recs := tamperLedger(t, n, format)
 	editFile(t, path, flipNode(4, 3)) // reported, but not given
 	l, err := Open(path, Options{ReadOnly: true})
 	if err != nil {

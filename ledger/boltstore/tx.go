@@ -19,9 +19,16 @@ type Tx struct {
 	head      ledger.Head
 	headDirty bool
 	events    *bolt.Bucket
-	levels    []*bolt.Bucket
+	// levels are the Merkle levels' sub-buckets looked up so far (formats
+	// 1 and 2); nodes is the merkle bucket itself, which holds every
+	// stored node in format 3.
+	levels []*bolt.Bucket
+	nodes  *bolt.Bucket
+	// nodeCur is the cursor nodeValue seeks with in nodes, made on its
+	// first call (bbolt's Get makes one, and its stack, every call).
+	nodeCur *bolt.Cursor
 	// base is the lowest Merkle level the file stores: 0 in format 1,
-	// baseLevel in format 2, whose lower nodes are hashed from the events.
+	// baseLevel from format 2, whose lower nodes are hashed from the events.
 	base   uint
 	format uint64
 	// tail holds the hashes of the events after the last stored node of
@@ -47,9 +54,15 @@ func newTx(btx *bolt.Tx) *Tx {
 	if tx.format >= 2 {
 		tx.base = baseLevel
 	}
+	if tx.format >= 3 {
+		tx.nodes = btx.Bucket(bucketMerkle)
+	}
 	if btx.Writable() {
 		// The log and its nodes only grow at the end: pack pages full.
 		tx.events.FillPercent = 1
+		if tx.nodes != nil {
+			tx.nodes.FillPercent = 1
+		}
 	}
 	return tx
 }
@@ -125,11 +138,7 @@ func (tx *Tx) store(seq uint64, raw []byte) (ledger.Hash, error) {
 		return h, fmt.Errorf("append seq %d: merkle: %w", seq, err)
 	}
 	for _, n := range nodes {
-		b, err := tx.level(n.Level, true)
-		if err == nil {
-			err = b.Put(u64(n.Index), append([]byte(nil), n.Hash[:]...))
-		}
-		if err != nil {
+		if err := tx.putNode(n); err != nil {
 			return h, fmt.Errorf("append seq %d: merkle node %d/%d: %w", seq, n.Level, n.Index, err)
 		}
 	}
@@ -211,8 +220,96 @@ func (tx *Tx) flush() error {
 	return tx.btx.Bucket(bucketMeta).Put(keyHead, v)
 }
 
-// level returns the bucket of Merkle nodes at level, creating it if asked.
+// putNode stores a Merkle node: in format 3 in the merkle bucket under
+// nodeKey, before that in its level's sub-bucket under its index.
+func (tx *Tx) putNode(n ledger.Node) error {
+	v := append([]byte(nil), n.Hash[:]...)
+	if tx.nodes != nil {
+		k, ok := nodeKey(n.Level, n.Index)
+		if !ok {
+			return fmt.Errorf("no such node in a log of at most 2^64-1 events")
+		}
+		return tx.nodes.Put(k, v)
+	}
+	b, err := tx.level(n.Level, true)
+	if err != nil {
+		return err
+	}
+	return b.Put(u64(n.Index), v)
+}
+
+// nodeKeySize is the length of a format-3 node's key.
+const nodeKeySize = 9
+
+// nodeKey is the key of node (level, index) in a format-3 merkle bucket:
+// the seq of the event that completes it, (index+1)<<level, big-endian,
+// then the level. Keys sort in the order the nodes are completed (by seq,
+// then upwards), so every append writes at the end of one key space: the
+// pages it dirties are that space's last leaf and the branches above it,
+// however many levels the events complete. ok is false for a node past
+// any log's end.
+func nodeKey(level uint, index uint64) ([]byte, bool) {
+	var k [nodeKeySize]byte
+	if !putNodeKey(&k, level, index) {
+		return nil, false
+	}
+	return k[:], true
+}
+
+// putNodeKey writes nodeKey(level, index) to k; false if there is none.
+func putNodeKey(k *[nodeKeySize]byte, level uint, index uint64) bool {
+	if level >= 64 || index >= (^uint64(0))>>level {
+		return false
+	}
+	binary.BigEndian.PutUint64(k[:], (index+1)<<level)
+	k[8] = byte(level)
+	return true
+}
+
+// nodeOfKey decodes a format-3 node key; ok is false for a key that no
+// node has (a damaged file).
+func nodeOfKey(k []byte) (level uint, index uint64, ok bool) {
+	if len(k) != nodeKeySize || k[8] >= 64 {
+		return 0, 0, false
+	}
+	seq, level := binary.BigEndian.Uint64(k), uint(k[8])
+	if seq == 0 || seq&(1<<level-1) != 0 {
+		return 0, 0, false
+	}
+	return level, seq>>level - 1, true
+}
+
+// nodeValue returns the stored bytes of node (level, index), nil if it is
+// not stored; an error only for a format-1 or 2 file without that level.
+func (tx *Tx) nodeValue(level uint, index uint64) ([]byte, error) {
+	if tx.nodes != nil {
+		var key [nodeKeySize]byte
+		if !putNodeKey(&key, level, index) {
+			return nil, nil
+		}
+		if tx.nodeCur == nil {
+			tx.nodeCur = tx.nodes.Cursor()
+		}
+		// Seek searches from the bucket's root, through what this
+		// transaction wrote, wherever the cursor was.
+		if k, v := tx.nodeCur.Seek(key[:]); bytes.Equal(k, key[:]) {
+			return v, nil
+		}
+		return nil, nil
+	}
+	b, err := tx.level(level, false)
+	if err != nil {
+		return nil, err
+	}
+	return b.Get(u64(index)), nil
+}
+
+// level returns the bucket of Merkle nodes at level (formats 1 and 2),
+// creating it if asked.
 func (tx *Tx) level(level uint, create bool) (*bolt.Bucket, error) {
+	if tx.nodes != nil {
+		return nil, fmt.Errorf("merkle level %d: a format-%d file has no level buckets", level, tx.format)
+	}
 	for uint(len(tx.levels)) <= level {
 		tx.levels = append(tx.levels, nil)
 	}
@@ -240,7 +337,7 @@ func (tx *Tx) level(level uint, create bool) (*bolt.Bucket, error) {
 
 // Node returns the Merkle node at (level, index): the root of the perfect
 // subtree over leaves [index<<level, (index+1)<<level). A node of a level
-// the file does not store (format 2: below baseLevel) is hashed from the
+// the file does not store (formats 2 and 3: below baseLevel) is hashed from the
 // events, at most 1<<(baseLevel-1) of them.
 func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 	var h ledger.Hash
@@ -253,11 +350,10 @@ func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 		}
 		return ledger.PerfectRoot(leaves), nil
 	}
-	b, err := tx.level(level, false)
+	v, err := tx.nodeValue(level, index)
 	if err != nil {
 		return h, err
 	}
-	v := b.Get(u64(index))
 	switch {
 	case v == nil:
 		return h, fmt.Errorf("merkle node %d/%d: %w", level, index, ErrNotFound)
@@ -269,7 +365,7 @@ func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 }
 
 // Committed returns the hash the log commits to for event seq, whatever its
-// stored bytes now hash to: its stored leaf in format 1; in format 2 (no
+// stored bytes now hash to: its stored leaf in format 1; from format 2 (no
 // leaves) the prev of event seq+1, or the head's hash for the last event.
 // ErrNotFound past the head; ErrDamaged if what commits to it is unreadable.
 func (tx *Tx) Committed(seq uint64) (ledger.Hash, error) {

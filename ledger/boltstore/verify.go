@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -14,7 +15,7 @@ import (
 // transaction — hashes against stored leaves, links, positions — and calls
 // fn for every problem (not just the first). fn returning an error stops the
 // check. It returns how many events were checked. In a file that stores no
-// leaves (format 2) an event's bytes are checked against the next event's
+// leaves (formats 2 and 3) an event's bytes are checked against the next event's
 // link, so it reads one event past end.
 func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*ledger.IntegrityError) error) (uint64, error) {
 	begin = max(begin, 1)
@@ -79,7 +80,7 @@ func linkOf(raw []byte) (uint64, ledger.Hash, bool) {
 }
 
 // newChecker returns the chain checker for this file's format: with the
-// stored leaves, or (format 2) links only.
+// stored leaves, or (formats 2 and 3) links only.
 func (tx *Tx) newChecker() *ledger.ChainChecker {
 	if tx.base > 0 {
 		return ledger.NewLinkChecker(tx.head)
@@ -150,6 +151,23 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 // nodes it checked.
 func (tx *Tx) CheckNodes(level uint, begin, end uint64, fn func(*ledger.IntegrityError) error) (uint64, error) {
 	var checked uint64
+	if tx.nodes != nil {
+		// Format 3: the nodes of every level in one bucket, in the order
+		// they were completed; each is sought by its key.
+		c := tx.nodes.Cursor()
+		for i := begin; i < end; i++ {
+			left := nodeAt(c, level-1, 2*i)
+			right := nodeAt(c, level-1, 2*i+1)
+			got := nodeAt(c, level, i)
+			checked++
+			if p := ledger.CheckNode(level, i, left, right, got); p != nil {
+				if err := fn(p); err != nil {
+					return checked, err
+				}
+			}
+		}
+		return checked, nil
+	}
 	for _, l := range []uint{level - 1, level} {
 		if _, err := tx.level(l, false); err != nil {
 			return 0, fn(&ledger.IntegrityError{Seq: (begin + 1) << level, Problem: ledger.ProblemNode, Detail: fmt.Sprintf("level %d missing", l)})
@@ -181,6 +199,19 @@ func (tx *Tx) CheckNodes(level uint, begin, end uint64, fn func(*ledger.Integrit
 		}
 	}
 	return checked, nil
+}
+
+// nodeAt is the value of node (level, index) in a format-3 merkle bucket,
+// sought with c; nil if it is not there.
+func nodeAt(c *bolt.Cursor, level uint, index uint64) []byte {
+	key, ok := nodeKey(level, index)
+	if !ok {
+		return nil
+	}
+	if k, v := c.Seek(key); bytes.Equal(k, key) {
+		return v
+	}
+	return nil
 }
 
 // VerifyOptions tune Store.Verify.
@@ -231,7 +262,8 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	}
 	var head ledger.Head
 	var base uint
-	if err := s.View(func(tx *Tx) error { head, base = tx.Head(), tx.base; return nil }); err != nil {
+	var format uint64
+	if err := s.View(func(tx *Tx) error { head, base, format = tx.Head(), tx.base, tx.format; return nil }); err != nil {
 		return VerifyReport{}, err
 	}
 	rep := VerifyReport{Size: head.Seq, Head: head.Hash}
@@ -286,8 +318,26 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 			keep(groups.pending)
 		}
 	}
-	// Levels above, each against the level below it.
-	for level := base + 1; head.Seq>>level > 0; level++ {
+	if format >= 3 {
+		// One pass over the nodes in the order they were completed.
+		w := &nodeWalk{base: base, head: head.Seq, seq: 1 << base, level: base}
+		for !w.done && (first == nil || w.seq < first.Seq) {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+			before := w.nodes
+			err := s.View(func(tx *Tx) error { return w.walk(tx, opts.Chunk, keep) })
+			rep.Nodes += w.nodes - before
+			if err != nil && err != errStop {
+				return rep, err
+			}
+			if opts.Progress != nil {
+				opts.Progress(min(head.Seq+rep.Nodes, total), total)
+			}
+		}
+	}
+	// Formats 1 and 2: the levels above, each against the level below it.
+	for level := base + 1; format < 3 && head.Seq>>level > 0; level++ {
 		n := head.Seq >> level
 		for begin := uint64(0); begin < n; begin += opts.Chunk {
 			if err := ctx.Err(); err != nil {
@@ -323,6 +373,99 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	return rep, err
 }
 
+// nodeWalk checks the nodes of a format-3 file in key order, which is the
+// order they were completed: each key must be the next node the log's
+// events complete (none missing, none stray; past the head, only nodes,
+// which appends since Verify began may have stored), and each
+// node above the lowest stored level the hash of the two before it at the
+// level below (its children: the right one completed by the same event,
+// just before it). The lowest level is checked against the events by
+// groupCheck. It reads a chunk of keys per read transaction and carries on
+// from the last key in the next.
+type nodeWalk struct {
+	base  uint
+	head  uint64
+	seq   uint64 // the seq completing the next node expected
+	level uint   // and its level
+	// last and prev are, per level, the hashes of the latest two nodes
+	// walked: a parent's right and left children.
+	last, prev [64][]byte
+	after      []byte // the last key walked
+	nodes      uint64 // nodes above base checked
+	done       bool
+}
+
+// walk checks up to chunk keys in tx, calling keep with a problem (which
+// stops it).
+func (w *nodeWalk) walk(tx *Tx, chunk uint64, keep func(*ledger.IntegrityError) error) error {
+	c := tx.nodes.Cursor()
+	var k, v []byte
+	if w.after == nil {
+		k, v = c.First()
+	} else if k, v = c.Seek(w.after); bytes.Equal(k, w.after) {
+		k, v = c.Next()
+	}
+	for n := uint64(0); n < chunk; n++ {
+		var want []byte
+		if w.seq <= w.head {
+			want, _ = nodeKey(w.level, w.seq>>w.level-1)
+		}
+		switch cmp := bytes.Compare(k, want); {
+		case want == nil:
+			// Every node of the log as it stood is checked. What follows
+			// must be nodes appended since (Verify runs beside writers).
+			if level, index, ok := nodeOfKey(k); k != nil && (!ok || level < w.base || (index+1)<<level <= w.head) {
+				return keep(&ledger.IntegrityError{Seq: w.head + 1, Problem: ledger.ProblemNode,
+					Detail: fmt.Sprintf("key %x in the merkle bucket after the last node: %s", k, describeKey(k))})
+			}
+			w.done = true
+			return nil
+		case k == nil || cmp > 0:
+			return keep(&ledger.IntegrityError{Seq: w.seq, Problem: ledger.ProblemNode,
+				Detail: fmt.Sprintf("node %d/%d missing", w.level, w.seq>>w.level-1)})
+		case cmp < 0:
+			// Named at the seq its first 8 bytes say: they sort it there.
+			seq := w.seq
+			if len(k) >= 8 {
+				seq = max(binary.BigEndian.Uint64(k), 1)
+			}
+			return keep(&ledger.IntegrityError{Seq: seq, Problem: ledger.ProblemNode,
+				Detail: fmt.Sprintf("key %x in the merkle bucket: %s where none is stored", k, describeKey(k))})
+		}
+		index := w.seq>>w.level - 1
+		if len(v) != len(ledger.Hash{}) {
+			return keep(&ledger.IntegrityError{Seq: w.seq, Problem: ledger.ProblemNode,
+				Detail: fmt.Sprintf("node %d/%d is %d bytes, not 32", w.level, index, len(v))})
+		}
+		if w.level > w.base {
+			w.nodes++
+			if p := ledger.CheckNode(w.level, index, w.prev[w.level-1], w.last[w.level-1], v); p != nil {
+				return keep(p)
+			}
+		}
+		w.prev[w.level] = append(w.prev[w.level][:0], w.last[w.level]...)
+		w.last[w.level] = append(w.last[w.level][:0], v...)
+		w.after = append(w.after[:0], k...)
+		// The same event completes the parent too when the node is a
+		// right child; else the next group's event completes the next.
+		if w.level < 63 && w.seq&(1<<(w.level+1)-1) == 0 {
+			w.level++
+		} else {
+			w.seq, w.level = w.seq+1<<w.base, w.base
+		}
+		k, v = c.Next()
+	}
+	return nil
+}
+
+// describeKey says which node a format-3 key names, if any.
+func describeKey(k []byte) string {
+	if level, index, ok := nodeOfKey(k); ok {
+		return fmt.Sprintf("node %d/%d", level, index)
+	}
+	return "no node's key"
+}
+
 // groupCheck checks, in Verify's pass over a file that stores no leaves,
 // each stored node of the lowest stored level against the root of the
 // events it covers, hashed as they are read. A node that differs is held
@@ -345,6 +488,9 @@ func (g *groupCheck) each(tx *Tx, next EachEvent) EachEvent {
 	// allocate a cursor's stack each time.
 	var cur *bolt.Cursor
 	var k [8]byte
+	if tx.nodes != nil {
+		cur = tx.nodes.Cursor()
+	}
 	return func(seq uint64, raw []byte, hash ledger.Hash) error {
 		if g.pending != nil && g.c.Seq() >= g.pending.Seq+2 {
 			return g.keep(g.pending)
@@ -364,7 +510,9 @@ func (g *groupCheck) each(tx *Tx, next EachEvent) EachEvent {
 				}
 			}
 			var got []byte
-			if cur != nil {
+			if tx.nodes != nil {
+				got = nodeAt(cur, g.base, index)
+			} else if cur != nil {
 				binary.BigEndian.PutUint64(k[:], index)
 				if ck, cv := cur.Seek(k[:]); keyIs(ck, index) {
 					got = cv
