@@ -167,44 +167,8 @@ func DecodeEvent(raw []byte) (Event, error) {
 		}
 		return Event{}, fmt.Errorf("%w: %s", ErrMalformed, what)
 	}
-	if n, ok := d.arrayLen(); !ok || n != envelopeFields {
-		return fail(fmt.Sprintf("want array of %d, got %d", envelopeFields, n))
-	}
-	v, ok := d.uint()
-	if !ok || v < 1 {
-		return fail(fmt.Sprintf("envelope version %d", v))
-	}
-	if v > EnvelopeVersion {
-		return fail(fmt.Sprintf("envelope version %d, newer than this binary reads (1 to %d): written by a newer logbook?", v, EnvelopeVersion))
-	}
-	if v != EnvelopeVersion {
-		e.Envelope = uint8(v)
-	}
-	if e.Seq, ok = d.uint(); !ok {
-		return fail("seq")
-	}
-	ms, ok := d.int()
-	if !ok {
-		return fail("time")
-	}
-	e.Time = time.UnixMilli(ms).UTC()
-	if e.Time.UnixMilli() != ms { // beyond what a time.Time holds
-		return fail("time out of range")
-	}
-	if v >= 2 && d.off < len(raw) && !msgpcode.IsString(raw[d.off]) {
-		code, ok := d.uint()
-		if !ok || code >= uint64(len(TypeCodes)) || TypeCodes[code] == "" {
-			return fail(fmt.Sprintf("type code %d, not one of envelope %d's", code, v))
-		}
-		e.Type = TypeCodes[code]
-	} else {
-		if e.Type, ok = d.name(); !ok {
-			return fail("type")
-		}
-		if _, coded := typeCode[e.Type]; coded && v >= 2 {
-			// Its one canonical form in this envelope is its code.
-			return fail("type " + e.Type + " written as a string, not its code")
-		}
+	if what := d.head(&e); what != "" {
+		return fail(what)
 	}
 	pv, ok := d.uint()
 	if !ok || pv > 0xffff {
@@ -244,6 +208,64 @@ func DecodeEvent(raw []byte) (Event, error) {
 		return fail("trailing bytes")
 	}
 	return e, nil
+}
+
+// TypeOf reads an event's type from its stored bytes without decoding the
+// rest (a pass that decodes events elsewhere, say, but must tell some
+// apart as it reads them); ok is false where DecodeEvent fails before the
+// type.
+func TypeOf(raw []byte) (typ string, ok bool) {
+	var e Event
+	d := envelopeReader{b: raw}
+	if d.head(&e) != "" {
+		return "", false
+	}
+	return e.Type, true
+}
+
+// head reads the envelope up to the type into e: "" if it reads, else what
+// does not (DecodeEvent's and TypeOf's one reading of it).
+func (d *envelopeReader) head(e *Event) string {
+	if n, ok := d.arrayLen(); !ok || n != envelopeFields {
+		return fmt.Sprintf("want array of %d, got %d", envelopeFields, n)
+	}
+	v, ok := d.uint()
+	if !ok || v < 1 {
+		return fmt.Sprintf("envelope version %d", v)
+	}
+	if v > EnvelopeVersion {
+		return fmt.Sprintf("envelope version %d, newer than this binary reads (1 to %d): written by a newer logbook?", v, EnvelopeVersion)
+	}
+	if v != EnvelopeVersion {
+		e.Envelope = uint8(v)
+	}
+	if e.Seq, ok = d.uint(); !ok {
+		return "seq"
+	}
+	ms, ok := d.int()
+	if !ok {
+		return "time"
+	}
+	e.Time = time.UnixMilli(ms).UTC()
+	if e.Time.UnixMilli() != ms { // beyond what a time.Time holds
+		return "time out of range"
+	}
+	if v >= 2 && d.off < len(d.b) && !msgpcode.IsString(d.b[d.off]) {
+		code, ok := d.uint()
+		if !ok || code >= uint64(len(TypeCodes)) || TypeCodes[code] == "" {
+			return fmt.Sprintf("type code %d, not one of envelope %d's", code, v)
+		}
+		e.Type = TypeCodes[code]
+	} else {
+		if e.Type, ok = d.name(); !ok {
+			return "type"
+		}
+		if _, coded := typeCode[e.Type]; coded && v >= 2 {
+			// Its one canonical form in this envelope is its code.
+			return "type " + e.Type + " written as a string, not its code"
+		}
+	}
+	return ""
 }
 
 // envelopeReader reads the elements of a stored event, each in its

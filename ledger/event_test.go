@@ -350,6 +350,9 @@ func FuzzDecodeEvent(f *testing.F) {
 		if (err == nil) != (refErr == nil) || !reflect.DeepEqual(e, ref) {
 			t.Fatalf("DecodeEvent = %+v, %v\nthe generic reader = %+v, %v\ninput % x", e, err, ref, refErr, raw)
 		}
+		if typ, ok := TypeOf(raw); err == nil && (!ok || typ != e.Type) {
+			t.Fatalf("TypeOf = %q, %v; DecodeEvent's type %q", typ, ok, e.Type)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v does not wrap ErrMalformed", err)

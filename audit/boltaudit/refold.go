@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -22,32 +21,67 @@ import (
 // the next is read and checked in another goroutine.
 type logPass struct {
 	v         *verifier
-	recompute bool            // recompute the tree and decode every event
-	tree      ledger.Frontier // over every event read so far
-	cpSize    uint64          // the checkpoint's size, if any
-	cpRoot    ledger.Hash     // the recomputed root at cpSize
-	checked   time.Time       // when the log's check ended
+	recompute bool        // recompute the tree and decode every event
+	tree      eventTree   // over every event read so far
+	cpSize    uint64      // the checkpoint's size, if any
+	cpRoot    ledger.Hash // the recomputed root at cpSize
+	checked   time.Time   // when the log's check ended
 
 	foldTo   uint64
 	folded   uint64
 	foldTree ledger.Frontier // the tree over the events folded so far
 	prev     []ledger.Record // the chunk folded last, in seq order
 	pending  foldChunk       // what the chunk being read adds to the refold
-	badEvent error           // the first event that does not decode (the reader's)
+	badEvent error           // the first event past foldTo that does not decode (the reader's)
+	badFold  error           // the first event to fold that does not decode (the preparing goroutine's)
 	failed   atomic.Bool     // the refold failed: read on, fold no more
+	bad      atomic.Bool     // badFold is set: read on, fold no more
 	foldErr  error           // why (the folding goroutine's)
 	scratch  *boltstore.Store
 	refold   projections.Refold // the scratch's fold, chunk after chunk
 }
 
-// foldChunk is events to fold, decoded, with the recomputed roots at the
-// sizes where a session.finalized event asks for one, and what folding
-// them needs of each event alone, worked out by the reading goroutine
+// foldChunk is events to fold, with the recomputed roots at the sizes
+// where a session.finalized event asks for one. The reading goroutine
+// fills recs with the events' seqs and hashes and copies their stored
+// bytes into the chunk's eventBytes; the preparing goroutine decodes them
+// into recs, hands the bytes back (the decoded events do not point into
+// them) and works out what folding them needs of each event alone
 // (projections.Prepare; nil: nothing).
 type foldChunk struct {
-	recs  []ledger.Record
+	recs []ledger.Record
+	eventBytes
 	roots map[uint64]ledger.Hash
 	pre   *projections.Prepared
+}
+
+// eventBytes is the stored bytes of a chunk's events, one after the
+// other: event i ends at ends[i].
+type eventBytes struct {
+	raw  []byte
+	ends []int
+}
+
+// reuse returns c's records, emptied, for another chunk.
+func (c foldChunk) reuse() foldChunk {
+	clear(c.recs)
+	return foldChunk{recs: c.recs[:0]}
+}
+
+// decode decodes the events of c read as raw bytes. At the first that
+// does not decode it keeps only those before it, and returns the problem.
+func (c *foldChunk) decode() *audit.Problem {
+	start := 0
+	for i := range c.recs {
+		e, err := ledger.DecodeEvent(c.raw[start:c.ends[i]])
+		if err != nil {
+			seq := c.recs[i].Seq
+			c.recs = c.recs[:i]
+			return &audit.Problem{Seq: seq, Kind: audit.EventMalformed, Detail: err.Error(), Err: err}
+		}
+		c.recs[i].Event, start = e, c.ends[i]
+	}
+	return nil
 }
 
 func (p *logPass) openScratch() error {
@@ -80,21 +114,32 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	// two (with two cores the three share them).
 	read := make(chan foldChunk)
 	chunks := make(chan foldChunk, 1)
-	// The record slices go round: one being filled, one being prepared,
-	// one waiting, one being folded, and the one folded before it (prev).
-	free := make(chan []ledger.Record, 5)
+	// The chunks' buffers go round: one being filled, one being
+	// prepared, one waiting, one being folded, and the one folded before
+	// it (prev).
+	free := make(chan foldChunk, 5)
 	for range cap(free) {
-		free <- nil
+		free <- foldChunk{}
+	}
+	// The events' bytes go round apart: one being filled, one being
+	// decoded (and one spare): kept no longer, they add little to the
+	// live heap, which the collector's work grows with.
+	freeBytes := make(chan eventBytes, 3)
+	for range cap(freeBytes) {
+		freeBytes <- eventBytes{}
 	}
 	if p.recompute {
 		opts.Each = p.each
+		opts.Group = p.tree.group
 	}
 	if p.scratch != nil {
-		p.pending.recs = <-free
+		p.pending = <-free
+		p.pending.eventBytes = <-freeBytes
 		opts.Chunked = func(uint64) error {
 			c := p.pending
-			if len(c.recs) == 0 || p.failed.Load() {
-				p.pending = foldChunk{recs: c.recs[:0]}
+			if len(c.recs) == 0 || p.failed.Load() || p.bad.Load() {
+				p.pending = c.reuse()
+				p.pending.eventBytes = eventBytes{c.raw[:0], c.ends[:0]}
 				return nil
 			}
 			select {
@@ -102,7 +147,8 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			p.pending = foldChunk{recs: <-free}
+			p.pending = <-free
+			p.pending.eventBytes = <-freeBytes
 			return nil
 		}
 	}
@@ -120,10 +166,24 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	go func() {
 		defer close(chunks)
 		for c := range read {
+			if p.badFold == nil {
+				if pe := c.decode(); pe != nil {
+					// The events before it are still folded.
+					p.badFold = pe
+					p.bad.Store(true)
+				}
+			}
+			freeBytes <- eventBytes{c.raw[:0], c.ends[:0]}
+			c.eventBytes = eventBytes{}
+			if len(c.recs) == 0 {
+				free <- c.reuse()
+				continue
+			}
 			c.pre = projections.Prepare(c.recs)
 			chunks <- c // the fold takes every chunk, even once failed
 		}
 	}()
+	var prev foldChunk // the chunk of p.prev
 	for c := range chunks {
 		if !p.failed.Load() {
 			if err := p.fold(c); err != nil {
@@ -134,10 +194,9 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 		// The chunk is kept until the next is folded (the index may read
 		// its events back); nothing of the events is kept longer.
 		if p.prev != nil {
-			clear(p.prev)
-			free <- p.prev[:0]
+			free <- prev.reuse()
 		}
-		p.prev = c.recs
+		p.prev, prev = c.recs, c
 	}
 	clear(p.prev)
 	p.prev = nil
@@ -145,8 +204,12 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	switch {
 	case r.err != nil:
 		return r.rep, r.err
+	case p.tree.err != nil:
+		return r.rep, p.tree.err
 	case p.foldErr != nil: // of an event before any that does not decode
 		return r.rep, p.foldErr
+	case p.badFold != nil:
+		return r.rep, p.badFold
 	case p.badEvent != nil:
 		return r.rep, p.badEvent
 	}
@@ -154,7 +217,7 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 		// The log verified is shorter than the projections' applied seq
 		// was (it can only be if the file changed between the two reads):
 		// the refold goes on from where the pass ended.
-		p.foldTree = ledger.Frontier{Size: p.tree.Size, Nodes: slices.Clone(p.tree.Nodes)}
+		p.foldTree = p.tree.Frontier()
 	}
 	return r.rep, nil
 }
@@ -167,27 +230,31 @@ func (p *logPass) each(seq uint64, raw []byte, h ledger.Hash) error {
 		p.cpRoot = p.tree.Root()
 	}
 	if seq == p.foldTo {
-		p.foldTree = ledger.Frontier{Size: p.tree.Size, Nodes: slices.Clone(p.tree.Nodes)}
+		p.foldTree = p.tree.Frontier()
 	}
-	if p.badEvent != nil || p.failed.Load() {
-		return nil
-	}
-	e, err := ledger.DecodeEvent(raw)
-	if err != nil {
-		// The events before it are still folded.
-		p.badEvent = &audit.Problem{Seq: seq, Kind: audit.EventMalformed, Detail: err.Error(), Err: err}
+	if p.badEvent != nil || p.failed.Load() || p.bad.Load() {
 		return nil
 	}
 	if seq > p.foldTo || p.scratch == nil {
+		// Not to fold: decoded here, only to report it if it does not.
+		if _, err := ledger.DecodeEvent(raw); err != nil {
+			p.badEvent = &audit.Problem{Seq: seq, Kind: audit.EventMalformed, Detail: err.Error(), Err: err}
+		}
 		return nil
 	}
-	if e.Type == events.TypeSessionFinalized {
+	// To fold: copied, and decoded by the preparing goroutine; only a
+	// session.finalized event is told apart here, for the root it asks
+	// for (one whose type does not read does not decode either).
+	if typ, ok := ledger.TypeOf(raw); ok && typ == events.TypeSessionFinalized {
 		if p.pending.roots == nil {
 			p.pending.roots = map[uint64]ledger.Hash{}
 		}
 		p.pending.roots[seq] = p.tree.Root()
 	}
-	p.pending.recs = append(p.pending.recs, ledger.Record{Event: e, Hash: h})
+	c := &p.pending
+	c.raw = append(c.raw, raw...)
+	c.ends = append(c.ends, len(c.raw))
+	c.recs = append(c.recs, ledger.Record{Event: ledger.Event{Seq: seq}, Hash: h})
 	return nil
 }
 

@@ -499,6 +499,8 @@ func TestVerifyNonCanonicalEvent(t *testing.T) {
 	cp := audit.Checkpoint{Origin: "o", Size: 2, Root: root(t, path, 2)}
 	wantProblem(t, verify(t, path, boltaudit.Options{Checkpoint: &cp}), audit.EventMalformed, last)
 	wantProblem(t, verify(t, path, boltaudit.Options{Projections: true}), audit.EventMalformed, last)
+	// Decoded on the preparing goroutine, chunks after the ones folded.
+	wantProblem(t, verify(t, path, boltaudit.Options{Projections: true, Chunk: 2}), audit.EventMalformed, last)
 }
 
 // A stored Merkle node edited: the lowest stored level (from format 2: 4,
@@ -540,6 +542,13 @@ func TestVerifyStoredNodeWrong(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantProblem(t, verify(t, path, boltaudit.Options{}), audit.NodeWrong, 1<<level)
+			// The tree recomputed from the events (for a checkpoint, for
+			// the refold) takes the roots of the groups of 16 events from
+			// the check of level 4: the node is still reported, at the
+			// same seq.
+			wantProblem(t, verify(t, path, boltaudit.Options{Projections: true}), audit.NodeWrong, 1<<level)
+			cp := audit.Checkpoint{Origin: "o", Size: 2, Root: root(t, path, 2)}
+			wantProblem(t, verify(t, path, boltaudit.Options{Checkpoint: &cp}), audit.NodeWrong, 1<<level)
 		})
 	}
 }

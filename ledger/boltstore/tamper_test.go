@@ -656,3 +656,54 @@ func testTruncation(t *testing.T, n uint64, format uint64) {
 		t.Fatal(err)
 	}
 }
+
+// TestVerifyGivesGroups: VerifyOptions.Group is given the root of every
+// whole group of 16 events, hashed from the events (the stored node
+// edited or not), in order, each just before Each with its last event.
+func TestVerifyGivesGroups(t *testing.T) {
+	for _, format := range formats {
+		if format >= 2 {
+			t.Run(fmt.Sprintf("format=%d", format), func(t *testing.T) { testVerifyGivesGroups(t, format) })
+		}
+	}
+}
+
+func testVerifyGivesGroups(t *testing.T, format uint64) {
+	const n = 70
+	path, recs := tamperLedger(t, n, format)
+	editFile(t, path, flipNode(4, 3)) // reported, but not given
+	l, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var given []ledger.Hash
+	var seqs []uint64
+	var last uint64
+	_, err = l.Verify(context.Background(), VerifyOptions{Chunk: 5,
+		Group: func(level uint, index uint64, root ledger.Hash) {
+			if level != 4 || index != uint64(len(given)) || last != (index+1)<<4-1 {
+				t.Errorf("group %d/%d given after event %d", level, index, last)
+			}
+			given = append(given, root)
+		},
+		Each: func(seq uint64, raw []byte, hash ledger.Hash) error {
+			last = seq
+			seqs = append(seqs, seq)
+			return nil
+		},
+	})
+	wantIntegrity(t, err, 64, ledger.ProblemNode)
+	if len(given) != n/16 {
+		t.Fatalf("%d groups given, want %d", len(given), n/16)
+	}
+	for i, got := range given {
+		leaves := make([]ledger.Hash, 16)
+		for j := range leaves {
+			leaves[j] = recs[i*16+j].Hash
+		}
+		if want := ledger.PerfectRoot(leaves); got != want {
+			t.Errorf("group %d: given %x, the events' root %x", i, got, want)
+		}
+	}
+}

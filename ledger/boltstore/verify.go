@@ -224,6 +224,12 @@ type VerifyOptions struct {
 	// passed to Each may still be reported bad afterwards (a changed
 	// stored leaf is told from changed bytes by the next event's link).
 	Each EachEvent
+	// Group, if set, is called in a file that stores no leaves with the
+	// root of each group of 1<<level events (index its index at that
+	// level) as the check hashed it from their hashes, before Each with
+	// the group's last event: a caller that recomputes the tree takes it
+	// rather than hash the group again.
+	Group func(level uint, index uint64, root ledger.Hash)
 	// Chunked, if set, is called after each chunk's read transaction with
 	// the last seq it read, outside it (where a caller hands on what Each
 	// gathered without holding the file). Its error stops Verify.
@@ -277,7 +283,7 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 		// the nodes of the lowest stored level are hashed from the events
 		// as they are read.
 		c = ledger.NewLinkChecker(head)
-		groups = &groupCheck{base: base, c: c, keep: keep}
+		groups = &groupCheck{base: base, c: c, keep: keep, group: opts.Group}
 	}
 	for begin := uint64(1); begin <= head.Seq && first == nil; begin += opts.Chunk {
 		if err := ctx.Err(); err != nil {
@@ -472,7 +478,8 @@ type groupCheck struct {
 	keep    func(*ledger.IntegrityError) error
 	leaves  []ledger.Hash
 	pending *ledger.IntegrityError
-	nodes   uint64 // nodes checked
+	nodes   uint64                                           // nodes checked
+	group   func(level uint, index uint64, root ledger.Hash) // VerifyOptions.Group
 }
 
 // each returns the EachEvent of one read transaction: the check, then next.
@@ -494,6 +501,9 @@ func (g *groupCheck) each(tx *Tx, next EachEvent) EachEvent {
 			g.leaves = g.leaves[:0]
 			g.nodes++
 			index := seq>>g.base - 1
+			if g.group != nil {
+				g.group(g.base, index, want)
+			}
 			if cur == nil {
 				if b, err := tx.level(g.base, false); err == nil {
 					cur = b.Cursor()
