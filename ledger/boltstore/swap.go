@@ -120,7 +120,7 @@ func (tx *Tx) CopySpaces(src *Tx, last string, budget int) (done bool, err error
 			}
 		} else if end, _ := out.Cursor().Last(); end != nil {
 			// Begun by an earlier transaction: on from its last key.
-			if k, v = c.Seek(end); k == nil || !bytes.Equal(k, end) {
+			if k, _ = c.Seek(end); k == nil || !bytes.Equal(k, end) {
 				return false, fmt.Errorf("copy space %s: it ends at a key the source does not hold: the copy did not begin on an empty file", name)
 			}
 			k, v = c.Next()
