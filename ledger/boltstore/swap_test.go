@@ -27,22 +27,30 @@ func fillSpace(tx *Tx, name string, n int) error {
 	return nil
 }
 
+// ledgerAndScratch opens a new ledger and a scratch file beside it, in dir,
+// both closed when the test ends.
+func ledgerAndScratch(t *testing.T) (dir string, l, scratch *Store) {
+	t.Helper()
+	dir = t.TempDir()
+	l, err := Open(filepath.Join(dir, "ledger.db"), Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	scratch, err = OpenScratch(dir, "scratch-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { scratch.Close() })
+	return dir, l, scratch
+}
+
 // TestSwapReusesPages: dropping the spaces in one transaction of a series
 // and copying a scratch file's in the next puts the copy in the pages the
 // drop freed: the file's pages reach no further than before, and the
 // copy holds exactly the scratch file's keys and values, in every space.
 func TestSwapReusesPages(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Open(filepath.Join(dir, "ledger.db"), Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	scratch, err := OpenScratch(dir, "scratch-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer scratch.Close()
+	dir, l, scratch := ledgerAndScratch(t)
 	if names, _ := filepath.Glob(filepath.Join(dir, "scratch-*")); len(names) != 0 {
 		t.Fatalf("the scratch file has a name: %v", names)
 	}
@@ -126,7 +134,7 @@ func TestSwapReusesPages(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	err = scratch.View(func(stx *Tx) error {
+	err := scratch.View(func(stx *Tx) error {
 		return l.Update(func(tx *Tx) error { _, err := tx.CopySpaces(stx, "big", 1<<20); return err })
 	})
 	if err == nil {
@@ -266,17 +274,7 @@ func TestOpenScratchLeavesNothing(t *testing.T) {
 // took one transaction of a 64 KiB budget and several times that in
 // memory).
 func TestCopySpacesBudgetCountsKeys(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Open(filepath.Join(dir, "ledger.db"), Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	scratch, err := OpenScratch(dir, "scratch-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer scratch.Close()
+	_, l, scratch := ledgerAndScratch(t)
 	const keys = 4096
 	if err := scratch.Update(func(tx *Tx) error {
 		sp, err := tx.Space("keys")
@@ -293,7 +291,7 @@ func TestCopySpacesBudgetCountsKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	txs := 0
-	err = scratch.View(func(stx *Tx) error {
+	err := scratch.View(func(stx *Tx) error {
 		_, err := l.UpdateSeries(func(tx *Tx) (bool, error) {
 			txs++
 			return tx.CopySpaces(stx, "", 64<<10)
