@@ -354,6 +354,28 @@ func checkFormat(btx *bolt.Tx) error {
 	if got := binary.BigEndian.Uint64(v); got == 0 || got > FormatVersion {
 		return fmt.Errorf("%w: file is format %d, this binary reads formats 1 to %d (a newer logbook wrote it?)", ErrFormat, got, FormatVersion)
 	}
+	return checkHead(meta.Get(keyHead), events)
+}
+
+// maxSeq bounds the seq a head may name: no log gets near it (a million
+// events a second for 146,000 years), and seqs, sizes and chunk ends
+// computed from the head stay far from wrapping around.
+const maxSeq = 1 << 62
+
+// checkHead checks the stored head's form: absent only while the log is
+// empty, else a seq (at most maxSeq) and a hash. Whether it names the
+// last event and its hash is verify's to check, seq by seq.
+func checkHead(v []byte, events *bolt.Bucket) error {
+	switch {
+	case v == nil:
+		if k, _ := events.Cursor().First(); k != nil {
+			return fmt.Errorf("%w: the head (meta/head) is missing while the log holds events", ErrDamaged)
+		}
+	case len(v) != 8+len(ledger.Hash{}):
+		return fmt.Errorf("%w: the head (meta/head) is %d bytes, not %d", ErrDamaged, len(v), 8+len(ledger.Hash{}))
+	case binary.BigEndian.Uint64(v) > maxSeq:
+		return fmt.Errorf("%w: the head names seq %d, past any log a file can hold", ErrDamaged, binary.BigEndian.Uint64(v))
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -706,4 +707,57 @@ func testVerifyGivesGroups(t *testing.T, format uint64) {
 			t.Errorf("group %d: given %x, the events' root %x", i, got, want)
 		}
 	}
+}
+
+// TestTamperHeadForm: a head that is missing while the log holds events,
+// of the wrong length, or naming a seq no log reaches is damage that every
+// reader reports (ErrDamaged) — not an empty log (a missing head read as
+// seq 0 verified "ok: 0 events"), not a verify that never ends (a seq of
+// 2^64-1 wrapped its chunk ends to 0) nor a panic in Root (a leaf range
+// that wrapped). A head one past the last event stays verify's to report,
+// at that seq.
+func TestTamperHeadForm(t *testing.T) {
+	eachFormat(t, func(t *testing.T, format uint64) {
+		for _, c := range []struct {
+			name   string
+			tamper func(*bolt.Tx) error
+		}{
+			{"missing", func(btx *bolt.Tx) error { return btx.Bucket([]byte("meta")).Delete([]byte("head")) }},
+			{"short", func(btx *bolt.Tx) error { return btx.Bucket([]byte("meta")).Put([]byte("head"), key(40)[:7]) }},
+			{"seq 2^64-1", putHead(math.MaxUint64, ledger.Hash{1})},
+			{"seq 2^64-2", putHead(math.MaxUint64-1, ledger.Hash{1})},
+			{"seq past maxSeq", putHead(maxSeq+1, ledger.Hash{1})},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				path, _ := tamperLedger(t, 40, format)
+				editFile(t, path, c.tamper)
+				// Open checks the file's form too: it refuses it, or
+				// what reads it does.
+				l, err := Open(path, Options{ReadOnly: true})
+				if err != nil {
+					if !errors.Is(err, ErrDamaged) {
+						t.Fatalf("open: %v, want ErrDamaged", err)
+					}
+					return
+				}
+				defer l.Close()
+				if _, err := l.Verify(context.Background(), VerifyOptions{Chunk: 4}); !errors.Is(err, ErrDamaged) {
+					t.Errorf("verify: %v, want ErrDamaged", err)
+				}
+				err = l.View(func(tx *Tx) error {
+					_, err := tx.Root(tx.Head().Seq)
+					return err
+				})
+				if !errors.Is(err, ErrDamaged) {
+					t.Errorf("root: %v, want ErrDamaged", err)
+				}
+			})
+		}
+		t.Run("one past the last event", func(t *testing.T) {
+			path, recs := tamperLedger(t, 40, format)
+			editFile(t, path, putHead(41, recs[39].Hash))
+			_, err := verifyFile(t, path)
+			wantIntegrity(t, err, 41, ledger.ProblemGap)
+		})
+	})
 }
