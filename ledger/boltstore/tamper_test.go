@@ -367,6 +367,12 @@ func TestTamperVerifyFormat3Keys(t *testing.T) {
 		{"a key of 1 byte, last", put([]byte{4}), n + 1},
 		{"a key of 10 bytes", put(append(node(16, 4), 0)), 16},
 		{"the last node deleted", deleteNode(6, 0), 64},
+		{"a stray key at a seq of the log, after its last node", put(node(64, 7)), 64},
+		{"a level-0 key after a node past the head", both(put(node(80, 4)), put(node(81, 0))), n + 1},
+		{"a key of 1 byte after a node past the head", both(put(node(80, 4)), put([]byte{5})), n + 1},
+		{"a node past the head of 31 bytes", func(btx *bolt.Tx) error {
+			return btx.Bucket([]byte("merkle")).Put(node(80, 4), make([]byte, 31))
+		}, n + 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,6 +383,21 @@ func TestTamperVerifyFormat3Keys(t *testing.T) {
 			editFile(t, path, tt.tamper)
 			_, err := verifyFile(t, path)
 			wantIntegrity(t, err, tt.seq, ledger.ProblemNode)
+		})
+	}
+	// The lowest seq whatever the chunk: a stray key at 20 and a wrong
+	// node 4/1 (seq 32), which the pass over the events finds first.
+	for _, chunk := range []uint64{1, 4, 4096} {
+		t.Run(fmt.Sprintf("stray key and wrong node, chunk %d", chunk), func(t *testing.T) {
+			path, _ := tamperLedger(t, n, 3)
+			editFile(t, path, both(put(node(20, 0)), put(node(32, 4))))
+			l, err := Open(path, Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			_, err = l.Verify(context.Background(), VerifyOptions{Chunk: chunk})
+			wantIntegrity(t, err, 20, ledger.ProblemNode)
 		})
 	}
 	// A node past the head is what an append stores while Verify runs.

@@ -321,7 +321,10 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	if format >= 3 {
 		// One pass over the nodes in the order they were completed.
 		w := &nodeWalk{base: base, head: head.Seq, seq: 1 << base, level: base}
-		for !w.done && (first == nil || w.seq < first.Seq) {
+		for !w.done {
+			if first != nil {
+				w.limit = first.Seq // found before, or by the walk itself
+			}
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
@@ -392,6 +395,7 @@ type nodeWalk struct {
 	last, prev [64][]byte
 	after      []byte // the last key walked
 	nodes      uint64 // nodes above base checked
+	limit      uint64 // a problem is known at this seq (0: none): stop before it
 	done       bool
 }
 
@@ -406,20 +410,43 @@ func (w *nodeWalk) walk(tx *Tx, chunk uint64, keep func(*ledger.IntegrityError) 
 		k, v = c.Next()
 	}
 	for n := uint64(0); n < chunk; n++ {
+		if w.limit > 0 {
+			// The earliest seq this step can report: the node expected,
+			// or a key sorting before it.
+			at := w.seq
+			if len(k) >= 8 {
+				at = min(at, binary.BigEndian.Uint64(k))
+			}
+			if at >= w.limit {
+				w.done = true // nothing before what is already found
+				return nil
+			}
+		}
 		var want []byte
 		if w.seq <= w.head {
 			want, _ = nodeKey(w.level, w.seq>>w.level-1)
 		}
 		switch cmp := bytes.Compare(k, want); {
 		case want == nil:
-			// Every node of the log as it stood is checked. What follows
-			// must be nodes appended since (Verify runs beside writers).
-			if level, index, ok := nodeOfKey(k); k != nil && (!ok || level < w.base || (index+1)<<level <= w.head) {
-				return keep(&ledger.IntegrityError{Seq: w.head + 1, Problem: ledger.ProblemNode,
+			// Every node of the log as it stood is checked. What follows,
+			// every key of it, must be nodes appended since (Verify runs
+			// beside writers).
+			if k == nil {
+				w.done = true
+				return nil
+			}
+			if level, index, ok := nodeOfKey(k); !ok || level < w.base || (index+1)<<level <= w.head || len(v) != len(ledger.Hash{}) {
+				// Named at the seq its first 8 bytes say, if in the log.
+				seq := w.head + 1
+				if len(k) >= 8 {
+					seq = min(max(binary.BigEndian.Uint64(k), 1), seq)
+				}
+				return keep(&ledger.IntegrityError{Seq: seq, Problem: ledger.ProblemNode,
 					Detail: fmt.Sprintf("key %x in the merkle bucket after the last node: %s", k, describeKey(k))})
 			}
-			w.done = true
-			return nil
+			w.after = append(w.after[:0], k...)
+			k, v = c.Next()
+			continue
 		case k == nil || cmp > 0:
 			return keep(&ledger.IntegrityError{Seq: w.seq, Problem: ledger.ProblemNode,
 				Detail: fmt.Sprintf("node %d/%d missing", w.level, w.seq>>w.level-1)})
