@@ -144,13 +144,20 @@ func (c *Comparison) Step(want, got *boltstore.Tx, limit int) error {
 	return nil
 }
 
-// recordSeq is the seq field of a stored record (tasks, sessions carry the
-// seq of the event that last changed them; a block of thoughts the latest
-// seq that recorded one of them), 0 if it has none.
+// recordSeq is the seq field of a stored record (tasks, sessions, findings,
+// learnings and memories carry the seq of the event that last changed
+// them; a block of thoughts the latest seq that recorded one of them), 0
+// if it has none. Values of other spaces are not records: read as one, a
+// leaf hash or an index block could name any seq (one beginning 0x91 0x18
+// read as seq 24), and the reported seq would be made up.
 func recordSeq(space string, v []byte) uint64 {
-	if space == spThoughts { // a block of thoughts: the latest of them
+	switch space {
+	case spThoughts: // a block of thoughts: the latest of them
 		b, _ := decodeThoughts(nil, v)
 		return slices.Max(b[:])
+	case spTasks, spSessions, spFindings, spLearnings, spMemories:
+	default:
+		return 0
 	}
 	var r struct {
 		Seq uint64 `json:"seq"`

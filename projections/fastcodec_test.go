@@ -217,3 +217,20 @@ func TestFastDecodeShortArray(t *testing.T) {
 		t.Errorf("fast %+v\ngeneric %+v, %v", fast, generic, err)
 	}
 }
+
+// TestRecordSeqOnlyOfRecords: the seq a difference is reported at comes from
+// the records that carry one; a value of another space is not read as a
+// record (a session leaf, a leaf hash beginning 0x91 0x18, read as the
+// array [24] and reported a difference at seq 24 that the log never had).
+func TestRecordSeqOnlyOfRecords(t *testing.T) {
+	leaf := append([]byte{0x91, 0x18}, make([]byte, 30)...)
+	for _, space := range []string{spSessionLeaves, spTaskEvents, spChildren, spOpenSessions, spSessionThoughts} {
+		if got := recordSeq(space, leaf); got != 0 {
+			t.Errorf("recordSeq(%s, a leaf hash) = %d, want 0", space, got)
+		}
+	}
+	task := encodeTask(&Task{TaskState: TaskState{ID: "T-0001", Seq: 77}})
+	if got := recordSeq(spTasks, task); got != 77 {
+		t.Errorf("recordSeq(tasks, a task of seq 77) = %d", got)
+	}
+}
