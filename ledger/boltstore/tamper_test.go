@@ -782,3 +782,33 @@ func TestTamperHeadForm(t *testing.T) {
 		})
 	})
 }
+
+// TestMissingNodeIsDamage: a stored node the log completed that is gone is
+// damage to Root and the proofs (ErrDamaged: `logbook root` exits 1), as a
+// missing event is; a node past the head is only not found.
+func TestMissingNodeIsDamage(t *testing.T) {
+	eachFormat(t, func(t *testing.T, format uint64) {
+		path, _ := tamperLedger(t, 70, format)
+		editFile(t, path, deleteNode(6, 0))
+		l, err := Open(path, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		err = l.View(func(tx *Tx) error {
+			if _, err := tx.Root(70); !errors.Is(err, ErrDamaged) {
+				t.Errorf("root over a deleted node: %v, want ErrDamaged", err)
+			}
+			if _, err := tx.InclusionProof(70, 70); !errors.Is(err, ErrDamaged) {
+				t.Errorf("proof over a deleted node: %v, want ErrDamaged", err)
+			}
+			if _, err := tx.Node(6, 1); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrDamaged) {
+				t.Errorf("a node past the head: %v, want ErrNotFound only", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}

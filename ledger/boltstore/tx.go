@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -350,11 +351,20 @@ func (tx *Tx) Node(level uint, index uint64) (ledger.Hash, error) {
 		}
 		return ledger.PerfectRoot(leaves), nil
 	}
+	// A node the log completed (its last leaf at or before the head) that
+	// is not stored is damage, as a missing event is; past the head, not
+	// found.
+	inLog := (index+1)<<level <= tx.head.Seq
 	v, err := tx.nodeValue(level, index)
 	if err != nil {
+		if inLog && errors.Is(err, ErrNotFound) {
+			return h, fmt.Errorf("%w: merkle node %d/%d is missing (%v)", ErrDamaged, level, index, err)
+		}
 		return h, err
 	}
 	switch {
+	case v == nil && inLog:
+		return h, fmt.Errorf("%w: merkle node %d/%d is missing", ErrDamaged, level, index)
 	case v == nil:
 		return h, fmt.Errorf("merkle node %d/%d: %w", level, index, ErrNotFound)
 	case len(v) != len(h):
