@@ -39,19 +39,28 @@ func storedForm(version uint16, payload any) any {
 	return payload
 }
 
+// appendEvent appends one event as the tests' actor, its payload in the
+// form version stores.
+func appendEvent(tx *boltstore.Tx, typ string, version uint16, subjects []string, payload any) (ledger.Record, error) {
+	b, err := ledger.EncodePayload(storedForm(version, payload))
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	return tx.Append(ledger.Event{Type: typ, Version: version, Actor: "tester", Subjects: subjects, Payload: b})
+}
+
+// appendApplied appends one event (appendEvent) and folds it.
+func appendApplied(tx *boltstore.Tx, typ string, version uint16, subjects []string, payload any) error {
+	r, err := appendEvent(tx, typ, version, subjects, payload)
+	if err != nil {
+		return err
+	}
+	return projections.Apply(tx, r)
+}
+
 func appendRaw(t *testing.T, l *boltstore.Store, typ string, version uint16, subjects []string, payload any) {
 	t.Helper()
-	err := l.Update(func(tx *boltstore.Tx) error {
-		b, err := ledger.EncodePayload(storedForm(version, payload))
-		if err != nil {
-			return err
-		}
-		r, err := tx.Append(ledger.Event{Type: typ, Version: version, Actor: "tester", Subjects: subjects, Payload: b})
-		if err != nil {
-			return err
-		}
-		return projections.Apply(tx, r)
-	})
+	err := l.Update(func(tx *boltstore.Tx) error { return appendApplied(tx, typ, version, subjects, payload) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,15 +351,7 @@ func TestCatchUpLarge(t *testing.T) {
 	s := func(v string) *string { return &v }
 	err := l.Update(func(tx *boltstore.Tx) error {
 		add := func(typ string, subjects []string, payload any) error {
-			b, err := ledger.EncodePayload(storedForm(events.CurrentVersion(typ), payload))
-			if err != nil {
-				return err
-			}
-			r, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
-			if err != nil {
-				return err
-			}
-			return projections.Apply(tx, r)
+			return appendApplied(tx, typ, events.CurrentVersion(typ), subjects, payload)
 		}
 		for i := uint64(1); i <= 800; i++ {
 			id, th := domain.FormatID(domain.TaskPrefix, i), domain.FormatID(domain.ThoughtPrefix, i)
@@ -516,15 +517,7 @@ func TestPreparedFoldEqualsFold(t *testing.T) {
 			history(t, l, 3)
 			err := l.Update(func(tx *boltstore.Tx) error {
 				add := func(typ string, subjects []string, payload any) error {
-					b, err := ledger.EncodePayload(storedForm(events.CurrentVersion(typ), payload))
-					if err != nil {
-						return err
-					}
-					r, err := tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
-					if err != nil {
-						return err
-					}
-					return projections.Apply(tx, r)
+					return appendApplied(tx, typ, events.CurrentVersion(typ), subjects, payload)
 				}
 				status := "in_progress"
 				for i := uint64(10); i < 400; i++ {

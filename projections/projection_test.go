@@ -38,11 +38,8 @@ func (f *foldLedger) add(fold bool, typ string, subjects []string, payload any) 
 	f.t.Helper()
 	var rec ledger.Record
 	err := f.l.Update(func(tx *boltstore.Tx) error {
-		b, err := ledger.EncodePayload(storedForm(events.CurrentVersion(typ), payload))
-		if err != nil {
-			return err
-		}
-		rec, err = tx.Append(ledger.Event{Type: typ, Version: events.CurrentVersion(typ), Actor: "tester", Subjects: subjects, Payload: b})
+		var err error
+		rec, err = appendEvent(tx, typ, events.CurrentVersion(typ), subjects, payload)
 		if err != nil {
 			return err
 		}

@@ -225,11 +225,7 @@ func TestFormatNewerRefused(t *testing.T) {
 func TestSnapshotKeepsFormat(t *testing.T) {
 	eachFormat(t, func(t *testing.T, format uint64) {
 		path, _ := tamperLedger(t, 70, format)
-		l, err := Open(path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := openPath(t, path, Options{})
 		dst := filepath.Join(t.TempDir(), "copy.db")
 		if _, err := l.Snapshot(context.Background(), dst, SnapshotOptions{Chunk: 5}); err != nil {
 			t.Fatal(err)
@@ -259,11 +255,7 @@ func TestSnapshotKeepsFormat(t *testing.T) {
 func TestVerifyEventsOutOfRange(t *testing.T) {
 	eachFormat(t, func(t *testing.T, format uint64) {
 		path, _ := tamperLedger(t, 5, format)
-		l, err := Open(path, Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := openPath(t, path, Options{ReadOnly: true})
 		for _, r := range [][2]uint64{{6, 7}, {9, 12}, {7, 3}, {0, 0}} {
 			if format == 1 && r[0] > 6 {
 				continue
@@ -291,11 +283,7 @@ func TestVerifyEventsOutOfRange(t *testing.T) {
 func TestVerifyBesideAppends(t *testing.T) {
 	eachFormat(t, func(t *testing.T, format uint64) {
 		path, _ := tamperLedger(t, 70, format)
-		l, err := Open(path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := openPath(t, path, Options{})
 		appended := 0
 		progress := func(done, total uint64) {
 			if appended > 0 {

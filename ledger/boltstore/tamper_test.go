@@ -167,15 +167,22 @@ func putHead(seq uint64, h ledger.Hash) func(*bolt.Tx) error {
 	}
 }
 
+// openPath opens the ledger at path, closed when the test ends.
+func openPath(t testing.TB, path string, opts Options) *Store {
+	t.Helper()
+	l, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 // verifyFile reopens the ledger and verifies it, in chunks small enough that
 // the checks cross chunk boundaries.
 func verifyFile(t *testing.T, path string) (VerifyReport, error) {
 	t.Helper()
-	l, err := Open(path, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openPath(t, path, Options{ReadOnly: true})
 	return l.Verify(context.Background(), VerifyOptions{Chunk: 4})
 }
 
@@ -391,12 +398,8 @@ func TestTamperVerifyFormat3Keys(t *testing.T) {
 		t.Run(fmt.Sprintf("stray key and wrong node, chunk %d", chunk), func(t *testing.T) {
 			path, _ := tamperLedger(t, n, 3)
 			editFile(t, path, both(put(node(20, 0)), put(node(32, 4))))
-			l, err := Open(path, Options{ReadOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			_, err = l.Verify(context.Background(), VerifyOptions{Chunk: chunk})
+			l := openPath(t, path, Options{ReadOnly: true})
+			_, err := l.Verify(context.Background(), VerifyOptions{Chunk: chunk})
 			wantIntegrity(t, err, 20, ledger.ProblemNode)
 		})
 	}
@@ -466,11 +469,7 @@ func testTamperVerifyEventsReportsEveryProblem(t *testing.T, format uint64) {
 			flipByte(17, 0)(btx),   // 17 is not an envelope
 		)
 	})
-	l, err := Open(path, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openPath(t, path, Options{ReadOnly: true})
 	type found struct {
 		Seq     uint64
 		Problem ledger.Problem
@@ -576,14 +575,10 @@ func TestTamperTruncationWithFixedUpHead(t *testing.T) {
 
 func testTruncation(t *testing.T, n uint64, format uint64) {
 	path, recs := tamperLedger(t, int(n), format)
-	l, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openPath(t, path, Options{})
 	// What an auditor kept: the tree head at n, and one at an earlier size.
 	var rootN, root13 ledger.Hash
-	err = l.View(func(tx *Tx) error {
+	err := l.View(func(tx *Tx) error {
 		var err error
 		rootN, err = tx.Root(n)
 		if err == nil {
@@ -694,15 +689,11 @@ func testVerifyGivesGroups(t *testing.T, format uint64) {
 	const n = 70
 	path, recs := tamperLedger(t, n, format)
 	editFile(t, path, flipNode(4, 3)) // reported, but not given
-	l, err := Open(path, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openPath(t, path, Options{ReadOnly: true})
 	var given []ledger.Hash
 	var seqs []uint64
 	var last uint64
-	_, err = l.Verify(context.Background(), VerifyOptions{Chunk: 5,
+	_, err := l.Verify(context.Background(), VerifyOptions{Chunk: 5,
 		Group: func(level uint, index uint64, root ledger.Hash) {
 			if level != 4 || index != uint64(len(given)) || last != (index+1)<<4-1 {
 				t.Errorf("group %d/%d given after event %d", level, index, last)
@@ -790,12 +781,8 @@ func TestMissingNodeIsDamage(t *testing.T) {
 	eachFormat(t, func(t *testing.T, format uint64) {
 		path, _ := tamperLedger(t, 70, format)
 		editFile(t, path, deleteNode(6, 0))
-		l, err := Open(path, Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		err = l.View(func(tx *Tx) error {
+		l := openPath(t, path, Options{ReadOnly: true})
+		err := l.View(func(tx *Tx) error {
 			if _, err := tx.Root(70); !errors.Is(err, ErrDamaged) {
 				t.Errorf("root over a deleted node: %v, want ErrDamaged", err)
 			}
