@@ -35,7 +35,8 @@ type direct struct {
 	// Calls run on worker goroutines kept between calls (work): a call
 	// on a fresh goroutine grew its stack, copying it, several times
 	// (5% of a call's CPU). idle hands a call to a worker waiting for
-	// one (made by serveStdio); waiting counts those workers, live all.
+	// one (made by serveStdio); waiting counts those workers, live all
+	// (direct_test.go reads it).
 	idle    chan func()
 	waiting atomic.Int32
 	live    atomic.Int32

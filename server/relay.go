@@ -175,8 +175,9 @@ func StartRelay(l *boltstore.Store, edge *mcp.Server, svc *commands.Service, log
 // (tests pass another uid than theirs).
 func startRelay(l *boltstore.Store, edge *mcp.Server, svc *commands.Service, log *slog.Logger, uid int) *Relay {
 	db := l.Path()
-	r := &Relay{l: l, db: db, sock: SocketPath(db), edge: edge, svc: svc, log: log, build: buildID(edge), uid: uid}
+	r := &Relay{l: l, db: db, sock: SocketPath(db), edge: edge, svc: svc, log: log, uid: uid}
 	if boltstore.HubSupported {
+		r.build = buildID(edge)
 		r.mu.Lock()
 		r.connect()
 		r.mu.Unlock()

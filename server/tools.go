@@ -11,8 +11,8 @@ import (
 
 // Tools loads the skills folder skillsDir (a skill file that does not load
 // is logged to opts.Logger and skipped) and returns the MCP tools running
-// on l with opts, Skills, Skipped and Version filled in: what logbook serve
-// speaks over stdio and Run over HTTP.
+// on l with opts, Skills, Skipped and Version filled in: what Run serves over
+// HTTP (logbook serve builds its own, with the relay: Embedded).
 func Tools(l *boltstore.Store, skillsDir, version string, opts commands.Options) (*mcp.Server, error) {
 	edge, _, err := tools(l, skillsDir, version, opts)
 	return edge, err
