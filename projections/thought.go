@@ -63,7 +63,7 @@ func decodeBlock(space string, k, v []byte) (thoughtBlock, error) {
 		return b, err
 	}
 	for i := 0; i*w < len(recs); i++ {
-		if r := leUint(recs[i*w : (i+1)*w]); r != 0 {
+		if r := search.LE(recs[i*w : (i+1)*w]); r != 0 {
 			b[i] = base + r - 1
 		}
 	}
@@ -109,17 +109,7 @@ func encodeThoughts(b *thoughtBlock) []byte {
 		if seq != 0 {
 			r = seq - base + 1
 		}
-		for j := range w {
-			v = append(v, byte(r>>(8*j)))
-		}
-	}
-	return v
-}
-
-func leUint(b []byte) uint64 {
-	var v uint64
-	for i := len(b) - 1; i >= 0; i-- {
-		v = v<<8 | uint64(b[i])
+		v = search.PutLE(v, r, w)
 	}
 	return v
 }
@@ -256,7 +246,7 @@ func (f *folder) thoughtSeq(n uint64) (seq uint64, ok bool, err error) {
 func blockRecord(space string, k, v []byte, i uint64) (value uint64, ok bool, err error) {
 	w, base, recs, err := blockLayout(space, k, v)
 	if i := int(i & (1<<thoughtBlockBits - 1)); err == nil && (i+1)*w <= len(recs) {
-		if r := leUint(recs[i*w : (i+1)*w]); r != 0 {
+		if r := search.LE(recs[i*w : (i+1)*w]); r != 0 {
 			return base + r - 1, true, nil
 		}
 	}

@@ -98,14 +98,18 @@ func parseLayout(block []byte) (docLayout, int, error) {
 	return l, (len(block) - l.start) / l.size, nil
 }
 
-func putLE(b []byte, v uint64, w int) []byte {
+// PutLE appends v's w low bytes to b, least significant first: the
+// fixed-width fields of the document table and of the thoughts blocks
+// (projections).
+func PutLE(b []byte, v uint64, w int) []byte {
 	for i := range w {
 		b = append(b, byte(v>>(8*i)))
 	}
 	return b
 }
 
-func getLE(b []byte) uint64 {
+// LE reads what PutLE wrote, len(b) bytes of it.
+func LE(b []byte) uint64 {
 	var v uint64
 	for i := len(b) - 1; i >= 0; i-- {
 		v = v<<8 | uint64(b[i])
@@ -119,9 +123,9 @@ func (l *docLayout) record(b []byte, d docInfo) []byte {
 	if d.removed {
 		flags |= docRemoved
 	}
-	b = putLE(append(b, flags), d.project, l.projW)
-	b = putLE(b, d.length, l.lenW)
-	return putLE(b, d.seq-l.base, l.seqW)
+	b = PutLE(append(b, flags), d.project, l.projW)
+	b = PutLE(b, d.length, l.lenW)
+	return PutLE(b, d.seq-l.base, l.seqW)
 }
 
 // at reads record i of block (parsed as l). It returns ErrCorrupt for a
@@ -132,9 +136,9 @@ func (l *docLayout) at(block []byte, i int) (docInfo, error) {
 		return docInfo{}, ErrCorrupt
 	}
 	d := docInfo{kind: Kind(r[0]&3 + 1), removed: r[0]&docRemoved != 0}
-	d.project = getLE(r[1 : 1+l.projW])
-	d.length = getLE(r[1+l.projW : 1+l.projW+l.lenW])
-	off := getLE(r[1+l.projW+l.lenW:])
+	d.project = LE(r[1 : 1+l.projW])
+	d.length = LE(r[1+l.projW : 1+l.projW+l.lenW])
+	off := LE(r[1+l.projW+l.lenW:])
 	d.seq = l.base + off
 	if d.seq < off {
 		return docInfo{}, ErrCorrupt
