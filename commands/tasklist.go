@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/projections"
@@ -67,11 +68,11 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 	if err != nil {
 		return nil, err
 	}
-	words := strings.Fields(strings.ToLower(in.Search))
+	words := strings.Fields(foldCase(in.Search))
 	var rows []projections.Task
 	err = projections.Tasks(tx.lt, func(t projections.Task) bool {
 		created, _ := time.Parse(time.RFC3339, t.CreatedAt)
-		text := strings.ToLower(t.Title + "\n" + t.Description)
+		text := foldCase(t.Title + "\n" + t.Description)
 		switch {
 		case in.Project != "" && t.Project != in.Project,
 			len(in.Status) > 0 && !slices.Contains(in.Status, t.Status),
@@ -127,6 +128,22 @@ func parseTime(path, v string) (time.Time, error) {
 		return t, Invalid(path, "must be an RFC 3339 time such as 2026-04-08T22:15:30Z")
 	}
 	return t, nil
+}
+
+// foldCase maps each rune of s to the least rune of its Unicode case
+// folding orbit (unicode.SimpleFold), so that two strings equal under
+// strings.EqualFold fold to the same string: a substring search in folded
+// strings is case-insensitive. strings.ToLower is not: a final sigma (ς),
+// the micro sign (µ) and the long s (ſ) are lower case already, and their
+// orbits' upper-case letters lower to σ, μ and s.
+func foldCase(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
 }
 
 func containsAll(text string, words []string) bool {
