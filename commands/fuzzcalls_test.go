@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // goodValues and badValues are values a generated call gives its
@@ -153,6 +155,7 @@ func TestRandomCalls(t *testing.T) {
 					}
 				}
 			}
+			checkTimeTravel(t, h)
 		})
 	}
 }
@@ -329,4 +332,27 @@ func checkAnswer(tool string, args, data map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// checkTimeTravel: every task as folded live is the task as time travel
+// folds it from the log at the head, and holds as many thoughts as its
+// chain lists.
+func checkTimeTravel(t *testing.T, h *harness) {
+	t.Helper()
+	err := h.l.View(func(tx *boltstore.Tx) error {
+		return projections.Tasks(tx, func(live projections.Task) bool {
+			past, ok, err := projections.TaskAsOf(tx, live.ID, tx.Head().Seq)
+			if err != nil || !ok || !reflect.DeepEqual(past.TaskState, live.TaskState) {
+				t.Errorf("%s live %+v\nfolded from the log %+v (%v)", live.ID, live.TaskState, past.TaskState, err)
+			}
+			n := uint64(0)
+			if err := projections.TaskThoughts(tx, live.ID, func(projections.Thought) bool { n++; return true }); err != nil || n != live.Thoughts {
+				t.Errorf("%s: %d thoughts counted, %d in its chain (%v)", live.ID, live.Thoughts, n, err)
+			}
+			return true
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
