@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/projections"
@@ -69,7 +67,7 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 	if err != nil {
 		return nil, err
 	}
-	words := strings.Fields(foldCase(in.Search))
+	words := strings.Fields(domain.FoldCase(in.Search))
 	var rows []projections.Task
 	err = projections.Tasks(tx.lt, func(t projections.Task) bool {
 		created, _ := time.Parse(time.RFC3339, t.CreatedAt)
@@ -81,7 +79,7 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 			in.Label != "" && !slices.Contains(t.Labels, in.Label),
 			!after.IsZero() && !created.After(after),
 			!before.IsZero() && !created.Before(before),
-			len(words) > 0 && !containsAll(foldCase(t.Title+"\n"+t.Description), words):
+			len(words) > 0 && !containsAll(domain.FoldCase(t.Title+"\n"+t.Description), words):
 			return true
 		}
 		rows = append(rows, t)
@@ -128,40 +126,6 @@ func parseTime(path, v string) (time.Time, error) {
 		return t, Invalid(path, "must be an RFC 3339 time such as 2026-04-08T22:15:30Z")
 	}
 	return t, nil
-}
-
-// foldCase maps each rune of s to one rune of its Unicode case folding
-// orbit (unicode.SimpleFold): the lower-case ASCII letter if the orbit has
-// an ASCII letter, else its least rune. Two strings equal under
-// strings.EqualFold fold to the same string, so a substring search in
-// folded strings is case-insensitive. strings.ToLower is not: a final
-// sigma (ς), the micro sign (µ) and the long s (ſ) are lower case already,
-// and their orbits' upper-case letters lower to σ, μ and s. Lower-case
-// ASCII text folds to itself; ASCII text folds as strings.ToLower does.
-func foldCase(s string) string {
-	ascii := true
-	for i := 0; i < len(s) && ascii; i++ {
-		ascii = s[i] < utf8.RuneSelf
-	}
-	if ascii {
-		return strings.ToLower(s)
-	}
-	return strings.Map(func(r rune) rune {
-		if r < utf8.RuneSelf {
-			if 'A' <= r && r <= 'Z' {
-				r += 'a' - 'A'
-			}
-			return r
-		}
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			if f < utf8.RuneSelf {
-				return unicode.ToLower(f)
-			}
-			least = min(least, f)
-		}
-		return least
-	}, s)
 }
 
 func containsAll(text string, words []string) bool {
