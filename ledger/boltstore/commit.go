@@ -250,8 +250,9 @@ func (l *Store) direct(r *request) bool {
 	if err != nil {
 		o.broken = true
 	}
-	// A damaged page that panicked before r was answered: the committer
-	// runs r on the file opened afresh, as it does its own batches.
+	// commit answers r whatever the file does (a damaged page that
+	// panics is ErrDamaged, update); o, broken, is let go and opened
+	// afresh for the next calls.
 	return len(r.done) > 0
 }
 
@@ -367,7 +368,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		ran := 0
 		var head ledger.Head
 		ingested := false // whether the catch-up brought events in
-		err := db.Update(func(btx *bolt.Tx) error {
+		err := update(db, func(btx *bolt.Tx) error {
 			start := time.Now()
 			tx, in, err := l.writeTx(btx)
 			if err != nil {
@@ -452,7 +453,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 // head.
 func (l *Store) catchUp(o *openFile) error {
 	var head ledger.Head
-	err := o.db.Update(func(btx *bolt.Tx) error {
+	err := update(o.db, func(btx *bolt.Tx) error {
 		if err := l.checkFile(btx); err != nil {
 			return err
 		}
@@ -468,6 +469,17 @@ func (l *Store) catchUp(o *openFile) error {
 		l.seen.committed(head)
 	}
 	return err
+}
+
+// update is db.Update with what a damaged file makes bbolt do (a panic on
+// a page that is not what it claims, a fault past the end of the mapping)
+// turned into an ErrDamaged error, the transaction rolled back: the commit
+// then answers its calls with it, as any failed commit does. Left to
+// escape, the panic skipped the answers (and the calls the commit had
+// taken from the queue), and the committer ran the same batch again and
+// again on the same damage, its callers waiting forever.
+func update(db *bolt.DB, fn func(*bolt.Tx) error) error {
+	return guard(func() error { return db.Update(fn) })
 }
 
 func safeRun(fn func(*Tx) error, tx *Tx) (err error) {

@@ -50,7 +50,7 @@ func (l *Store) commitSeries(o *openFile, r *request) error {
 	var err, ferr error
 	for done := false; !done; {
 		var head ledger.Head
-		err = o.db.Update(func(btx *bolt.Tx) error {
+		err = update(o.db, func(btx *bolt.Tx) error {
 			tx, _, err := l.writeTx(btx)
 			if err != nil {
 				return err
