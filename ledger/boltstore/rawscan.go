@@ -6,10 +6,13 @@ import "fmt"
 // [begin, end), in order, without decoding them: for callers that decode
 // elsewhere, such as in another goroutine (a Tx itself must stay on its
 // own). raw is valid only during the call. It stops at the first error and
-// returns it.
+// returns it. An event of the range the head says the log holds but the
+// file does not is ErrDamaged: a caller folding the scan would otherwise go
+// on without it.
 func (tx *Tx) ScanRaw(begin, end uint64, fn func(seq uint64, raw []byte) error) error {
 	c := tx.events.Cursor()
 	n := 0
+	want := max(begin, 1) // the next seq the log holds
 	for k, v := c.Seek(u64(begin)); k != nil; k, v = c.Next() {
 		seq, ok := seqOf(k)
 		if !ok {
@@ -18,6 +21,10 @@ func (tx *Tx) ScanRaw(begin, end uint64, fn func(seq uint64, raw []byte) error) 
 		if seq >= end {
 			break
 		}
+		if seq != want && want <= tx.head.Seq {
+			return tx.missing(want)
+		}
+		want = seq + 1
 		if n++; n%releaseEvery == 0 {
 			tx.releaseMapped()
 		}
@@ -25,5 +32,13 @@ func (tx *Tx) ScanRaw(begin, end uint64, fn func(seq uint64, raw []byte) error) 
 			return err
 		}
 	}
+	if want < min(end, tx.head.Seq+1) {
+		return tx.missing(want)
+	}
 	return nil
+}
+
+// missing is the error of event seq (at most the head) not being stored.
+func (tx *Tx) missing(seq uint64) error {
+	return fmt.Errorf("%w: event %d is missing (the head is seq %d)", ErrDamaged, seq, tx.head.Seq)
 }

@@ -174,7 +174,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, erro
 	seq := c.copied + 1
 	for k, v := cur.Seek(u64(seq)); seq <= end; k, v = cur.Next() {
 		if !keyIs(k, seq) {
-			return nil, nil, fmt.Errorf("event %d: %w", seq, ErrNotFound)
+			return nil, nil, tx.missing(seq)
 		}
 		events = append(events, append([]byte(nil), v...))
 		seq++
@@ -196,7 +196,7 @@ func (c *snapshotCopier) read(tx *Tx, end uint64) ([][]byte, []ledger.Node, erro
 		i := c.next[level]
 		for k, v := cur.Seek(u64(i)); i < end>>level; k, v = cur.Next() {
 			if !keyIs(k, i) || len(v) != len(ledger.Hash{}) {
-				return nil, nil, fmt.Errorf("merkle node %d/%d: %w", level, i, ErrNotFound)
+				return nil, nil, fmt.Errorf("%w: merkle node %d/%d is missing or not 32 bytes", ErrDamaged, level, i)
 			}
 			var h ledger.Hash
 			copy(h[:], v)
@@ -225,7 +225,7 @@ func (c *snapshotCopier) readNodes(tx *Tx, end uint64) ([]ledger.Node, error) {
 		for level := tx.base; seq&(1<<level-1) == 0; level++ {
 			index := seq>>level - 1
 			if l, i, ok := nodeOfKey(k); !ok || l != level || i != index || len(v) != len(ledger.Hash{}) {
-				return nil, fmt.Errorf("merkle node %d/%d: %w", level, index, ErrNotFound)
+				return nil, fmt.Errorf("%w: merkle node %d/%d is missing or out of place", ErrDamaged, level, index)
 			}
 			var h ledger.Hash
 			copy(h[:], v)

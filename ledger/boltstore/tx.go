@@ -395,10 +395,14 @@ func (tx *Tx) Committed(seq uint64) (ledger.Hash, error) {
 	return next.Prev, nil
 }
 
-// Event reads and decodes the event at seq. ErrNotFound if absent.
+// Event reads and decodes the event at seq. ErrNotFound if absent past the
+// head; ErrDamaged if the head says the log holds it.
 func (tx *Tx) Event(seq uint64) (ledger.Record, error) {
 	raw := tx.events.Get(u64(seq))
 	if raw == nil {
+		if seq >= 1 && seq <= tx.head.Seq {
+			return ledger.Record{}, tx.missing(seq)
+		}
 		return ledger.Record{}, fmt.Errorf("event %d: %w", seq, ErrNotFound)
 	}
 	return ledger.DecodeRecord(raw)
