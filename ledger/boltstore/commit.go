@@ -366,6 +366,11 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		}
 		failed, ferr := -1, error(nil)
 		ran := 0
+		// inLog: the replicated log took the events (Replica.Append), so
+		// they are durable whatever becomes of this file's commit; appended
+		// marks the calls that appended some (with a Replica only).
+		inLog := false
+		var appended []bool
 		var head ledger.Head
 		ingested := false // whether the catch-up brought events in
 		err := update(db, func(btx *bolt.Tx) error {
@@ -384,11 +389,15 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 					// A series commits alone, in transactions of its own.
 					break
 				}
+				n := len(tx.appended)
 				if err := safeRun(batch[i].fn, tx); err != nil {
 					failed, ferr = i, err
 					return err
 				}
 				ran = i + 1
+				if replica != nil {
+					appended = append(appended, len(tx.appended) > n)
+				}
 				// However many calls are waiting, one commit holds the
 				// file for about maxHold at most: the rest go in the next.
 				if time.Since(start) > maxHold {
@@ -409,6 +418,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 				if err := replica.Append(base, tx.appended); err != nil {
 					return err
 				}
+				inLog = true
 			}
 			return tx.flush()
 		})
@@ -436,9 +446,24 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(retries, 7))))
 			continue
 		}
-		if err == nil {
+		switch {
+		case err == nil:
 			l.seen.committed(head)
-		} else {
+		case inLog:
+			// The replicated log, which alone makes them durable, has the
+			// events; only this file's copy failed (the next commit
+			// ingests them). A call that appended succeeded: told it
+			// failed, its caller would append it again. One that appended
+			// nothing lost what it wrote.
+			for i, r := range batch[:ran] {
+				if appended[i] {
+					r.done <- nil
+				} else {
+					r.done <- err
+				}
+			}
+			return batch[ran:], answered + ran, err
+		default:
 			ran = len(batch) // the commit failed: every call gets its error
 		}
 		for _, r := range batch[:ran] {

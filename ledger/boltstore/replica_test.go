@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -364,5 +365,74 @@ func TestScratchNeedsHold(t *testing.T) {
 	}
 	if _, err := os.Stat(unsyncedMarker(path)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a scratch file has a marker: %v", err)
+	}
+}
+
+// brokenCopy is a replicated log whose appends land, after which this
+// node's own file fails (its descriptor made a read-only one under bbolt,
+// so its writes fail): the commit of the local copy fails once the events
+// are durable in the log.
+type brokenCopy struct {
+	*memLog
+	l      *Store
+	break_ bool
+}
+
+func (b *brokenCopy) Append(head ledger.Head, events [][]byte) error {
+	if err := b.memLog.Append(head, events); err != nil {
+		return err
+	}
+	if b.break_ {
+		b.break_ = false
+		// The file open for this commit (we are inside it).
+		ro, err := os.Open(b.l.path)
+		if err != nil {
+			return err
+		}
+		defer ro.Close()
+		if err := syscall.Dup2(int(ro.Fd()), int(b.l.open.file.Fd())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestReplicaAppendedIsAnsweredDone: a call whose events the replicated
+// log took is answered done even if this node's copy then fails to
+// commit — the log alone makes them durable, and a caller told otherwise
+// appends them again — and the node's next commit ingests them, once.
+func TestReplicaAppendedIsAnsweredDone(t *testing.T) {
+	rl := &brokenCopy{memLog: &memLog{}}
+	path := filepath.Join(t.TempDir(), "node.db")
+	l, err := Open(path, Options{Create: true, Replica: rl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rl.l = l
+	appendOne := func(s string) error {
+		return l.Update(func(tx *Tx) error {
+			_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "a", Subjects: []string{s}, Payload: []byte{0x80}})
+			return err
+		})
+	}
+	if err := appendOne("first"); err != nil {
+		t.Fatal(err)
+	}
+	rl.break_ = true
+	if err := appendOne("second"); err != nil {
+		t.Fatalf("an append the replicated log took: %v, want done", err)
+	}
+	if err := appendOne("third"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := l.View(func(tx *Tx) error {
+		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error { got = append(got, r.Subjects[0]); return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[first second third]" || len(rl.events) != 3 {
+		t.Fatalf("the file holds %v, the log %d events; want [first second third] in both", got, len(rl.events))
 	}
 }

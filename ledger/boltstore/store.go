@@ -514,6 +514,9 @@ func (l *Store) Close() error {
 // *PanicError) is returned, and the other calls are committed without it, so
 // fn may run more than once and must depend only on the transaction.
 // Any other error means the commit failed and nothing of fn was written.
+// With Options.Replica, durable means in the replicated log: a call whose
+// events the log took is answered nil even if the file's own commit then
+// failed (its next commit ingests them from the log).
 func (l *Store) Update(fn func(*Tx) error) error {
 	if l.opts.ReadOnly {
 		return ErrReadOnly
