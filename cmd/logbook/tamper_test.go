@@ -72,6 +72,16 @@ func flipEventByte(t testing.TB, path string, seq uint64) {
 	}
 }
 
+// putEventKey stores a copy of event seq's bytes under key k of the events
+// bucket.
+func putEventKey(t testing.TB, path string, k []byte, seq uint64) {
+	t.Helper()
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		ev := tx.Bucket([]byte("events"))
+		return ev.Put(k, bytes.Clone(ev.Get(be(seq))))
+	})
+}
+
 // swapEvents exchanges the stored bytes of events a and b.
 func swapEvents(t testing.TB, path string, a, b uint64) {
 	t.Helper()

@@ -98,6 +98,9 @@ func TestVerifyTampered(t *testing.T) {
 		{"merkle node corrupted", func(p string) { corruptNode(t, p, 5, 0) }, 32, "merkle node wrong"},
 		{"lowest stored node corrupted", func(p string) { corruptNode(t, p, 4, 0) }, 16, "merkle node wrong"},
 		{"projection edited", func(p string) { editTaskTitle(t, p, 1, "Ship the ledger", "Ship the LEDGER") }, 0, "projection differs from the log"},
+		// Every key of the events bucket is an event's, 1 to the head.
+		{"event stored past the head", func(p string) { putEventKey(t, p, be(head+1), head) }, head + 1, "head mismatch"},
+		{"stray key among the events", func(p string) { putEventKey(t, p, append(be(9), 0), 9) }, 9, "sequence mismatch"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -62,7 +62,11 @@ func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*ledger.IntegrityError) er
 	}
 	var err error
 	if last == tx.head.Seq+1 {
-		err = c.Finish(report)
+		if err = c.Finish(report); err == nil {
+			// After the head: nothing (a problem of the range that
+			// reaches it, though named past it).
+			err = tx.checkPastHead(tx.head.Seq, fn)
+		}
 	} else {
 		err = c.EndBefore(tx.events.Get(u64(last)), report)
 	}
@@ -109,9 +113,28 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 		}
 		lc = leaves.Cursor()
 	}
+	// Every key of the bucket is looked at once, whatever the chunks: a
+	// range starts right after the key of event begin-1 (at the first key
+	// for the whole log), so a key sorting between two events' is the
+	// range's that checks the second.
 	ec := tx.events.Cursor()
-	k, raw := ec.Seek(u64(begin))
+	var k, raw []byte
+	if begin <= 1 {
+		k, raw = ec.First()
+	} else if k, raw = ec.Seek(u64(begin - 1)); keyIs(k, begin-1) {
+		k, raw = ec.Next()
+	}
 	for seq := begin; seq < end; seq++ {
+		// Keys no event has (not 8 bytes, or seq 0) are reported and
+		// passed over.
+		for ; k != nil; k, raw = ec.Next() {
+			if s, ok := seqOf(k); ok && s >= seq && s > 0 {
+				break
+			}
+			if err := fn(strayEventKey(k, seq)); err != nil {
+				return err
+			}
+		}
 		if s, ok := seqOf(k); !ok || s != seq {
 			if err := c.Missing(seq, fn); err != nil {
 				return err
@@ -142,6 +165,53 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 			tx.releaseMapped()
 		}
 		k, raw = ec.Next()
+	}
+	return nil
+}
+
+// strayEventKey is the problem of a key in the events bucket that is no
+// event's, found where event seq was expected: named at the seq its first
+// 8 bytes say (which sort it there), else at seq.
+func strayEventKey(k []byte, seq uint64) *ledger.IntegrityError {
+	at := seq
+	if len(k) >= 8 {
+		at = min(max(binary.BigEndian.Uint64(k), 1), seq)
+	}
+	why := fmt.Sprintf("%d bytes, not 8", len(k))
+	if len(k) == 8 {
+		why = "seqs start at 1"
+	}
+	return &ledger.IntegrityError{Seq: at, Problem: ledger.ProblemSeq,
+		Detail: fmt.Sprintf("key %x in the events bucket is no event's key (%s)", k, why)}
+}
+
+// checkPastHead checks the keys of the events bucket after event n, the
+// last one checked: in one transaction they are the events appended since
+// (n+1 up to the head this transaction reads, an append moves both at
+// once) and nothing else. An event past the recorded head is a head that
+// is not the last event (a log cut back with the head alone, or an event
+// added), named at n+1; any other key is a stray key.
+func (tx *Tx) checkPastHead(n uint64, fn func(*ledger.IntegrityError) error) error {
+	c := tx.events.Cursor()
+	var k []byte
+	if n == 0 {
+		k, _ = c.First()
+	} else if k, _ = c.Seek(u64(n)); keyIs(k, n) {
+		k, _ = c.Next()
+	}
+	for next := n + 1; k != nil; k, _ = c.Next() {
+		s, ok := seqOf(k)
+		switch {
+		case !ok || s < next:
+			if err := fn(strayEventKey(k, n+1)); err != nil {
+				return err
+			}
+			continue
+		case s != next || s > tx.head.Seq:
+			return fn(&ledger.IntegrityError{Seq: n + 1, Problem: ledger.ProblemHead,
+				Detail: fmt.Sprintf("event %d is stored past the recorded head %d", s, tx.head.Seq)})
+		}
+		next++
 	}
 	return nil
 }
@@ -311,6 +381,11 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	}
 	if first == nil {
 		c.Finish(keep)
+	}
+	if first == nil {
+		if err := s.View(func(tx *Tx) error { return tx.checkPastHead(head.Seq, keep) }); err != nil && err != errStop {
+			return rep, err
+		}
 	}
 	if groups != nil {
 		rep.Nodes += groups.nodes
