@@ -219,3 +219,20 @@ func TestAuditorCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedPageLoop: a page of a projection space whose child pointer
+// points back into the tree (one byte of the file changed) makes a walk of
+// the space give keys it already gave, for ever. Every command that walks
+// it says the file is damaged (exit 1) rather than running until killed
+// (attack review: verify and tasks never ended).
+func TestDamagedPageLoop(t *testing.T) {
+	path := healthyLedger(t, 80)
+	pointBranchAtItself(t, path, "tasks")
+	for _, args := range [][]string{{"verify"}, {"verify", "--json"}, {"tasks"}, {"tasks", "--json"}} {
+		r := run(t, append(args, "--db", path)...)
+		wantExit(t, r, 1, strings.Join(args, " "))
+		if !strings.Contains(r.stderr, "ledger file is damaged: a bucket's keys are out of order") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%s: want one line saying the file is damaged: %s", strings.Join(args, " "), r)
+		}
+	}
+}

@@ -124,14 +124,24 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 	} else if k, raw = ec.Seek(u64(begin - 1)); keyIs(k, begin-1) {
 		k, raw = ec.Next()
 	}
+	next := func() error {
+		prev := k
+		if k, raw = ec.Next(); k == nil {
+			return nil
+		}
+		return inOrder(prev, k, false)
+	}
 	for seq := begin; seq < end; seq++ {
 		// Keys no event has (not 8 bytes, or seq 0) are reported and
 		// passed over.
-		for ; k != nil; k, raw = ec.Next() {
+		for k != nil {
 			if s, ok := seqOf(k); ok && s >= seq && s > 0 {
 				break
 			}
 			if err := fn(strayEventKey(k, seq)); err != nil {
+				return err
+			}
+			if err := next(); err != nil {
 				return err
 			}
 		}
@@ -164,7 +174,9 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 		if (seq-begin+1)%releaseEvery == 0 {
 			tx.releaseMapped()
 		}
-		k, raw = ec.Next()
+		if err := next(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -199,19 +211,24 @@ func (tx *Tx) checkPastHead(n uint64, fn func(*ledger.IntegrityError) error) err
 	} else if k, _ = c.Seek(u64(n)); keyIs(k, n) {
 		k, _ = c.Next()
 	}
-	for next := n + 1; k != nil; k, _ = c.Next() {
-		s, ok := seqOf(k)
-		switch {
+	for next := n + 1; k != nil; {
+		switch s, ok := seqOf(k); {
 		case !ok || s < next:
 			if err := fn(strayEventKey(k, n+1)); err != nil {
 				return err
 			}
-			continue
 		case s != next || s > tx.head.Seq:
 			return fn(&ledger.IntegrityError{Seq: n + 1, Problem: ledger.ProblemHead,
 				Detail: fmt.Sprintf("event %d is stored past the recorded head %d", s, tx.head.Seq)})
+		default:
+			next++
 		}
-		next++
+		prev := k
+		if k, _ = c.Next(); k != nil {
+			if err := inOrder(prev, k, false); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -509,6 +526,13 @@ func (w *nodeWalk) walk(tx *Tx, chunk uint64, keep func(*ledger.IntegrityError) 
 			if k == nil {
 				w.done = true
 				return nil
+			}
+			if w.after != nil {
+				// Only here can a damaged page give keys for ever:
+				// before, each key is the next one expected.
+				if err := inOrder(w.after, k, false); err != nil {
+					return err
+				}
 			}
 			if level, index, ok := nodeOfKey(k); !ok || level < w.base || (index+1)<<level <= w.head || len(v) != len(ledger.Hash{}) {
 				// Named at the seq its first 8 bytes say, if in the log.
