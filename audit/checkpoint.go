@@ -62,11 +62,12 @@ func ParseCheckpoint(text string) (Checkpoint, error) {
 }
 
 // Sign returns the signed note of c: its text, a blank line and the
-// signature line. An origin that is not one non-empty line is an
-// *OptionError.
+// signature line. An origin that is not one non-empty line of UTF-8 with no
+// control character (what note.Open takes back: a note that holds one
+// could never be verified) is an *OptionError.
 func (c Checkpoint) Sign(s note.Signer) ([]byte, error) {
-	if c.Origin == "" || strings.Contains(c.Origin, "\n") {
-		return nil, BadOption("origin", "must be one non-empty line")
+	if c.Origin == "" || !utf8.ValidString(c.Origin) || strings.ContainsFunc(c.Origin, func(r rune) bool { return r < 0x20 }) {
+		return nil, BadOption("origin", "%q: must be one non-empty line of UTF-8 text with no control characters", c.Origin)
 	}
 	return note.Sign(&note.Note{Text: c.Text()}, s)
 }

@@ -284,7 +284,7 @@ func checkpoint(c *call) func() error {
 		}
 		cp := audit.Checkpoint{Origin: cmp.Or(*origin, signer.Name())}
 		err = c.view(func(tx *boltstore.Tx) error {
-			r, err := boltaudit.Root(tx, boltaudit.RootOptions{Size: *size, SizeKnown: *size > 0})
+			r, err := boltaudit.Root(tx, boltaudit.RootOptions{Size: *size, SizeKnown: c.isSet("size")})
 			cp.Size, cp.Root = r.Size, r.Root
 			return err
 		})

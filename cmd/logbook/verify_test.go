@@ -236,3 +236,34 @@ func TestDamagedPageLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditorBadValuesSayWhich: a flag's bad value is exit 2 with one line
+// on stderr naming the flag as given, and nothing is signed or written.
+// Attack review: checkpoint --size 0 signed the whole ledger, --origin with
+// a control character signed a checkpoint no verifier opens, prove
+// consistency --new past the head spoke of --size, and a --db path with a
+// newline in it split the error over two lines.
+func TestAuditorBadValuesSayWhich(t *testing.T) {
+	path := healthyLedger(t, 0)
+	dir := t.TempDir()
+	skey := writeKey(t, dir)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--size", "0"}, "checkpoint: --size must be at least 1"},
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--origin", "a\x01b"}, `checkpoint: --origin "a\x01b": must be one non-empty line`},
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--origin", "a\tb"}, `--origin "a\tb"`},
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--origin", "a\xffb"}, `--origin "a\xffb"`},
+		{[]string{"prove", "consistency", "--db", path, "--old", "1", "--new", "100000"}, "prove consistency: --new 100000 is beyond the head"},
+		{[]string{"prove", "inclusion", "--db", path, "--seq", "1", "--size", "100000"}, "prove inclusion: --size 100000 is beyond the head"},
+		{[]string{"verify", "--db", "a\nb"}, `verify: --db: stat a\nb: no such file or directory`},
+		{[]string{"root", "--db", "x\ry"}, `root: --db: stat x\ry:`},
+	} {
+		r := run(t, c.args...)
+		wantExit(t, r, 2, strings.Join(c.args, " "))
+		if !strings.HasPrefix(r.stderr, "logbook: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
+			t.Errorf("logbook %q: want one line of stderr with %q and no stdout, got %s", c.args, c.want, r)
+		}
+	}
+}
