@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -215,9 +214,9 @@ func checkProof(c *call) func() error {
 		}
 		var raw []byte
 		if c.arg() == "-" {
-			raw, err = io.ReadAll(c.stdin)
+			raw, err = audit.ReadAtMost(c.stdin, audit.MaxProofBytes, "stdin", "a proof file")
 		} else {
-			raw, err = os.ReadFile(c.arg())
+			raw, err = audit.ReadFile(c.arg(), audit.MaxProofBytes, "a proof file")
 		}
 		if err != nil {
 			return err

@@ -242,7 +242,8 @@ func TestDamagedPageLoop(t *testing.T) {
 // Attack review: checkpoint --size 0 signed the whole ledger, --origin with
 // a control character signed a checkpoint no verifier opens, prove
 // consistency --new past the head spoke of --size, and a --db path with a
-// newline in it split the error over two lines.
+// newline in it split the error over two lines; check-proof /dev/zero (and
+// a checkpoint or key file of /dev/zero) read on until memory ran out.
 func TestAuditorBadValuesSayWhich(t *testing.T) {
 	path := healthyLedger(t, 0)
 	dir := t.TempDir()
@@ -259,6 +260,10 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		{[]string{"prove", "inclusion", "--db", path, "--seq", "1", "--size", "100000"}, "prove inclusion: --size 100000 is beyond the head"},
 		{[]string{"verify", "--db", "a\nb"}, `verify: --db: stat a\nb: no such file or directory`},
 		{[]string{"root", "--db", "x\ry"}, `root: --db: stat x\ry:`},
+		// Files that never end are not read until memory runs out.
+		{[]string{"check-proof", "/dev/zero", "--root", strings.Repeat("ab", 32)}, "check-proof: /dev/zero is larger than 67108864 bytes: not a proof file"},
+		{[]string{"verify", "--db", path, "--checkpoint", "/dev/zero", "--vkey", vkeyOf(skey)}, "/dev/zero is larger than 1048576 bytes: not a checkpoint"},
+		{[]string{"checkpoint", "--db", path, "--key", "/dev/zero"}, "checkpoint: --key: /dev/zero is larger than 1048576 bytes: not a signer key"},
 	} {
 		r := run(t, c.args...)
 		wantExit(t, r, 2, strings.Join(c.args, " "))
