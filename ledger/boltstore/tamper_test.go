@@ -869,3 +869,76 @@ func TestTamperVerifyEventKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestTamperVerifyLevelKeys: in formats 1 and 2 every key of the merkle
+// bucket is the bucket of a level the format stores, and every key of a
+// level the index of a node of the log, whatever the chunk; a stray key is
+// merkle node wrong at the seq that completes the node it names (the one
+// expected where it sorts, if it is not 8 bytes), at most the head + 1.
+// Before, the checks sought each node by its index: a key past the head,
+// of 7 bytes, in a level format 2 does not store or in a level above the
+// tree passed, and a 9-byte key was a missing child at the next node, or
+// passed with --chunk 1 (attack review; format 3: TestTamperVerifyFormat3Keys).
+func TestTamperVerifyLevelKeys(t *testing.T) {
+	const n = 70
+	put := func(level byte, k []byte, v []byte) func(*bolt.Tx) error {
+		return func(btx *bolt.Tx) error {
+			b, err := btx.Bucket([]byte("merkle")).CreateBucketIfNotExists([]byte{level})
+			if err != nil {
+				return err
+			}
+			return b.Put(k, v)
+		}
+	}
+	node := make([]byte, 32)
+	for _, format := range []uint64{1, 2} {
+		tests := []struct {
+			name   string
+			tamper func(*bolt.Tx) error
+			seq    uint64
+		}{
+			{"a level-4 key of 9 bytes after node 4/0", put(4, append(key(0), 0), node), 16},
+			{"a level-4 node past the head", put(4, key(4), node), n + 1},
+			{"a level-4 node far past the head", put(4, key(50), node), n + 1},
+			{"a level-5 key of 7 bytes", put(5, key(1)[1:], node), n + 1},
+			{"a level above the tree", put(9, key(0), node), n + 1},
+			{"a value, not a level's bucket", func(btx *bolt.Tx) error { return btx.Bucket([]byte("merkle")).Put([]byte("x"), node) }, n + 1},
+			{"a bucket in a level", func(btx *bolt.Tx) error {
+				b := btx.Bucket([]byte("merkle")).Bucket([]byte{4})
+				_, err := b.CreateBucket(key(9))
+				return err
+			}, n + 1},
+			{"a level-4 node past the head of 31 bytes", put(4, key(4), node[:31]), n + 1},
+		}
+		if format == 1 {
+			tests = append(tests,
+				struct {
+					name   string
+					tamper func(*bolt.Tx) error
+					seq    uint64
+				}{"a leaf key of 9 bytes", put(0, append(key(5), 0), node), 6},
+				struct {
+					name   string
+					tamper func(*bolt.Tx) error
+					seq    uint64
+				}{"a leaf past the head", put(0, key(n), node), n + 1})
+		} else {
+			tests = append(tests, struct {
+				name   string
+				tamper func(*bolt.Tx) error
+				seq    uint64
+			}{"a level-2 node, which format 2 does not store", put(2, key(3), node), 16})
+		}
+		for _, tt := range tests {
+			for _, chunk := range []uint64{1, 3, 4096} {
+				t.Run(fmt.Sprintf("format=%d/%s, chunk %d", format, tt.name, chunk), func(t *testing.T) {
+					path, _ := tamperLedger(t, n, format)
+					editFile(t, path, tt.tamper)
+					l := openPath(t, path, Options{ReadOnly: true})
+					_, err := l.Verify(context.Background(), VerifyOptions{Chunk: chunk})
+					wantIntegrity(t, err, tt.seq, ledger.ProblemNode)
+				})
+			}
+		}
+	}
+}
