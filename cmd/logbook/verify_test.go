@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // verifyOut is verify --json's report.
@@ -270,5 +273,39 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		if !strings.HasPrefix(r.stderr, "logbook: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
 			t.Errorf("logbook %q: want one line of stderr with %q and no stdout, got %s", c.args, c.want, r)
 		}
+	}
+}
+
+// TestDamagedProjectionRecords: a projection key or value of a length the
+// fold never writes is a damaged file (exit 1, one line) to the views that
+// read it, never a crash (attack review: show A-0001 panicked, slice bounds
+// out of range, on a session leaf's value emptied; a task_events or
+// children key of 8 bytes would have too).
+func TestDamagedProjectionRecords(t *testing.T) {
+	base := healthyLedger(t, 0)
+	for _, c := range []struct {
+		name   string
+		space  string
+		tamper func(b *bolt.Bucket) error
+		args   []string
+	}{
+		{"a session leaf's value emptied", "session_leaves", func(b *bolt.Bucket) error {
+			k, _ := b.Cursor().First()
+			return b.Put(bytes.Clone(k), []byte{})
+		}, []string{"show", "A-0001"}},
+		{"a session leaf's key cut to 8 bytes", "session_leaves", func(b *bolt.Bucket) error { return b.Put(be(1), make([]byte, 32)) }, []string{"show", "A-0001", "--json"}},
+		{"a task_events key of 8 bytes", "task_events", func(b *bolt.Bucket) error { return b.Put(be(2), nil) }, []string{"show", "T-0002"}},
+		{"a children key of 8 bytes", "children", func(b *bolt.Bucket) error { return b.Put(be(1), nil) }, []string{"show", "T-0001", "--json"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			copyFile(t, base, path)
+			editBolt(t, path, func(tx *bolt.Tx) error { return c.tamper(tx.Bucket([]byte("spaces")).Bucket([]byte(c.space))) })
+			r := run(t, append(c.args, "--db", path)...)
+			wantExit(t, r, 1, strings.Join(c.args, " "))
+			if !strings.Contains(r.stderr, "ledger file is damaged") || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("want one line saying the file is damaged: %s", r)
+			}
+		})
 	}
 }
