@@ -314,3 +314,23 @@ func TestNextActions(t *testing.T) {
 		}
 	}
 }
+
+// TestListSearchFoldsCase: task_list's search matches whatever the case of
+// either side, as Unicode folds it: a final sigma is a sigma, the micro
+// sign a mu, the long s an s, the Kelvin sign a k.
+func TestListSearchFoldsCase(t *testing.T) {
+	h := newHarness(t, Options{})
+	for _, title := range []string{"Οδός προς την πόλη", "latency 5µs", "Maſs spectrometer", "200 K cooling"} {
+		h.call("task_create", map[string]any{"title": title, "project": "p"}, "OK")
+	}
+	for search, want := range map[string]string{"ΟΔΌΣ": "T-0001", "οδόσ": "T-0001", "5ΜS": "T-0002", "MASS": "T-0003", "200 k": "T-0004"} {
+		got := h.call("task_list", map[string]any{"search": search}, "OK")
+		var ids []string
+		for _, row := range list(t, got["tasks"]) {
+			ids = append(ids, obj(t, row)["task_id"].(string))
+		}
+		if len(ids) != 1 || ids[0] != want {
+			t.Errorf("search %q found %v, want %s", search, ids, want)
+		}
+	}
+}

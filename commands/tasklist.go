@@ -67,11 +67,10 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 	if err != nil {
 		return nil, err
 	}
-	words := strings.Fields(strings.ToLower(in.Search))
+	words := strings.Fields(domain.FoldCase(in.Search))
 	var rows []projections.Task
 	err = projections.Tasks(tx.lt, func(t projections.Task) bool {
 		created, _ := time.Parse(time.RFC3339, t.CreatedAt)
-		text := strings.ToLower(t.Title + "\n" + t.Description)
 		switch {
 		case in.Project != "" && t.Project != in.Project,
 			len(in.Status) > 0 && !slices.Contains(in.Status, t.Status),
@@ -80,7 +79,7 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 			in.Label != "" && !slices.Contains(t.Labels, in.Label),
 			!after.IsZero() && !created.After(after),
 			!before.IsZero() && !created.Before(before),
-			!containsAll(text, words):
+			len(words) > 0 && !containsAll(domain.FoldCase(t.Title+"\n"+t.Description), words):
 			return true
 		}
 		rows = append(rows, t)

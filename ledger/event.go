@@ -158,7 +158,60 @@ func (e *Event) encodeTo(buf *bytes.Buffer) error {
 // read of the log decodes every event, and a generic msgpack reader plus a
 // re-encoding to check the form were most of that cost. FuzzDecodeEvent
 // checks it against both.
-func DecodeEvent(raw []byte) (Event, error) {
+func DecodeEvent(raw []byte) (Event, error) { return decodeEvent(raw, nil) }
+
+// An EventDecoder decodes events as DecodeEvent does, for a pass over many
+// (a verify, a rebuild): it copies their payloads and lays out their
+// subject lists in blocks it allocates many events at a time, rather than
+// allocating both for each event, which was a third of the objects a
+// verify of 1M events allocated. A block is never reused: an event it
+// returned stays valid for as long as it is kept (and keeps its block from
+// the collector). Its zero value is ready; it is not safe for concurrent
+// use.
+type EventDecoder struct {
+	bytes    []byte   // the current block of payloads: free past len
+	subjects []string // the current block of subject lists: free past len
+}
+
+// Decode decodes stored bytes as DecodeEvent does.
+func (dec *EventDecoder) Decode(raw []byte) (Event, error) { return decodeEvent(raw, dec) }
+
+// The blocks' sizes: a payload or list too big for a fraction of one gets
+// its own allocation, so a block is never mostly waste.
+const (
+	decodeBytesBlock    = 32 << 10
+	decodeSubjectsBlock = 512
+)
+
+// payload returns a copy of b: in dec's block, or allocated alone (dec nil).
+// Its capacity is its length: appending to it never writes into the next.
+func (dec *EventDecoder) payload(b []byte) []byte {
+	if dec == nil || len(b) == 0 || len(b) > decodeBytesBlock/8 {
+		return append(make([]byte, 0, len(b)), b...)
+	}
+	if len(b) > cap(dec.bytes)-len(dec.bytes) {
+		dec.bytes = make([]byte, 0, decodeBytesBlock)
+	}
+	n := len(dec.bytes)
+	dec.bytes = append(dec.bytes, b...)
+	return dec.bytes[n:len(dec.bytes):len(dec.bytes)]
+}
+
+// subjectList returns a list of n subjects to fill: in dec's block, or
+// allocated alone (dec nil).
+func (dec *EventDecoder) subjectList(n int) []string {
+	if dec == nil || n > decodeSubjectsBlock/8 {
+		return make([]string, n)
+	}
+	if n > cap(dec.subjects)-len(dec.subjects) {
+		dec.subjects = make([]string, 0, decodeSubjectsBlock)
+	}
+	m := len(dec.subjects)
+	dec.subjects = dec.subjects[:m+n]
+	return dec.subjects[m : m+n : m+n]
+}
+
+func decodeEvent(raw []byte, dec *EventDecoder) (Event, error) {
 	var e Event
 	d := envelopeReader{b: raw}
 	fail := func(what string) (Event, error) {
@@ -183,7 +236,7 @@ func DecodeEvent(raw []byte) (Event, error) {
 		return fail("subjects")
 	}
 	if ns > 0 {
-		e.Subjects = make([]string, ns)
+		e.Subjects = dec.subjectList(int(ns))
 	}
 	for i := range e.Subjects {
 		if e.Subjects[i], ok = d.str(); !ok {
@@ -197,7 +250,7 @@ func DecodeEvent(raw []byte) (Event, error) {
 		return fail("payload")
 	}
 	if payload != nil {
-		e.Payload = append(make([]byte, 0, len(payload)), payload...)
+		e.Payload = dec.payload(payload)
 	}
 	prev, ok := d.bin()
 	if !ok || len(prev) != len(e.Prev) {
@@ -567,8 +620,12 @@ func DecodePayload(b []byte, v any) error {
 
 // DecodeRecord decodes an event's stored bytes into a record, hash
 // included; raw is kept, not copied. Errors wrap ErrMalformed.
-func DecodeRecord(raw []byte) (Record, error) {
-	e, err := DecodeEvent(raw)
+func DecodeRecord(raw []byte) (Record, error) { return (*EventDecoder)(nil).DecodeRecord(raw) }
+
+// DecodeRecord decodes as the function DecodeRecord does, the event as
+// Decode does (dec nil: as DecodeEvent does).
+func (dec *EventDecoder) DecodeRecord(raw []byte) (Record, error) {
+	e, err := decodeEvent(raw, dec)
 	if err != nil {
 		return Record{}, fmt.Errorf("decode record: %w", err)
 	}

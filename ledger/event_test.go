@@ -321,6 +321,51 @@ func TestDecodeEventAgreesWithReference(t *testing.T) {
 // the input (maxDecodeAlloc), whatever lengths the input claims, and that
 // peekEnvelope, which Verify reads instead of decoding, finds the same seq
 // and prev as DecodeEvent on every well-formed event.
+// An EventDecoder decodes as DecodeEvent does, event after event, and
+// what one event's payload or subject list becomes never reaches another's:
+// not when the caller appends to it, nor when it writes over it.
+func TestEventDecoderBlocks(t *testing.T) {
+	var raws [][]byte
+	for i := range 3000 {
+		for _, e := range sampleEvents() {
+			e.Subjects = append(e.Subjects, fmt.Sprintf("T-%04d", i))
+			e.Payload = append(e.Payload[:len(e.Payload):len(e.Payload)], bytes.Repeat([]byte{byte(i)}, i%700)...)
+			raw, err := e.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			raws = append(raws, raw)
+		}
+	}
+	var dec EventDecoder
+	got := make([]Event, len(raws))
+	for i, raw := range raws {
+		want, err := DecodeEvent(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i], err = dec.Decode(raw); err != nil || !reflect.DeepEqual(got[i], want) {
+			t.Fatalf("event %d: EventDecoder.Decode = %+v, %v; DecodeEvent = %+v", i, got[i], err, want)
+		}
+	}
+	for i := range got {
+		got[i].Payload = append(got[i].Payload, 0xff, 0xff)
+		got[i].Subjects = append(got[i].Subjects, "appended")
+		if i%2 == 0 {
+			clear(got[i].Payload)
+			clear(got[i].Subjects)
+		}
+	}
+	for i := 1; i < len(got); i += 2 {
+		want, _ := DecodeEvent(raws[i])
+		want.Payload = append(want.Payload, 0xff, 0xff)
+		want.Subjects = append(want.Subjects, "appended")
+		if !reflect.DeepEqual(got[i], want) {
+			t.Fatalf("event %d changed by what was done to the others: %+v, want %+v", i, got[i], want)
+		}
+	}
+}
+
 func FuzzDecodeEvent(f *testing.F) {
 	for _, e := range sampleEvents() {
 		raw, err := e.Encode()
@@ -349,6 +394,10 @@ func FuzzDecodeEvent(f *testing.F) {
 		ref, refErr := decodeEventReference(raw)
 		if (err == nil) != (refErr == nil) || !reflect.DeepEqual(e, ref) {
 			t.Fatalf("DecodeEvent = %+v, %v\nthe generic reader = %+v, %v\ninput % x", e, err, ref, refErr, raw)
+		}
+		var dec EventDecoder
+		if de, derr := dec.Decode(raw); (derr == nil) != (err == nil) || !reflect.DeepEqual(de, e) {
+			t.Fatalf("EventDecoder.Decode = %+v, %v; DecodeEvent = %+v, %v", de, derr, e, err)
 		}
 		if typ, ok := TypeOf(raw); err == nil && (!ok || typ != e.Type) {
 			t.Fatalf("TypeOf = %q, %v; DecodeEvent's type %q", typ, ok, e.Type)

@@ -316,12 +316,13 @@ func readChunk(l *boltstore.Reading, next, chunk uint64) (c foldChunk, more bool
 	})
 	recs := make([]ledger.Record, 0, len(raws))
 	var finalized []uint64
+	var dec ledger.EventDecoder
 	for _, raw := range raws {
 		if err != nil {
 			break
 		}
 		var r ledger.Record
-		if r, err = ledger.DecodeRecord(raw); err != nil {
+		if r, err = dec.DecodeRecord(raw); err != nil {
 			err = fmt.Errorf("event %d: %w", next+uint64(len(recs)), err)
 		} else if r.Seq != next+uint64(len(recs)) {
 			err = fmt.Errorf("event %d: stored at %d: %w", r.Seq, next+uint64(len(recs)), ledger.ErrMalformed)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"gopkg.in/yaml.v3"
 )
@@ -415,11 +416,11 @@ func (s *Set) List(search, capability string) []Skill {
 	if s == nil {
 		return out
 	}
-	search = strings.ToLower(search)
+	search = domain.FoldCase(search)
 	for _, sk := range s.list {
 		if search != "" &&
-			!strings.Contains(strings.ToLower(sk.Name), search) &&
-			!strings.Contains(strings.ToLower(sk.Description), search) {
+			!strings.Contains(domain.FoldCase(sk.Name), search) &&
+			!strings.Contains(domain.FoldCase(sk.Description), search) {
 			continue
 		}
 		if capability != "" && !slices.Contains(sk.Capabilities, capability) {

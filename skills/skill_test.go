@@ -521,3 +521,23 @@ func ExampleSet_List() {
 	// code-review 1.2.0 [review git]
 	// release-notes 0.0.0 [git docs]
 }
+
+// skill_list's search is case-insensitive as Unicode folds case, not as
+// strings.ToLower maps it: a final sigma, the micro sign and the long s are
+// lower case already, and their capitals lower to other letters.
+func TestSkillsListSearchFoldsCase(t *testing.T) {
+	dir := t.TempDir()
+	writeSkill(t, dir, "odos", "---\nname: odos\ndescription: ΟΔΌΣ through 5ΜS of MASS\ncapabilities: [x]\n---\n")
+	skills, _, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, search := range []string{"οδός", "ΟΔΌΣ", "5µs", "Maſs", "mass", "ODOS"} {
+		if got := skills.List(search, ""); len(got) != 1 {
+			t.Errorf("List(%q) found %d skills, want the one", search, len(got))
+		}
+	}
+	if got := skills.List("οδόσx", ""); len(got) != 0 {
+		t.Errorf("List(%q) found %d skills, want none", "οδόσx", len(got))
+	}
+}

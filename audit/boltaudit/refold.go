@@ -70,10 +70,10 @@ func (c foldChunk) reuse() foldChunk {
 
 // decode decodes the events of c read as raw bytes. At the first that
 // does not decode it keeps only those before it, and returns the problem.
-func (c *foldChunk) decode() *audit.Problem {
+func (c *foldChunk) decode(dec *ledger.EventDecoder) *audit.Problem {
 	start := 0
 	for i := range c.recs {
-		e, err := ledger.DecodeEvent(c.raw[start:c.ends[i]])
+		e, err := dec.Decode(c.raw[start:c.ends[i]])
 		if err != nil {
 			seq := c.recs[i].Seq
 			c.recs = c.recs[:i]
@@ -165,9 +165,10 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 	}()
 	go func() {
 		defer close(chunks)
+		var dec ledger.EventDecoder
 		for c := range read {
 			if p.badFold == nil {
-				if pe := c.decode(); pe != nil {
+				if pe := c.decode(&dec); pe != nil {
 					// The events before it are still folded.
 					p.badFold = pe
 					p.bad.Store(true)

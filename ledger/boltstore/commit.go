@@ -149,6 +149,9 @@ type openFile struct {
 	info os.FileInfo
 	// start is when this hold began (zero for the held file).
 	start time.Time
+	// size is the file's size when the current commit began; filled, how
+	// far from the start the file is known to hold no hole (fillTail).
+	size, filled int64
 	// broken: a commit on it failed (I/O, or a damaged page): the
 	// committer lets it go and opens the file afresh.
 	broken bool
@@ -371,6 +374,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 				return err
 			}
 			defer func() { head = tx.head }()
+			l.fillTail(o, btx)
 			ingested = in
 			replica := l.opts.Replica
 			base := tx.head // what the calls decide against

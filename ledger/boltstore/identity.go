@@ -181,6 +181,7 @@ func (l *Store) checkSameFile(o *openFile) error {
 	if !os.SameFile(fi, o.info) {
 		return fmt.Errorf("%w: %s is no longer the file this process opened", ErrReplaced, l.path)
 	}
+	o.size = fi.Size()
 	return nil
 }
 

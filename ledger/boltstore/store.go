@@ -395,6 +395,24 @@ func (l *Store) ReadOnly() bool { return l.opts.ReadOnly }
 // allocSize is how far past its last used page the file grows at a time.
 const allocSize = 1 << 20
 
+// scratchPageSize is the page size of a scratch file (a refold's: verify,
+// rebuild). Nothing but its own process reads it, key by key, so its pages
+// need not be the ledger's: a refold puts a million events' records into
+// it, and with 16 KiB pages each put searches fewer levels and each commit
+// writes a quarter as many pages. At 1M events: verify's CPU 6% less and
+// its peak RSS 10 MB less, a rebuild 10% faster with a shorter hold (4
+// alternated runs each; 32 KiB gained no more, 64 KiB less).
+const scratchPageSize = 16 << 10
+
+// pageSize is the page size of a file this Store creates: bbolt's default
+// (the OS page size) but for a scratch file.
+func (l *Store) pageSize() int {
+	if l.opts.Scratch {
+		return scratchPageSize
+	}
+	return 0
+}
+
 // openDB opens the bbolt file, taking its lock. Only the creation of a new
 // ledger (Open with Create) may create the file: a file gone from under a
 // running Store is an error, never recreated.
@@ -410,6 +428,7 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 			return f, err
 		},
 		FreelistType: bolt.FreelistMapType,
+		PageSize:     l.pageSize(),
 		NoSync:       l.opts.NoSync || l.opts.Scratch,
 		// A scratch file's growth is not synced either (bbolt fsyncs
 		// each time it grows the file by AllocSize).

@@ -260,6 +260,9 @@ func TestOpenScratchLeavesNothing(t *testing.T) {
 	if err := s.Update(func(tx *Tx) error { return fillSpace(tx, "s", 100) }); err != nil {
 		t.Fatal(err)
 	}
+	if got := s.held.Info().PageSize; got != scratchPageSize {
+		t.Errorf("scratch pages of %d bytes, want %d", got, scratchPageSize)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -407,8 +407,9 @@ func (tx *Tx) Event(seq uint64) (ledger.Record, error) {
 // Scan calls fn for each event with seq in [begin, end), in order. It stops
 // at the first error and returns it.
 func (tx *Tx) Scan(begin, end uint64, fn func(ledger.Record) error) error {
+	var dec ledger.EventDecoder
 	return tx.ScanRaw(begin, end, func(seq uint64, raw []byte) error {
-		r, err := ledger.DecodeRecord(raw)
+		r, err := dec.DecodeRecord(raw)
 		if err != nil {
 			return fmt.Errorf("event %d: %w", seq, err)
 		}
