@@ -302,7 +302,7 @@ func Tasks(tx *boltstore.Tx, fn func(Task) bool) error {
 	}
 	return tasks.Scan(nil, false, func(_, v []byte) (bool, error) {
 		var t Task
-		if err := ledger.DecodePayload(v, &t); err != nil {
+		if err := decodeStored(v, &t); err != nil {
 			return false, err
 		}
 		return fn(t), nil

@@ -296,6 +296,8 @@ func TestDamagedProjectionRecords(t *testing.T) {
 		{"a session leaf's key cut to 8 bytes", "session_leaves", func(b *bolt.Bucket) error { return b.Put(be(1), make([]byte, 32)) }, []string{"show", "A-0001", "--json"}},
 		{"a task_events key of 8 bytes", "task_events", func(b *bolt.Bucket) error { return b.Put(be(2), nil) }, []string{"show", "T-0002"}},
 		{"a children key of 8 bytes", "children", func(b *bolt.Bucket) error { return b.Put(be(1), nil) }, []string{"show", "T-0001", "--json"}},
+		{"a task record that does not decode, shown", "tasks", func(b *bolt.Bucket) error { return b.Put(be(1), []byte{0xc1}) }, []string{"show", "T-0001"}},
+		{"a task record that does not decode, listed", "tasks", func(b *bolt.Bucket) error { return b.Put(be(1), []byte{0xc1}) }, []string{"tasks"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ledger.db")
