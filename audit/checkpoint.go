@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,11 +63,12 @@ func ParseCheckpoint(text string) (Checkpoint, error) {
 }
 
 // Sign returns the signed note of c: its text, a blank line and the
-// signature line. An origin that is not one non-empty line is an
-// *OptionError.
+// signature line. An origin that is not one non-empty line of UTF-8 with no
+// control character (what note.Open takes back: a note that holds one
+// could never be verified) is an *OptionError.
 func (c Checkpoint) Sign(s note.Signer) ([]byte, error) {
-	if c.Origin == "" || strings.Contains(c.Origin, "\n") {
-		return nil, BadOption("origin", "must be one non-empty line")
+	if c.Origin == "" || !utf8.ValidString(c.Origin) || strings.ContainsFunc(c.Origin, func(r rune) bool { return r < 0x20 }) {
+		return nil, BadOption("origin", "%q: must be one non-empty line of UTF-8 text with no control characters", c.Origin)
 	}
 	return note.Sign(&note.Note{Text: c.Text()}, s)
 }
@@ -89,7 +91,7 @@ func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, error) {
 // naming its file; a signature that does not verify, or a body that does
 // not parse, is OpenCheckpoint's *Problem.
 func ReadCheckpoint(path, verifierPath string) (Checkpoint, error) {
-	vk, err := os.ReadFile(verifierPath)
+	vk, err := ReadFile(verifierPath, maxNoteBytes, "a verifier key")
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -97,18 +99,44 @@ func ReadCheckpoint(path, verifierPath string) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("%s is not a verifier key: %w", verifierPath, err)
 	}
-	msg, err := os.ReadFile(path)
+	msg, err := ReadFile(path, maxNoteBytes, "a checkpoint")
 	if err != nil {
 		return Checkpoint{}, err
 	}
 	return OpenCheckpoint(msg, v)
 }
 
+// maxNoteBytes bounds what is read of a key or checkpoint file: each is a
+// few lines (a checkpoint's extension lines too).
+const maxNoteBytes = 1 << 20
+
+// ReadFile reads the file path, at most max bytes: a larger one (or a
+// device that never ends, /dev/zero) is an error saying it is not what
+// (a proof file, a checkpoint), never read on until memory runs out.
+func ReadFile(path string, max int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadAtMost(f, max, path, what)
+}
+
+// ReadAtMost reads r to its end, at most max bytes; name is where it
+// comes from, in the error past max.
+func ReadAtMost(r io.Reader, max int64, name, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s is larger than %d bytes: not %s", name, max, what)
+	}
+	return b, err
+}
+
 // ReadSigner reads the signer key file path (as Keys.Write writes it). A
 // file that cannot be read is the os error; one that holds no signer key
 // is an error naming it.
 func ReadSigner(path string) (note.Signer, error) {
-	text, err := os.ReadFile(path)
+	text, err := ReadFile(path, maxNoteBytes, "a signer key")
 	if err != nil {
 		return nil, err
 	}

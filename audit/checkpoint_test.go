@@ -44,8 +44,23 @@ func TestCheckpointSignOpen(t *testing.T) {
 	if err != nil || got != cp {
 		t.Errorf("open: %+v, %v; want %+v", got, err, cp)
 	}
-	if _, err := (audit.Checkpoint{Origin: "two\nlines"}).Sign(s); err == nil {
-		t.Error("signed an origin of two lines")
+	// Whatever origin Sign takes, OpenCheckpoint takes back; the others
+	// are refused before signing (attack review: a tab, a control
+	// character or invalid UTF-8 was signed into a checkpoint no verifier
+	// could open).
+	for _, origin := range []string{"two\nlines", "", "tab\there", "cr\rhere", "nul\x00", "esc\x1b[0m", "bad \xff utf-8",
+		"example.com/log", "a space", "café", "del\x7f", " "} {
+		signed, err := (audit.Checkpoint{Origin: origin, Size: 1}).Sign(s)
+		if err != nil {
+			var oe *audit.OptionError
+			if !errors.As(err, &oe) || oe.Option != "origin" {
+				t.Errorf("origin %q: %v, want an *OptionError about origin", origin, err)
+			}
+			continue
+		}
+		if got, err := audit.OpenCheckpoint(signed, v); err != nil || got.Origin != origin {
+			t.Errorf("origin %q signed, but opens as %+v, %v", origin, got, err)
+		}
 	}
 }
 

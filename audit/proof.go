@@ -227,6 +227,11 @@ func hexHashes(hs []ledger.Hash) []string {
 	return out
 }
 
+// MaxProofBytes bounds a proof file (ReadFile): its event is at most a
+// request's size (4 MiB by default, more if the server was told so), as
+// base64, and 64 hashes.
+const MaxProofBytes = 64 << 20
+
 // ProofCheck is the outcome of checking a proof file, as logbook
 // check-proof --json prints it.
 type ProofCheck struct {

@@ -115,7 +115,11 @@ func LiveLearnings(tx *boltstore.Tx, project string, fn func(id string, shingles
 		return err
 	}
 	var shingles []uint64
-	return live.Scan(append([]byte(project), 0), false, func(k, v []byte) (bool, error) {
+	prefix := append([]byte(project), 0)
+	return live.Scan(prefix, false, func(k, v []byte) (bool, error) {
+		if len(k) != len(prefix)+8 {
+			return false, fmt.Errorf("live_learnings key %x: %w", k, boltstore.ErrDamaged)
+		}
 		if len(v)%8 != 0 {
 			return false, fmt.Errorf("live learning %d: shingles of %d bytes", be64(k[len(k)-8:]), len(v))
 		}

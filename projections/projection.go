@@ -440,7 +440,18 @@ func getRecord(sp *boltstore.Space, key []byte, v any) (bool, error) {
 	if b == nil {
 		return false, nil
 	}
-	return true, unmarshal(b, v)
+	return true, decodeStored(b, v)
+}
+
+// decodeStored decodes a record the fold stored into v. What this binary
+// stored always decodes (a projection of another version is never read:
+// Current), so one that does not is a damaged file, ErrDamaged, as a key
+// of the wrong length is.
+func decodeStored(b []byte, v any) error {
+	if err := unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: a stored record does not decode: %v", boltstore.ErrDamaged, err)
+	}
+	return nil
 }
 
 func putRecord(sp *boltstore.Space, key []byte, v any) error {

@@ -231,7 +231,11 @@ func SessionLeaves(tx *boltstore.Tx, id string, fn func(Leaf) error) error {
 		return err
 	}
 	return leaves.Scan(u64(n), false, func(k, v []byte) (bool, error) {
-		l := Leaf{Seq: be64(k[8:])}
+		var l Leaf
+		if len(k) != 16 || len(v) < len(l.Hash) {
+			return false, fmt.Errorf("session_leaves key %x: value of %d bytes: %w", k, len(v), boltstore.ErrDamaged)
+		}
+		l.Seq = be64(k[8:])
 		copy(l.Hash[:], v)
 		if rest := string(v[len(l.Hash):]); rest != "" {
 			l.Tasks = strings.Split(rest, ",")

@@ -286,7 +286,12 @@ func eachTaskEvent(tx *boltstore.Tx, id string, fn func(seq uint64) (bool, error
 	if events == nil {
 		return err
 	}
-	return events.Scan(u64(n), false, func(k, _ []byte) (bool, error) { return fn(be64(k[8:])) })
+	return events.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
+		if len(k) != 16 {
+			return false, fmt.Errorf("task_events key %x: %w", k, boltstore.ErrDamaged)
+		}
+		return fn(be64(k[8:]))
+	})
 }
 
 // Tasks calls fn for every task in creation order until fn returns false.
@@ -297,7 +302,7 @@ func Tasks(tx *boltstore.Tx, fn func(Task) bool) error {
 	}
 	return tasks.Scan(nil, false, func(_, v []byte) (bool, error) {
 		var t Task
-		if err := ledger.DecodePayload(v, &t); err != nil {
+		if err := decodeStored(v, &t); err != nil {
 			return false, err
 		}
 		return fn(t), nil
@@ -312,6 +317,9 @@ func Children(tx *boltstore.Tx, id string) ([]string, error) {
 	}
 	var ids []string
 	err = children.Scan(u64(n), false, func(k, _ []byte) (bool, error) {
+		if len(k) != 16 {
+			return false, fmt.Errorf("children key %x: %w", k, boltstore.ErrDamaged)
+		}
 		ids = append(ids, domain.FormatID(domain.TaskPrefix, be64(k[8:])))
 		return true, nil
 	})

@@ -46,7 +46,7 @@ func Tokens(tx *boltstore.Tx) ([]Token, error) {
 	var out []Token
 	err = sp.Scan(nil, false, func(_, v []byte) (bool, error) {
 		var t Token
-		if err := unmarshal(v, &t); err != nil {
+		if err := decodeStored(v, &t); err != nil {
 			return false, err
 		}
 		out = append(out, t)

@@ -37,8 +37,10 @@ func Prove(tx *boltstore.Tx, req ProofRequest) (*audit.Proof, error) {
 		return nil, audit.BadOption("seq", "is required (seqs start at 1)")
 	case !inclusion && req.Old == 0:
 		return nil, audit.BadOption("old", "is required (at least 1)")
-	case n > head:
+	case n > head && inclusion:
 		return nil, beyondHead("size", n, head)
+	case n > head:
+		return nil, beyondHead("new", n, head)
 	case inclusion && req.Seq > n:
 		return nil, audit.BadOption("seq", "%d is beyond the tree size %d", req.Seq, n)
 	case !inclusion && req.Old > n:

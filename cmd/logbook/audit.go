@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -215,9 +214,9 @@ func checkProof(c *call) func() error {
 		}
 		var raw []byte
 		if c.arg() == "-" {
-			raw, err = io.ReadAll(c.stdin)
+			raw, err = audit.ReadAtMost(c.stdin, audit.MaxProofBytes, "stdin", "a proof file")
 		} else {
-			raw, err = os.ReadFile(c.arg())
+			raw, err = audit.ReadFile(c.arg(), audit.MaxProofBytes, "a proof file")
 		}
 		if err != nil {
 			return err
@@ -284,7 +283,7 @@ func checkpoint(c *call) func() error {
 		}
 		cp := audit.Checkpoint{Origin: cmp.Or(*origin, signer.Name())}
 		err = c.view(func(tx *boltstore.Tx) error {
-			r, err := boltaudit.Root(tx, boltaudit.RootOptions{Size: *size, SizeKnown: *size > 0})
+			r, err := boltaudit.Root(tx, boltaudit.RootOptions{Size: *size, SizeKnown: c.isSet("size")})
 			cp.Size, cp.Root = r.Size, r.Root
 			return err
 		})

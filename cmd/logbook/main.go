@@ -11,7 +11,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/ledger"
@@ -24,9 +27,28 @@ func main() {
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "logbook:", err)
+		fmt.Fprintln(os.Stderr, "logbook:", oneLine(err.Error()))
 	}
 	os.Exit(exitCode(err))
+}
+
+// oneLine is msg with its control characters written as Go escapes (\n,
+// \t, \x01): an error is one line of stderr, whatever the paths and values
+// it quotes hold (a --db path with a newline in it, say).
+func oneLine(msg string) string {
+	if !strings.ContainsFunc(msg, unicode.IsControl) {
+		return msg
+	}
+	var b strings.Builder
+	for _, r := range msg {
+		if !unicode.IsControl(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 // Exit codes are stable: scripts depend on them.

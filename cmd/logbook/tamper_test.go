@@ -72,6 +72,16 @@ func flipEventByte(t testing.TB, path string, seq uint64) {
 	}
 }
 
+// putEventKey stores a copy of event seq's bytes under key k of the events
+// bucket.
+func putEventKey(t testing.TB, path string, k []byte, seq uint64) {
+	t.Helper()
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		ev := tx.Bucket([]byte("events"))
+		return ev.Put(k, bytes.Clone(ev.Get(be(seq))))
+	})
+}
+
 // swapEvents exchanges the stored bytes of events a and b.
 func swapEvents(t testing.TB, path string, a, b uint64) {
 	t.Helper()
@@ -250,4 +260,45 @@ func errorsJoin(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// pointBranchAtItself makes the second child pointer of the root page of
+// the projection space name (a branch page) point at that page itself, as
+// one changed byte of the file can: a cursor walking the space then gives
+// its first keys again, and again, for ever.
+func pointBranchAtItself(t testing.TB, path, name string) {
+	t.Helper()
+	var root uint64
+	var pageSize int
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize = db.Info().PageSize
+	err = db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket([]byte("spaces")).Bucket([]byte(name)).Root())
+		return nil
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, pageSize)
+	if _, err := f.ReadAt(page, int64(root)*int64(pageSize)); err != nil {
+		t.Fatal(err)
+	}
+	// Page header: id (8 bytes), flags (2; 0x01 branch), count (2),
+	// overflow (4); then 16-byte elements: pos, key size, child page id.
+	if flags, count := binary.LittleEndian.Uint16(page[8:]), binary.LittleEndian.Uint16(page[10:]); flags != 0x01 || count < 2 {
+		t.Fatalf("space %s: root page %d is not a branch of 2 or more (flags %#x, count %d)", name, root, flags, count)
+	}
+	binary.LittleEndian.PutUint64(page[16+16+8:], root)
+	if _, err := f.WriteAt(page, int64(root)*int64(pageSize)); err != nil {
+		t.Fatal(err)
+	}
 }

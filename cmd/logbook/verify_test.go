@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // verifyOut is verify --json's report.
@@ -98,6 +101,9 @@ func TestVerifyTampered(t *testing.T) {
 		{"merkle node corrupted", func(p string) { corruptNode(t, p, 5, 0) }, 32, "merkle node wrong"},
 		{"lowest stored node corrupted", func(p string) { corruptNode(t, p, 4, 0) }, 16, "merkle node wrong"},
 		{"projection edited", func(p string) { editTaskTitle(t, p, 1, "Ship the ledger", "Ship the LEDGER") }, 0, "projection differs from the log"},
+		// Every key of the events bucket is an event's, 1 to the head.
+		{"event stored past the head", func(p string) { putEventKey(t, p, be(head+1), head) }, head + 1, "head mismatch"},
+		{"stray key among the events", func(p string) { putEventKey(t, p, append(be(9), 0), 9) }, 9, "sequence mismatch"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,5 +220,94 @@ func TestAuditorCommandErrors(t *testing.T) {
 		if r.code != 2 {
 			t.Errorf("logbook %s: want exit 2, got %s", strings.Join(args, " "), r)
 		}
+	}
+}
+
+// TestDamagedPageLoop: a page of a projection space whose child pointer
+// points back into the tree (one byte of the file changed) makes a walk of
+// the space give keys it already gave, for ever. Every command that walks
+// it says the file is damaged (exit 1) rather than running until killed
+// (attack review: verify and tasks never ended).
+func TestDamagedPageLoop(t *testing.T) {
+	path := healthyLedger(t, 80)
+	pointBranchAtItself(t, path, "tasks")
+	for _, args := range [][]string{{"verify"}, {"verify", "--json"}, {"tasks"}, {"tasks", "--json"}} {
+		r := run(t, append(args, "--db", path)...)
+		wantExit(t, r, 1, strings.Join(args, " "))
+		if !strings.Contains(r.stderr, "ledger file is damaged: a bucket's keys are out of order") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%s: want one line saying the file is damaged: %s", strings.Join(args, " "), r)
+		}
+	}
+}
+
+// TestAuditorBadValuesSayWhich: a flag's bad value is exit 2 with one line
+// on stderr naming the flag as given, and nothing is signed or written.
+// Attack review: checkpoint --size 0 signed the whole ledger, --origin with
+// a control character signed a checkpoint no verifier opens, prove
+// consistency --new past the head spoke of --size, and a --db path with a
+// newline in it split the error over two lines; check-proof /dev/zero (and
+// a checkpoint or key file of /dev/zero) read on until memory ran out.
+func TestAuditorBadValuesSayWhich(t *testing.T) {
+	path := healthyLedger(t, 0)
+	dir := t.TempDir()
+	skey := writeKey(t, dir)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--size", "0"}, "checkpoint: --size must be at least 1"},
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--origin", "a\x01b"}, `checkpoint: --origin "a\x01b": must be one non-empty line`},
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--origin", "a\tb"}, `--origin "a\tb"`},
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--origin", "a\xffb"}, `--origin "a\xffb"`},
+		{[]string{"prove", "consistency", "--db", path, "--old", "1", "--new", "100000"}, "prove consistency: --new 100000 is beyond the head"},
+		{[]string{"prove", "inclusion", "--db", path, "--seq", "1", "--size", "100000"}, "prove inclusion: --size 100000 is beyond the head"},
+		{[]string{"verify", "--db", "a\nb"}, `verify: --db: stat a\nb: no such file or directory`},
+		{[]string{"root", "--db", "x\ry"}, `root: --db: stat x\ry:`},
+		// Files that never end are not read until memory runs out.
+		{[]string{"check-proof", "/dev/zero", "--root", strings.Repeat("ab", 32)}, "check-proof: /dev/zero is larger than 67108864 bytes: not a proof file"},
+		{[]string{"verify", "--db", path, "--checkpoint", "/dev/zero", "--vkey", vkeyOf(skey)}, "/dev/zero is larger than 1048576 bytes: not a checkpoint"},
+		{[]string{"checkpoint", "--db", path, "--key", "/dev/zero"}, "checkpoint: --key: /dev/zero is larger than 1048576 bytes: not a signer key"},
+	} {
+		r := run(t, c.args...)
+		wantExit(t, r, 2, strings.Join(c.args, " "))
+		if !strings.HasPrefix(r.stderr, "logbook: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
+			t.Errorf("logbook %q: want one line of stderr with %q and no stdout, got %s", c.args, c.want, r)
+		}
+	}
+}
+
+// TestDamagedProjectionRecords: a projection key or value of a length the
+// fold never writes is a damaged file (exit 1, one line) to the views that
+// read it, never a crash (attack review: show A-0001 panicked, slice bounds
+// out of range, on a session leaf's value emptied; a task_events or
+// children key of 8 bytes would have too).
+func TestDamagedProjectionRecords(t *testing.T) {
+	base := healthyLedger(t, 0)
+	for _, c := range []struct {
+		name   string
+		space  string
+		tamper func(b *bolt.Bucket) error
+		args   []string
+	}{
+		{"a session leaf's value emptied", "session_leaves", func(b *bolt.Bucket) error {
+			k, _ := b.Cursor().First()
+			return b.Put(bytes.Clone(k), []byte{})
+		}, []string{"show", "A-0001"}},
+		{"a session leaf's key cut to 8 bytes", "session_leaves", func(b *bolt.Bucket) error { return b.Put(be(1), make([]byte, 32)) }, []string{"show", "A-0001", "--json"}},
+		{"a task_events key of 8 bytes", "task_events", func(b *bolt.Bucket) error { return b.Put(be(2), nil) }, []string{"show", "T-0002"}},
+		{"a children key of 8 bytes", "children", func(b *bolt.Bucket) error { return b.Put(be(1), nil) }, []string{"show", "T-0001", "--json"}},
+		{"a task record that does not decode, shown", "tasks", func(b *bolt.Bucket) error { return b.Put(be(1), []byte{0xc1}) }, []string{"show", "T-0001"}},
+		{"a task record that does not decode, listed", "tasks", func(b *bolt.Bucket) error { return b.Put(be(1), []byte{0xc1}) }, []string{"tasks"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			copyFile(t, base, path)
+			editBolt(t, path, func(tx *bolt.Tx) error { return c.tamper(tx.Bucket([]byte("spaces")).Bucket([]byte(c.space))) })
+			r := run(t, append(c.args, "--db", path)...)
+			wantExit(t, r, 1, strings.Join(c.args, " "))
+			if !strings.Contains(r.stderr, "ledger file is damaged") || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("want one line saying the file is damaged: %s", r)
+			}
+		})
 	}
 }

@@ -13,11 +13,16 @@ func (tx *Tx) ScanRaw(begin, end uint64, fn func(seq uint64, raw []byte) error) 
 	c := tx.events.Cursor()
 	n := 0
 	want := max(begin, 1) // the next seq the log holds
+	var prev []byte
 	for k, v := c.Seek(u64(begin)); k != nil; k, v = c.Next() {
 		seq, ok := seqOf(k)
 		if !ok {
 			return fmt.Errorf("%w: an event key of %d bytes", ErrDamaged, len(k))
 		}
+		if err := inOrder(prev, k, false); err != nil {
+			return err
+		}
+		prev = k
 		if seq >= end {
 			break
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -798,4 +799,146 @@ func TestMissingNodeIsDamage(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestTamperVerifyEventKeys: every key of the events bucket is an event's,
+// 1 to the head, and nothing else, whatever the chunk. A key that is not 8
+// bytes or seq 0 is a stray key (sequence mismatch) named at the seq its
+// first 8 bytes say; an event past the recorded head (one added, or the
+// head moved back over it) is a head mismatch after the head. Before,
+// Verify sought each chunk's first seq and never looked past the head: such
+// keys passed with some chunks, or were reported as the next event missing
+// (attack review).
+func TestTamperVerifyEventKeys(t *testing.T) {
+	const n = 40
+	put := func(k []byte) func(*bolt.Tx) error {
+		return func(btx *bolt.Tx) error { return eventsOf(btx).Put(k, eventsOf(btx).Get(key(5))) }
+	}
+	eachFormat(t, func(t *testing.T, format uint64) {
+		path, recs := tamperLedger(t, n, format)
+		tests := []struct {
+			name    string
+			tamper  func(*bolt.Tx) error
+			seq     uint64
+			problem ledger.Problem
+		}{
+			{"a key of 9 bytes after event 20", put(append(key(20), 0)), 20, ledger.ProblemSeq},
+			{"a key of 9 bytes after event 4", put(append(key(4), 0)), 4, ledger.ProblemSeq},
+			{"a key of 7 bytes", put(key(5)[1:]), n + 1, ledger.ProblemSeq},
+			{"seq 0", put(key(0)), 1, ledger.ProblemSeq},
+			{"a key of 1 byte, first", put([]byte{0}), 1, ledger.ProblemSeq},
+			{"a key of 9 bytes after the last event", put(append(key(n), 0)), n, ledger.ProblemSeq},
+			{"a nested bucket past the events", func(btx *bolt.Tx) error {
+				_, err := eventsOf(btx).CreateBucket([]byte("zz"))
+				return err
+			}, n + 1, ledger.ProblemSeq},
+			{"an event past the head", put(key(n + 1)), n + 1, ledger.ProblemHead},
+			{"an event far past the head", put(key(1 << 40)), n + 1, ledger.ProblemHead},
+			{"the head moved back one event", putHead(n-1, recs[n-2].Hash), n, ledger.ProblemHead},
+		}
+		for _, tt := range tests {
+			for _, chunk := range []uint64{1, 3, 4096} {
+				t.Run(fmt.Sprintf("%s, chunk %d", tt.name, chunk), func(t *testing.T) {
+					p := filepath.Join(t.TempDir(), "ledger.db")
+					raw, err := os.ReadFile(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, raw, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					editFile(t, p, tt.tamper)
+					l := openPath(t, p, Options{ReadOnly: true})
+					_, err = l.Verify(context.Background(), VerifyOptions{Chunk: chunk})
+					wantIntegrity(t, err, tt.seq, tt.problem)
+					// The chain check of a range that reaches the head
+					// (audit_verify_chain) finds it too.
+					var got []*ledger.IntegrityError
+					err = l.View(func(tx *Tx) error {
+						_, err := tx.VerifyEvents(1, tx.Head().Seq+1, func(p *ledger.IntegrityError) error {
+							got = append(got, p)
+							return nil
+						})
+						return err
+					})
+					if err != nil || len(got) == 0 || got[0].Problem != tt.problem {
+						t.Errorf("VerifyEvents: %v, %v; want %s", got, err, tt.problem)
+					}
+				})
+			}
+		}
+	})
+}
+
+// TestTamperVerifyLevelKeys: in formats 1 and 2 every key of the merkle
+// bucket is the bucket of a level the format stores, and every key of a
+// level the index of a node of the log, whatever the chunk; a stray key is
+// merkle node wrong at the seq that completes the node it names (the one
+// expected where it sorts, if it is not 8 bytes), at most the head + 1.
+// Before, the checks sought each node by its index: a key past the head,
+// of 7 bytes, in a level format 2 does not store or in a level above the
+// tree passed, and a 9-byte key was a missing child at the next node, or
+// passed with --chunk 1 (attack review; format 3: TestTamperVerifyFormat3Keys).
+func TestTamperVerifyLevelKeys(t *testing.T) {
+	const n = 70
+	put := func(level byte, k []byte, v []byte) func(*bolt.Tx) error {
+		return func(btx *bolt.Tx) error {
+			b, err := btx.Bucket([]byte("merkle")).CreateBucketIfNotExists([]byte{level})
+			if err != nil {
+				return err
+			}
+			return b.Put(k, v)
+		}
+	}
+	node := make([]byte, 32)
+	for _, format := range []uint64{1, 2} {
+		tests := []struct {
+			name   string
+			tamper func(*bolt.Tx) error
+			seq    uint64
+		}{
+			{"a level-4 key of 9 bytes after node 4/0", put(4, append(key(0), 0), node), 16},
+			{"a level-4 node past the head", put(4, key(4), node), n + 1},
+			{"a level-4 node far past the head", put(4, key(50), node), n + 1},
+			{"a level-5 key of 7 bytes", put(5, key(1)[1:], node), n + 1},
+			{"a level above the tree", put(9, key(0), node), n + 1},
+			{"a value, not a level's bucket", func(btx *bolt.Tx) error { return btx.Bucket([]byte("merkle")).Put([]byte("x"), node) }, n + 1},
+			{"a bucket in a level", func(btx *bolt.Tx) error {
+				b := btx.Bucket([]byte("merkle")).Bucket([]byte{4})
+				_, err := b.CreateBucket(key(9))
+				return err
+			}, n + 1},
+			{"a level-4 node past the head of 31 bytes", put(4, key(4), node[:31]), n + 1},
+		}
+		if format == 1 {
+			tests = append(tests,
+				struct {
+					name   string
+					tamper func(*bolt.Tx) error
+					seq    uint64
+				}{"a leaf key of 9 bytes", put(0, append(key(5), 0), node), 6},
+				struct {
+					name   string
+					tamper func(*bolt.Tx) error
+					seq    uint64
+				}{"a leaf past the head", put(0, key(n), node), n + 1})
+		} else {
+			tests = append(tests, struct {
+				name   string
+				tamper func(*bolt.Tx) error
+				seq    uint64
+			}{"a level-2 node, which format 2 does not store", put(2, key(3), node), 16})
+		}
+		for _, tt := range tests {
+			for _, chunk := range []uint64{1, 3, 4096} {
+				t.Run(fmt.Sprintf("format=%d/%s, chunk %d", format, tt.name, chunk), func(t *testing.T) {
+					path, _ := tamperLedger(t, n, format)
+					editFile(t, path, tt.tamper)
+					l := openPath(t, path, Options{ReadOnly: true})
+					_, err := l.Verify(context.Background(), VerifyOptions{Chunk: chunk})
+					wantIntegrity(t, err, tt.seq, ledger.ProblemNode)
+				})
+			}
+		}
+	}
 }

@@ -568,7 +568,11 @@ func (s *Space) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, er
 			k, v = c.Prev()
 		}
 	}
+	var prev []byte
 	for n := 1; k != nil && bytes.HasPrefix(k, prefix); n++ {
+		if err := inOrder(prev, k, reverse); err != nil {
+			return err
+		}
 		if n%releaseEvery == 0 {
 			releaseMapped(s.b.Tx())
 		}
@@ -576,6 +580,7 @@ func (s *Space) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, er
 		if err != nil || !more {
 			return err
 		}
+		prev = k
 		if reverse {
 			k, v = c.Prev()
 		} else {

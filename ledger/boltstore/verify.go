@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
@@ -62,7 +63,11 @@ func (tx *Tx) VerifyEvents(begin, end uint64, fn func(*ledger.IntegrityError) er
 	}
 	var err error
 	if last == tx.head.Seq+1 {
-		err = c.Finish(report)
+		if err = c.Finish(report); err == nil {
+			// After the head: nothing (a problem of the range that
+			// reaches it, though named past it).
+			err = tx.checkPastHead(tx.head.Seq, fn)
+		}
 	} else {
 		err = c.EndBefore(tx.events.Get(u64(last)), report)
 	}
@@ -109,9 +114,38 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 		}
 		lc = leaves.Cursor()
 	}
+	// Every key of the bucket is looked at once, whatever the chunks: a
+	// range starts right after the key of event begin-1 (at the first key
+	// for the whole log), so a key sorting between two events' is the
+	// range's that checks the second.
 	ec := tx.events.Cursor()
-	k, raw := ec.Seek(u64(begin))
+	var k, raw []byte
+	if begin <= 1 {
+		k, raw = ec.First()
+	} else if k, raw = ec.Seek(u64(begin - 1)); keyIs(k, begin-1) {
+		k, raw = ec.Next()
+	}
+	next := func() error {
+		prev := k
+		if k, raw = ec.Next(); k == nil {
+			return nil
+		}
+		return inOrder(prev, k, false)
+	}
 	for seq := begin; seq < end; seq++ {
+		// Keys no event has (not 8 bytes, or seq 0) are reported and
+		// passed over.
+		for k != nil {
+			if s, ok := seqOf(k); ok && s >= seq && s > 0 {
+				break
+			}
+			if err := fn(strayEventKey(k, seq)); err != nil {
+				return err
+			}
+			if err := next(); err != nil {
+				return err
+			}
+		}
 		if s, ok := seqOf(k); !ok || s != seq {
 			if err := c.Missing(seq, fn); err != nil {
 				return err
@@ -141,7 +175,61 @@ func (tx *Tx) checkEvents(c *ledger.ChainChecker, begin, end uint64, fn func(*le
 		if (seq-begin+1)%releaseEvery == 0 {
 			tx.releaseMapped()
 		}
-		k, raw = ec.Next()
+		if err := next(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// strayEventKey is the problem of a key in the events bucket that is no
+// event's, found where event seq was expected: named at the seq its first
+// 8 bytes say (which sort it there), else at seq.
+func strayEventKey(k []byte, seq uint64) *ledger.IntegrityError {
+	at := seq
+	if len(k) >= 8 {
+		at = min(max(binary.BigEndian.Uint64(k), 1), seq)
+	}
+	why := fmt.Sprintf("%d bytes, not 8", len(k))
+	if len(k) == 8 {
+		why = "seqs start at 1"
+	}
+	return &ledger.IntegrityError{Seq: at, Problem: ledger.ProblemSeq,
+		Detail: fmt.Sprintf("key %x in the events bucket is no event's key (%s)", k, why)}
+}
+
+// checkPastHead checks the keys of the events bucket after event n, the
+// last one checked: in one transaction they are the events appended since
+// (n+1 up to the head this transaction reads, an append moves both at
+// once) and nothing else. An event past the recorded head is a head that
+// is not the last event (a log cut back with the head alone, or an event
+// added), named at n+1; any other key is a stray key.
+func (tx *Tx) checkPastHead(n uint64, fn func(*ledger.IntegrityError) error) error {
+	c := tx.events.Cursor()
+	var k []byte
+	if n == 0 {
+		k, _ = c.First()
+	} else if k, _ = c.Seek(u64(n)); keyIs(k, n) {
+		k, _ = c.Next()
+	}
+	for next := n + 1; k != nil; {
+		switch s, ok := seqOf(k); {
+		case !ok || s < next:
+			if err := fn(strayEventKey(k, n+1)); err != nil {
+				return err
+			}
+		case s != next || s > tx.head.Seq:
+			return fn(&ledger.IntegrityError{Seq: n + 1, Problem: ledger.ProblemHead,
+				Detail: fmt.Sprintf("event %d is stored past the recorded head %d", s, tx.head.Seq)})
+		default:
+			next++
+		}
+		prev := k
+		if k, _ = c.Next(); k != nil {
+			if err := inOrder(prev, k, false); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -312,6 +400,11 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	if first == nil {
 		c.Finish(keep)
 	}
+	if first == nil {
+		if err := s.View(func(tx *Tx) error { return tx.checkPastHead(head.Seq, keep) }); err != nil && err != errStop {
+			return rep, err
+		}
+	}
 	if groups != nil {
 		rep.Nodes += groups.nodes
 		if groups.pending != nil {
@@ -365,6 +458,19 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 			}
 		}
 	}
+	// Formats 1 and 2: every key of the level buckets is a node's.
+	for w := (&levelWalk{base: base, head: head.Seq}); format < 3 && !w.done; {
+		if first != nil {
+			w.limit = first.Seq
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		err := s.View(func(tx *Tx) error { return w.walk(tx, opts.Chunk, keep) })
+		if err != nil && err != errStop {
+			return rep, err
+		}
+	}
 	if first != nil {
 		return rep, first
 	}
@@ -374,6 +480,134 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 		return err
 	})
 	return rep, err
+}
+
+// levelWalk checks the keys of a format-1 or 2 merkle bucket, which the
+// checks of the nodes' hashes seek by index and so never see all of: every
+// key of it is the sub-bucket of a level the format stores (from base up),
+// every key of a level L the index i of a node of the log (completed by
+// event (i+1)·2^L <= the head), in order from 0, and past the head only
+// the nodes appended since (up to the head of the transaction reading
+// them). Anything else is merkle node wrong, named at the seq that
+// completes the node its key names (the one expected there, for a key
+// that is not 8 bytes), at most the head + 1. It reads up to a chunk of
+// keys per read transaction and carries on from the last in the next.
+type levelWalk struct {
+	base  uint
+	head  uint64
+	name  []byte // the level being walked, or the key last looked at
+	after []byte // the last key walked in it
+	limit uint64 // a problem is known at this seq (0: none)
+	done  bool
+}
+
+func (w *levelWalk) walk(tx *Tx, chunk uint64, keep func(*ledger.IntegrityError) error) error {
+	atSeq := func(s uint64) uint64 { return min(max(s, 1), w.head+1) }
+	// A problem is kept, and the walk goes on with the next level: a
+	// later key of this one names a later seq.
+	report := func(p *ledger.IntegrityError) {
+		keep(p)
+		if w.limit == 0 || p.Seq < w.limit {
+			w.limit = p.Seq
+		}
+	}
+	c := tx.btx.Bucket(bucketMerkle).Cursor()
+	name, v := c.First()
+	if w.name != nil {
+		name, v = c.Seek(w.name)
+	}
+	for n := uint64(0); ; name, v = c.Next() {
+		if name == nil {
+			w.done = true
+			return nil
+		}
+		if w.name != nil && !bytes.Equal(name, w.name) {
+			if err := inOrder(w.name, name, false); err != nil {
+				return err
+			}
+			w.after = nil
+		}
+		w.name = append(w.name[:0], name...)
+		if v != nil || len(name) != 1 || name[0] >= 64 {
+			if w.limit == 0 || w.head+1 < w.limit {
+				report(&ledger.IntegrityError{Seq: w.head + 1, Problem: ledger.ProblemNode,
+					Detail: fmt.Sprintf("key %x in the merkle bucket: no level's bucket", name)})
+			}
+			continue
+		}
+		level := uint(name[0])
+		// completes is the seq whose append completes node i of the
+		// level, false past any log.
+		completes := func(i uint64) (uint64, bool) { return (i + 1) << level, i < math.MaxUint64>>level }
+		bc := tx.btx.Bucket(bucketMerkle).Bucket(name).Cursor()
+		var k, nv []byte
+		want := uint64(0)
+		if w.after == nil {
+			k, nv = bc.First()
+		} else {
+			want = binary.BigEndian.Uint64(w.after) + 1
+			if k, nv = bc.Seek(w.after); bytes.Equal(k, w.after) {
+				k, nv = bc.Next()
+			}
+		}
+		for ; k != nil; k, nv = bc.Next() {
+			seq, _ := completes(want)
+			at := atSeq(seq)
+			// The earliest seq this key can be reported at: the node
+			// expected, or the one its first 8 bytes name.
+			named := at
+			if len(k) >= 8 {
+				named = w.head + 1
+				if s, ok := completes(binary.BigEndian.Uint64(k)); ok {
+					named = atSeq(s)
+				}
+			}
+			if w.limit > 0 && min(at, named) >= w.limit {
+				break // nothing in this level before what is already found
+			}
+			if n++; n > chunk {
+				return nil
+			}
+			if w.after != nil {
+				if err := inOrder(w.after, k, false); err != nil {
+					return err
+				}
+			}
+			if p := w.check(tx, level, want, at, named, k, nv); p != nil {
+				report(p)
+				break
+			}
+			want++
+			w.after = append(w.after[:0], k...)
+		}
+	}
+}
+
+// check is the problem of key k (value v) of level found where node want
+// (completed at seq at) was expected, nil if it is that node; named is
+// the seq its first 8 bytes name.
+func (w *levelWalk) check(tx *Tx, level uint, want, at, named uint64, k, v []byte) *ledger.IntegrityError {
+	stray := func(what string) *ledger.IntegrityError {
+		return &ledger.IntegrityError{Seq: named, Problem: ledger.ProblemNode,
+			Detail: fmt.Sprintf("key %x of level %d in the merkle bucket: %s", k, level, what)}
+	}
+	index, ok := seqOf(k)
+	end, inLog := (index+1)<<level, index < math.MaxUint64>>level
+	switch {
+	case level < w.base:
+		return stray(fmt.Sprintf("this format stores no level below %d", w.base))
+	case !ok:
+		return stray("no node's key")
+	case v == nil:
+		return stray("a bucket, not a node")
+	case index > want && at <= w.head:
+		return &ledger.IntegrityError{Seq: at, Problem: ledger.ProblemNode, Detail: fmt.Sprintf("node %d/%d missing", level, want)}
+	case index != want || !inLog || end > tx.head.Seq:
+		return stray("no node of the log")
+	case end > w.head && len(v) != len(ledger.Hash{}):
+		return stray(fmt.Sprintf("a node past the head of %d bytes, not 32", len(v)))
+	}
+	return nil
 }
 
 // nodeWalk checks the nodes of a format-3 file in key order, which is the
@@ -434,6 +668,13 @@ func (w *nodeWalk) walk(tx *Tx, chunk uint64, keep func(*ledger.IntegrityError) 
 			if k == nil {
 				w.done = true
 				return nil
+			}
+			if w.after != nil {
+				// Only here can a damaged page give keys for ever:
+				// before, each key is the next one expected.
+				if err := inOrder(w.after, k, false); err != nil {
+					return err
+				}
 			}
 			if level, index, ok := nodeOfKey(k); !ok || level < w.base || (index+1)<<level <= w.head || len(v) != len(ledger.Hash{}) {
 				// Named at the seq its first 8 bytes say, if in the log.
