@@ -461,7 +461,7 @@ func (l *Store) withDB(readOnly bool, fn func(*bolt.DB, *os.File) error) error {
 }
 
 // withDBWait is withDB waiting at most lockWait for the file lock.
-func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.DB, *os.File) error) error {
+func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.DB, *os.File) error) (err error) {
 	if l.held != nil {
 		return guard(func() error { return fn(l.held, l.heldFile) })
 	}
@@ -475,15 +475,19 @@ func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.
 	if err != nil {
 		return err
 	}
-	err = guard(func() error { return fn(db, file) })
-	if !readOnly {
-		st := db.Stats()
-		l.written.Add(st.TxStats.GetWrite())
-	}
-	if cerr := db.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close: %w", cerr)
-	}
-	return err
+	// Closed however fn ends, a panic of the caller's passing through
+	// included: a file left open keeps its lock, and every writer of
+	// every process out, for as long as this process lives.
+	defer func() {
+		if !readOnly {
+			st := db.Stats()
+			l.written.Add(st.TxStats.GetWrite())
+		}
+		if cerr := db.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close: %w", cerr)
+		}
+	}()
+	return guard(func() error { return fn(db, file) })
 }
 
 // Close waits for queued commits to finish and stops the committer.
