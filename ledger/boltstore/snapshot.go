@@ -37,8 +37,9 @@ type SnapshotReport struct {
 // hold every writer for as long as that takes; they are state derived from
 // the log, which the copy's owner derives again. The copy is in the source's
 // file format (the same stored nodes). The file appears at dst only
-// once it is complete and synced. Errors are I/O; the source is never
-// written.
+// once it is complete and synced. Errors are I/O, or ErrDamaged for an
+// event or node the source's head covers that it does not hold; the source
+// is never written.
 func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) (SnapshotReport, error) {
 	if opts.Chunk == 0 {
 		opts.Chunk = 1 << 14
