@@ -1,9 +1,12 @@
 package boltstore
 
 import (
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // TestPanickingViewLetsTheFileGo: a read whose function panics (a bug in
@@ -34,5 +37,27 @@ func TestPanickingViewLetsTheFileGo(t *testing.T) {
 			l.View(func(*Tx) error { panic("boom") })
 		}()
 		appendN(t, w, 1) // fails with ErrLocked if the read kept the lock
+	}
+}
+
+// TestAppendInAReadIsReadOnly: Append or Ingest in a read transaction is
+// ErrReadOnly, not a nil clock's panic.
+func TestAppendInAReadIsReadOnly(t *testing.T) {
+	l := openTest(t)
+	appendN(t, l, 1)
+	if err := l.View(func(tx *Tx) error {
+		raw, err := tx.Event(1)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Append(ledger.Event{Type: "x", Payload: []byte{0x80}}); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("Append in a read: %v, want ErrReadOnly", err)
+		}
+		if _, err := tx.Ingest(raw.Raw); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("Ingest in a read: %v, want ErrReadOnly", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

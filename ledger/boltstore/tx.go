@@ -81,6 +81,9 @@ func (tx *Tx) Head() ledger.Head { return tx.head }
 // Append assigns e its sequence number, time and previous hash, stores its
 // encoding and the Merkle nodes it completes, and returns the stored record.
 func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
+	if !tx.btx.Writable() {
+		return ledger.Record{}, ErrReadOnly // (a read's Tx has no clock either)
+	}
 	e.Envelope = 0 // the current envelope version, whatever e was read with
 	e.Seq = tx.head.Seq + 1
 	e.Prev = tx.head.Hash
@@ -103,6 +106,9 @@ func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
 // linking to the head — so loss or corruption in the replicated log is
 // reported as a *ledger.IntegrityError and never stored or folded.
 func (tx *Tx) Ingest(raw []byte) (ledger.Record, error) {
+	if !tx.btx.Writable() {
+		return ledger.Record{}, ErrReadOnly
+	}
 	want := tx.head.Seq + 1
 	r, err := ledger.DecodeRecord(raw)
 	switch {
