@@ -251,8 +251,9 @@ func (l *Store) direct(r *request) bool {
 		o.broken = true
 	}
 	// commit answers r whatever the file does (a damaged page that
-	// panics is ErrDamaged, update); o, broken, is let go and opened
-	// afresh for the next calls.
+	// panics is ErrDamaged, update); o, broken, is no longer used
+	// directly: the committer lets it go and opens the file afresh (the
+	// held file: commits on it again).
 	return len(r.done) > 0
 }
 
