@@ -249,9 +249,11 @@ func (ix *Index) Add(doc Doc) error {
 	if doc.ID == "" || doc.Kind < Thought || doc.Kind > Memory {
 		return fmt.Errorf("add %q (%s): %w", doc.ID, doc.Kind, ErrInvalid)
 	}
-	idKey := idKey(doc.ID)
-	if doc.Kind != Thought && ix.sp.Get(idKey) != nil {
-		return fmt.Errorf("add %s: %w", doc.ID, ErrDuplicate)
+	var key []byte // the id's key: thoughts have none (Remove, Has)
+	if doc.Kind != Thought {
+		if key = idKey(doc.ID); ix.sp.Get(key) != nil {
+			return fmt.Errorf("add %s: %w", doc.ID, ErrDuplicate)
+		}
 	}
 	s, err := ix.stats()
 	if err != nil {
@@ -298,8 +300,8 @@ func (ix *Index) Add(doc Doc) error {
 	if err := ix.addDoc(num, docInfo{seq: doc.Seq, length: length, kind: doc.Kind, project: project}); err != nil {
 		return fmt.Errorf("add %s: %w", doc.ID, err)
 	}
-	if doc.Kind != Thought {
-		if err := ix.sp.Put(idKey, binary.AppendUvarint(nil, num)); err != nil {
+	if key != nil {
+		if err := ix.sp.Put(key, binary.AppendUvarint(nil, num)); err != nil {
 			return err
 		}
 	}
