@@ -28,7 +28,7 @@ func verify(c *call) func() error {
 	noProj := c.fs.Bool("no-projections", false, "skip the projection check")
 	opts := boltaudit.Options{Progress: c.progress("verify")}
 	c.fs.StringVar(&opts.ScratchDir, "scratch", "", "directory for the scratch projections (default: the system temp dir)")
-	c.fs.Uint64Var(&opts.Chunk, "chunk", 1<<12, "events per read transaction (and per commit of the refold); larger chunks hold more in memory under verify's 48 MiB heap limit and run slower (8192: about 1.2x the CPU)")
+	c.fs.Uint64Var(&opts.Chunk, "chunk", 1<<12, "events per read transaction (and per commit of the refold); larger chunks hold more in memory under verify's 64 MiB heap limit and ran slower (8192: about 1.2x the CPU at 48 MiB)")
 	return func() error {
 		switch {
 		case opts.Chunk == 0:
@@ -47,7 +47,7 @@ func verify(c *call) func() error {
 		}
 		opts.Projections = !*noProj
 		return c.with(true, func(l *boltstore.Store) error {
-			boundMemory(heapLimit)
+			boundMemory(refoldHeapLimit)
 			out, err := boltaudit.Verify(c.ctx, l, opts)
 			if err != nil {
 				return err

@@ -50,7 +50,7 @@ func rebuild(c *call) func() error {
 	return func() error {
 		var res server.Rebuilt
 		err := c.with(false, func(l *boltstore.Store) (err error) {
-			boundMemory(rebuildHeapLimit)
+			boundMemory(refoldHeapLimit)
 			if res, err = server.Rebuild(l, c.progress("rebuild")); err == nil {
 				err = l.Close()
 			}
