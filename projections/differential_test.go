@@ -11,7 +11,6 @@ import (
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/search"
@@ -279,19 +278,7 @@ func openClocked(t *testing.T) *boltstore.Store {
 func refoldTx(t *testing.T, src *boltstore.Store, batch, txChunks int) *boltstore.Store {
 	t.Helper()
 	scratch := openFolded(t)
-	var recs []ledger.Record
-	roots := map[uint64]ledger.Hash{}
-	src.View(func(tx *boltstore.Tx) error {
-		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
-			roots[r.Seq], _ = tx.Root(r.Seq)
-			r.Raw = nil
-			recs = append(recs, r)
-			return nil
-		})
-	})
-	root := func(size uint64) (ledger.Hash, error) { return roots[size], nil }
-	all := slices.Clone(recs)
-	event := func(seq uint64) (ledger.Record, error) { return all[seq-1], nil }
+	recs, root, event := logOf(src)
 	var rf projections.Refold
 	for len(recs) > 0 {
 		err := scratch.Update(func(tx *boltstore.Tx) error {

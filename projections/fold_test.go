@@ -168,6 +168,26 @@ func refold(t *testing.T, src *boltstore.Store, batch int) *boltstore.Store {
 func refoldWith(t *testing.T, src *boltstore.Store, batch int, prepare bool) *boltstore.Store {
 	t.Helper()
 	scratch := openFolded(t)
+	recs, root, event := logOf(src)
+	var rf projections.Refold
+	for len(recs) > 0 {
+		n := min(batch, len(recs))
+		fold := func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root, event) }
+		if prepare {
+			p := projections.Prepare(recs[:n])
+			fold = func(tx *boltstore.Tx) error { return rf.Fold(tx, p, root, event) }
+		}
+		if err := scratch.Update(fold); err != nil {
+			t.Fatal(err)
+		}
+		recs = recs[n:]
+	}
+	return scratch
+}
+
+// logOf reads src's log for a refold: its records (bytes dropped), and the
+// root and event lookups a fold asks for.
+func logOf(src *boltstore.Store) ([]ledger.Record, func(uint64) (ledger.Hash, error), func(uint64) (ledger.Record, error)) {
 	var recs []ledger.Record
 	roots := map[uint64]ledger.Hash{}
 	src.View(func(tx *boltstore.Tx) error {
@@ -186,20 +206,7 @@ func refoldWith(t *testing.T, src *boltstore.Store, batch int, prepare bool) *bo
 		}
 		return all[seq-1], nil
 	}
-	var rf projections.Refold
-	for len(recs) > 0 {
-		n := min(batch, len(recs))
-		fold := func(tx *boltstore.Tx) error { return projections.Fold(tx, recs[:n], root, event) }
-		if prepare {
-			p := projections.Prepare(recs[:n])
-			fold = func(tx *boltstore.Tx) error { return rf.Fold(tx, p, root, event) }
-		}
-		if err := scratch.Update(fold); err != nil {
-			t.Fatal(err)
-		}
-		recs = recs[n:]
-	}
-	return scratch
+	return recs, root, event
 }
 
 // compare runs a Comparison of got against want in steps of step keys.

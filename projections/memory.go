@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -163,7 +164,7 @@ func MemoryVersions(tx *boltstore.Tx, key string, keep func(Namespace) bool, fn 
 		return err
 	}
 	// Memory numbers are given in ledger order.
-	slices.SortFunc(nums, func(a, b []byte) int { return compareU64(be64(a), be64(b)) })
+	slices.SortFunc(nums, func(a, b []byte) int { return cmp.Compare(be64(a), be64(b)) })
 	for _, n := range nums {
 		m, err := memoryByNumber(tx, n)
 		if err != nil {
@@ -186,16 +187,6 @@ func parseNamespace(b []byte) (Namespace, bool) {
 		return Namespace{}, false
 	}
 	return Namespace{Scope: string(b[:i]), Owner: string(b[i+1+w:])}, true
-}
-
-func compareU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // NextMemoryID is the id the next memory version gets.

@@ -1,6 +1,7 @@
 package search_test
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -68,23 +69,13 @@ func refSearch(docs []search.Doc, query string, f search.Filter) []search.Hit {
 			}
 			return 1
 		}
-		return -cmpU64(a.Seq, b.Seq)
+		return -cmp.Compare(a.Seq, b.Seq)
 	})
 	k := f.Limit
 	if k == 0 {
 		k = search.DefaultLimit
 	}
 	return hits[:min(k, len(hits))]
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // TestSearchMatchesReference: on random documents, some taken out again,

@@ -18,19 +18,9 @@ import (
 // retried forever with the call left waiting.
 func TestDamagedFileWriteIsAnswered(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "good.db")
-	l, err := Open(good, Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendN(t, l, 3000)
-	l.Close()
-	raw, err := os.ReadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good, raw := goodLedger(t, dir)
 	var last []byte
-	l, err = Open(good, Options{ReadOnly: true})
+	l, err := Open(good, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

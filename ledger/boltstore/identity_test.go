@@ -157,17 +157,7 @@ func TestHeldStoreReadsBesideCommits(t *testing.T) {
 // (ErrDamaged, an integrity error, or a bbolt open error), never a crash.
 func TestDamagedFileIsAnErrorNotACrash(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "good.db")
-	l, err := Open(good, Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendN(t, l, 3000)
-	l.Close()
-	raw, err := os.ReadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, raw := goodLedger(t, dir)
 	rng := rand.New(rand.NewPCG(1, 2))
 	damaged := 0
 	for round := range 40 {
@@ -206,4 +196,22 @@ func TestDamagedFileIsAnErrorNotACrash(t *testing.T) {
 		t.Fatal("no damaged file was noticed")
 	}
 	t.Logf("%d of 40 damaged files reported (the rest were damaged where nothing reads)", damaged)
+}
+
+// goodLedger makes a ledger of 3,000 events at dir/good.db and returns its
+// path and bytes, for tests that damage copies of it.
+func goodLedger(t *testing.T, dir string) (string, []byte) {
+	t.Helper()
+	good := filepath.Join(dir, "good.db")
+	l, err := Open(good, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 3000)
+	l.Close()
+	raw, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return good, raw
 }
