@@ -44,6 +44,9 @@ func (l *Store) run() {
 	defer func() {
 		// No call commits on the file from now on, the held one included.
 		l.commitMu.Lock()
+		if l.open != nil {
+			l.endErr = l.endGeneration(l.open)
+		}
 		l.open = nil
 		l.commitMu.Unlock()
 	}()
@@ -155,6 +158,10 @@ type openFile struct {
 	// broken: a commit on it failed (I/O, or a damaged page): the
 	// committer lets it go and opens the file afresh.
 	broken bool
+	// gen is the journal generation its commits go to, if any; nojournal:
+	// none could begin on it (journal.go).
+	gen       *generation
+	nojournal bool
 }
 
 // session opens the file once and commits batch, then further batches for
@@ -182,6 +189,8 @@ func (l *Store) session(batch []*request) {
 					l.commitMu.Lock()
 				}
 				if l.held == nil {
+					// Synced before another process may have it.
+					l.endGeneration(o)
 					l.open = nil
 				}
 				l.commitMu.Unlock()
@@ -360,10 +369,25 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		}
 		return nil, len(batch), err
 	}
+	if err := l.retireStale(o); err != nil {
+		for _, r := range batch {
+			r.done <- err
+		}
+		return nil, len(batch), err
+	}
 	retries := 0
 	for len(batch) > 0 {
 		if batch[0].series != nil {
+			// A series commits synced (its transactions may be large).
+			if err := l.endGeneration(o); err != nil {
+				batch[0].done <- err
+				return batch[1:], answered + 1, err
+			}
 			return batch[1:], answered + 1, l.commitSeries(o, batch[0])
+		}
+		if o.gen == nil && !o.nojournal && l.journaling() {
+			// Not journaled (synced as before) if it cannot begin.
+			o.nojournal = l.beginGeneration(o) != nil
 		}
 		failed, ferr := -1, error(nil)
 		ran := 0
@@ -373,14 +397,15 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		inLog := false
 		var appended []bool
 		var head ledger.Head
-		ingested := false // whether the catch-up brought events in
+		var events [][]byte // what the commit appended
+		ingested := false   // whether the catch-up brought events in
 		err := update(db, func(btx *bolt.Tx) error {
 			start := time.Now()
 			tx, in, err := l.writeTx(btx)
 			if err != nil {
 				return err
 			}
-			defer func() { head = tx.head }()
+			defer func() { head, events = tx.head, tx.appended }()
 			l.fillTail(o, btx)
 			ingested = in
 			replica := l.opts.Replica
@@ -446,6 +471,10 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			}
 			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(retries, 7))))
 			continue
+		}
+		if err == nil && o.gen != nil && len(events) > 0 {
+			// Unsynced: durable once its journal record is.
+			err = l.journalCommit(o, events)
 		}
 		switch {
 		case err == nil:

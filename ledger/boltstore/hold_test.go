@@ -168,8 +168,15 @@ func bareStore(t *testing.T) (*Store, *openFile) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return l, &openFile{db: db, file: file}
+	o := &openFile{db: db, file: file}
+	t.Cleanup(func() {
+		// As a hold ends: bbolt closes no file while the journal's pin is open.
+		if err := l.endGeneration(o); err != nil {
+			t.Error(err)
+		}
+		db.Close()
+	})
+	return l, o
 }
 
 func appendCall() *request { return &request{fn: appendBench, done: make(chan error, 1)} }

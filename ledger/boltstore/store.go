@@ -137,6 +137,16 @@ type Store struct {
 	// create is set while Open creates the file: the only time a missing
 	// file may be created.
 	create bool
+	// jfile is the journal, once a generation has opened it (journal.go);
+	// endErr, how the held file's last generation ended.
+	jfile  *os.File
+	endErr error
+	// stale: a generation's end failed and its header may still hold.
+	stale bool
+	// generationBegun, if set, is called once a generation's header is
+	// durable, before its first unsynced commit: tests copy the file
+	// there, as a stopped machine's disk would have it.
+	generationBegun func()
 }
 
 // Replica is a replicated log that a Store keeps a local copy of. It keeps
@@ -249,6 +259,13 @@ func Open(path string, opts Options) (*Store, error) {
 		if dir, err := os.Open(filepath.Dir(path)); err == nil {
 			dir.Sync()
 			dir.Close()
+		}
+	}
+	if _, err := os.Lstat(journalPath(path)); err == nil && !opts.ReadOnly && !opts.Scratch {
+		// A writer first settles what the journal holds (journal.go),
+		// which the read below would be refused.
+		if err := l.withDB(false, func(*bolt.DB, *os.File) error { return nil }); err != nil {
+			return nil, fmt.Errorf("open ledger: %w", err)
 		}
 	}
 	check := checkFormat
@@ -418,22 +435,46 @@ func (l *Store) pageSize() int {
 // running Store is an error, never recreated.
 func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.File, error) {
 	var file *os.File
+	var rec *recovery
 	l.opens.Add(1)
 	open := lockedOpener(lockWait, l.create)
+	mapSize := 0
+	if !readOnly && l.journaling() {
+		mapSize = journalMap // a generation's pin never meets a remap (journal.go)
+	}
 	db, err := bolt.Open(l.path, 0o600, &bolt.Options{
 		ReadOnly: readOnly,
 		OpenFile: func(path string, flag int, mode os.FileMode) (f *os.File, err error) {
-			f, err = open(path, flag, mode)
+			if f, err = open(path, flag, mode); err != nil {
+				return nil, err
+			}
+			// Locked, not yet read: a journal that holds is settled
+			// first (journal.go).
+			if !l.create && !l.opts.Scratch {
+				if rec, err = settleJournal(path, f, readOnly); err != nil {
+					f.Close()
+					return nil, err
+				}
+			}
 			file = f
-			return f, err
+			return f, nil
 		},
-		FreelistType: bolt.FreelistMapType,
-		PageSize:     l.pageSize(),
-		NoSync:       l.opts.NoSync || l.opts.Scratch,
+		FreelistType:    bolt.FreelistMapType,
+		PageSize:        l.pageSize(),
+		NoSync:          l.opts.NoSync || l.opts.Scratch,
+		InitialMmapSize: mapSize,
 		// A scratch file's growth is not synced either (bbolt fsyncs
 		// each time it grows the file by AllocSize).
 		NoGrowSync: l.opts.Scratch,
 	})
+	if rec != nil {
+		if err != nil {
+			rec.f.Close()
+		} else if err = rec.replay(db); err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+	}
 	switch {
 	case err == nil:
 		// bbolt grows a file to its whole mapping (which doubles) or by
@@ -498,10 +539,14 @@ func (l *Store) Close() error {
 			close(l.quit)
 			<-l.done
 		}
+		err = l.endErr
+		if l.jfile != nil {
+			err = errors.Join(err, l.jfile.Close())
+		}
 		if l.held != nil {
 			if l.opts.NoSync {
 				// On disk, the file no longer needs its marker.
-				err = l.held.Sync()
+				err = errors.Join(err, l.held.Sync())
 			}
 			err = errors.Join(err, l.held.Close())
 			if l.opts.NoSync && err == nil {

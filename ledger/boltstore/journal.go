@@ -1,0 +1,534 @@
+package boltstore
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/cespare/xxhash/v2"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The journal: one flush per commit instead of bbolt's two.
+//
+// bbolt makes a commit durable with two flushes: its pages, then its meta
+// page. On a disk whose every fdatasync is a whole cache flush, that second
+// flush and the scattered pages were most of a call's time
+// (BenchmarkCommitFloor). So while a process holds the file, its commits go
+// to bbolt unsynced — the kernel's page cache has them, whole, for every
+// process and after any process dies — and each is made durable by one
+// record in a journal beside the file (<file>.journal): the events the
+// commit appended, written with one fdatasync into blocks written before.
+// The events are the ledger; everything else in a commit (Merkle nodes,
+// projections) is folded from them again.
+//
+// What a stopped machine (power loss, kernel panic) leaves must still be
+// recoverable, and bbolt's unsynced pages may then be torn. So a generation
+// of the journal starts from a state of the file that is on disk (a
+// checkpoint, T): its header, durable before the first unsynced write,
+// holds T's meta page and names the boot. For the generation's lifetime the
+// Store keeps a read transaction open on T (the pin), so bbolt reuses none
+// of the pages T's tree is made of: whatever the unsynced commits wrote,
+// T's tree is intact on disk. A generation ends with an fdatasync of the
+// file (every commit since T on disk, in order with nothing else after)
+// and, durably, a header that no longer holds (the next generation's, or
+// none) — only then is the pin released.
+//
+// Open, in a boot other than the header's, writes T's meta page back into
+// both of bbolt's meta slots (the file is then T, as it was on disk) and
+// ingests the journal's events past T's head, each checked against the one
+// before (Tx.Ingest), in one synced commit; the projections fold them as
+// they fold any process's events. In the header's own boot the page cache
+// still holds every commit whole: Open syncs the file and retires the
+// header. A reader (Options.ReadOnly) that finds a journal from another
+// boot cannot write the file back: it is refused with ErrUnrecovered until
+// a writer opens the ledger.
+//
+// A generation lasts at most genCommits commits, and ends with the hold:
+// no other process commits while a header holds (every writer's open
+// retires or recovers it first). bbolt remaps its file, which waits for
+// every read transaction to end, when the file outgrows the mapping: a
+// journaling Store maps journalMap bytes so that the pin never meets a
+// remap (a generation ends before the file comes near it).
+
+// ErrUnrecovered: a read-only Open found the ledger's journal holding
+// commits that only a writer can bring back (the machine stopped while a
+// process was committing).
+var ErrUnrecovered = errors.New("the ledger's journal holds commits to recover")
+
+const (
+	journalSuffix = ".journal"
+	// journalSize is the journal file's size, written once with zeros so
+	// that records overwrite blocks the file system has already
+	// allocated (an fdatasync then commits data alone).
+	journalSize = 1 << 20
+	// journalRecords is where records start: the header's block is never
+	// rewritten by a record.
+	journalRecords = 4096
+	// genCommits bounds a generation. The pin keeps every page freed since T
+	// from reuse, so the file grows by a generation's pages once: about 5
+	// per commit of one call.
+	genCommits = 64
+	// journalMap is the mapping a journaling Store asks bbolt for (address
+	// space, not memory), and journalLimit the file size past which no
+	// generation runs: no commit then grows the file past the mapping.
+	journalMap   = 64 << 30
+	journalLimit = 32 << 30
+	// metaLen is what of a meta page the header keeps: the page header and
+	// bbolt's meta (magic, version, page size, flags, root, freelist,
+	// high-water mark, txid, checksum): 80 bytes.
+	metaLen = 80
+)
+
+var journalMagic = [8]byte{'l', 'b', 'j', 'o', 'u', 'r', 'n', '1'}
+
+// header is a generation's first block.
+type header struct {
+	salt     uint64 // random, in every record of the generation
+	boot     []byte // the kernel's boot id when it began
+	pageSize uint32
+	meta     [metaLen]byte // T's meta page
+	// rootSum and freeSum are the xxhash of T's root page and freelist
+	// page: recovery writes T back only onto the file T is from.
+	rootSum, freeSum uint64
+}
+
+const headerLen = 8 + 8 + 1 + 64 + 4 + metaLen + 8 + 8 + 8
+
+func (h *header) encode() []byte {
+	b := make([]byte, 0, headerLen)
+	b = append(b, journalMagic[:]...)
+	b = binary.LittleEndian.AppendUint64(b, h.salt)
+	var boot [64]byte
+	n := copy(boot[:], h.boot)
+	b = append(b, byte(n))
+	b = append(b, boot[:]...)
+	b = binary.LittleEndian.AppendUint32(b, h.pageSize)
+	b = append(b, h.meta[:]...)
+	b = binary.LittleEndian.AppendUint64(b, h.rootSum)
+	b = binary.LittleEndian.AppendUint64(b, h.freeSum)
+	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b))
+}
+
+// decodeHeader reads a header; ok is false for none (zeros, a retired or
+// torn header).
+func decodeHeader(b []byte) (h header, ok bool) {
+	if len(b) < headerLen || !bytes.Equal(b[:8], journalMagic[:]) {
+		return h, false
+	}
+	b = b[:headerLen]
+	if xxhash.Sum64(b[:headerLen-8]) != binary.LittleEndian.Uint64(b[headerLen-8:]) {
+		return h, false
+	}
+	h.salt = binary.LittleEndian.Uint64(b[8:])
+	n := int(b[16])
+	if n > 64 {
+		return h, false
+	}
+	h.boot = append([]byte(nil), b[17:17+n]...)
+	b = b[17+64:]
+	h.pageSize = binary.LittleEndian.Uint32(b)
+	copy(h.meta[:], b[4:])
+	b = b[4+metaLen:]
+	h.rootSum = binary.LittleEndian.Uint64(b)
+	h.freeSum = binary.LittleEndian.Uint64(b[8:])
+	return h, h.salt != 0
+}
+
+// The fields of bbolt's meta page that recovery reads (bbolt's layout:
+// a 16-byte page header, then magic, version, page size, flags, the root
+// bucket (root page, sequence), the freelist page, the high-water mark,
+// txid and checksum).
+func metaRoot(m []byte) uint64     { return binary.LittleEndian.Uint64(m[32:]) }
+func metaFreelist(m []byte) uint64 { return binary.LittleEndian.Uint64(m[48:]) }
+func metaTxid(m []byte) uint64     { return binary.LittleEndian.Uint64(m[64:]) }
+
+// A record: salt, body length, the body (event count, then each event's
+// length and stored bytes), and the xxhash of all that.
+func encodeRecord(dst []byte, salt uint64, events [][]byte) []byte {
+	n := 4
+	for _, e := range events {
+		n += 4 + len(e)
+	}
+	dst = binary.LittleEndian.AppendUint64(dst, salt)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(events)))
+	for _, e := range events {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(e)))
+		dst = append(dst, e...)
+	}
+	return binary.LittleEndian.AppendUint64(dst, xxhash.Sum64(dst))
+}
+
+// readRecords returns the events of the generation salt's records in the
+// journal body b (the file from journalRecords), in order, up to the first
+// that is not whole: a record cut short was never acknowledged.
+func readRecords(b []byte, salt uint64) [][]byte {
+	var out [][]byte
+	for len(b) >= 16 && binary.LittleEndian.Uint64(b) == salt {
+		n := int(binary.LittleEndian.Uint32(b[8:]))
+		if n < 4 || n > len(b)-20 {
+			break
+		}
+		rec := b[:12+n]
+		if xxhash.Sum64(rec) != binary.LittleEndian.Uint64(b[12+n:]) {
+			break
+		}
+		body := rec[12:]
+		count := binary.LittleEndian.Uint32(body)
+		body = body[4:]
+		var evs [][]byte
+		for range count {
+			if len(body) < 4 {
+				return out // cannot be: the hash matched
+			}
+			m := int(binary.LittleEndian.Uint32(body))
+			if m > len(body)-4 {
+				return out
+			}
+			evs = append(evs, body[4:4+m])
+			body = body[4+m:]
+		}
+		out = append(out, evs...)
+		b = b[12+n+8:]
+	}
+	return out
+}
+
+// generation is the journal of the hold that writes it.
+type generation struct {
+	f       *os.File
+	pin     *bolt.Tx
+	salt    uint64
+	off     int64 // where the next record goes
+	commits int
+	buf     []byte
+}
+
+// journalPath is the journal of the ledger file at path.
+func journalPath(path string) string { return path + journalSuffix }
+
+// journaling tells whether this Store's commits go through a journal:
+// a writer of the shared or held file (not a scratch file, nor a copy of a
+// replicated log, which has its own durability) where the boot can be told.
+func (l *Store) journaling() bool {
+	return journalOS && !l.opts.ReadOnly && !l.opts.Scratch && !l.opts.NoSync && l.opts.Replica == nil && NoSyncSupported()
+}
+
+// openJournal opens (creating it, full size, the first time) the journal.
+func (l *Store) openJournal() (*os.File, error) {
+	path := journalPath(l.path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", path)
+	}
+	if err == nil && fi.Size() < journalSize {
+		// Zeros, written: records then overwrite allocated blocks.
+		if _, err = f.WriteAt(make([]byte, journalSize-fi.Size()), fi.Size()); err == nil {
+			if err = f.Sync(); err == nil {
+				err = syncDir(filepath.Dir(path))
+			}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return f, nil
+}
+
+// beginGeneration starts a generation on o from the file's current state,
+// which is on disk: the previous generation ended with a sync, the hold
+// began on a file every writer leaves synced. Until it returns nil the file
+// is committed to as before.
+func (l *Store) beginGeneration(o *openFile) error {
+	if o.size > journalLimit {
+		return errors.New("journal: the file is too large for the mapping")
+	}
+	if l.jfile == nil {
+		f, err := l.openJournal()
+		if err != nil {
+			return err
+		}
+		l.jfile = f
+	}
+	pin, err := o.db.Begin(false)
+	if err != nil {
+		return err
+	}
+	g := &generation{f: l.jfile, pin: pin, off: journalRecords}
+	if err := l.writeHeader(o, g); err != nil {
+		pin.Rollback()
+		return err
+	}
+	o.gen = g
+	o.db.NoSync = true
+	return nil
+}
+
+// writeHeader makes g's header, for the state g.pin sees, durable.
+func (l *Store) writeHeader(o *openFile, g *generation) error {
+	boot, err := bootID()
+	if err != nil {
+		return err
+	}
+	h := header{boot: boot, pageSize: uint32(o.db.Info().PageSize)}
+	for h.salt == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		h.salt = binary.LittleEndian.Uint64(b[:])
+	}
+	ps := int64(h.pageSize)
+	if _, err := o.file.ReadAt(h.meta[:], int64(g.pin.ID()%2)*ps); err != nil {
+		return fmt.Errorf("journal: read the meta page: %w", err)
+	}
+	if metaTxid(h.meta[:]) != uint64(g.pin.ID()) {
+		return fmt.Errorf("journal: the meta page of txid %d holds txid %d", g.pin.ID(), metaTxid(h.meta[:]))
+	}
+	if h.rootSum, h.freeSum, err = pageSums(o.file, h.meta[:], ps); err != nil {
+		return err
+	}
+	if _, err := g.f.WriteAt(h.encode(), 0); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := fdatasync(g.f); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	g.salt = h.salt
+	if l.generationBegun != nil {
+		l.generationBegun()
+	}
+	return nil
+}
+
+// pageSums is the xxhash of the root and freelist pages the meta m names.
+func pageSums(f *os.File, m []byte, pageSize int64) (root, free uint64, err error) {
+	page := make([]byte, pageSize)
+	sum := func(id uint64) (uint64, error) {
+		if _, err := f.ReadAt(page, int64(id)*pageSize); err != nil {
+			return 0, fmt.Errorf("journal: read page %d: %w", id, err)
+		}
+		return xxhash.Sum64(page), nil
+	}
+	if root, err = sum(metaRoot(m)); err == nil {
+		free, err = sum(metaFreelist(m))
+	}
+	return root, free, err
+}
+
+// journalCommit makes o's last commit, which appended events, durable:
+// one record and one fdatasync; or, where that fails (or the record does
+// not fit), the generation's end (the file synced). Only an error means
+// the commit is not durable.
+func (l *Store) journalCommit(o *openFile, events [][]byte) error {
+	g := o.gen
+	g.buf = encodeRecord(g.buf[:0], g.salt, events)
+	g.commits++
+	if g.off+int64(len(g.buf)) <= journalSize {
+		_, err := g.f.WriteAt(g.buf, g.off)
+		if err == nil {
+			err = fdatasync(g.f)
+		}
+		if err == nil {
+			g.off += int64(len(g.buf))
+			if g.commits >= genCommits {
+				// The commit is durable; a failed ending only lets
+				// the file go (the next open retires the header).
+				if err := l.nextGeneration(o); err != nil {
+					o.broken = true
+				}
+			}
+			return nil
+		}
+	}
+	return l.endGeneration(o)
+}
+
+// nextGeneration ends o's generation and begins the next at the state now
+// on disk: one sync of the file, one header.
+func (l *Store) nextGeneration(o *openFile) error {
+	g := o.gen
+	if err := fdatasync(o.file); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	pin, err := o.db.Begin(false)
+	if err != nil {
+		return err
+	}
+	next := &generation{f: g.f, pin: pin, off: journalRecords, buf: g.buf}
+	if err := l.writeHeader(o, next); err != nil {
+		pin.Rollback()
+		// The old header may be torn or whole: whole, it still holds (T
+		// is pinned), and the file is on disk; end it as a generation.
+		return l.endGeneration(o)
+	}
+	g.pin.Rollback()
+	o.gen = next
+	return nil
+}
+
+// endGeneration syncs o's file, retires the header and releases the pin;
+// o then commits synced again. The pin is released however it ends (bbolt
+// cannot close a file while a read transaction is open); on error the
+// header may still hold, so the Store retires it before its next commit
+// (retireStale), and the next open of any writer does too.
+func (l *Store) endGeneration(o *openFile) error {
+	g := o.gen
+	if g == nil {
+		return nil
+	}
+	g.pin.Rollback()
+	o.gen = nil
+	o.db.NoSync = false
+	err := fdatasync(o.file)
+	if err == nil {
+		err = retireHeader(g.f)
+	}
+	if err != nil {
+		o.broken, l.stale = true, true
+		return fmt.Errorf("end the journal's generation: %w", err)
+	}
+	return nil
+}
+
+// retireStale retires a header that a failed endGeneration may have left
+// holding, before o's next commit: the pages of its checkpoint are no
+// longer kept from reuse.
+func (l *Store) retireStale(o *openFile) error {
+	if !l.stale {
+		return nil
+	}
+	if err := fdatasync(o.file); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	if err := retireHeader(l.jfile); err != nil {
+		return err
+	}
+	l.stale = false
+	return nil
+}
+
+// retireHeader durably makes f's header hold no longer.
+func retireHeader(f *os.File) error {
+	if _, err := f.WriteAt(make([]byte, headerLen), 0); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := fdatasync(f); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// recovery is what openDB's file hook found in the journal: events to
+// ingest once bbolt has the file (T written back), or nothing.
+type recovery struct {
+	f      *os.File
+	events [][]byte
+}
+
+// settleJournal runs in openDB's file hook, with the lock taken and
+// before bbolt reads the file: a header that holds is retired (this
+// boot's: the file is whole in the page cache; synced first) or recovered
+// from (another boot's: T written back, the events returned to ingest). A
+// reader is refused a journal from another boot.
+func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
+	jpath := journalPath(path)
+	flag := os.O_RDWR
+	if readOnly {
+		flag = os.O_RDONLY
+	}
+	jf, err := os.OpenFile(jpath, flag|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENAMETOOLONG) {
+		// None (a name too long for one: commits there are synced).
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			jf.Close()
+		}
+	}()
+	first := make([]byte, headerLen)
+	if _, err := jf.ReadAt(first, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	h, ok := decodeHeader(first)
+	if !ok {
+		return nil, nil
+	}
+	boot, err := bootID()
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(h.boot, boot) {
+		if readOnly {
+			return nil, nil // whole in the page cache; a writer retires it
+		}
+		if err := fdatasync(f); err != nil {
+			return nil, fmt.Errorf("sync: %w", err)
+		}
+		return nil, retireHeader(jf)
+	}
+	if readOnly {
+		return nil, fmt.Errorf("%w: %s holds commits made before the machine restarted; open the ledger once with a writer (logbook serve, rebuild) to recover them", ErrUnrecovered, jpath)
+	}
+	ps := int64(h.pageSize)
+	if ps < 1024 || ps > 1<<16 {
+		return nil, fmt.Errorf("%w: %s names a page size of %d", ErrDamaged, jpath, ps)
+	}
+	root, free, err := pageSums(f, h.meta[:], ps)
+	if err != nil || root != h.rootSum || free != h.freeSum {
+		return nil, fmt.Errorf("%w: %s does not match %s (its checkpoint's pages differ): nothing was written", ErrDamaged, jpath, path)
+	}
+	body, err := io.ReadAll(io.NewSectionReader(jf, journalRecords, journalSize-journalRecords))
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	events := readRecords(body, h.salt)
+	// T, written back into both meta slots: bbolt opens the file as it
+	// was on disk at the checkpoint.
+	for slot := int64(0); slot < 2; slot++ {
+		m := h.meta
+		binary.LittleEndian.PutUint64(m[0:], uint64(slot)) // the page's id
+		if _, err := f.WriteAt(m[:], slot*ps); err != nil {
+			return nil, fmt.Errorf("recover from %s: %w", jpath, err)
+		}
+	}
+	if err := fdatasync(f); err != nil {
+		return nil, fmt.Errorf("recover from %s: %w", jpath, err)
+	}
+	keep = true
+	return &recovery{f: jf, events: events}, nil
+}
+
+// replay ingests r's events past db's head in one synced commit, and
+// retires the journal's header.
+func (r *recovery) replay(db *bolt.DB) error {
+	defer r.f.Close()
+	err := update(db, func(btx *bolt.Tx) error {
+		tx := newTx(btx)
+		for _, raw := range r.events {
+			if _, err := tx.Ingest(raw); err != nil {
+				return err
+			}
+		}
+		return tx.flush()
+	})
+	if err != nil {
+		return fmt.Errorf("recover from %s: %w", r.f.Name(), err)
+	}
+	return retireHeader(r.f)
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package boltstore
+
+import "os"
+
+// journalOS: no journal without the kernel's boot id (journal.go).
+const journalOS = false
+
+func fdatasync(f *os.File) error { return f.Sync() }

@@ -1,0 +1,331 @@
+//go:build linux
+
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// journaled is a held ledger whose generations the test sees begin: each
+// time, the file is copied as a stopped machine's disk holds it then (the
+// checkpoint, synced). It returns the Store and where the copy is.
+func journaled(t *testing.T, opts Options) (l *Store, path, checkpoint string) {
+	t.Helper()
+	if !NoSyncSupported() {
+		t.Skip("no boot id here: no journal")
+	}
+	dir := t.TempDir()
+	path, checkpoint = filepath.Join(dir, "ledger.db"), filepath.Join(dir, "checkpoint")
+	opts.Create = true
+	l, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Open has begun no generation: the first commit does.
+	l.generationBegun = func() { copyFile(t, path, checkpoint) }
+	t.Cleanup(func() { l.Close() })
+	return l, path, checkpoint
+}
+
+// storedEvents returns the stored bytes of every event of the ledger at
+// path (l: read through it, the file it holds).
+func storedEvents(t *testing.T, path string, l *Store) [][]byte {
+	t.Helper()
+	if l == nil {
+		var err error
+		if l, err = Open(path, Options{ReadOnly: true}); err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+	}
+	var out [][]byte
+	err := l.View(func(tx *Tx) error {
+		return tx.ScanRaw(1, tx.Head().Seq+1, func(_ uint64, raw []byte) error {
+			out = append(out, bytes.Clone(raw))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// powerLoss writes to dir what a machine that stopped now may have left on
+// disk of a file whose last synced state is checkpoint and whose page
+// cache holds now: each page written since the checkpoint (the meta pages
+// included) as it was, as it is now, or torn (random bytes), at random.
+func powerLoss(t *testing.T, rng *rand.Rand, checkpoint, now, dir string) string {
+	t.Helper()
+	a, err := os.ReadFile(checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ps = 4096
+	img := bytes.Clone(b)
+	changed := 0
+	for off := 0; off < len(b); off += ps {
+		end := min(off+ps, len(b))
+		var was []byte
+		if off < len(a) {
+			was = a[off:min(end, len(a))]
+		}
+		if bytes.Equal(was, b[off:end]) {
+			continue
+		}
+		changed++
+		switch rng.IntN(3) {
+		case 0:
+			copy(img[off:end], was)
+			if len(was) < end-off {
+				clear(img[off+len(was) : end])
+			}
+		case 1: // as now
+		case 2:
+			for i := off; i < end; i++ {
+				img[i] = byte(rng.Uint32())
+			}
+		}
+	}
+	if changed == 0 {
+		t.Fatal("no page changed since the checkpoint")
+	}
+	out := filepath.Join(dir, "ledger.db")
+	if err := os.WriteFile(out, img, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, journalPath(now), journalPath(out))
+	return out
+}
+
+func appendOne(t *testing.T, l *Store, i int) {
+	t.Helper()
+	err := l.Update(func(tx *Tx) error {
+		_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{"T-1"}, Payload: []byte{0x81, 0xa1, 'i', byte(i & 0x7f)}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A machine that stops while a process commits through the journal loses
+// no acknowledged event and leaves a ledger that verifies: Open, in the
+// next boot, writes the checkpoint back and ingests the journal's events —
+// whatever became of the pages written since (kept, lost or torn), across
+// generations (150 commits: two begin after the first).
+func TestJournalPowerLoss(t *testing.T) {
+	for _, commits := range []int{1, 40, 150} {
+		l, path, checkpoint := journaled(t, Options{Hold: true})
+		for i := range commits {
+			appendOne(t, l, i)
+		}
+		want := storedEvents(t, path, l) // what was acknowledged: all of it
+		rng := rand.New(rand.NewPCG(uint64(commits), 7))
+		for round := range 12 {
+			setBoot(t, "boot-after-"+string(rune('a'+round)))
+			img := powerLoss(t, rng, checkpoint, path, t.TempDir())
+			if _, err := Open(img, Options{ReadOnly: true}); !errors.Is(err, ErrUnrecovered) {
+				t.Fatalf("%d commits, round %d: a reader opened the image: %v, want ErrUnrecovered", commits, round, err)
+			}
+			r, err := Open(img, Options{})
+			if err != nil {
+				t.Fatalf("%d commits, round %d: recover: %v", commits, round, err)
+			}
+			rep, err := r.Verify(context.Background(), VerifyOptions{})
+			r.Close()
+			if err != nil {
+				t.Fatalf("%d commits, round %d: verify after recovery: %v", commits, round, err)
+			}
+			got := storedEvents(t, img, nil)
+			if len(got) != len(want) || rep.Size != uint64(len(want)) {
+				t.Fatalf("%d commits, round %d: %d events after recovery (verify: %d), want %d", commits, round, len(got), rep.Size, len(want))
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("%d commits, round %d: event %d differs after recovery", commits, round, i+1)
+				}
+			}
+			if h := readHeader(t, img); h {
+				t.Fatalf("%d commits, round %d: the journal still holds after recovery", commits, round)
+			}
+		}
+		setBoot(t, mustBoot(t))
+		l.Close()
+	}
+}
+
+func mustBoot(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// readHeader tells whether the journal of the ledger at path holds.
+func readHeader(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile(journalPath(path))
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok := decodeHeader(b)
+	return ok
+}
+
+// A record cut short by the stop was never acknowledged: recovery ingests
+// the records before it.
+func TestJournalTornRecord(t *testing.T) {
+	l, path, checkpoint := journaled(t, Options{Hold: true})
+	for i := range 5 {
+		appendOne(t, l, i)
+	}
+	want := storedEvents(t, path, l)
+	j, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := decodeHeader(j)
+	body := j[journalRecords:]
+	if n := len(readRecords(body, h.salt)); n != 5 {
+		t.Fatalf("the journal holds %d events, want 5", n)
+	}
+	// The last record's last byte, torn.
+	end := 0
+	for b := body; ; {
+		n := int(uint32(b[8]) | uint32(b[9])<<8 | uint32(b[10])<<16 | uint32(b[11])<<24)
+		if len(readRecords(b[12+n+8:], h.salt)) == 0 {
+			end += 12 + n + 8
+			break
+		}
+		end += 12 + n + 8
+		b = b[12+n+8:]
+	}
+	j[journalRecords+end-1] ^= 0xff
+	dir := t.TempDir()
+	img := filepath.Join(dir, "ledger.db")
+	copyFile(t, checkpoint, img) // nothing of the unsynced commits reached the disk
+	if err := os.WriteFile(journalPath(img), j, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setBoot(t, "another-boot")
+	r, err := Open(img, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	got := storedEvents(t, img, nil)
+	if len(got) != len(want)-1 {
+		t.Fatalf("%d events after recovery, want the %d before the torn record", len(got), len(want)-1)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("event %d differs", i+1)
+		}
+	}
+}
+
+// In the same boot, a process killed mid-generation left its commits whole
+// in the page cache: a reader reads them, and a writer's Open syncs the
+// file and retires the header, replaying nothing.
+func TestJournalSameBoot(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	for i := range 10 {
+		appendOne(t, l, i)
+	}
+	want := storedEvents(t, path, l)
+	img := filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, path, img)
+	copyFile(t, journalPath(path), journalPath(img))
+	if !readHeader(t, img) {
+		t.Fatal("no header holds mid-generation")
+	}
+	if got := storedEvents(t, img, nil); len(got) != len(want) {
+		t.Fatalf("a reader read %d events, want %d", len(got), len(want))
+	}
+	r, err := Open(img, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if readHeader(t, img) {
+		t.Error("a writer's Open left the header holding")
+	}
+	r.Close()
+	if got := storedEvents(t, img, nil); len(got) != len(want) {
+		t.Fatalf("%d events, want %d", len(got), len(want))
+	}
+}
+
+// A journal is written back only onto the file its checkpoint is from:
+// another ledger's journal beside a file is refused, and nothing written.
+func TestJournalOtherLedger(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	for i := range 3 {
+		appendOne(t, l, i)
+	}
+	other := filepath.Join(t.TempDir(), "ledger.db")
+	o, err := Open(other, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, o, 7)
+	o.Close()
+	copyFile(t, journalPath(path), journalPath(other))
+	before, _ := os.ReadFile(other)
+	setBoot(t, "another-boot")
+	if _, err := Open(other, Options{}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("open with another ledger's journal: %v, want ErrDamaged", err)
+	}
+	if after, _ := os.ReadFile(other); !bytes.Equal(before, after) {
+		t.Error("the file changed")
+	}
+}
+
+// A hold of the shared file ends its generation: the header retired, the
+// file synced, before another process may have it; and a Close of the held
+// file does the same.
+func TestJournalRetiredAtRelease(t *testing.T) {
+	for _, hold := range []bool{false, true} {
+		l, path, _ := journaled(t, Options{Hold: hold})
+		for i := range 3 {
+			appendOne(t, l, i)
+		}
+		if !hold {
+			// Another process waits: the holder lets go after its commit.
+			w, err := Open(path, Options{ReadOnly: true, LockTimeout: 5e9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.View(func(*Tx) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			if readHeader(t, path) {
+				t.Errorf("hold %v: the header holds while another process reads", hold)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if readHeader(t, path) {
+			t.Errorf("hold %v: the header holds after Close", hold)
+		}
+	}
+}
