@@ -75,16 +75,19 @@ const (
 	// from reuse, so the file grows by a generation's pages once: about 5
 	// per commit of one call.
 	genCommits = 64
-	// journalMap is the mapping a journaling Store asks bbolt for (address
-	// space, not memory), and journalLimit the file size past which no
-	// generation runs: no commit then grows the file past the mapping.
-	journalMap   = 64 << 30
+	// journalLimit is the file size past which no generation runs: no
+	// commit then grows the file past journalMap.
 	journalLimit = 32 << 30
 	// metaLen is what of a meta page the header keeps: the page header and
 	// bbolt's meta (magic, version, page size, flags, root, freelist,
 	// high-water mark, txid, checksum): 80 bytes.
 	metaLen = 80
 )
+
+// journalMap is the mapping a journaling Store asks bbolt for (address
+// space, not memory). Where the process may not map that much (a limit on
+// its address space), the Store maps as bbolt would and commits synced.
+var journalMap = 64 << 30
 
 var journalMagic = [8]byte{'l', 'b', 'j', 'o', 'u', 'r', 'n', '1'}
 
@@ -218,7 +221,7 @@ func journalPath(path string) string { return path + journalSuffix }
 // a writer of the shared or held file (not a scratch file, nor a copy of a
 // replicated log, which has its own durability) where the boot can be told.
 func (l *Store) journaling() bool {
-	return journalOS && !l.opts.ReadOnly && !l.opts.Scratch && !l.opts.NoSync && l.opts.Replica == nil && NoSyncSupported()
+	return journalOS && !l.nomap.Load() && !l.opts.ReadOnly && !l.opts.Scratch && !l.opts.NoSync && l.opts.Replica == nil && NoSyncSupported()
 }
 
 // openJournal opens (creating it, full size, the first time) the journal.

@@ -329,3 +329,27 @@ func TestJournalRetiredAtRelease(t *testing.T) {
 		}
 	}
 }
+
+// A process that may not map the journal's address space (a limit on it)
+// commits synced, as bbolt would: no header, every event there.
+func TestJournalNoRoomToMap(t *testing.T) {
+	old := journalMap
+	journalMap = 1 << 47 // past what a process may map here
+	t.Cleanup(func() { journalMap = old })
+	l, path, _ := journaled(t, Options{})
+	for i := range 5 {
+		appendOne(t, l, i)
+	}
+	if !l.nomap.Load() {
+		t.Fatal("the mapping was not refused: the test maps too little")
+	}
+	if readHeader(t, path) {
+		t.Error("a header holds: commits went through the journal")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedEvents(t, path, nil); len(got) != 5 {
+		t.Fatalf("%d events, want 5", len(got))
+	}
+}

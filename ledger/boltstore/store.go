@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"sync/atomic"
 	"time"
 
@@ -143,6 +144,8 @@ type Store struct {
 	endErr error
 	// stale: a generation's end failed and its header may still hold.
 	stale bool
+	// nomap: the journal's mapping was refused (ENOMEM): no journal.
+	nomap atomic.Bool
 	// generationBegun, if set, is called once a generation's header is
 	// durable, before its first unsynced commit: tests copy the file
 	// there, as a stopped machine's disk would have it.
@@ -467,6 +470,14 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 		// each time it grows the file by AllocSize).
 		NoGrowSync: l.opts.Scratch,
 	})
+	if err != nil && mapSize > 0 && errors.Is(err, syscall.ENOMEM) {
+		// No room for the journal's mapping: commit synced (journal.go).
+		if rec != nil {
+			rec.f.Close()
+		}
+		l.nomap.Store(true)
+		return l.openDB(readOnly, lockWait)
+	}
 	if rec != nil {
 		if err != nil {
 			rec.f.Close()
