@@ -432,6 +432,15 @@ func retireHeader(f *os.File) error {
 	return nil
 }
 
+// removeJournal removes the journal of a ledger file that is gone: what
+// it holds was another file's.
+func removeJournal(path string) error {
+	if err := os.Remove(journalPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal of a deleted ledger: %w", err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
 // recovery is what openDB's file hook found in the journal: events to
 // ingest once bbolt has the file (T written back), or nothing.
 type recovery struct {

@@ -353,3 +353,27 @@ func TestJournalNoRoomToMap(t *testing.T) {
 		t.Fatalf("%d events, want 5", len(got))
 	}
 }
+
+// The journal of a ledger deleted after a stop is not the next one's: a
+// ledger created at the path opens, and its commits go to a new journal.
+func TestJournalOfDeletedLedger(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	for i := range 3 {
+		appendOne(t, l, i)
+	}
+	dir := t.TempDir()
+	img := filepath.Join(dir, "ledger.db")
+	copyFile(t, journalPath(path), journalPath(img)) // a header that holds
+	setBoot(t, "another-boot")
+	n, err := Open(img, Options{Create: true})
+	if err != nil {
+		t.Fatalf("create beside a deleted ledger's journal: %v", err)
+	}
+	appendN(t, n, 2)
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedEvents(t, img, nil); len(got) != 2 {
+		t.Fatalf("%d events, want 2", len(got))
+	}
+}

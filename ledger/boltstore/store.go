@@ -227,10 +227,15 @@ func Open(path string, opts Options) (*Store, error) {
 	// since, and marked before it is so written (unsynced.go).
 	var marked bool
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
-		// No file yet (or one whose creation was cut short): the marker of
-		// one deleted before is void.
+		// No file yet (or one whose creation was cut short): the marker
+		// and the journal of one deleted before are void.
 		if _, err := os.Stat(unsyncedMarker(path)); err == nil && opts.Create && !opts.ReadOnly {
 			if err := clearUnsynced(path); err != nil {
+				return nil, fmt.Errorf("open ledger: %w", err)
+			}
+		}
+		if _, err := os.Lstat(journalPath(path)); err == nil && opts.Create && !opts.ReadOnly {
+			if err := removeJournal(path); err != nil {
 				return nil, fmt.Errorf("open ledger: %w", err)
 			}
 		}
