@@ -48,6 +48,7 @@ func verify(c *call) func() error {
 		opts.Projections = !*noProj
 		return c.with(true, func(l *boltstore.Store) error {
 			boundMemory(refoldHeapLimit)
+			l.ReadAhead()
 			out, err := boltaudit.Verify(c.ctx, l, opts)
 			if err != nil {
 				return err

@@ -51,6 +51,7 @@ func rebuild(c *call) func() error {
 		var res server.Rebuilt
 		err := c.with(false, func(l *boltstore.Store) (err error) {
 			boundMemory(refoldHeapLimit)
+			l.ReadAhead()
 			if res, err = server.Rebuild(l, c.progress("rebuild")); err == nil {
 				err = l.Close()
 			}

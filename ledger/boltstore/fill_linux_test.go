@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,5 +72,64 @@ func TestFillTailLeavesNoHole(t *testing.T) {
 	}
 	if _, err := l.Verify(t.Context(), VerifyOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ReadAhead brings a ledger file that is not in the page cache into it,
+// all of it, without the caller touching a page.
+func TestReadAheadFillsCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l := openPath(t, path, Options{Create: true})
+	appendN(t, l, 3000)
+	// Closed, so that no mapping keeps its pages in the cache.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resident := func() (in, all int) {
+		t.Helper()
+		m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			t.Fatal(e)
+		}
+		for _, v := range vec {
+			in += int(v & 1)
+		}
+		return in, len(vec)
+	}
+	// Clean pages, dropped from the cache (the kernel may keep a few).
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Skipf("cannot drop the file from the cache here: %v", err)
+	}
+	if in, all := resident(); in > all/2 {
+		t.Skipf("the kernel kept %d of %d pages cached: nothing to read ahead", in, all)
+	}
+	l.ReadAhead()
+	// The reads complete in the background; a bound only a stalled
+	// machine reaches.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		in, all := resident()
+		if in == all {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after ReadAhead %d of %d pages are in the cache", in, all)
+		}
 	}
 }
