@@ -270,11 +270,14 @@ func errorsJoin(errs ...error) error {
 	return nil
 }
 
-// pointBranchAtItself makes the second child pointer of the root page of
-// the projection space name (a branch page) point at that page itself, as
-// one changed byte of the file can: a cursor walking the space then gives
-// its first keys again, and again, for ever.
-func pointBranchAtItself(t testing.TB, path, name string) {
+// loopBranch makes a child pointer of a branch page of a bucket's tree
+// point back at the tree's root, as one changed byte of the file can. The
+// bucket is a top-level bucket or a projection space ("spaces", name); the
+// page is found by going down the first children depth times from the root
+// (a branch page), and its element elem (-1: its last) is changed. A lookup of a key in
+// that element's range then goes round the loop until its stack overflows,
+// and a walk gives the same keys again for ever.
+func loopBranch(t testing.TB, path string, bucket []string, depth, elem int) {
 	t.Helper()
 	var root uint64
 	var pageSize int
@@ -284,7 +287,11 @@ func pointBranchAtItself(t testing.TB, path, name string) {
 	}
 	pageSize = db.Info().PageSize
 	err = db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket([]byte("spaces")).Bucket([]byte(name)).Root())
+		b := tx.Bucket([]byte(bucket[0]))
+		for _, name := range bucket[1:] {
+			b = b.Bucket([]byte(name))
+		}
+		root = uint64(b.Root())
 		return nil
 	})
 	db.Close()
@@ -297,16 +304,27 @@ func pointBranchAtItself(t testing.TB, path, name string) {
 	}
 	defer f.Close()
 	page := make([]byte, pageSize)
-	if _, err := f.ReadAt(page, int64(root)*int64(pageSize)); err != nil {
-		t.Fatal(err)
-	}
 	// Page header: id (8 bytes), flags (2; 0x01 branch), count (2),
 	// overflow (4); then 16-byte elements: pos, key size, child page id.
-	if flags, count := binary.LittleEndian.Uint16(page[8:]), binary.LittleEndian.Uint16(page[10:]); flags != 0x01 || count < 2 {
-		t.Fatalf("space %s: root page %d is not a branch of 2 or more (flags %#x, count %d)", name, root, flags, count)
+	id := root
+	for level := 0; ; level++ {
+		if _, err := f.ReadAt(page, int64(id)*int64(pageSize)); err != nil {
+			t.Fatal(err)
+		}
+		flags, count := binary.LittleEndian.Uint16(page[8:]), int(binary.LittleEndian.Uint16(page[10:]))
+		if flags != 0x01 || (level == depth && count <= max(elem, 1)) {
+			t.Fatalf("%v: page %d at depth %d is not a branch of more than %d elements (flags %#x, count %d)", bucket, id, level, max(elem, 1), flags, count)
+		}
+		if level == depth {
+			if elem < 0 {
+				elem = count - 1
+			}
+			break
+		}
+		id = binary.LittleEndian.Uint64(page[16+8:])
 	}
-	binary.LittleEndian.PutUint64(page[16+16+8:], root)
-	if _, err := f.WriteAt(page, int64(root)*int64(pageSize)); err != nil {
+	binary.LittleEndian.PutUint64(page[16+16*elem+8:], root)
+	if _, err := f.WriteAt(page, int64(id)*int64(pageSize)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -223,19 +223,39 @@ func TestAuditorCommandErrors(t *testing.T) {
 	}
 }
 
-// TestDamagedPageLoop: a page of a projection space whose child pointer
-// points back into the tree (one byte of the file changed) makes a walk of
-// the space give keys it already gave, for ever. Every command that walks
-// it says the file is damaged (exit 1) rather than running until killed
-// (attack review: verify and tasks never ended).
+// TestDamagedPageLoop: a branch page's child pointer that points back at
+// its tree's root (one byte of the file changed) made a walk of the tree
+// give keys it already gave, for ever (attack review: verify and tasks never
+// ended), and a lookup of a key under that pointer recurse until the stack
+// overflowed: a fatal error with a goroutine dump, for show, prove, and a
+// serving process. Open now finds the loop before anything reads a key:
+// every command says the file is damaged (exit 1, one line).
 func TestDamagedPageLoop(t *testing.T) {
-	path := healthyLedger(t, 80)
-	pointBranchAtItself(t, path, "tasks")
-	for _, args := range [][]string{{"verify"}, {"verify", "--json"}, {"tasks"}, {"tasks", "--json"}} {
-		r := run(t, append(args, "--db", path)...)
-		wantExit(t, r, 1, strings.Join(args, " "))
-		if !strings.Contains(r.stderr, "ledger file is damaged: a bucket's keys are out of order") || strings.Count(r.stderr, "\n") != 1 {
-			t.Errorf("%s: want one line saying the file is damaged: %s", strings.Join(args, " "), r)
+	healthy := healthyLedger(t, 2000) // an events tree three pages deep
+	for _, c := range []struct {
+		name        string
+		bucket      []string
+		depth, elem int
+	}{
+		{"a space's root page at itself", []string{"spaces", "tasks"}, 0, 1},
+		{"a space's root page, its last pointer", []string{"spaces", "tasks"}, 0, -1},
+		{"the events tree's lowest branch page at its root", []string{"events"}, 1, 3},
+		{"the events tree's lowest branch page, its last pointer", []string{"events"}, 1, -1},
+		{"the events tree's root page at itself", []string{"events"}, 0, 1},
+		{"the merkle tree's root page at itself", []string{"merkle"}, 0, 0},
+	} {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, healthy, path)
+		loopBranch(t, path, c.bucket, c.depth, c.elem)
+		for _, args := range [][]string{
+			{"verify"}, {"verify", "--json"}, {"tasks"}, {"root"},
+			{"show", "T-0001"}, {"show", "T-0200"}, {"show", "T-0700"}, {"show", "T-1500"}, {"show", "T-2000"},
+			{"prove", "inclusion", "--seq", "10", "--size", "20"}, {"prove", "inclusion", "--seq", "3000"},
+		} {
+			r := run(t, append(args, "--db", path)...)
+			if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged: ") || !strings.Contains(r.stderr, "a loop") || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("%s: %s: exit %d, want 1 and one line saying the file is damaged: %.300s", c.name, strings.Join(args, " "), r.code, r.stderr)
+			}
 		}
 	}
 }

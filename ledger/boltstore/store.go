@@ -285,6 +285,9 @@ func Open(path string, opts Options) (*Store, error) {
 			if err := checkSize(btx, file); err != nil {
 				return err
 			}
+			if err := checkTrees(btx, file, db.Info().PageSize); err != nil {
+				return err
+			}
 			return check(btx)
 		})
 	})
