@@ -272,12 +272,35 @@ func errorsJoin(errs ...error) error {
 
 // loopBranch makes a child pointer of a branch page of a bucket's tree
 // point back at the tree's root, as one changed byte of the file can. The
-// bucket is a top-level bucket or a projection space ("spaces", name); the
-// page is found by going down the first children depth times from the root
-// (a branch page), and its element elem (-1: its last) is changed. A lookup of a key in
-// that element's range then goes round the loop until its stack overflows,
-// and a walk gives the same keys again for ever.
+// page is found as editBranch finds it, and its element elem (-1: its last)
+// is changed. A lookup of a key in that element's range then goes round the
+// loop until its stack overflows, and a walk gives the same keys again for
+// ever.
 func loopBranch(t testing.TB, path string, bucket []string, depth, elem int) {
+	editBranch(t, path, bucket, depth, func(page []byte, count int, root uint64) {
+		if elem < 0 {
+			elem = count - 1
+		}
+		binary.LittleEndian.PutUint64(page[16+16*elem+8:], root)
+	})
+}
+
+// bumpBranchKey adds one to the last byte of the key of element elem of a
+// branch page found as editBranch finds it: a lookup of the key the child
+// starts with then goes to the child before it, and misses.
+func bumpBranchKey(t testing.TB, path string, bucket []string, depth, elem int) {
+	editBranch(t, path, bucket, depth, func(page []byte, count int, root uint64) {
+		e := 16 + 16*elem
+		pos, ksize := int(binary.LittleEndian.Uint32(page[e:])), int(binary.LittleEndian.Uint32(page[e+4:]))
+		page[e+pos+ksize-1]++
+	})
+}
+
+// editBranch calls edit with a branch page of a bucket's tree, its element
+// count and the tree's root page, and writes the page back. The bucket is a
+// top-level bucket or a projection space ("spaces", name); the page is
+// found by going down the first children depth times from the root.
+func editBranch(t testing.TB, path string, bucket []string, depth int, edit func(page []byte, count int, root uint64)) {
 	t.Helper()
 	var root uint64
 	var pageSize int
@@ -312,18 +335,15 @@ func loopBranch(t testing.TB, path string, bucket []string, depth, elem int) {
 			t.Fatal(err)
 		}
 		flags, count := binary.LittleEndian.Uint16(page[8:]), int(binary.LittleEndian.Uint16(page[10:]))
-		if flags != 0x01 || (level == depth && count <= max(elem, 1)) {
-			t.Fatalf("%v: page %d at depth %d is not a branch of more than %d elements (flags %#x, count %d)", bucket, id, level, max(elem, 1), flags, count)
+		if flags != 0x01 || count < 2 {
+			t.Fatalf("%v: page %d at depth %d is not a branch of 2 elements or more (flags %#x, count %d)", bucket, id, level, flags, count)
 		}
 		if level == depth {
-			if elem < 0 {
-				elem = count - 1
-			}
+			edit(page, count, root)
 			break
 		}
 		id = binary.LittleEndian.Uint64(page[16+8:])
 	}
-	binary.LittleEndian.PutUint64(page[16+16*elem+8:], root)
 	if _, err := f.WriteAt(page, int64(id)*int64(pageSize)); err != nil {
 		t.Fatal(err)
 	}

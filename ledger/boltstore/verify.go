@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
@@ -351,7 +352,17 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	var head ledger.Head
 	var base uint
 	var format uint64
-	if err := s.View(func(tx *Tx) error { head, base, format = tx.Head(), tx.base, tx.format; return nil }); err != nil {
+	err := s.withDB(true, func(db *bolt.DB, file *os.File) error {
+		return db.View(func(btx *bolt.Tx) error {
+			if err := checkFormat(btx); err != nil {
+				return err
+			}
+			tx := newTx(btx)
+			head, base, format = tx.Head(), tx.base, tx.format
+			return checkKeyRanges(btx, file, db.Info().PageSize)
+		})
+	})
+	if err != nil {
 		return VerifyReport{}, err
 	}
 	rep := VerifyReport{Size: head.Seq, Head: head.Hash}
@@ -474,7 +485,7 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	if first != nil {
 		return rep, first
 	}
-	err := s.View(func(tx *Tx) error {
+	err = s.View(func(tx *Tx) error {
 		var err error
 		rep.Root, err = tx.Root(head.Seq)
 		return err
