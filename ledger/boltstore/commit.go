@@ -385,9 +385,17 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			}
 			return batch[1:], answered + 1, l.commitSeries(o, batch[0])
 		}
-		if o.gen == nil && !o.nojournal && l.journaling() {
-			// Not journaled (synced as before) if it cannot begin.
-			o.nojournal = l.beginGeneration(o) != nil
+		if o.gen == nil && !o.nojournal && l.journaling() && l.beginGeneration(o) != nil {
+			// Not journaled (synced as before) if it cannot begin — once
+			// the header it may have written is retired: commits without
+			// the pin reuse the pages of its checkpoint.
+			o.nojournal = true
+			if err := l.retireStale(o); err != nil {
+				for _, r := range batch {
+					r.done <- err
+				}
+				return nil, answered + len(batch), err
+			}
 		}
 		failed, ferr := -1, error(nil)
 		ran := 0

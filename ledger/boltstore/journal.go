@@ -301,10 +301,16 @@ func (l *Store) writeHeader(o *openFile, g *generation) error {
 	if h.rootSum, h.freeSum, err = pageSums(o.file, h.meta[:], ps); err != nil {
 		return err
 	}
+	// From here on the header may be on disk whatever this returns (a
+	// write or a flush that fails may have been carried out): unless it
+	// holds, as a generation, it must be retired before the file is
+	// committed to again without the pin (retireStale).
 	if _, err := g.f.WriteAt(h.encode(), 0); err != nil {
+		l.stale = true
 		return fmt.Errorf("journal: %w", err)
 	}
 	if err := fdatasync(g.f); err != nil {
+		l.stale = true
 		return fmt.Errorf("journal: %w", err)
 	}
 	g.salt = h.salt
@@ -401,6 +407,7 @@ func (l *Store) endGeneration(o *openFile) error {
 		o.broken, l.stale = true, true
 		return fmt.Errorf("end the journal's generation: %w", err)
 	}
+	l.stale = false // no header holds
 	return nil
 }
 
