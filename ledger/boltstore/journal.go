@@ -75,9 +75,6 @@ const (
 	// from reuse, so the file grows by a generation's pages once: about 5
 	// per commit of one call.
 	genCommits = 64
-	// journalLimit is the file size past which no generation runs: no
-	// commit then grows the file past journalMap.
-	journalLimit = 32 << 30
 	// metaLen is what of a meta page the header keeps: the page header and
 	// bbolt's meta (magic, version, page size, flags, root, freelist,
 	// high-water mark, txid, checksum): 80 bytes.
@@ -88,6 +85,10 @@ const (
 // space, not memory). Where the process may not map that much (a limit on
 // its address space), the Store maps as bbolt would and commits synced.
 var journalMap = 64 << 30
+
+// journalLimit is the file size past which no generation runs (half the
+// mapping): no commit then grows the file past journalMap.
+func journalLimit() int64 { return int64(journalMap / 2) }
 
 var journalMagic = [8]byte{'l', 'b', 'j', 'o', 'u', 'r', 'n', '1'}
 
@@ -255,7 +256,7 @@ func (l *Store) openJournal() (*os.File, error) {
 // began on a file every writer leaves synced. Until it returns nil the file
 // is committed to as before.
 func (l *Store) beginGeneration(o *openFile) error {
-	if o.size > journalLimit {
+	if o.size > journalLimit() {
 		return errors.New("journal: the file is too large for the mapping")
 	}
 	if l.jfile == nil {
@@ -276,6 +277,10 @@ func (l *Store) beginGeneration(o *openFile) error {
 	}
 	o.gen = g
 	o.db.NoSync = true
+	// A commit that would grow the file past the mapping fails instead
+	// (bbolt's ErrMaxSizeReached, before it remaps): commit then ends the
+	// generation and commits it synced, without the pin.
+	o.db.MaxSize = journalMap
 	return nil
 }
 
@@ -367,6 +372,10 @@ func (l *Store) journalCommit(o *openFile, events [][]byte) error {
 // on disk: one sync of the file, one header.
 func (l *Store) nextGeneration(o *openFile) error {
 	g := o.gen
+	if fi, err := o.file.Stat(); err != nil || fi.Size() > journalLimit() {
+		// Past the limit (or not known to be below it): no generation.
+		return l.endGeneration(o)
+	}
 	if err := fdatasync(o.file); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
@@ -398,7 +407,7 @@ func (l *Store) endGeneration(o *openFile) error {
 	}
 	g.pin.Rollback()
 	o.gen = nil
-	o.db.NoSync = false
+	o.db.NoSync, o.db.MaxSize = false, 0
 	err := fdatasync(o.file)
 	if err == nil {
 		err = retireHeader(g.f)

@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // failSync makes the next n fdatasyncs of the file named name fail with
@@ -84,5 +87,69 @@ func TestJournalHeaderSyncFails(t *testing.T) {
 	want := storedEvents(t, path, l)
 	if got := recoverImage(t, path); len(got) != len(want) {
 		t.Fatalf("%d events after the stop, want the %d acknowledged", len(got), len(want))
+	}
+}
+
+// appendSized commits one event of a payload of n bytes.
+func appendSized(l *Store, n int) error {
+	payload := make([]byte, n)
+	payload[0] = 0xc6 // msgpack bin 32
+	payload[1], payload[2], payload[3], payload[4] = byte((n-5)>>24), byte((n-5)>>16), byte((n-5)>>8), byte(n-5)
+	return l.Update(func(tx *Tx) error {
+		_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{"T-1"}, Payload: payload})
+		return err
+	})
+}
+
+// bbolt remaps its file when it outgrows the mapping, and a remap waits
+// for every read transaction: the pin's too, held by the committer that
+// waits. So no generation may run while its commits can grow the file past
+// the mapping — neither one begun after another (nextGeneration) on a file
+// past the limit, nor one whose commit is larger than what is left.
+func TestJournalGrowthPastMapping(t *testing.T) {
+	old := journalMap
+	journalMap = 16 << 20 // the limit: 8 MiB
+	t.Cleanup(func() { journalMap = old })
+	for _, c := range []struct {
+		name           string
+		commits, bytes int
+	}{
+		{"generations", 1600, 12 << 10}, // 64 records fill most of the journal
+		{"one commit", 1, 20 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			l, err := Open(path, Options{Create: true, Hold: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			var n atomic.Int64
+			go func() {
+				for range c.commits {
+					n.Add(1)
+					if err := appendSized(l, c.bytes); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second):
+				fi, _ := os.Stat(path)
+				t.Fatalf("commit %d of %d hangs, the file at %d bytes: a remap waits for the pin", n.Load(), c.commits, fi.Size()) // the Store is left open
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := storedEvents(t, path, nil); len(got) != c.commits {
+				t.Fatalf("%d events, want %d", len(got), c.commits)
+			}
+		})
 	}
 }
