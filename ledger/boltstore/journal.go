@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -84,7 +85,8 @@ const (
 // journalMap is the mapping a journaling Store asks bbolt for (address
 // space, not memory). Where the process may not map that much (a limit on
 // its address space), the Store maps as bbolt would and commits synced.
-var journalMap = 64 << 30
+// (A 32-bit int cannot hold it, nor runs a journal: journalOS.)
+var journalMap = int(min(64<<30, math.MaxInt))
 
 // journalLimit is the file size past which no generation runs (half the
 // mapping): no commit then grows the file past journalMap.

@@ -5,6 +5,7 @@ package boltstore
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
@@ -151,5 +152,20 @@ func TestJournalGrowthPastMapping(t *testing.T) {
 				t.Fatalf("%d events, want %d", len(got), c.commits)
 			}
 		})
+	}
+}
+
+// The store builds for 32-bit Linux too (no journal there: journalOS),
+// where an int holds no 64 GiB.
+func TestJournalBuilds32Bit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the package")
+	}
+	for _, arch := range []string{"386", "arm"} {
+		cmd := exec.Command("go", "build", ".")
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("GOARCH=%s go build: %v\n%s", arch, err, out)
+		}
 	}
 }
