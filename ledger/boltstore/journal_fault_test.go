@@ -169,3 +169,44 @@ func TestJournalBuilds32Bit(t *testing.T) {
 		}
 	}
 }
+
+// Two processes that create the same new ledger at once: the one that
+// found no file must not take the journal the other now commits through
+// for a deleted ledger's, and remove it — the other's records would go on
+// into a file no longer there, lost with the machine.
+func TestJournalCreateRace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	var b *Store
+	openFoundNoFile = func() {
+		openFoundNoFile = nil
+		var err error
+		if b, err = Open(path, Options{Create: true}); err != nil {
+			t.Fatal(err)
+		}
+		b.quiet = time.Hour // it keeps the file until another process waits
+		appendN(t, b, 2)
+	}
+	t.Cleanup(func() { openFoundNoFile = nil })
+	a, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.jfile == nil {
+		t.Fatal("the other process's commits went through no journal")
+	}
+	bi, err := b.jfile.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(journalPath(path)); err != nil || !os.SameFile(fi, bi) {
+		t.Fatalf("the journal the other process writes is no longer at %s (%v)", journalPath(path), err)
+	}
+	appendN(t, b, 1)
+	if !readHeader(t, path) {
+		t.Fatal("mid-generation, no header holds in the journal at the path")
+	}
+}
