@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/cespare/xxhash/v2"
@@ -238,6 +239,12 @@ func (l *Store) openJournal() (*os.File, error) {
 	if err == nil && !fi.Mode().IsRegular() {
 		err = fmt.Errorf("%s is not a regular file", path)
 	}
+	if err == nil {
+		var ok bool
+		if ok, err = isJournal(f); err == nil && !ok {
+			err = fmt.Errorf("%s is not a journal (another ledger's file?): left as it is", path)
+		}
+	}
 	if err == nil && fi.Size() < journalSize {
 		// Zeros, written: records then overwrite allocated blocks.
 		if _, err = f.WriteAt(make([]byte, journalSize-fi.Size()), fi.Size()); err == nil {
@@ -450,10 +457,47 @@ func retireHeader(f *os.File) error {
 	return nil
 }
 
+// isJournal tells whether f is a journal (or empty): its first block
+// holds a header, or a retired one (zeros). A file with anything else
+// there is not one — another ledger whose name ends as a journal's (x and
+// x.journal): it is never written nor removed as one.
+func isJournal(f *os.File) (bool, error) {
+	b := make([]byte, journalRecords)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	b = b[:n]
+	return bytes.HasPrefix(b, journalMagic[:]) || !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }), nil
+}
+
 // removeJournal removes the journal of a ledger file that is gone: what
-// it holds was another file's.
+// it holds was another file's. A file there that is no journal (another
+// ledger's) is left; a symbolic link there is removed, not followed.
 func removeJournal(path string) error {
-	if err := os.Remove(journalPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	jpath := journalPath(path)
+	f, err := os.OpenFile(jpath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case errors.Is(err, syscall.ELOOP):
+	case err != nil:
+		return fmt.Errorf("journal of a deleted ledger: %w", err)
+	default:
+		fi, err := f.Stat()
+		ok := err == nil && fi.Mode().IsRegular()
+		if ok {
+			ok, err = isJournal(f)
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("journal of a deleted ledger: %w", err)
+		}
+		if !ok {
+			return nil // not a journal: not this ledger's to remove
+		}
+	}
+	if err := os.Remove(jpath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("journal of a deleted ledger: %w", err)
 	}
 	return syncDir(filepath.Dir(path))

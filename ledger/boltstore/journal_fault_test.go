@@ -3,6 +3,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -208,5 +209,43 @@ func TestJournalCreateRace(t *testing.T) {
 	appendN(t, b, 1)
 	if !readHeader(t, path) {
 		t.Fatal("mid-generation, no header holds in the journal at the path")
+	}
+}
+
+// A file beside the ledger whose name is the journal's but which is no
+// journal — another ledger, x.journal beside x — is never written nor
+// removed: creating x and committing to it leave x.journal as it was.
+func TestJournalNameOfAnotherLedger(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x")
+	other, err := Open(journalPath(path), Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, other, 3)
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(path, Options{Create: true, Hold: true})
+	if err != nil {
+		t.Fatalf("create beside another ledger named as its journal: %v", err)
+	}
+	appendN(t, l, 100)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatalf("the other ledger: %v", err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("the other ledger's file was written")
+	}
+	if got := storedEvents(t, path, nil); len(got) != 100 {
+		t.Fatalf("%d events, want 100", len(got))
 	}
 }
