@@ -10,6 +10,7 @@ import (
 
 	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Group commit: one committer goroutine per Store takes every call that is
@@ -376,6 +377,9 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		return nil, len(batch), err
 	}
 	retries := 0
+	// unpinned: the batch commits without a generation (it would grow the
+	// file past what a generation may map).
+	unpinned := false
 	for len(batch) > 0 {
 		if batch[0].series != nil {
 			// A series commits synced (its transactions may be large).
@@ -385,9 +389,27 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			}
 			return batch[1:], answered + 1, l.commitSeries(o, batch[0])
 		}
-		if o.gen == nil && !o.nojournal && l.journaling() {
-			// Not journaled (synced as before) if it cannot begin.
-			o.nojournal = l.beginGeneration(o) != nil
+		if o.gen != nil && o.size > journalLimit() {
+			// The file grew past the limit: no generation from now on
+			// (bbolt would remap the file, waiting for the pin).
+			if err := l.endGeneration(o); err != nil {
+				for _, r := range batch {
+					r.done <- err
+				}
+				return nil, answered + len(batch), err
+			}
+		}
+		if o.gen == nil && !o.nojournal && !unpinned && l.journaling() && l.beginGeneration(o) != nil {
+			// Not journaled (synced as before) if it cannot begin — once
+			// the header it may have written is retired: commits without
+			// the pin reuse the pages of its checkpoint.
+			o.nojournal = true
+			if err := l.retireStale(o); err != nil {
+				for _, r := range batch {
+					r.done <- err
+				}
+				return nil, answered + len(batch), err
+			}
 		}
 		failed, ferr := -1, error(nil)
 		ran := 0
@@ -452,6 +474,19 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			batch[failed].done <- ferr
 			answered++
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
+			continue
+		}
+		if errors.Is(err, berrors.ErrMaxSizeReached) && o.gen != nil {
+			// The commit would grow the file past the mapping, which bbolt
+			// would remap waiting for the pin: it commits synced instead,
+			// after the generation's end.
+			if err := l.endGeneration(o); err != nil {
+				for _, r := range batch {
+					r.done <- err
+				}
+				return nil, answered + len(batch), err
+			}
+			unpinned = true
 			continue
 		}
 		if errors.Is(err, ErrHeadMoved) && retries < maxReplicaRetries {

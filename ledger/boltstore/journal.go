@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/cespare/xxhash/v2"
@@ -75,9 +77,6 @@ const (
 	// from reuse, so the file grows by a generation's pages once: about 5
 	// per commit of one call.
 	genCommits = 64
-	// journalLimit is the file size past which no generation runs: no
-	// commit then grows the file past journalMap.
-	journalLimit = 32 << 30
 	// metaLen is what of a meta page the header keeps: the page header and
 	// bbolt's meta (magic, version, page size, flags, root, freelist,
 	// high-water mark, txid, checksum): 80 bytes.
@@ -87,7 +86,12 @@ const (
 // journalMap is the mapping a journaling Store asks bbolt for (address
 // space, not memory). Where the process may not map that much (a limit on
 // its address space), the Store maps as bbolt would and commits synced.
-var journalMap = 64 << 30
+// (A 32-bit int cannot hold it, nor runs a journal: journalOS.)
+var journalMap = int(min(64<<30, math.MaxInt))
+
+// journalLimit is the file size past which no generation runs (half the
+// mapping): no commit then grows the file past journalMap.
+func journalLimit() int64 { return int64(journalMap / 2) }
 
 var journalMagic = [8]byte{'l', 'b', 'j', 'o', 'u', 'r', 'n', '1'}
 
@@ -235,6 +239,12 @@ func (l *Store) openJournal() (*os.File, error) {
 	if err == nil && !fi.Mode().IsRegular() {
 		err = fmt.Errorf("%s is not a regular file", path)
 	}
+	if err == nil {
+		var ok bool
+		if ok, err = isJournal(f); err == nil && !ok {
+			err = fmt.Errorf("%s is not a journal (another ledger's file?): left as it is", path)
+		}
+	}
 	if err == nil && fi.Size() < journalSize {
 		// Zeros, written: records then overwrite allocated blocks.
 		if _, err = f.WriteAt(make([]byte, journalSize-fi.Size()), fi.Size()); err == nil {
@@ -255,7 +265,7 @@ func (l *Store) openJournal() (*os.File, error) {
 // began on a file every writer leaves synced. Until it returns nil the file
 // is committed to as before.
 func (l *Store) beginGeneration(o *openFile) error {
-	if o.size > journalLimit {
+	if o.size > journalLimit() {
 		return errors.New("journal: the file is too large for the mapping")
 	}
 	if l.jfile == nil {
@@ -276,6 +286,10 @@ func (l *Store) beginGeneration(o *openFile) error {
 	}
 	o.gen = g
 	o.db.NoSync = true
+	// A commit that would grow the file past the mapping fails instead
+	// (bbolt's ErrMaxSizeReached, before it remaps): commit then ends the
+	// generation and commits it synced, without the pin.
+	o.db.MaxSize = journalMap
 	return nil
 }
 
@@ -301,10 +315,16 @@ func (l *Store) writeHeader(o *openFile, g *generation) error {
 	if h.rootSum, h.freeSum, err = pageSums(o.file, h.meta[:], ps); err != nil {
 		return err
 	}
+	// From here on the header may be on disk whatever this returns (a
+	// write or a flush that fails may have been carried out): unless it
+	// holds, as a generation, it must be retired before the file is
+	// committed to again without the pin (retireStale).
 	if _, err := g.f.WriteAt(h.encode(), 0); err != nil {
+		l.stale = true
 		return fmt.Errorf("journal: %w", err)
 	}
 	if err := fdatasync(g.f); err != nil {
+		l.stale = true
 		return fmt.Errorf("journal: %w", err)
 	}
 	g.salt = h.salt
@@ -361,6 +381,10 @@ func (l *Store) journalCommit(o *openFile, events [][]byte) error {
 // on disk: one sync of the file, one header.
 func (l *Store) nextGeneration(o *openFile) error {
 	g := o.gen
+	if fi, err := o.file.Stat(); err != nil || fi.Size() > journalLimit() {
+		// Past the limit (or not known to be below it): no generation.
+		return l.endGeneration(o)
+	}
 	if err := fdatasync(o.file); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
@@ -392,7 +416,7 @@ func (l *Store) endGeneration(o *openFile) error {
 	}
 	g.pin.Rollback()
 	o.gen = nil
-	o.db.NoSync = false
+	o.db.NoSync, o.db.MaxSize = false, 0
 	err := fdatasync(o.file)
 	if err == nil {
 		err = retireHeader(g.f)
@@ -401,6 +425,7 @@ func (l *Store) endGeneration(o *openFile) error {
 		o.broken, l.stale = true, true
 		return fmt.Errorf("end the journal's generation: %w", err)
 	}
+	l.stale = false // no header holds
 	return nil
 }
 
@@ -432,10 +457,47 @@ func retireHeader(f *os.File) error {
 	return nil
 }
 
+// isJournal tells whether f is a journal (or empty): its first block
+// holds a header, or a retired one (zeros). A file with anything else
+// there is not one — another ledger whose name ends as a journal's (x and
+// x.journal): it is never written nor removed as one.
+func isJournal(f *os.File) (bool, error) {
+	b := make([]byte, journalRecords)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	b = b[:n]
+	return bytes.HasPrefix(b, journalMagic[:]) || !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }), nil
+}
+
 // removeJournal removes the journal of a ledger file that is gone: what
-// it holds was another file's.
+// it holds was another file's. A file there that is no journal (another
+// ledger's) is left; a symbolic link there is removed, not followed.
 func removeJournal(path string) error {
-	if err := os.Remove(journalPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	jpath := journalPath(path)
+	f, err := os.OpenFile(jpath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case errors.Is(err, syscall.ELOOP):
+	case err != nil:
+		return fmt.Errorf("journal of a deleted ledger: %w", err)
+	default:
+		fi, err := f.Stat()
+		ok := err == nil && fi.Mode().IsRegular()
+		if ok {
+			ok, err = isJournal(f)
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("journal of a deleted ledger: %w", err)
+		}
+		if !ok {
+			return nil // not a journal: not this ledger's to remove
+		}
+	}
+	if err := os.Remove(jpath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("journal of a deleted ledger: %w", err)
 	}
 	return syncDir(filepath.Dir(path))

@@ -152,6 +152,10 @@ type Store struct {
 	generationBegun func()
 }
 
+// openFoundNoFile, if set, is called when Open finds no ledger file at
+// its path: tests let another process create it then.
+var openFoundNoFile func()
+
 // Replica is a replicated log that a Store keeps a local copy of. It keeps
 // the storage contract: Append succeeds only if the log's head is still
 // the one given (compare-and-append), and is durable when it returns.
@@ -227,15 +231,15 @@ func Open(path string, opts Options) (*Store, error) {
 	// since, and marked before it is so written (unsynced.go).
 	var marked bool
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		if openFoundNoFile != nil {
+			openFoundNoFile()
+		}
 		// No file yet (or one whose creation was cut short): the marker
-		// and the journal of one deleted before are void.
+		// of one deleted before is void. (Its journal is too: openDB
+		// removes it, under the lock, if it creates the file — another
+		// process may create it first and commit through a journal.)
 		if _, err := os.Stat(unsyncedMarker(path)); err == nil && opts.Create && !opts.ReadOnly {
 			if err := clearUnsynced(path); err != nil {
-				return nil, fmt.Errorf("open ledger: %w", err)
-			}
-		}
-		if _, err := os.Lstat(journalPath(path)); err == nil && opts.Create && !opts.ReadOnly {
-			if err := removeJournal(path); err != nil {
 				return nil, fmt.Errorf("open ledger: %w", err)
 			}
 		}
@@ -460,9 +464,22 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 				return nil, err
 			}
 			// Locked, not yet read: a journal that holds is settled
-			// first (journal.go).
-			if !l.create && !l.opts.Scratch {
-				if rec, err = settleJournal(path, f, readOnly); err != nil {
+			// first (journal.go) — or, beside a file this open creates
+			// (still empty under the lock), a deleted ledger's journal is
+			// removed.
+			if !l.opts.Scratch {
+				var fi os.FileInfo
+				if l.create {
+					fi, err = f.Stat()
+				}
+				switch {
+				case err != nil:
+				case l.create && fi.Size() == 0:
+					err = removeJournal(path)
+				default:
+					rec, err = settleJournal(path, f, readOnly)
+				}
+				if err != nil {
 					f.Close()
 					return nil, err
 				}

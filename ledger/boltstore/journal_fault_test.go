@@ -1,0 +1,251 @@
+//go:build linux
+
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+)
+
+// failSync makes the next n fdatasyncs of the file named name fail with
+// EIO (the write before it may or may not have reached the disk). It
+// returns how many failed so far.
+func failSync(t *testing.T, name string, n int) *atomic.Int64 {
+	t.Helper()
+	var left, failed atomic.Int64
+	left.Store(int64(n))
+	real := fdatasync
+	fdatasync = func(f *os.File) error {
+		if f.Name() == name && left.Add(-1) >= 0 {
+			failed.Add(1)
+			return syscall.EIO
+		}
+		return real(f)
+	}
+	t.Cleanup(func() { fdatasync = real })
+	return &failed
+}
+
+// recoverImage copies the ledger at path and its journal, as they stand,
+// and opens the copy in another boot: what a machine that stops now leaves
+// when every page of the file is on disk. It returns the events it holds,
+// after checking that it verifies.
+func recoverImage(t *testing.T, path string) [][]byte {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, path, img)
+	if _, err := os.Stat(journalPath(path)); err == nil {
+		copyFile(t, journalPath(path), journalPath(img))
+	}
+	setBoot(t, "another-boot")
+	defer setBoot(t, mustBoot(t))
+	r, err := Open(img, Options{})
+	if err != nil {
+		t.Fatalf("open after the stop: %v", err)
+	}
+	rep, err := r.Verify(context.Background(), VerifyOptions{})
+	r.Close()
+	if err != nil {
+		t.Fatalf("verify after the stop: %v", err)
+	}
+	got := storedEvents(t, img, nil)
+	if rep.Size != uint64(len(got)) {
+		t.Fatalf("verify saw %d events, the file holds %d", rep.Size, len(got))
+	}
+	return got
+}
+
+// A generation's header whose fdatasync failed may be on disk all the same:
+// the commits that go on synced (no generation, so no pin) must not leave
+// it holding, or a stop brings back its checkpoint — refused as damaged
+// once its pages are reused, or rolled back to, losing every commit since.
+func TestJournalHeaderSyncFails(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	appendOne(t, l, 0) // the first generation: the journal exists
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(path, Options{Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	failed := failSync(t, journalPath(path), 1)
+	for i := range 30 {
+		appendOne(t, l, i+1)
+	}
+	if failed.Load() == 0 {
+		t.Fatal("no fdatasync of the journal failed")
+	}
+	want := storedEvents(t, path, l)
+	if got := recoverImage(t, path); len(got) != len(want) {
+		t.Fatalf("%d events after the stop, want the %d acknowledged", len(got), len(want))
+	}
+}
+
+// appendSized commits one event of a payload of n bytes.
+func appendSized(l *Store, n int) error {
+	payload := make([]byte, n)
+	payload[0] = 0xc6 // msgpack bin 32
+	payload[1], payload[2], payload[3], payload[4] = byte((n-5)>>24), byte((n-5)>>16), byte((n-5)>>8), byte(n-5)
+	return l.Update(func(tx *Tx) error {
+		_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{"T-1"}, Payload: payload})
+		return err
+	})
+}
+
+// bbolt remaps its file when it outgrows the mapping, and a remap waits
+// for every read transaction: the pin's too, held by the committer that
+// waits. So no generation may run while its commits can grow the file past
+// the mapping — neither one begun after another (nextGeneration) on a file
+// past the limit, nor one whose commit is larger than what is left.
+func TestJournalGrowthPastMapping(t *testing.T) {
+	old := journalMap
+	journalMap = 16 << 20 // the limit: 8 MiB
+	t.Cleanup(func() { journalMap = old })
+	for _, c := range []struct {
+		name           string
+		commits, bytes int
+	}{
+		{"generations", 1600, 12 << 10}, // 64 records fill most of the journal
+		{"one commit", 1, 20 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			l, err := Open(path, Options{Create: true, Hold: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			var n atomic.Int64
+			go func() {
+				for range c.commits {
+					n.Add(1)
+					if err := appendSized(l, c.bytes); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second):
+				fi, _ := os.Stat(path)
+				t.Fatalf("commit %d of %d hangs, the file at %d bytes: a remap waits for the pin", n.Load(), c.commits, fi.Size()) // the Store is left open
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := storedEvents(t, path, nil); len(got) != c.commits {
+				t.Fatalf("%d events, want %d", len(got), c.commits)
+			}
+		})
+	}
+}
+
+// The store builds for 32-bit Linux too (no journal there: journalOS),
+// where an int holds no 64 GiB.
+func TestJournalBuilds32Bit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the package")
+	}
+	for _, arch := range []string{"386", "arm"} {
+		cmd := exec.Command("go", "build", ".")
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("GOARCH=%s go build: %v\n%s", arch, err, out)
+		}
+	}
+}
+
+// Two processes that create the same new ledger at once: the one that
+// found no file must not take the journal the other now commits through
+// for a deleted ledger's, and remove it — the other's records would go on
+// into a file no longer there, lost with the machine.
+func TestJournalCreateRace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	var b *Store
+	openFoundNoFile = func() {
+		openFoundNoFile = nil
+		var err error
+		if b, err = Open(path, Options{Create: true}); err != nil {
+			t.Fatal(err)
+		}
+		b.quiet = time.Hour // it keeps the file until another process waits
+		appendN(t, b, 2)
+	}
+	t.Cleanup(func() { openFoundNoFile = nil })
+	a, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.jfile == nil {
+		t.Fatal("the other process's commits went through no journal")
+	}
+	bi, err := b.jfile.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(journalPath(path)); err != nil || !os.SameFile(fi, bi) {
+		t.Fatalf("the journal the other process writes is no longer at %s (%v)", journalPath(path), err)
+	}
+	appendN(t, b, 1)
+	if !readHeader(t, path) {
+		t.Fatal("mid-generation, no header holds in the journal at the path")
+	}
+}
+
+// A file beside the ledger whose name is the journal's but which is no
+// journal — another ledger, x.journal beside x — is never written nor
+// removed: creating x and committing to it leave x.journal as it was.
+func TestJournalNameOfAnotherLedger(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x")
+	other, err := Open(journalPath(path), Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, other, 3)
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(path, Options{Create: true, Hold: true})
+	if err != nil {
+		t.Fatalf("create beside another ledger named as its journal: %v", err)
+	}
+	appendN(t, l, 100)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatalf("the other ledger: %v", err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("the other ledger's file was written")
+	}
+	if got := storedEvents(t, path, nil); len(got) != 100 {
+		t.Fatalf("%d events, want 100", len(got))
+	}
+}
