@@ -420,6 +420,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		var appended []bool
 		var head ledger.Head
 		var events [][]byte // what the commit appended
+		var before uint64   // the head's seq before it
 		ingested := false   // whether the catch-up brought events in
 		err := update(db, func(btx *bolt.Tx) error {
 			start := time.Now()
@@ -427,6 +428,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			if err != nil {
 				return err
 			}
+			before = tx.head.Seq
 			defer func() { head, events = tx.head, tx.appended }()
 			l.fillTail(o, btx)
 			ingested = in
@@ -507,9 +509,15 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(retries, 7))))
 			continue
 		}
-		if err == nil && o.gen != nil && len(events) > 0 {
-			// Unsynced: durable once its journal record is.
-			err = l.journalCommit(o, events)
+		if err == nil && o.gen != nil && head.Seq > before {
+			if head.Seq-before == uint64(len(events)) {
+				// Unsynced: durable once its journal record is.
+				err = l.journalCommit(o, events)
+			} else {
+				// Events came in other than by Append (Tx.Ingest), which
+				// the journal does not record: the file is synced.
+				err = l.endGeneration(o)
+			}
 		}
 		switch {
 		case err == nil:

@@ -268,6 +268,13 @@ func (l *Store) beginGeneration(o *openFile) error {
 	if o.size > journalLimit() {
 		return errors.New("journal: the file is too large for the mapping")
 	}
+	if l.jfile != nil && !sameFile(l.jfile, journalPath(l.path)) {
+		// The journal was removed or replaced behind this Store's back:
+		// records written to the file it has open would be found by no
+		// open after a power loss. The one at the path is used (or made).
+		l.jfile.Close()
+		l.jfile = nil
+	}
 	if l.jfile == nil {
 		f, err := l.openJournal()
 		if err != nil {
@@ -381,8 +388,10 @@ func (l *Store) journalCommit(o *openFile, events [][]byte) error {
 // on disk: one sync of the file, one header.
 func (l *Store) nextGeneration(o *openFile) error {
 	g := o.gen
-	if fi, err := o.file.Stat(); err != nil || fi.Size() > journalLimit() {
+	if fi, err := o.file.Stat(); err != nil || fi.Size() > journalLimit() || !sameFile(g.f, journalPath(l.path)) {
 		// Past the limit (or not known to be below it): no generation.
+		// Or the journal is no longer at its path: the next begins
+		// with the one there.
 		return l.endGeneration(o)
 	}
 	if err := fdatasync(o.file); err != nil {

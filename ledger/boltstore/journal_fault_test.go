@@ -5,6 +5,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,5 +248,77 @@ func TestJournalNameOfAnotherLedger(t *testing.T) {
 	}
 	if got := storedEvents(t, path, nil); len(got) != 100 {
 		t.Fatalf("%d events, want 100", len(got))
+	}
+}
+
+// A commit that brings events in other than by Append (Tx.Ingest, a
+// replica's catch-up) has nothing the journal records: it ends the
+// generation, syncing the file, rather than be acknowledged unsynced with
+// no record (review of the journal: such events were lost to a power loss).
+func TestJournalIngestSyncs(t *testing.T) {
+	src, err := Open(filepath.Join(t.TempDir(), "src.db"), Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		appendOne(t, src, i)
+	}
+	raws := storedEvents(t, src.Path(), src)
+	src.Close()
+	l, path, _ := journaled(t, Options{Hold: true})
+	for _, batch := range [][][]byte{raws[:3], raws[3:]} {
+		err := l.Update(func(tx *Tx) error {
+			for _, raw := range batch {
+				if _, err := tx.Ingest(raw); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readHeader(t, path) {
+			t.Fatal("the journal holds a generation after a commit that ingested events: they are unsynced, with no record")
+		}
+	}
+	if got := storedEvents(t, path, l); len(got) != len(raws) {
+		t.Fatalf("%d events, want %d", len(got), len(raws))
+	}
+}
+
+// A journal removed (or replaced) while a Store commits through it is
+// noticed at the next generation: records go to the journal at the path
+// again, and a power loss after that loses nothing (before, every later
+// record went to the removed file, which no open finds).
+func TestJournalRemovedWhileOpen(t *testing.T) {
+	l, path, checkpoint := journaled(t, Options{Hold: true})
+	appendOne(t, l, 0)
+	if err := os.Remove(journalPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2*genCommits + 5 {
+		appendOne(t, l, i+1)
+	}
+	if !readHeader(t, path) {
+		t.Fatal("no journal at the path holds the generation the Store commits in")
+	}
+	want := storedEvents(t, path, l)
+	rng := rand.New(rand.NewPCG(3, 9))
+	for round := range 6 {
+		setBoot(t, "boot-after-removal-"+string(rune('a'+round)))
+		img := powerLoss(t, rng, checkpoint, path, t.TempDir())
+		r, err := Open(img, Options{})
+		if err != nil {
+			t.Fatalf("round %d: recover: %v", round, err)
+		}
+		_, err = r.Verify(context.Background(), VerifyOptions{})
+		r.Close()
+		if err != nil {
+			t.Fatalf("round %d: verify after recovery: %v", round, err)
+		}
+		if got := storedEvents(t, img, nil); len(got) != len(want) {
+			t.Fatalf("round %d: %d events after recovery, want %d", round, len(got), len(want))
+		}
 	}
 }
