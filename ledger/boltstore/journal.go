@@ -64,6 +64,11 @@ import (
 // process was committing).
 var ErrUnrecovered = errors.New("the ledger's journal holds commits to recover")
 
+// ErrSyncFailed is returned (wrapped) by every commit of a Store after an
+// fdatasync of its file failed while a journal header held
+// (fileSyncFailed): the process must be restarted, and the open recovers.
+var ErrSyncFailed = errors.New("the ledger file's sync failed")
+
 const (
 	journalSuffix = ".journal"
 	// journalSize is the journal file's size, written once with zeros so
@@ -326,6 +331,7 @@ func (l *Store) writeHeader(o *openFile, g *generation) error {
 	// write or a flush that fails may have been carried out): unless it
 	// holds, as a generation, it must be retired before the file is
 	// committed to again without the pin (retireStale).
+	l.heldHeader = &h
 	if _, err := g.f.WriteAt(h.encode(), 0); err != nil {
 		l.stale = true
 		return fmt.Errorf("journal: %w", err)
@@ -395,7 +401,7 @@ func (l *Store) nextGeneration(o *openFile) error {
 		return l.endGeneration(o)
 	}
 	if err := fdatasync(o.file); err != nil {
-		return fmt.Errorf("sync: %w", err)
+		return l.fileSyncFailed(err) // the old generation holds, pinned
 	}
 	pin, err := o.db.Begin(false)
 	if err != nil {
@@ -426,32 +432,72 @@ func (l *Store) endGeneration(o *openFile) error {
 	g.pin.Rollback()
 	o.gen = nil
 	o.db.NoSync, o.db.MaxSize = false, 0
-	err := fdatasync(o.file)
-	if err == nil {
-		err = retireHeader(g.f)
+	if l.syncFailed != nil {
+		o.broken = true
+		return l.syncFailedErr() // the header holds, for the next open
 	}
-	if err != nil {
+	if err := fdatasync(o.file); err != nil {
+		o.broken = true
+		return l.fileSyncFailed(err)
+	}
+	if err := retireHeader(g.f); err != nil {
 		o.broken, l.stale = true, true
 		return fmt.Errorf("end the journal's generation: %w", err)
 	}
-	l.stale = false // no header holds
+	l.stale, l.heldHeader = false, nil // no header holds
 	return nil
+}
+
+// fileSyncFailed is called when an fdatasync of the ledger file fails
+// while a journal header may hold. Linux may have marked the pages that
+// did not reach the disk clean, and the next fdatasync would then succeed
+// without them: nothing after may trust the file to be on disk. So the
+// header is made another boot's (its boot id emptied), and every later
+// open, in this boot too, recovers from its checkpoint and records as
+// after a power loss (the checkpoint's pages are intact: no commit freed
+// them since), instead of syncing the file and retiring the header; and
+// this Store commits no more.
+func (l *Store) fileSyncFailed(err error) error {
+	if l.syncFailed == nil {
+		l.syncFailed = err
+		if l.heldHeader != nil && l.jfile != nil {
+			poisonHeader(l.jfile, *l.heldHeader)
+		}
+	}
+	return l.syncFailedErr()
+}
+
+func (l *Store) syncFailedErr() error {
+	return fmt.Errorf("%w (%v): this process commits no more; restart it, and opening the ledger recovers what the journal holds", ErrSyncFailed, l.syncFailed)
+}
+
+// poisonHeader rewrites header h in journal f with no boot id, so that no
+// open takes the file as synced and whole: best effort (if it fails, the
+// header holds as it was).
+func poisonHeader(f *os.File, h header) {
+	h.boot = nil
+	if _, err := f.WriteAt(h.encode(), 0); err == nil {
+		fdatasync(f)
+	}
 }
 
 // retireStale retires a header that a failed endGeneration may have left
 // holding, before o's next commit: the pages of its checkpoint are no
 // longer kept from reuse.
 func (l *Store) retireStale(o *openFile) error {
+	if l.syncFailed != nil {
+		return l.syncFailedErr()
+	}
 	if !l.stale {
 		return nil
 	}
 	if err := fdatasync(o.file); err != nil {
-		return fmt.Errorf("sync: %w", err)
+		return l.fileSyncFailed(err)
 	}
 	if err := retireHeader(l.jfile); err != nil {
 		return err
 	}
-	l.stale = false
+	l.stale, l.heldHeader = false, nil
 	return nil
 }
 
@@ -561,12 +607,19 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 			return nil, nil // whole in the page cache; a writer retires it
 		}
 		if err := fdatasync(f); err != nil {
-			return nil, fmt.Errorf("sync: %w", err)
+			// The file may not be whole on disk, and a later sync may
+			// say it is (fileSyncFailed): the next open recovers.
+			poisonHeader(jf, h)
+			return nil, fmt.Errorf("%w: %v", ErrSyncFailed, err)
 		}
 		return nil, retireHeader(jf)
 	}
 	if readOnly {
-		return nil, fmt.Errorf("%w: %s holds commits made before the machine restarted; open the ledger once with a writer (logbook serve, rebuild) to recover them", ErrUnrecovered, jpath)
+		why := "made before the machine restarted"
+		if len(h.boot) == 0 {
+			why = "whose sync to the ledger file failed"
+		}
+		return nil, fmt.Errorf("%w: %s holds commits %s; open the ledger once with a writer (logbook serve, rebuild) to recover them", ErrUnrecovered, jpath, why)
 	}
 	ps := int64(h.pageSize)
 	if ps < 1024 || ps > 1<<16 {

@@ -5,10 +5,12 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -320,5 +322,112 @@ func TestJournalRemovedWhileOpen(t *testing.T) {
 		if got := storedEvents(t, img, nil); len(got) != len(want) {
 			t.Fatalf("round %d: %d events after recovery, want %d", round, len(got), len(want))
 		}
+	}
+}
+
+// headerBoot returns the boot id in the header of the journal of the
+// ledger at path, and whether a header holds.
+func headerBoot(t *testing.T, path string) (string, bool) {
+	t.Helper()
+	b, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := decodeHeader(b)
+	return string(h.boot), ok
+}
+
+// A failed fdatasync of the ledger file may leave pages off the disk that
+// Linux then marks clean, so that the next fdatasync succeeds without
+// them. After one, the Store commits no more, and the header is made
+// another boot's: an open in this boot too recovers from the checkpoint
+// and the records, losing no acknowledged event whatever pages the disk
+// lacks (review of the journal: the next sync succeeded and the header was
+// retired over a file the disk did not hold).
+func TestJournalFileSyncFails(t *testing.T) {
+	l, path, checkpoint := journaled(t, Options{Hold: true})
+	failed := failSync(t, path, 1)
+	acked := 0
+	var err error
+	for i := 0; i < 2*genCommits && err == nil; i++ {
+		if err = l.Update(func(tx *Tx) error {
+			_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{"T-1"}, Payload: []byte{0x81, 0xa1, 'i', byte(i & 0x7f)}})
+			return err
+		}); err == nil {
+			acked++
+		}
+	}
+	if failed.Load() != 1 || !errors.Is(err, ErrSyncFailed) {
+		t.Fatalf("after %d acknowledged commits and %d failed syncs: %v, want ErrSyncFailed", acked, failed.Load(), err)
+	}
+	if err := l.Update(func(tx *Tx) error { return nil }); !errors.Is(err, ErrSyncFailed) {
+		t.Fatalf("a commit after the failed sync: %v, want ErrSyncFailed", err)
+	}
+	want := storedEvents(t, path, l)
+	if len(want) != acked {
+		t.Fatalf("%d events, %d acknowledged", len(want), acked)
+	}
+	if err := l.Close(); err != nil && !errors.Is(err, ErrSyncFailed) {
+		t.Fatalf("close: %v", err)
+	}
+	if _, err := Open(path, Options{ReadOnly: true}); !errors.Is(err, ErrUnrecovered) || !strings.Contains(err.Error(), "sync to the ledger file failed") {
+		t.Fatalf("a reader: %v, want ErrUnrecovered saying the sync failed", err)
+	}
+	if boot, ok := headerBoot(t, path); !ok || boot != "" {
+		t.Errorf("header holds %v, boot %q: want it held, another boot's", ok, boot)
+	}
+	rng := rand.New(rand.NewPCG(5, 11))
+	for round := range 8 { // this boot: the pages written since the checkpoint kept, lost or torn
+		img := powerLoss(t, rng, checkpoint, path, t.TempDir())
+		r, err := Open(img, Options{})
+		if err != nil {
+			t.Fatalf("round %d: recover: %v", round, err)
+		}
+		_, err = r.Verify(context.Background(), VerifyOptions{})
+		r.Close()
+		if err != nil {
+			t.Fatalf("round %d: verify after recovery: %v", round, err)
+		}
+		got := storedEvents(t, img, nil)
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d events after recovery, want %d", round, len(got), len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("round %d: event %d differs", round, i+1)
+			}
+		}
+	}
+}
+
+// The same, for the open that settles a journal a killed process left in
+// this boot: if its sync of the file fails, the header is made another
+// boot's, and the next open recovers rather than trusts the next sync.
+func TestJournalSettleSyncFails(t *testing.T) {
+	l, path, checkpoint := journaled(t, Options{Hold: true})
+	for i := range 10 {
+		appendOne(t, l, i)
+	}
+	want := storedEvents(t, path, l)
+	img := filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, path, img)
+	copyFile(t, journalPath(path), journalPath(img))
+	failSync(t, img, 1)
+	if _, err := Open(img, Options{}); !errors.Is(err, ErrSyncFailed) {
+		t.Fatalf("open whose sync fails: %v, want ErrSyncFailed", err)
+	}
+	// What the disk may hold of the file: the pages written since the
+	// checkpoint kept, lost or torn.
+	if boot, ok := headerBoot(t, img); !ok || boot != "" {
+		t.Errorf("header holds %v, boot %q: want it held, another boot's", ok, boot)
+	}
+	lost := powerLoss(t, rand.New(rand.NewPCG(1, 2)), checkpoint, img, t.TempDir())
+	r, err := Open(lost, Options{})
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	r.Close()
+	if got := storedEvents(t, lost, nil); len(got) != len(want) {
+		t.Fatalf("%d events after recovery, want %d", len(got), len(want))
 	}
 }

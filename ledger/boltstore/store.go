@@ -144,6 +144,12 @@ type Store struct {
 	endErr error
 	// stale: a generation's end failed and its header may still hold.
 	stale bool
+	// heldHeader is the header last written, until it is retired: the
+	// one a failed sync of the file makes another boot's (fileSyncFailed).
+	heldHeader *header
+	// syncFailed, once set, is why this Store commits no more: an
+	// fdatasync of the file failed while a header held (journal.go).
+	syncFailed error
 	// nomap: the journal's mapping was refused (ENOMEM): no journal.
 	nomap atomic.Bool
 	// generationBegun, if set, is called once a generation's header is
