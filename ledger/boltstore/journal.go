@@ -533,8 +533,8 @@ func removeJournal(path string) error {
 	jpath := journalPath(path)
 	f, err := os.OpenFile(jpath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENAMETOOLONG):
+		return nil // none (a name too long for one: commits there are synced)
 	case errors.Is(err, syscall.ELOOP):
 	case err != nil:
 		return fmt.Errorf("journal of a deleted ledger: %w", err)

@@ -431,3 +431,29 @@ func TestJournalSettleSyncFails(t *testing.T) {
 		t.Fatalf("%d events after recovery, want %d", len(got), len(want))
 	}
 }
+
+// A ledger whose name leaves no room for the journal's suffix (255 bytes,
+// the most a name may have) has no journal: it is created, committed to,
+// reopened and read as any other, its commits synced (the removal of a
+// deleted ledger's journal refused to create it: file name too long).
+func TestJournalNameTooLong(t *testing.T) {
+	if !NoSyncSupported() {
+		t.Skip("no boot id here: no journal")
+	}
+	path := filepath.Join(t.TempDir(), strings.Repeat("l", 252)+".db")
+	for round, opts := range []Options{{Create: true}, {Hold: true}, {}} {
+		l, err := Open(path, opts)
+		if err != nil {
+			t.Fatalf("open %d: %v", round, err)
+		}
+		for i := range genCommits + 3 {
+			appendOne(t, l, i)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatalf("close %d: %v", round, err)
+		}
+	}
+	if got := storedEvents(t, path, nil); len(got) != 3*(genCommits+3) {
+		t.Fatalf("%d events, want %d", len(got), 3*(genCommits+3))
+	}
+}

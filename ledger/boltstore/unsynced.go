@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // A Store opened with Options.NoSync commits without fsync: a process that
@@ -54,8 +55,8 @@ func unsyncedMarker(path string) string { return path + unsyncedSuffix }
 // since they were made.
 func checkUnsynced(path string) (marked bool, err error) {
 	mark, err := os.ReadFile(unsyncedMarker(path))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENAMETOOLONG) {
+		return false, nil // none (a name too long for one: NoSync is refused there)
 	}
 	if err != nil {
 		return false, err
