@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/events"
@@ -113,6 +115,28 @@ func TestRemoteRecordsAsTheSender(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("event %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+}
+
+// A commit the disk failed part way through may or may not be in the
+// ledger: its StorageError says the outcome is unknown, as for a call the
+// holder never answered; one refused after the failure left nothing.
+func TestStorageErrorOutcome(t *testing.T) {
+	h := newHarness(t, Options{})
+	for _, c := range []struct {
+		err     error
+		unknown bool
+		reason  string
+	}{
+		{fmt.Errorf("commit: %w: %w", boltstore.ErrOutcomeUnknown, boltstore.ErrSyncFailed), true, "the disk failed while this call was made durable"},
+		{fmt.Errorf("commit: %w", boltstore.ErrSyncFailed), false, "this process commits no more; restart it"},
+		{&outcomeUnknown{errors.New("hub gone")}, true, "exited or stopped answering"},
+		{fmt.Errorf("commit: %w", boltstore.ErrLocked), false, "locked by another process"},
+	} {
+		var se *StorageError
+		if err := h.svc.storageError("task_create", c.err); !errors.As(err, &se) || se.Unknown != c.unknown || !strings.Contains(se.Reason, c.reason) {
+			t.Errorf("%v: %+v, want unknown %v and a reason with %q", c.err, se, c.unknown, c.reason)
 		}
 	}
 }

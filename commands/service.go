@@ -378,11 +378,15 @@ func (e *funcError) Error() string { return e.err.Error() }
 func (e *funcError) Unwrap() error { return e.err }
 
 func (s *Service) storageError(tool string, err error) error {
-	reason := "the ledger could not commit"
-	var unknown *outcomeUnknown
+	reason, unknown := "the ledger could not commit", false
+	var handed *outcomeUnknown
 	switch {
-	case errors.As(err, &unknown):
-		reason = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered: the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again"
+	case errors.As(err, &handed):
+		reason, unknown = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered: the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
+	case errors.Is(err, boltstore.ErrOutcomeUnknown):
+		reason, unknown = "the disk failed while this call was made durable (see the server's log): the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
+	case errors.Is(err, boltstore.ErrSyncFailed):
+		reason = "the disk failed a sync of the ledger file: this process commits no more; restart it (opening the ledger recovers it from its journal)"
 	case errors.Is(err, projections.ErrVersionChanged):
 		reason = "another logbook version rebuilt the projections, or a rebuild that did not finish dropped them; run logbook rebuild on the ledger file, or restart this server (it rebuilds them)"
 	case errors.Is(err, boltstore.ErrLocked):
@@ -397,7 +401,7 @@ func (s *Service) storageError(tool string, err error) error {
 	if n, ok := s.failLog.allow(time.Now()); ok {
 		s.log.Error("commit failed", "tool", tool, "err", err, "suppressed_since_last", n)
 	}
-	return &StorageError{Reason: reason, Err: err, Unknown: unknown != nil}
+	return &StorageError{Reason: reason, Err: err, Unknown: unknown}
 }
 
 // rateLimit lets one log line through per interval and counts the rest: a

@@ -69,6 +69,11 @@ var ErrUnrecovered = errors.New("the ledger's journal holds commits to recover")
 // (fileSyncFailed): the process must be restarted, and the open recovers.
 var ErrSyncFailed = errors.New("the ledger file's sync failed")
 
+// ErrOutcomeUnknown is returned (wrapped) for a commit whose making durable
+// failed part way (a write or a flush of the journal, then of the file):
+// it may or may not be in the ledger once the file is next opened.
+var ErrOutcomeUnknown = errors.New("the commit's outcome is unknown: the disk failed while it was made durable")
+
 const (
 	journalSuffix = ".journal"
 	// journalSize is the journal file's size, written once with zeros so
@@ -387,7 +392,13 @@ func (l *Store) journalCommit(o *openFile, events [][]byte) error {
 			return nil
 		}
 	}
-	return l.endGeneration(o)
+	if err := l.endGeneration(o); err != nil {
+		// Its pages are in the file, unsynced, and its record may be in
+		// the journal: which the next open keeps depends on what reached
+		// the disk.
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	return nil
 }
 
 // nextGeneration ends o's generation and begins the next at the state now

@@ -457,3 +457,25 @@ func TestJournalNameTooLong(t *testing.T) {
 		t.Fatalf("%d events, want %d", len(got), 3*(genCommits+3))
 	}
 }
+
+// A commit whose journal record's flush fails, and then the file's sync
+// too, may or may not be in the ledger once it is next opened (the record
+// may have reached the disk): it fails with ErrOutcomeUnknown, never as a
+// commit that left nothing (and the Store commits no more: ErrSyncFailed).
+func TestJournalCommitOutcomeUnknown(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	appendOne(t, l, 0)
+	failSync(t, journalPath(path), 1)
+	failSync(t, path, 1)
+	err := l.Update(func(tx *Tx) error {
+		_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{"T-1"}, Payload: []byte{0x81, 0xa1, 'i', 1}})
+		return err
+	})
+	if !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, ErrSyncFailed) {
+		t.Fatalf("a commit whose record and file syncs failed: %v, want ErrOutcomeUnknown and ErrSyncFailed", err)
+	}
+	err = l.Update(func(tx *Tx) error { return nil })
+	if !errors.Is(err, ErrSyncFailed) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("the next commit: %v, want ErrSyncFailed alone (nothing of it written)", err)
+	}
+}
