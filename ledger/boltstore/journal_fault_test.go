@@ -309,18 +309,31 @@ func TestJournalRemovedWhileOpen(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	for round := range 6 {
 		setBoot(t, "boot-after-removal-"+string(rune('a'+round)))
-		img := powerLoss(t, rng, checkpoint, path, t.TempDir())
-		r, err := Open(img, Options{})
-		if err != nil {
-			t.Fatalf("round %d: recover: %v", round, err)
-		}
-		_, err = r.Verify(context.Background(), VerifyOptions{})
-		r.Close()
-		if err != nil {
-			t.Fatalf("round %d: verify after recovery: %v", round, err)
-		}
-		if got := storedEvents(t, img, nil); len(got) != len(want) {
-			t.Fatalf("round %d: %d events after recovery, want %d", round, len(got), len(want))
+		recoversAll(t, powerLoss(t, rng, checkpoint, path, t.TempDir()), want)
+	}
+}
+
+// recoversAll opens img, a ledger a stop left, as a writer (recovering
+// what its journal holds) and checks that it then holds the events want,
+// and verifies.
+func recoversAll(t *testing.T, img string, want [][]byte) {
+	t.Helper()
+	r, err := Open(img, Options{})
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	_, err = r.Verify(context.Background(), VerifyOptions{})
+	r.Close()
+	if err != nil {
+		t.Fatalf("verify after recovery: %v", err)
+	}
+	got := storedEvents(t, img, nil)
+	if len(got) != len(want) {
+		t.Fatalf("%d events after recovery, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("event %d differs after recovery", i+1)
 		}
 	}
 }
@@ -377,26 +390,8 @@ func TestJournalFileSyncFails(t *testing.T) {
 		t.Errorf("header holds %v, boot %q: want it held, another boot's", ok, boot)
 	}
 	rng := rand.New(rand.NewPCG(5, 11))
-	for round := range 8 { // this boot: the pages written since the checkpoint kept, lost or torn
-		img := powerLoss(t, rng, checkpoint, path, t.TempDir())
-		r, err := Open(img, Options{})
-		if err != nil {
-			t.Fatalf("round %d: recover: %v", round, err)
-		}
-		_, err = r.Verify(context.Background(), VerifyOptions{})
-		r.Close()
-		if err != nil {
-			t.Fatalf("round %d: verify after recovery: %v", round, err)
-		}
-		got := storedEvents(t, img, nil)
-		if len(got) != len(want) {
-			t.Fatalf("round %d: %d events after recovery, want %d", round, len(got), len(want))
-		}
-		for i := range got {
-			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("round %d: event %d differs", round, i+1)
-			}
-		}
+	for range 8 { // this boot: the pages written since the checkpoint kept, lost or torn
+		recoversAll(t, powerLoss(t, rng, checkpoint, path, t.TempDir()), want)
 	}
 }
 
@@ -421,15 +416,7 @@ func TestJournalSettleSyncFails(t *testing.T) {
 	if boot, ok := headerBoot(t, img); !ok || boot != "" {
 		t.Errorf("header holds %v, boot %q: want it held, another boot's", ok, boot)
 	}
-	lost := powerLoss(t, rand.New(rand.NewPCG(1, 2)), checkpoint, img, t.TempDir())
-	r, err := Open(lost, Options{})
-	if err != nil {
-		t.Fatalf("recover: %v", err)
-	}
-	r.Close()
-	if got := storedEvents(t, lost, nil); len(got) != len(want) {
-		t.Fatalf("%d events after recovery, want %d", len(got), len(want))
-	}
+	recoversAll(t, powerLoss(t, rand.New(rand.NewPCG(1, 2)), checkpoint, img, t.TempDir()), want)
 }
 
 // A ledger whose name leaves no room for the journal's suffix (255 bytes,
