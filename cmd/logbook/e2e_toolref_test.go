@@ -339,7 +339,10 @@ const choices = `
   that process exits (or answers nothing for a minute) without answering a call it was handed, the call is answered ` + "`ERR_STORAGE`" + `
   with the message "the call's outcome is unknown: it may or may not have been recorded" and
   ` + "`details.reason`" + ` saying how to check; it is never sent again: look for what it writes
-  before calling again. Any other ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded.
+  before calling again. A call during which the disk failed a write or a flush of the ledger gets
+  the same answer (its reason says so), and the process then answers ` + "`ERR_STORAGE`" + ` to every call
+  until it is restarted (opening the ledger recovers it from its journal). Any other
+  ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded.
 - **task_update.** A closed task answers ` + "`ERR_TASK_CLOSED`" + ` even for a request that would
   change nothing. ` + "`blocked_reason`" + ` on a task that is not (becoming) blocked is invalid input.
   The progress warning is given when progress is 100 in backlog, todo, in_progress or blocked.
