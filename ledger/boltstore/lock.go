@@ -108,14 +108,20 @@ func startWait(key parkKey, f *os.File, how int) *flockWait {
 	return w
 }
 
-// takeParked returns the parked wait for key, if one is still waiting, now
-// watched by its caller.
+// takeParked returns the parked wait for key, if one is still waiting on
+// the file now at key's path, now watched by its caller. A wait on a file
+// since replaced at the path is left to end on its own (its goroutine lets
+// the lock go when granted): waiting on it would refuse opens of the new
+// file, which nobody may hold, for as long as the old one's holder lives.
 func takeParked(key parkKey) *flockWait {
 	parked.Lock()
 	w := parked.m[key]
 	delete(parked.m, key)
 	parked.Unlock()
 	if w == nil {
+		return nil
+	}
+	if !sameFile(w.f, key.path) {
 		return nil
 	}
 	w.mu.Lock()

@@ -152,3 +152,38 @@ func TestLockParkedWaitOnReplacedFile(t *testing.T) {
 		t.Fatalf("read %q, %v: want the file now at the path", b, err)
 	}
 }
+
+// A parked wait on a file since replaced at its path, whose holder never
+// lets go, does not stand in the way of opens of the new file: they get it
+// at once (attack review: every open waited on the old file's lock and
+// gave up with ErrLocked).
+func TestLockParkedWaitOnReplacedFileStillHeld(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.db")
+	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	holder := holdFlock(t, path)
+	defer holder.Close()
+	open := lockedOpener(50*time.Millisecond, false)
+	if _, err := open(path, os.O_RDWR, 0o600); !errors.Is(err, ErrLocked) {
+		t.Fatalf("%v, want ErrLocked", err)
+	}
+	if err := os.WriteFile(path+".new", []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		f, err := open(path, os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatalf("open %d of the new file while the old one is held: %v", i, err)
+		}
+		b := make([]byte, 3)
+		if _, err := f.ReadAt(b, 0); err != nil || string(b) != "new" {
+			t.Fatalf("read %q, %v: want the file now at the path", b, err)
+		}
+		f.Close()
+	}
+}
