@@ -348,3 +348,89 @@ func editBranch(t testing.TB, path string, bucket []string, depth int, edit func
 		t.Fatal(err)
 	}
 }
+
+// setSpaceRoot points the bucket header of projection space name, in its
+// leaf page of the spaces bucket's tree, at page to(...), as changing the header's bytes
+// in place would. to gets the file, its page size and the root pages of
+// the top-level buckets and of the spaces ("spaces/tasks").
+func setSpaceRoot(t testing.TB, path, name string, to func(f *os.File, pageSize int, roots map[string]uint64) uint64) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize := db.Info().PageSize
+	roots := map[string]uint64{}
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			roots[string(name)] = uint64(b.Root())
+			if string(name) != "spaces" {
+				return nil
+			}
+			return b.ForEachBucket(func(space []byte) error {
+				roots["spaces/"+string(space)] = uint64(b.Bucket(space).Root())
+				return nil
+			})
+		})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Down the spaces bucket's tree to the leaf that holds name: in a
+	// branch page (16-byte elements: pos, key size, child page id), the
+	// child of the last key not after it.
+	leaf := roots["spaces"]
+	page := make([]byte, pageSize)
+	for {
+		if _, err := f.ReadAt(page, int64(leaf)*int64(pageSize)); err != nil {
+			t.Fatal(err)
+		}
+		if binary.LittleEndian.Uint16(page[8:]) != 0x01 {
+			break
+		}
+		child := binary.LittleEndian.Uint64(page[16+8:])
+		for i := range int(binary.LittleEndian.Uint16(page[10:])) {
+			e := 16 + 16*i
+			pos, ksize := int(binary.LittleEndian.Uint32(page[e:])), int(binary.LittleEndian.Uint32(page[e+4:]))
+			if string(page[e+pos:e+pos+ksize]) > name {
+				break
+			}
+			child = binary.LittleEndian.Uint64(page[e+8:])
+		}
+		leaf = child
+	}
+	// A leaf page's 16-byte elements: flags (4; 1 a bucket), pos, key
+	// size, value size; a bucket's value starts with its root page id.
+	for i := range int(binary.LittleEndian.Uint16(page[10:])) {
+		e := 16 + 16*i
+		pos, ksize := int(binary.LittleEndian.Uint32(page[e+4:])), int(binary.LittleEndian.Uint32(page[e+8:]))
+		if string(page[e+pos:e+pos+ksize]) == name {
+			binary.LittleEndian.PutUint64(page[e+pos+ksize:], to(f, pageSize, roots))
+			if _, err := f.WriteAt(page, int64(leaf)*int64(pageSize)); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no space %q in page %d of the spaces bucket's tree", name, leaf)
+}
+
+// firstLeaf is the leftmost leaf page of the tree rooted at page root.
+func firstLeaf(t testing.TB, f *os.File, pageSize int, root uint64) uint64 {
+	t.Helper()
+	page := make([]byte, 16+16)
+	for id := root; ; id = binary.LittleEndian.Uint64(page[16+8:]) {
+		if _, err := f.ReadAt(page, int64(id)*int64(pageSize)); err != nil {
+			t.Fatal(err)
+		}
+		if binary.LittleEndian.Uint16(page[8:]) == 0x02 {
+			return id
+		}
+	}
+}

@@ -260,6 +260,48 @@ func TestDamagedPageLoop(t *testing.T) {
 	}
 }
 
+// TestDamagedSpaceRoot: a projection space's root page that is another
+// tree's page (one changed byte of its bucket header) made the space hold
+// what that tree holds: pointed at the spaces bucket's own leaf, the space
+// held itself, and rebuild walked it until memory ran out (attack review).
+// Open now refuses a root that is another tree's root or page.
+func TestDamagedSpaceRoot(t *testing.T) {
+	small := healthyLedger(t, 0)  // every tree one leaf
+	big := healthyLedger(t, 2000) // an events tree three pages deep, spaces two
+	for _, c := range []struct {
+		name string
+		to   func(f *os.File, pageSize int, roots map[string]uint64) uint64
+	}{
+		{"the spaces bucket's root", func(f *os.File, ps int, roots map[string]uint64) uint64 { return roots["spaces"] }},
+		{"a leaf of the spaces bucket's tree", func(f *os.File, ps int, roots map[string]uint64) uint64 { return firstLeaf(t, f, ps, roots["spaces"]) }},
+		{"another space's root", func(f *os.File, ps int, roots map[string]uint64) uint64 {
+			for name, root := range roots {
+				if strings.HasPrefix(name, "spaces/") && name != "spaces/tasks" && root != 0 {
+					return root // not inline
+				}
+			}
+			t.Fatal("no space with a root page")
+			return 0
+		}},
+		{"the events tree's root", func(f *os.File, ps int, roots map[string]uint64) uint64 { return roots["events"] }},
+		{"a leaf of the events tree", func(f *os.File, ps int, roots map[string]uint64) uint64 {
+			return firstLeaf(t, f, ps, roots["events"])
+		}},
+	} {
+		for _, healthy := range []string{small, big} {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			copyFile(t, healthy, path)
+			setSpaceRoot(t, path, "tasks", c.to)
+			for _, args := range [][]string{{"verify"}, {"tasks"}, {"rebuild"}, {"show", "T-0001"}, {"root"}} {
+				r := run(t, append(args, "--db", path)...)
+				if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged: ") || strings.Count(r.stderr, "\n") != 1 {
+					t.Errorf("%s (%d events): %s: exit %d, want 1 and one line saying the file is damaged: %.300s", c.name, headOf(t, healthy), strings.Join(args, " "), r.code, r.stderr)
+				}
+			}
+		}
+	}
+}
+
 // TestDamagedBranchKey: a branch page's key changed within its neighbours'
 // range sends lookups of some keys to the wrong child, while walks, which
 // never read branch keys, still find them all: verify said ok (review of

@@ -54,12 +54,22 @@ func forEachTree(btx *bolt.Tx, fn func(name string, root uint64) error) error {
 // needs a pointer back to a page above it, so it is always caught; a
 // pointer to some other page is left to what reads it (checkKeyRanges,
 // bbolt's page checks).
+//
+// A tree's root must be no other tree's page either: a bucket whose root is
+// its parent's leaf (one changed byte of a bucket's header) holds itself,
+// and a walk of the buckets in it recurses until memory runs out. So no
+// root is another's, nor a branch page walked, nor a child of one.
 func checkTrees(btx *bolt.Tx, file *os.File, pageSize int) error {
 	w := treeWalk{file: file, pageSize: pageSize, end: uint64(btx.Size()) / uint64(pageSize), branches: map[uint64]bool{}}
-	return forEachTree(btx, func(name string, root uint64) error {
+	roots := map[uint64]string{}
+	err := forEachTree(btx, func(name string, root uint64) error {
 		if root == 0 {
 			return nil
 		}
+		if other, ok := roots[root]; ok {
+			return fmt.Errorf("%w: %s and %s have the same root page %d", ErrDamaged, other, name, root)
+		}
+		roots[root] = name
 		from := len(w.lowest)
 		if err := w.branch(name, root, 0); err != nil {
 			return err
@@ -74,6 +84,17 @@ func checkTrees(btx *bolt.Tx, file *os.File, pageSize int) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, low := range w.lowest {
+		for _, k := range low.kids {
+			if other, ok := roots[k]; ok {
+				return fmt.Errorf("%w: %s's branch page %d points at page %d, the root of %s", ErrDamaged, low.tree, low.page, k, other)
+			}
+		}
+	}
+	return nil
 }
 
 type treeWalk struct {
