@@ -434,3 +434,56 @@ func firstLeaf(t testing.TB, f *os.File, pageSize int, root uint64) uint64 {
 		}
 	}
 }
+
+// editFreelist rewrites the page ids that the freelist of the file's newest
+// meta page lists, as editing its bytes in place would: edit gets them, the
+// freelist's page id, the file and its page size, and returns the new
+// list, which must fit the freelist's page. (Meta page: page header (16 bytes), then magic,
+// version, page size, flags (4 each), root bucket (16), freelist page id
+// (8), high-water page (8), txid (8). Freelist page: a header whose count
+// is the number of ids, then the ids, 8 bytes each.)
+func editFreelist(t testing.TB, path string, edit func(ids []uint64, freelist uint64, f *os.File, pageSize int) []uint64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	meta := make([]byte, 80)
+	if _, err := f.ReadAt(meta, 0); err != nil {
+		t.Fatal(err)
+	}
+	pageSize := int(binary.LittleEndian.Uint32(meta[24:]))
+	var free, txid uint64
+	for slot := range 2 {
+		if _, err := f.ReadAt(meta, int64(slot*pageSize)); err != nil {
+			t.Fatal(err)
+		}
+		if tx := binary.LittleEndian.Uint64(meta[64:]); tx >= txid {
+			free, txid = binary.LittleEndian.Uint64(meta[48:]), tx
+		}
+	}
+	page := make([]byte, pageSize)
+	if _, err := f.ReadAt(page, int64(free)*int64(pageSize)); err != nil {
+		t.Fatal(err)
+	}
+	if flags, overflow := binary.LittleEndian.Uint16(page[8:]), binary.LittleEndian.Uint32(page[12:]); flags != 0x10 || overflow != 0 {
+		t.Fatalf("page %d is not a one-page freelist (flags %#x, overflow %d)", free, flags, overflow)
+	}
+	n := int(binary.LittleEndian.Uint16(page[10:]))
+	var ids []uint64
+	for i := range n {
+		ids = append(ids, binary.LittleEndian.Uint64(page[16+8*i:]))
+	}
+	ids = edit(ids, free, f, pageSize)
+	if len(ids) >= 0xFFFF || 16+8*len(ids) > pageSize {
+		t.Fatalf("%d ids do not fit one freelist page", len(ids))
+	}
+	binary.LittleEndian.PutUint16(page[10:], uint16(len(ids)))
+	for i, id := range ids {
+		binary.LittleEndian.PutUint64(page[16+8*i:], id)
+	}
+	if _, err := f.WriteAt(page, int64(free)*int64(pageSize)); err != nil {
+		t.Fatal(err)
+	}
+}

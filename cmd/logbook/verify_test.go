@@ -302,6 +302,68 @@ func TestDamagedSpaceRoot(t *testing.T) {
 	}
 }
 
+// TestDamagedFreelist: verify said ok when the freelist listed a page in
+// use (attack review), which the next commit would write over, or listed a
+// page outside the file or one twice. It now checks every listed page.
+func TestDamagedFreelist(t *testing.T) {
+	healthy := healthyLedger(t, 300)
+	type edit = func(ids []uint64, freelist uint64, f *os.File, ps int) []uint64
+	events := func(f *os.File, ps int) uint64 {
+		var root uint64
+		db, err := bolt.Open(healthy, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		db.View(func(tx *bolt.Tx) error { root = uint64(tx.Bucket([]byte("events")).Root()); return nil })
+		return root
+	}
+	for _, c := range []struct {
+		name, want string
+		edit       edit
+	}{
+		{"a leaf of the events tree", "in use", func(ids []uint64, _ uint64, f *os.File, ps int) []uint64 {
+			return append(ids, firstLeaf(t, f, ps, events(f, ps)))
+		}},
+		{"the events tree's root", "in use", func(ids []uint64, _ uint64, f *os.File, ps int) []uint64 {
+			return append(ids, events(f, ps))
+		}},
+		{"the freelist's own page", "in use", func(ids []uint64, freelist uint64, _ *os.File, _ int) []uint64 {
+			return append(ids, freelist)
+		}},
+		{"a page past the file's end", "outside the file", func(ids []uint64, _ uint64, f *os.File, ps int) []uint64 {
+			fi, err := f.Stat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append(ids, uint64(fi.Size())/uint64(ps)+5)
+		}},
+		{"a meta page", "meta page 1", func(ids []uint64, _ uint64, _ *os.File, _ int) []uint64 {
+			return append([]uint64{1}, ids...)
+		}},
+		{"a free page twice", "twice", func(ids []uint64, _ uint64, _ *os.File, _ int) []uint64 {
+			if len(ids) == 0 {
+				t.Fatal("no free page to list twice")
+			}
+			return append(ids, ids[0])
+		}},
+	} {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, healthy, path)
+		editFreelist(t, path, c.edit)
+		for _, args := range [][]string{{"verify"}, {"verify", "--json"}} {
+			r := run(t, append(args, "--db", path)...)
+			if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("%s: %s: exit %d, want 1 and one line saying the file is damaged (%s): %.300s", c.name, strings.Join(args, " "), r.code, c.want, r.stderr)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, healthy, path)
+	editFreelist(t, path, func(ids []uint64, _ uint64, _ *os.File, _ int) []uint64 { return ids })
+	wantExit(t, run(t, "verify", "--db", path), 0, "verify of the ledger with its freelist written back as it was")
+}
+
 // TestDamagedBranchKey: a branch page's key changed within its neighbours'
 // range sends lookups of some keys to the wrong child, while walks, which
 // never read branch keys, still find them all: verify said ok (review of
