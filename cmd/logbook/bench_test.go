@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -58,6 +59,7 @@ func benchLedger(b *testing.B) string {
 		start := time.Now()
 		if benchErr = generateCalls(tmp, benchEvents); benchErr == nil {
 			benchErr = os.Rename(tmp, benchPath)
+			os.Remove(tmp + ".journal") // retired at Close: nothing to recover
 		}
 		b.Logf("built %s in %v", benchPath, time.Since(start))
 	})
@@ -69,12 +71,12 @@ func benchLedger(b *testing.B) string {
 
 // generateCalls appends n events shaped like tool calls of a few agents,
 // in commits of 10,000 events. It does not fold projections: rebuild does.
-func generateCalls(path string, n uint64) error {
+func generateCalls(path string, n uint64) (err error) {
 	l, err := boltstore.Open(path, boltstore.Options{Create: true})
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer func() { err = errors.Join(err, l.Close()) }()
 	g := &callGen{rng: rand.New(rand.NewPCG(1, 2)), positions: map[uint64]uint64{}}
 	for done := uint64(0); done < n; {
 		err := l.Update(func(tx *boltstore.Tx) error {
