@@ -58,9 +58,10 @@ var SupersedeLearning = Command{
 	Required: []string{"learning_id", "by"},
 }
 
-// Words are the lower-cased runs of letters and digits of s.
+// Words are the case-folded runs of letters and digits of s (FoldCase: a
+// word in capitals is the same word, a final sigma's too).
 func Words(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return strings.FieldsFunc(FoldCase(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
 func distinct(words []string) map[string]bool {

@@ -45,7 +45,10 @@ import (
 //	   a task under one key, in the thoughts space's block layout
 //	12: task_events keeps a task's updates alone: its task.created is
 //	   the task's created_seq, so a task_create writes no key there
-const Version = 12
+//	13: the full-text index's terms and the live learnings' shingles fold
+//	   case as Unicode does (domain.FoldCase), not as strings.ToLower:
+//	   "ΟΔΌΣ" finds "οδός" (final sigma), "5ΜS" finds "5µs"
+const Version = 13
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
+
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // maxTermLen bounds a term's bytes: longer runs (hashes, base64 blobs) are
@@ -108,7 +110,7 @@ func tokenize(text string, words *wordCache, emit func(term string, start, end, 
 				emit(t, start, i, pos)
 			}
 		} else if parts := splitIdentifier(word); len(parts) > 1 {
-			if whole := strings.ToLower(word); len(whole) <= maxTermLen {
+			if whole := domain.FoldCase(word); len(whole) <= maxTermLen {
 				emit(whole, start, i, pos)
 			}
 			for _, p := range parts {
@@ -191,11 +193,13 @@ func compound(word string) bool {
 	return false
 }
 
-// normalize lowercases a word, drops stop words and over-long words, and
+// normalize folds a word's case (domain.FoldCase: as Unicode does, so a
+// word found in capitals is found in any case, a final sigma too), drops
+// stop words and over-long words, and
 // stems words made only of ASCII letters (the English stemmer has nothing to
 // say about other scripts or about words with digits).
 func normalize(word string) string {
-	w := strings.ToLower(word)
+	w := domain.FoldCase(word)
 	if w == "" || len(w) > maxTermLen || stopWords[w] {
 		return ""
 	}

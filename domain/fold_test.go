@@ -1,0 +1,40 @@
+package domain
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// TestFoldCaseOrbits: every rune of a Unicode case folding orbit folds to
+// the same rune, so strings equal under strings.EqualFold fold equal.
+func TestFoldCaseOrbits(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		want := FoldCase(string(r))
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if got := FoldCase(string(f)); got != want {
+				t.Fatalf("%U folds to %q but %U, of its orbit, to %q", r, want, f, got)
+			}
+		}
+	}
+}
+
+func TestFoldCase(t *testing.T) {
+	for in, want := range map[string]string{
+		"Go HTTP":     "go http",
+		"ΟΔΌΣ":        "οδόσ",
+		"οδός":        "οδόσ",
+		"5µs 5ΜS":     "5μs 5μs",
+		"Maſs":        "mass",
+		"\u212Aelvin": "kelvin",
+		"ÉCHOUÉES":    "échouées",
+		"İstanbul ıi": "istanbul ii",
+	} {
+		if got := FoldCase(in); got != want {
+			t.Errorf("FoldCase(%q) = %q, want %q", in, got, want)
+		}
+		if !strings.EqualFold(in, want) && !strings.ContainsAny(in, "İı") {
+			t.Errorf("%q and %q are not equal under EqualFold", in, want)
+		}
+	}
+}
