@@ -484,6 +484,14 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 					err = removeJournal(path)
 				default:
 					rec, err = settleJournal(path, f, readOnly)
+					if err == nil && !readOnly {
+						// bbolt's writer reads the freelist now
+						// (freecheck.go).
+						if err = checkFreelistPage(f); err != nil && rec != nil {
+							rec.f.Close()
+							rec = nil
+						}
+					}
 				}
 				if err != nil {
 					f.Close()

@@ -58,6 +58,16 @@ func (tx *Tx) DropSpaces() error {
 		var spaces [][]byte
 		b.ForEachBucket(func(k []byte) error { spaces = append(spaces, k); return nil })
 		for _, sp := range spaces {
+			// bbolt deletes the buckets a bucket holds, and theirs, by
+			// recursion: a space holds none, but in a damaged file one
+			// may hold itself, and the recursion would overflow the
+			// stack (a fatal error, no recover).
+			err := b.Bucket(sp).ForEachBucket(func(k []byte) error {
+				return fmt.Errorf("%w: space %q holds a bucket (key %x): spaces hold none", ErrDamaged, sp, k)
+			})
+			if err != nil {
+				return err
+			}
 			if err := b.DeleteBucket(sp); err != nil {
 				return fmt.Errorf("drop space %s: %w", sp, err)
 			}

@@ -282,8 +282,12 @@ func (w *rangeWalk) freelist(txid uint64) error {
 	var id uint64
 	found := false
 	for slot := range uint64(2) {
-		m := w.data[slot*w.pageSize:]
-		if binary.LittleEndian.Uint64(m[metaTxidField:]) == txid {
+		// A copy, checked whole: a writer of this process may be
+		// writing the slot over while it is read (its txid seen old,
+		// its freelist new, which lists the pages of later commits).
+		var m [80]byte
+		copy(m[:], w.data[slot*w.pageSize:])
+		if validMeta(m[:]) && binary.LittleEndian.Uint64(m[metaTxidField:]) == txid {
 			id, found = binary.LittleEndian.Uint64(m[metaFreeField:]), true
 		}
 	}
