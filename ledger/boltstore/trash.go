@@ -58,28 +58,24 @@ func (tx *Tx) emptyTrash(budget int) (more bool, err error) {
 }
 
 // drain deletes keys of b from its first, about budget bytes of keys and
-// values, and returns the bytes deleted and whether b is now empty. Nested
-// buckets (spaces have none) are deleted whole and count as their key.
+// values, and returns the bytes deleted and whether b is now empty. A
+// space holds no bucket: one found is damage (in a damaged file a bucket
+// may hold itself, and bbolt's recursive delete would overflow the stack,
+// as DropSpaces guards against).
 func drain(b *bolt.Bucket, budget int) (n int, empty bool, err error) {
-	var keys, nested [][]byte
+	var keys [][]byte
 	c := b.Cursor()
 	k, v := c.First()
 	for ; k != nil && n < budget; k, v = c.Next() {
 		if v == nil {
-			nested = append(nested, append([]byte(nil), k...))
-		} else {
-			keys = append(keys, append([]byte(nil), k...))
+			return n, false, fmt.Errorf("%w: a trashed space holds a bucket (key %x): spaces hold none", ErrDamaged, k)
 		}
+		keys = append(keys, append([]byte(nil), k...))
 		n += len(k) + len(v)
 	}
 	empty = k == nil
 	for _, k := range keys {
 		if err := b.Delete(k); err != nil {
-			return n, false, err
-		}
-	}
-	for _, k := range nested {
-		if err := b.DeleteBucket(k); err != nil {
 			return n, false, err
 		}
 	}

@@ -20,28 +20,50 @@ import (
 // every page and key range (checkKeyRanges).
 
 // forEachTree calls fn with the root page of each tree logbook reads (0 for
-// an inline bucket): the root bucket's, the top-level buckets', and those of
-// the spaces bucket's buckets. A bucket's tree is passed to fn before the
-// bucket is iterated for the trees it holds.
+// an inline bucket): the root bucket's, the top-level buckets', and those
+// of the buckets that hold spaces: spaces/<space>, and what an older
+// binary may have left, staging/<space> (dropped by DropSpaces) and
+// trash/<batch>/<space> (emptied a little by every commit). A bucket's tree
+// is passed to fn before the bucket is iterated for the trees it holds.
 func forEachTree(btx *bolt.Tx, fn func(name string, root uint64) error) error {
 	root := btx.Cursor().Bucket()
 	if err := fn("the root bucket", uint64(root.Root())); err != nil {
 		return err
 	}
-	var spaces *bolt.Bucket
+	var holders [][]byte
 	err := root.ForEachBucket(func(name []byte) error {
-		b := root.Bucket(name)
-		if string(name) == string(bucketSpaces) {
-			spaces = b
+		switch string(name) {
+		case string(bucketSpaces), string(bucketStaging), string(bucketTrash):
+			holders = append(holders, name)
 		}
-		return fn(fmt.Sprintf("bucket %q", name), uint64(b.Root()))
+		return fn(fmt.Sprintf("bucket %q", name), uint64(root.Bucket(name).Root()))
 	})
-	if err != nil || spaces == nil {
+	if err != nil {
 		return err
 	}
-	return spaces.ForEachBucket(func(name []byte) error {
-		return fn(fmt.Sprintf("space %q", name), uint64(spaces.Bucket(name).Root()))
-	})
+	// nested calls fn with the trees of the buckets b holds, and with
+	// theirs down to depth more levels.
+	var nested func(b *bolt.Bucket, path string, depth int) error
+	nested = func(b *bolt.Bucket, path string, depth int) error {
+		return b.ForEachBucket(func(name []byte) error {
+			sub := b.Bucket(name)
+			at := fmt.Sprintf("%s/%q", path, name)
+			if err := fn("bucket "+at, uint64(sub.Root())); err != nil || depth == 0 {
+				return err
+			}
+			return nested(sub, at, depth-1)
+		})
+	}
+	for _, name := range holders {
+		depth := 0
+		if string(name) == string(bucketTrash) {
+			depth = 1 // batches, then spaces
+		}
+		if err := nested(root.Bucket(name), string(name), depth); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkTrees makes sure that no tree in btx loops. It reads the branch

@@ -1,0 +1,120 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/ledger"
+	bolt "go.etcd.io/bbolt"
+)
+
+// trashedLedger writes a ledger with what an older binary's rebuild left:
+// trash/<batch 1>/big, a space of keys keys, and returns its path and the
+// root page of the trashed space.
+func trashedLedger(t *testing.T, keys int) (path string, root uint64, pageSize int) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "ledger.db")
+	l, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Update(func(tx *Tx) error {
+		if _, err := tx.Append(ledger.Event{Type: "x", Version: 1}); err != nil {
+			return err
+		}
+		trash, err := tx.btx.CreateBucket(bucketTrash)
+		if err != nil {
+			return err
+		}
+		batch, err := trash.CreateBucket(u64(1))
+		if err != nil {
+			return err
+		}
+		sp, err := batch.CreateBucket([]byte("big"))
+		if err != nil {
+			return err
+		}
+		for i := range keys {
+			if err := sp.Put([]byte(fmt.Sprintf("big-%08d", i)), make([]byte, 100)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(btx *bolt.Tx) error {
+		root = uint64(btx.Bucket(bucketTrash).Bucket(u64(1)).Bucket([]byte("big")).Root())
+		return nil
+	})
+	return path, root, db.Info().PageSize
+}
+
+// editPage rewrites page id of the file at path with edit.
+func editPage(t *testing.T, path string, id uint64, pageSize int, edit func(p []byte)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(b[id*uint64(pageSize) : (id+1)*uint64(pageSize)])
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A trashed space's tree whose branch page points back at itself: open
+// now finds the loop, as in any other tree (review: checkTrees walked no
+// trash, and every commit's emptyTrash walks it).
+func TestOpenRefusesTrashLoop(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(64 << 20)) // fail fast, if it recurses
+	path, root, ps := trashedLedger(t, 2000)
+	editPage(t, path, root, ps, func(p []byte) {
+		if binary.LittleEndian.Uint16(p[8:]) != branchFlag {
+			t.Fatalf("the trashed space's root %d is not a branch page", root)
+		}
+		binary.LittleEndian.PutUint64(p[pageHeaderSize+8:], root) // its first child: itself
+	})
+	_, err := Open(path, Options{})
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "loop") {
+		t.Fatalf("open: %v, want ErrDamaged naming a loop", err)
+	}
+}
+
+// A trashed space that holds a bucket whose root is the space's own leaf
+// (one flag bit and a page id changed): emptying the trash deleted it by
+// bbolt's recursion until the stack overflowed. It is now ErrDamaged.
+func TestEmptyTrashRefusesNestedBucket(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(64 << 20))
+	path, leaf, ps := trashedLedger(t, 20) // one leaf page, not inline
+	editPage(t, path, leaf, ps, func(p []byte) {
+		if binary.LittleEndian.Uint16(p[8:]) != leafFlag {
+			t.Fatalf("the trashed space's root %d is not a leaf", leaf)
+		}
+		// The first element: flags (4; 1 a bucket), pos, key size, value
+		// size; a bucket's value starts with its root page.
+		binary.LittleEndian.PutUint32(p[pageHeaderSize:], 1)
+		pos, ksize := binary.LittleEndian.Uint32(p[pageHeaderSize+4:]), binary.LittleEndian.Uint32(p[pageHeaderSize+8:])
+		binary.LittleEndian.PutUint64(p[pageHeaderSize+pos+ksize:], leaf)
+	})
+	l := openPath(t, path, Options{})
+	err := l.EmptyTrash()
+	if !errors.Is(err, ErrDamaged) {
+		t.Fatalf("EmptyTrash: %v, want ErrDamaged", err)
+	}
+}
