@@ -14,7 +14,8 @@ import (
 )
 
 // soundChecks runs open's and verify's checks of the trees (checkTrees,
-// checkKeyRanges with the freelist) and bbolt's own Tx.Check on the ledger
+// checkKeyRanges with the freelist), a writer's open's check of the
+// freelist page (checkFreelistPage) and bbolt's own Tx.Check on the ledger
 // through l, and fails the test if bbolt finds the file sound but either
 // check of ours calls it damaged (or bbolt itself finds a problem).
 func soundChecks(t *testing.T, l *Store, what string) {
@@ -59,6 +60,9 @@ func soundTx(db *bolt.DB, btx *bolt.Tx, file *os.File) error {
 	}
 	if err := checkKeyRanges(btx, file, db.Info().PageSize); err != nil {
 		return fmt.Errorf("checkKeyRanges calls a sound file damaged: %w", err)
+	}
+	if err := checkFreelistPage(file); err != nil {
+		return fmt.Errorf("a writer's open calls a sound file damaged: %w", err)
 	}
 	return nil
 }
