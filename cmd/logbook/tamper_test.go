@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -302,25 +303,8 @@ func bumpBranchKey(t testing.TB, path string, bucket []string, depth, elem int) 
 // found by going down the first children depth times from the root.
 func editBranch(t testing.TB, path string, bucket []string, depth int, edit func(page []byte, count int, root uint64)) {
 	t.Helper()
-	var root uint64
-	var pageSize int
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pageSize = db.Info().PageSize
-	err = db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(bucket[0]))
-		for _, name := range bucket[1:] {
-			b = b.Bucket([]byte(name))
-		}
-		root = uint64(b.Root())
-		return nil
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	roots, pageSize := treeRoots(t, path)
+	root := roots[strings.Join(bucket, "/")]
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -355,28 +339,7 @@ func editBranch(t testing.TB, path string, bucket []string, depth int, edit func
 // the top-level buckets and of the spaces ("spaces/tasks").
 func setSpaceRoot(t testing.TB, path, name string, to func(f *os.File, pageSize int, roots map[string]uint64) uint64) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pageSize := db.Info().PageSize
-	roots := map[string]uint64{}
-	err = db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			roots[string(name)] = uint64(b.Root())
-			if string(name) != "spaces" {
-				return nil
-			}
-			return b.ForEachBucket(func(space []byte) error {
-				roots["spaces/"+string(space)] = uint64(b.Bucket(space).Root())
-				return nil
-			})
-		})
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	roots, pageSize := treeRoots(t, path)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -419,6 +382,34 @@ func setSpaceRoot(t testing.TB, path, name string, to func(f *os.File, pageSize 
 		}
 	}
 	t.Fatalf("no space %q in page %d of the spaces bucket's tree", name, leaf)
+}
+
+// treeRoots returns the root pages of the file's top-level buckets and of
+// the projection spaces ("spaces/tasks"), and its page size.
+func treeRoots(t testing.TB, path string) (map[string]uint64, int) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	roots := map[string]uint64{}
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			roots[string(name)] = uint64(b.Root())
+			if string(name) != "spaces" {
+				return nil
+			}
+			return b.ForEachBucket(func(space []byte) error {
+				roots["spaces/"+string(space)] = uint64(b.Bucket(space).Root())
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roots, db.Info().PageSize
 }
 
 // firstLeaf is the leftmost leaf page of the tree rooted at page root.

@@ -304,7 +304,10 @@ func TestDamagedSpaceRoot(t *testing.T) {
 
 // TestDamagedFreelist: verify said ok when the freelist listed a page in
 // use (attack review), which the next commit would write over, or listed a
-// page outside the file or one twice. It now checks every listed page.
+// page outside the file or one twice, and every other command, a writing
+// one too, went on. Every command's open now checks the freelist's form
+// and that it lists no root, branch page or leaf of a tree (checkTrees);
+// verify checks every page (checkKeyRanges).
 func TestDamagedFreelist(t *testing.T) {
 	healthy := healthyLedger(t, 300)
 	type edit = func(ids []uint64, freelist uint64, f *os.File, ps int) []uint64
@@ -322,13 +325,13 @@ func TestDamagedFreelist(t *testing.T) {
 		name, want string
 		edit       edit
 	}{
-		{"a leaf of the events tree", "in use", func(ids []uint64, _ uint64, f *os.File, ps int) []uint64 {
+		{"a leaf of the events tree", "would write over it", func(ids []uint64, _ uint64, f *os.File, ps int) []uint64 {
 			return append(ids, firstLeaf(t, f, ps, events(f, ps)))
 		}},
-		{"the events tree's root", "in use", func(ids []uint64, _ uint64, f *os.File, ps int) []uint64 {
+		{"the events tree's root", "would write over it", func(ids []uint64, _ uint64, f *os.File, ps int) []uint64 {
 			return append(ids, events(f, ps))
 		}},
-		{"the freelist's own page", "in use", func(ids []uint64, freelist uint64, _ *os.File, _ int) []uint64 {
+		{"the freelist's own page", "its own", func(ids []uint64, freelist uint64, _ *os.File, _ int) []uint64 {
 			return append(ids, freelist)
 		}},
 		{"a page past the file's end", "outside the file", func(ids []uint64, _ uint64, f *os.File, ps int) []uint64 {
@@ -351,7 +354,7 @@ func TestDamagedFreelist(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "ledger.db")
 		copyFile(t, healthy, path)
 		editFreelist(t, path, c.edit)
-		for _, args := range [][]string{{"verify"}, {"verify", "--json"}} {
+		for _, args := range [][]string{{"verify"}, {"verify", "--json"}, {"tasks"}, {"show", "T-0001"}, {"root"}, {"rebuild"}} {
 			r := run(t, append(args, "--db", path)...)
 			if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged: ") || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
 				t.Errorf("%s: %s: exit %d, want 1 and one line saying the file is damaged (%s): %.300s", c.name, strings.Join(args, " "), r.code, c.want, r.stderr)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"slices"
 )
@@ -19,7 +20,14 @@ import (
 // twice. Whether a tree uses a listed page is verify's to check
 // (rangeWalk.freelist): it needs every page of every tree.
 
+// bbolt's meta page fields (offsets in the page) and freelist page: its
+// ids (8 bytes each) follow the header; a count of 0xFFFF means the first
+// of them is the count.
 const (
+	freePageFlag    = 0x10
+	noFreelist      = ^uint64(0) // a meta's freelist when bbolt keeps none on disk
+	metaFreeField   = 48         // the freelist page id
+	metaTxidField   = 64
 	metaMagic       = 0xED0CDAED
 	metaVersion     = 2
 	metaPageSize    = 24 // a meta page's page size field
@@ -47,7 +55,7 @@ func checkFreelistPage(f *os.File) error {
 	if err != nil {
 		return err
 	}
-	var metas [2][80]byte
+	var metas [2][metaLen]byte
 	if _, err := f.ReadAt(metas[0][:], 0); err != nil {
 		return nil // new, or too short: bbolt's to tell
 	}
@@ -72,33 +80,68 @@ func checkFreelistPage(f *os.File) error {
 			return nil
 		}
 	}
+	_, err = readFreelist(f, m, ps, uint64(fi.Size())/ps)
+	return err
+}
+
+// metaOfTx is the meta page of transaction txid in the file r of page size
+// ps, if one of the two slots holds it whole (checksum and all): a writer
+// of this process may have written the slot over since the transaction
+// began, or be writing it while it is read (its txid seen old, its
+// freelist new, which lists the pages of later commits).
+func metaOfTx(r io.ReaderAt, ps, txid uint64) (m []byte, ok bool) {
+	for slot := range uint64(2) {
+		m := make([]byte, metaLen)
+		if _, err := r.ReadAt(m, int64(slot*ps)); err == nil && validMeta(m) && binary.LittleEndian.Uint64(m[metaTxidField:]) == txid {
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// freelist is what a meta page's freelist holds: its own pages, first to
+// last, and the pages it lists, sorted.
+type freelist struct {
+	first, last uint64
+	ids         []uint64
+}
+
+// own reports whether page pg is one of the freelist's own.
+func (fl *freelist) own(pg uint64) bool { return fl != nil && pg >= fl.first && pg <= fl.last }
+
+// readFreelist reads the freelist that meta page m names in the file r of
+// page size ps, whose first size pages are on disk, and checks its form:
+// a freelist page inside the file, listing pages inside the file, no meta
+// page, none of its own, none twice. nil if m names none (bbolt keeps it in
+// memory only). Whether a tree uses a listed page is the caller's to
+// check.
+func readFreelist(r io.ReaderAt, m []byte, ps, size uint64) (*freelist, error) {
 	id := binary.LittleEndian.Uint64(m[metaFreeField:])
 	if id == noFreelist {
-		return nil
+		return nil, nil
 	}
-	high := binary.LittleEndian.Uint64(m[metaPgidField:])
-	end := min(high, uint64(fi.Size())/ps)
+	end := min(binary.LittleEndian.Uint64(m[metaPgidField:]), size)
 	const name = "the freelist"
 	if id < 2 || id >= end {
-		return outside(name, id, end)
+		return nil, outside(name, id, end)
 	}
 	var h [pageHeaderSize]byte
-	if _, err := f.ReadAt(h[:], int64(id*ps)); err != nil {
-		return fmt.Errorf("read page %d: %w", id, err)
+	if _, err := r.ReadAt(h[:], int64(id*ps)); err != nil {
+		return nil, fmt.Errorf("read page %d: %w", id, err)
 	}
 	if got := binary.LittleEndian.Uint64(h[:]); got != id {
-		return fmt.Errorf("%w: the meta page points at freelist page %d, which says it is page %d", ErrDamaged, id, got)
+		return nil, fmt.Errorf("%w: the meta page points at freelist page %d, which says it is page %d", ErrDamaged, id, got)
 	}
 	if flags := binary.LittleEndian.Uint16(h[8:]); flags != freePageFlag {
-		return fmt.Errorf("%w: the meta page points at page %d as the freelist, which is not one (flags %#x)", ErrDamaged, id, flags)
+		return nil, fmt.Errorf("%w: the meta page points at page %d as the freelist, which is not one (flags %#x)", ErrDamaged, id, flags)
 	}
-	last := id + uint64(binary.LittleEndian.Uint32(h[12:]))
-	if last >= end {
-		return fmt.Errorf("%w: the freelist's page %d runs past the file's end", ErrDamaged, id)
+	fl := &freelist{first: id, last: id + uint64(binary.LittleEndian.Uint32(h[12:]))}
+	if fl.last >= end {
+		return nil, fmt.Errorf("%w: the freelist's page %d runs past the file's end", ErrDamaged, id)
 	}
-	p := make([]byte, (last-id+1)*ps)
-	if _, err := f.ReadAt(p, int64(id*ps)); err != nil {
-		return fmt.Errorf("read page %d: %w", id, err)
+	p := make([]byte, (fl.last-id+1)*ps)
+	if _, err := r.ReadAt(p, int64(id*ps)); err != nil {
+		return nil, fmt.Errorf("read page %d: %w", id, err)
 	}
 	raw := p[pageHeaderSize:]
 	n := uint64(binary.LittleEndian.Uint16(p[10:]))
@@ -106,24 +149,42 @@ func checkFreelistPage(f *os.File) error {
 		n, raw = binary.LittleEndian.Uint64(raw), raw[8:]
 	}
 	if n > uint64(len(raw))/8 {
-		return fmt.Errorf("%w: the freelist counts %d pages, more than its page %d holds", ErrDamaged, n, id)
+		return nil, fmt.Errorf("%w: the freelist counts %d pages, more than its page %d holds", ErrDamaged, n, id)
 	}
-	ids := make([]uint64, n)
-	for i := range ids {
-		ids[i] = binary.LittleEndian.Uint64(raw[i*8:])
+	fl.ids = make([]uint64, n)
+	for i := range fl.ids {
+		fl.ids[i] = binary.LittleEndian.Uint64(raw[i*8:])
 	}
-	slices.Sort(ids)
-	for i, pg := range ids {
+	slices.Sort(fl.ids)
+	for i, pg := range fl.ids {
 		switch {
 		case pg < 2:
-			return fmt.Errorf("%w: the freelist lists meta page %d", ErrDamaged, pg)
-		case pg >= high:
-			return fmt.Errorf("%w: the freelist lists page %d, outside the file's %d pages", ErrDamaged, pg, high)
-		case i > 0 && ids[i-1] == pg:
-			return fmt.Errorf("%w: the freelist lists page %d twice", ErrDamaged, pg)
-		case pg >= id && pg <= last:
-			return fmt.Errorf("%w: the freelist lists page %d, its own", ErrDamaged, pg)
+			return nil, fmt.Errorf("%w: the freelist lists meta page %d", ErrDamaged, pg)
+		case pg >= end:
+			return nil, fmt.Errorf("%w: the freelist lists page %d, outside the file's %d pages", ErrDamaged, pg, end)
+		case i > 0 && fl.ids[i-1] == pg:
+			return nil, fmt.Errorf("%w: the freelist lists page %d twice", ErrDamaged, pg)
+		case fl.own(pg):
+			return nil, fmt.Errorf("%w: the freelist lists page %d, its own", ErrDamaged, pg)
 		}
 	}
-	return nil
+	return fl, nil
+}
+
+// inUse is the error for page pg of the freelist fl (listed, or its own)
+// that a tree uses: the next commit would write over it.
+func (fl *freelist) inUse(tree string, pg uint64) error {
+	if fl.own(pg) {
+		return fmt.Errorf("%w: the freelist's page %d is a page of %s too", ErrDamaged, pg, tree)
+	}
+	return fmt.Errorf("%w: the freelist lists page %d, which %s uses: the next commit would write over it", ErrDamaged, pg, tree)
+}
+
+// has reports whether fl lists page pg or is it.
+func (fl *freelist) has(pg uint64) bool {
+	if fl == nil {
+		return false
+	}
+	_, listed := slices.BinarySearch(fl.ids, pg)
+	return listed || fl.own(pg)
 }

@@ -1,12 +1,13 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 )
 
 // verify's freelist check reads the meta page of its read transaction
-// through the file's mapping, where a writer of the same process (a held
+// from the file, where a writer of the same process (a held
 // Store) may be writing that slot over: the txid read old and the freelist
 // page id new named a freelist that lists pages freed since, which the
 // read transaction's trees still use: a sound file called damaged. A meta
@@ -28,7 +29,7 @@ func TestFreelistCheckSkipsTornMeta(t *testing.T) {
 	// which is not a freelist.
 	binary.LittleEndian.PutUint64(data[metaFreeField:], 6)
 	w := rangeWalk{data: data, pageSize: ps, end: 8, seen: make([]uint64, 1)}
-	if err := w.freelist(10); err != nil {
+	if err := w.freelist(bytes.NewReader(data), 10); err != nil {
 		t.Fatalf("a torn meta page's freelist checked: %v", err)
 	}
 }
