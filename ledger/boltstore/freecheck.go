@@ -15,10 +15,12 @@ import (
 // huge makes it allocate until the process dies, and a listed meta page is
 // handed out to a tree, which the next commit's meta page then overwrites.
 // So a writer's open first checks the freelist page the meta page bbolt
-// will use names (checkFreelistPage): it is a freelist inside the file,
-// and lists pages inside the file, no meta page, none of its own, none
-// twice. Whether a tree uses a listed page is verify's to check
-// (rangeWalk.freelist): it needs every page of every tree.
+// will use names (checkFreelistPage, readFreelist): it is a freelist
+// inside the file, and lists pages inside the file, no meta page, none of
+// its own, none twice. Whether a tree uses a listed page is checked after
+// bbolt's open, against the pages checkTrees meets at every Store open
+// (treeWalk.freelist) and against every page in verify
+// (rangeWalk.freelist).
 
 // bbolt's meta page fields (offsets in the page) and freelist page: its
 // ids (8 bytes each) follow the header; a count of 0xFFFF means the first
