@@ -141,33 +141,47 @@ func readFreelist(r io.ReaderAt, m []byte, ps, size uint64) (*freelist, error) {
 	if fl.last >= end {
 		return nil, fmt.Errorf("%w: the freelist's page %d runs past the file's end", ErrDamaged, id)
 	}
-	p := make([]byte, (fl.last-id+1)*ps)
-	if _, err := r.ReadAt(p, int64(id*ps)); err != nil {
-		return nil, fmt.Errorf("read page %d: %w", id, err)
-	}
-	raw := p[pageHeaderSize:]
-	n := uint64(binary.LittleEndian.Uint16(p[10:]))
+	// Only what the count needs is read, in steps, each id checked as it
+	// comes: a page's overflow may claim more pages than it fills (bbolt
+	// allocates it so), and in a damaged file every page of the file, holes
+	// of a sparse one too.
+	n, at := uint64(binary.LittleEndian.Uint16(h[10:])), id*ps+pageHeaderSize
 	if n == 0xFFFF {
-		n, raw = binary.LittleEndian.Uint64(raw), raw[8:]
+		var c [8]byte
+		if _, err := r.ReadAt(c[:], int64(at)); err != nil {
+			return nil, fmt.Errorf("read page %d: %w", id, err)
+		}
+		n, at = binary.LittleEndian.Uint64(c[:]), at+8
 	}
-	if n > uint64(len(raw))/8 {
+	if n > ((fl.last+1)*ps-at)/8 {
 		return nil, fmt.Errorf("%w: the freelist counts %d pages, more than its page %d holds", ErrDamaged, n, id)
 	}
-	fl.ids = make([]uint64, n)
-	for i := range fl.ids {
-		fl.ids[i] = binary.LittleEndian.Uint64(raw[i*8:])
+	const step = 1 << 17 // ids a read
+	buf := make([]byte, min(n, step)*8)
+	fl.ids = make([]uint64, 0, min(n, step))
+	for left := n; left > 0; {
+		k := min(left, step)
+		if _, err := r.ReadAt(buf[:k*8], int64(at)); err != nil {
+			return nil, fmt.Errorf("read page %d: %w", id, err)
+		}
+		for i := range k {
+			pg := binary.LittleEndian.Uint64(buf[i*8:])
+			switch {
+			case pg < 2:
+				return nil, fmt.Errorf("%w: the freelist lists meta page %d", ErrDamaged, pg)
+			case pg >= end:
+				return nil, fmt.Errorf("%w: the freelist lists page %d, outside the file's %d pages", ErrDamaged, pg, end)
+			case fl.own(pg):
+				return nil, fmt.Errorf("%w: the freelist lists page %d, its own", ErrDamaged, pg)
+			}
+			fl.ids = append(fl.ids, pg)
+		}
+		left, at = left-k, at+k*8
 	}
 	slices.Sort(fl.ids)
-	for i, pg := range fl.ids {
-		switch {
-		case pg < 2:
-			return nil, fmt.Errorf("%w: the freelist lists meta page %d", ErrDamaged, pg)
-		case pg >= end:
-			return nil, fmt.Errorf("%w: the freelist lists page %d, outside the file's %d pages", ErrDamaged, pg, end)
-		case i > 0 && fl.ids[i-1] == pg:
-			return nil, fmt.Errorf("%w: the freelist lists page %d twice", ErrDamaged, pg)
-		case fl.own(pg):
-			return nil, fmt.Errorf("%w: the freelist lists page %d, its own", ErrDamaged, pg)
+	for i := 1; i < len(fl.ids); i++ {
+		if fl.ids[i-1] == fl.ids[i] {
+			return nil, fmt.Errorf("%w: the freelist lists page %d twice", ErrDamaged, fl.ids[i])
 		}
 	}
 	return fl, nil

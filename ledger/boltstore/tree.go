@@ -243,7 +243,9 @@ func (w *treeWalk) read(name string, id uint64) (flags uint16, kids []uint64, er
 	if id+uint64(overflow) >= w.end {
 		return 0, nil, fmt.Errorf("%w: %s's page %d runs past the file's end", ErrDamaged, name, id)
 	}
-	size := (uint64(overflow) + 1) * uint64(w.pageSize)
+	// What its elements can fill (a count of 16 bits), not every page an
+	// overflow count claims: in a damaged file, the holes of a sparse one.
+	size := min((uint64(overflow)+1)*uint64(w.pageSize), pageHeaderSize+0xFFFF*elemSize)
 	if uint64(cap(w.buf)) < size {
 		w.buf = make([]byte, size)
 	}
