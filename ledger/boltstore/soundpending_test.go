@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -113,7 +114,7 @@ func TestSoundRawFreelistTypes(t *testing.T) {
 						}
 					}
 					if rng.IntN(10) == 0 {
-						return sp.Put([]byte("big"), make([]byte, rng.IntN(3)*40000*1024))
+						return sp.Put([]byte("big"), make([]byte, rng.IntN(3)*4000*1024)) // freed: a freelist of thousands of 1 KiB pages, on overflow pages
 					}
 					return nil
 				})
@@ -133,6 +134,39 @@ func TestSoundRawFreelistTypes(t *testing.T) {
 				t.Fatal(err)
 			}
 			soundFile(t, path, "closed")
+			if pages := freelistPages(t, path, 1024); pages < 2 {
+				t.Fatalf("the freelist takes %d page(s): the test did not build the shape it is for (a freelist on overflow pages)", pages)
+			}
 		})
 	}
+}
+
+// freelistPages is how many pages the freelist of the file's newest meta
+// page takes.
+func freelistPages(t *testing.T, path string, ps uint64) uint64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest []byte
+	for slot := range uint64(2) {
+		m := make([]byte, metaLen)
+		if _, err := f.ReadAt(m, int64(slot*ps)); err != nil {
+			t.Fatal(err)
+		}
+		if validMeta(m) && (newest == nil || binary.LittleEndian.Uint64(m[metaTxidField:]) > binary.LittleEndian.Uint64(newest[metaTxidField:])) {
+			newest = m
+		}
+	}
+	fl, err := readFreelist(f, newest, ps, uint64(fi.Size())/ps)
+	if err != nil || fl == nil {
+		t.Fatalf("freelist: %v, %v", fl, err)
+	}
+	return fl.last - fl.first + 1
 }
