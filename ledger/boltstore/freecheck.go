@@ -109,7 +109,7 @@ type freelist struct {
 }
 
 // own reports whether page pg is one of the freelist's own.
-func (fl *freelist) own(pg uint64) bool { return fl != nil && pg >= fl.first && pg <= fl.last }
+func (fl *freelist) own(pg uint64) bool { return pg >= fl.first && pg <= fl.last }
 
 // readFreelist reads the freelist that meta page m names in the file r of
 // page size ps, whose first size pages are on disk, and checks its form:
@@ -198,9 +198,6 @@ func (fl *freelist) inUse(tree string, pg uint64) error {
 
 // has reports whether fl lists page pg or is it.
 func (fl *freelist) has(pg uint64) bool {
-	if fl == nil {
-		return false
-	}
 	_, listed := slices.BinarySearch(fl.ids, pg)
 	return listed || fl.own(pg)
 }
