@@ -19,7 +19,7 @@ var RecordThought = Command{
 		// the Unicode and invisible rest.
 		field("content", str("The thought itself, in plain words: what, and why; must not be only whitespace.").length(1, 5000).
 			matches(`\S`, "must not be only whitespace").text(Prose)),
-		field("session_id", str("Also record the thought as a leaf of this open audit session, e.g. \"A-0001\", even if its task is outside the session's scope; the session must exist and not be finalized.")),
+		field("session_id", sessionID("Also record the thought as a leaf of this open audit session, e.g. \"A-0001\", even if its task is outside the session's scope; the session must exist and not be finalized.")),
 		field("branch", str("Version-control branch the work is on, e.g. \"fix-rounding\".").length(0, 256).text(Line)),
 		field("commit_sha", str("Commit the thought refers to (abbreviated or full), 7 to 64 hex digits.").matches(`^[0-9a-fA-F]{7,64}$`, "must be 7 to 64 hexadecimal digits")),
 		field("tests_run", array("Tests run for this step, with their outcome, e.g. \"go test ./billing: ok\".", str("A test and its outcome.").length(0, 1000).text(Notes), 100)),
@@ -34,7 +34,7 @@ var ListThoughts = Command{
 	Name: "thought_record_list",
 	Fields: []Field{
 		field("task_id", taskID("Only thoughts on this task.")),
-		field("session_id", str("Only thoughts recorded into this audit session.")),
+		field("session_id", sessionID("Only thoughts recorded into this audit session.")),
 		field("type", enum("Only thoughts of this kind (see thought_record's type).", ThoughtTypes...)),
 		field("limit", integer("Maximum number of thoughts to return (the first ones in ledger order).").rng(1, 500).byDefault(100)),
 		field("verify_chain", boolean("Also re-hash each listed thought and check its link to the one before; reports chain_valid and invalid_links.").byDefault(false)),

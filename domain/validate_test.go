@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -102,5 +103,30 @@ func BenchmarkValidateJSON(b *testing.B) {
 		if err := CreateTask.ValidateJSON(args); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestIDFieldsAreBounded: every argument that names a task, session or
+// learning is an id of at most MaxIDLength characters, in every command,
+// required or optional (thought_record's and thought_record_list's
+// session_id once had no bound). auditor_id is a name, not an id.
+func TestIDFieldsAreBounded(t *testing.T) {
+	isID := func(name string) bool {
+		return name != "auditor_id" && (strings.HasSuffix(name, "_id") || name == "supersedes" || name == "by")
+	}
+	n := 0
+	for _, c := range Commands {
+		for _, f := range c.Fields {
+			if !isID(f.Name) {
+				continue
+			}
+			n++
+			if f.Rule.Kind != String || f.Rule.MaxLen != MaxIDLength || f.Rule.MinLen != 0 {
+				t.Errorf("%s.%s: kind %s, length %d–%d; an id is a string of at most %d characters", c.Name, f.Name, f.Rule.Kind, f.Rule.MinLen, f.Rule.MaxLen, MaxIDLength)
+			}
+		}
+	}
+	if n < 18 {
+		t.Errorf("found %d id fields; the commands have at least 18", n)
 	}
 }

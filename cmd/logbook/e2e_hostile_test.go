@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -415,6 +416,45 @@ func TestE2EHostileInput(t *testing.T) {
 		fresh := newTask("no thoughts", "todo", "in_progress", "review")
 		r := h.rejectJSON(t, "task_update", map[string]any{"task_id": fresh, "status": "done"}, "ERR_WRITEBACK_REQUIRED")
 		e2eDetails(t, r, map[string]any{"task_id": fresh, "missing_fields": []any{"thought_record"}})
+	})
+
+	// Every argument that names a task, session or learning is an id: at
+	// most domain.MaxIDLength characters, whatever the tool, required or
+	// optional. (thought_record's and thought_record_list's session_id had
+	// no bound: a 1 MiB one was looked up and echoed twice in a 2 MiB
+	// ERR_SESSION_NOT_FOUND.)
+	t.Run("over-long ids", func(t *testing.T) {
+		pattern := "Retry the uploader with exponential back-off and jitter so bursts spread out"
+		context := "Learnt while the payment provider rate-limited the nightly batch upload: retries in lock-step kept the account throttled for hours"
+		for _, c := range []struct {
+			tool, field string
+			args        map[string]any
+		}{
+			{"task_create", "parent_id", map[string]any{"title": "a", "project": "hostile"}},
+			{"task_update", "task_id", map[string]any{"title": "a"}},
+			{"task_get", "task_id", map[string]any{}},
+			{"thought_record", "task_id", map[string]any{"type": "plan", "content": "x"}},
+			{"thought_record", "session_id", map[string]any{"task_id": task, "type": "plan", "content": "x"}},
+			{"thought_record_list", "task_id", map[string]any{}},
+			{"thought_record_list", "session_id", map[string]any{}},
+			{"audit_session_start", "task_id", map[string]any{"auditor_id": "a"}},
+			{"merkle_finalize", "session_id", map[string]any{}},
+			{"merkle_finalize", "task_id", map[string]any{"session_id": sess.SessionID}},
+			{"merkle_root", "session_id", map[string]any{}},
+			{"audit_verify_chain", "session_id", map[string]any{}},
+			{"audit_verify_chain", "task_id", map[string]any{}},
+			{"finding_record", "task_id", map[string]any{"category": "bug", "summary": "s"}},
+			{"learning_record", "source_task_id", map[string]any{"pattern": pattern, "context": context, "project": "hostile"}},
+			{"learning_record", "supersedes", map[string]any{"pattern": pattern, "context": context, "project": "hostile"}},
+			{"learning_supersede", "learning_id", map[string]any{"by": "L-0001"}},
+			{"learning_supersede", "by", map[string]any{"learning_id": "L-0001"}},
+		} {
+			for _, id := range []string{"A-" + long(31), "A-" + e2eSecret + long(1<<20)} {
+				args := maps.Clone(c.args)
+				args[c.field] = id
+				h.rejectJSON(t, c.tool, args, invalid, c.field)
+			}
+		}
 	})
 
 	t.Run("finalized session", func(t *testing.T) {
