@@ -34,12 +34,42 @@ type handler func(s *Service, ctx context.Context, tx *Tx, args *domain.Value) (
 func command[In any, Out any](rules *domain.Command, mutates bool, f func(*Service, *Tx, In) (Out, error)) *Command {
 	fields := fieldsOf(reflect.TypeFor[In]())
 	return &Command{rules: rules, mutates: mutates, run: func(s *Service, _ context.Context, tx *Tx, args *domain.Value) (any, error) {
+		if err := emptyID(rules, args); err != nil {
+			return nil, err
+		}
 		var in In
 		if err := fields.decode(args, &in); err != nil {
 			return nil, err
 		}
 		return f(s, tx, in)
 	}}
+}
+
+// emptyID refuses an id argument given as "": it names nothing, so it is
+// not found, as any id that names nothing. The typed inputs hold an
+// optional id as a string whose "" means "not given"; without this, a
+// given "" was taken for an absent argument (merkle_finalize sealing every
+// leaf, audit_verify_chain verifying the whole ledger, a task created
+// with no parent).
+func emptyID(rules *domain.Command, args *domain.Value) error {
+	for _, f := range rules.Fields {
+		if f.IDOf == "" {
+			continue
+		}
+		v := args.Get(f.Name)
+		if v == nil || v.Kind() != domain.String || v.Text() != "" {
+			continue
+		}
+		switch f.IDOf {
+		case domain.TaskPrefix:
+			return &NotFoundError{Kind: ErrTaskNotFound, ID: ""}
+		case domain.SessionPrefix:
+			return &NotFoundError{Kind: ErrSessionNotFound, ID: ""}
+		default:
+			return Invalid(f.Name, "names nothing: an id must not be empty")
+		}
+	}
+	return nil
 }
 
 // growing marks a read whose work grows with the ledger.

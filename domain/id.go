@@ -37,5 +37,11 @@ func ParseID(prefix, id string) (uint64, bool) {
 	return n, true
 }
 
-func taskID(doc string) Rule    { return str(doc).length(0, MaxIDLength) }
-func sessionID(doc string) Rule { return str(doc).length(0, MaxIDLength) }
+func idOf(prefix, doc string) Rule {
+	r := str(doc).length(0, MaxIDLength)
+	r.IDOf = prefix
+	return r
+}
+
+func taskID(doc string) Rule    { return idOf(TaskPrefix, doc) }
+func sessionID(doc string) Rule { return idOf(SessionPrefix, doc) }

@@ -17,7 +17,7 @@ const (
 	DuplicateSimilarity = 0.6 // see Similarity
 )
 
-func learningID(doc string) Rule { return str(doc).length(0, MaxIDLength) }
+func learningID(doc string) Rule { return idOf(LearningPrefix, doc) }
 
 // RecordLearning records a reusable lesson for a project.
 var RecordLearning = Command{

@@ -49,6 +49,11 @@ type Rule struct {
 	// MaxBytes bounds an object's size as compact JSON.
 	MaxBytes int
 	Text     Text
+	// IDOf is the prefix of the ids a string names (TaskPrefix,
+	// SessionPrefix, LearningPrefix), "" for a value that is not an id.
+	// Such an argument given as "" names nothing: it is looked up like
+	// any id, never taken for an absent one.
+	IDOf string
 
 	re *regexp.Regexp
 }

@@ -107,7 +107,8 @@ func BenchmarkValidateJSON(b *testing.B) {
 }
 
 // TestIDFieldsAreBounded: every argument that names a task, session or
-// learning is an id of at most MaxIDLength characters, in every command,
+// learning is an id of at most MaxIDLength characters that says what it
+// names (IDOf, so that a given "" is looked up), in every command,
 // required or optional (thought_record's and thought_record_list's
 // session_id once had no bound). auditor_id is a name, not an id.
 func TestIDFieldsAreBounded(t *testing.T) {
@@ -123,6 +124,9 @@ func TestIDFieldsAreBounded(t *testing.T) {
 			n++
 			if f.Rule.Kind != String || f.Rule.MaxLen != MaxIDLength || f.Rule.MinLen != 0 {
 				t.Errorf("%s.%s: kind %s, length %d–%d; an id is a string of at most %d characters", c.Name, f.Name, f.Rule.Kind, f.Rule.MinLen, f.Rule.MaxLen, MaxIDLength)
+			}
+			if f.Rule.IDOf == "" { // without it, a given "" would be taken for an absent id
+				t.Errorf("%s.%s: no IDOf: an empty id would not be looked up", c.Name, f.Name)
 			}
 		}
 	}

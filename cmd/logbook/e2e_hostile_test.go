@@ -457,6 +457,65 @@ func TestE2EHostileInput(t *testing.T) {
 		}
 	})
 
+	// An id given as "" names nothing, optional or required: it is looked up
+	// and not found, never taken for an absent argument. (Optional ones were:
+	// merkle_finalize {"task_id":""} sealed every leaf, audit_verify_chain
+	// {"task_id":""} verified the whole ledger, thought_record_list listed
+	// every thought, thought_record took no session and task_create made a
+	// task with no parent.)
+	t.Run("empty ids", func(t *testing.T) {
+		var open struct {
+			SessionID string `json:"session_id"`
+		}
+		s.ok("audit_session_start", map[string]any{"task_id": task, "auditor_id": "auditor"}, &open)
+		pattern := "Retry the uploader with exponential back-off and jitter so bursts spread out"
+		context := "Learnt while the payment provider rate-limited the nightly batch upload: retries in lock-step kept the account throttled for hours"
+		tnf, snf := "ERR_TASK_NOT_FOUND", "ERR_SESSION_NOT_FOUND"
+		for _, c := range []struct {
+			tool, field, code string
+			args              map[string]any
+		}{
+			{"task_create", "parent_id", tnf, map[string]any{"title": "a", "project": "hostile"}},
+			{"task_update", "task_id", tnf, map[string]any{"title": "a"}},
+			{"task_get", "task_id", tnf, map[string]any{}},
+			{"thought_record", "task_id", tnf, map[string]any{"type": "plan", "content": "x"}},
+			{"thought_record", "session_id", snf, map[string]any{"task_id": task, "type": "plan", "content": "x"}},
+			{"thought_record_list", "task_id", tnf, map[string]any{}},
+			{"thought_record_list", "session_id", snf, map[string]any{}},
+			{"thought_record_list", "session_id", snf, map[string]any{"task_id": task}},
+			{"audit_session_start", "task_id", tnf, map[string]any{"auditor_id": "a"}},
+			{"merkle_finalize", "session_id", snf, map[string]any{}},
+			{"merkle_finalize", "task_id", tnf, map[string]any{"session_id": open.SessionID}},
+			{"merkle_root", "session_id", snf, map[string]any{}},
+			{"audit_verify_chain", "session_id", snf, map[string]any{}},
+			{"audit_verify_chain", "task_id", tnf, map[string]any{}},
+			{"audit_verify_chain", "task_id", tnf, map[string]any{"session_id": open.SessionID}},
+			{"finding_record", "task_id", tnf, map[string]any{"category": "bug", "summary": "s"}},
+			{"learning_record", "source_task_id", tnf, map[string]any{"pattern": pattern, "context": context, "project": "hostile"}},
+			{"learning_record", "supersedes", invalid, map[string]any{"pattern": pattern, "context": context, "project": "hostile"}},
+			{"learning_supersede", "learning_id", invalid, map[string]any{"by": "L-0001"}},
+			{"learning_supersede", "by", invalid, map[string]any{"learning_id": "L-0001"}},
+		} {
+			args := maps.Clone(c.args)
+			args[c.field] = ""
+			if c.code == invalid {
+				h.rejectJSON(t, c.tool, args, invalid, c.field)
+			} else {
+				r := h.rejectJSON(t, c.tool, args, c.code)
+				key := map[string]string{tnf: "task_id", snf: "session_id"}[c.code]
+				e2eDetails(t, r, map[string]any{key: ""})
+			}
+		}
+		// The session is still open: the finalize with task_id "" sealed nothing.
+		var root struct {
+			IsFinalized bool `json:"is_finalized"`
+		}
+		s.ok("merkle_root", map[string]any{"session_id": open.SessionID}, &root)
+		if root.IsFinalized {
+			t.Errorf("merkle_finalize with task_id \"\" finalized %s", open.SessionID)
+		}
+	})
+
 	t.Run("finalized session", func(t *testing.T) {
 		r := h.rejectJSON(t, "thought_record", map[string]any{"task_id": task, "type": "plan", "content": e2eSecret, "session_id": sealed.SessionID}, "ERR_ALREADY_FINALIZED")
 		e2eDetails(t, r, map[string]any{"session_id": sealed.SessionID})

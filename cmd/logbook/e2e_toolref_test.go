@@ -332,6 +332,11 @@ const choices = `
   a call that reached the server runs to its end, is recorded and answered.
 - **Identity.** ` + "`--agent`" + `, else ` + "`LOGBOOK_AGENT`" + `, else the client's ` + "`clientInfo.name`" + ` with
   control characters and invalid UTF-8 dropped and cut to 128 characters, else ` + "`unknown`" + `.
+- **Ids.** An argument that names a task, session or learning is at most 32 characters (longer:
+  invalid input). One that names nothing is not found, and so is one given as ` + "`\"\"`" + `,
+  optional or required: an empty ` + "`task_id`" + `, ` + "`parent_id`" + ` or ` + "`source_task_id`" + ` is
+  ` + "`ERR_TASK_NOT_FOUND`" + `, an empty ` + "`session_id`" + ` ` + "`ERR_SESSION_NOT_FOUND`" + `, an empty learning id
+  invalid input; it is never taken for an argument left out.
 - **Concurrency.** Calls in flight on one session run concurrently and share commits; a client
   that needs one call after another waits for the first reply.
 - **Several processes on one ledger file.** ` + "`logbook serve`" + ` processes on the same file hand their
