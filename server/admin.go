@@ -22,8 +22,9 @@ import (
 )
 
 // AdminSocketPath is the admin socket of the server holding the ledger at
-// db: beside the file, so that it shares the file's directory permissions.
-func AdminSocketPath(db string) string { return db + ".admin.sock" }
+// db: beside the file (whatever link names it), so that it shares the
+// file's directory permissions.
+func AdminSocketPath(db string) string { return boltstore.Beside(db, ".admin.sock") }
 
 // adminServer answers token management on a Unix socket: whoever can
 // connect to it (mode 0600: the ledger's owner) may issue and revoke.

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -53,12 +52,7 @@ import (
 // through different links meet at one socket. Its suffix differs from the
 // admin socket's (AdminSocketPath): with <db>.sock, the ledger x.admin's
 // relay socket was the ledger x's admin socket.
-func SocketPath(db string) string {
-	if p, err := filepath.EvalSymlinks(db); err == nil {
-		db = p
-	}
-	return db + ".relay.sock"
-}
+func SocketPath(db string) string { return boltstore.Beside(db, ".relay.sock") }
 
 const (
 	relayProto = 2 // 2: the hello says what the follower's Store saw, a reply what the hub's did

@@ -228,8 +228,9 @@ type generation struct {
 	buf     []byte
 }
 
-// journalPath is the journal of the ledger file at path.
-func journalPath(path string) string { return path + journalSuffix }
+// journalPath is the journal of the ledger file at path (Beside: every
+// name of the file shares it).
+func journalPath(path string) string { return Beside(path, journalSuffix) }
 
 // journaling tells whether this Store's commits go through a journal:
 // a writer of the shared or held file (not a scratch file, nor a copy of a

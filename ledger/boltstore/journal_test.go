@@ -377,3 +377,69 @@ func TestJournalOfDeletedLedger(t *testing.T) {
 		t.Fatalf("%d events, want 2", len(got))
 	}
 }
+
+// Processes naming one ledger through different links share its journal:
+// it is beside the file, not the link. With a journal beside the link, a
+// process that committed through the link and stopped with the machine
+// left a holding generation that an open through the file's own name
+// never saw (its commits lost), and a later open through the link wrote
+// that stale checkpoint back over everything committed since.
+func TestJournalThroughLink(t *testing.T) {
+	if !NoSyncSupported() {
+		t.Skip("no boot id here: no journal")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ledger.db")
+	c, err := Open(file, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{journalPath(link), unsyncedMarker(link)} {
+		if filepath.Dir(name) != dir {
+			t.Errorf("%s: not beside the file %s", name, file)
+		}
+	}
+	l, err := Open(link, Options{Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 5 {
+		appendOne(t, l, i)
+	}
+	if _, err := os.Lstat(link + journalSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a journal beside the link: %v", err)
+	}
+	if !readHeader(t, file) {
+		t.Fatal("no header holds beside the file mid-generation")
+	}
+	l.Close()
+	if readHeader(t, file) {
+		t.Error("Close left the header holding")
+	}
+}
+
+// Open refuses a link to a missing file: a ledger created through it
+// would be made wherever the link points (a stale link to /nonexistent
+// made it).
+func TestOpenRefusesDanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "missing.db")
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []Options{{Create: true}, {Create: true, Hold: true}, {ReadOnly: true}} {
+		if _, err := Open(link, opts); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%+v: %v, want a missing file", opts, err)
+		}
+		if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%+v: the link's target was made", opts)
+		}
+	}
+}

@@ -232,6 +232,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Scratch && (!opts.Hold || opts.ReadOnly) {
 		return nil, errors.New("open ledger: a scratch file needs Hold: one process writes it for the Store's lifetime")
 	}
+	if err := danglingLink(path); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	l := &Store{path: path, opts: opts, quiet: quietHold}
 	// A file written without fsync is refused if the machine restarted
 	// since, and marked before it is so written (unsynced.go).

@@ -47,8 +47,25 @@ func NoSyncSupported() bool {
 	return err == nil
 }
 
-// unsyncedMarker is the marker path of the ledger file at path.
-func unsyncedMarker(path string) string { return path + unsyncedSuffix }
+// unsyncedMarker is the marker path of the ledger file at path (Beside:
+// every name of the file shares it).
+func unsyncedMarker(path string) string { return Beside(path, unsyncedSuffix) }
+
+// Beside names a file that goes with the ledger file at path: path with
+// suffix, once symbolic links in path are resolved. Processes that name
+// one ledger through different links then meet at one journal, marker or
+// socket; one that wrote its journal beside a link would leave a holding
+// generation no open through another name sees (a power loss then lost
+// its commits, and a later open through the link wrote a stale checkpoint
+// back over them). A path that names no file yet is taken as it is (Open
+// refuses a link to a missing file, so a ledger it creates is where path
+// says). Hard links are not told apart: use one name per ledger.
+func Beside(path, suffix string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	return path + suffix
+}
 
 // checkUnsynced tells whether the file at path was left with unsynced
 // commits (marked) and refuses it, as damaged, if the machine restarted
@@ -110,4 +127,18 @@ func syncDir(dir string) error {
 		return err
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// danglingLink refuses a path that is a symbolic link to no file: a
+// ledger created through it would be made wherever the link points (a
+// typo'd or stale link: /nonexistent was created), and its journal and
+// marker named after the link until the file existed (Beside).
+func danglingLink(path string) error {
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%s: %w: it is a symbolic link to a missing file, and no ledger is created through a link; name the file itself", path, os.ErrNotExist)
+	}
+	return nil
 }
