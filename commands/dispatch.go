@@ -125,8 +125,11 @@ func (s *Service) dispatch(ctx context.Context, tx *Tx, call Call, args *domain.
 			return nil, err
 		}
 	}
-	if c.mutates && (s.opts.ReadOnly || call.ReadOnly) {
+	if c.mutates && s.opts.ReadOnly {
 		return nil, ErrReadOnly
+	}
+	if c.mutates && call.ReadOnly {
+		return nil, ErrReadOnlyCaller
 	}
 	return c.run(s, ctx, tx, args.Object())
 }

@@ -21,7 +21,16 @@ var (
 	ErrAlreadyFinalized   = errors.New("audit session already finalized")
 	ErrReadOnly           = errors.New("server is read-only")
 	ErrDuplicate          = errors.New("near-duplicate of an existing learning")
+	// ErrReadOnlyCaller: a mutating command from a caller that may only
+	// read (a read-only token) on a server that writes. errors.Is(err,
+	// ErrReadOnly) holds.
+	ErrReadOnlyCaller error = readOnlyCaller{}
 )
+
+type readOnlyCaller struct{}
+
+func (readOnlyCaller) Error() string        { return "this caller's token is read-only" }
+func (readOnlyCaller) Is(target error) bool { return target == ErrReadOnly }
 
 // Issue is one failed rule of an input (domain.Issue).
 type Issue = domain.Issue

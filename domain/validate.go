@@ -174,7 +174,14 @@ func (r *Rule) checkNumber(lit string, path string, add func(path, msg string)) 
 		// An integer must also fit in 64 bits; a bound on that side, if
 		// any, gives the better message.
 		if _, err := strconv.ParseInt(lit, 10, 64); err != nil && ((f < 0 && r.Min == nil) || (f > 0 && r.Max == nil)) {
-			add(path, fmt.Sprintf("must be between %d and %d", int64(math.MinInt64), int64(math.MaxInt64)))
+			lo, hi := strconv.FormatInt(math.MinInt64, 10), strconv.FormatInt(math.MaxInt64, 10)
+			if r.Min != nil {
+				lo = fmtNum(*r.Min)
+			}
+			if r.Max != nil {
+				hi = fmtNum(*r.Max)
+			}
+			add(path, "must be between "+lo+" and "+hi)
 			return
 		}
 	}

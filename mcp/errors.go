@@ -157,6 +157,8 @@ func classify(err error) (f failure, ok bool) {
 	case errors.Is(err, commands.ErrAlreadyFinalized):
 		return failure{CodeAlreadyFinalized, commands.ErrAlreadyFinalized.Error(), noDetails{}}, true
 
+	case errors.Is(err, commands.ErrReadOnlyCaller):
+		return failure{CodeReadOnly, commands.ErrReadOnlyCaller.Error(), noDetails{}}, true
 	case errors.Is(err, commands.ErrReadOnly):
 		return failure{CodeReadOnly, commands.ErrReadOnly.Error(), noDetails{}}, true
 

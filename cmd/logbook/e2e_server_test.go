@@ -142,6 +142,7 @@ type envelope struct {
 	Data  json.RawMessage `json:"data"`
 	Error struct {
 		Code    string          `json:"code"`
+		Message string          `json:"message"`
 		Details json.RawMessage `json:"details"`
 	} `json:"error"`
 }
@@ -439,7 +440,7 @@ func TestServerScopes(t *testing.T) {
 		}
 		mustOK(t, cs2, "task_list", map[string]any{}, nil)
 		env, err := callHTTP(cs2, "task_create", map[string]any{"title": "x", "project": "p"})
-		if err != nil || env.OK || env.Error.Code != "ERR_READ_ONLY" {
+		if err != nil || env.OK || env.Error.Code != "ERR_READ_ONLY" || env.Error.Message != "this caller's token is read-only" {
 			t.Errorf("%q: read-only token task_create: %v %+v", proto, err, env)
 		}
 		env, err = callHTTP(cs2, "task_create", map[string]any{"project": "p"})

@@ -266,7 +266,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil || fi.Size() == 0 {
 		if (err != nil && !errors.Is(err, os.ErrNotExist)) || !opts.Create || opts.ReadOnly {
 			if err == nil {
-				err = ErrNotLedger
+				err = fmt.Errorf("%w: %s is empty", ErrNotLedger, path)
 			}
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}

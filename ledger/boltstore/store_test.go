@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -239,8 +240,8 @@ func TestEmptyFileIsCreatedOnlyWithCreate(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(path, Options{}); !errors.Is(err, ErrNotLedger) {
-		t.Fatalf("open of an empty file without Create = %v, want ErrNotLedger", err)
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrNotLedger) || !strings.Contains(err.Error(), path+" is empty") {
+		t.Fatalf("open of an empty file without Create = %v, want ErrNotLedger naming the file", err)
 	}
 	l, err := Open(path, Options{Create: true})
 	if err != nil {
