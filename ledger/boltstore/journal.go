@@ -279,6 +279,12 @@ func (l *Store) beginGeneration(o *openFile) error {
 	if o.size > journalLimit() {
 		return errors.New("journal: the file is too large for the mapping")
 	}
+	if fi, err := o.file.Stat(); err != nil || hardLinks(fi) > 1 {
+		// Another name of the file would have its own journal beside it,
+		// which an open through this name would not see (Beside resolves
+		// symbolic links only): its commits are synced.
+		return errors.New("journal: the file has more than one name (hard links)")
+	}
 	if l.jfile != nil && !sameFile(l.jfile, journalPath(l.path)) {
 		// The journal was removed or replaced behind this Store's back:
 		// records written to the file it has open would be found by no
@@ -406,10 +412,10 @@ func (l *Store) journalCommit(o *openFile, events [][]byte) error {
 // on disk: one sync of the file, one header.
 func (l *Store) nextGeneration(o *openFile) error {
 	g := o.gen
-	if fi, err := o.file.Stat(); err != nil || fi.Size() > journalLimit() || !sameFile(g.f, journalPath(l.path)) {
-		// Past the limit (or not known to be below it): no generation.
-		// Or the journal is no longer at its path: the next begins
-		// with the one there.
+	if fi, err := o.file.Stat(); err != nil || fi.Size() > journalLimit() || !sameFile(g.f, journalPath(l.path)) || hardLinks(fi) > 1 {
+		// Past the limit (or not known to be below it), or linked under
+		// another name since: no generation. Or the journal is no longer
+		// at its path: the next begins with the one there.
 		return l.endGeneration(o)
 	}
 	if err := fdatasync(o.file); err != nil {

@@ -443,3 +443,51 @@ func TestOpenRefusesDanglingLink(t *testing.T) {
 		}
 	}
 }
+
+// A file with more than one name (hard links) commits synced, through no
+// journal: an open through its other name would look for the journal
+// beside that name. A name added while a Store commits ends its
+// generation at the next one's start.
+func TestJournalHardLinkedFileCommitsSynced(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	appendOne(t, l, 0)
+	if !readHeader(t, path) {
+		t.Fatal("no header holds mid-generation")
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	if err := os.Link(path, other); err != nil {
+		t.Skipf("no hard link here: %v", err)
+	}
+	for i := range genCommits + 1 {
+		appendOne(t, l, 1+i)
+	}
+	if readHeader(t, path) {
+		t.Error("a generation runs on a file with two names")
+	}
+	l.Close()
+
+	file := filepath.Join(t.TempDir(), "ledger.db")
+	c, err := Open(file, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := os.Link(file, file+".2"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Open(file, Options{Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.generationBegun = func() { t.Error("a generation began on a file with two names") }
+	for i := range 3 {
+		appendOne(t, h, i)
+	}
+	if readHeader(t, file) {
+		t.Error("a header holds")
+	}
+	if got := storedEvents(t, file, h); len(got) != 3 {
+		t.Errorf("%d events, want 3", len(got))
+	}
+}

@@ -59,7 +59,8 @@ func unsyncedMarker(path string) string { return Beside(path, unsyncedSuffix) }
 // its commits, and a later open through the link wrote a stale checkpoint
 // back over them). A path that names no file yet is taken as it is (Open
 // refuses a link to a missing file, so a ledger it creates is where path
-// says). Hard links are not told apart: use one name per ledger.
+// says). Hard links cannot be told apart: a file with more than one runs
+// no journal (beginGeneration).
 func Beside(path, suffix string) string {
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		path = p
