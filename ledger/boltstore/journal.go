@@ -573,7 +573,7 @@ func removeJournal(path string) error {
 	if err := os.Remove(jpath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("journal of a deleted ledger: %w", err)
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(filepath.Dir(jpath))
 }
 
 // recovery is what openDB's file hook found in the journal: events to

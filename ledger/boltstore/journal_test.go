@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -489,5 +490,54 @@ func TestJournalHardLinkedFileCommitsSynced(t *testing.T) {
 	}
 	if got := storedEvents(t, file, h); len(got) != 3 {
 		t.Errorf("%d events, want 3", len(got))
+	}
+}
+
+// A journal holding commits, or an unsynced marker, that a logbook older
+// than Beside left beside a link is refused, naming where it belongs: an
+// open looks beside the file, and would miss it. Moved there, it is
+// settled as any journal; a retired one beside the link holds nothing.
+func TestOpenRefusesJournalLeftBesideLink(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	for i := range 3 {
+		appendOne(t, l, i)
+	}
+	img := filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, path, img)
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(img, link); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, journalPath(path), link+journalSuffix) // where an older logbook wrote it
+	for _, opts := range []Options{{}, {ReadOnly: true}} {
+		_, err := Open(link, opts)
+		if !errors.Is(err, ErrUnrecovered) || !strings.Contains(err.Error(), "move it to "+journalPath(img)) {
+			t.Fatalf("%+v: open through the link: %v, want ErrUnrecovered naming %s", opts, err, journalPath(img))
+		}
+	}
+	if err := os.Rename(link+journalSuffix, journalPath(img)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(link, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if readHeader(t, img) {
+		t.Error("the moved journal still holds after a writer's open")
+	}
+	if err := os.WriteFile(link+journalSuffix, make([]byte, journalRecords), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Open(link, Options{}); err != nil {
+		t.Fatalf("a retired journal beside the link: %v", err)
+	} else {
+		r.Close()
+	}
+	if err := os.WriteFile(link+unsyncedSuffix, []byte("a-boot\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(link, Options{}); !errors.Is(err, ErrUnrecovered) {
+		t.Fatalf("an unsynced marker beside the link: %v, want ErrUnrecovered", err)
 	}
 }

@@ -235,6 +235,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := danglingLink(path); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
+	if err := leftBesideLink(path); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	l := &Store{path: path, opts: opts, quiet: quietHold}
 	// A file written without fsync is refused if the machine restarted
 	// since, and marked before it is so written (unsynced.go).

@@ -109,16 +109,17 @@ func markUnsynced(path string) error {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(filepath.Dir(marker))
 }
 
 // clearUnsynced removes the marker of the file at path, once its contents
 // are on disk.
 func clearUnsynced(path string) error {
-	if err := os.Remove(unsyncedMarker(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	marker := unsyncedMarker(path)
+	if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(filepath.Dir(marker))
 }
 
 // syncDir makes the entries of dir durable.
@@ -140,6 +141,35 @@ func danglingLink(path string) error {
 	}
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return fmt.Errorf("%s: %w: it is a symbolic link to a missing file, and no ledger is created through a link; name the file itself", path, os.ErrNotExist)
+	}
+	return nil
+}
+
+// leftBesideLink refuses a ledger named through a symbolic link beside
+// which a logbook older than Beside left a journal holding commits, or an
+// unsynced marker: they are the file's, and an open looks for them beside
+// the file itself, so it would miss them (a power loss's commits lost, a
+// torn copy taken for whole). A retired journal there holds nothing.
+func leftBesideLink(path string) error {
+	for _, suffix := range []string{journalSuffix, unsyncedSuffix} {
+		old, now := path+suffix, Beside(path, suffix)
+		if old == now {
+			continue
+		}
+		f, err := os.OpenFile(old, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			continue // none (or a link, which no logbook writes)
+		}
+		holds := true
+		if suffix == journalSuffix {
+			b := make([]byte, headerLen)
+			n, _ := f.ReadAt(b, 0)
+			_, holds = decodeHeader(b[:n])
+		}
+		f.Close()
+		if holds {
+			return fmt.Errorf("%w: %s was left beside the link %s by an older logbook; it belongs to the file the link names: with no process using the ledger, move it to %s and open the ledger again", ErrUnrecovered, old, path, now)
+		}
 	}
 	return nil
 }
