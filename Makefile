@@ -14,7 +14,7 @@ demo: build
 	bash cmd/logbook/demo.sh
 
 test: build e2e-deps
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 # test-browser: the web console in headless Chromium (Debian's chromium
 # package at /usr/bin/chromium; the test skips without it), every page of a
