@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -148,7 +149,7 @@ func proveKind(kind string) func(c *call) func() error {
 		size := c.fs.Uint64("size", 0, "inclusion: the tree size (default: the head)")
 		c.fs.Uint64Var(&req.Old, "old", 0, "consistency: the old tree size")
 		newSize := c.fs.Uint64("new", 0, "consistency: the new tree size (default: the head)")
-		out := c.fs.String("out", "", "write the proof to this file (default: stdout)")
+		out := c.fs.String("out", "", "write the proof to this new file (default: stdout); an existing one is never replaced")
 		return func() error {
 			// prove --help lists the flags of both proofs; each takes its own.
 			for _, f := range map[string][]string{audit.ProofInclusion: {"old", "new"}, audit.ProofConsistency: {"seq", "size"}}[kind] {
@@ -173,7 +174,7 @@ func proveKind(kind string) func(c *call) func() error {
 				_, err = c.stdout.Write(b)
 				return err
 			}
-			return os.WriteFile(*out, b, 0o644)
+			return writeNew("--out", *out, b)
 		}
 	}
 }
@@ -272,7 +273,7 @@ func checkpoint(c *call) func() error {
 	key := c.fs.String("key", "", "signer key file from logbook keygen (required)")
 	origin := c.fs.String("origin", "", "origin line: the log's name (default: the key's name)")
 	size := c.fs.Uint64("size", 0, "sign the ledger as of this size (default: its head)")
-	out := c.fs.String("out", "", "write the checkpoint to this file (default: stdout)")
+	out := c.fs.String("out", "", "write the checkpoint to this new file (default: stdout); an existing one is never replaced")
 	c.jsonFlag("print a JSON object instead of the checkpoint text")
 	return func() error {
 		if *key == "" {
@@ -293,7 +294,7 @@ func checkpoint(c *call) func() error {
 			signed, err = cp.Sign(signer)
 		}
 		if err == nil && *out != "" {
-			err = os.WriteFile(*out, signed, 0o644)
+			err = writeNew("--out", *out, signed)
 		}
 		if err != nil {
 			return err
@@ -307,6 +308,35 @@ func checkpoint(c *call) func() error {
 			return err
 		})
 	}
+}
+
+// writeNew creates the file path (flag names it in errors) holding data.
+// It never replaces anything there: a file, a directory, or a symbolic
+// link, even one to nowhere, which it does not follow (O_EXCL), is an error
+// saying so. Written and synced, or removed.
+func writeNew(flag, path string, data []byte) error {
+	if err := checkPath(flag, path, false); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s %s exists; refusing to overwrite it", flag, path)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	_, err = f.Write(data)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	return nil
 }
 
 // openCheckpoint reads a signed checkpoint and checks its signature with the

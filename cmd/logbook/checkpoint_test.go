@@ -158,3 +158,59 @@ func TestCheckpoint(t *testing.T) {
 		}
 	})
 }
+
+// TestOutNeverReplaces: prove and checkpoint write --out only as a new
+// file. A file there (the signer key itself, say), a symbolic link to one
+// or to nowhere, or a directory is exit 2 and left as it was; the link is
+// not followed. They used to replace the file (os.WriteFile), through
+// the link.
+func TestOutNeverReplaces(t *testing.T) {
+	dir := t.TempDir()
+	skey := writeKey(t, dir)
+	path := healthyLedger(t, 2)
+	victim := filepath.Join(dir, "victim")
+	link, dangling, sub := filepath.Join(dir, "link"), filepath.Join(dir, "dangling"), filepath.Join(dir, "sub")
+	nowhere := filepath.Join(dir, "nowhere")
+	if err := os.WriteFile(victim, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(nowhere, dangling); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := os.ReadFile(skey)
+	cmds := map[string][]string{
+		"prove inclusion":   {"prove", "inclusion", "--db", path, "--seq", "1"},
+		"prove consistency": {"prove", "consistency", "--db", path, "--old", "1"},
+		"checkpoint":        {"checkpoint", "--db", path, "--key", skey},
+	}
+	for name, args := range cmds {
+		for _, out := range []string{victim, link, dangling, sub, skey, path} {
+			r := run(t, append(args, "--out", out)...)
+			wantExit(t, r, 2, name+" --out "+out)
+			if !strings.Contains(r.stderr, out) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("%s --out %s: want one line naming it, got %q", name, out, r.stderr)
+			}
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
+			t.Fatalf("%s replaced the file at --out: %q", name, b)
+		}
+		if b, _ := os.ReadFile(skey); string(b) != string(key) {
+			t.Fatalf("%s replaced the signer key", name)
+		}
+		if _, err := os.Lstat(nowhere); err == nil {
+			t.Fatalf("%s followed a dangling link", name)
+		}
+		fresh := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		wantExit(t, run(t, append(args, "--out", fresh)...), 0, name+" to a new file")
+		if b, err := os.ReadFile(fresh); err != nil || len(b) == 0 {
+			t.Fatalf("%s --out %s: %q, %v", name, fresh, b, err)
+		}
+	}
+	wantExit(t, run(t, "verify", "--db", path), 0, "verify after")
+}

@@ -78,6 +78,7 @@ seq=$(sed -n 's/.*"leaf_list":\[{"seq":\([0-9]*\).*/\1/p' <<<"$sj")
 size=$(sed -n 's/.*"ledger_size":\([0-9]*\).*/\1/p' <<<"$sj")
 root=$(sed -n 's/.*"ledger_root":"\([0-9a-f]*\)".*/\1/p' <<<"$sj")
 echo "\$ logbook prove inclusion --seq $seq --size $size --out .logbook/proof.json"
+rm -f .logbook/proof.json # an earlier run's: --out never replaces a file
 "$bin" prove inclusion --db "$db" --seq "$seq" --size "$size" --out .logbook/proof.json
 echo "\$ logbook check-proof .logbook/proof.json --root ${root:0:12}… --size $size"
 "$bin" check-proof .logbook/proof.json --root "$root" --size "$size"
