@@ -46,6 +46,9 @@ func (rp *Replayer) Next() uint64 { return rp.next }
 func (rp *Replayer) ReadChunk(end uint64, fn func(ledger.Record) error) error {
 	last := min(rp.next+rp.chunk-1, end)
 	err := rp.l.View(func(tx *boltstore.Tx) error {
+		if err := rp.Still(tx); err != nil {
+			return err
+		}
 		if !rp.known && rp.next > 1 {
 			r, err := tx.Event(rp.next - 1)
 			if err != nil {
@@ -68,6 +71,35 @@ func (rp *Replayer) ReadChunk(end uint64, fn func(ledger.Record) error) error {
 		err = &ledger.IntegrityError{Seq: rp.next, Problem: ledger.ProblemGap}
 	}
 	return err
+}
+
+// Still checks that tx still holds the last event read, as read: a read
+// transaction opens the file at the Store's path anew, so a file replaced
+// there by an older copy of the ledger, or by another ledger (a restore, a
+// rebuild from elsewhere), would otherwise be read on from where the
+// reading stopped: silently waiting for a seq the shorter log never
+// reaches, or handing on another log's events as the continuation. A log
+// that no longer reaches the last event read is a *ledger.IntegrityError
+// of ProblemGap at the first such event; one whose event there has another
+// hash, of ProblemContent at it.
+func (rp *Replayer) Still(tx *boltstore.Tx) error {
+	if !rp.known || rp.next <= 1 {
+		return nil
+	}
+	last := rp.next - 1
+	if head := tx.Head().Seq; head < last {
+		return &ledger.IntegrityError{Seq: head + 1, Problem: ledger.ProblemGap,
+			Detail: fmt.Sprintf("the ledger file now ends at seq %d, before events already read up to seq %d (replaced by an older copy, or truncated)", head, last)}
+	}
+	r, err := tx.Event(last)
+	if err != nil {
+		return err
+	}
+	if r.Hash != rp.prev {
+		return &ledger.IntegrityError{Seq: last, Problem: ledger.ProblemContent, Want: rp.prev, Got: r.Hash,
+			Detail: "the ledger file no longer holds the event already read (replaced by another ledger?)"}
+	}
+	return nil
 }
 
 // Line is one event as Replay writes it: the envelope, the event's hash,
@@ -192,7 +224,9 @@ func Replay(ctx context.Context, l *boltstore.Store, w io.Writer, opts ReplayOpt
 	rp := NewReplayer(l, opts.From, opts.Chunk)
 	for {
 		var end uint64
-		if err := l.View(func(tx *boltstore.Tx) error { end = tx.Head().Seq; return nil }); err != nil {
+		// Each look for new events also checks that the file still holds
+		// what was written (Still): with Follow, it may be replaced.
+		if err := l.View(func(tx *boltstore.Tx) error { end = tx.Head().Seq; return rp.Still(tx) }); err != nil {
 			return err
 		}
 		if !opts.Follow && opts.To > end {

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -167,5 +170,90 @@ func TestReplayFollow(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("replay --follow after SIGINT: %v\n%s", err, stderr.String())
+	}
+}
+
+// TestReplayFollowReplaced: replay --follow reads the file at --db anew at
+// each look for events, so a file replaced there under it must still hold
+// what was printed. Replaced by an older copy, it used to wait silently,
+// for ever, for a seq the shorter log might never reach; replaced by
+// another ledger as long, it printed nothing and said nothing. Now either
+// ends it with exit 1 naming the seq; a copy as long (a restore of the
+// same log) is followed on.
+func TestReplayFollowReplaced(t *testing.T) {
+	path := healthyLedger(t, 1)
+	head := headOf(t, path)
+	older := filepath.Join(t.TempDir(), "older.db")
+	copyFile(t, path, older)
+	w := newLedger(t, path, "agent-b")
+	w.call("task_create", map[string]any{"title": "after the copy", "project": "core"})
+	w.l.Close()
+	same := filepath.Join(t.TempDir(), "same.db")
+	copyFile(t, path, same)
+	other := healthyLedger(t, 5) // another ledger, longer
+	cases := []struct {
+		name, with string
+		code       int
+		stderr     string
+	}{
+		{"an older copy", older, 1, fmt.Sprintf("seq %d: missing event: the ledger file now ends at seq %d", head+1, head)},
+		{"another ledger", other, 1, "content changed: the ledger file no longer holds the event already read"},
+		{"the same log", same, -1, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "ledger.db")
+			copyFile(t, path, db)
+			want := headOf(t, db)
+			cmd := exec.Command(logbookBin, "replay", "--db", db, "--follow", "--interval", "20ms")
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			sc := bufio.NewScanner(out)
+			for n := uint64(0); n < want; n++ {
+				if !sc.Scan() {
+					t.Fatalf("replay ended after %d events: %s", n, stderr.String())
+				}
+			}
+			// Replaced as mv does it: the name now links to another file.
+			tmp := db + ".new"
+			copyFile(t, c.with, tmp)
+			if err := os.Rename(tmp, db); err != nil {
+				t.Fatal(err)
+			}
+			wait := 10 * time.Second
+			if c.code < 0 {
+				wait = time.Second // to see it does not end
+			}
+			done := make(chan error, 1)
+			go func() {
+				for sc.Scan() {
+				}
+				done <- cmd.Wait()
+			}()
+			select {
+			case err := <-done:
+				var ee *exec.ExitError
+				if c.code < 0 || !errors.As(err, &ee) || ee.ExitCode() != c.code || !strings.Contains(stderr.String(), c.stderr) ||
+					strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+					t.Fatalf("replaced by %s: %v, stderr %q; want exit %d saying %q", c.name, err, stderr.String(), c.code, c.stderr)
+				}
+			case <-time.After(wait):
+				if c.code >= 0 {
+					t.Fatalf("replaced by %s: replay --follow still running 10 s later, said %q", c.name, stderr.String())
+				}
+				cmd.Process.Signal(syscall.SIGINT)
+				if err := <-done; err != nil {
+					t.Fatalf("replay --follow of the same log after SIGINT: %v\n%s", err, stderr.String())
+				}
+			}
+		})
 	}
 }
