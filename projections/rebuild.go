@@ -96,6 +96,9 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	if chunk == 0 {
 		chunk = rebuildChunk
 	}
+	// A head names a seq of at most 2^62 (boltstore): a larger chunk reads
+	// the same, and next+chunk must not wrap around.
+	chunk = min(chunk, 1<<62)
 	if err := refoldInto(scratch, l, chunk, opts.Progress); err != nil {
 		return res, err
 	}

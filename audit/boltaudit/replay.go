@@ -44,7 +44,13 @@ func (rp *Replayer) Next() uint64 { return rp.next }
 // at the first bad seq, and an event that does not decode an error wrapping
 // ledger.ErrMalformed (Next() is then its seq).
 func (rp *Replayer) ReadChunk(end uint64, fn func(ledger.Record) error) error {
-	last := min(rp.next+rp.chunk-1, end)
+	// min(next+chunk-1, end), computed so that it cannot wrap around
+	// (replay --chunk 18446744073709551615 --from 3 spun for ever on an
+	// empty chunk).
+	last := end
+	if rp.next <= end && end-rp.next > rp.chunk-1 {
+		last = rp.next + rp.chunk - 1
+	}
 	err := rp.l.View(func(tx *boltstore.Tx) error {
 		if err := rp.Still(tx); err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -255,5 +256,33 @@ func TestReplayFollowReplaced(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHugeChunk: --chunk is any positive count, and one larger than the log
+// reads it in one transaction. Added to a seq it used to wrap around:
+// verify --chunk 18446744073709551615 said "seq 0: missing event" (exit 1)
+// of a healthy ledger, and replay --from 3 with it spun for ever on an
+// empty chunk. Checked on a new file (format 3) and on the first release's
+// (format 1, whose node levels verify walks in chunks too).
+func TestHugeChunk(t *testing.T) {
+	v1 := filepath.Join(t.TempDir(), "v1.db")
+	copyFile(t, filepath.Join("..", "..", "fixtures", "ledger-v1", "ledger.db"), v1)
+	for _, path := range []string{healthyLedger(t, 3), v1} {
+		head := headOf(t, path)
+		for _, chunk := range []string{"18446744073709551615", "18446744073709551614", "9223372036854775809", "4611686018427387905"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			out, err := exec.CommandContext(ctx, logbookBin, "verify", "--db", path, "--chunk", chunk).CombinedOutput()
+			if err != nil {
+				t.Errorf("verify --chunk %s: %v\n%s", chunk, err, out)
+			}
+			for _, from := range []uint64{1, 3, head} {
+				out, err := exec.CommandContext(ctx, logbookBin, "replay", "--db", path, "--chunk", chunk, "--from", fmt.Sprint(from)).Output()
+				if n := uint64(bytes.Count(out, []byte("\n"))); err != nil || n != head-from+1 {
+					t.Errorf("replay --chunk %s --from %d of %d events: %d lines, %v", chunk, from, head, n, err)
+				}
+			}
+			cancel()
+		}
 	}
 }

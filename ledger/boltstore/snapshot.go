@@ -44,6 +44,8 @@ func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) 
 	if opts.Chunk == 0 {
 		opts.Chunk = 1 << 14
 	}
+	opts.Chunk = min(opts.Chunk, maxSeq) // as Verify's: no wrapping around
+
 	var rep SnapshotReport
 	if _, err := os.Lstat(dst); err == nil {
 		return rep, fmt.Errorf("snapshot to %s: %w", dst, os.ErrExist)

@@ -349,6 +349,10 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	if opts.Chunk == 0 {
 		opts.Chunk = 1 << 16
 	}
+	// No log is longer than maxSeq: a larger chunk reads the same, and
+	// seqs plus a chunk (verify --chunk 18446744073709551615) would wrap
+	// around to an empty chunk, reported as a missing event.
+	opts.Chunk = min(opts.Chunk, maxSeq)
 	var head ledger.Head
 	var base uint
 	var format uint64
