@@ -216,9 +216,10 @@ func (o ReplayOptions) Validate() error {
 // lines (Line), in seq order, checking every link as it reads (Replayer),
 // flushed after each chunk. It ends at opts.To or the head, or with
 // Follow when ctx ends (a nil error). Invalid options, or a To beyond the
-// head without Follow, are an *audit.OptionError, before anything is
-// written. A broken chain stops it with a *ledger.IntegrityError, an event
-// that does not decode with an error wrapping ledger.ErrMalformed that
+// head (a From past the seq after it) without Follow, are an
+// *audit.OptionError, before anything is written. A broken chain stops it
+// with a *ledger.IntegrityError, an event that does not decode with an
+// error wrapping ledger.ErrMalformed that
 // names its seq.
 func Replay(ctx context.Context, l *boltstore.Store, w io.Writer, opts ReplayOptions) error {
 	if err := opts.Validate(); err != nil {
@@ -237,6 +238,11 @@ func Replay(ctx context.Context, l *boltstore.Store, w io.Writer, opts ReplayOpt
 		}
 		if !opts.Follow && opts.To > end {
 			return beyondHead("to", opts.To, end)
+		}
+		if !opts.Follow && opts.From > end+1 {
+			// end+1, the next seq, is where an incremental reader
+			// starts: nothing yet, not a mistake.
+			return beyondHead("from", opts.From, end)
 		}
 		if opts.To != 0 {
 			end = min(end, opts.To)

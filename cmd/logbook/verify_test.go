@@ -198,6 +198,7 @@ func TestAuditorCommandErrors(t *testing.T) {
 		{"replay", "--db", path, "--from", "0"},
 		{"replay", "--db", path, "--from", "5", "--to", "2"},
 		{"replay", "--db", path, "--to", "100000"},
+		{"replay", "--db", path, "--from", "100000"},
 		{"root", "--db", path, "--size", "100000"},
 		{"root", "--db", path, "--from", "3"},
 		{"root", "--db", path, "--size", "2", "--from", "1", "--to", "2"},
