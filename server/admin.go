@@ -43,7 +43,7 @@ func listenAdmin(path string, l *boltstore.Store, log *slog.Logger) (*adminServe
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
 	a := &adminServer{path: path, ln: ln, srv: &http.Server{
-		Handler:           adminHandler(l),
+		Handler:           sameLedger(l, adminHandler(l)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}}
@@ -133,20 +133,52 @@ func adminHandler(l *boltstore.Store) http.Handler {
 	return mux
 }
 
+// ledgerHeader names, on every admin request, the ledger file the client
+// means (an absolute path). A socket is only a name: a server started with
+// another ledger's --admin-socket, or a mistyped --admin-socket, answers
+// there too, and a token revoked in the wrong ledger stays valid in the
+// right one.
+const ledgerHeader = "Logbook-Ledger"
+
+// ErrOtherLedger: the server answering on the admin socket holds another
+// ledger file than the one named.
+var ErrOtherLedger = errors.New("the logbook server on this admin socket holds another ledger")
+
+// sameLedger answers a request only if the ledger file it names is the one
+// l holds (the same file, through whatever link names it); else 409.
+func sameLedger(l *boltstore.Store, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.Header.Get(ledgerHeader)
+		held, _ := filepath.Abs(l.Path())
+		if name == "" {
+			http.Error(w, fmt.Sprintf("%v: the request names no ledger (%s header); this server holds %s", ErrInvalid, ledgerHeader, held), http.StatusBadRequest)
+			return
+		}
+		want, err := os.Stat(name)
+		have, err2 := os.Stat(l.Path())
+		if err != nil || err2 != nil || !os.SameFile(want, have) {
+			http.Error(w, fmt.Sprintf("it holds %s, not %s", held, name), http.StatusConflict)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 type snapshotRequest struct {
 	Out string `json:"out"`
 }
 
 // SnapshotThroughServer asks the server answering on socket for a snapshot
-// of its ledger at out (an absolute path, which must not exist; the
-// server's user writes it). ok is false when no server answers there.
-func SnapshotThroughServer(socket, out string) (rep boltstore.SnapshotReport, ok bool, err error) {
+// of the ledger db it holds at out (an absolute path, which must not exist;
+// the server's user writes it). ok is false when no server answers there;
+// ErrOtherLedger if the one answering holds another file.
+func SnapshotThroughServer(db, socket, out string) (rep boltstore.SnapshotReport, ok bool, err error) {
 	conn, err := dialUnix(context.Background(), socket, time.Second)
 	if err != nil {
 		return rep, false, nil
 	}
 	conn.Close()
-	m := &Tokens{c: adminClient(socket, 0)}
+	m := &Tokens{c: adminClient(socket, 0), db: db, socket: socket}
 	defer m.Close()
 	return rep, true, m.call(http.MethodPost, "/snapshot", snapshotRequest{Out: out}, &rep)
 }
@@ -214,6 +246,8 @@ func reply(w http.ResponseWriter, err error, v any) {
 type Tokens struct {
 	l *boltstore.Store // direct
 	c *http.Client     // through a server
+	// db and socket, through a server: the ledger meant, and where.
+	db, socket string
 }
 
 // OpenTokens connects to the server's admin socket, or opens the ledger at
@@ -223,7 +257,7 @@ func OpenTokens(db, socket string) (*Tokens, error) {
 	if socket != "" {
 		if conn, err := dialUnix(context.Background(), socket, time.Second); err == nil {
 			conn.Close()
-			return &Tokens{c: adminClient(socket, 30*time.Second)}, nil
+			return &Tokens{c: adminClient(socket, 30*time.Second), db: db, socket: socket}, nil
 		}
 	}
 	l, err := boltstore.Open(db, boltstore.Options{LockTimeout: 2 * time.Second})
@@ -314,6 +348,11 @@ func (m *Tokens) call(method, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
+	db, err := filepath.Abs(m.db)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(ledgerHeader, db)
 	resp, err := m.c.Do(req)
 	if err != nil {
 		return fmt.Errorf("logbook server admin socket: %w", err)
@@ -331,6 +370,8 @@ func (m *Tokens) call(method, path string, in, out any) error {
 		return fmt.Errorf("%w%s", ErrInvalid, strings.TrimPrefix(msg, ErrInvalid.Error()))
 	case http.StatusNotFound:
 		return ErrNoToken
+	case http.StatusConflict:
+		return fmt.Errorf("%w (%s): %s; name its own --admin-socket, or the --db it serves", ErrOtherLedger, m.socket, msg)
 	}
 	return fmt.Errorf("logbook server: %s", msg)
 }

@@ -174,17 +174,17 @@ func TestRunAdminSocketAndDrain(t *testing.T) {
 	}
 	m.Close()
 	snap := filepath.Join(t.TempDir(), "snap.db")
-	rep, ok, err := SnapshotThroughServer(socket, snap)
+	rep, ok, err := SnapshotThroughServer(db, socket, snap)
 	if !ok || err != nil || rep.Size != 1 {
 		t.Errorf("snapshot through the socket: %+v %v %v", rep, ok, err)
 	}
 	if _, err := os.Stat(snap); err != nil {
 		t.Errorf("no snapshot file: %v", err)
 	}
-	if _, _, err := SnapshotThroughServer(socket, "relative.db"); !errors.Is(err, ErrInvalid) {
+	if _, _, err := SnapshotThroughServer(db, socket, "relative.db"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a relative snapshot path: %v", err)
 	}
-	if _, ok, _ := SnapshotThroughServer(filepath.Join(t.TempDir(), "none.sock"), snap); ok {
+	if _, ok, _ := SnapshotThroughServer(db, filepath.Join(t.TempDir(), "none.sock"), snap); ok {
 		t.Errorf("no server, yet ok")
 	}
 	// Snapshot goes through the socket of the server holding the file.
@@ -240,5 +240,78 @@ func TestSnapshot(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("left behind in the snapshot's folder: %v", entries)
+	}
+}
+
+// TestAdminSocketOfAnotherLedger: token management and snapshots act only
+// on the ledger they name. A socket answered by a server holding another
+// file (a shared --admin-socket, a mistyped one) refuses every request,
+// and nothing is issued, revoked or copied from that other ledger: a
+// revoke reported done there would leave the token valid where it was
+// meant to be revoked.
+func TestAdminSocketOfAnotherLedger(t *testing.T) {
+	held, heldDB := openStore(t, boltstore.Options{Hold: true})
+	_, otherDB := openStore(t, boltstore.Options{})
+	if _, _, err := IssueToken(held, Issue{Agent: "ci", Issuer: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	svc, err := commands.New(held, commands.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(t.TempDir(), "shared.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Store: held, MCP: mcp.New(svc, mcp.Options{Logger: log}), Listen: "127.0.0.1:0",
+			AdminSocket: socket, Logger: log, Ready: func(a net.Addr) { ready <- a }})
+	}()
+	<-ready
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	m, err := OpenTokens(otherDB, socket)
+	if err != nil {
+		t.Fatalf("OpenTokens: %v", err)
+	}
+	defer m.Close()
+	if _, err := m.Revoke(Revoke{Agent: "ci", Issuer: "op"}); !errors.Is(err, ErrOtherLedger) {
+		t.Errorf("revoke through the socket of another ledger: %v, want ErrOtherLedger", err)
+	}
+	if _, _, err := m.Issue(Issue{Agent: "eve", Issuer: "op"}); !errors.Is(err, ErrOtherLedger) {
+		t.Errorf("issue through the socket of another ledger: %v, want ErrOtherLedger", err)
+	}
+	if _, err := m.List(); !errors.Is(err, ErrOtherLedger) {
+		t.Errorf("list through the socket of another ledger: %v, want ErrOtherLedger", err)
+	}
+	list, err := ListTokens(held)
+	if err != nil || len(list) != 1 || list[0].RevokedSeq != 0 {
+		t.Errorf("the held ledger's tokens changed: %+v %v", list, err)
+	}
+	snap := filepath.Join(t.TempDir(), "snap.db")
+	if _, ok, err := SnapshotThroughServer(otherDB, socket, snap); !ok || !errors.Is(err, ErrOtherLedger) {
+		t.Errorf("snapshot through the socket of another ledger: %v %v, want ErrOtherLedger", ok, err)
+	}
+	if _, err := os.Lstat(snap); !os.IsNotExist(err) {
+		t.Errorf("a snapshot of the other ledger was written: %v", err)
+	}
+	// Named through a symbolic link, the held file is the same ledger.
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(heldDB, link); err != nil {
+		t.Fatal(err)
+	}
+	via, err := OpenTokens(link, socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer via.Close()
+	if list, err := via.List(); err != nil || len(list) != 1 {
+		t.Errorf("list through a link to the held file: %+v %v", list, err)
 	}
 }

@@ -57,7 +57,7 @@ func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapsh
 	if err != nil {
 		return res, err
 	}
-	rep, ok, err := SnapshotThroughServer(AdminSocketPath(db), abs)
+	rep, ok, err := SnapshotThroughServer(db, AdminSocketPath(db), abs)
 	switch {
 	case !ok:
 		rep, err = snapshotFile(ctx, db, tmp.Name(), opts)
