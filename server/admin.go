@@ -35,9 +35,16 @@ type adminServer struct {
 }
 
 // listenAdmin listens on the admin socket (listenUnix). A socket left at
-// path by a server that died is replaced: this process holds the ledger,
-// so no other server can be using it.
+// path by a server that died is replaced; one that a live process answers
+// on is refused.
 func listenAdmin(path string, l *boltstore.Store, log *slog.Logger) (*adminServer, error) {
+	// A socket another process answers on is not left by a dead server:
+	// another server's (a shared --admin-socket), whose token commands this
+	// one would take over and whose socket it would remove on exit.
+	if conn, err := dialUnix(context.Background(), path, time.Second); err == nil {
+		conn.Close()
+		return nil, fmt.Errorf("admin socket: another process answers on %s (another server's admin socket?); give this one its own --admin-socket", path)
+	}
 	ln, err := listenUnix(path)
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)

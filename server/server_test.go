@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
@@ -313,5 +314,59 @@ func TestAdminSocketOfAnotherLedger(t *testing.T) {
 	defer via.Close()
 	if list, err := via.List(); err != nil || len(list) != 1 {
 		t.Errorf("list through a link to the held file: %+v %v", list, err)
+	}
+}
+
+// TestAdminSocketInUse: a server given the admin socket another live
+// server answers on refuses to start, rather than take it over (and
+// remove it on exit); a socket left by a dead server is replaced.
+func TestAdminSocketInUse(t *testing.T) {
+	first, _ := openStore(t, boltstore.Options{Hold: true})
+	second, _ := openStore(t, boltstore.Options{Hold: true})
+	log := slog.New(slog.DiscardHandler)
+	run := func(ctx context.Context, l *boltstore.Store, socket string, ready chan net.Addr) error {
+		svc, err := commands.New(l, commands.Options{Logger: log})
+		if err != nil {
+			return err
+		}
+		return Run(ctx, Options{Store: l, MCP: mcp.New(svc, mcp.Options{Logger: log}), Listen: "127.0.0.1:0",
+			AdminSocket: socket, Logger: log, Ready: func(a net.Addr) { ready <- a }})
+	}
+	socket := filepath.Join(t.TempDir(), "admin.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, first, socket, ready) }()
+	<-ready
+	// (Taken over, it would serve until this timeout and return nil.)
+	sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+	defer scancel()
+	if err := run(sctx, second, socket, make(chan net.Addr, 1)); err == nil || !strings.Contains(err.Error(), "another process answers") {
+		t.Errorf("a second server on a live admin socket: %v, want a refusal", err)
+	}
+	if _, err := os.Lstat(socket); err != nil {
+		t.Fatalf("the first server's socket is gone: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	// A socket file nobody answers on (a server killed) is replaced.
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { done <- run(ctx, second, socket, ready) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("a stale socket was not replaced: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }
