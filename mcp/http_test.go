@@ -99,6 +99,10 @@ func TestHTTPIdentityScopeAndReadOnly(t *testing.T) {
 	if n := strings.Count(body, `"inputSchema"`); n != 2 || !strings.Contains(body, `"task_get"`) {
 		t.Errorf("scoped token lists %d tools: %s", n, body)
 	}
+	// A token's list is its own: no shared cache may serve it to another.
+	if !strings.Contains(body, `"cacheScope":"private"`) {
+		t.Errorf("scoped token's list is not private to it: %.300s", body)
+	}
 	calls := []struct{ token, tool, args, want string }{
 		{"full", "task_create", `{"title":"t","project":"p"}`, `"ok":true`},
 		{"scoped", "task_list", `{}`, `ERR_FORBIDDEN`},

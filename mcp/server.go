@@ -107,6 +107,10 @@ func New(svc *commands.Service, opts Options) *Server {
 		Logger:       slog.New(quietHandler{opts.Logger.Handler()}),
 		// Tools only: no logging capability, and the tool list never changes.
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		// What a list holds depends on the caller (a token's tools), so
+		// no cache may hand one caller's to another: private, not the
+		// protocol's default public.
+		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.CacheScope = "private" },
 	})
 	for _, t := range s.tools {
 		annotations := &sdk.ToolAnnotations{ReadOnlyHint: t.readOnly, OpenWorldHint: new(false)}
