@@ -3,11 +3,15 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/ledger/jetstream"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // Ledger is the ledger file Serve opens and the tools it serves on it.
@@ -47,6 +51,17 @@ func Serve(ctx context.Context, led Ledger, opts Options) error {
 		return err
 	}
 	defer l.Close()
+	if led.Replica != nil {
+		// The copy catches up before anything is served, and must be a
+		// prefix of the stream: one holding events the stream no longer
+		// has (deleted and made again, or cut) is refused now, rather
+		// than serve reads from it and fail every write. (A server that
+		// does not answer is not a verdict: the calls then catch up.)
+		err := l.Update(func(tx *boltstore.Tx) error { _, err := projections.CatchUp(tx, 0); return err })
+		if errors.As(err, new(*ledger.IntegrityError)) {
+			return fmt.Errorf("the local copy %s is not a copy of the stream: %w", led.DB, err)
+		}
+	}
 	led.Tools.Logger = opts.Logger
 	if opts.MCP, err = Tools(l, led.Skills, led.Version, led.Tools); err != nil {
 		return err

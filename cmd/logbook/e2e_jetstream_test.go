@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
 // TestServersShareAStream: two `logbook server` nodes, each with its own
@@ -107,5 +110,38 @@ func TestServersShareAStream(t *testing.T) {
 	la.Close()
 	if roots[dbB] < roots[dbA] || rootB == "" {
 		t.Errorf("node b holds %d events, node a %d", roots[dbB], roots[dbA])
+	}
+}
+
+// TestServerRefusesCopyLongerThanStream: a node whose local copy holds
+// events the stream no longer has (the stream deleted and made again, or
+// cut) refuses to start, naming the gap, rather than start, say it is
+// healthy, and answer ERR_STORAGE to every call after a wait.
+func TestServerRefusesCopyLongerThanStream(t *testing.T) {
+	url := natsServer(t)
+	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
+	db := filepath.Join(t.TempDir(), "node.db")
+	args := []string{"--store", url, "--stream", "gone", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
+	s := startHTTPServer(t, db, args...)
+	addToken(t, db, "--agent", "alice")
+	if s.stop() != 0 {
+		t.Fatalf("server exited %d:\n%s", s.code, s.stderr.String())
+	}
+	nc, err := nats.Connect(url, nats.UserInfo("app", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(context.Background(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	// (It served before: the test then waited for an exit that never came.)
+	r := run(t, append([]string{"server", "--db", db, "--listen", "127.0.0.1:0", "--skills", e2eSkills(t)}, args...)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "is not a copy of the stream") || !strings.Contains(r.stderr, "the stream ends at seq 0") {
+		t.Errorf("want exit 2 naming the gap, got %v", r)
 	}
 }
