@@ -191,26 +191,34 @@ func (k Keys) Write(signerPath, verifierPath string) error {
 	if filepath.Clean(signerPath) == filepath.Clean(verifierPath) {
 		return fmt.Errorf("the signer and the verifier key would be the same file %s", signerPath)
 	}
-	if err := writeNew(signerPath, k.Signer+"\n", 0o600); err != nil {
+	if err := writeKey(signerPath, k.Signer, 0o600); err != nil {
 		return err
 	}
-	if err := writeNew(verifierPath, k.Verifier+"\n", 0o644); err != nil {
+	if err := writeKey(verifierPath, k.Verifier, 0o644); err != nil {
 		os.Remove(signerPath)
 		return err
 	}
 	return nil
 }
 
-// writeNew creates path (which must not exist) with data, synced.
-func writeNew(path, data string, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+func writeKey(path, key string, mode os.FileMode) error {
+	err := WriteNew(path, []byte(key+"\n"), mode)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("refusing to overwrite the key %s: %w", path, fs.ErrExist)
 	}
+	return err
+}
+
+// WriteNew creates the file path holding data, synced. It never replaces
+// anything there: a file, a directory, or a symbolic link, even one to
+// nowhere, which it does not follow (O_EXCL), is an error wrapping
+// fs.ErrExist. If the write fails, the file is removed.
+func WriteNew(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(data)
+	_, err = f.Write(data)
 	if serr := f.Sync(); err == nil {
 		err = serr
 	}

@@ -310,30 +310,17 @@ func checkpoint(c *call) func() error {
 	}
 }
 
-// writeNew creates the file path (flag names it in errors) holding data.
-// It never replaces anything there: a file, a directory, or a symbolic
-// link, even one to nowhere, which it does not follow (O_EXCL), is an error
-// saying so. Written and synced, or removed.
+// writeNew creates the file path holding data (audit.WriteNew: never over
+// anything there, a link included), its errors naming flag.
 func writeNew(flag, path string, data []byte) error {
 	if err := checkPath(flag, path, false); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	err := audit.WriteNew(path, data, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%s %s exists; refusing to overwrite it", flag, path)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", flag, err)
-	}
-	_, err = f.Write(data)
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
 		return fmt.Errorf("%s: %w", flag, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,21 +118,28 @@ func TestReplay(t *testing.T) {
 	})
 }
 
+// startFollow starts logbook replay --follow on path, looking every 20 ms.
+func startFollow(t *testing.T, path string, args ...string) (*exec.Cmd, io.Reader, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(logbookBin, append([]string{"replay", "--db", path, "--follow", "--interval", "20ms"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out, stderr
+}
+
 // TestReplayFollow: --follow prints events as they are appended, and ends
 // with exit 0 on SIGINT.
 func TestReplayFollow(t *testing.T) {
 	path := healthyLedger(t, 0)
 	head := headOf(t, path)
-	cmd := exec.Command(logbookBin, "replay", "--db", path, "--follow", "--interval", "20ms", "--type", "task.created")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, stderr := startFollow(t, path, "--type", "task.created")
 	lines := make(chan replayEvent)
 	go func() {
 		defer close(lines)
@@ -206,16 +214,7 @@ func TestReplayFollowReplaced(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "ledger.db")
 			copyFile(t, path, db)
 			want := headOf(t, db)
-			cmd := exec.Command(logbookBin, "replay", "--db", db, "--follow", "--interval", "20ms")
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			cmd, out, stderr := startFollow(t, db)
 			defer cmd.Process.Kill()
 			sc := bufio.NewScanner(out)
 			for n := uint64(0); n < want; n++ {
@@ -229,7 +228,7 @@ func TestReplayFollowReplaced(t *testing.T) {
 			if err := os.Rename(tmp, db); err != nil {
 				t.Fatal(err)
 			}
-			wait := 10 * time.Second
+			wait := time.Minute // a hang guard: it ends at its next look, 20 ms on
 			if c.code < 0 {
 				wait = time.Second // to see it does not end
 			}
@@ -248,7 +247,7 @@ func TestReplayFollowReplaced(t *testing.T) {
 				}
 			case <-time.After(wait):
 				if c.code >= 0 {
-					t.Fatalf("replaced by %s: replay --follow still running 10 s later, said %q", c.name, stderr.String())
+					t.Fatalf("replaced by %s: replay --follow still running a minute later, said %q", c.name, stderr.String())
 				}
 				cmd.Process.Signal(syscall.SIGINT)
 				if err := <-done; err != nil {
