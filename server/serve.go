@@ -11,7 +11,6 @@ import (
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/ledger/jetstream"
-	"github.com/logbook-dev/logbook/projections"
 )
 
 // Ledger is the ledger file Serve opens and the tools it serves on it.
@@ -52,14 +51,19 @@ func Serve(ctx context.Context, led Ledger, opts Options) error {
 	}
 	defer l.Close()
 	if led.Replica != nil {
-		// The copy catches up before anything is served, and must be a
-		// prefix of the stream: one holding events the stream no longer
-		// has (deleted and made again, or cut) is refused now, rather
-		// than serve reads from it and fail every write. (A server that
-		// does not answer is not a verdict: the calls then catch up.)
-		err := l.Update(func(tx *boltstore.Tx) error { _, err := projections.CatchUp(tx, 0); return err })
+		// The copy catches up before anything is served (an Update
+		// ingests what the stream holds past it first; the tools then fold
+		// it), and must agree with the stream: one holding events the
+		// stream no longer has (deleted and made again, or cut) is refused
+		// now, rather than serve reads from it and fail every write. (A
+		// server that does not answer is not a verdict: the calls then
+		// catch up.)
+		err := l.Update(func(*boltstore.Tx) error { return nil })
 		if errors.As(err, new(*ledger.IntegrityError)) {
-			return fmt.Errorf("the local copy %s is not a copy of the stream: %w", led.DB, err)
+			return fmt.Errorf("the local copy %s and the stream disagree: %w", led.DB, err)
+		}
+		if err != nil && opts.Logger != nil {
+			opts.Logger.Warn("catching up with the stream before serving", "err", err)
 		}
 	}
 	led.Tools.Logger = opts.Logger

@@ -141,7 +141,7 @@ func TestServerRefusesCopyLongerThanStream(t *testing.T) {
 	}
 	// (It served before: the test then waited for an exit that never came.)
 	r := run(t, append([]string{"server", "--db", db, "--listen", "127.0.0.1:0", "--skills", e2eSkills(t)}, args...)...)
-	if r.code != 2 || !strings.Contains(r.stderr, "is not a copy of the stream") || !strings.Contains(r.stderr, "the stream ends at seq 0") {
+	if r.code != 2 || !strings.Contains(r.stderr, "and the stream disagree") || !strings.Contains(r.stderr, "the stream ends at seq 0") {
 		t.Errorf("want exit 2 naming the gap, got %v", r)
 	}
 }
