@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -21,7 +22,17 @@ type BridgeOptions struct {
 	HTTPClient *http.Client
 	// MaxMessageBytes bounds one inbound stdio line; default DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// CallTimeout bounds how long a forwarded call waits for the server's
+	// answer (a server stopped but not dead never answers); default
+	// DefaultBridgeCallTimeout. Past it the call is answered with a
+	// JSON-RPC error: its outcome is unknown.
+	CallTimeout time.Duration
 }
+
+// DefaultBridgeCallTimeout is BridgeOptions.CallTimeout's default: far past
+// a commit waiting out a lock timeout, as a relayed call's (server's
+// relayAnswerWait).
+const DefaultBridgeCallTimeout = time.Minute
 
 // Bridge serves, over newline-delimited JSON-RPC on in and out, the tools
 // of the logbook server at opts.URL: it connects with the token (failing at
@@ -29,7 +40,8 @@ type BridgeOptions struct {
 // that token, and forwards every tools/call, answering with the server's
 // result unchanged. Nothing is stored locally: the server records every
 // call, with the stdio client's clientInfo.name as its claim. A call the
-// server cannot be reached for is answered with a JSON-RPC error. Bridge
+// server cannot be reached for, or does not answer within
+// opts.CallTimeout, is answered with a JSON-RPC error. Bridge
 // returns as Server.Run does.
 func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer) error {
 	if opts.Logger == nil {
@@ -37,6 +49,9 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 	}
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultBridgeCallTimeout
 	}
 	httpc := &http.Client{}
 	if opts.HTTPClient != nil {
@@ -57,8 +72,13 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 			params.Meta = sdk.Meta{sdk.MetaKeyClientInfo: &sdk.Implementation{Name: name}}
 		}
 		// Once sent, a call is the server's to record: the stdio client
-		// going away does not withdraw it.
-		res, err := remote.CallTool(context.WithoutCancel(ctx), params)
+		// going away does not withdraw it. But an answer that does not
+		// come (a server stopped, not dead) is waited for only so long:
+		// it left the agent's client, and the bridge's exit, waiting for
+		// ever.
+		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.CallTimeout)
+		defer cancel()
+		res, err := remote.CallTool(callCtx, params)
 		if err != nil {
 			opts.Logger.Warn("forwarding a tool call failed", "tool", req.Params.Name, "err", err)
 			return nil, fmt.Errorf("the logbook server could not be reached; the call may or may not have been recorded: %w", err)
