@@ -541,3 +541,33 @@ func TestOpenRefusesJournalLeftBesideLink(t *testing.T) {
 		t.Fatalf("an unsynced marker beside the link: %v, want ErrUnrecovered", err)
 	}
 }
+
+// A holding journal left by a process that died (this boot) is settled by
+// an open through any spelling of the file's path: "dir/./ledger.db" or a
+// linked folder name the same journal, which is not one left beside a link
+// (an open with --db ./ledger.db after a kill -9 was refused so).
+func TestJournalThroughAnotherSpelling(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	for i := range 3 {
+		appendOne(t, l, i)
+	}
+	dir := t.TempDir()
+	linked := filepath.Join(t.TempDir(), "folder")
+	if err := os.Symlink(dir, linked); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{dir + "/./ledger.db", filepath.Join(linked, "ledger.db")} {
+		img := filepath.Join(dir, "ledger.db")
+		copyFile(t, path, img)
+		copyFile(t, journalPath(path), journalPath(img))
+		r, err := Open(name, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		r.Close()
+		if readHeader(t, img) {
+			t.Errorf("%s: the journal still holds after a writer's open", name)
+		}
+		os.Remove(journalPath(img))
+	}
+}

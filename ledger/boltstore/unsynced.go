@@ -149,19 +149,22 @@ func danglingLink(path string) error {
 // which a logbook older than Beside left a journal holding commits, or an
 // unsynced marker: they are the file's, and an open looks for them beside
 // the file itself, so it would miss them (a power loss's commits lost, a
-// torn copy taken for whole). A retired journal there holds nothing.
+// torn copy taken for whole). A retired journal there holds nothing. A
+// path that only spells the file another way ("./l.db", a linked folder)
+// names the same journal: nothing was left elsewhere.
 func leftBesideLink(path string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil // no file yet
+	}
 	for _, suffix := range []string{journalSuffix, unsyncedSuffix} {
-		old, now := path+suffix, Beside(path, suffix)
-		if old == now {
-			continue
-		}
+		old, now := path+suffix, real+suffix
 		f, err := os.OpenFile(old, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			continue // none (or a link, which no logbook writes)
 		}
-		holds := true
-		if suffix == journalSuffix {
+		holds := !sameFile(f, now)
+		if holds && suffix == journalSuffix {
 			b := make([]byte, headerLen)
 			n, _ := f.ReadAt(b, 0)
 			_, holds = decodeHeader(b[:n])
