@@ -219,8 +219,7 @@ func (o ReplayOptions) Validate() error {
 // head (a From past the seq after it) without Follow, are an
 // *audit.OptionError, before anything is written. A broken chain stops it
 // with a *ledger.IntegrityError, an event that does not decode with an
-// error wrapping ledger.ErrMalformed that
-// names its seq.
+// error wrapping ledger.ErrMalformed that names its seq.
 func Replay(ctx context.Context, l *boltstore.Store, w io.Writer, opts ReplayOptions) error {
 	if err := opts.Validate(); err != nil {
 		return err
