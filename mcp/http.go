@@ -1,9 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -40,6 +43,9 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// SessionTimeout closes sessions idle that long; default 30 minutes.
 	SessionTimeout time.Duration
+	// BodyTimeout bounds how long a request body may take to arrive once
+	// its headers have (408 beyond); default 30 seconds.
+	BodyTimeout time.Duration
 }
 
 // HTTPHandler serves the tools over MCP Streamable HTTP (the go-sdk's
@@ -57,6 +63,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	}
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 30 * time.Minute
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
 	}
 	handler := func(stateless bool) http.Handler {
 		return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
@@ -76,6 +85,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	// header (the SDK requires it there), so the header picks the handler.
 	stateful, stateless := handler(false), handler(true)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !readBody(w, r, opts) {
+			return
+		}
 		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
 			stateless.ServeHTTP(w, r)
 			return
@@ -107,6 +119,41 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		authed.ServeHTTP(w, r)
 	})
 	return http.NewCrossOriginProtection().Handler(challenge)
+}
+
+// readBody reads r's body whole within opts.BodyTimeout, and puts it back
+// for the SDK: the server's own timeouts bound only the headers, and a
+// client sending its body a byte at a time would otherwise hold the
+// connection, and a drain, as long as it liked. It answers 408 (false) if
+// the body is late; one past MaxBodyBytes is left to the SDK's 413, so at
+// most one byte more than that is read.
+func readBody(w http.ResponseWriter, r *http.Request, opts HTTPOptions) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(opts.BodyTimeout)); err != nil {
+		return true // not a connection of net/http's server: nothing to bound
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, opts.MaxBodyBytes+1))
+	if err != nil {
+		// The deadline stays: the server's discarding what is left of the
+		// body, before it answers, must not wait on the client either.
+		w.Header().Set("Connection", "close")
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			http.Error(w, "the request body did not arrive within "+opts.BodyTimeout.String(), http.StatusRequestTimeout)
+		} else {
+			http.Error(w, "the request body could not be read", http.StatusBadRequest)
+		}
+		return false
+	}
+	if int64(len(body)) <= opts.MaxBodyBytes {
+		// Read whole: the deadline bounds the body alone, not the call.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
 }
 
 // sessionlessRevision is the first protocol revision without sessions.

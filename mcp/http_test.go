@@ -1,16 +1,20 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // httpFixture is an HTTPHandler on a fake Do, behind httptest, with two
@@ -164,4 +168,43 @@ func BenchmarkHTTPHandler(b *testing.B) {
 		b.Fatal("a request failed")
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// TestHTTPSlowBody: a body that does not arrive within BodyTimeout is
+// answered 408 and the connection let go, where only the headers were
+// bounded.
+func TestHTTPSlowBody(t *testing.T) {
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = f.do
+	h := s.HTTPHandler(HTTPOptions{BodyTimeout: 300 * time.Millisecond, Authenticate: func(context.Context, string) (*Identity, error) {
+		return &Identity{Agent: "a", Token: "sum-a"}, nil
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := newRequest(1, "tools/list", "")
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer x\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n"+
+		"Content-Length: %d\r\n\r\n%s", srv.Listener.Addr(), len(body), body[:10])
+	// No more of the body is sent: the server must answer on its own.
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a body that never came: %v", err)
+	}
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", resp.StatusCode)
+	}
+
+	// A body that arrives in time is served.
+	code, out := post(t, srv.URL, "x", newRequest(2, "tools/call", `"name":"task_get","arguments":{"task_id":"T-0001"}`))
+	if code != http.StatusOK || !strings.Contains(out, `"result"`) {
+		t.Fatalf("call: %d %s", code, out)
+	}
 }
