@@ -67,7 +67,7 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 		return nil, false, nil
 	}
 	sum := sha256.Sum256(reply)
-	err = s.l.Update(func(lt *boltstore.Tx) error {
+	err = s.update(ctx, func(lt *boltstore.Tx) error {
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return &funcError{err}
 		}

@@ -102,12 +102,13 @@ func (s *Service) Guest() GuestOptions {
 // NewGuest returns a Service that runs another process's calls on s's
 // ledger with that process's options g: its own actor, read-only switch,
 // default project, skills and version, s's logger and clock. Its read
-// transactions take turns with s's.
+// transactions take turns with s's, and it waits for s's refold of missing
+// projections rather than run one of its own.
 func (s *Service) NewGuest(g GuestOptions) *Service {
 	opts := s.opts
 	opts.Agent, opts.Project, opts.ReadOnly = g.Agent, g.Project, g.ReadOnly
 	opts.Skills, opts.Skipped, opts.Version = skills.NewSet(g.Skills), g.Skipped, g.Version
-	return &Service{l: s.l, opts: opts, started: g.Started, log: s.log, failLog: s.failLog, readMu: s.readMu}
+	return &Service{l: s.l, opts: opts, started: g.Started, log: s.log, failLog: s.failLog, readMu: s.readMu, refolding: s.refolding}
 }
 
 // DoGuest runs a call a guest forwarded with f.First: Do's reply and error,

@@ -79,6 +79,9 @@ type Service struct {
 	// readMu: one read transaction at a time on a shared file (read.go),
 	// shared with the process's guests.
 	readMu *sync.Mutex
+	// refolding: one refold of missing projections at a time (refold.go),
+	// shared with the process's guests.
+	refolding *refolding
 
 	// remote, when set, runs this process's calls in another process that
 	// holds the ledger (remote.go).
@@ -98,10 +101,8 @@ func New(l *boltstore.Store, opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger, failLog: &rateLimit{}, readMu: &sync.Mutex{}}
-	if _, err := Rebuild(l, false, func(done, total uint64) {
-		s.log.Info("rebuilding projections", "done", done, "total", total)
-	}); err != nil {
+	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger, failLog: &rateLimit{}, readMu: &sync.Mutex{}, refolding: &refolding{}}
+	if _, err := Rebuild(l, false, s.progress); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -179,7 +180,9 @@ func (r *rejected) Error() string { return r.err.Error() }
 // the commit failed (errors.Is(err, ErrStorage)) and nothing of the call is in
 // the ledger — unless the call went to another process (SetRemote) that
 // never answered: a *StorageError then says its outcome is Unknown; reply
-// is nil either way.
+// is nil either way. A call that finds the file holding no projections (a
+// rebuild cut off) folds them again from the log and runs once more
+// (refold.go).
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
 	if r := s.remote.Load(); r != nil && call.Actor == "" {
 		if reply, sent, err := s.forward(ctx, *r, call); sent {
@@ -241,7 +244,7 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 		}
 		return s.record(tx, call, args, start, result, herr, &reply)
 	}
-	err = s.l.Update(func(lt *boltstore.Tx) error {
+	err = s.update(ctx, func(lt *boltstore.Tx) error {
 		err := body(lt)
 		var rej *rejected
 		if err != nil && !errors.As(err, &rej) {
@@ -268,7 +271,7 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 	}
 	// Record the call alone, with its error.
 	herr := err
-	err = s.l.Update(func(lt *boltstore.Tx) error {
+	err = s.update(ctx, func(lt *boltstore.Tx) error {
 		tx := &Tx{lt: lt, actor: actor}
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return &funcError{err}
@@ -387,8 +390,10 @@ func (s *Service) storageError(tool string, err error) error {
 		reason, unknown = "the disk failed while this call was made durable (see the server's log): the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
 	case errors.Is(err, boltstore.ErrSyncFailed):
 		reason = "the disk failed a sync of the ledger file: this process commits no more; restart it (opening the ledger recovers it from its journal)"
+	case errors.Is(err, projections.ErrNoProjections):
+		reason = "the ledger file holds no projections (a rebuild that did not finish dropped them) and this server could not fold them again from the log (see its log); run logbook rebuild on the ledger file"
 	case errors.Is(err, projections.ErrVersionChanged):
-		reason = "another logbook version rebuilt the projections, or a rebuild that did not finish dropped them; run logbook rebuild on the ledger file, or restart this server (it rebuilds them)"
+		reason = "another logbook version rebuilt the projections; restart this server (it rebuilds them), or run logbook rebuild on the ledger file"
 	case errors.Is(err, boltstore.ErrLocked):
 		reason = "the ledger file is locked by another process (timed out)"
 	case errors.Is(err, boltstore.ErrClosed):

@@ -63,9 +63,15 @@ const (
 
 // ErrVersionChanged: the stored projections are not of this binary's
 // version — another logbook version rebuilt them while this one ran, or a
-// rebuild that did not finish dropped them (no version). The
-// process must restart (and rebuild, or be upgraded) before it folds again.
+// rebuild that did not finish dropped them (no version: ErrNoProjections
+// too). The process must restart (and rebuild, or be upgraded) before it
+// folds again, or, if there are none, fold them again from the log.
 var ErrVersionChanged = errors.New("projections are of another version")
+
+// ErrNoProjections: the file holds no complete projections (none built
+// yet, or a rebuild that did not finish dropped them); Current returns it
+// with ErrVersionChanged.
+var ErrNoProjections = errors.New("the file holds no complete projections")
 
 // ErrNewerVersion: the file's projections were written by a newer binary.
 var ErrNewerVersion = errors.New("projections are newer than this binary")
@@ -109,8 +115,8 @@ func Reset(tx *boltstore.Tx) error {
 
 // Current checks that tx's projections are this binary's: ErrVersionChanged
 // if another version built them (and ErrNewerVersion too if a newer one did),
-// or if there are none (none built yet, or a rebuild that did not finish
-// dropped them and left at most part of a set). Whatever reads them —
+// or if there are none (and ErrNoProjections too: none built yet, or a
+// rebuild that did not finish dropped them and left at most part of a set). Whatever reads them —
 // CatchUp before it folds, the views and the console before they show
 // anything — checks it first: a part of a set reads as a smaller ledger.
 func Current(tx *boltstore.Tx) error {
@@ -121,7 +127,7 @@ func Current(tx *boltstore.Tx) error {
 	case version == Version:
 		return nil
 	case version == 0:
-		return fmt.Errorf("%w: the file holds no complete projections (none built yet, or a rebuild that did not finish dropped them)", ErrVersionChanged)
+		return fmt.Errorf("%w: %w (none built yet, or a rebuild that did not finish dropped them)", ErrVersionChanged, ErrNoProjections)
 	case version > Version:
 		return fmt.Errorf("%w (%w): stored version %d, this binary's %d", ErrVersionChanged, ErrNewerVersion, version, Version)
 	}

@@ -23,7 +23,8 @@ import (
 // the pages the first freed for the second, so the file does not grow by
 // a second set of projections, and nobody sees the file between the two.
 // A process that dies between them leaves no projections (no version),
-// which the next start rebuilds (NeedsRebuild); the log is never written.
+// which a running process's next call (ErrNoProjections) or the next start
+// rebuilds (NeedsRebuild); the log is never written.
 
 // rebuildChunk bounds what one read transaction of a rebuild reads: this
 // many events, or rebuildChunkBytes of them, whichever comes first.
@@ -149,7 +150,7 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	case errors.Is(err, errCurrent):
 		return res, nil
 	case err != nil && dropped:
-		return res, fmt.Errorf("%w (the old projections were dropped: the next rebuild, or start of a server, folds them again)", err)
+		return res, fmt.Errorf("%w (the old projections were dropped: the next call of a running server, rebuild, or start of a server folds them again)", err)
 	case err != nil:
 		return res, err
 	}

@@ -87,7 +87,7 @@ func (v *verifier) run(ctx context.Context) (*audit.Report, error) {
 		out.Projections = &audit.ProjectionReport{StoredVersion: version, BinaryVersion: projections.Version, AppliedSeq: applied}
 		switch {
 		case version == 0:
-			out.Projections.Note = "the file holds no complete projections (none built yet, or a rebuild that did not finish dropped them): nothing to compare; logbook rebuild, or a server opening the file, builds them from the log"
+			out.Projections.Note = "the file holds no complete projections (none built yet, or a rebuild that did not finish dropped them): nothing to compare; logbook rebuild, a server opening the file, or the next call of one running, builds them from the log"
 			checkProjections = false
 		case version != projections.Version:
 			out.Projections.Note = fmt.Sprintf("stored projections are version %d, this binary folds version %d: they are not compared, and are rebuilt from the log when a server opens the file", version, projections.Version)

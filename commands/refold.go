@@ -1,0 +1,103 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// A rebuild cut off between the transactions of its swap (its process
+// killed) leaves the file with no projections (projections.ErrNoProjections);
+// the log is whole. A running process that finds them missing folds them
+// again from the log, as its start-up would (Rebuild: into a scratch file
+// while the other processes keep working, then swapped in, the need
+// checked again inside the swap's hold, so that two processes refolding
+// at once do not both swap), and runs the call again, once. Projections
+// of another version are left as they are: the call is refused
+// (ErrVersionChanged), or two binaries would rebuild them in turn.
+
+// refolding lets one refold run at a time in a process: the calls that
+// find the projections missing meanwhile wait for it. A Service shares it
+// with its guests.
+type refolding struct {
+	mu  sync.Mutex
+	run *refoldRun // the refold running, nil if none
+}
+
+// refoldRun is one refold: err is set before done is closed.
+type refoldRun struct {
+	done chan struct{}
+	err  error
+}
+
+// update runs fn in a write transaction (boltstore.Store.Update). If fn
+// finds no projections there, it folds them again (refold) and runs fn
+// once more.
+func (s *Service) update(ctx context.Context, fn func(*boltstore.Tx) error) error {
+	err := s.l.Update(fn)
+	if !errors.Is(err, projections.ErrNoProjections) {
+		return err
+	}
+	if rerr := s.refold(ctx); rerr != nil {
+		return fmt.Errorf("%w; folding them again failed: %v", err, rerr)
+	}
+	return s.l.Update(fn)
+}
+
+// refold folds the projections again from the log if the file holds
+// none, or waits for the refold this process runs already; it returns
+// once they are back. The refold goes on if ctx ends first.
+func (s *Service) refold(ctx context.Context) error {
+	s.refolding.mu.Lock()
+	run := s.refolding.run
+	if run == nil {
+		run = &refoldRun{done: make(chan struct{})}
+		s.refolding.run = run
+		go func() {
+			run.err = s.refoldMissing()
+			s.refolding.mu.Lock()
+			s.refolding.run = nil
+			s.refolding.mu.Unlock()
+			close(run.done)
+		}()
+	}
+	s.refolding.mu.Unlock()
+	select {
+	case <-run.done:
+		return run.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// refoldMissing rebuilds the projections if the file holds none (another
+// process may have put them back already).
+func (s *Service) refoldMissing() error {
+	var version uint64
+	err := s.l.View(func(tx *boltstore.Tx) (err error) {
+		version, _, err = projections.State(tx)
+		return err
+	})
+	if err != nil || version != 0 {
+		return err
+	}
+	s.log.Warn("the ledger file holds no projections (a rebuild that did not finish dropped them): folding them again from the log")
+	start := time.Now()
+	res, err := Rebuild(s.l, false, s.progress)
+	if err != nil {
+		s.log.Error("folding the projections again failed", "err", err)
+		return err
+	}
+	s.log.Info("projections folded again", "applied", res.Applied, "swapped", res.Swapped, "ms", time.Since(start).Milliseconds())
+	return nil
+}
+
+// progress logs how far a rebuild of the projections is.
+func (s *Service) progress(done, total uint64) {
+	s.log.Info("rebuilding projections", "done", done, "total", total)
+}
