@@ -23,11 +23,17 @@ import (
 
 // refolding lets one refold run at a time in a process: the calls that
 // find the projections missing meanwhile wait for it. A Service shares it
-// with its guests.
+// with its guests. A refold that failed (a log that does not fold) is not
+// tried again for refoldRetryAfter: each try reads the whole log, and
+// every call would start one.
 type refolding struct {
-	mu  sync.Mutex
-	run *refoldRun // the refold running, nil if none
+	mu       sync.Mutex
+	run      *refoldRun // the refold running, nil if none
+	failed   time.Time  // when the last refold failed (zero: it did not)
+	failedBy error      // why
 }
+
+const refoldRetryAfter = 30 * time.Second
 
 // refoldRun is one refold: err is set before done is closed.
 type refoldRun struct {
@@ -53,20 +59,30 @@ func (s *Service) update(ctx context.Context, fn func(*boltstore.Tx) error) erro
 // none, or waits for the refold this process runs already; it returns
 // once they are back. The refold goes on if ctx ends first.
 func (s *Service) refold(ctx context.Context) error {
-	s.refolding.mu.Lock()
-	run := s.refolding.run
+	r := s.refolding
+	r.mu.Lock()
+	run := r.run
+	if run == nil && !r.failed.IsZero() && time.Since(r.failed) < refoldRetryAfter {
+		err := r.failedBy
+		r.mu.Unlock()
+		return fmt.Errorf("%w (a failed refold is tried again after %v)", err, refoldRetryAfter)
+	}
 	if run == nil {
 		run = &refoldRun{done: make(chan struct{})}
-		s.refolding.run = run
+		r.run = run
 		go func() {
 			run.err = s.refoldMissing()
-			s.refolding.mu.Lock()
-			s.refolding.run = nil
-			s.refolding.mu.Unlock()
+			r.mu.Lock()
+			r.run = nil
+			r.failed, r.failedBy = time.Time{}, run.err
+			if run.err != nil {
+				r.failed = time.Now()
+			}
+			r.mu.Unlock()
 			close(run.done)
 		}()
 	}
-	s.refolding.mu.Unlock()
+	r.mu.Unlock()
 	select {
 	case <-run.done:
 		return run.err

@@ -189,7 +189,8 @@ func TestOtherVersionNotRefolded(t *testing.T) {
 // event of the log no longer decodes), the call is answered ERR_STORAGE
 // saying so, and nothing is written.
 func TestRefoldFails(t *testing.T) {
-	h := newHarness(t, Options{})
+	logs := newLogCount()
+	h := newHarnessWith(t, Options{Logger: slog.New(logs)}, boltstore.Options{})
 	h.call("task_create", map[string]any{"title": "t", "project": "refold"}, "OK")
 	h.tamper(1, func([]byte) []byte { return []byte("not an event") })
 	dropProjections(t, h.l)
@@ -201,5 +202,16 @@ func TestRefoldFails(t *testing.T) {
 	}
 	if h.head() != head {
 		t.Errorf("head %d after the failed call, want %d", h.head(), head)
+	}
+	// The next calls are refused at once, not each with a refold of its
+	// own of the whole log.
+	for range 3 {
+		_, err = h.svc.Do(t.Context(), Call{Name: "task_get", Command: named("task_get"), Args: []byte(`{"task_id":"T-0001"}`), Encode: testEncode})
+		if !errors.As(err, &se) || !strings.Contains(se.Reason, "could not fold them again") {
+			t.Errorf("a call after the refold failed: %v, want ERR_STORAGE saying so", err)
+		}
+	}
+	if n := logs.refolds(); n != 1 {
+		t.Errorf("%d refolds, want 1 (a failed one is not tried again at once)", n)
 	}
 }
