@@ -2,7 +2,6 @@ package projections
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"math"
 
 	"github.com/logbook-dev/logbook/events"
@@ -227,7 +226,7 @@ func (r *mp) digest(dst *ledger.Digest) bool {
 		if len(r.b)-r.off < 2+32 || r.b[r.off+1] != 32 {
 			return false
 		}
-		*dst = ledger.Digest(hex.EncodeToString(r.b[r.off+2 : r.off+2+32]))
+		*dst = ledger.DigestOf([32]byte(r.b[r.off+2 : r.off+2+32]))
 		r.off += 2 + 32
 		return true
 	}
