@@ -232,9 +232,11 @@ func (f *folder) flush() error {
 			}
 		}
 	}
-	for _, space := range slices.Sorted(maps.Keys(f.blockBufs)) {
-		if err := f.blockBufs[space].flush(); err != nil {
-			return err
+	if len(f.blockBufs) > 0 { // (the iterators allocate, even over no keys)
+		for _, space := range slices.Sorted(maps.Keys(f.blockBufs)) {
+			if err := f.blockBufs[space].flush(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := f.flushIndex(); err != nil {
