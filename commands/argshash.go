@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // ArgsSHA256 is the args_sha256 of a tool.called event of payload version
@@ -43,10 +43,7 @@ func ArgsSHA256(version uint16, raw []byte) (string, error) {
 	return "", fmt.Errorf("tool.called payload version %d has no arguments hash rule", version)
 }
 
-func hexSHA256(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+func hexSHA256(b []byte) string { return ledger.Hash(sha256.Sum256(b)).String() }
 
 // canonicalJCS is the RFC 8785 form of parsed arguments, written from
 // their tree; the bytes as received when they are not I-JSON; "{}" when

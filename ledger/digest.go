@@ -19,7 +19,7 @@ import (
 type Digest string
 
 // DigestOf is the Digest of a 32-byte hash.
-func DigestOf(sum [32]byte) Digest { return Digest(hex.EncodeToString(sum[:])) }
+func DigestOf(sum [32]byte) Digest { return Digest(Hash(sum).String()) }
 
 // EncodeMsgpack writes d as a bin of 32 bytes (nil if empty); a Digest
 // that is not 64 lowercase hex digits is an error, never written.
@@ -53,7 +53,7 @@ func (d *Digest) DecodeMsgpack(dec *msgpack.Decoder) error {
 		if len(b) != 32 {
 			return fmt.Errorf("digest of %d bytes: want 32", len(b))
 		}
-		*d = Digest(hex.EncodeToString(b))
+		*d = DigestOf([32]byte(b))
 		return nil
 	}
 	s, err := dec.DecodeString()

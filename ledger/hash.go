@@ -9,8 +9,14 @@ import (
 // Hash is a SHA-256 digest: an event hash, a Merkle node or a root.
 type Hash [32]byte
 
-// String is the lower-case hex form used everywhere outside the file.
-func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+// String is the lower-case hex form used everywhere outside the file. The
+// digits are written into an array, not by hex.EncodeToString, whose
+// buffer and then string were two allocations (a call makes several).
+func (h Hash) String() string {
+	var b [2 * len(h)]byte
+	hex.Encode(b[:], h[:])
+	return string(b[:])
+}
 
 // ParseHash reads the 64-digit hex form.
 func ParseHash(s string) (Hash, error) {

@@ -243,7 +243,7 @@ func (c *benchSession) callEnvelope(tool, args string, envelope bool) (json.RawM
 // it must of a line — the id, and whether the envelope is ok — so that the
 // client's side of the benchmark costs little of the CPU it measures (a
 // caller that wants the envelope decodes the line: callReply). The lines
-// are the server's, in the form resultLine writes (checked against the SDK
+// are the server's, in the form appendResultLine writes (checked against the SDK
 // in direct_test.go): {"jsonrpc":"2.0","id":<id>,"result":{...}}.
 func (c *benchSession) readReplies(out io.Reader) {
 	r := bufio.NewReaderSize(out, 1<<20)

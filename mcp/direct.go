@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -18,7 +20,7 @@ import (
 //	{"jsonrpc":"2.0","id":…,"method":"tools/call","params":{"name":"<plain>","arguments":{…}}}
 //
 // the connection runs the call's stages itself (Server.reply) and writes the
-// reply line — the bytes the SDK would have written (resultLine; checked
+// reply line — the bytes the SDK would have written (appendResultLine; checked
 // against the SDK in direct_test.go and FuzzResultLine). Any
 // other request (no session yet, _meta or other params, the sessionless
 // protocol) goes to the SDK as before. Part of the fast path: useFastpath
@@ -68,7 +70,8 @@ func (d *direct) serve(c *conn, req *jsonrpc.Request) bool {
 	d.run(c, func() {
 		reply := d.reply(d.ctx, &sdk.CallToolRequest{Session: ss, Params: params})
 		id := c.clientID(req.ID)
-		line, ok := resultLine(id, reply)
+		buf := lineBufs.Get().(*[]byte)
+		line, ok := appendResultLine((*buf)[:0], id, reply)
 		if !ok { // a reply is an envelope Encode made, compact JSON; cannot happen
 			c.log.Error("encoding a tool result", "error", "the reply is not JSON")
 			line, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}})
@@ -76,6 +79,10 @@ func (d *direct) serve(c *conn, req *jsonrpc.Request) bool {
 		}
 		if err := c.writeLine(line); err != nil {
 			c.log.Error("writing a tool result", "error", err)
+		}
+		if ok && cap(line) <= 64<<10 { // a rare large reply's buffer is not kept
+			*buf = line
+			lineBufs.Put(buf)
 		}
 		c.answered(req.ID)
 	})
@@ -143,15 +150,20 @@ func toolCallParams(params json.RawMessage) (*sdk.CallToolParamsRaw, bool) {
 	return &sdk.CallToolParamsRaw{Name: name, Arguments: args}, true
 }
 
-// resultLine is the line (with its newline) of the successful response with
-// id (JSON) whose result is toolResult(reply): the bytes jsonrpc.EncodeMessage
-// writes of the bytes CallToolResult.MarshalJSON makes (encoding/json, HTML
-// escaping on), without the SDK's reflection and copies:
+// lineBufs are the buffers serve writes reply lines into (appendResultLine):
+// a line is done with once written.
+var lineBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendResultLine appends to dst the line (with its newline) of the
+// successful response with id (JSON) whose result is toolResult(reply):
+// the bytes jsonrpc.EncodeMessage writes of the bytes
+// CallToolResult.MarshalJSON makes (encoding/json, HTML escaping on),
+// without the SDK's reflection and copies:
 //
 //	{"jsonrpc":"2.0","id":<id>,"result":{"content":[{"type":"text","text":<reply as a JSON string>}],"structuredContent":<reply>[,"isError":true]}}
 //
 // It returns false if reply is not valid JSON (MarshalJSON fails then).
-func resultLine(id json.RawMessage, reply []byte) ([]byte, bool) {
+func appendResultLine(dst []byte, id json.RawMessage, reply []byte) ([]byte, bool) {
 	if !json.Valid(reply) {
 		return nil, false
 	}
@@ -162,7 +174,7 @@ func resultLine(id json.RawMessage, reply []byte) ([]byte, bool) {
 		isError = `,"isError":true`
 	)
 	// Escapes make the text longer; a reply without any needs this much.
-	b := make([]byte, 0, len(head)+len(id)+len(content)+2*len(reply)+len(sc)+2+len(isError)+3+len(reply)/8)
+	b := slices.Grow(dst, len(head)+len(id)+len(content)+2*len(reply)+len(sc)+2+len(isError)+3+len(reply)/8)
 	b = append(b, head...)
 	b = append(b, id...)
 	b = append(b, content...)

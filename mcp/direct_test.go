@@ -112,11 +112,11 @@ func FuzzResultLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, reply []byte) {
 		want, err := toolResult(reply).MarshalJSON()
-		got, ok := resultLine(json.RawMessage(`"x-1"`), reply)
+		got, ok := appendResultLine([]byte("kept"), json.RawMessage(`"x-1"`), reply)
 		if ok != (err == nil) {
-			t.Fatalf("resultLine ok %v, MarshalJSON error %v", ok, err)
+			t.Fatalf("appendResultLine ok %v, MarshalJSON error %v", ok, err)
 		}
-		if ok && !bytes.Equal(got, frameResult(json.RawMessage(`"x-1"`), want)) {
+		if ok && !bytes.Equal(got, append([]byte("kept"), frameResult(json.RawMessage(`"x-1"`), want)...)) {
 			t.Fatalf("reply %q:\n got %s\nwant %s", reply, got, frameResult(json.RawMessage(`"x-1"`), want))
 		}
 	})

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"math"
 
 	"github.com/logbook-dev/logbook/events"
@@ -31,6 +30,9 @@ type fastDecoder interface {
 type mp struct {
 	b   []byte
 	off int
+	// s, if not empty, is b as a string, which str slices rather than
+	// allocating each string (Task.decodeFast).
+	s string
 }
 
 func (r *mp) code() (byte, bool) {
@@ -123,7 +125,11 @@ func (r *mp) strBytes() ([]byte, bool) {
 
 func (r *mp) str(dst *string) bool {
 	s, ok := r.strBytes()
-	*dst = string(s)
+	if r.s != "" {
+		*dst = r.s[r.off-len(s) : r.off]
+	} else {
+		*dst = string(s)
+	}
 	return ok
 }
 
@@ -227,7 +233,7 @@ func (r *mp) digest(dst *ledger.Digest) bool {
 		if len(r.b)-r.off < 2+32 || r.b[r.off+1] != 32 {
 			return false
 		}
-		*dst = ledger.Digest(hex.EncodeToString(r.b[r.off+2 : r.off+2+32]))
+		*dst = ledger.DigestOf([32]byte(r.b[r.off+2 : r.off+2+32]))
 		r.off += 2 + 32
 		return true
 	}
@@ -473,7 +479,9 @@ func (p *taskCreatedPayload) decodeFast(b []byte) bool {
 }
 
 func (t *Task) decodeFast(b []byte) bool {
-	r := mp{b: b}
+	// The task's strings are slices of one copy of b: one allocation
+	// rather than one a field (a call that changes a task decodes it).
+	r := mp{b: b, s: string(b)}
 	return r.fields(func(k []byte) (int, bool) {
 		switch string(k) {
 		case "task_id":

@@ -59,22 +59,20 @@ type folder struct {
 	// (replacedThought) rather than known.
 	reRecorded bool
 
-	// Every folder: the spaces looked up so far (a fold asks for a few
-	// spaces for every event, and nothing moves them during a fold), and
-	// the numbers of the open sessions, in order, once read (every event
-	// is offered to them).
 	// What was prepared of the records being folded and of those folded
 	// just before them (Prepare), if anything.
 	pre, prePrev *Prepared
 
-	spaces    map[string]*boltstore.Space
+	// Every folder: the numbers of the open sessions, in order, once read
+	// (every event is offered to them). (The spaces it looks up the
+	// transaction keeps: boltstore.Tx.Space.)
 	open      []uint64
 	openKnown bool
 	first     uint64 // the first seq this folder applied (0: none yet)
 }
 
 func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event func(uint64) (ledger.Record, error), batch bool) *folder {
-	f := &folder{tx: tx, root: root, event: event, spaces: map[string]*boltstore.Space{}}
+	f := &folder{tx: tx, root: root, event: event}
 	if batch {
 		f.tasks, f.dirtyTasks = map[uint64]*Task{}, map[uint64]bool{}
 		f.sessions, f.dirtySessions = map[uint64]*Session{}, map[uint64]bool{}
@@ -86,25 +84,13 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event f
 	return f
 }
 
-// space is tx.Space(name), looked up once per fold.
-func (f *folder) space(name string) (*boltstore.Space, error) {
-	if sp, ok := f.spaces[name]; ok {
-		return sp, nil
-	}
-	sp, err := f.tx.Space(name)
-	if err == nil {
-		f.spaces[name] = sp
-	}
-	return sp, err
-}
-
 // counter is the highest id number of the counter key seen so far (in a
 // batch, as the batch left it).
 func (f *folder) counter(key string) (uint64, error) {
 	if v, ok := f.counters[key]; ok {
 		return v, nil
 	}
-	meta, err := f.space(spMeta)
+	meta, err := f.tx.Space(spMeta)
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +112,7 @@ func (f *folder) seenNumber(key string, n uint64) error {
 		f.counters[key], f.dirtyCounters[key] = n, true
 		return nil
 	}
-	meta, err := f.space(spMeta)
+	meta, err := f.tx.Space(spMeta)
 	if err != nil {
 		return err
 	}
@@ -151,7 +137,7 @@ func load[T any](f *folder, cache map[uint64]*T, space string, n uint64) (v *T, 
 	if v, ok := cache[n]; ok {
 		return v, true, nil
 	}
-	sp, err := f.space(space)
+	sp, err := f.tx.Space(space)
 	if err != nil {
 		return nil, false, err
 	}
@@ -195,7 +181,7 @@ func (f *folder) setSession(n uint64, s *Session) error {
 // flush writes back what a batch changed, in key order.
 func (f *folder) flush() error {
 	if len(f.dirtyCounters) > 0 {
-		meta, err := f.space(spMeta)
+		meta, err := f.tx.Space(spMeta)
 		if err != nil {
 			return err
 		}
@@ -207,7 +193,7 @@ func (f *folder) flush() error {
 		clear(f.dirtyCounters)
 	}
 	if len(f.dirtyProjects) > 0 {
-		projects, err := f.space(spProjects)
+		projects, err := f.tx.Space(spProjects)
 		if err != nil {
 			return err
 		}
@@ -246,9 +232,11 @@ func (f *folder) flush() error {
 			}
 		}
 	}
-	for _, space := range slices.Sorted(maps.Keys(f.blockBufs)) {
-		if err := f.blockBufs[space].flush(); err != nil {
-			return err
+	if len(f.blockBufs) > 0 { // (the iterators allocate, even over no keys)
+		for _, space := range slices.Sorted(maps.Keys(f.blockBufs)) {
+			if err := f.blockBufs[space].flush(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := f.flushIndex(); err != nil {
@@ -304,7 +292,7 @@ func putNumbered(f *folder, prefix, counter, space, id string, rec any) (uint64,
 	if err := f.seenNumber(counter, n); err != nil {
 		return 0, err
 	}
-	sp, err := f.space(space)
+	sp, err := f.tx.Space(space)
 	if err != nil {
 		return 0, err
 	}

@@ -421,7 +421,12 @@ func getU64(sp *boltstore.Space, key string) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-func putU64(sp *boltstore.Space, key string, v uint64) error { return sp.Put([]byte(key), u64(v)) }
+// putU64 writes v at key, the two in one allocation (bbolt keeps both until
+// the commit): a call writes a few.
+func putU64(sp *boltstore.Space, key string, v uint64) error {
+	b := binary.BigEndian.AppendUint64(append(make([]byte, 0, len(key)+8), key...), v)
+	return sp.Put(b[:len(key):len(key)], b[len(key):])
+}
 
 // nextNumber is the number the next id of the counter key will get.
 func nextNumber(tx *boltstore.Tx, key string) (uint64, error) {

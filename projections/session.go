@@ -90,7 +90,7 @@ func (f *folder) openSessions() ([]uint64, error) {
 	if f.openKnown {
 		return f.open, nil
 	}
-	open, err := f.space(spOpenSessions)
+	open, err := f.tx.Space(spOpenSessions)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (f *folder) setOpen(n uint64, isOpen bool) error {
 	if err != nil {
 		return err
 	}
-	open, err := f.space(spOpenSessions)
+	open, err := f.tx.Space(spOpenSessions)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func offerToSessions(f *folder, r ledger.Record) error {
 		if len(tasks) == 0 && !own {
 			continue
 		}
-		leaves, err := f.space(spSessionLeaves)
+		leaves, err := f.tx.Space(spSessionLeaves)
 		if err != nil {
 			return err
 		}

@@ -209,7 +209,7 @@ func applyTaskUpdated(f *folder, r ledger.Record) error {
 func (f *folder) countTask(project string) error {
 	p, ok := f.projects[project]
 	if !ok {
-		projects, err := f.space(spProjects)
+		projects, err := f.tx.Space(spProjects)
 		if err != nil {
 			return err
 		}
@@ -223,7 +223,7 @@ func (f *folder) countTask(project string) error {
 		f.projects[project], f.dirtyProjects[project] = p, true
 		return nil
 	}
-	projects, err := f.space(spProjects)
+	projects, err := f.tx.Space(spProjects)
 	if err != nil {
 		return err
 	}

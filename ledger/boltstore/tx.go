@@ -41,6 +41,9 @@ type Tx struct {
 	// same few spaces dozens of times, and each lookup made a Space, a
 	// cursor and its stack (DropSpaces and CopySpaces clear it).
 	live map[string]*Space
+	// spaceBlock is where the next Spaces are made, a few at a time (a
+	// call looks up about five).
+	spaceBlock []Space
 }
 
 func newTx(btx *bolt.Tx) *Tx {
@@ -511,7 +514,11 @@ func (tx *Tx) Space(name string) (*Space, error) {
 			return nil, fmt.Errorf("space %s: %w", name, err)
 		}
 	}
-	sp := &Space{b: b}
+	if len(tx.spaceBlock) == cap(tx.spaceBlock) {
+		tx.spaceBlock = make([]Space, 0, 8)
+	}
+	tx.spaceBlock = append(tx.spaceBlock, Space{b: b})
+	sp := &tx.spaceBlock[len(tx.spaceBlock)-1]
 	if tx.live == nil {
 		tx.live = make(map[string]*Space)
 	}
