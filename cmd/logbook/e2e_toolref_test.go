@@ -347,7 +347,9 @@ const choices = `
   before calling again. A call during which the disk failed a write or a flush of the ledger gets
   the same answer (its reason says so), and the process then answers ` + "`ERR_STORAGE`" + ` to every call
   until it is restarted (opening the ledger recovers it from its journal). Any other
-  ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded.
+  ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded. A call that finds the file holding no
+  projections (a ` + "`logbook rebuild`" + ` killed during its swap) waits while the process folds them
+  again from the log (seconds on a large ledger), then runs.
 - **task_update.** A closed task answers ` + "`ERR_TASK_CLOSED`" + ` even for a request that would
   change nothing. ` + "`blocked_reason`" + ` on a task that is not (becoming) blocked is invalid input.
   The progress warning is given when progress is 100 in backlog, todo, in_progress or blocked.
