@@ -215,3 +215,46 @@ func TestRefoldFails(t *testing.T) {
 		t.Errorf("%d refolds, want 1 (a failed one is not tried again at once)", n)
 	}
 }
+
+// onLog is a slog handler that counts the records logged (logCount) and
+// runs fn, on the logging goroutine, for each record with message msg.
+type onLog struct {
+	*logCount
+	msg string
+	fn  func()
+}
+
+func (o *onLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == o.msg {
+		o.fn()
+	}
+	return o.logCount.Handle(ctx, r)
+}
+func (o *onLog) WithAttrs([]slog.Attr) slog.Handler { return o }
+func (o *onLog) WithGroup(string) slog.Handler      { return o }
+
+// TestRefoldDroppedAgain: another rebuild cut off after this process
+// folded the projections again, but before it ran the call again, dropped
+// them once more: the call folds them again once more and is answered,
+// not refused saying that they could not be folded again (they were).
+func TestRefoldDroppedAgain(t *testing.T) {
+	var l *boltstore.Store
+	drops := 1
+	logs := &onLog{logCount: newLogCount(), msg: "projections folded again", fn: func() {
+		if drops > 0 {
+			drops--
+			dropProjections(t, l)
+		}
+	}}
+	h := newHarnessWith(t, Options{Logger: slog.New(logs)}, boltstore.Options{})
+	l = h.l
+	id := h.call("task_create", map[string]any{"title": "before the cuts", "project": "refold"}, "OK")["task_id"]
+	dropProjections(t, h.l)
+	h.call("task_create", map[string]any{"title": "after the cuts", "project": "refold"}, "OK")
+	if d := h.call("task_get", map[string]any{"task_id": id}, "OK"); d["title"] != "before the cuts" {
+		t.Errorf("task_get(%s) after the cuts = %v", id, d)
+	}
+	if n := logs.refolds(); n != 2 {
+		t.Errorf("%d refolds, want 2", n)
+	}
+}
