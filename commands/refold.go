@@ -26,7 +26,9 @@ import (
 // find the projections missing meanwhile wait for it. A Service shares it
 // with its guests. A refold that failed (a log that does not fold) is not
 // tried again for refoldRetryAfter: each try reads the whole log, and
-// every call would start one.
+// every call would start one. One that found the file held by another
+// process past the lock timeout (boltstore.ErrLocked) is tried again at
+// the next call, and that call is refused as locked.
 type refolding struct {
 	mu       sync.Mutex
 	run      *refoldRun // the refold running, nil if none
@@ -50,7 +52,10 @@ type refoldRun struct {
 func (s *Service) update(ctx context.Context, fn func(*boltstore.Tx) error) error {
 	err := s.l.Update(fn)
 	for try := 0; try < refoldTries && errors.Is(err, projections.ErrNoProjections); try++ {
-		if rerr := s.refold(ctx); rerr != nil {
+		if rerr := s.refold(ctx); errors.Is(rerr, boltstore.ErrLocked) {
+			// Not the log: another process kept the file too long.
+			return rerr
+		} else if rerr != nil {
 			return fmt.Errorf("%w; folding them again failed: %v", err, rerr)
 		}
 		err = s.l.Update(fn)
@@ -82,7 +87,7 @@ func (s *Service) refold(ctx context.Context) error {
 			r.mu.Lock()
 			r.run = nil
 			r.failed, r.failedBy = time.Time{}, run.err
-			if run.err != nil {
+			if run.err != nil && !errors.Is(run.err, boltstore.ErrLocked) {
 				r.failed = time.Now()
 			}
 			r.mu.Unlock()

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -253,6 +255,61 @@ func TestRefoldDroppedAgain(t *testing.T) {
 	h.call("task_create", map[string]any{"title": "after the cuts", "project": "refold"}, "OK")
 	if d := h.call("task_get", map[string]any{"task_id": id}, "OK"); d["title"] != "before the cuts" {
 		t.Errorf("task_get(%s) after the cuts = %v", id, d)
+	}
+	if n := logs.refolds(); n != 2 {
+		t.Errorf("%d refolds, want 2", n)
+	}
+}
+
+// TestRefoldLocked: a refold that found the file held by another process
+// longer than the lock timeout failed for that alone, not for the log: the
+// call is refused saying the file is locked, and the next call, once the
+// file is free, folds the projections again and is answered, rather than
+// refused for refoldRetryAfter as after a log that does not fold.
+func TestRefoldLocked(t *testing.T) {
+	var path string
+	var take atomic.Bool // the next refold finds the file taken
+	release := make(chan struct{})
+	var held sync.WaitGroup
+	logs := &onLog{logCount: newLogCount(), msg: "the ledger file holds no projections (a rebuild that did not finish dropped them): folding them again from the log"}
+	logs.fn = func() {
+		if !take.CompareAndSwap(true, false) {
+			return
+		}
+		// Another process takes the file as the refold begins, and keeps it
+		// past the lock timeout.
+		other, err := boltstore.Open(path, boltstore.Options{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		taken := make(chan struct{})
+		held.Add(1)
+		go func() {
+			defer held.Done()
+			other.Update(func(*boltstore.Tx) error { close(taken); <-release; return nil })
+			other.Close()
+		}()
+		<-taken
+	}
+	h := newHarnessWith(t, Options{Logger: slog.New(logs)}, boltstore.Options{LockTimeout: 200 * time.Millisecond})
+	path = h.path
+	id := h.call("task_create", map[string]any{"title": "before the cut", "project": "refold"}, "OK")["task_id"].(string)
+	dropProjections(t, h.l)
+	head := h.head()
+	take.Store(true)
+	_, err := h.svc.Do(t.Context(), Call{Name: "task_get", Command: named("task_get"), Args: []byte(`{"task_id":"` + id + `"}`), Encode: testEncode})
+	var se *StorageError
+	if !errors.As(err, &se) || !strings.Contains(se.Reason, "locked by another process") {
+		t.Errorf("a call whose refold found the file locked: %v, want ERR_STORAGE saying it is locked", err)
+	}
+	close(release)
+	held.Wait()
+	if h.head() != head {
+		t.Errorf("head %d after the refused call, want %d", h.head(), head)
+	}
+	if d := h.call("task_get", map[string]any{"task_id": id}, "OK"); d["title"] != "before the cut" {
+		t.Errorf("task_get(%s) once the file is free = %v", id, d)
 	}
 	if n := logs.refolds(); n != 2 {
 		t.Errorf("%d refolds, want 2", n)
