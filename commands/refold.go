@@ -17,7 +17,8 @@ import (
 // again from the log, as its start-up would (Rebuild: into a scratch file
 // while the other processes keep working, then swapped in, the need
 // checked again inside the swap's hold, so that two processes refolding
-// at once do not both swap), and runs the call again, once. Projections
+// at once do not both swap), and runs the call again, once (more if
+// another cut-off rebuild dropped them again meanwhile). Projections
 // of another version are left as they are: the call is refused
 // (ErrVersionChanged), or two binaries would rebuild them in turn.
 
@@ -25,7 +26,9 @@ import (
 // find the projections missing meanwhile wait for it. A Service shares it
 // with its guests. A refold that failed (a log that does not fold) is not
 // tried again for refoldRetryAfter: each try reads the whole log, and
-// every call would start one.
+// every call would start one. One that found the file held by another
+// process past the lock timeout (boltstore.ErrLocked) is tried again at
+// the next call, and that call is refused as locked.
 type refolding struct {
 	mu       sync.Mutex
 	run      *refoldRun // the refold running, nil if none
@@ -43,17 +46,26 @@ type refoldRun struct {
 
 // update runs fn in a write transaction (boltstore.Store.Update). If fn
 // finds no projections there, it folds them again (refold) and runs fn
-// once more.
+// once more. If they are missing again by then (another rebuild cut off
+// in between), they were folded again, and are again, up to refoldTries
+// times: the call is not refused saying they could not be.
 func (s *Service) update(ctx context.Context, fn func(*boltstore.Tx) error) error {
 	err := s.l.Update(fn)
-	if !errors.Is(err, projections.ErrNoProjections) {
-		return err
+	for try := 0; try < refoldTries && errors.Is(err, projections.ErrNoProjections); try++ {
+		if rerr := s.refold(ctx); errors.Is(rerr, boltstore.ErrLocked) {
+			// Not the log: another process kept the file too long.
+			return rerr
+		} else if rerr != nil {
+			return fmt.Errorf("%w; folding them again failed: %v", err, rerr)
+		}
+		err = s.l.Update(fn)
 	}
-	if rerr := s.refold(ctx); rerr != nil {
-		return fmt.Errorf("%w; folding them again failed: %v", err, rerr)
-	}
-	return s.l.Update(fn)
+	return err
 }
+
+// refoldTries bounds the refolds one call waits for: each follows a
+// rebuild cut off after the one before.
+const refoldTries = 3
 
 // refold folds the projections again from the log if the file holds
 // none, or waits for the refold this process runs already; it returns
@@ -75,7 +87,7 @@ func (s *Service) refold(ctx context.Context) error {
 			r.mu.Lock()
 			r.run = nil
 			r.failed, r.failedBy = time.Time{}, run.err
-			if run.err != nil {
+			if run.err != nil && !errors.Is(run.err, boltstore.ErrLocked) {
 				r.failed = time.Now()
 			}
 			r.mu.Unlock()

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
@@ -213,5 +215,103 @@ func TestRefoldFails(t *testing.T) {
 	}
 	if n := logs.refolds(); n != 1 {
 		t.Errorf("%d refolds, want 1 (a failed one is not tried again at once)", n)
+	}
+}
+
+// onLog is a slog handler that counts the records logged (logCount) and
+// runs fn, on the logging goroutine, for each record with message msg.
+type onLog struct {
+	*logCount
+	msg string
+	fn  func()
+}
+
+func (o *onLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == o.msg {
+		o.fn()
+	}
+	return o.logCount.Handle(ctx, r)
+}
+func (o *onLog) WithAttrs([]slog.Attr) slog.Handler { return o }
+func (o *onLog) WithGroup(string) slog.Handler      { return o }
+
+// TestRefoldDroppedAgain: another rebuild cut off after this process
+// folded the projections again, but before it ran the call again, dropped
+// them once more: the call folds them again once more and is answered,
+// not refused saying that they could not be folded again (they were).
+func TestRefoldDroppedAgain(t *testing.T) {
+	var l *boltstore.Store
+	drops := 1
+	logs := &onLog{logCount: newLogCount(), msg: "projections folded again", fn: func() {
+		if drops > 0 {
+			drops--
+			dropProjections(t, l)
+		}
+	}}
+	h := newHarnessWith(t, Options{Logger: slog.New(logs)}, boltstore.Options{})
+	l = h.l
+	id := h.call("task_create", map[string]any{"title": "before the cuts", "project": "refold"}, "OK")["task_id"]
+	dropProjections(t, h.l)
+	h.call("task_create", map[string]any{"title": "after the cuts", "project": "refold"}, "OK")
+	if d := h.call("task_get", map[string]any{"task_id": id}, "OK"); d["title"] != "before the cuts" {
+		t.Errorf("task_get(%s) after the cuts = %v", id, d)
+	}
+	if n := logs.refolds(); n != 2 {
+		t.Errorf("%d refolds, want 2", n)
+	}
+}
+
+// TestRefoldLocked: a refold that found the file held by another process
+// longer than the lock timeout failed for that alone, not for the log: the
+// call is refused saying the file is locked, and the next call, once the
+// file is free, folds the projections again and is answered, rather than
+// refused for refoldRetryAfter as after a log that does not fold.
+func TestRefoldLocked(t *testing.T) {
+	var path string
+	var take atomic.Bool // the next refold finds the file taken
+	release := make(chan struct{})
+	var held sync.WaitGroup
+	logs := &onLog{logCount: newLogCount(), msg: "the ledger file holds no projections (a rebuild that did not finish dropped them): folding them again from the log"}
+	logs.fn = func() {
+		if !take.CompareAndSwap(true, false) {
+			return
+		}
+		// Another process takes the file as the refold begins, and keeps it
+		// past the lock timeout.
+		other, err := boltstore.Open(path, boltstore.Options{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		taken := make(chan struct{})
+		held.Add(1)
+		go func() {
+			defer held.Done()
+			other.Update(func(*boltstore.Tx) error { close(taken); <-release; return nil })
+			other.Close()
+		}()
+		<-taken
+	}
+	h := newHarnessWith(t, Options{Logger: slog.New(logs)}, boltstore.Options{LockTimeout: 200 * time.Millisecond})
+	path = h.path
+	id := h.call("task_create", map[string]any{"title": "before the cut", "project": "refold"}, "OK")["task_id"].(string)
+	dropProjections(t, h.l)
+	head := h.head()
+	take.Store(true)
+	_, err := h.svc.Do(t.Context(), Call{Name: "task_get", Command: named("task_get"), Args: []byte(`{"task_id":"` + id + `"}`), Encode: testEncode})
+	var se *StorageError
+	if !errors.As(err, &se) || !strings.Contains(se.Reason, "locked by another process") {
+		t.Errorf("a call whose refold found the file locked: %v, want ERR_STORAGE saying it is locked", err)
+	}
+	close(release)
+	held.Wait()
+	if h.head() != head {
+		t.Errorf("head %d after the refused call, want %d", h.head(), head)
+	}
+	if d := h.call("task_get", map[string]any{"task_id": id}, "OK"); d["title"] != "before the cut" {
+		t.Errorf("task_get(%s) once the file is free = %v", id, d)
+	}
+	if n := logs.refolds(); n != 2 {
+		t.Errorf("%d refolds, want 2", n)
 	}
 }
