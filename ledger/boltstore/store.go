@@ -273,6 +273,11 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
+		// A missing folder is not made: say so, rather than (openDB) that
+		// the file was deleted or replaced.
+		if _, err := os.Stat(filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("create ledger: %w", err)
+		}
 		l.create = true
 		err := l.withDB(false, func(db *bolt.DB, _ *os.File) error { return db.Update(initFile(opts.Format)) })
 		l.create = false

@@ -179,6 +179,20 @@ func TestOpenRefusesMissingFileWithoutCreate(t *testing.T) {
 	}
 }
 
+// TestCreateInMissingFolder: creating a ledger in a folder that does not
+// exist fails saying so (the folder is not created), not that the file was
+// deleted or replaced: there never was one.
+func TestCreateInMissingFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nofolder")
+	_, err := Open(filepath.Join(dir, "ledger.db"), Options{Create: true})
+	if err == nil {
+		t.Fatal("created a ledger in a missing folder")
+	}
+	if errors.Is(err, ErrReplaced) || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("err = %v, want the missing folder %s named (os.ErrNotExist), not ErrReplaced", err, dir)
+	}
+}
+
 func TestLockTimeoutIsBounded(t *testing.T) {
 	l := openTest(t)
 	appendN(t, l, 1)
