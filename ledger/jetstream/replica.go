@@ -27,6 +27,10 @@ type Options struct {
 	AllowUnreplicated bool
 	// Timeout bounds one request to the servers; default 5s.
 	Timeout time.Duration
+	// OpenWait bounds how long Open asks again for the stream when the
+	// servers answer nothing (a cluster just started drops the requests
+	// it gets before its JetStream leader is elected); default 30s.
+	OpenWait time.Duration
 	// ResolveWithin bounds how long an append whose outcome is ambiguous is
 	// resolved (read back, resent under the same expected sequence) before
 	// it fails with ErrOutcomeUnknown; default 30s.
@@ -145,6 +149,9 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
+	if opts.OpenWait <= 0 {
+		opts.OpenWait = 30 * time.Second
+	}
 	if opts.ResolveWithin <= 0 {
 		opts.ResolveWithin = 30 * time.Second
 	}
@@ -201,16 +208,21 @@ func (r *Replica) streamConfig() jetstream.StreamConfig {
 	}
 }
 
-// ensureStream creates the stream, or checks the one that exists.
+// ensureStream creates the stream, or checks the one that exists. A
+// request the servers leave unanswered is asked again, each time waiting
+// twice as long (from 1s up to Timeout), for up to OpenWait: a cluster
+// that has just started drops what it gets before its JetStream leader is
+// elected, and the same request sent a moment later is answered at once.
 func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	defer cancel()
-	s, err := r.js.Stream(ctx, r.opts.Stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = r.js.CreateStream(ctx, r.streamConfig())
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // another node created it first
-			s, err = r.js.Stream(ctx, r.opts.Stream)
+	giveUp := time.Now().Add(r.opts.OpenWait)
+	var s jetstream.Stream
+	var err error
+	for wait := time.Second; ; wait *= 2 {
+		s, err = r.stream1(ctx, min(wait, r.opts.Timeout))
+		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().After(giveUp) {
+			break
 		}
+		r.opts.Logf("stream %s: %v (a cluster still electing its leaders answers nothing); asking again", r.opts.Stream, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", r.opts.Stream, err)
@@ -227,6 +239,30 @@ func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, erro
 		return nil, fmt.Errorf("stream %s: %w", r.opts.Stream, err)
 	}
 	return info, nil
+}
+
+// stream1 looks the stream up, waiting at most wait for the answer, and
+// creates it if there is none (another node may create it first).
+func (r *Replica) stream1(ctx context.Context, wait time.Duration) (jetstream.Stream, error) {
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	s, err := r.js.Stream(lctx, r.opts.Stream)
+	cancel()
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return s, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	s, err = r.js.CreateStream(cctx, r.streamConfig())
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		s, err = r.js.Stream(cctx, r.opts.Stream)
+	}
+	return s, err
+}
+
+// unanswered reports whether err is the servers not answering (yet), as
+// opposed to an answer that refuses.
+func unanswered(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
 }
 
 // checkConfig refuses a stream whose settings could lose, reorder or rewrite

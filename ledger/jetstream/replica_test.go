@@ -254,3 +254,36 @@ func TestOpenRefusesUnsafeStreams(t *testing.T) {
 func streamState(first, last, msgs, deleted uint64) jetstream.StreamState {
 	return jetstream.StreamState{FirstSeq: first, LastSeq: last, Msgs: msgs, NumDeleted: int(deleted)}
 }
+
+// TestOpenOnAFreshCluster: two nodes open the ledger's stream on a cluster
+// started a moment before, at the same time, as two logbook servers
+// started with their NATS servers do. A cluster electing its JetStream
+// leader drops the requests it gets meanwhile (no answer, not an error):
+// Open asks again and both open the one stream, where each used to fail
+// with "context deadline exceeded" after Timeout.
+func TestOpenOnAFreshCluster(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, "always")
+	var wg sync.WaitGroup
+	reps := make([]*Replica, 2)
+	errs := make([]error, 2)
+	for i := range reps {
+		nc := c.connect(t, i, "app")
+		wg.Go(func() {
+			reps[i], errs[i] = Open(context.Background(), nc, Options{Stream: "fresh", Logf: t.Logf})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		defer reps[i].Close()
+	}
+	for i, r := range reps {
+		info, err := r.Info(context.Background())
+		if err != nil || info.Config.Name != "fresh" || info.Config.Replicas != 3 {
+			t.Fatalf("node %d: stream %+v, %v", i, info, err)
+		}
+	}
+}
