@@ -78,13 +78,7 @@ func newHarnessWith(t testing.TB, opts Options, lopts boltstore.Options) *harnes
 			t.Errorf("verify at end: %v", err)
 		}
 		h.checkToolCalls()
-		live := h.fingerprint()
-		if _, err := Rebuild(h.l, true, nil); err != nil {
-			t.Fatalf("rebuild: %v", err)
-		}
-		if rebuilt := h.fingerprint(); rebuilt != live {
-			t.Errorf("rebuilt projections differ from live ones (%x != %x)", rebuilt, live)
-		}
+		h.checkRebuild()
 	})
 	return h
 }
@@ -123,6 +117,19 @@ func (h *harness) checkToolCalls() {
 		if c.P.Tool != s.Tool || c.P.Outcome != s.Code || c.P.ResultSHA256 != ledger.DigestOf(sum) {
 			h.t.Errorf("tool.called #%d (seq %d) = %+v, want tool %s outcome %s", i, c.Seq, c.P, s.Tool, s.Code)
 		}
+	}
+}
+
+// checkRebuild checks that a forced rebuild folds the projections the
+// calls left.
+func (h *harness) checkRebuild() {
+	h.t.Helper()
+	live := h.fingerprint()
+	if _, err := Rebuild(h.l, true, nil); err != nil {
+		h.t.Fatalf("rebuild: %v", err)
+	}
+	if rebuilt := h.fingerprint(); rebuilt != live {
+		h.t.Errorf("rebuilt projections differ from live ones (%x != %x)", rebuilt, live)
 	}
 }
 

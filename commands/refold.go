@@ -46,9 +46,8 @@ type refoldRun struct {
 
 // update runs fn in a write transaction (boltstore.Store.Update). If fn
 // finds no projections there, it folds them again (refold) and runs fn
-// once more. If they are missing again by then (another rebuild cut off
-// in between), they were folded again, and are again, up to refoldTries
-// times: the call is not refused saying they could not be.
+// once more; if another cut-off rebuild dropped them again meanwhile, the
+// same again, up to refoldTries refolds, each of which succeeded.
 func (s *Service) update(ctx context.Context, fn func(*boltstore.Tx) error) error {
 	err := s.l.Update(fn)
 	for try := 0; try < refoldTries && errors.Is(err, projections.ErrNoProjections); try++ {
@@ -86,9 +85,9 @@ func (s *Service) refold(ctx context.Context) error {
 			run.err = s.refoldMissing()
 			r.mu.Lock()
 			r.run = nil
-			r.failed, r.failedBy = time.Time{}, run.err
+			r.failed = time.Time{}
 			if run.err != nil && !errors.Is(run.err, boltstore.ErrLocked) {
-				r.failed = time.Now()
+				r.failed, r.failedBy = time.Now(), run.err
 			}
 			r.mu.Unlock()
 			close(run.done)

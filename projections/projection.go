@@ -62,10 +62,10 @@ const (
 )
 
 // ErrVersionChanged: the stored projections are not of this binary's
-// version — another logbook version rebuilt them while this one ran, or a
-// rebuild that did not finish dropped them (no version: ErrNoProjections
-// too). The process must restart (and rebuild, or be upgraded) before it
-// folds again, or, if there are none, fold them again from the log.
+// version — another logbook version rebuilt them while this one ran (the
+// process must restart, and rebuild, or be upgraded, before it folds
+// again), or a rebuild that did not finish dropped them (no version:
+// ErrNoProjections too; they are folded again from the log).
 var ErrVersionChanged = errors.New("projections are of another version")
 
 // ErrNoProjections: the file holds no complete projections (none built
@@ -114,11 +114,12 @@ func Reset(tx *boltstore.Tx) error {
 }
 
 // Current checks that tx's projections are this binary's: ErrVersionChanged
-// if another version built them (and ErrNewerVersion too if a newer one did),
-// or if there are none (and ErrNoProjections too: none built yet, or a
-// rebuild that did not finish dropped them and left at most part of a set). Whatever reads them —
-// CatchUp before it folds, the views and the console before they show
-// anything — checks it first: a part of a set reads as a smaller ledger.
+// if another version built them (and ErrNewerVersion too if a newer one
+// did), or if there are none (and ErrNoProjections too: none built yet, or
+// a rebuild that did not finish dropped them and left at most part of a
+// set). Whatever reads them — CatchUp before it folds, the views and the
+// console before they show anything — checks it first: a part of a set
+// reads as a smaller ledger.
 func Current(tx *boltstore.Tx) error {
 	version, _, err := State(tx)
 	switch {

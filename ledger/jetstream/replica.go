@@ -218,7 +218,7 @@ func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, erro
 	var s jetstream.Stream
 	var err error
 	for wait := time.Second; ; wait *= 2 {
-		s, err = r.stream1(ctx, min(wait, r.opts.Timeout))
+		s, err = r.lookupOrCreate(ctx, min(wait, r.opts.Timeout))
 		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().After(giveUp) {
 			break
 		}
@@ -241,9 +241,9 @@ func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, erro
 	return info, nil
 }
 
-// stream1 looks the stream up, waiting at most wait for the answer, and
-// creates it if there is none (another node may create it first).
-func (r *Replica) stream1(ctx context.Context, wait time.Duration) (jetstream.Stream, error) {
+// lookupOrCreate looks the stream up, waiting at most wait for the answer,
+// and creates it if there is none (another node may create it first).
+func (r *Replica) lookupOrCreate(ctx context.Context, wait time.Duration) (jetstream.Stream, error) {
 	lctx, cancel := context.WithTimeout(ctx, wait)
 	s, err := r.js.Stream(lctx, r.opts.Stream)
 	cancel()
