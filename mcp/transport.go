@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -363,6 +364,11 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	var id json.RawMessage
 	if isResp {
 		id = c.clientID(resp.ID)
+		if resp.Error != nil {
+			r := *resp
+			r.Error = coded(resp.Error)
+			msg = &r
+		}
 	}
 	data, ok := encodeResult(msg, id)
 	if !ok || !useFastpath {
@@ -380,6 +386,29 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.answered(resp.ID)
 	}
 	return err
+}
+
+// coded gives an error the SDK answers without a JSON-RPC code its code.
+// The SDK sends such errors as code 0, which JSON-RPC does not define and
+// clients do not expect: a tools/call before initialize, a second
+// initialize, params it cannot unmarshal. Each is the client's request
+// refused, so it is -32600 (the request) or -32602 (its params); any other
+// is -32603.
+func coded(err error) error {
+	if _, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		return err // coded already, perhaps wrapped: the SDK keeps the code
+	}
+	msg := err.Error()
+	code := int64(jsonrpc.CodeInternalError)
+	switch {
+	case strings.Contains(msg, "invalid during session initialization"), strings.HasPrefix(msg, "duplicate "),
+		strings.Contains(msg, " before "):
+		code = jsonrpc.CodeInvalidRequest
+	case strings.HasPrefix(msg, "unmarshaling "), strings.HasPrefix(msg, "missing required"),
+		strings.HasPrefix(msg, "failed to decode"):
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: msg}
 }
 
 // writeLine writes data, which ends in a newline.

@@ -51,6 +51,40 @@ func TestParseErrorBeforeInitialize(t *testing.T) {
 	c.ping()
 }
 
+// TestSDKRefusalsCarryACode: the requests the SDK refuses itself (a call
+// before initialize, a second initialize, params it cannot read) were
+// answered with code 0, which JSON-RPC does not define: each now has the
+// code of what was wrong, and the session goes on.
+func TestSDKRefusalsCarryACode(t *testing.T) {
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	initialized := false
+	for _, tc := range []struct {
+		before bool // sent before initialize
+		line   string
+		code   float64
+		says   string
+	}{
+		{true, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, -32600, "invalid during session initialization"},
+		{true, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`, -32600, "invalid during session initialization"},
+		{false, `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`, -32600, "duplicate"},
+		{false, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":"x"}`, -32602, "unmarshaling"},
+		{false, `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"!!"}}`, -32602, ""},
+	} {
+		if !tc.before && !initialized {
+			c.initialize()
+			initialized = true
+		}
+		c.send(tc.line)
+		r := c.recv()
+		e, _ := r["error"].(map[string]any)
+		if e == nil || e["code"] != tc.code || !strings.Contains(fmt.Sprint(e["message"]), tc.says) {
+			t.Errorf("%s: got %v, want error code %v saying %q", tc.line, r, tc.code, tc.says)
+		}
+	}
+	c.ping()
+}
+
 func TestBlankLinesIgnored(t *testing.T) {
 	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
 	c := startSession(t, s)
