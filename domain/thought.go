@@ -24,7 +24,7 @@ var RecordThought = Command{
 		field("commit_sha", str("Commit the thought refers to (abbreviated or full), 7 to 64 hex digits.").matches(`^[0-9a-fA-F]{7,64}$`, "must be 7 to 64 hexadecimal digits")),
 		field("tests_run", array("Tests run for this step, with their outcome, e.g. \"go test ./billing: ok\".", str("A test and its outcome.").length(0, 1000).text(Notes), 100)),
 		field("blockers", array("What stands in the way, one entry each; give them with type blockers.", str("A blocker.").length(0, 1000).text(Notes), 50)),
-		field("metadata", Rule{Kind: Object, Doc: "Free-form JSON object for anything else worth keeping (links, figures), at most 16 KiB as compact JSON.", MaxBytes: MaxMetadataBytes}),
+		field("metadata", Rule{Kind: Object, Doc: "Free-form JSON object for anything else worth keeping (links, figures), at most 16 KiB as compact JSON; its numbers within the range of a double.", MaxBytes: MaxMetadataBytes}),
 	},
 	Required: []string{"task_id", "type", "content"},
 }

@@ -105,7 +105,38 @@ func (r *Rule) Validate(v *Value, path string, add func(path, msg string)) {
 				add(path, fmt.Sprintf("must be at most %d bytes as compact JSON (got %d)", r.MaxBytes, n))
 			}
 		}
+		// A free-form object's numbers have no rule of their own: one beyond
+		// a double would make the arguments other than I-JSON, stored as
+		// sent and hashed as received rather than in RFC 8785 form.
+		if p, ok := outOfRange(v, path); ok {
+			add(p, "must be a number within the range of an IEEE 754 double (I-JSON)")
+		}
 	}
+}
+
+// outOfRange is the path of the first number in v, at path, that is beyond
+// the range of an IEEE 754 double (it would parse as an infinity; one that
+// rounds to zero is in range, as RFC 8785 writes it: 0).
+func outOfRange(v *Value, path string) (string, bool) {
+	switch v.kind {
+	case Number:
+		if _, err := strconv.ParseFloat(v.text, 64); errors.Is(err, strconv.ErrRange) {
+			return path, true
+		}
+	case Array:
+		for i := range v.items {
+			if p, ok := outOfRange(&v.items[i], indexPath(path, i)); ok {
+				return p, true
+			}
+		}
+	case Object:
+		for i := range v.members {
+			if p, ok := outOfRange(&v.members[i].Value, join(path, v.members[i].Key)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 func (r *Rule) hasKind(v *Value) bool {

@@ -85,6 +85,7 @@ func TestValidateValid(t *testing.T) {
 		{"thought_record", `{"task_id":"T-0001","type":"decision","content":"Use bbolt."}`},
 		{"thought_record", `{"task_id":"T-0001","type":"risk","content":"  x  ","session_id":"A-0001","branch":"main",
 			"commit_sha":"` + hex64 + `","tests_run":["go test ./..."],"blockers":[],"metadata":{"k":[1,{"n":null}],"ok":true}}`},
+		{"thought_record", `{"task_id":"T-0001","type":"plan","content":"c","metadata":{"max":1.7976931348623157e308,"tiny":1e-400,"long":123456789012345678901234567890}}`},
 		{"thought_record", `{"task_id":"T-0001","type":"plan","content":"\ud83d\ude00 and \\ud800 as text","commit_sha":"ABCDEF0"}`},
 		{"thought_record_list", `{"task_id":"T-0001","session_id":"A-0001","type":"plan","limit":1,"verify_chain":true}`},
 		{"audit_session_start", `{"task_id":"T-0001","auditor_id":"auditor","reason":"","scope":"deep"}`},
@@ -205,6 +206,12 @@ func TestValidateInvalid(t *testing.T) {
 		// Metadata size, counted as compact JSON.
 		{"thought_record", `{"task_id":"T-1","type":"plan","content":"c","metadata":` + hugeMeta + `}`, []issue{
 			{"metadata", fmt.Sprintf("must be at most 16384 bytes as compact JSON (got %d)", len(hugeMeta))}}},
+		// Metadata numbers beyond a double: the arguments would not be I-JSON,
+		// and their hash not RFC 8785's (commands.ArgsSHA256).
+		{"thought_record", `{"task_id":"T-1","type":"plan","content":"c","metadata":{"a":[1,{"b":1e400}]}}`, []issue{
+			{"metadata.a[1].b", "must be a number within the range of an IEEE 754 double (I-JSON)"}}},
+		{"thought_record", `{"task_id":"T-1","type":"plan","content":"c","metadata":{"a":-1E309,"b":2e999}}`, []issue{
+			{"metadata.a", "must be a number within the range of an IEEE 754 double (I-JSON)"}}},
 		// Text the JSON decoder would silently change.
 		{"task_create", "{\"title\":\"a\xffb\",\"project\":\"p\"}", []issue{{"title", "is not valid UTF-8"}}},
 		{"task_create", `{"title":"a\ud800b","project":"p"}`, []issue{{"title", "contains an unpaired UTF-16 surrogate escape"}}},
