@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -97,6 +98,8 @@ func TestTaskList(t *testing.T) {
 			{map[string]any{"created_after": tasks[1].createdAt}, ids(2, 3, 4, 5)},
 			{map[string]any{"created_before": tasks[3].createdAt}, ids(0, 1, 2)},
 			{map[string]any{"created_after": tasks[1].createdAt, "created_before": tasks[3].createdAt}, ids(2)},
+			// RFC 3339 §5.6: "T" and "Z" may be written in lower case.
+			{map[string]any{"created_after": strings.ToLower(tasks[1].createdAt), "created_before": strings.ToLower(tasks[3].createdAt)}, ids(2)},
 			{map[string]any{"search": "parser"}, ids(0, 1, 2)},
 			{map[string]any{"search": "WRITE parser"}, ids(0, 2)},
 			{map[string]any{"search": "  PARSER\tTests "}, ids(1)},

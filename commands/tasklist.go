@@ -121,7 +121,7 @@ func parseTime(path, v string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
+	t, err := domain.ParseDateTime(v)
 	if err != nil {
 		return t, Invalid(path, "must be an RFC 3339 time such as 2026-04-08T22:15:30Z")
 	}

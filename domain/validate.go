@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -182,7 +181,7 @@ func (r *Rule) checkString(s string, path string, add func(path, msg string)) {
 		return
 	}
 	if r.DateTime {
-		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+		if _, err := ParseDateTime(s); err != nil {
 			add(path, "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z")
 		}
 	}
