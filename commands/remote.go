@@ -63,11 +63,19 @@ type GuestOptions struct {
 
 var slugRE = regexp.MustCompile(domain.SlugPattern)
 
+// Unprintable reports whether r has no place in an identity: a control
+// character, or a format character (Unicode Cf: zero-width spaces and
+// joiners, bidirectional overrides), which is invisible or reorders what a
+// terminal or page shows, so that two names that look alike are not.
+func Unprintable(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}
+
 // CheckAgent says what is wrong with agent as a process's agent identity
 // (logbook serve --agent, or a guest's): nil if nothing.
 func CheckAgent(agent string) error {
-	if utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, unicode.IsControl) >= 0 {
-		return errors.New("must be at most 128 characters of valid UTF-8 with no control characters")
+	if utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, Unprintable) >= 0 {
+		return errors.New("must be at most 128 characters of valid UTF-8 with no control or format characters (such as U+200B or U+202E)")
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -287,7 +286,7 @@ func isAbsent(raw json.RawMessage) bool {
 
 // clientName is the client's clientInfo.name (from initialize, or from the
 // request's own _meta in the sessionless protocol) as an identity fit to be
-// written into every event: control characters and invalid UTF-8 dropped,
+// written into every event: control and format characters and invalid UTF-8 dropped,
 // at most maxClientName characters.
 func clientName(req *sdk.CallToolRequest) string {
 	// A request of the sessionless revision carries it in _meta, decoded
@@ -336,7 +335,7 @@ func cleanName(name string) string {
 		if n == maxClientName {
 			break
 		}
-		if r == utf8.RuneError || unicode.IsControl(r) {
+		if r == utf8.RuneError || commands.Unprintable(r) {
 			continue
 		}
 		b.WriteRune(r)

@@ -12,6 +12,9 @@ func TestSanitizeName(t *testing.T) {
 		{"bad\xffutf8", "badutf8"},
 		{strings.Repeat("é", 3000), strings.Repeat("é", maxClientName)},
 		{"  spaced  ", "spaced"},
+		{"\u200b", ""},                         // invisible only: no name (the actor is then unknown)
+		{"adm\u200bin\u202e", "admin"},         // format characters: invisible, or reordering what is shown
+		{"\u00a0\u3000claude\u2009", "claude"}, // spaces of any kind at either end
 	}
 	for _, tt := range tests {
 		if got := sanitizeName(tt.in); got != tt.want {

@@ -40,6 +40,8 @@ func TestIssueRevokeList(t *testing.T) {
 		{Agent: "", Issuer: "op"},
 		{Agent: " a", Issuer: "op"},
 		{Agent: "a\n", Issuer: "op"},
+		{Agent: "alice\u200b", Issuer: "op"}, // looks like alice
+		{Agent: "a", Issuer: "op\u202e"},
 		{Agent: strings.Repeat("x", 129), Issuer: "op"},
 		{Agent: "a", Issuer: ""},
 		{Agent: "a", Issuer: "op", Tools: []string{"task_create", "rm_rf"}},

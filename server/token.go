@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -165,11 +165,12 @@ func appendEvent(tx *boltstore.Tx, typ, actor string, payload any) error {
 }
 
 // checkName accepts what an actor may be: 1–128 characters of valid UTF-8,
-// no control characters, no surrounding space.
+// no control or format characters (commands.Unprintable), no surrounding
+// space.
 func checkName(what, name string) error {
 	if name == "" || utf8.RuneCountInString(name) > 128 || !utf8.ValidString(name) ||
-		strings.IndexFunc(name, unicode.IsControl) >= 0 || strings.TrimSpace(name) != name {
-		return fmt.Errorf("%w: %s must be 1 to 128 characters of valid UTF-8, no control characters or surrounding space", ErrInvalid, what)
+		strings.IndexFunc(name, commands.Unprintable) >= 0 || strings.TrimSpace(name) != name {
+		return fmt.Errorf("%w: %s must be 1 to 128 characters of valid UTF-8, no control or format characters (such as U+200B) or surrounding space", ErrInvalid, what)
 	}
 	return nil
 }

@@ -256,3 +256,19 @@ func copyFile(t testing.TB, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestServeAgentRefused: serve --agent takes no name that would look like
+// another's in a terminal or the console: control characters, or format
+// characters (a zero-width space, a bidirectional override).
+func TestServeAgentRefused(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	for _, agent := range []string{"a\nb", "alice\u200b", "\u202eecila"} {
+		r := run(t, "serve", "--db", db, "--agent", agent)
+		if r.code != 2 || !strings.Contains(r.stderr, "--agent must be") || r.stdout != "" {
+			t.Errorf("--agent %q: exit %d, stdout %q, stderr %q; want 2 and why", agent, r.code, r.stdout, r.stderr)
+		}
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("a refused serve created the ledger: %v", err)
+	}
+}
