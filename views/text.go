@@ -147,11 +147,13 @@ func cut(s string, n int) string {
 }
 
 // clean replaces control characters (newlines, tabs, escape sequences an
-// agent may have put in a title) with spaces: a view is one line per row,
-// and a ledger's text must never drive the reader's terminal.
+// agent may have put in a title) and bidirectional controls (an override
+// that shows "txt.exe" as "exe.txt", or reorders a row's columns) with
+// spaces: a view is one line per row, and a ledger's text must never drive
+// the reader's terminal.
 func clean(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == utf8.RuneError {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == utf8.RuneError {
 			return ' '
 		}
 		return r

@@ -57,6 +57,9 @@ func TestNewScreenPipe(t *testing.T) {
 // but a ledger written before it may hold) never reach the terminal; a
 // thought's first line says when more follow.
 func TestCleanText(t *testing.T) {
+	if got := clean("a\u202eb\u2066c\u200fd"); got != "a b c d" {
+		t.Errorf("clean kept a bidirectional control: %q", got)
+	}
 	if got := clean("a\x1b[31mb\tc\nd\u009be"); got != "a [31mb c d e" {
 		t.Errorf("clean: got %q", got)
 	}
