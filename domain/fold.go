@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // FoldCase maps each rune of s to the lower case of its upper case, which
@@ -23,5 +25,12 @@ func FoldCase(s string) string {
 	if ascii {
 		return strings.ToLower(s)
 	}
-	return strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, s)
+	// First the compatibility composition (NFKC): "é" typed as e and a
+	// combining accent is the é of one rune, "ﬁ" is "fi", "ＡＢＣ" is "ABC".
+	s = norm.NFKC.String(s)
+	s = strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, s)
+	if !norm.NFKC.IsNormalString(s) {
+		s = norm.NFKC.String(s) // a lower case that composes anew (rare)
+	}
+	return s
 }

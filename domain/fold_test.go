@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -36,5 +37,27 @@ func TestFoldCase(t *testing.T) {
 		if !strings.EqualFold(in, want) && !strings.ContainsAny(in, "İı") {
 			t.Errorf("%q and %q are not equal under EqualFold", in, want)
 		}
+	}
+}
+
+// TestFoldCaseComposes: text that is the same to a reader folds the same,
+// however its letters were typed: an accent apart (e and U+0301) or
+// composed, a ligature, full-width letters.
+func TestFoldCaseComposes(t *testing.T) {
+	for in, want := range map[string]string{
+		"cafe\u0301":    "café",
+		"CAFE\u0301":    "café",
+		"café":          "café",
+		"\ufb01le":      "file",
+		"ＡＰＩ":           "api",
+		"\u212bngstrom": "ångstrom", // the Angstrom sign
+		"ΟΔΟ\u0301Σ":    "οδόσ",
+	} {
+		if got := FoldCase(in); got != want {
+			t.Errorf("FoldCase(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := Words("हिन्दी, cafe\u0301!"); !slices.Equal(got, []string{"हिन्दी", "café"}) {
+		t.Errorf("Words split at a combining mark or kept it apart: %q", got)
 	}
 }

@@ -58,10 +58,14 @@ var SupersedeLearning = Command{
 	Required: []string{"learning_id", "by"},
 }
 
-// Words are the case-folded runs of letters and digits of s (FoldCase: a
-// word in capitals is the same word, a final sigma's too).
+// Words are the case-folded runs of letters, combining marks and digits of
+// s (FoldCase: a word in capitals is the same word, a final sigma's too, an
+// accent typed apart the same as one composed; a mark, as in "हिन्दी", does
+// not split its word).
 func Words(s string) []string {
-	return strings.FieldsFunc(FoldCase(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return strings.FieldsFunc(FoldCase(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
+	})
 }
 
 func distinct(words []string) map[string]bool {

@@ -48,7 +48,11 @@ import (
 //	13: the full-text index's terms and the live learnings' shingles fold
 //	   case as Unicode does (domain.FoldCase), not as strings.ToLower:
 //	   "ΟΔΌΣ" finds "οδός" (final sigma), "5ΜS" finds "5µs"
-const Version = 13
+//	14: case folding (domain.FoldCase) first composes the text (NFKC): a
+//	   word typed with a combining accent, a ligature or full-width
+//	   letters is the same term as the one composed; and a combining mark
+//	   no longer ends a word, in the index or in the learnings' shingles
+const Version = 14
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

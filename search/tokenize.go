@@ -89,7 +89,7 @@ func tokenize(text string, words *wordCache, emit func(term string, start, end, 
 				continue
 			}
 			r, n = decodeRune(text, i)
-			if isWordRune(r) {
+			if isWordRune(r) || unicode.IsMark(r) { // a combining mark is part of its word
 				split = split || unicode.IsUpper(r) && isLower(prev)
 				prev = r
 				i += n

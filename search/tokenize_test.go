@@ -79,6 +79,11 @@ func TestSearchFoldsCase(t *testing.T) {
 		{"Maſs deploy", "MASS"},
 		{"\u212Aelvin scale", "kelvin"},
 		{"ΟΔΌΣ_ΠΑΛΙΆ", "οδός_παλιά"},
+		{"café au lait", "cafe\u0301"}, // an accent typed apart finds the composed one
+		{"cafe\u0301 crème", "CAFÉ"},
+		{"the \ufb01le system", "file"},
+		{"ＡＰＩ key", "api"},
+		{"हिन्दी भाषा", "हिन्दी"},
 	} {
 		if q := search.Terms(c.query); len(q) == 0 || !slices.Contains(search.Terms(c.text), q[0]) {
 			t.Errorf("Terms(%q) = %q has no term of Terms(%q) = %q", c.text, search.Terms(c.text), c.query, q)
@@ -95,5 +100,8 @@ func TestSearchFoldsCase(t *testing.T) {
 		if len(hits) != 1 {
 			t.Errorf("search %q in %q: %d hits, want 1", c.query, c.text, len(hits))
 		}
+	}
+	if got := search.Terms("हिन्दी"); len(got) != 1 {
+		t.Errorf("a combining mark split its word: Terms(हिन्दी) = %q", got)
 	}
 }

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // TestWordCacheSameTerms: tokenize through a wordCache emits exactly what
@@ -62,7 +63,7 @@ func referenceTokenize(text string, emit func(term string, start, end, pos int))
 		i += n
 		for i < len(text) {
 			r, n = utf8.DecodeRuneInString(text[i:])
-			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) {
 				i += n
 				continue
 			}
@@ -76,7 +77,7 @@ func referenceTokenize(text string, emit func(term string, start, end, pos int))
 		}
 		word := text[start:i]
 		if parts := splitIdentifier(word); len(parts) > 1 {
-			if whole := strings.ToLower(word); len(whole) <= maxTermLen {
+			if whole := domain.FoldCase(word); len(whole) <= maxTermLen {
 				emit(whole, start, i, pos)
 			}
 			for _, p := range parts {

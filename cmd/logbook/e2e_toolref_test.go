@@ -422,7 +422,9 @@ const choices = `
   files), learnings (pattern, context, tags) while they are live, and memory (key, content),
   only the latest version of each key (project memory has its project; global and agent memory
   none, so they are found only with ` + "`cross_project`" + ` or without a project filter). Words are
-  case-folded as Unicode folds them (a word in capitals finds it in any case: ΟΔΌΣ finds οδός),
+  composed (NFKC: an accent typed apart, a ligature or full-width letters find the word typed
+  plainly) and case-folded as Unicode folds them (a word in capitals finds it in any case: ΟΔΌΣ
+  finds οδός), a combining mark kept in its word,
   stop words dropped and English words Snowball-stemmed; ranking is BM25 (k1 1.2, b 0.75), ties
   newest first. The project searched is ` + "`project`" + `, else the server's ` + "`--project`" + `, else every
   project; ` + "`cross_project: true`" + ` searches every project. ` + "`as_of_seq`" + ` hides what was recorded
