@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -40,6 +41,9 @@ type Options struct {
 	AdminSocket string
 	// MaxBodyBytes bounds a request body; default mcp.DefaultMaxMessageBytes.
 	MaxBodyBytes int64
+	// BodyTimeout bounds how long a request body, on any route, may take to
+	// arrive once its headers have; default 30 s.
+	BodyTimeout time.Duration
 	// DrainTimeout bounds how long shutdown waits for calls in flight;
 	// default 30 s.
 	DrainTimeout time.Duration
@@ -63,6 +67,9 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 30 * time.Second
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
 	ln := opts.Listener
 	if ln == nil {
 		var err error
@@ -80,7 +87,8 @@ func Run(ctx context.Context, opts Options) error {
 
 	var streams inflight
 	mux := http.NewServeMux()
-	mcpHandler := opts.MCP.HTTPHandler(mcp.HTTPOptions{Authenticate: authenticate(opts.Store), MaxBodyBytes: opts.MaxBodyBytes})
+	mcpHandler := opts.MCP.HTTPHandler(mcp.HTTPOptions{Authenticate: authenticate(opts.Store),
+		MaxBodyBytes: opts.MaxBodyBytes, BodyTimeout: opts.BodyTimeout})
 	mux.Handle("/mcp", streams.track(mcpHandler))
 	// The read-only console at "/": its verification stream is ended on
 	// shutdown like the MCP event streams, its pages are short reads.
@@ -98,7 +106,7 @@ func Run(ctx context.Context, opts Options) error {
 		fmt.Fprintln(w, `{"status":"ok"}`)
 	})
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           boundBody(mux, opts.BodyTimeout),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -150,6 +158,44 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	<-served
 	return nil
+}
+
+// boundBody gives the body of every request, whatever its route and
+// before any token is checked, timeout to arrive once its headers have.
+// The server's own timeouts bound only the headers; a body is read by the
+// handler, or else discarded by net/http before it answers, with no bound:
+// a client announcing a body it never sends would hold the connection and
+// its goroutine forever (the MCP handler bounds its own reading too, to
+// answer 408). The deadline is lifted once the body has been read whole,
+// so that it cannot cut a long answer (an event stream) short; a body
+// still arriving at the deadline fails to read and its connection is
+// closed once answered.
+func boundBody(h http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
+				r.Body = &boundedBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// boundedBody lifts its request's read deadline once read to its end.
+type boundedBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // authenticate checks a bearer token against the tokens projection.

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -109,6 +111,10 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	if err := r.ParseForm(); err != nil {
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			http.Error(w, "the form did not arrive in time", http.StatusRequestTimeout)
+			return
+		}
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}

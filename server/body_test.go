@@ -1,0 +1,110 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/mcp"
+)
+
+// TestSlowBodyOnEveryRoute: a request whose body never arrives is answered
+// and its connection let go on every route, with or without a token — not
+// only on an authenticated /mcp request. Before, a client sending headers
+// and then a body a byte at a time (or never) held a connection and its
+// goroutine for as long as it liked: a token-less client could run the
+// server out of file descriptors.
+func TestSlowBodyOnEveryRoute(t *testing.T) {
+	l, _ := openStore(t, boltstore.Options{Hold: true})
+	log := slog.New(slog.DiscardHandler)
+	svc, err := commands.New(l, commands.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, _ := IssueToken(l, Issue{Agent: "a", Issuer: "op"})
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Store: l, MCP: mcp.New(svc, mcp.Options{Logger: log}), Listen: "127.0.0.1:0",
+			BodyTimeout: 200 * time.Millisecond, Logger: log, Ready: func(a net.Addr) { ready <- a }})
+	}()
+	addr := (<-ready).String()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	cases := []struct {
+		name, method, path, headers string
+		want                        int
+	}{
+		{"mcp without a token", "POST", "/mcp", "Content-Type: application/json\r\n", http.StatusUnauthorized},
+		{"mcp with a token", "POST", "/mcp", "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer " + tok + "\r\n", http.StatusRequestTimeout},
+		{"login form", "POST", "/login", "Content-Type: application/x-www-form-urlencoded\r\n", http.StatusRequestTimeout},
+		{"healthz", "POST", "/healthz", "", http.StatusOK},
+		{"a console page", "GET", "/ledger", "", http.StatusUnauthorized},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// 100 bytes announced, 1 sent: the rest never comes.
+			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: 100\r\n\r\nt", c.method, c.path, addr, c.headers)
+			// A guard against a hang, far beyond the server's 200 ms.
+			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer to a body that never came: %v", err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, c.want)
+			}
+			// The connection is let go: what is left of the body must not
+			// be read as another request.
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("connection kept after a late body: %v", err)
+			}
+		})
+	}
+
+	// A body that arrives is served as before, on a connection kept alive
+	// for the next request.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(conn)
+	for range 2 {
+		body := "token=" + tok
+		fmt.Fprintf(conn, "POST /login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Set-Cookie"), "logbook_console=") {
+			t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
+		}
+	}
+}
