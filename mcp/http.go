@@ -43,6 +43,11 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// SessionTimeout closes sessions idle that long; default 30 minutes.
 	SessionTimeout time.Duration
+	// MaxSessionsPerToken bounds the sessions (protocol revisions before
+	// 2026-07-28) one token keeps open: opening one more closes the one of
+	// that token used least recently and not serving a request; default
+	// DefaultMaxSessionsPerToken.
+	MaxSessionsPerToken int
 	// BodyTimeout bounds how long a request body may take to arrive once
 	// its headers have (408 beyond); default 30 seconds.
 	BodyTimeout time.Duration
@@ -67,6 +72,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = 30 * time.Second
 	}
+	if opts.MaxSessionsPerToken <= 0 {
+		opts.MaxSessionsPerToken = DefaultMaxSessionsPerToken
+	}
 	handler := func(stateless bool) http.Handler {
 		return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
 			Stateless: stateless,
@@ -84,6 +92,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	// request of the new revision names it in the MCP-Protocol-Version
 	// header (the SDK requires it there), so the header picks the handler.
 	stateful, stateless := handler(false), handler(true)
+	sessions := newSessionCap(s.sdk, opts.MaxSessionsPerToken)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !readBody(w, r, opts) {
 			return
@@ -92,7 +101,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			stateless.ServeHTTP(w, r)
 			return
 		}
-		stateful.ServeHTTP(w, r)
+		sessions.serve(stateful, w, r)
 	})
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		id, err := opts.Authenticate(ctx, token)

@@ -1,0 +1,164 @@
+package mcp
+
+import (
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxSessionsPerToken is how many sessions one token keeps open
+// unless HTTPOptions say otherwise: far more than the agents sharing a
+// token use at once, few enough that no token holder can fill the
+// server's memory with them (one is about 26 KB).
+const DefaultMaxSessionsPerToken = 256
+
+// sweepEvery is how many sessions are opened between two sweeps of the
+// sessions closed otherwise (idle, deleted) out of every token's list.
+const sweepEvery = 1024
+
+// sessionCap keeps each token's sessions (the revisions before 2026-07-28:
+// the SDK's stateful handler keeps a session until it has been idle for
+// SessionTimeout) to max: a session opened beyond it closes the token's
+// least recently used one that serves no request, as an idle timeout would.
+type sessionCap struct {
+	max int
+	srv *sdk.Server
+
+	mu sync.Mutex
+	// byToken lists each token's sessions, least recently used first.
+	byToken map[string][]*capped
+	byID    map[string]*capped
+	opens   int // sessions opened, for sweepEvery
+}
+
+type capped struct {
+	id, token string
+	busy      int // requests being served in it
+	n         int // opens when it was recorded
+}
+
+func newSessionCap(srv *sdk.Server, max int) *sessionCap {
+	return &sessionCap{max: max, srv: srv, byToken: map[string][]*capped{}, byID: map[string]*capped{}}
+}
+
+// serve runs a request of the stateful handler h through the cap: a
+// request in a session marks it used (and busy while it runs); one that
+// opened a session may close the token's least recently used one.
+func (c *sessionCap) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	ti := auth.TokenInfoFromContext(r.Context())
+	if ti == nil {
+		h.ServeHTTP(w, r)
+		return
+	}
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		c.begin(ti.UserID, sid)
+		defer c.end(sid)
+		h.ServeHTTP(w, r)
+		return
+	}
+	h.ServeHTTP(w, r)
+	if sid := w.Header().Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodPost {
+		c.opened(ti.UserID, sid)
+	}
+}
+
+// begin marks session sid, if token's, as used now and busy.
+func (c *sessionCap) begin(token, sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.byID[sid]
+	if s == nil || s.token != token {
+		return // not this token's: the SDK refuses it
+	}
+	s.busy++
+	list := c.byToken[token]
+	i := slices.Index(list, s)
+	c.byToken[token] = append(slices.Delete(list, i, i+1), s)
+}
+
+func (c *sessionCap) end(sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.byID[sid]; s != nil && s.busy > 0 {
+		s.busy--
+	}
+}
+
+// opened records token's new session sid, and closes the token's least
+// recently used idle sessions beyond max.
+func (c *sessionCap) opened(token, sid string) {
+	c.mu.Lock()
+	if c.byID[sid] != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.opens++
+	s := &capped{id: sid, token: token, n: c.opens}
+	c.byID[sid] = s
+	c.byToken[token] = append(c.byToken[token], s)
+	over, sweep := len(c.byToken[token]) > c.max, c.opens%sweepEvery == 0
+	// The sessions recorded so far are all in the SDK's list below, unless
+	// closed; the ones recorded meanwhile may not be yet.
+	seen := c.opens
+	c.mu.Unlock()
+	if !over && !sweep {
+		return
+	}
+
+	// Forget the sessions already closed (timed out, deleted, never
+	// initialized): this token's, or with a sweep every token's.
+	open := map[string]*sdk.ServerSession{}
+	for ss := range c.srv.Sessions() {
+		if id := ss.ID(); id != "" {
+			open[id] = ss
+		}
+	}
+	c.mu.Lock()
+	for t, list := range c.byToken {
+		if t == token || sweep {
+			c.forgetClosed(t, list, open, seen)
+		}
+	}
+	// Then, over the cap, close the token's least recently used.
+	var closing []*sdk.ServerSession
+	list := c.byToken[token]
+	for i := 0; len(list) > c.max && i < len(list); {
+		if s := list[i]; s.busy == 0 && s.n < seen {
+			closing = append(closing, open[s.id])
+			delete(c.byID, s.id)
+			list = slices.Delete(list, i, i+1)
+			continue
+		}
+		i++
+	}
+	c.set(token, list)
+	c.mu.Unlock()
+	// Closing removes the session from the SDK's handler: a request
+	// naming it is answered 404, and the client opens another.
+	for _, ss := range closing {
+		ss.Close()
+	}
+}
+
+// forgetClosed drops from token's list the sessions recorded by the time
+// open was listed (seen) that are not in it.
+func (c *sessionCap) forgetClosed(token string, list []*capped, open map[string]*sdk.ServerSession, seen int) {
+	c.set(token, slices.DeleteFunc(list, func(s *capped) bool {
+		if s.n <= seen && open[s.id] == nil {
+			delete(c.byID, s.id)
+			return true
+		}
+		return false
+	}))
+}
+
+func (c *sessionCap) set(token string, list []*capped) {
+	if len(list) == 0 {
+		delete(c.byToken, token)
+	} else {
+		c.byToken[token] = list
+	}
+}

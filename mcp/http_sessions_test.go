@@ -1,0 +1,114 @@
+package mcp
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// statefulPost sends one request of the 2025-06-18 revision, in session sid
+// if not "", and returns the status, the session id answered and the body.
+func statefulPost(tb testing.TB, url, token, sid, body string) (int, string, string) {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
+}
+
+// openSession initializes a session for token and returns its id.
+func openSession(tb testing.TB, url, token string) string {
+	tb.Helper()
+	code, sid, body := statefulPost(tb, url, token, "",
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	if code != http.StatusOK || sid == "" {
+		tb.Fatalf("initialize: %d %q %s", code, sid, body)
+	}
+	if code, _, body := statefulPost(tb, url, token, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		tb.Fatalf("initialized: %d %s", code, body)
+	}
+	return sid
+}
+
+// TestHTTPSessionsPerToken: a token keeps at most MaxSessionsPerToken
+// sessions open; one more closes its least recently used one, never another
+// token's. Before, every initialize made a session that lived until it had
+// been idle for 30 minutes (about 26 KB each): any token, a read-only or a
+// tool-limited one included, could open them until the server ran out of
+// memory, and a client that initializes for every call leaked them.
+func TestHTTPSessionsPerToken(t *testing.T) {
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = f.do
+	tokens := map[string]*Identity{"a": {Agent: "a", Token: "sum-a"}, "b": {Agent: "b", Token: "sum-b"}}
+	h := s.HTTPHandler(HTTPOptions{MaxSessionsPerToken: 3, Authenticate: func(_ context.Context, token string) (*Identity, error) {
+		if id := tokens[token]; id != nil {
+			return id, nil
+		}
+		return nil, ErrUnauthenticated
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	live := func() int {
+		n := 0
+		for range s.sdk.Sessions() {
+			n++
+		}
+		return n
+	}
+	ping := func(token, sid string) int {
+		code, _, _ := statefulPost(t, srv.URL, token, sid, `{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+		return code
+	}
+
+	b := openSession(t, srv.URL, "b")
+	var a []string
+	for range 3 {
+		a = append(a, openSession(t, srv.URL, "a"))
+	}
+	// The oldest is used again: the second is now the least recently used,
+	// and the next session opened closes it.
+	if code := ping("a", a[0]); code != http.StatusOK {
+		t.Fatalf("ping in a's first session: %d", code)
+	}
+	a = append(a, openSession(t, srv.URL, "a"))
+	for i, want := range []int{http.StatusOK, http.StatusNotFound, http.StatusOK, http.StatusOK} {
+		if code := ping("a", a[i]); code != want {
+			t.Errorf("a's session %d answers %d, want %d", i, code, want)
+		}
+	}
+	for range 10 {
+		a = append(a, openSession(t, srv.URL, "a"))
+	}
+	if n := live(); n != 4 {
+		t.Errorf("%d sessions open, want 4 (3 of a, 1 of b)", n)
+	}
+	if code := ping("b", b); code != http.StatusOK {
+		t.Errorf("b's session closed by a's: %d", code)
+	}
+	for _, sid := range a[len(a)-3:] {
+		if code := ping("a", sid); code != http.StatusOK {
+			t.Errorf("one of a's 3 latest sessions: %d", code)
+		}
+	}
+	for _, sid := range a[:len(a)-3] {
+		if code := ping("a", sid); code != http.StatusNotFound {
+			t.Errorf("one of a's older sessions answers %d, want 404 (closed)", code)
+		}
+	}
+}
