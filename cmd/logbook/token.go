@@ -75,12 +75,18 @@ func tokenAdd(c *call) func() error {
 	with := c.tokens(&issuer)
 	agent := c.fs.String("agent", "", "the agent the token speaks for: the actor of every event of its calls (required)")
 	readOnly := c.fs.Bool("read-only", false, "mutating tools answer ERR_READ_ONLY")
-	tools := c.fs.String("tools", "", "comma-separated tools the token may list and call (default: all)")
+	tools := c.fs.String("tools", "", "comma-separated tools the token may list and call (left out: all; an empty name is refused)")
 	return func() error {
+		// A scope given empty is refused, not read as no scope: a token
+		// meant for a few tools must never get them all.
 		var scope []string
-		if *tools != "" {
+		if c.isSet("tools") {
 			for _, t := range strings.Split(*tools, ",") {
-				scope = append(scope, strings.TrimSpace(t))
+				t = strings.TrimSpace(t)
+				if t == "" {
+					return fmt.Errorf("--tools %q names an empty tool; name each tool the token may call, or leave --tools out for a token of every tool", *tools)
+				}
+				scope = append(scope, t)
 			}
 		}
 		return with(func(m *server.Tokens) error {
