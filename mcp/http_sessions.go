@@ -54,26 +54,76 @@ func (c *sessionCap) serve(h http.Handler, w http.ResponseWriter, r *http.Reques
 		return
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		c.begin(ti.UserID, sid)
-		defer c.end(sid)
+		// A call (POST) keeps its session open until answered; an event
+		// stream (GET) does not, or a client could keep every session it
+		// opened with one each.
+		busy := r.Method == http.MethodPost
+		c.begin(ti.UserID, sid, busy)
+		if busy {
+			defer c.end(sid)
+		}
 		h.ServeHTTP(w, r)
 		return
 	}
-	h.ServeHTTP(w, r)
-	if sid := w.Header().Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodPost {
-		c.opened(ti.UserID, sid)
+	if r.Method != http.MethodPost {
+		h.ServeHTTP(w, r)
+		return
+	}
+	// A session opened is recorded, and one beyond the cap ended, before
+	// the answer naming it goes out.
+	sw := &sessionWriter{ResponseWriter: w, opened: func(sid string) { c.opened(ti.UserID, sid) }}
+	h.ServeHTTP(sw, r)
+	sw.record()
+}
+
+// sessionWriter calls opened with the session id its answer names, once,
+// before the answer is written.
+type sessionWriter struct {
+	http.ResponseWriter
+	opened   func(sid string)
+	recorded bool
+}
+
+func (w *sessionWriter) record() {
+	if !w.recorded {
+		w.recorded = true
+		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+			w.opened(sid)
+		}
 	}
 }
 
-// begin marks session sid, if token's, as used now and busy.
-func (c *sessionCap) begin(token, sid string) {
+func (w *sessionWriter) WriteHeader(code int) {
+	w.record()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionWriter) Write(b []byte) (int, error) {
+	w.record()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *sessionWriter) Flush() {
+	w.record()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// begin marks session sid, if token's, as used now, and busy if told.
+func (c *sessionCap) begin(token, sid string, busy bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.byID[sid]
 	if s == nil || s.token != token {
 		return // not this token's: the SDK refuses it
 	}
-	s.busy++
+	if busy {
+		s.busy++
+	}
 	list := c.byToken[token]
 	i := slices.Index(list, s)
 	c.byToken[token] = append(slices.Delete(list, i, i+1), s)
