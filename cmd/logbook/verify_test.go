@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"maps"
 	"os"
 	"path/filepath"
@@ -470,5 +471,40 @@ func TestDamagedProjectionRecords(t *testing.T) {
 				t.Errorf("want one line saying the file is damaged: %s", r)
 			}
 		})
+	}
+}
+
+// TestDamagedMetaPage: one byte changed in the newer of bbolt's two meta
+// pages made bbolt read the file as of the commit before, and every
+// auditor's command went along: verify said ok on a log one commit
+// shorter, replay and root showed it (attack review). Now every command
+// that reads says the file is damaged (exit 1, one line), and writes
+// nothing.
+func TestDamagedMetaPage(t *testing.T) {
+	healthy := healthyLedger(t, 5)
+	raw, err := os.ReadFile(healthy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int(binary.LittleEndian.Uint32(raw[24:]))
+	for slot := range 2 {
+		b := append([]byte(nil), raw...)
+		b[slot*ps+64] ^= 1 // the txid, under the checksum
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"verify"}, {"verify", "--json"}, {"replay"}, {"root"}, {"tasks"},
+			{"prove", "inclusion", "--seq", "1"},
+		} {
+			r := run(t, append(args, "--db", path)...)
+			if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged: meta page") || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" && args[0] != "verify" {
+				t.Errorf("meta page %d changed: %s: exit %d, want 1 and one line saying the file is damaged: %.300s", slot, strings.Join(args, " "), r.code, r.stderr)
+			}
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
+			t.Errorf("meta page %d changed: the file was written", slot)
+		}
 	}
 }

@@ -49,6 +49,45 @@ func validMeta(m []byte) bool {
 	return h.Sum64() == binary.LittleEndian.Uint64(m[metaSumField:])
 }
 
+// checkMetaPages refuses, as ErrDamaged, the file f whose two meta pages
+// are not both ones bbolt accepts. bbolt reads a file as of its newer valid
+// meta page and says nothing of the other: one byte changed in the newer
+// one, and the file read as of the commit before, the last commit's events
+// gone from every read and verify saying ok on the shorter log. A writer
+// leaves both whole (a commit's single page write, on a file no reader
+// holds the lock of meanwhile), so a reader, under the file's lock, finds
+// one failing only in a file damaged, edited, or torn by a machine that
+// stopped while a commit synced without the journal; a writer's open
+// follows bbolt (its next commit rewrites the slot). A file neither of
+// whose meta pages holds is left to bbolt (ErrChecksum, or ErrInvalid for
+// some other file).
+func checkMetaPages(f *os.File) error {
+	var metas [2][metaLen]byte
+	if _, err := f.ReadAt(metas[0][:], 0); err != nil {
+		return nil // too short: bbolt's to tell
+	}
+	ps := uint64(os.Getpagesize())
+	if validMeta(metas[0][:]) {
+		ps = uint64(binary.LittleEndian.Uint32(metas[0][metaPageSize:]))
+	}
+	if ps < 1024 {
+		return nil
+	}
+	if _, err := f.ReadAt(metas[1][:], int64(ps)); err != nil {
+		return nil
+	}
+	ok0, ok1 := validMeta(metas[0][:]), validMeta(metas[1][:])
+	if ok0 == ok1 {
+		return nil
+	}
+	bad, good := 0, metas[1][:]
+	if !ok1 {
+		bad, good = 1, metas[0][:]
+	}
+	return fmt.Errorf("%w: meta page %d fails its checksum (bbolt would read the file as of transaction %d, the other meta page's, and drop any commit after it)",
+		ErrDamaged, bad, binary.LittleEndian.Uint64(good[metaTxidField:]))
+}
+
 // checkFreelistPage checks the freelist of the file f as a writer's
 // bolt.Open is about to read it. A file whose meta pages bbolt would
 // refuse is left to bbolt.

@@ -495,6 +495,11 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 					err = removeJournal(path)
 				default:
 					rec, err = settleJournal(path, f, readOnly)
+					if err == nil && readOnly {
+						// A reader must not read an older
+						// commit unawares (freecheck.go).
+						err = checkMetaPages(f)
+					}
 					if err == nil && !readOnly {
 						// bbolt's writer reads the freelist now
 						// (freecheck.go).
