@@ -508,3 +508,28 @@ func TestDamagedMetaPage(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedBeforeSecondMetaPage: a ledger cut within its first two
+// pages (its first meta page whole) was exit 2, bbolt's "file size too
+// small", where one cut anywhere past them is exit 1, damaged (attack
+// review): both are a ledger file cut short.
+func TestTruncatedBeforeSecondMetaPage(t *testing.T) {
+	healthy := healthyLedger(t, 0)
+	raw, err := os.ReadFile(healthy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int(binary.LittleEndian.Uint32(raw[24:]))
+	for _, n := range []int{80, 100, ps, ps + 1, 2*ps - 1, 2 * ps, 3 * ps} {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		if err := os.WriteFile(path, raw[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"verify"}, {"replay"}, {"root"}} {
+			r := run(t, append(args, "--db", path)...)
+			if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged: ") || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("cut to %d bytes: %s: exit %d, want 1 and one line saying the file is damaged: %.300s", n, strings.Join(args, " "), r.code, r.stderr)
+			}
+		}
+	}
+}

@@ -58,9 +58,10 @@ func validMeta(m []byte) bool {
 // holds the lock of meanwhile), so a reader, under the file's lock, finds
 // one failing only in a file damaged, edited, or torn by a machine that
 // stopped while a commit synced without the journal; a writer's open
-// follows bbolt (its next commit rewrites the slot). A file neither of
-// whose meta pages holds is left to bbolt (ErrChecksum, or ErrInvalid for
-// some other file).
+// follows bbolt (its next commit rewrites the slot). A file that ends
+// before its second meta page while its first holds is cut short:
+// ErrDamaged too. A file neither of whose meta pages holds is left to
+// bbolt (ErrChecksum, or ErrInvalid for some other file).
 func checkMetaPages(f *os.File) error {
 	var metas [2][metaLen]byte
 	if _, err := f.ReadAt(metas[0][:], 0); err != nil {
@@ -72,6 +73,19 @@ func checkMetaPages(f *os.File) error {
 	}
 	if ps < 1024 {
 		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if uint64(fi.Size()) < 2*ps {
+		if !validMeta(metas[0][:]) {
+			return nil
+		}
+		// A ledger's first page, and the file ends before the end of
+		// its second meta page: cut short, as one cut past it is
+		// (checkSize).
+		return fmt.Errorf("%w: the file is %d bytes, shorter than its two meta pages (truncated)", ErrDamaged, fi.Size())
 	}
 	if _, err := f.ReadAt(metas[1][:], int64(ps)); err != nil {
 		return nil
