@@ -372,6 +372,13 @@ func TestTamperVerifyFormat3Keys(t *testing.T) {
 		{"a level-3 node past the head", put(node(80, 3)), n + 1},
 		{"a key of 8 bytes", put(key(20)), 20},
 		{"a key of 1 byte, first", put([]byte{0}), 16},
+		// A key whose first 8 bytes say seq 0 is named at seq 1; the walk
+		// stopped only at a key at or past the seq named, and walked the
+		// key again for ever (a flipped byte of a merkle leaf page's
+		// element, which read its key from zeroed memory: verify spun).
+		{"a key of seq 0", put(node(0, 0)), 1},
+		{"a key of 8 zero bytes", put(key(0)), 1},
+		{"a key of seq 0, level 4", put(node(0, 4)), 1},
 		{"a key of 1 byte, last", put([]byte{4}), n + 1},
 		{"a key of 10 bytes", put(append(node(16, 4), 0)), 16},
 		{"the last node deleted", deleteNode(6, 0), 64},

@@ -661,10 +661,13 @@ func (w *nodeWalk) walk(tx *Tx, chunk uint64, keep func(*ledger.IntegrityError) 
 	for n := uint64(0); n < chunk; n++ {
 		if w.limit > 0 {
 			// The earliest seq this step can report: the node expected,
-			// or a key sorting before it.
+			// or a key sorting before it, named at the seq its first 8
+			// bytes say but never below 1, as keep is told below (else a
+			// key saying seq 0, reported at 1, was never at or past the
+			// limit 1, and each walk found it again, for ever).
 			at := w.seq
 			if len(k) >= 8 {
-				at = min(at, binary.BigEndian.Uint64(k))
+				at = min(at, max(binary.BigEndian.Uint64(k), 1))
 			}
 			if at >= w.limit {
 				w.done = true // nothing before what is already found
