@@ -533,3 +533,50 @@ func TestTruncatedBeforeSecondMetaPage(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedLeafElement: a leaf page element whose key or value lies past
+// its page (one flipped byte of its offset or size) had bbolt read whatever
+// memory lay there: verify said "runtime error: invalid memory address" on
+// one run and, on the next, judged the process's own zeroed memory as a
+// key (attack review: a merkle leaf's element, read as key 00…00, then hung
+// the node walk). Verify's walk of the trees now checks every leaf
+// element, as it checks every branch element: damaged, the same every run.
+func TestDamagedLeafElement(t *testing.T) {
+	healthy := healthyLedger(t, 20)
+	roots, ps := treeRoots(t, healthy)
+	for _, c := range []struct {
+		name  string
+		field int // byte of the element: pos 4..7, ksize 8..11, vsize 12..15
+	}{
+		{"its key's offset", 7},
+		{"its key's size", 11},
+		{"its value's size", 15},
+	} {
+		for _, tree := range []string{"events", "spaces/tasks"} {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			copyFile(t, healthy, path)
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaf := firstLeaf(t, f, ps, roots[tree])
+			var count [2]byte
+			f.ReadAt(count[:], int64(leaf)*int64(ps)+10)
+			if n := binary.LittleEndian.Uint16(count[:]); n < 3 {
+				t.Fatalf("%s's first leaf holds %d elements", tree, n)
+			}
+			at := int64(leaf)*int64(ps) + 16 + 16 + int64(c.field) // element 1 of 3 or more
+			b := []byte{0}
+			f.ReadAt(b, at)
+			b[0] ^= 0x04
+			f.WriteAt(b, at)
+			f.Close()
+			for range 3 {
+				r := run(t, "verify", "--db", path)
+				if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged: ") || !strings.Contains(r.stderr, "past its end") {
+					t.Errorf("%s of element 1 of %s's first leaf changed: verify: exit %d, want 1 saying the page's element runs past its end: %.300s", c.name, tree, r.code, r.stderr)
+				}
+			}
+		}
+	}
+}

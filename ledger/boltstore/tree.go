@@ -295,8 +295,10 @@ func elemCount(name string, id uint64, p []byte) (int, error) {
 // send lookups to: [key i, key i+1) for the child of element i, as bbolt's
 // own Tx.Check has it, and the freelist lists no page in use (freelist).
 // Keys in order within a page are the walks' to check.
-// It reads through a mapping of its own, touching each page's header and
-// first and last keys, and unmapping what it touched every rangeRelease
+// Every leaf element's key and value must lie inside its page (bbolt reads
+// them unchecked). It reads through a mapping of its own, touching each
+// page's header, its elements' headers and its first and last keys, and
+// unmapping what it touched every rangeRelease
 // pages (as releaseMapped does bbolt's). 43-48 ms at a million events, most
 // of it a page fault a page: reading the file in order first, to walk the
 // trees from what it kept, cost as much.
@@ -418,7 +420,18 @@ func (w *rangeWalk) walk(name string, id uint64, lo, hi []byte, depth int) error
 		}
 		return nil
 	}
-	if !branch { // a leaf: its first and last keys
+	if !branch { // a leaf: every element's key and value in the page, and its first and last keys in range
+		// bbolt reads an element's key and value at the offset and sizes
+		// it gives, unchecked: one past the page read whatever memory lay
+		// there (a fault on one run, the process's own bytes on the next).
+		for i := range n {
+			e := pageHeaderSize + i*elemSize
+			pos := uint64(binary.LittleEndian.Uint32(p[e+4:]))
+			ksize, vsize := uint64(binary.LittleEndian.Uint32(p[e+8:])), uint64(binary.LittleEndian.Uint32(p[e+12:]))
+			if uint64(e)+pos+ksize+vsize > uint64(len(p)) {
+				return fmt.Errorf("%w: %s's page %d has a key or value past its end (element %d)", ErrDamaged, name, id, i)
+			}
+		}
 		for _, i := range []int{0, n - 1} {
 			k, err := keyAt(i)
 			if err != nil {
