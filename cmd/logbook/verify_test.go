@@ -580,3 +580,45 @@ func TestDamagedLeafElement(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignMetaPage: the meta page of another ledger copied over this
+// one's newer meta page (both pass their checksum) had bbolt read the
+// file as of its older one, a commit earlier, and verify say ok on the
+// shorter log (attack review: a page copied from another ledger). A
+// writer leaves the two meta pages holding consecutive transactions (or
+// the same one, after a recovery): two further apart are damage.
+func TestForeignMetaPage(t *testing.T) {
+	healthy := healthyLedger(t, 40)
+	other := healthyLedger(t, 0)
+	raw, err := os.ReadFile(healthy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int(binary.LittleEndian.Uint32(raw[24:]))
+	txid := func(b []byte, slot int) uint64 { return binary.LittleEndian.Uint64(b[slot*ps+64:]) }
+	newer := 0
+	if txid(raw, 1) > txid(raw, 0) {
+		newer = 1
+	}
+	// The foreign slot of the same parity holding an older transaction.
+	slot := newer
+	if txid(foreign, slot) >= txid(raw, 1-newer) {
+		t.Fatalf("the other ledger's meta page %d holds transaction %d, not older than %d", slot, txid(foreign, slot), txid(raw, 1-newer))
+	}
+	b := append([]byte(nil), raw...)
+	copy(b[slot*ps:(slot+1)*ps], foreign[slot*ps:(slot+1)*ps])
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"verify"}, {"replay"}, {"root"}} {
+		r := run(t, append(args, "--db", path)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged: ") || !strings.Contains(r.stderr, "meta pages") {
+			t.Errorf("%s: exit %d, want 1 saying the meta pages do not hold consecutive transactions: %.300s", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}

@@ -60,8 +60,9 @@ func validMeta(m []byte) bool {
 // stopped while a commit synced without the journal; a writer's open
 // follows bbolt (its next commit rewrites the slot). A file that ends
 // before its second meta page while its first holds is cut short:
-// ErrDamaged too. A file neither of whose meta pages holds is left to
-// bbolt (ErrChecksum, or ErrInvalid for some other file).
+// ErrDamaged too, as are two meta pages of transactions further apart
+// than a writer leaves them. A file neither of whose meta pages holds is
+// left to bbolt (ErrChecksum, or ErrInvalid for some other file).
 func checkMetaPages(f *os.File) error {
 	var metas [2][metaLen]byte
 	if _, err := f.ReadAt(metas[0][:], 0); err != nil {
@@ -91,7 +92,19 @@ func checkMetaPages(f *os.File) error {
 		return nil
 	}
 	ok0, ok1 := validMeta(metas[0][:]), validMeta(metas[1][:])
-	if ok0 == ok1 {
+	if !ok0 && !ok1 {
+		return nil
+	}
+	if ok0 && ok1 {
+		// Each commit writes transaction T+1 into the slot of T-1, so a
+		// writer leaves T-1 and T (or T twice, once a recovery wrote T's
+		// meta page into both slots): two further apart are a meta page
+		// copied in from elsewhere (another ledger, an old copy), and
+		// bbolt would read the file as of the newer of the two.
+		t0, t1 := binary.LittleEndian.Uint64(metas[0][metaTxidField:]), binary.LittleEndian.Uint64(metas[1][metaTxidField:])
+		if max(t0, t1)-min(t0, t1) > 1 {
+			return fmt.Errorf("%w: the meta pages hold transactions %d and %d, not consecutive ones as a writer leaves them: one was copied in from elsewhere", ErrDamaged, t0, t1)
+		}
 		return nil
 	}
 	bad, good := 0, metas[1][:]
