@@ -260,19 +260,30 @@ type Tokens struct {
 // OpenTokens connects to the server's admin socket, or opens the ledger at
 // db (which must exist) if no server answers there. ErrHeld if the file is
 // held by a process that does not answer on the socket.
-func OpenTokens(db, socket string) (*Tokens, error) {
+func OpenTokens(db, socket string) (*Tokens, error) { return openTokens(db, socket, false) }
+
+// OpenTokensToRead is OpenTokens for a listing: without a server, the file
+// is opened read-only and nothing is written to it — projections of another
+// version are not refolded, and List refuses them
+// (projections.ErrVersionChanged).
+func OpenTokensToRead(db, socket string) (*Tokens, error) { return openTokens(db, socket, true) }
+
+func openTokens(db, socket string, readOnly bool) (*Tokens, error) {
 	if socket != "" {
 		if conn, err := dialUnix(context.Background(), socket, time.Second); err == nil {
 			conn.Close()
 			return &Tokens{c: adminClient(socket, 30*time.Second), db: db, socket: socket}, nil
 		}
 	}
-	l, err := boltstore.Open(db, boltstore.Options{LockTimeout: 2 * time.Second})
+	l, err := boltstore.Open(db, boltstore.Options{ReadOnly: readOnly, LockTimeout: 2 * time.Second})
 	if errors.Is(err, boltstore.ErrLocked) {
 		return nil, fmt.Errorf("%w and no logbook server answers on %s: stop that process, or manage tokens through the server holding the file (its admin socket is <db>.admin.sock)", ErrHeld, socket)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if readOnly {
+		return &Tokens{l: l}, nil
 	}
 	// A file last served by another projection version folds nothing until
 	// refolded, as a server would at start-up.

@@ -144,6 +144,10 @@ func RevokeTokens(l *boltstore.Store, req Revoke) ([]projections.Token, error) {
 func ListTokens(l *boltstore.Store) ([]projections.Token, error) {
 	var list []projections.Token
 	err := l.View(func(tx *boltstore.Tx) error {
+		// Projections of another version, or none, read as no tokens.
+		if err := projections.Current(tx); err != nil {
+			return err
+		}
 		var err error
 		list, err = projections.Tokens(tx)
 		return err

@@ -47,7 +47,8 @@ lists each one's flags.
 }
 
 // tokens reaches the tokens with the flags every token subcommand shares;
-// issuer, if set, adds --issuer.
+// issuer, if set, adds --issuer (a command that writes); without it the
+// file, if no server holds it, is only read.
 func (c *call) tokens(issuer *string) func(fn func(m *server.Tokens) error) error {
 	c.dbFlag()
 	socket := c.fs.String("admin-socket", "", "the running server's admin socket (default: <db>.admin.sock)")
@@ -58,7 +59,11 @@ func (c *call) tokens(issuer *string) func(fn func(m *server.Tokens) error) erro
 		if err := checkPath("--db", *c.db, true); err != nil {
 			return err
 		}
-		m, err := server.OpenTokens(*c.db, cmp.Or(*socket, server.AdminSocketPath(*c.db)))
+		open := server.OpenTokens
+		if issuer == nil {
+			open = server.OpenTokensToRead
+		}
+		m, err := open(*c.db, cmp.Or(*socket, server.AdminSocketPath(*c.db)))
 		if err != nil {
 			return err
 		}
@@ -122,6 +127,9 @@ func tokenList(c *call) func() error {
 	return func() error {
 		return with(func(m *server.Tokens) error {
 			list, err := m.List()
+			if errors.Is(err, projections.ErrVersionChanged) && !errors.Is(err, projections.ErrNewerVersion) {
+				return fmt.Errorf("%w; rebuild them from the log: logbook rebuild --db %s", err, *c.db)
+			}
 			if err != nil {
 				return err
 			}

@@ -622,3 +622,36 @@ func TestForeignMetaPage(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenListWritesNothing: token list, with no server holding the file,
+// opened it as a writer and refolded projections of another version into
+// it (attack review: the v1 fixture's file changed under a listing). A
+// listing now reads: projections of another version are refused, as tasks
+// refuses them, saying to run logbook rebuild, and the file is as it was.
+func TestTokenListWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, filepath.Join(v1Dir, "ledger.db"), path)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "token", "list", "--db", path)
+	if r.code != 2 || !strings.Contains(r.stderr, "logbook rebuild") {
+		t.Errorf("token list on projections of another version: exit %d, want 2 saying to rebuild them: %s", r.code, r.stderr)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+		t.Errorf("token list wrote the file")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("token list left files beside the ledger: %v", entries)
+	}
+	// Once rebuilt, it lists, and still writes nothing.
+	wantExit(t, run(t, "rebuild", "--db", path), 0, "rebuild")
+	before, _ = os.ReadFile(path)
+	r = run(t, "token", "list", "--db", path, "--json")
+	wantExit(t, r, 0, "token list")
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+		t.Errorf("token list wrote the rebuilt file")
+	}
+}
