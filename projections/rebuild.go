@@ -158,6 +158,12 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	return res, nil
 }
 
+// chainBroken is the error of a refold that met a broken hash chain: the
+// file is damaged (boltstore.ErrDamaged), and verify says where and how.
+func chainBroken(e *ledger.IntegrityError) error {
+	return fmt.Errorf("%w: the log's hash chain is broken at %w (run logbook verify on a copy); nothing was folded past it", boltstore.ErrDamaged, e)
+}
+
 // foldChunk is consecutive events of the log to fold, with the roots their
 // session.finalized events record and what Prepare worked out of them.
 type foldChunk struct {
@@ -188,14 +194,28 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 	chunks := make(chan foldChunk, 1)
 	stop := make(chan struct{})
 	defer close(stop)
+	// The hash of event from, which event from+1 must link to: every
+	// event folded is checked against the one before it (and the last
+	// against the head), so a log whose bytes were changed is refused,
+	// never folded.
+	var link ledger.Hash
+	if from > 0 {
+		if err := l.View(func(tx *boltstore.Tx) error {
+			r, err := tx.Event(from)
+			link = r.Hash
+			return err
+		}); err != nil {
+			return err
+		}
+	}
 	go func() {
 		defer close(readDone)
 		defer read.Close()
 		defer close(chunks)
 		for next := from + 1; ; {
-			c, more := readChunk(read, next, chunk)
+			c, more := readChunk(read, next, chunk, link)
 			if n := len(c.pre.Recs); n > 0 {
-				next = c.pre.Recs[n-1].Seq + 1
+				next, link = c.pre.Recs[n-1].Seq+1, c.pre.Recs[n-1].Hash
 			}
 			// Waiting for the fold, let the file go once another process
 			// waits for it.
@@ -293,11 +313,16 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 // readChunk reads the events of l from seq next on, chunk of them at most, in a
 // short read transaction (its bytes copied out), then decodes and prepares
 // them and reads the roots their session.finalized events record. more
-// says whether the log went on past the chunk when it was read.
-func readChunk(l *boltstore.Reading, next, chunk uint64) (c foldChunk, more bool) {
+// says whether the log went on past the chunk when it was read. link is
+// the hash of event next-1 (zero for event 1): each event must link to the
+// one before it, and the head's to the head's hash, else the chunk ends
+// before it with an IntegrityError.
+func readChunk(l *boltstore.Reading, next, chunk uint64, link ledger.Hash) (c foldChunk, more bool) {
 	var raws [][]byte
+	var head ledger.Head
 	err := l.View(func(tx *boltstore.Tx) error {
-		c.head = tx.Head().Seq
+		head = tx.Head()
+		c.head = head.Seq
 		end := min(c.head+1, next+chunk)
 		var slab []byte
 		size := 0
@@ -330,7 +355,14 @@ func readChunk(l *boltstore.Reading, next, chunk uint64) (c foldChunk, more bool
 			err = fmt.Errorf("event %d: %w", next+uint64(len(recs)), err)
 		} else if r.Seq != next+uint64(len(recs)) {
 			err = fmt.Errorf("event %d: stored at %d: %w", r.Seq, next+uint64(len(recs)), ledger.ErrMalformed)
+		} else if r.Prev != link {
+			err = chainBroken(&ledger.IntegrityError{Seq: r.Seq, Problem: ledger.ProblemLink, Want: link, Got: r.Prev,
+				Detail: fmt.Sprintf("it does not link to event %d's hash: one of the two was changed", r.Seq-1)})
+		} else if r.Seq == head.Seq && r.Hash != head.Hash {
+			err = chainBroken(&ledger.IntegrityError{Seq: r.Seq, Problem: ledger.ProblemHead, Want: head.Hash, Got: r.Hash,
+				Detail: "the last event's bytes do not hash to the recorded head"})
 		} else {
+			link = r.Hash
 			recs = append(recs, r)
 			if r.Type == events.TypeSessionFinalized {
 				finalized = append(finalized, r.Seq)

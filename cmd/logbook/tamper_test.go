@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -476,5 +477,29 @@ func editFreelist(t testing.TB, path string, edit func(ids []uint64, freelist ui
 	}
 	if _, err := f.WriteAt(page, int64(free)*int64(pageSize)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRebuildRefusesBrokenChain: rebuild folded a log whose bytes were
+// changed (one byte of an event's payload, which verify calls content
+// changed) and exited 0, the changed title now in the projections (attack
+// review). Every event a rebuild folds must link to the one before it, and
+// the last to the recorded head: else it is refused as damage (exit 1),
+// and the projections are left as they were.
+func TestRebuildRefusesBrokenChain(t *testing.T) {
+	healthy := healthyLedger(t, 3)
+	head := headOf(t, healthy)
+	for _, seq := range []uint64{2, 9, head} {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		copyFile(t, healthy, path)
+		before := run(t, "tasks", "--db", path)
+		flipEventByte(t, path, seq)
+		r := run(t, "rebuild", "--db", path)
+		if r.code != 1 || !strings.Contains(r.stderr, "hash chain is broken") {
+			t.Errorf("event %d changed: rebuild exit %d, want 1 saying the chain is broken: %s", seq, r.code, r.stderr)
+		}
+		if after := run(t, "tasks", "--db", path); after.stdout != before.stdout || after.code != 0 {
+			t.Errorf("event %d changed: a refused rebuild changed the projections:\n%s\nthen\n%s%s", seq, before.stdout, after.stdout, after.stderr)
+		}
 	}
 }
