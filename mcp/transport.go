@@ -399,13 +399,21 @@ func coded(err error) error {
 		return err // coded already, perhaps wrapped: the SDK keeps the code
 	}
 	msg := err.Error()
+	// What the SDK says of a request's params may come wrapped in
+	// "handling 'METHOD': " (initialize's, whose params it reads itself).
+	said := msg
+	if rest, ok := strings.CutPrefix(said, "handling '"); ok {
+		if _, after, ok := strings.Cut(rest, "': "); ok {
+			said = after
+		}
+	}
 	code := int64(jsonrpc.CodeInternalError)
 	switch {
-	case strings.Contains(msg, "invalid during session initialization"), strings.HasPrefix(msg, "duplicate "),
-		strings.Contains(msg, " before "):
+	case strings.Contains(said, "invalid during session initialization"), strings.HasPrefix(said, "duplicate "),
+		strings.HasPrefix(said, `missing required "params"`):
 		code = jsonrpc.CodeInvalidRequest
-	case strings.HasPrefix(msg, "unmarshaling "), strings.HasPrefix(msg, "missing required"),
-		strings.HasPrefix(msg, "failed to decode"):
+	case strings.HasPrefix(said, "unmarshaling "), strings.HasPrefix(said, "missing required"),
+		strings.HasPrefix(said, "failed to decode"):
 		code = jsonrpc.CodeInvalidParams
 	}
 	return &jsonrpc.Error{Code: code, Message: msg}

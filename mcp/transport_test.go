@@ -67,6 +67,10 @@ func TestSDKRefusalsCarryACode(t *testing.T) {
 	}{
 		{true, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, -32600, "invalid during session initialization"},
 		{true, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`, -32600, "invalid during session initialization"},
+		// The SDK wraps what it says of initialize's params in "handling
+		// 'initialize': ": still the client's params, not the server failing.
+		{true, `{"jsonrpc":"2.0","id":21,"method":"initialize","params":"x"}`, -32602, "unmarshaling"},
+		{true, `{"jsonrpc":"2.0","id":22,"method":"initialize","params":null}`, -32600, "missing required"},
 		{false, `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`, -32600, "duplicate"},
 		{false, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":"x"}`, -32602, "unmarshaling"},
 		{false, `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"!!"}}`, -32602, ""},
