@@ -16,7 +16,10 @@ import (
 // case-insensitive. strings.ToLower is not: a final sigma (ς), the micro
 // sign (µ) and the long s (ſ) are lower case already, and their orbits'
 // upper-case letters lower to σ, μ and s. Beyond EqualFold, the Turkish
-// İ and ı fold to i. ASCII text folds as strings.ToLower does.
+// İ and ı fold to i, and text is composed (NFKC), so that an accent typed
+// apart, a ligature or full-width letters fold as the letters they show
+// (TestFoldCaseComposes; EqualFold strings still fold equal,
+// TestFoldCaseOrbitsWithMarks). ASCII text folds as strings.ToLower does.
 func FoldCase(s string) string {
 	ascii := true
 	for i := 0; i < len(s) && ascii; i++ {
@@ -25,12 +28,20 @@ func FoldCase(s string) string {
 	if ascii {
 		return strings.ToLower(s)
 	}
-	// First the compatibility composition (NFKC): "é" typed as e and a
-	// combining accent is the é of one rune, "ﬁ" is "fi", "ＡＢＣ" is "ABC".
-	s = norm.NFKC.String(s)
-	s = strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, s)
-	if !norm.NFKC.IsNormalString(s) {
-		s = norm.NFKC.String(s) // a lower case that composes anew (rare)
+	// First each rune to its orbit's (so that strings equal under
+	// EqualFold are equal from here on: composing first would not keep
+	// them so, as "I" and a dot above compose to "İ", "i" and one do not),
+	// then the compatibility composition (NFKC): "é" typed as e and a
+	// combining accent is the é of one rune, "ﬁ" is "fi", "ＡＢＣ" is "ABC";
+	// then the case of what composition made, which composes anew (rare).
+	s = strings.Map(foldRune, s)
+	if c := norm.NFKC.String(s); c != s {
+		s = strings.Map(foldRune, c)
+		if !norm.NFKC.IsNormalString(s) {
+			s = norm.NFKC.String(s)
+		}
 	}
 	return s
 }
+
+func foldRune(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }

@@ -20,6 +20,27 @@ func TestFoldCaseOrbits(t *testing.T) {
 	}
 }
 
+// TestFoldCaseOrbitsWithMarks: strings equal under strings.EqualFold fold
+// equal when a letter carries a combining mark too, however the letter's
+// case lets it compose: "ᾼ" (U+1FBC) with an acute has no precomposed
+// form, "ᾳ" with one has (U+1FB4), and "I" with a dot above composes to
+// "İ" where "i" with one does not.
+func TestFoldCaseOrbitsWithMarks(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if unicode.SimpleFold(r) == r {
+			continue
+		}
+		for m := rune(0x300); m <= 0x36f; m++ {
+			want := FoldCase(string(r) + string(m))
+			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+				if got := FoldCase(string(f) + string(m)); got != want {
+					t.Fatalf("%U %U folds to %+q but %U %U, equal under EqualFold, to %+q", r, m, want, f, m, got)
+				}
+			}
+		}
+	}
+}
+
 func TestFoldCase(t *testing.T) {
 	for in, want := range map[string]string{
 		"Go HTTP":     "go http",
