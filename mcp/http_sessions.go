@@ -19,6 +19,10 @@ const DefaultMaxSessionsPerToken = 256
 // sessions closed otherwise (idle, deleted) out of every token's list.
 const sweepEvery = 1024
 
+// evicting, if not nil, is called when sessions chosen to end are about to
+// be closed (tests).
+var evicting func()
+
 // sessionCap keeps each token's sessions (the revisions before 2026-07-28:
 // the SDK's stateful handler keeps a session until it has been idle for
 // SessionTimeout) to max: a session opened beyond it closes the token's
@@ -36,8 +40,9 @@ type sessionCap struct {
 
 type capped struct {
 	id, token string
-	busy      int // requests being served in it
-	n         int // opens when it was recorded
+	busy      int  // requests being served in it
+	n         int  // opens when it was recorded
+	closing   bool // chosen to end: no request may begin in it
 }
 
 func newSessionCap(srv *sdk.Server, max int) *sessionCap {
@@ -58,7 +63,12 @@ func (c *sessionCap) serve(h http.Handler, w http.ResponseWriter, r *http.Reques
 		// stream (GET) does not, or a client could keep every session it
 		// opened with one each.
 		busy := r.Method == http.MethodPost
-		c.begin(ti.UserID, sid, busy)
+		if !c.begin(ti.UserID, sid, busy) {
+			// Chosen to end, not yet closed: answered as it will be once
+			// closed, rather than run in a session closing under it.
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
 		if busy {
 			defer c.end(sid)
 		}
@@ -113,13 +123,17 @@ func (w *sessionWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// begin marks session sid, if token's, as used now, and busy if told.
-func (c *sessionCap) begin(token, sid string, busy bool) {
+// begin marks session sid, if token's, as used now, and busy if told; it
+// is false if the session is being closed.
+func (c *sessionCap) begin(token, sid string, busy bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.byID[sid]
 	if s == nil || s.token != token {
-		return // not this token's: the SDK refuses it
+		return true // not this token's (the SDK refuses it), or closed
+	}
+	if s.closing {
+		return false
 	}
 	if busy {
 		s.busy++
@@ -127,6 +141,7 @@ func (c *sessionCap) begin(token, sid string, busy bool) {
 	list := c.byToken[token]
 	i := slices.Index(list, s)
 	c.byToken[token] = append(slices.Delete(list, i, i+1), s)
+	return true
 }
 
 func (c *sessionCap) end(sid string) {
@@ -173,12 +188,15 @@ func (c *sessionCap) opened(token, sid string) {
 		}
 	}
 	// Then, over the cap, close the token's least recently used.
-	var closing []*sdk.ServerSession
+	// Each stays known, as closing, until closed: a request that begins
+	// in it meanwhile is refused, not served by a session closing under it
+	// (closing waits for the requests in flight).
+	var closing []*capped
 	list := c.byToken[token]
 	for i := 0; len(list) > c.max && i < len(list); {
 		if s := list[i]; s.busy == 0 && s.n < seen {
-			closing = append(closing, open[s.id])
-			delete(c.byID, s.id)
+			s.closing = true
+			closing = append(closing, s)
 			list = slices.Delete(list, i, i+1)
 			continue
 		}
@@ -186,10 +204,20 @@ func (c *sessionCap) opened(token, sid string) {
 	}
 	c.set(token, list)
 	c.mu.Unlock()
+	if len(closing) > 0 && evicting != nil {
+		evicting()
+	}
 	// Closing removes the session from the SDK's handler: a request
 	// naming it is answered 404, and the client opens another.
-	for _, ss := range closing {
-		ss.Close()
+	for _, s := range closing {
+		open[s.id].Close()
+	}
+	if len(closing) > 0 {
+		c.mu.Lock()
+		for _, s := range closing {
+			delete(c.byID, s.id)
+		}
+		c.mu.Unlock()
 	}
 }
 

@@ -8,6 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/commands"
 )
 
 // statefulPost sends one request of the 2025-06-18 revision, in session sid
@@ -135,5 +138,61 @@ func TestHTTPSessionsPerTokenStreamNoPin(t *testing.T) {
 	// The first session, least recently used, is ended.
 	if code, _, _ := statefulPost(t, srv.URL, "a", first, `{"jsonrpc":"2.0","id":7,"method":"ping"}`); code != http.StatusNotFound {
 		t.Errorf("the streamed session answers %d, want 404 (ended)", code)
+	}
+}
+
+// TestHTTPSessionsEvictedNotServed: a request that arrives in a session
+// the cap has chosen to end, before it is closed, is answered 404 (as once
+// closed) and never runs: before, it passed to a session about to close,
+// and a tool call could be recorded while its answer was lost with the
+// session, so that the client, opening another, called it again.
+func TestHTTPSessionsEvictedNotServed(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = func(ctx context.Context, call commands.Call) ([]byte, error) {
+		entered <- struct{}{}
+		<-release
+		return f.do(ctx, call)
+	}
+	h := s.HTTPHandler(HTTPOptions{MaxSessionsPerToken: 1, Authenticate: func(context.Context, string) (*Identity, error) {
+		return &Identity{Agent: "a", Token: "sum-a"}, nil
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	first := openSession(t, srv.URL, "a")
+
+	type answer struct {
+		code int
+		body string
+	}
+	answered := make(chan answer, 1)
+	ran := false
+	evicting = func() {
+		// The first session is chosen, not yet closed: a call in it now.
+		go func() {
+			code, _, body := statefulPost(t, srv.URL, "a", first,
+				`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`)
+			answered <- answer{code, body}
+		}()
+		select {
+		case <-entered:
+			// In flight: closing the session waits for it (so does the
+			// answer to the initialize that chose it), then loses its answer.
+			ran = true
+			go func() { time.Sleep(100 * time.Millisecond); close(release) }()
+		case a := <-answered:
+			answered <- a
+		case <-time.After(5 * time.Second):
+			t.Error("the call neither ran nor was answered")
+		}
+	}
+	defer func() { evicting = nil }()
+	openSession(t, srv.URL, "a")
+	a := <-answered
+	if ran {
+		t.Errorf("a call ran in a session being ended; answered %d %q", a.code, a.body)
+	} else if a.code != http.StatusNotFound {
+		t.Errorf("a call in a session being ended answered %d %q, want 404", a.code, a.body)
 	}
 }
