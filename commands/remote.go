@@ -64,18 +64,29 @@ type GuestOptions struct {
 var slugRE = regexp.MustCompile(domain.SlugPattern)
 
 // Unprintable reports whether r has no place in an identity: a control
-// character, or a format character (Unicode Cf: zero-width spaces and
-// joiners, bidirectional overrides), which is invisible or reorders what a
-// terminal or page shows, so that two names that look alike are not.
+// character, or a format character (Unicode Cf: zero-width spaces,
+// bidirectional overrides, soft hyphens), which is invisible or reorders
+// what a terminal or page shows, so that two names that look alike are
+// not. The zero-width non-joiner and joiner (U+200C, U+200D) are kept:
+// Persian and Indic names and emoji sequences are spelled with them.
 func Unprintable(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) && r != '\u200c' && r != '\u200d'
+}
+
+// Visible reports whether s has a character that shows: not a space, nor
+// a joiner alone. A name without one is no name.
+func Visible(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool {
+		return unicode.IsGraphic(r) && !unicode.IsSpace(r) && !Unprintable(r) && r != '\u200c' && r != '\u200d'
+	}) >= 0
 }
 
 // CheckAgent says what is wrong with agent as a process's agent identity
-// (logbook serve --agent, or a guest's): nil if nothing.
+// (logbook serve --agent, or a guest's): nil if nothing ("" is none).
 func CheckAgent(agent string) error {
-	if utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, Unprintable) >= 0 {
-		return errors.New("must be at most 128 characters of valid UTF-8 with no control or format characters (such as U+200B or U+202E)")
+	if utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, Unprintable) >= 0 ||
+		agent != "" && !Visible(agent) {
+		return errors.New("must be at most 128 characters of valid UTF-8, at least one of them visible, with no control or format characters (such as U+200B or U+202E)")
 	}
 	return nil
 }

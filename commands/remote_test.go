@@ -140,3 +140,19 @@ func TestStorageErrorOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckAgent: an agent identity may be any visible name, joiners
+// included (Persian and Indic names, emoji sequences need them), but no
+// character that is invisible on its own or reorders what is shown.
+func TestCheckAgent(t *testing.T) {
+	for _, ok := range []string{"", "claude-code", "\u0645\u06cc\u200c\u0631\u0648\u062f", "\U0001F468\u200d\U0001F4BB bot", "ὀδός"} {
+		if err := CheckAgent(ok); err != nil {
+			t.Errorf("CheckAgent(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{" ", "\u200c", "a\x00", "alice\u200b", "\u202eecila", "ali\u00adce", "bad\xff"} {
+		if CheckAgent(bad) == nil {
+			t.Errorf("CheckAgent(%q) accepted it", bad)
+		}
+	}
+}

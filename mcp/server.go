@@ -341,5 +341,8 @@ func cleanName(name string) string {
 		b.WriteRune(r)
 		n++
 	}
+	if !commands.Visible(b.String()) {
+		return "" // nothing that shows: no name
+	}
 	return strings.TrimSpace(b.String())
 }

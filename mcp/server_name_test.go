@@ -12,9 +12,13 @@ func TestSanitizeName(t *testing.T) {
 		{"bad\xffutf8", "badutf8"},
 		{strings.Repeat("é", 3000), strings.Repeat("é", maxClientName)},
 		{"  spaced  ", "spaced"},
-		{"\u200b", ""},                         // invisible only: no name (the actor is then unknown)
-		{"adm\u200bin\u202e", "admin"},         // format characters: invisible, or reordering what is shown
-		{"\u00a0\u3000claude\u2009", "claude"}, // spaces of any kind at either end
+		{"\u200b", ""},
+		{"\u200c\u200d", ""},     // joiners alone: no name
+		{"ali\u00adce", "alice"}, // a soft hyphen is dropped
+		{"\u0645\u06cc\u200c\u0631\u0648\u062f", "\u0645\u06cc\u200c\u0631\u0648\u062f"}, // Persian, with its non-joiner
+		{"\U0001F468\u200d\U0001F4BB bot", "\U0001F468\u200d\U0001F4BB bot"},             // an emoji sequence                         // invisible only: no name (the actor is then unknown)
+		{"adm\u200bin\u202e", "admin"},                                                   // format characters: invisible, or reordering what is shown
+		{"\u00a0\u3000claude\u2009", "claude"},                                           // spaces of any kind at either end
 	}
 	for _, tt := range tests {
 		if got := sanitizeName(tt.in); got != tt.want {

@@ -173,7 +173,7 @@ func appendEvent(tx *boltstore.Tx, typ, actor string, payload any) error {
 // space.
 func checkName(what, name string) error {
 	if name == "" || utf8.RuneCountInString(name) > 128 || !utf8.ValidString(name) ||
-		strings.IndexFunc(name, commands.Unprintable) >= 0 || strings.TrimSpace(name) != name {
+		strings.IndexFunc(name, commands.Unprintable) >= 0 || strings.TrimSpace(name) != name || !commands.Visible(name) {
 		return fmt.Errorf("%w: %s must be 1 to 128 characters of valid UTF-8, no control or format characters (such as U+200B) or surrounding space", ErrInvalid, what)
 	}
 	return nil

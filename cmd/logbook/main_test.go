@@ -262,7 +262,7 @@ func copyFile(t testing.TB, src, dst string) {
 // characters (a zero-width space, a bidirectional override).
 func TestServeAgentRefused(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "l.db")
-	for _, agent := range []string{"a\nb", "alice\u200b", "\u202eecila"} {
+	for _, agent := range []string{"a\nb", "alice\u200b", "\u202eecila", "\u200c", " "} {
 		r := run(t, "serve", "--db", db, "--agent", agent)
 		if r.code != 2 || !strings.Contains(r.stderr, "--agent must be") || r.stdout != "" {
 			t.Errorf("--agent %q: exit %d, stdout %q, stderr %q; want 2 and why", agent, r.code, r.stdout, r.stderr)
