@@ -25,7 +25,7 @@ func statefulPost(tb testing.TB, url, token, sid, body string) (int, string, str
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -33,6 +33,11 @@ func statefulPost(tb testing.TB, url, token, sid, body string) (int, string, str
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
 }
+
+// testHTTP bounds every request of these tests: a server that never
+// answers fails the test in a minute, saying where, rather than hang the
+// package until go test's own timeout.
+var testHTTP = &http.Client{Timeout: time.Minute}
 
 // openSession initializes a session for token and returns its id.
 func openSession(tb testing.TB, url, token string) string {
@@ -189,7 +194,12 @@ func TestHTTPSessionsEvictedNotServed(t *testing.T) {
 	}
 	defer func() { evicting = nil }()
 	openSession(t, srv.URL, "a")
-	a := <-answered
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(time.Minute):
+		t.Fatal("the call in the session being ended was never answered (was the session chosen at all?)")
+	}
 	if ran {
 		t.Errorf("a call ran in a session being ended; answered %d %q", a.code, a.body)
 	} else if a.code != http.StatusNotFound {
