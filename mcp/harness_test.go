@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/domain"
@@ -149,14 +150,30 @@ func (c *session) wait() error {
 	return c.runErr
 }
 
-// recvLine reads one raw line, without its newline.
+// recvLine reads one raw line, without its newline. A line that does not
+// come within a minute fails the test (an answer the server never sent),
+// rather than hang the package until go test's own timeout.
 func (c *session) recvLine() string {
 	c.t.Helper()
-	line, err := c.out.ReadString('\n')
-	if err != nil {
-		c.t.Fatalf("recv: %v (got %q)", err, line)
+	type read struct {
+		line string
+		err  error
 	}
-	return strings.TrimSuffix(line, "\n")
+	got := make(chan read, 1)
+	go func() {
+		line, err := c.out.ReadString('\n')
+		got <- read{line, err}
+	}()
+	select {
+	case r := <-got:
+		if r.err != nil {
+			c.t.Fatalf("recv: %v (got %q)", r.err, r.line)
+		}
+		return strings.TrimSuffix(r.line, "\n")
+	case <-time.After(time.Minute):
+		c.t.Fatal("recv: no answer within a minute")
+		return ""
+	}
 }
 
 // send writes one raw line.
