@@ -158,9 +158,25 @@ func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 	if applied+1 >= end { // the usual case: nothing to fold, no folder to make
 		return 0, nil
 	}
+	// What is folded must be the log as its hashes say: each event links
+	// to the one before it (the last applied first), and the head's is the
+	// recorded head's hash.
+	var link ledger.Hash
+	if applied > 0 {
+		r, err := tx.Event(applied)
+		if err != nil {
+			return 0, err
+		}
+		link = r.Hash
+	}
+	head := tx.Head()
 	f := newFolder(tx, tx.Root, tx.Event, true)
 	var n uint64
 	fold := func(r ledger.Record) error {
+		if err := checkLink(r, link, head); err != nil {
+			return err
+		}
+		link = r.Hash
 		n++
 		return f.apply(r)
 	}

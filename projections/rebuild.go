@@ -158,9 +158,22 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	return res, nil
 }
 
-// chainBroken is the error of a refold that met a broken hash chain: the
-// file is damaged (boltstore.ErrDamaged), and verify says where and how.
-func chainBroken(e *ledger.IntegrityError) error {
+// checkLink is nil if r, about to be folded, links to link (the hash of
+// the event before it; zero before event 1) and, if it is head's event,
+// hashes to head's hash; else the damage (boltstore.ErrDamaged) a fold
+// must stop at: verify says where and how.
+func checkLink(r ledger.Record, link ledger.Hash, head ledger.Head) error {
+	var e *ledger.IntegrityError
+	switch {
+	case r.Prev != link:
+		e = &ledger.IntegrityError{Seq: r.Seq, Problem: ledger.ProblemLink, Want: link, Got: r.Prev,
+			Detail: fmt.Sprintf("it does not link to event %d's hash: one of the two was changed", r.Seq-1)}
+	case r.Seq == head.Seq && r.Hash != head.Hash:
+		e = &ledger.IntegrityError{Seq: r.Seq, Problem: ledger.ProblemHead, Want: head.Hash, Got: r.Hash,
+			Detail: "the last event's bytes do not hash to the recorded head"}
+	default:
+		return nil
+	}
 	return fmt.Errorf("%w: the log's hash chain is broken at %w (run logbook verify on a copy); nothing was folded past it", boltstore.ErrDamaged, e)
 }
 
@@ -355,13 +368,7 @@ func readChunk(l *boltstore.Reading, next, chunk uint64, link ledger.Hash) (c fo
 			err = fmt.Errorf("event %d: %w", next+uint64(len(recs)), err)
 		} else if r.Seq != next+uint64(len(recs)) {
 			err = fmt.Errorf("event %d: stored at %d: %w", r.Seq, next+uint64(len(recs)), ledger.ErrMalformed)
-		} else if r.Prev != link {
-			err = chainBroken(&ledger.IntegrityError{Seq: r.Seq, Problem: ledger.ProblemLink, Want: link, Got: r.Prev,
-				Detail: fmt.Sprintf("it does not link to event %d's hash: one of the two was changed", r.Seq-1)})
-		} else if r.Seq == head.Seq && r.Hash != head.Hash {
-			err = chainBroken(&ledger.IntegrityError{Seq: r.Seq, Problem: ledger.ProblemHead, Want: head.Hash, Got: r.Hash,
-				Detail: "the last event's bytes do not hash to the recorded head"})
-		} else {
+		} else if err = checkLink(r, link, head); err == nil {
 			link = r.Hash
 			recs = append(recs, r)
 			if r.Type == events.TypeSessionFinalized {

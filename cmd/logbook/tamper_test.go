@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -501,5 +502,35 @@ func TestRebuildRefusesBrokenChain(t *testing.T) {
 		if after := run(t, "tasks", "--db", path); after.stdout != before.stdout || after.code != 0 {
 			t.Errorf("event %d changed: a refused rebuild changed the projections:\n%s\nthen\n%s%s", seq, before.stdout, after.stdout, after.stderr)
 		}
+	}
+}
+
+// TestCatchUpRefusesBrokenChain: a running process folds into its
+// projections the events other processes appended (projections.CatchUp);
+// like a rebuild, it must fold only a log whose hashes hold. Here the
+// projections stand three events back and the last event they applied was
+// changed since: the next call is refused as damage, and nothing is folded.
+func TestCatchUpRefusesBrokenChain(t *testing.T) {
+	path := healthyLedger(t, 3)
+	head := headOf(t, path)
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("spaces")).Bucket([]byte("meta")).Put([]byte("applied"), be(head-3))
+	})
+	flipEventByte(t, path, head-3)
+	// serve catches up as it starts: it must refuse to.
+	if r := run(t, "serve", "--db", path); r.code == 0 || !strings.Contains(r.stderr, "hash chain is broken") {
+		t.Errorf("serve on a broken chain past its projections: exit %d, stderr %s", r.code, r.stderr)
+	}
+	r := run(t, "verify", "--db", path)
+	if r.code != 1 || !strings.Contains(r.stderr, fmt.Sprintf("seq %d", head-3)) {
+		t.Errorf("verify after the refused call: exit %d %s", r.code, r.stderr)
+	}
+	var applied uint64
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		applied = binary.BigEndian.Uint64(tx.Bucket([]byte("spaces")).Bucket([]byte("meta")).Get([]byte("applied")))
+		return nil
+	})
+	if applied != head-3 {
+		t.Errorf("the projections applied up to %d, want %d: the refused catch-up folded", applied, head-3)
 	}
 }
