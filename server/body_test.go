@@ -2,19 +2,15 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
-	"github.com/logbook-dev/logbook/mcp"
 )
 
 // TestSlowBodyOnEveryRoute: a request whose body never arrives is answered
@@ -25,23 +21,10 @@ import (
 // server out of file descriptors.
 func TestSlowBodyOnEveryRoute(t *testing.T) {
 	l, _ := openStore(t, boltstore.Options{Hold: true})
-	log := slog.New(slog.DiscardHandler)
-	svc, err := commands.New(l, commands.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tok, _, _ := IssueToken(l, Issue{Agent: "a", Issuer: "op"})
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{Store: l, MCP: mcp.New(svc, mcp.Options{Logger: log}), Listen: "127.0.0.1:0",
-			BodyTimeout: 200 * time.Millisecond, Logger: log, Ready: func(a net.Addr) { ready <- a }})
-	}()
-	addr := (<-ready).String()
+	addr, stop := startRun(t, l, Options{BodyTimeout: 200 * time.Millisecond})
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()

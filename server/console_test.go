@@ -1,17 +1,12 @@
 package server
 
 import (
-	"context"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
-	"github.com/logbook-dev/logbook/mcp"
 )
 
 // TestConsoleMounted: Run serves the console at "/" beside /mcp and
@@ -20,11 +15,6 @@ import (
 // login page.
 func TestConsoleMounted(t *testing.T) {
 	l, _ := openStore(t, boltstore.Options{Hold: true})
-	log := slog.New(slog.DiscardHandler)
-	svc, err := commands.New(l, commands.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
 	full, _, _ := IssueToken(l, Issue{Agent: "auditor", Issuer: "op"})
 	reader, _, _ := IssueToken(l, Issue{Agent: "reader", Issuer: "op", ReadOnly: true})
 	limited, _, _ := IssueToken(l, Issue{Agent: "bot", Issuer: "op", Tools: []string{"task_get", "task_list"}})
@@ -32,14 +22,8 @@ func TestConsoleMounted(t *testing.T) {
 	if _, err := RevokeTokens(l, Revoke{Agent: "gone", Issuer: "op"}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{Store: l, MCP: mcp.New(svc, mcp.Options{Logger: log}), Listen: "127.0.0.1:0",
-			Logger: log, Ready: func(a net.Addr) { ready <- a }})
-	}()
-	base := "http://" + (<-ready).String()
+	addr, stop := startRun(t, l, Options{})
+	base := "http://" + addr
 	get := func(path, tok string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
 		if tok != "" {
@@ -71,8 +55,7 @@ func TestConsoleMounted(t *testing.T) {
 	if code, _ := get("/mcp", ""); code != http.StatusUnauthorized {
 		t.Errorf("/mcp without a token: %d", code)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }

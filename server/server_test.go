@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,20 +134,9 @@ func TestIssueRevokeList(t *testing.T) {
 // and removes the socket.
 func TestRunAdminSocketAndDrain(t *testing.T) {
 	l, db := openStore(t, boltstore.Options{Hold: true})
-	log := slog.New(slog.DiscardHandler)
-	svc, err := commands.New(l, commands.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
 	socket := AdminSocketPath(db)
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{Store: l, MCP: mcp.New(svc, mcp.Options{Logger: log}), Listen: "127.0.0.1:0",
-			AdminSocket: socket, Logger: log, Ready: func(a net.Addr) { ready <- a }})
-	}()
-	<-ready
+	_, stop := startRun(t, l, Options{AdminSocket: socket})
+	ctx := context.Background()
 	fi, err := os.Stat(socket)
 	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("admin socket: %v %v", fi.Mode(), err)
@@ -194,8 +184,7 @@ func TestRunAdminSocketAndDrain(t *testing.T) {
 	if s, err := Snapshot(ctx, db, filepath.Join(t.TempDir(), "copy.db"), SnapshotOptions{}); err != nil || s.Size != 1 {
 		t.Errorf("Snapshot of a held file: %+v %v", s, err)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if _, err := os.Lstat(socket); !os.IsNotExist(err) {
@@ -258,23 +247,10 @@ func TestAdminSocketOfAnotherLedger(t *testing.T) {
 	if _, _, err := IssueToken(held, Issue{Agent: "ci", Issuer: "op"}); err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
-	svc, err := commands.New(held, commands.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
 	socket := filepath.Join(t.TempDir(), "shared.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{Store: held, MCP: mcp.New(svc, mcp.Options{Logger: log}), Listen: "127.0.0.1:0",
-			AdminSocket: socket, Logger: log, Ready: func(a net.Addr) { ready <- a }})
-	}()
-	<-ready
+	_, stop := startRun(t, held, Options{AdminSocket: socket})
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()
@@ -370,5 +346,36 @@ func TestAdminSocketInUse(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// startRun runs Run on l with opts (Store, MCP, Listen, Logger and Ready
+// filled in: a service of l, a port of its own) and returns the address
+// it listens on and stop, which cancels it and returns what Run returned.
+func startRun(t *testing.T, l *boltstore.Store, opts Options) (addr string, stop func() error) {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	svc, err := commands.New(l, commands.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	opts.Store, opts.MCP, opts.Listen, opts.Logger = l, mcp.New(svc, mcp.Options{Logger: log}), "127.0.0.1:0", log
+	opts.Ready = func(a net.Addr) { ready <- a }
+	go func() { done <- Run(ctx, opts) }()
+	select {
+	case a := <-ready:
+		addr = a.String()
+	case err := <-done:
+		cancel()
+		t.Fatalf("Run: %v", err)
+	}
+	var once sync.Once
+	var runErr error
+	return addr, func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
 	}
 }
