@@ -11,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/skills"
@@ -63,30 +65,169 @@ type GuestOptions struct {
 
 var slugRE = regexp.MustCompile(domain.SlugPattern)
 
-// Unprintable reports whether r has no place in an identity: a control
-// character, or a format character (Unicode Cf: zero-width spaces,
-// bidirectional overrides, soft hyphens), which is invisible or reorders
-// what a terminal or page shows, so that two names that look alike are
-// not. The zero-width non-joiner and joiner (U+200C, U+200D) are kept:
-// Persian and Indic names and emoji sequences are spelled with them.
+// Unprintable reports whether r has no place in an identity wherever it
+// stands: a control character, or a format character (Unicode Cf:
+// zero-width spaces, bidirectional overrides, soft hyphens) or another
+// default-ignorable one (the combining grapheme joiner U+034F, the Hangul
+// fillers U+3164 and U+FFA0), which is invisible or reorders what a
+// terminal or page shows, so that two names that look alike are not. The
+// zero-width non-joiner and joiner (U+200C, U+200D), the variation
+// selectors and the tag characters are not: they have a place where they
+// join or select something (Stray says where).
 func Unprintable(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) && r != '\u200c' && r != '\u200d'
+	switch {
+	case r == zwnj, r == zwj, unicode.Is(unicode.Variation_Selector, r), isTag(r):
+		return false
+	}
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 
-// Visible reports whether s has a character that shows: not a space, nor
-// a joiner alone. A name without one is no name.
+const (
+	zwnj      = '\u200c'
+	zwj       = '\u200d'
+	cancelTag = '\U000E007F'
+)
+
+// isTag reports whether r is a tag character (U+E0020–U+E007F): spelled
+// after U+1F3F4, they make a subdivision's flag (England, Scotland, Wales).
+func isTag(r rune) bool { return r >= 0xE0020 && r <= cancelTag }
+
+// Stray returns the index in s of the first character that has no place
+// in an identity, and its size in bytes; -1 and 0 if none has. Such a
+// character shows nothing there: a name with it looks like the name
+// without it, another identity ("ali\u200dce" like "alice"). A zero-width
+// joiner or non-joiner has a place only where it joins (or keeps apart)
+// what is on both sides of it: after or before a virama (Indic scripts),
+// between letters of a script whose letters join (Arabic, Syriac, N'Ko,
+// Mongolian, …: Persian writes with the non-joiner), and the joiner
+// between the pictographs of an emoji sequence. A variation selector has
+// one right after a symbol (an emoji's presentation), a Han ideograph
+// (ideographic variation sequences), a Mongolian letter, or a keycap's
+// digit; tag characters only as a flag's tag sequence: U+1F3F4, tags,
+// U+E007F. Everything else Unprintable refuses is stray wherever it is.
+func Stray(s string) (int, int) {
+	var prev rune = -1
+	for i, r := range s {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		next, _ := utf8.DecodeRuneInString(s[i+size:])
+		if i+size == len(s) {
+			next = -1
+		}
+		var ok bool
+		switch {
+		case r == zwnj || r == zwj:
+			ok = joins(prev, r, next)
+		case unicode.Is(unicode.Variation_Selector, r):
+			ok = selects(prev, r, next)
+		case isTag(r):
+			ok = inTagSequence(s, i)
+		default:
+			ok = !Unprintable(r)
+		}
+		if !ok {
+			return i, size
+		}
+		prev = r
+	}
+	return -1, 0
+}
+
+// joiningScripts are the scripts whose letters join one another: a
+// joiner or non-joiner between two of their letters changes their shapes.
+var joiningScripts = []*unicode.RangeTable{unicode.Arabic, unicode.Syriac, unicode.Nko, unicode.Mongolian,
+	unicode.Mandaic, unicode.Manichaean, unicode.Psalter_Pahlavi, unicode.Adlam, unicode.Hanifi_Rohingya,
+	unicode.Sogdian, unicode.Old_Uyghur, unicode.Chorasmian, unicode.Phags_Pa}
+
+// joins reports whether the joiner or non-joiner r, between prev and next
+// (-1: none), joins or keeps apart what is on both sides of it.
+func joins(prev, r, next rune) bool {
+	if prev < 0 || next < 0 {
+		return false
+	}
+	letter := func(c rune) bool { return unicode.IsLetter(c) || unicode.IsMark(c) }
+	switch {
+	case virama(prev) && letter(next), letter(prev) && virama(next):
+		return true
+	case letter(prev) && letter(next) && unicode.In(prev, joiningScripts...) && unicode.In(next, joiningScripts...):
+		return true
+	}
+	// An emoji ZWJ sequence: a pictograph (with its skin tone modifier or
+	// presentation selector), the joiner, the next pictograph.
+	return r == zwj && (unicode.Is(unicode.So, prev) || prev == '\ufe0f' || prev >= 0x1F3FB && prev <= 0x1F3FF) &&
+		unicode.Is(unicode.So, next)
+}
+
+// virama reports whether r is a virama (canonical combining class 9).
+func virama(r rune) bool {
+	var b [utf8.UTFMax]byte
+	return unicode.IsMark(r) && norm.NFD.Properties(b[:utf8.EncodeRune(b[:], r)]).CCC() == 9
+}
+
+// selects reports whether the variation selector r, after prev and before
+// next (-1: none), selects a form of prev.
+func selects(prev, r, next rune) bool {
+	switch {
+	case prev < 0:
+		return false
+	case unicode.Is(unicode.So, prev), unicode.Is(unicode.Han, prev):
+		return true
+	case r >= 0x180B && r <= 0x180F:
+		return unicode.Is(unicode.Mongolian, prev) && unicode.IsLetter(prev)
+	}
+	// A keycap: a digit, # or *, U+FE0F, U+20E3.
+	return r == '\ufe0f' && next == '\u20e3' && (prev >= '0' && prev <= '9' || prev == '#' || prev == '*')
+}
+
+// inTagSequence reports whether the tag character at s[i:] is part of a
+// flag's tag sequence: U+1F3F4, tags U+E0020–U+E007E, U+E007F.
+func inTagSequence(s string, i int) bool {
+	start := i
+	for start > 0 {
+		r, n := utf8.DecodeLastRuneInString(s[:start])
+		if !isTag(r) || r == cancelTag {
+			break
+		}
+		start -= n
+	}
+	if base, _ := utf8.DecodeLastRuneInString(s[:start]); base != 0x1F3F4 {
+		return false
+	}
+	for j, r := range s[start:] {
+		switch {
+		case r == cancelTag:
+			return j > 0 && start+j >= i // tags, then the end of the sequence
+		case !isTag(r):
+			return false
+		}
+	}
+	return false
+}
+
+// Visible reports whether s has a character that shows: a letter, digit,
+// punctuation or symbol, not a space, a mark alone, a joiner or a
+// selector, nor one of the blanks fonts draw as nothing (Unprintable's,
+// U+2800). A name without one is no name.
 func Visible(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool {
-		return unicode.IsGraphic(r) && !unicode.IsSpace(r) && !Unprintable(r) && r != '\u200c' && r != '\u200d'
+		return unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && !Unprintable(r) && r != '\u2800'
 	}) >= 0
 }
 
 // CheckAgent says what is wrong with agent as a process's agent identity
 // (logbook serve --agent, or a guest's): nil if nothing ("" is none).
 func CheckAgent(agent string) error {
-	if utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || strings.IndexFunc(agent, Unprintable) >= 0 ||
-		agent != "" && !Visible(agent) {
+	if agent == "" {
+		return nil
+	}
+	if utf8.RuneCountInString(agent) > 128 || !utf8.ValidString(agent) || !Visible(agent) {
 		return errors.New("must be at most 128 characters of valid UTF-8, at least one of them visible, with no control or format characters (such as U+200B or U+202E)")
+	}
+	if i, _ := Stray(agent); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(agent[i:])
+		return fmt.Errorf("must not have U+%04X at byte %d: a control, format or invisible character (such as U+200B or U+202E) makes the name look like another (a joiner or variation selector is kept only where it joins or selects something)", r, i)
+	}
+	if strings.TrimSpace(agent) != agent {
+		return errors.New("must not begin or end with a space: the name would look like another")
 	}
 	return nil
 }

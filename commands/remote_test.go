@@ -150,6 +150,32 @@ func TestCheckAgent(t *testing.T) {
 			t.Errorf("CheckAgent(%q): %v", ok, err)
 		}
 	}
+	// Joiners where they join, variation selectors where they select, a
+	// flag's tag sequence: Indic and Persian names, emoji.
+	for _, ok := range []string{
+		"\u0915\u094d\u200d\u0937",                   // Devanagari: ka, virama, ZWJ, ssa
+		"\u09b0\u200d\u09cd\u09af",                   // Bengali ya-phala: ra, ZWJ, virama, ya
+		"\u0d9a\u0dca\u200d\u0dc2",                   // Sinhala: ka, al-lakuna, ZWJ, ssa
+		"\u0646\u0627\u0645\u0647\u200c\u0647\u0627", // Persian: ZWNJ between joining letters
+		"\U0001F469\U0001F3FD\u200d\U0001F4BB",       // skin tone, then ZWJ
+		"\u2764\ufe0f\u200d\U0001F525 ops",           // presentation selector, then ZWJ
+		"\u845b\U000E0100\u57ce",                     // an ideographic variation sequence
+		"1\ufe0f\u20e3 bot",                          // a keycap
+		"\U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F", // Scotland's flag
+	} {
+		if err := CheckAgent(ok); err != nil {
+			t.Errorf("CheckAgent(%+q): %v", ok, err)
+		}
+	}
+	// Invisible where they stand: each of these looks like another name
+	// (alice, bob) or like nothing.
+	for _, bad := range []string{"ali\u200dce", "alice\u200c", "\u200dalice", "alice\u034f", "alice\ufe0f",
+		"ali\U000E0063e", "\U0001F3F4\U000E0067", "alice\U000E007F", "\u3164", "\u2800", "\u0301", "alice\u3164",
+		"\ufe0f", "bob\u115f", "alice ", " alice", "alice\u00a0", "\u0915\u200d\u200d\u0937"} {
+		if CheckAgent(bad) == nil {
+			t.Errorf("CheckAgent(%+q) accepted it", bad)
+		}
+	}
 	for _, bad := range []string{" ", "\u200c", "a\x00", "alice\u200b", "\u202eecila", "ali\u00adce", "bad\xff"} {
 		if CheckAgent(bad) == nil {
 			t.Errorf("CheckAgent(%q) accepted it", bad)

@@ -341,8 +341,19 @@ func cleanName(name string) string {
 		b.WriteRune(r)
 		n++
 	}
-	if !commands.Visible(b.String()) {
+	// What is left of the invisible characters that have a place only
+	// beside others (joiners, variation selectors, tags) where they join
+	// or select nothing: "ali\u200dce" would look like "alice".
+	s := b.String()
+	for {
+		i, n := commands.Stray(s)
+		if i < 0 {
+			break
+		}
+		s = s[:i] + s[i+n:]
+	}
+	if !commands.Visible(s) {
 		return "" // nothing that shows: no name
 	}
-	return strings.TrimSpace(b.String())
+	return strings.TrimSpace(s)
 }

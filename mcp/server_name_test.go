@@ -19,6 +19,10 @@ func TestSanitizeName(t *testing.T) {
 		{"\U0001F468\u200d\U0001F4BB bot", "\U0001F468\u200d\U0001F4BB bot"},             // an emoji sequence                         // invisible only: no name (the actor is then unknown)
 		{"adm\u200bin\u202e", "admin"},                                                   // format characters: invisible, or reordering what is shown
 		{"\u00a0\u3000claude\u2009", "claude"},                                           // spaces of any kind at either end
+		{"ali\u200dce\u200c", "alice"},                                                   // joiners that join nothing: "alice" to the eye
+		{"alice\u034f\ufe0f\u3164", "alice"},                                             // a grapheme joiner, a selector of nothing, a Hangul filler
+		{"\u2764\ufe0f\u200d\U0001F525", "\u2764\ufe0f\u200d\U0001F525"},                 // an emoji sequence keeps its selector and joiner
+		{"\u3164\u2800", ""},                                                             // blanks only: no name
 	}
 	for _, tt := range tests {
 		if got := sanitizeName(tt.in); got != tt.want {

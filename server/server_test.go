@@ -42,6 +42,8 @@ func TestIssueRevokeList(t *testing.T) {
 		{Agent: " a", Issuer: "op"},
 		{Agent: "a\n", Issuer: "op"},
 		{Agent: "alice\u200b", Issuer: "op"}, // looks like alice
+		{Agent: "ali\u200dce", Issuer: "op"}, // a joiner joining nothing: alice too
+		{Agent: "\u3164", Issuer: "op"},      // a Hangul filler: blank
 		{Agent: "a", Issuer: "op\u202e"},
 		{Agent: strings.Repeat("x", 129), Issuer: "op"},
 		{Agent: "a", Issuer: ""},

@@ -169,11 +169,11 @@ func appendEvent(tx *boltstore.Tx, typ, actor string, payload any) error {
 }
 
 // checkName accepts what an actor may be: 1–128 characters of valid UTF-8,
-// no control or format characters (commands.Unprintable), no surrounding
-// space.
+// no control or format characters, nor a joiner or selector that joins or
+// selects nothing (commands.Stray), no surrounding space.
 func checkName(what, name string) error {
-	if name == "" || utf8.RuneCountInString(name) > 128 || !utf8.ValidString(name) ||
-		strings.IndexFunc(name, commands.Unprintable) >= 0 || strings.TrimSpace(name) != name || !commands.Visible(name) {
+	if i, _ := commands.Stray(name); name == "" || utf8.RuneCountInString(name) > 128 || !utf8.ValidString(name) ||
+		i >= 0 || strings.TrimSpace(name) != name || !commands.Visible(name) {
 		return fmt.Errorf("%w: %s must be 1 to 128 characters of valid UTF-8, no control or format characters (such as U+200B) or surrounding space", ErrInvalid, what)
 	}
 	return nil

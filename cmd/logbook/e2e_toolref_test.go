@@ -333,8 +333,10 @@ const choices = `
   compared as bytes: ` + "`1`, `1.0` and `\"1\"`" + ` are three ids. ` + "`notifications/cancelled`" + ` is ignored:
   a call that reached the server runs to its end, is recorded and answered.
 - **Identity.** ` + "`--agent`" + `, else ` + "`LOGBOOK_AGENT`" + `, else the client's ` + "`clientInfo.name`" + ` with
-  control and format characters (such as U+200B, U+202E; the joiners U+200C and U+200D are
-  kept) and invalid UTF-8 dropped, cut to 128 characters and trimmed, else (nothing visible left)
+  control, format and other invisible characters (such as U+200B, U+202E, U+3164; the joiners
+  U+200C and U+200D, variation selectors and a flag's tags are kept only where they join or
+  select something: "ali\u200dce" is "alice") and invalid UTF-8 dropped, cut to 128 characters and
+  trimmed, else (nothing visible left)
   ` + "`unknown`" + `.
 - **Ids.** An argument that names a task, session or learning is at most 32 characters (longer:
   invalid input). One that names nothing is not found, and so is one given as ` + "`\"\"`" + `,

@@ -262,9 +262,9 @@ func copyFile(t testing.TB, src, dst string) {
 // characters (a zero-width space, a bidirectional override).
 func TestServeAgentRefused(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "l.db")
-	for _, agent := range []string{"a\nb", "alice\u200b", "\u202eecila", "\u200c", " "} {
+	for _, agent := range []string{"a\nb", "alice\u200b", "\u202eecila", "\u200c", " ", "ali\u200dce", "alice\u3164", "alice "} {
 		r := run(t, "serve", "--db", db, "--agent", agent)
-		if r.code != 2 || !strings.Contains(r.stderr, "--agent must be") || r.stdout != "" {
+		if r.code != 2 || !strings.Contains(r.stderr, "--agent must") || r.stdout != "" {
 			t.Errorf("--agent %q: exit %d, stdout %q, stderr %q; want 2 and why", agent, r.code, r.stdout, r.stderr)
 		}
 	}
