@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,9 +79,22 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 		// ever.
 		callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.CallTimeout)
 		defer cancel()
-		res, err := remote.CallTool(callCtx, params)
+		var post posted
+		res, err := remote.CallTool(context.WithValue(callCtx, postedKey{}, &post), params)
 		if err != nil {
 			opts.Logger.Warn("forwarding a tool call failed", "tool", req.Params.Name, "err", err)
+			switch status := post.status.Load(); {
+			case status == http.StatusUnauthorized:
+				// Refused before anything ran: the token is unknown or
+				// was revoked (and the SDK's client sends nothing more).
+				return nil, fmt.Errorf("the logbook server refused the bridge's token (401: unknown or revoked); the call was not recorded, nor will any be until serve --connect runs with a valid token: %w", err)
+			case status == http.StatusForbidden:
+				return nil, fmt.Errorf("the logbook server refused the request (403); the call was not recorded: %w", err)
+			case !post.tried.Load():
+				// Never sent: the connection to the server had ended
+				// (after a refusal, say) or the call timed out first.
+				return nil, fmt.Errorf("the call was not sent to the logbook server, and was not recorded: %w", err)
+			}
 			return nil, fmt.Errorf("the logbook server could not be reached; the call may or may not have been recorded: %w", err)
 		}
 		return res, nil
@@ -122,11 +136,25 @@ func addTool(s *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
 	return nil
 }
 
-// bearer adds the Authorization header to every request.
+// bearer adds the Authorization header to every request, and notes in a
+// forwarded call's posted (in the request's context) that its POST went
+// out and what status it was answered with.
 type bearer struct {
 	token string
 	next  http.RoundTripper
 }
+
+// posted is what became of the POST carrying a forwarded call: whether
+// the bridge sent it, and the HTTP status it was answered with (0: none).
+// A call whose POST never went out, or was refused (401, 403: before any
+// tool runs), is not recorded; any other failure leaves its outcome
+// unknown.
+type posted struct {
+	tried  atomic.Bool
+	status atomic.Int32
+}
+
+type postedKey struct{}
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
@@ -135,5 +163,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return next.RoundTrip(r)
+	p, _ := r.Context().Value(postedKey{}).(*posted)
+	if p == nil || r.Method != http.MethodPost {
+		return next.RoundTrip(r)
+	}
+	p.tried.Store(true)
+	resp, err := next.RoundTrip(r)
+	if err == nil {
+		p.status.Store(int32(resp.StatusCode))
+	}
+	return resp, err
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,13 +30,26 @@ func TestBridgeCallTimeout(t *testing.T) {
 	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	defer ts.Close()
 
+	send, answer := runBridge(t, BridgeOptions{URL: ts.URL, Token: "t", CallTimeout: 200 * time.Millisecond})
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	answer("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	if l := answer("2"); !strings.Contains(l, `"error"`) || !strings.Contains(l, "may or may not have been recorded") {
+		t.Errorf("a call the server never answers: %s", l)
+	}
+}
+
+// runBridge runs a Bridge with opts until the test ends, and returns how
+// to send it a line and wait for the answer of a given id.
+func runBridge(t *testing.T, opts BridgeOptions) (send func(string), answer func(id string) string) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(func() { inW.Close(); cancel() })
 	done := make(chan error, 1)
 	go func() {
-		done <- Bridge(ctx, BridgeOptions{URL: ts.URL, Token: "t", CallTimeout: 200 * time.Millisecond}, inR, outW)
+		done <- Bridge(ctx, opts, inR, outW)
 		outW.Close()
 	}()
 	lines := make(chan string)
@@ -46,12 +60,12 @@ func TestBridgeCallTimeout(t *testing.T) {
 		}
 		close(lines)
 	}()
-	send := func(msg string) {
+	send = func(msg string) {
 		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	answer := func(id string) string {
+	answer = func(id string) string {
 		t.Helper()
 		for deadline := time.After(30 * time.Second); ; { // a hang guard, not a timing check
 			select {
@@ -67,13 +81,49 @@ func TestBridgeCallTimeout(t *testing.T) {
 			}
 		}
 	}
+	return send, answer
+}
+
+// A call the server refuses the bridge's token for (revoked while the
+// bridge runs: 401) is not recorded, and neither is one the bridge then
+// no longer sends: the bridge says so, and why, rather than that the
+// server could not be reached and the call may have been recorded.
+func TestBridgeTokenRefused(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "tokens", Version: "1"}, nil)
+	var ran atomic.Int32
+	srv.AddTool(&sdk.Tool{Name: "rec", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			ran.Add(1)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+		})
+	var revoked atomic.Bool
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if revoked.Load() {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	send, answer := runBridge(t, BridgeOptions{URL: ts.URL, Token: "t"})
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
 	answer("1")
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
-	if l := answer("2"); !strings.Contains(l, `"error"`) || !strings.Contains(l, "may or may not have been recorded") {
-		t.Errorf("a call the server never answers: %s", l)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rec","arguments":{}}}`)
+	if l := answer("2"); strings.Contains(l, `"error"`) {
+		t.Fatalf("before the revocation: %s", l)
 	}
-	inW.Close()
-	cancel()
+	revoked.Store(true)
+	for _, id := range []string{"3", "4"} {
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"rec","arguments":{}}}`)
+		l := answer(id)
+		if !strings.Contains(l, `"error"`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "not recorded") {
+			t.Errorf("call %s, its token refused: %s", id, l)
+		}
+	}
+	if n := ran.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want 1", n)
+	}
 }
