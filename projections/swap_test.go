@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/audit/boltaudit"
 	"github.com/logbook-dev/logbook/commands"
@@ -136,5 +137,39 @@ func TestRebuildLongLedgerName(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("beside the ledger after the rebuild: %d entries, want only the ledger", len(entries))
+	}
+}
+
+// TestRebuildFileReplaced: another ledger moved over the path while a
+// rebuild reads the log (between two chunk reads, the file let go) is the
+// file replaced, as a commit finds it (ErrReplaced), not damage: the
+// rebuild read on at the next seq in the other ledger, found it did not
+// link to the last event it read, and said the hash chain was broken (exit
+// 1) of two ledgers that both verify.
+func TestRebuildFileReplaced(t *testing.T) {
+	l := openFolded(t)
+	history(t, l, 150)
+	other := openFolded(t)
+	history(t, other, 300)
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	_, err := projections.Rebuild(l, projections.RebuildOptions{Force: true, Chunk: 50, Progress: func(done, total uint64) {
+		if !moved {
+			moved = true
+			if err := os.Rename(other.Path(), l.Path()); err != nil {
+				t.Fatal(err)
+			}
+			// Past the quiet hold: the next chunk's read opens the path
+			// again (otherwise the swap's hold finds the other file).
+			time.Sleep(300 * time.Millisecond)
+		}
+	}})
+	if !errors.Is(err, boltstore.ErrReplaced) || errors.Is(err, boltstore.ErrDamaged) {
+		t.Errorf("rebuild with another ledger moved over its path: %v, want ErrReplaced (not damage)", err)
+	}
+	if !moved {
+		t.Fatal("the rebuild reported no chunk")
 	}
 }

@@ -72,6 +72,32 @@ func (l *Store) checkFile(btx *bolt.Tx) error {
 	return nil
 }
 
+// checkLedger checks, in a read transaction just begun, that the file is
+// the ledger this Store has been using and has not gone back past the head
+// last seen (ErrReplaced), and the format; it records nothing. Unlike
+// checkFile it does not compare the last event seen, whose bytes changed
+// are damage for the reader to find and report (a rebuild's link check).
+func (l *Store) checkLedger(btx *bolt.Tx) error {
+	if err := checkFormat(btx); err != nil {
+		return err
+	}
+	id, head := fileHead(btx)
+	s := &l.seen
+	s.mu.Lock()
+	seenID, seenSeq, init := s.id, s.head.Seq, s.init
+	s.mu.Unlock()
+	if !init {
+		return nil
+	}
+	if !bytes.Equal(id, seenID) {
+		return fmt.Errorf("%w: %s now holds another ledger than the one this process used (its id changed)", ErrReplaced, l.path)
+	}
+	if head.Seq < seenSeq {
+		return fmt.Errorf("%w: %s went back from seq %d, which this process saw, to seq %d (an older copy?)", ErrReplaced, l.path, seenSeq, head.Seq)
+	}
+	return nil
+}
+
 // fileHead is the ledger id and head stored in btx.
 func fileHead(btx *bolt.Tx) (id []byte, head ledger.Head) {
 	meta := btx.Bucket(bucketMeta)

@@ -50,7 +50,12 @@ func (r *Reading) View(fn func(*Tx) error) error {
 	err := guard(func() error {
 		return r.o.db.View(func(btx *bolt.Tx) error {
 			defer releaseMapped(btx)
-			if err := checkFormat(btx); err != nil {
+			// The file opened again may be another than the one the
+			// Store has been using (another ledger, or an older copy,
+			// moved over the path): refused as a commit refuses it
+			// (ErrReplaced), not read on from where the last one ended
+			// (a rebuild took that for a broken hash chain: damage).
+			if err := r.l.checkLedger(btx); err != nil {
 				return err
 			}
 			return fn(newTx(btx))
