@@ -186,18 +186,14 @@ type foldChunk struct {
 	err   error  // reading or decoding failed after pre.Recs (nil: none)
 }
 
-// refoldInto folds the events of l's log that scratch has not applied, up
-// to l's head, into scratch: a reading goroutine reads a chunk in a short
+// refoldInto folds l's whole log, up to l's head, into scratch, which
+// Rebuild has just reset: a reading goroutine reads a chunk in a short
 // read transaction of l, decodes and prepares it, while this one folds the
-// chunk before. It returns once a chunk reached the head.
+// chunk before. It returns once a chunk reached the head. Every event
+// folded is checked to link to the one before it (the first to none, the
+// last to the head: readChunk), so a log whose bytes were changed is
+// refused, never folded.
 func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, total uint64)) error {
-	var from uint64
-	if err := scratch.View(func(tx *boltstore.Tx) (err error) {
-		_, from, err = State(tx)
-		return err
-	}); err != nil {
-		return err
-	}
 	// The reading goroutine keeps the ledger file open from chunk to
 	// chunk while no other process waits for it (boltstore.Reading), and
 	// lets it go before refoldInto returns.
@@ -207,25 +203,12 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 	chunks := make(chan foldChunk, 1)
 	stop := make(chan struct{})
 	defer close(stop)
-	// The hash of event from, which event from+1 must link to: every
-	// event folded is checked against the one before it (and the last
-	// against the head), so a log whose bytes were changed is refused,
-	// never folded.
-	var link ledger.Hash
-	if from > 0 {
-		if err := l.View(func(tx *boltstore.Tx) error {
-			r, err := tx.Event(from)
-			link = r.Hash
-			return err
-		}); err != nil {
-			return err
-		}
-	}
 	go func() {
 		defer close(readDone)
 		defer read.Close()
 		defer close(chunks)
-		for next := from + 1; ; {
+		var link ledger.Hash // the hash of event next-1: none before event 1
+		for next := uint64(1); ; {
 			c, more := readChunk(read, next, chunk, link)
 			if n := len(c.pre.Recs); n > 0 {
 				next, link = c.pre.Recs[n-1].Seq+1, c.pre.Recs[n-1].Hash

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/events"
@@ -168,13 +167,14 @@ func appendEvent(tx *boltstore.Tx, typ, actor string, payload any) error {
 	return projections.Apply(tx, rec)
 }
 
-// checkName accepts what an actor may be: 1–128 characters of valid UTF-8,
-// no control or format characters, nor a joiner or selector that joins or
-// selects nothing (commands.Stray), no surrounding space.
+// checkName accepts what an actor may be: a name as serve --agent takes
+// one (commands.CheckAgent), and not empty.
 func checkName(what, name string) error {
-	if i, _ := commands.Stray(name); name == "" || utf8.RuneCountInString(name) > 128 || !utf8.ValidString(name) ||
-		i >= 0 || strings.TrimSpace(name) != name || !commands.Visible(name) {
-		return fmt.Errorf("%w: %s must be 1 to 128 characters of valid UTF-8, no control or format characters (such as U+200B) or surrounding space", ErrInvalid, what)
+	if name == "" {
+		return fmt.Errorf("%w: %s must not be empty", ErrInvalid, what)
+	}
+	if err := commands.CheckAgent(name); err != nil {
+		return fmt.Errorf("%w: %s %v", ErrInvalid, what, err)
 	}
 	return nil
 }

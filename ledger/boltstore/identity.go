@@ -84,16 +84,10 @@ func (l *Store) checkLedger(btx *bolt.Tx) error {
 	id, head := fileHead(btx)
 	s := &l.seen
 	s.mu.Lock()
-	seenID, seenSeq, init := s.id, s.head.Seq, s.init
+	seen, init := Seen{ID: s.id, Head: s.head}, s.init
 	s.mu.Unlock()
-	if !init {
-		return nil
-	}
-	if !bytes.Equal(id, seenID) {
-		return fmt.Errorf("%w: %s now holds another ledger than the one this process used (its id changed)", ErrReplaced, l.path)
-	}
-	if head.Seq < seenSeq {
-		return fmt.Errorf("%w: %s went back from seq %d, which this process saw, to seq %d (an older copy?)", ErrReplaced, l.path, seenSeq, head.Seq)
+	if d := moved(id, head, seen, "this process"); init && d != "" {
+		return fmt.Errorf("%w: %s %s", ErrReplaced, l.path, d)
 	}
 	return nil
 }
@@ -111,13 +105,23 @@ func fileHead(btx *bolt.Tx) (id []byte, head ledger.Head) {
 // differs says how the ledger in btx, with id and head, is not the one
 // who saw (seen), with its log intact up to seen.Head: "" if it is.
 func differs(btx *bolt.Tx, id []byte, head ledger.Head, seen Seen, who string) string {
+	if d := moved(id, head, seen, who); d != "" {
+		return d
+	}
+	if seen.Head.Seq > 0 && leafAt(btx, seen.Head.Seq) != seen.Head.Hash {
+		return fmt.Sprintf("no longer holds the event seq %d %s saw", seen.Head.Seq, who)
+	}
+	return ""
+}
+
+// moved says how a ledger with id and head is not the one who saw (seen),
+// by those alone — another ledger, or an older copy: "" if neither.
+func moved(id []byte, head ledger.Head, seen Seen, who string) string {
 	switch {
 	case !bytes.Equal(id, seen.ID):
 		return fmt.Sprintf("now holds another ledger than the one %s used (its id changed)", who)
 	case head.Seq < seen.Head.Seq:
 		return fmt.Sprintf("went back from seq %d, which %s saw, to seq %d (an older copy?)", seen.Head.Seq, who, head.Seq)
-	case seen.Head.Seq > 0 && leafAt(btx, seen.Head.Seq) != seen.Head.Hash:
-		return fmt.Sprintf("no longer holds the event seq %d %s saw", seen.Head.Seq, who)
 	}
 	return ""
 }
