@@ -335,8 +335,8 @@ func checkAnswer(tool string, args, data map[string]any) error {
 }
 
 // checkTimeTravel: every task as folded live is the task as time travel
-// folds it from the log at the head, and holds as many thoughts as its
-// chain lists.
+// folds it from the log at the head, and counts as many thoughts
+// (CountThoughts) as its chain lists.
 func checkTimeTravel(t *testing.T, h *harness) {
 	t.Helper()
 	err := h.l.View(func(tx *boltstore.Tx) error {
@@ -346,6 +346,9 @@ func checkTimeTravel(t *testing.T, h *harness) {
 				t.Errorf("%s live %+v\nfolded from the log %+v (%v)", live.ID, live.TaskState, past.TaskState, err)
 			}
 			n := uint64(0)
+			if err := projections.CountThoughts(tx, &live); err != nil {
+				t.Errorf("%s: CountThoughts: %v", live.ID, err)
+			}
 			if err := projections.TaskThoughts(tx, live.ID, func(projections.Thought) bool { n++; return true }); err != nil || n != live.Thoughts {
 				t.Errorf("%s: %d thoughts counted, %d in its chain (%v)", live.ID, live.Thoughts, n, err)
 			}

@@ -149,6 +149,9 @@ func (s *Service) UpdateTask(tx *Tx, in UpdateTaskInput) (*UpdateTaskResult, err
 		progress = *in.Progress
 	}
 	if status == "done" && p.Status != nil {
+		if err := projections.CountThoughts(tx.lt, &t); err != nil {
+			return nil, err
+		}
 		if t.Thoughts == 0 {
 			return nil, &WritebackError{TaskID: t.ID, Missing: []string{"thought_record"}}
 		}

@@ -522,8 +522,6 @@ func (t *Task) decodeFast(b []byte) bool {
 			return 17, r.uint(&t.Seq)
 		case "created_seq":
 			return 18, r.uint(&t.CreatedSeq)
-		case "thoughts":
-			return 19, r.uint(&t.Thoughts)
 		}
 		return 0, false
 	})
@@ -645,7 +643,7 @@ func (w *mw) mapLen(n int) {
 // encodeTask is marshal(t): the fields in declaration order, those marked
 // omitempty left out when empty.
 func encodeTask(t *Task) []byte {
-	n := 17
+	n := 16
 	for _, set := range []bool{t.EstimateHours != nil, t.ParentID != "", t.BlockedReason != ""} {
 		if set {
 			n++
@@ -698,7 +696,5 @@ func encodeTask(t *Task) []byte {
 	w.uint(t.Seq)
 	field("created_seq")
 	w.uint(t.CreatedSeq)
-	field("thoughts")
-	w.uint(t.Thoughts)
 	return w.b
 }

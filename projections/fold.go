@@ -130,6 +130,22 @@ func (f *folder) task(n uint64) (*Task, bool, error) {
 	return load(f, f.tasks, spTasks, n)
 }
 
+// hasTask reports whether task n exists as the fold sees it (a batch's
+// tasks included), without decoding it.
+func (f *folder) hasTask(n uint64) (bool, error) {
+	if _, ok := f.tasks[n]; ok {
+		return true, nil
+	}
+	if _, ok := f.carried[n]; ok {
+		return true, nil
+	}
+	sp, err := f.tx.Space(spTasks)
+	if err != nil {
+		return false, err
+	}
+	return sp.Get(u64(n)) != nil, nil
+}
+
 // load returns record number n of space, from cache if it holds it (a
 // batch folder's), else decoded and then kept there; ok is false if there
 // is none.

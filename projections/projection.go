@@ -52,7 +52,10 @@ import (
 //	   word typed with a combining accent, a ligature or full-width
 //	   letters is the same term as the one composed; and a combining mark
 //	   no longer ends a word, in the index or in the learnings' shingles
-const Version = 14
+//	15: a task's record keeps no count of its thoughts (Task.Thoughts is
+//	   counted from task_thoughts where it is shown: CountThoughts), so a
+//	   thought_record does not rewrite its task
+const Version = 15
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

@@ -327,3 +327,42 @@ func TestTaskAsOf(t *testing.T) {
 		return nil
 	})
 }
+
+// TestThoughtLeavesItsTask: folding a thought writes nothing into its
+// task's record (a thought_record rewrote it, to count it, in the largest
+// space the call touched); the count is read from the task's chain.
+func TestThoughtLeavesItsTask(t *testing.T) {
+	f := newFoldLedger(t)
+	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "root"))
+	record := func() []byte {
+		var v []byte
+		f.view(func(tx *boltstore.Tx) error {
+			sp, err := tx.Space("tasks")
+			if err == nil {
+				v = append([]byte(nil), sp.Get([]byte{0, 0, 0, 0, 0, 0, 0, 1})...)
+			}
+			return err
+		})
+		if v == nil {
+			t.Fatal("no record of T-0001")
+		}
+		return v
+	}
+	before := record()
+	for i, th := range []string{"Θ-0001", "Θ-0002", "Θ-0003"} {
+		f.add(true, events.TypeThoughtRecorded, []string{th, "T-0001"}, events.ThoughtRecorded{ThoughtID: th, TaskID: "T-0001", Type: "plan", Content: "c", ChainPosition: uint64(i + 1)})
+	}
+	if after := record(); string(after) != string(before) {
+		t.Errorf("T-0001's record changed with its thoughts:\n% x\n% x", before, after)
+	}
+	f.view(func(tx *boltstore.Tx) error {
+		task, ok, err := projections.GetTask(tx, "T-0001")
+		if err != nil || !ok {
+			t.Fatalf("GetTask: %v %v", ok, err)
+		}
+		if err := projections.CountThoughts(tx, &task); err != nil || task.Thoughts != 3 {
+			t.Errorf("CountThoughts: %d, %v; want 3", task.Thoughts, err)
+		}
+		return nil
+	})
+}

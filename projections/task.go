@@ -24,7 +24,11 @@ const (
 type Task struct {
 	TaskState
 	CreatedSeq uint64 `json:"created_seq"` // event that created it
-	Thoughts   uint64 `json:"thoughts"`    // thought records on it
+	// Thoughts is the number of thoughts on the task, for the views that
+	// show it: not stored (each thought rewrote its task's record, in the
+	// largest space a thought_record touched), but counted from the
+	// task's chain by CountThoughts; zero as GetTask and Tasks read it.
+	Thoughts uint64 `json:"thoughts" msgpack:"-"`
 }
 
 // TaskState is a task as task_get shows it.
@@ -264,10 +268,6 @@ func TaskAsOf(tx *boltstore.Tx, id string, seq uint64) (t Task, ok bool, err err
 		ok = true
 		return true, foldTask(&t, r)
 	})
-	if ok && err == nil {
-		// Counters kept only by the live projection are not part of the past.
-		t.Thoughts = 0
-	}
 	return t, ok, err
 }
 

@@ -266,13 +266,9 @@ func applyThoughtRecorded(f *folder, r ledger.Record) error {
 		return err
 	}
 	tn, valid := domain.ParseID(domain.TaskPrefix, p.TaskID)
-	task, ok, err := f.task(tn)
+	ok, err := f.hasTask(tn)
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("thought on unknown task %q: %v", p.TaskID, err)
-	}
-	task.Thoughts++
-	if err := f.setTask(tn, task); err != nil {
-		return err
 	}
 	chain, err := f.blocks(spTaskThoughts)
 	if err != nil {
@@ -428,6 +424,25 @@ func LastThought(tx *boltstore.Tx, taskID string) (th Thought, ok bool, err erro
 		return false, err
 	})
 	return th, ok, err
+}
+
+// CountThoughts sets t.Thoughts, the number of thoughts on the task, from
+// its chain (the projection keeps no count in the task's record).
+func CountThoughts(tx *boltstore.Tx, t *Task) error {
+	chain, tn, err := spaceOf(tx, spTaskThoughts, domain.TaskPrefix, t.ID)
+	if chain == nil {
+		return err
+	}
+	t.Thoughts = 0
+	return chain.Scan(short(nil, tn), false, func(k, v []byte) (bool, error) {
+		_, b, err := chainBlock(k, v)
+		for _, n := range b {
+			if n != 0 {
+				t.Thoughts++
+			}
+		}
+		return err == nil, err
+	})
 }
 
 // TaskThoughts calls fn for the task's thoughts in chain order.

@@ -60,6 +60,9 @@ func ReadTask(tx *boltstore.Tx, id string) (*Task, error) {
 	if !ok {
 		return nil, fmt.Errorf("task %s: %w", id, ErrNotFound)
 	}
+	if err := projections.CountThoughts(tx, &t); err != nil {
+		return nil, err
+	}
 	v := &Task{Task: t, Sessions: []string{}, Timeline: []Step{}}
 	if v.Children, err = projections.Children(tx, id); err != nil {
 		return nil, err
@@ -168,6 +171,11 @@ func Tasks(tx *boltstore.Tx, project string, statuses []string) ([]projections.T
 		}
 		return true
 	})
+	for i := range list {
+		if err == nil {
+			err = projections.CountThoughts(tx, &list[i])
+		}
+	}
 	return list, err
 }
 

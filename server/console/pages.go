@@ -69,6 +69,13 @@ func (c *console) board(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
+		for _, col := range byStatus {
+			for i := range col {
+				if err := projections.CountThoughts(tx, &col[i]); err != nil {
+					return err
+				}
+			}
+		}
 		for _, st := range domain.Statuses {
 			d.Columns = append(d.Columns, column{Status: st, Tasks: byStatus[st]})
 		}
