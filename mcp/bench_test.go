@@ -89,6 +89,28 @@ func BenchmarkServerCall(b *testing.B) {
 	}
 }
 
+// BenchmarkThoughtManyTasks is BenchmarkServerCall's thought_record on a
+// ledger that holds 3,000 tasks: a call's cost depends on the size of the
+// spaces it writes to (bbolt copies the nodes on the path to each key it
+// puts), which a ledger of one task hides.
+func BenchmarkThoughtManyTasks(b *testing.B) {
+	c := startBenchSession(b)
+	for i := range 3000 {
+		if !c.call("task_create", fmt.Sprintf(`{"title":"other %d","project":"bench"}`, i)) {
+			b.Fatal("task_create failed")
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := readCPU()
+	for i := range b.N {
+		if !c.call("thought_record", fmt.Sprintf(`{"task_id":%q,"type":"analysis","content":"thought %d"}`, c.task, i)) {
+			b.Fatal("thought_record failed")
+		}
+	}
+	cpu.report(b)
+}
+
 // cpuUse is the CPU time the process has used, in user space and in the
 // kernel (system calls: a commit's fdatasyncs and writes are counted here):
 // per call, a measure that the machine's other load disturbs less than the
