@@ -94,3 +94,36 @@ func TestMigrateCopiesIntoAStream(t *testing.T) {
 	r = run(t, "migrate", "--from", db, "--to", url, "--stream", "one", "--replicas", "1", "--nats-user", "app")
 	wantExit(t, r, 2, "migrate into an unreplicated stream")
 }
+
+// TestMigrateRefusesDamagedFile: a file whose event 5 was edited (its
+// link from event 6 broken) is refused (exit 1, naming the event) before
+// anything is copied: the stream, which denies deletes, stays empty, and
+// the same file made whole again then migrates into it. (Migrate copied
+// every event, found the broken link only reading the stream back, and
+// left the damage in a stream no one could take it out of.)
+func TestMigrateRefusesDamagedFile(t *testing.T) {
+	url := natsServer(t)
+	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	w := newLedger(t, db, "migrator")
+	for i := range 10 {
+		w.call("task_create", map[string]any{"title": "task " + strconv.Itoa(i), "project": "core"})
+	}
+	w.l.Close()
+	good, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipEventByte(t, db, 5)
+	args := []string{"migrate", "--from", db, "--to", url, "--stream", "migrated", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
+	r := run(t, args...)
+	wantExit(t, r, 1, "migrate a damaged file")
+	if !strings.Contains(r.stderr, "seq 5") {
+		t.Errorf("refusal does not name event 5: %s", r)
+	}
+	if err := os.WriteFile(db, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, args...)
+	wantExit(t, r, 0, "migrate the file made whole into the stream the damaged one was refused for")
+}

@@ -31,12 +31,15 @@ type Migrated struct {
 // migrateBatch is how many events one append to the stream carries.
 const migrateBatch = 256
 
-// Migrate copies every event of src, byte for byte, into the empty stream
+// Migrate verifies src as Store.Verify does (every event, link and Merkle
+// node), copies every event of it, byte for byte, into the empty stream
 // of r, then reads the whole stream back and checks it is one unbroken
 // chain whose head and root equal src's. progress, if set, is called as
 // events are copied. A stream that is not empty is ErrNotEmpty (wrapped);
-// a stream that does not read back as src is a *ledger.IntegrityError or
-// a *MismatchError; anything else is I/O.
+// a damaged src is refused before anything is copied, with Verify's
+// error (a *ledger.IntegrityError, or boltstore.ErrDamaged); a stream
+// that does not read back as src is a *ledger.IntegrityError or a
+// *MismatchError; anything else is I/O.
 func Migrate(ctx context.Context, src *boltstore.Store, r *Replica, progress func(done, total uint64)) (Migrated, error) {
 	res := Migrated{Stream: r.opts.Stream}
 	info, err := r.Info(ctx)
@@ -46,17 +49,16 @@ func Migrate(ctx context.Context, src *boltstore.Store, r *Replica, progress fun
 	if info.State.LastSeq != 0 {
 		return res, fmt.Errorf("stream %s already holds %d events; %w", res.Stream, info.State.LastSeq, ErrNotEmpty)
 	}
-	var head ledger.Head
-	var root ledger.Hash
-	if err := src.View(func(tx *boltstore.Tx) error {
-		head = tx.Head()
-		if head.Seq == 0 {
-			return nil
-		}
-		root, err = tx.Root(head.Seq)
-		return err
-	}); err != nil {
-		return res, err
+	// The file is verified whole before anything is copied: a stream
+	// denies deletes, so a damaged event copied into it could never be
+	// taken out again.
+	rep, err := src.Verify(ctx, boltstore.VerifyOptions{})
+	if err != nil {
+		return res, fmt.Errorf("the file to migrate: %w", err)
+	}
+	head, root := ledger.Head{Seq: rep.Size, Hash: rep.Head}, rep.Root
+	if head.Seq == 0 {
+		root = ledger.Hash{}
 	}
 	for seq := uint64(1); seq <= head.Seq; {
 		end := min(seq+migrateBatch, head.Seq+1)
