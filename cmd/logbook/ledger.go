@@ -74,8 +74,11 @@ func migrate(c *call) func() error {
 	nf := jetstream.AddFlags(c.fs, c.getenv)
 	c.jsonFlag("print JSON")
 	return func() error {
-		if *from == "" || !jetstream.IsURL(*to) {
+		if *from == "" || *to == "" {
 			return errors.New("--from FILE and --to nats://HOST:PORT are required")
+		}
+		if err := jetstream.CheckURLs(*to); err != nil {
+			return fmt.Errorf("--to: %w", err)
 		}
 		if err := checkPath("--from", *from, true); err != nil {
 			return err

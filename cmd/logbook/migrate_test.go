@@ -127,3 +127,21 @@ func TestMigrateRefusesDamagedFile(t *testing.T) {
 	r = run(t, args...)
 	wantExit(t, r, 0, "migrate the file made whole into the stream the damaged one was refused for")
 }
+
+// TestNATSURLCredentialsRefused: a --store or --to URL carrying a password
+// or token is refused (exit 2) without the secret in the error: it went to
+// the NATS client as given, and its failure to connect printed the URL,
+// password and all (a server that did connect logged it too).
+func TestNATSURLCredentialsRefused(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	for _, args := range [][]string{
+		{"server", "--db", db, "--store", "nats://app:s3cret@127.0.0.1:1", "--stream", "s", "--listen", "127.0.0.1:0"},
+		{"migrate", "--from", db, "--to", "nats://127.0.0.1:1,tls://s3cret@127.0.0.1:2", "--stream", "s"},
+	} {
+		r := run(t, args...)
+		wantExit(t, r, 2, args[0]+" with credentials in a URL")
+		if strings.Contains(r.stderr+r.stdout, "s3cret") || !strings.Contains(r.stderr, "--nats-user") {
+			t.Errorf("%s: the refusal repeats the secret or does not say what to give: %s", args[0], r)
+		}
+	}
+}

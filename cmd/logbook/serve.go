@@ -147,9 +147,12 @@ func serveHTTP(c *call) func() error {
 	fsync := c.fs.Bool("replica-fsync", false, "with --store: fsync the local copy at every commit (by default it is not: the stream is the durable log, and a copy left unsynced by a machine restart is refused as damaged)")
 	nf := jetstream.AddFlags(c.fs, c.getenv)
 	return func() error {
+		if *store != "" {
+			if err := jetstream.CheckURLs(*store); err != nil {
+				return fmt.Errorf("--store: %w", err)
+			}
+		}
 		switch {
-		case *store != "" && !jetstream.IsURL(*store):
-			return fmt.Errorf("--store %q: want nats://HOST:PORT[,…]", *store)
 		case *store == "" && (nf.Options.Stream != "" || *fsync):
 			return errors.New("--stream and --replica-fsync go with --store nats://…")
 		case (*tlsCert == "") != (*tlsKey == ""):

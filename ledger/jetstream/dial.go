@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -49,9 +50,30 @@ func AddFlags(fs *flag.FlagSet, getenv func(string) string) *Flags {
 	return f
 }
 
-// IsURL tells whether a store address names NATS servers.
-func IsURL(addr string) bool {
-	return strings.HasPrefix(addr, "nats://") || strings.HasPrefix(addr, "tls://")
+// CheckURLs checks a store address: comma-separated nats:// or tls://
+// URLs, each naming a host, none carrying a user, password or token (they
+// come from Dial's user, password and credentials file: in a URL they
+// would show in the process list and in the logs). Its errors never repeat
+// what a URL holds before its host.
+func CheckURLs(addr string) error {
+	for i, s := range strings.Split(addr, ",") {
+		s = strings.TrimSpace(s)
+		what := fmt.Sprintf("NATS server URL %d", i+1)
+		u, err := url.Parse(s)
+		switch {
+		case err != nil || (u.Scheme != "nats" && u.Scheme != "tls"):
+			// (url.Parse's error repeats the whole URL.)
+			return fmt.Errorf("%s: want nats://HOST:PORT or tls://HOST:PORT", what)
+		case u.User != nil:
+			return fmt.Errorf("%s (%s://%s): a user, password or token in the URL is refused (it would show in the process list and logs): "+
+				"give --nats-user with LOGBOOK_NATS_PASSWORD, or --nats-creds", what, u.Scheme, u.Host)
+		case u.Hostname() == "":
+			return fmt.Errorf("%s (%s://%s): no host", what, u.Scheme, u.Host)
+		case u.Path != "" && u.Path != "/", u.RawQuery != "", u.Fragment != "":
+			return fmt.Errorf("%s (%s://%s): want nats://HOST:PORT, without a path or query", what, u.Scheme, u.Host)
+		}
+	}
+	return nil
 }
 
 // options are nats.go options for a user (creds file or user/password)
@@ -77,6 +99,9 @@ func (d Dial) options(name, creds, user, password string) []nats.Option {
 // (opts.SystemConn is the system user's connection, if d names one). The
 // returned close ends the replica and its connections.
 func Connect(ctx context.Context, d Dial, opts Options) (*Replica, func(), error) {
+	if err := CheckURLs(d.URLs); err != nil {
+		return nil, nil, err
+	}
 	nc, err := nats.Connect(d.URLs, d.options(d.Name, d.Creds, d.User, d.Password)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", d.URLs, err)

@@ -1,7 +1,9 @@
 package jetstream
 
 import (
+	"context"
 	"flag"
+	"strings"
 	"testing"
 )
 
@@ -24,7 +26,29 @@ func TestAddFlags(t *testing.T) {
 	if fs.Parse([]string{"--nats-password", "x"}) == nil {
 		t.Error("a password flag exists: passwords would show in argv")
 	}
-	if !IsURL("nats://a:4222,nats://b:4222") || !IsURL("tls://a:4222") || IsURL("http://a") {
-		t.Error("IsURL")
+}
+
+// TestCheckURLs: a store address is nats:// or tls:// URLs with a host;
+// one carrying a user, password or token is refused (argv and logs would
+// show it), and no error repeats it. (The URL went to nats.Connect as
+// given, and its failure was reported as "connect to nats://app:s3cret@…".)
+func TestCheckURLs(t *testing.T) {
+	for _, ok := range []string{"nats://a:4222", "nats://a:4222,nats://b:4222", "tls://a:4222", "nats://a:4222, nats://[::1]:4222", "nats://a"} {
+		if err := CheckURLs(ok); err != nil {
+			t.Errorf("CheckURLs(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "http://a", "nats://a:4222,", "nats://app:s3cret@a:4222", "nats://a:4222,tls://s3cret@b:4222",
+		"nats://app:s3cret@[::1", "nats://:4222", "nats://a:4222/s3cret", "nats://a:4222?s3cret", "s3cret"} {
+		err := CheckURLs(bad)
+		if err == nil {
+			t.Errorf("CheckURLs(%q) accepted it", bad)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("CheckURLs(%q): %v: repeats the secret", bad, err)
+		}
+	}
+	_, _, err := Connect(context.Background(), Dial{URLs: "nats://app:s3cret@127.0.0.1:1"}, Options{Stream: "s"})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Connect with a password in the URL: %v", err)
 	}
 }
