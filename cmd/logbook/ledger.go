@@ -98,7 +98,8 @@ func migrate(c *call) func() error {
 			return err
 		}
 		return c.print(res, func() error {
-			_, err := fmt.Fprintf(c.stdout, "migrated %d events into stream %s\nhead %v\nroot %v (identical to the file's)\n", res.Size, res.Stream, res.Head, res.Root)
+			_, err := fmt.Fprintf(c.stdout, "migrated %d events into stream %s (%d of them there before: a migrate run again)\nhead %v\nroot %v (identical to the file's)\n",
+				res.Size, res.Stream, res.Held, res.Head, res.Root)
 			return err
 		})
 	}

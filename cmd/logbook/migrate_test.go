@@ -50,8 +50,8 @@ system_account: SYS
 
 // TestMigrateCopiesIntoAStream: migrate copies a file ledger into a new
 // stream (more events than one append carries), reports the file's head
-// and root as the stream's, and refuses a stream that is not empty or not
-// replicated.
+// and root as the stream's, copies nothing more run again, and refuses a
+// stream holding another file's events or not replicated.
 func TestMigrateCopiesIntoAStream(t *testing.T) {
 	url := natsServer(t)
 	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
@@ -87,7 +87,18 @@ func TestMigrateCopiesIntoAStream(t *testing.T) {
 		t.Errorf("migrate reports %d events, root %v; the file holds %d, root %s", out.Size, out.Root, size, root)
 	}
 	r = run(t, args...)
-	wantExit(t, r, 2, "migrate into a stream that is not empty")
+	wantExit(t, r, 0, "migrate again into the stream holding the file")
+	if !strings.Contains(r.stdout, fmt.Sprintf("migrated %d events into stream migrated (%d of them there before", size, size)) {
+		t.Errorf("migrate again does not say the stream held the file: %s", r)
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	w = newLedger(t, other, "migrator")
+	for i := range 300 {
+		w.call("task_create", map[string]any{"title": "other " + strconv.Itoa(i), "project": "core"})
+	}
+	w.l.Close()
+	r = run(t, append([]string{"migrate", "--from", other}, args[3:]...)...)
+	wantExit(t, r, 2, "migrate into a stream holding another file's events")
 	if !strings.Contains(r.stderr, "already holds") {
 		t.Errorf("refusal does not say why: %s", r)
 	}

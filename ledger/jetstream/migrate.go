@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +10,12 @@ import (
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
-// ErrNotEmpty: Migrate copies only into a new, empty stream.
-var ErrNotEmpty = errors.New("migrate copies into a new, empty stream")
+// ErrNotEmpty: the stream holds events that are not a prefix of the file
+// Migrate copies (another ledger's, or more than the file holds).
+var ErrNotEmpty = errors.New("migrate copies into a new, empty stream, or one holding a prefix of the file (an interrupted migrate)")
+
+// ErrFileWritten: the file Migrate copied was written while it copied.
+var ErrFileWritten = errors.New("the file was written during the migration")
 
 // A MismatchError says how the stream Migrate wrote differs from the file.
 type MismatchError struct{ Detail string }
@@ -20,34 +25,41 @@ func (e *MismatchError) Error() string { return e.Detail }
 func mismatch(format string, args ...any) error { return &MismatchError{fmt.Sprintf(format, args...)} }
 
 // Migrated is what Migrate copied: the stream's size, head and root, read
-// back from the stream.
+// back from the stream, and how many events it held before (a migrate
+// interrupted and run again).
 type Migrated struct {
 	Stream string      `json:"stream"`
 	Size   uint64      `json:"size"`
 	Head   ledger.Hash `json:"head"`
 	Root   ledger.Hash `json:"root"`
+	Held   uint64      `json:"held"`
 }
 
 // migrateBatch is how many events one append to the stream carries.
 const migrateBatch = 256
 
 // Migrate verifies src as Store.Verify does (every event, link and Merkle
-// node), copies every event of it, byte for byte, into the empty stream
-// of r, then reads the whole stream back and checks it is one unbroken
-// chain whose head and root equal src's. progress, if set, is called as
-// events are copied. A stream that is not empty is ErrNotEmpty (wrapped);
-// a damaged src is refused before anything is copied, with Verify's
-// error (a *ledger.IntegrityError, or boltstore.ErrDamaged); a stream
-// that does not read back as src is a *ledger.IntegrityError or a
-// *MismatchError; anything else is I/O.
+// node), copies every event of it, byte for byte, into the stream of r,
+// then reads the whole stream back and checks it is one unbroken chain
+// whose head and root equal src's. A stream that already holds the file's
+// first events (a migrate interrupted, or told the file was written
+// meanwhile) gets the rest: its last event must be the file's, byte for
+// byte, and the read back checks the whole. progress, if set, is called as
+// events are copied.
+//
+// A stream holding anything else is ErrNotEmpty (wrapped); a damaged src
+// is refused before anything is copied, with Verify's error (a
+// *ledger.IntegrityError, or boltstore.ErrDamaged); a stream that does not
+// read back as src is a *ledger.IntegrityError or a *MismatchError; a file
+// whose head moved while it was copied is ErrFileWritten (wrapped: the
+// stream holds what the file held when the copy began, and Migrate run
+// again once its writers are stopped copies the rest); anything else is
+// I/O.
 func Migrate(ctx context.Context, src *boltstore.Store, r *Replica, progress func(done, total uint64)) (Migrated, error) {
 	res := Migrated{Stream: r.opts.Stream}
 	info, err := r.Info(ctx)
 	if err != nil {
 		return res, err
-	}
-	if info.State.LastSeq != 0 {
-		return res, fmt.Errorf("stream %s already holds %d events; %w", res.Stream, info.State.LastSeq, ErrNotEmpty)
 	}
 	// The file is verified whole before anything is copied: a stream
 	// denies deletes, so a damaged event copied into it could never be
@@ -60,12 +72,16 @@ func Migrate(ctx context.Context, src *boltstore.Store, r *Replica, progress fun
 	if head.Seq == 0 {
 		root = ledger.Hash{}
 	}
-	for seq := uint64(1); seq <= head.Seq; {
+	res.Held = info.State.LastSeq
+	if err := r.heldPrefix(src, res.Held, head.Seq); err != nil {
+		return res, err
+	}
+	for seq := res.Held + 1; seq <= head.Seq; {
 		end := min(seq+migrateBatch, head.Seq+1)
 		var batch [][]byte
 		if err := src.View(func(tx *boltstore.Tx) error {
-			return tx.Scan(seq, end, func(r ledger.Record) error {
-				batch = append(batch, append([]byte(nil), r.Raw...))
+			return tx.ScanRaw(seq, end, func(_ uint64, raw []byte) error {
+				batch = append(batch, bytes.Clone(raw))
 				return nil
 			})
 		}); err != nil {
@@ -89,7 +105,41 @@ func Migrate(ctx context.Context, src *boltstore.Store, r *Replica, progress fun
 	if res.Head != head.Hash || res.Root != root {
 		return res, mismatch("stream %s's head %v and root %v differ from the file's %v and %v", res.Stream, res.Head, res.Root, head.Hash, root)
 	}
+	var now ledger.Head
+	if err := src.View(func(tx *boltstore.Tx) error { now = tx.Head(); return nil }); err != nil {
+		return res, err
+	}
+	if now.Seq != head.Seq {
+		return res, fmt.Errorf("%w: stream %s holds its %d events as they were when the copy began, the file now %d: stop its writers and migrate again to copy the rest",
+			ErrFileWritten, res.Stream, head.Seq, now.Seq)
+	}
 	return res, nil
+}
+
+// heldPrefix checks that the held events the stream holds are the first
+// of the file's size: none, or an unbroken chain whose last event is the
+// file's event held, byte for byte.
+func (r *Replica) heldPrefix(src *boltstore.Store, held, size uint64) error {
+	if held == 0 {
+		return nil
+	}
+	if held > size {
+		return fmt.Errorf("stream %s already holds %d events, the file %d; %w", r.opts.Stream, held, size, ErrNotEmpty)
+	}
+	var in Migrated
+	if err := r.checkCopy(&in, held); err != nil {
+		return err
+	}
+	var want ledger.Hash
+	if err := src.View(func(tx *boltstore.Tx) error {
+		return tx.ScanRaw(held, held+1, func(_ uint64, raw []byte) error { want = ledger.LeafHash(raw); return nil })
+	}); err != nil {
+		return err
+	}
+	if in.Head != want {
+		return fmt.Errorf("stream %s already holds %d events, and its event %d is not the file's; %w", r.opts.Stream, held, held, ErrNotEmpty)
+	}
+	return nil
 }
 
 // checkCopy reads the whole stream back, independently of the copy: events
