@@ -352,7 +352,8 @@ const choices = `
   ` + "`details.reason`" + ` saying how to check; it is never sent again: look for what it writes
   before calling again. A call during which the disk failed a write or a flush of the ledger gets
   the same answer (its reason says so), and the process then answers ` + "`ERR_STORAGE`" + ` to every call
-  until it is restarted (opening the ledger recovers it from its journal). Any other
+  until it is restarted (opening the ledger recovers it from its journal). So does a call whose
+  events a NATS JetStream stream (` + "`logbook server --store`" + `) neither took nor refused in time. Any other
   ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded. A call that finds the file holding no
   projections (a ` + "`logbook rebuild`" + ` killed during its swap) waits while the process folds them
   again from the log (seconds on a large ledger), then runs.

@@ -172,9 +172,15 @@ type Replica interface {
 	// Append appends events (stored bytes, seq head.Seq+1 onwards) to the
 	// log if its head is still head; ErrHeadMoved if another node
 	// appended first. An outcome it cannot tell is resolved by reading the
-	// log back, never by appending again blindly.
+	// log back, never by appending again blindly; one it cannot resolve is
+	// ErrAppendUnknown (wrapped).
 	Append(head ledger.Head, events [][]byte) error
 }
+
+// ErrAppendUnknown: a Replica could not tell whether an append reached the
+// replicated log. Its events may appear there later (the next catch-up
+// ingests them): the commit's calls may or may not be in the ledger.
+var ErrAppendUnknown = errors.New("whether the replicated log took the append is unknown")
 
 // ErrHeadMoved: the replicated log's head moved since the transaction read
 // it (another node appended first). The transaction is rolled back, caught

@@ -60,8 +60,10 @@ var (
 	ErrServerSync = errors.New("server does not sync always")
 	// ErrOutcomeUnknown: whether an append landed could not be told within
 	// Options.ResolveWithin. Its events may still appear in the stream; the
-	// next catch-up then ingests them.
-	ErrOutcomeUnknown = errors.New("append outcome unknown")
+	// next catch-up then ingests them. It is the store's
+	// boltstore.ErrAppendUnknown, which its callers tell an unknown outcome
+	// by.
+	ErrOutcomeUnknown = boltstore.ErrAppendUnknown
 )
 
 // Replica is a JetStream stream that a boltstore.Store keeps a local copy of

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // TestSyncCheck: with a system-account connection, Open refuses servers
@@ -102,7 +103,7 @@ func TestAmbiguousAppendResolved(t *testing.T) {
 	rep := openReplica(t, nc, Options{Stream: "unknown", ResolveWithin: 300 * time.Millisecond},
 		hooks{lose: func(int) (bool, bool) { return true, false }})
 	n := openNode(t, filepath.Join(dir, "unknown.db"), nc, rep)
-	if err := n.appendEvents("n", "x"); !errors.Is(err, ErrOutcomeUnknown) {
+	if err := n.appendEvents("n", "x"); !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, boltstore.ErrAppendUnknown) {
 		t.Errorf("append never sent: %v, want ErrOutcomeUnknown", err)
 	}
 	if events := streamEvents(t, rep); len(events) != 0 {
