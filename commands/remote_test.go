@@ -133,6 +133,7 @@ func TestStorageErrorOutcome(t *testing.T) {
 		{fmt.Errorf("commit: %w", boltstore.ErrSyncFailed), false, "this process commits no more; restart it"},
 		{&outcomeUnknown{errors.New("hub gone")}, true, "exited or stopped answering"},
 		{fmt.Errorf("commit: %w", boltstore.ErrLocked), false, "locked by another process"},
+		{fmt.Errorf("commit: %w", boltstore.ErrHeadMoved), false, "other logbook nodes kept appending"},
 		{fmt.Errorf("commit: %w: append after seq 5 not resolved", boltstore.ErrAppendUnknown), true, "neither took nor refused this call's events"},
 	} {
 		var se *StorageError

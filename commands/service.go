@@ -390,6 +390,8 @@ func (s *Service) storageError(tool string, err error) error {
 		reason, unknown = "the disk failed while this call was made durable (see the server's log): the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
 	case errors.Is(err, boltstore.ErrAppendUnknown):
 		reason, unknown = "the replicated log (NATS JetStream) neither took nor refused this call's events in time (see the server's log): the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
+	case errors.Is(err, boltstore.ErrHeadMoved):
+		reason = "other logbook nodes kept appending to the replicated log (NATS JetStream) first, each time this call was run again: nothing of it was recorded; call again"
 	case errors.Is(err, boltstore.ErrSyncFailed):
 		reason = "the disk failed a sync of the ledger file: this process commits no more; restart it (opening the ledger recovers it from its journal)"
 	case errors.Is(err, projections.ErrNoProjections):
