@@ -134,6 +134,7 @@ func TestStorageErrorOutcome(t *testing.T) {
 		{&outcomeUnknown{errors.New("hub gone")}, true, "exited or stopped answering"},
 		{fmt.Errorf("commit: %w", boltstore.ErrLocked), false, "locked by another process"},
 		{fmt.Errorf("commit: %w", boltstore.ErrHeadMoved), false, "other logbook nodes kept appending"},
+		{fmt.Errorf("catch up with the replicated log: %w", &ledger.IntegrityError{Seq: 7, Problem: ledger.ProblemMalformed}), false, "integrity checks at seq 7"},
 		{fmt.Errorf("commit: %w: append after seq 5 not resolved", boltstore.ErrAppendUnknown), true, "neither took nor refused this call's events"},
 	} {
 		var se *StorageError

@@ -383,6 +383,7 @@ func (e *funcError) Unwrap() error { return e.err }
 func (s *Service) storageError(tool string, err error) error {
 	reason, unknown := "the ledger could not commit", false
 	var handed *outcomeUnknown
+	var ie *ledger.IntegrityError
 	switch {
 	case errors.As(err, &handed):
 		reason, unknown = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered: the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
@@ -392,6 +393,8 @@ func (s *Service) storageError(tool string, err error) error {
 		reason, unknown = "the replicated log (NATS JetStream) neither took nor refused this call's events in time (see the server's log): the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
 	case errors.Is(err, boltstore.ErrHeadMoved):
 		reason = "other logbook nodes kept appending to the replicated log (NATS JetStream) first, each time this call was run again: nothing of it was recorded; call again"
+	case errors.As(err, &ie):
+		reason = fmt.Sprintf("an event failed this node's integrity checks at seq %d (damaged, foreign or rewritten, as a replicated log's may be: see the server's log): nothing of this call was recorded, and nothing more is until it is resolved", ie.Seq)
 	case errors.Is(err, boltstore.ErrSyncFailed):
 		reason = "the disk failed a sync of the ledger file: this process commits no more; restart it (opening the ledger recovers it from its journal)"
 	case errors.Is(err, projections.ErrNoProjections):
