@@ -98,8 +98,12 @@ func migrate(c *call) func() error {
 			return err
 		}
 		return c.print(res, func() error {
-			_, err := fmt.Fprintf(c.stdout, "migrated %d events into stream %s (%d of them there before: a migrate run again)\nhead %v\nroot %v (identical to the file's)\n",
-				res.Size, res.Stream, res.Held, res.Head, res.Root)
+			held := ""
+			if res.Held > 0 {
+				held = fmt.Sprintf(" (%d of them there before: a migrate run again)", res.Held)
+			}
+			_, err := fmt.Fprintf(c.stdout, "migrated %d events into stream %s%s\nhead %v\nroot %v (identical to the file's)\n",
+				res.Size, res.Stream, held, res.Head, res.Root)
 			return err
 		})
 	}
