@@ -13,7 +13,8 @@ import (
 )
 
 // TestSyncCheck: with a system-account connection, Open refuses servers
-// that do not sync every write, and accepts ones that do.
+// that do not sync every write, and accepts ones that do; a connection
+// that is not the system account's is refused as such.
 func TestSyncCheck(t *testing.T) {
 	lazy := startCluster(t, 1, "2m")
 	nc, sys := lazy.connect(t, 0, "app"), lazy.connect(t, 0, "sys")
@@ -29,6 +30,13 @@ func TestSyncCheck(t *testing.T) {
 	}
 	c := sharedCluster(t)
 	openReplica(t, c.connect(t, 1, "app"), Options{Stream: "synced", SystemConn: c.connect(t, 2, "sys")}, hooks{})
+	// A user of another account as the system user: no server answers it.
+	// (It was refused as "server does not sync always", of servers that
+	// do.)
+	opts = Options{Stream: "synced", SystemConn: c.connect(t, 2, "app"), Logf: t.Logf}
+	if _, err := Open(context.Background(), c.connect(t, 1, "app"), opts); !errors.Is(err, ErrNotSystemUser) || errors.Is(err, ErrServerSync) {
+		t.Errorf("open with an app user as the system user: %v, want ErrNotSystemUser", err)
+	}
 }
 
 // TestAmbiguousAppendResolved: an append whose batch was sent but whose

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,6 +11,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// ErrNotSystemUser: the connection given to check how the servers sync is
+// not a user of their system account, which alone may ask them.
+var ErrNotSystemUser = errors.New("the NATS system user (--nats-sys-user, --nats-sys-creds) is not a user of the servers' system account: no server answers its requests")
 
 // varz is the part of a server's VARZ answer the sync check reads.
 type varz struct {
@@ -94,11 +99,16 @@ func serverSync(ctx context.Context, sys *nats.Conn, want []string, timeout time
 			return got, nil
 		}
 		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			if len(want) == 0 && len(got) > 0 {
-				return got, nil
-			}
-			return got, fmt.Errorf("%w: asking the servers how they sync: %w", ErrServerSync, err)
+		switch {
+		case err == nil:
+		case errors.Is(err, nats.ErrNoResponders):
+			// The servers answer system requests from their system
+			// account only: anyone else's find no one listening.
+			return got, ErrNotSystemUser
+		case len(got) > 0:
+			return got, nil // the caller names a server that did not answer
+		default:
+			return got, fmt.Errorf("%w: no server said how it syncs within %v: %w", ErrServerSync, timeout, err)
 		}
 		var v varz
 		if json.Unmarshal(m.Data, &v) != nil || v.Server.Name == "" {
