@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -116,7 +117,8 @@ func TestServersShareAStream(t *testing.T) {
 // TestServerRefusesCopyLongerThanStream: a node whose local copy holds
 // events the stream no longer has (the stream deleted and made again, or
 // cut) refuses to start, naming the gap, rather than start, say it is
-// healthy, and answer ERR_STORAGE to every call after a wait.
+// healthy, and answer ERR_STORAGE to every call after a wait; one whose
+// stream is gone refuses to start without making it again.
 func TestServerRefusesCopyLongerThanStream(t *testing.T) {
 	url := natsServer(t)
 	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
@@ -139,8 +141,24 @@ func TestServerRefusesCopyLongerThanStream(t *testing.T) {
 	if err := js.DeleteStream(context.Background(), "gone"); err != nil {
 		t.Fatal(err)
 	}
+	// The stream is gone: it is not made again for the copy (a new, empty
+	// stream was, and then the copy refused as longer).
+	start := append([]string{"server", "--db", db, "--listen", "127.0.0.1:0", "--skills", e2eSkills(t)}, args...)
+	r := run(t, start...)
+	if r.code != 2 || !strings.Contains(r.stderr, "the stream does not exist") || !strings.Contains(r.stderr, "up to seq 1:") {
+		t.Errorf("want exit 2 saying the stream is gone, got %v", r)
+	}
+	if _, err := js.Stream(context.Background(), "gone"); !errors.Is(err, natsjs.ErrStreamNotFound) {
+		t.Errorf("the stream was made again for a copy: %v", err)
+	}
+	// Made again (here by a node starting with no copy), empty: the copy
+	// is refused as holding events the stream does not.
 	// (It served before: the test then waited for an exit that never came.)
-	r := run(t, append([]string{"server", "--db", db, "--listen", "127.0.0.1:0", "--skills", e2eSkills(t)}, args...)...)
+	fresh := startHTTPServer(t, filepath.Join(t.TempDir(), "fresh.db"), args...)
+	if fresh.stop() != 0 {
+		t.Fatalf("server exited %d:\n%s", fresh.code, fresh.stderr.String())
+	}
+	r = run(t, start...)
 	if r.code != 2 || !strings.Contains(r.stderr, "and the stream disagree") || !strings.Contains(r.stderr, "the stream ends at seq 0") {
 		t.Errorf("want exit 2 naming the gap, got %v", r)
 	}

@@ -175,7 +175,18 @@ func serveHTTP(c *call) func() error {
 		noSync := *store != "" && !*fsync && boltstore.NoSyncSupported()
 		led := server.Ledger{DB: *c.db, Skills: *skillsDir, Version: version, Tools: topts, NoSync: noSync}
 		if *store != "" {
+			// A copy that holds events came from the stream: a stream
+			// that is gone is not made again for it.
+			held, err := copyHolds(*c.db)
+			if err != nil {
+				return err
+			}
+			nf.Options.Existing = held > 0
 			rep, closeRep, err := c.openReplica(nf, *store)
+			if errors.Is(err, jetstream.ErrNoStream) {
+				return fmt.Errorf("%w; the local copy %s holds the events of the ledger it kept up to seq %d: the stream was deleted, or --store or --stream names another "+
+					"(no stream is made for a copy: to go on from it, logbook migrate it into a new stream)", err, *c.db, held)
+			}
 			if err != nil {
 				return err
 			}
@@ -197,4 +208,20 @@ func serveHTTP(c *call) func() error {
 		}
 		return nil
 	}
+}
+
+// copyHolds is how many events the ledger file at path holds; 0 if there
+// is none.
+func copyHolds(path string) (uint64, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	var held uint64
+	err = l.View(func(tx *boltstore.Tx) error { held = tx.Head().Seq; return nil })
+	return held, err
 }

@@ -25,6 +25,9 @@ type Options struct {
 	// is refused unless AllowUnreplicated.
 	Replicas          int
 	AllowUnreplicated bool
+	// Existing: the stream must exist; Open does not create it
+	// (ErrNoStream). For a node whose copy already holds events of it.
+	Existing bool
 	// Timeout bounds one request to the servers; default 5s.
 	Timeout time.Duration
 	// OpenWait bounds how long Open asks again for the stream when the
@@ -58,6 +61,8 @@ var (
 	ErrStreamConfig = errors.New("stream settings unsafe for a ledger")
 	// ErrServerSync: a server holding the stream does not fsync every write.
 	ErrServerSync = errors.New("server does not sync always")
+	// ErrNoStream: Options.Existing, and the stream does not exist.
+	ErrNoStream = errors.New("the stream does not exist")
 	// ErrOutcomeUnknown: whether an append landed could not be told within
 	// Options.ResolveWithin. Its events may still appear in the stream; the
 	// next catch-up then ingests them. It is the store's
@@ -132,8 +137,9 @@ var streamName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // Subject is the one subject of the stream named name.
 func Subject(name string) string { return "logbook." + name + ".events" }
 
-// Open creates the stream (or checks the existing one) on the servers nc is
-// connected to and returns it as a Replica.
+// Open creates the stream (or checks the existing one; with
+// Options.Existing only the latter) on the servers nc is connected to and
+// returns it as a Replica.
 func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Replica, error) {
 	return open(ctx, nc, opts, hooks{})
 }
@@ -251,6 +257,9 @@ func (r *Replica) lookupOrCreate(ctx context.Context, wait time.Duration) (jetst
 	cancel()
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return s, err
+	}
+	if r.opts.Existing {
+		return nil, ErrNoStream
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()

@@ -228,6 +228,9 @@ func TestOpenRefusesUnsafeStreams(t *testing.T) {
 			}
 		})
 	}
+	if _, err := Open(context.Background(), nc, Options{Stream: "absent", Existing: true}); !errors.Is(err, ErrNoStream) {
+		t.Errorf("open a stream that does not exist, Existing: %v, want ErrNoStream", err)
+	}
 	if _, err := Open(context.Background(), nc, Options{Stream: "one", Replicas: 1}); !errors.Is(err, ErrStreamConfig) {
 		t.Errorf("1 replica without AllowUnreplicated: %v", err)
 	}
