@@ -13,6 +13,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
+	"flag"
 	"fmt"
 	"math/big"
 	"net"
@@ -26,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/ledger/jetstream"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -599,4 +602,29 @@ func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+}
+
+// TestServerNATSFlagsNeedStore: every NATS flag of logbook server (the ones
+// jetstream.AddFlags declares, and --replica-fsync) is refused without
+// --store, exit 2, naming it, before any file is opened; --nats-user,
+// --replicas and the rest were silently ignored, the server running on the
+// file alone.
+func TestServerNATSFlagsNeedStore(t *testing.T) {
+	flags := flag.NewFlagSet("", flag.ContinueOnError)
+	jetstream.AddFlags(flags, func(string) string { return "" })
+	flags.Bool("replica-fsync", false, "")
+	flags.VisitAll(func(f *flag.Flag) {
+		db := filepath.Join(t.TempDir(), "ledger.db")
+		arg := []string{"--" + f.Name + "=1"}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			arg = []string{"--" + f.Name}
+		}
+		r := run(t, append([]string{"server", "--db", db, "--listen", "127.0.0.1:0"}, arg...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--"+f.Name) || !strings.Contains(r.stderr, "only with --store") {
+			t.Errorf("server %s without --store: %v, want exit 2 naming it", arg[0], r)
+		}
+		if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("server %s without --store created the ledger: %v", arg[0], err)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -152,9 +154,16 @@ func serveHTTP(c *call) func() error {
 				return fmt.Errorf("--store: %w", err)
 			}
 		}
+		// The NATS flags mean nothing without --store: refused, not ignored.
+		var stray []string
+		c.fs.Visit(func(f *flag.Flag) {
+			if f.Name == "replica-fsync" || jetstream.IsFlag(f.Name) {
+				stray = append(stray, "--"+f.Name)
+			}
+		})
 		switch {
-		case *store == "" && (nf.Options.Stream != "" || *fsync):
-			return errors.New("--stream and --replica-fsync go with --store nats://…")
+		case *store == "" && len(stray) > 0:
+			return fmt.Errorf("%s: only with --store nats://… (the ledger in JetStream)", strings.Join(stray, ", "))
 		case (*tlsCert == "") != (*tlsKey == ""):
 			return errors.New("--tls-cert and --tls-key go together")
 		case *maxBody <= 0 || *drain <= 0:

@@ -37,7 +37,7 @@ type Flags struct {
 func AddFlags(fs *flag.FlagSet, getenv func(string) string) *Flags {
 	f := &Flags{Dial: Dial{Password: getenv("LOGBOOK_NATS_PASSWORD"), SysPassword: getenv("LOGBOOK_NATS_SYS_PASSWORD")}}
 	o, d := &f.Options, &f.Dial
-	fs.StringVar(&o.Stream, "stream", "", "JetStream stream holding the ledger (required; subject logbook.<stream>.events)")
+	fs.StringVar(&o.Stream, "stream", "", "JetStream stream holding the ledger (required with NATS servers; subject logbook.<stream>.events)")
 	fs.IntVar(&o.Replicas, "replicas", 3, "servers keeping the stream when it is created")
 	fs.BoolVar(&o.AllowUnreplicated, "allow-unreplicated", false, "accept a stream on fewer than 3 servers (loses events with a disk)")
 	fs.StringVar(&d.Creds, "nats-creds", "", "NATS credentials file (JWT + nkey)")
@@ -49,6 +49,18 @@ func AddFlags(fs *flag.FlagSet, getenv func(string) string) *Flags {
 	fs.StringVar(&d.SysUser, "nats-sys-user", "", "system-account user (password from env LOGBOOK_NATS_SYS_PASSWORD): check every server syncs always")
 	return f
 }
+
+// flagNames are the names of the flags AddFlags declares.
+var flagNames = func() map[string]bool {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	AddFlags(fs, func(string) string { return "" })
+	names := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+	return names
+}()
+
+// IsFlag tells whether name is one of the flags AddFlags declares.
+func IsFlag(name string) bool { return flagNames[name] }
 
 // CheckURLs checks a store address: comma-separated nats:// or tls://
 // URLs, each naming a host, none carrying a user, password or token (they
