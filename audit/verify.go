@@ -11,10 +11,10 @@ import (
 // JSON is `logbook verify --json`.
 type Report struct {
 	OK          bool              `json:"ok"`
-	Size        uint64            `json:"size"`  // events verified: seq 1..size
-	Head        ledger.Hash       `json:"head"`  // hash of event size
-	Root        ledger.Hash       `json:"root"`  // RFC 9162 root of the first size events
-	Nodes       uint64            `json:"nodes"` // stored Merkle nodes above the leaves re-hashed
+	Size        uint64            `json:"size"`          // events verified: seq 1..size
+	Head        ledger.Hash       `json:"head"`          // hash of event size
+	Root        ledger.Hash       `json:"root,omitzero"` // RFC 9162 root of the first size events; absent when the chain failed before it was computed
+	Nodes       uint64            `json:"nodes"`         // stored Merkle nodes above the leaves re-hashed
 	Problem     *Problem          `json:"error,omitempty"`
 	Projections *ProjectionReport `json:"projections,omitempty"`
 	Checkpoint  *CheckpointReport `json:"checkpoint,omitempty"`

@@ -118,6 +118,10 @@ func TestVerifyTampered(t *testing.T) {
 			if out.OK || out.Error == nil || out.Error.Problem != c.problem || (c.seq != 0 && out.Error.Seq != c.seq) {
 				t.Fatalf("want seq %d %q, got %s", c.seq, c.problem, r.stdout)
 			}
+			// A root is reported only once computed: never 64 zeros.
+			if strings.Trim(out.Root, "0") == "" && strings.Contains(r.stdout, `"root"`) {
+				t.Errorf("a failed verify reports the root %q: %s", out.Root, r.stdout)
+			}
 			if !strings.Contains(r.stderr, "seq ") || !strings.Contains(r.stderr, c.problem) {
 				t.Errorf("stderr does not name the problem: %s", r.stderr)
 			}

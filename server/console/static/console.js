@@ -47,7 +47,7 @@
       report.hidden = false;
       fact("Events", String(r.size));
       fact("Head", r.head);
-      fact("Root", r.root);
+      if (r.root) fact("Root", r.root); // absent when the chain failed before it was computed
       fact("Merkle nodes re-hashed", String(r.nodes));
       if (r.projections) {
         fact("Projections", r.projections.checked
