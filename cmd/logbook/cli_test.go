@@ -75,12 +75,12 @@ func TestTopLevelHelpDocumentsEnvironment(t *testing.T) {
 }
 
 // TestLogLevel: LOGBOOK_LOG picks the level of stderr's log lines; an
-// unknown value is info.
+// unknown value is info, and said so in one warning (it was silent).
 func TestLogLevel(t *testing.T) {
 	for _, c := range []struct {
 		env         string
 		debug, info bool
-	}{{"", false, true}, {"debug", true, true}, {"DEBUG", true, true}, {"warn", false, false}, {"error", false, false}, {"loud", false, true}} {
+	}{{"", false, true}, {"debug", true, true}, {"DEBUG", true, true}, {"warn", false, false}, {"error", false, false}, {"loud", false, true}, {"verbose", false, true}} {
 		var b bytes.Buffer
 		log := newLogger(&env{stderr: &b, getenv: func(k string) string {
 			if k == "LOGBOOK_LOG" {
@@ -92,6 +92,10 @@ func TestLogLevel(t *testing.T) {
 		log.Info("an-info-line")
 		if strings.Contains(b.String(), "a-debug-line") != c.debug || strings.Contains(b.String(), "an-info-line") != c.info {
 			t.Errorf("LOGBOOK_LOG=%q: want debug %v info %v, got:\n%s", c.env, c.debug, c.info, b.String())
+		}
+		unknown := c.env == "loud" || c.env == "verbose"
+		if warned := strings.Count(b.String(), "is not a level"); warned != map[bool]int{true: 1}[unknown] || (unknown && !strings.Contains(b.String(), "LOGBOOK_LOG="+c.env)) {
+			t.Errorf("LOGBOOK_LOG=%q: warned %d times, want it said once for an unknown level:\n%s", c.env, warned, b.String())
 		}
 	}
 }

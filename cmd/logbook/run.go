@@ -271,9 +271,16 @@ func checkPath(what, path string, mustExist bool) error {
 func newLogger(e *env) *slog.Logger {
 	// An unknown level is info rather than an error: a typo in the
 	// environment must not keep an agent's server from starting.
+	// It is said once, so that the typo is seen.
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(e.getenv("LOGBOOK_LOG"))); err != nil {
+	v := e.getenv("LOGBOOK_LOG")
+	err := level.UnmarshalText([]byte(v))
+	if err != nil {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	if err != nil && v != "" {
+		log.Warn("LOGBOOK_LOG is not a level (debug, info, warn or error): logging at info", "LOGBOOK_LOG", v)
+	}
+	return log
 }
