@@ -29,6 +29,10 @@ func TestHelpCommand(t *testing.T) {
 		if !strings.HasPrefix(h.stdout, "Usage: logbook "+name) || h.stdout == top.stdout {
 			t.Errorf("help %s: want its own usage, got:\n%s", name, h.stdout)
 		}
+		// A command that takes an argument names it in its usage line.
+		if usage, _, _ := strings.Cut(h.stdout, "\n"); sc.args > 0 && !regexp.MustCompile(`^Usage: logbook \S+ [A-Z]+ \[flags\]$`).MatchString(usage) {
+			t.Errorf("help %s: its usage line %q does not name its argument", name, usage)
+		}
 		if f := run(t, name, "--help"); f.stdout != h.stdout || f.code != 0 {
 			t.Errorf("help %s and %s --help differ:\n%s\n---\n%s", name, name, h, f)
 		}
@@ -57,7 +61,7 @@ func TestUnknownFlagOnce(t *testing.T) {
 		r := run(t, args...)
 		wantExit(t, r, 2, strings.Join(args, " "))
 		if n := strings.Count(r.stderr, "no-such-flag"); n != 1 || strings.Count(r.stderr, "\n") != 1 ||
-			!strings.Contains(r.stderr, "--help") {
+			!strings.Contains(r.stderr, "--help") || (sc.name != "token" && !strings.Contains(r.stderr, "(see logbook "+strings.Join(args[:len(args)-1], " ")+" --help)")) {
 			t.Errorf("%s: want the error once, on one line, pointing to --help; got (%d mentions):\n%s", strings.Join(args, " "), n, r.stderr)
 		}
 	}

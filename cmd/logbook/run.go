@@ -113,9 +113,9 @@ type call struct {
 // exec declares sc's flags, parses args and runs sc; --help prints its
 // usage to stdout and ends with no error.
 func (e *env) exec(ctx context.Context, sc subcommand, args []string) error {
-	c := &call{ctx: ctx, env: e, name: sc.name, fs: flag.NewFlagSet(cmp.Or(sc.use, sc.name), flag.ContinueOnError)}
+	c := &call{ctx: ctx, env: e, name: sc.name, fs: flag.NewFlagSet(sc.name, flag.ContinueOnError)}
 	c.fs.Usage = func() {
-		fmt.Fprintf(c.fs.Output(), "Usage: logbook %s [flags]\n\n%s\n\nFlags:\n", c.fs.Name(), sc.help)
+		fmt.Fprintf(c.fs.Output(), "Usage: logbook %s [flags]\n\n%s\n\nFlags:\n", cmp.Or(sc.use, sc.name), sc.help)
 		c.fs.PrintDefaults()
 	}
 	run := sc.setup(c)

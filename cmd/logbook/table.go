@@ -45,8 +45,8 @@ exactly those events has). Leaves are SHA-256(0x00 || stored event bytes).`},
 	{name: "sessions", summary: "list the audit sessions as a table (--task, --json)", setup: sessions,
 		help: `List the audit sessions: id, task, auditor, scope, state (open or finalized), leaves,
 and root (frozen once finalized; 12 hex digits). logbook show A-0001 shows one.`},
-	{name: "show", summary: "show a task and its decision trail (T-0001), or an audit session (A-0001)", args: 1, setup: show,
-		help: `Show one task or one audit session (logbook show ID [flags]).
+	{name: "show", summary: "show a task and its decision trail (T-0001), or an audit session (A-0001)", use: "show ID", args: 1, setup: show,
+		help: `Show one task or one audit session.
   logbook show T-0001   the task, then its history and its decision trail as one timeline,
                         oldest first: each step's ledger seq, short hash (12 hex digits), time,
                         actor, and what changed (status from → to) or what was thought
@@ -67,7 +67,8 @@ Status is coloured on a terminal unless NO_COLOR is set. logbook show T-0001 sho
 	{name: "token", summary: "issue, revoke and list the bearer tokens of logbook server (add|revoke|list)", subs: token},
 	{name: "verify", summary: "check every event hash and link, Merkle node and projection (and a signed checkpoint)", setup: verify,
 		help: `Verify a ledger without trusting the server that wrote it:
-  1. every event's hash against its stored Merkle leaf, every prev link, the head;
+  1. every event's hash against what commits to it (the next event's prev link, or the head;
+     the stored Merkle nodes over it), every prev link, the head;
   2. every stored Merkle node against its children;
   3. the projections: refolded from the log in a scratch file and compared key by key;
   4. with --checkpoint: that the ledger extends the signed checkpoint (same root over its
