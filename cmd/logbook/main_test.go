@@ -267,6 +267,12 @@ func TestServeAgentRefused(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, "--agent must") || r.stdout != "" {
 			t.Errorf("--agent %q: exit %d, stdout %q, stderr %q; want 2 and why", agent, r.code, r.stdout, r.stderr)
 		}
+		// The same name from the environment is refused naming the
+		// variable, not a flag that was never given.
+		r = runEnv(t, []string{"LOGBOOK_AGENT=" + agent}, "serve", "--db", db)
+		if r.code != 2 || !strings.Contains(r.stderr, "LOGBOOK_AGENT (the default of --agent) must") || r.stdout != "" {
+			t.Errorf("LOGBOOK_AGENT=%q: exit %d, stdout %q, stderr %q; want 2 naming LOGBOOK_AGENT", agent, r.code, r.stdout, r.stderr)
+		}
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("a refused serve created the ledger: %v", err)

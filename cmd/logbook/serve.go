@@ -73,7 +73,14 @@ func serve(c *call) func() error {
 			return errors.New("--lock-timeout must be positive")
 		}
 		if err := commands.CheckAgent(agent); err != nil {
-			return fmt.Errorf("--agent %v", err)
+			// Name where the bad name came from: the flag, or the environment.
+			from := "LOGBOOK_AGENT (the default of --agent)"
+			c.fs.Visit(func(f *flag.Flag) {
+				if f.Name == "agent" {
+					from = "--agent"
+				}
+			})
+			return fmt.Errorf("%s %v", from, err)
 		}
 		if err := c.prepare(opts); err != nil {
 			return err
