@@ -115,6 +115,12 @@ func TestVersion(t *testing.T) {
 	if !semver.MatchString(a.stdout) {
 		t.Errorf("version: want logbook SEMVER, got %q", a.stdout)
 	}
+	// An argument it does not take is a usage error, as for every command.
+	for _, args := range [][]string{{"version", "extra"}, {"--version", "--json"}} {
+		if r := run(t, args...); r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "unexpected argument") {
+			t.Errorf("%v: %s, want exit 2 and no version", args, r)
+		}
+	}
 }
 
 // TestVersionOf: the version is the module's for a published build, else

@@ -62,6 +62,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintln(stdout, "Usage: logbook version\n\nPrint the version: the module's, or "+nextRelease+"-dev+REVISION[.dirty] for a build from a clone.")
 			return nil
 		}
+		if len(args) > 1 {
+			return fmt.Errorf("version: unexpected argument %q (see logbook version --help)", args[1])
+		}
 		fmt.Fprintln(stdout, "logbook", version)
 		return nil
 	}
