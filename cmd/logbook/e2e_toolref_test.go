@@ -383,7 +383,8 @@ const choices = `
   broken, missing event, …). ` + "`total_records`" + ` counts the records expected, missing ones
   included.
 - **Read-only.** A ` + "`--read-only`" + ` server refuses the nine mutating tools with
-  ` + "`ERR_READ_ONLY`" + ` but still records every call.
+  ` + "`ERR_READ_ONLY`" + ` but still records every call. Arguments are checked first: a mutating call
+  whose arguments are invalid answers ` + "`ERR_INVALID_INPUT`" + ` there too.
 - **Server mode** (` + "`logbook server`" + `, MCP over Streamable HTTP). Every request carries a bearer
   token; the actor of every event is the token's agent, and the client's ` + "`clientInfo.name`" + ` is
   recorded only as the unverified ` + "`client_claim`" + ` of tool.called, beside the token's
