@@ -628,3 +628,26 @@ func TestServerNATSFlagsNeedStore(t *testing.T) {
 		}
 	})
 }
+
+// TestServerHeldFileSaysWhatToDo: an auditor's command on the file a
+// logbook server holds is refused (exit 2) saying what to do — audit a
+// snapshot, which works through the admin socket, or, for rebuild, stop
+// the server — not only that the file is locked, which waiting longer
+// would never change.
+func TestServerHeldFileSaysWhatToDo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	startHTTPServer(t, db)
+	for _, args := range [][]string{{"verify"}, {"tasks"}, {"root"}, {"replay"}, {"prove", "inclusion", "--seq", "1"}, {"rebuild"}} {
+		r := run(t, append(args, "--db", db, "--lock-timeout", "200ms")...)
+		want := "logbook snapshot --db " + db + " --out COPY"
+		if args[0] == "rebuild" {
+			want = "stop it first"
+		}
+		if r.code != 2 || !strings.Contains(r.stderr, "locked by another process") || !strings.Contains(r.stderr, want) {
+			t.Errorf("%v on a server's file: %s, want exit 2 saying %q", args, r, want)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "copy.db")
+	wantExit(t, run(t, "snapshot", "--db", db, "--out", out), 0, "snapshot of a server's file")
+	wantExit(t, run(t, "verify", "--db", out), 0, "verify of the snapshot")
+}
