@@ -427,6 +427,10 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		{[]string{"checkpoint", "--db", path, "--key", skey, "--origin", "a\xffb"}, `--origin "a\xffb"`},
 		{[]string{"prove", "consistency", "--db", path, "--old", "1", "--new", "100000"}, "prove consistency: --new 100000 is beyond the head"},
 		{[]string{"prove", "inclusion", "--db", path, "--seq", "1", "--size", "100000"}, "prove inclusion: --size 100000 is beyond the head"},
+		// A range needs both ends: the one missing is named as missing
+		// (--from alone said "--to must be at least from (5)").
+		{[]string{"root", "--db", path, "--from", "1"}, "root: --to is required: a range is 1 <= from <= to"},
+		{[]string{"root", "--db", path, "--to", "1"}, "root: --from must be at least 1"},
 		{[]string{"verify", "--db", "a\nb"}, `verify: --db: stat a\nb: no such file or directory`},
 		{[]string{"root", "--db", "x\ry"}, `root: --db: stat x\ry:`},
 		// Files that never end are not read until memory runs out.
