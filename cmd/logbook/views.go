@@ -18,7 +18,7 @@ func tasks(c *call) func() error {
 	c.ledgerFlags()
 	project := c.fs.String("project", "", "only the tasks of this project")
 	status := c.fs.String("status", "", "only tasks in these statuses, comma-separated (e.g. todo,in_progress)")
-	c.jsonFlag(`print {"tasks":[…]}, each task as task_get answers it`)
+	c.jsonFlag(`print {"tasks":[…]}, each task as task_get answers it, with created_seq (the event that created it) and thoughts (how many it has)`)
 	return func() error {
 		var statuses []string
 		if *status != "" {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -190,5 +193,62 @@ func TestViewsRefuseIncompleteProjections(t *testing.T) {
 		if r.stdout != before[what] {
 			t.Errorf("logbook %s after the rebuild:\n%s\nwant, as before:\n%s", what, r.stdout, before[what])
 		}
+	}
+}
+
+// TestTasksJSONIsTaskGet: tasks --json gives each task as task_get answers
+// it, every field with the same value, plus created_seq and thoughts, as
+// its --help says (it said "as task_get answers it" alone).
+func TestTasksJSONIsTaskGet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	w := newLedger(t, path, "agent-a")
+	parent := w.call("task_create", map[string]any{"title": "Parent", "project": "core", "estimate_hours": 2.5, "labels": []string{"x"}})["task_id"]
+	child := w.call("task_create", map[string]any{"title": "Child", "project": "core", "parent_id": parent})["task_id"]
+	w.call("task_update", map[string]any{"task_id": child, "status": "todo"})
+	w.call("task_update", map[string]any{"task_id": child, "status": "blocked", "blocked_reason": "waits"})
+	w.call("thought_record", map[string]any{"task_id": parent, "type": "plan", "content": "Do it."})
+	got := map[string]map[string]any{}
+	for _, id := range []any{parent, child} {
+		got[id.(string)] = w.call("task_get", map[string]any{"task_id": id})
+	}
+	w.l.Close()
+	// task_get's data through JSON, numbers as json.Number as decodeJSON reads them.
+	raw, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&want); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Tasks []map[string]any `json:"tasks"`
+	}
+	r := run(t, "tasks", "--json", "--db", path)
+	wantExit(t, r, 0, "tasks --json")
+	decodeJSON(t, r, &out)
+	if len(out.Tasks) != 2 {
+		t.Fatalf("tasks --json: %d tasks, want 2:\n%s", len(out.Tasks), r.stdout)
+	}
+	for _, task := range out.Tasks {
+		get := want[task["task_id"].(string)]
+		for k, v := range get {
+			if !reflect.DeepEqual(task[k], v) {
+				t.Errorf("%s: tasks --json %s = %v, task_get %v", task["task_id"], k, task[k], v)
+			}
+		}
+		for k := range task {
+			if _, ok := get[k]; !ok && k != "created_seq" && k != "thoughts" {
+				t.Errorf("%s: tasks --json has %s, which task_get has not and --help does not name", task["task_id"], k)
+			}
+		}
+		if task["created_seq"] == nil || task["thoughts"] == nil {
+			t.Errorf("%s: no created_seq or thoughts: %v", task["task_id"], task)
+		}
+	}
+	if h := run(t, "tasks", "--help"); !strings.Contains(h.stdout, "each task as task_get answers it, with created_seq") {
+		t.Errorf("tasks --help does not name the fields task_get has not:\n%s", h.stdout)
 	}
 }
