@@ -61,8 +61,12 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 	httpc.Transport = bearer{token: opts.Token, next: httpc.Transport}
 	quiet := slog.New(quietHandler{opts.Logger.Handler()})
 	client := sdk.NewClient(&sdk.Implementation{Name: "logbook-bridge", Version: opts.Version}, &sdk.ClientOptions{Logger: quiet})
-	remote, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: httpc, DisableStandaloneSSE: true}, nil)
-	if err != nil {
+	var hello posted // the initialize POST: a refused token is told apart
+	remote, err := client.Connect(context.WithValue(ctx, postedKey{}, &hello), &sdk.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: httpc, DisableStandaloneSSE: true}, nil)
+	switch {
+	case err != nil && hello.status.Load() == http.StatusUnauthorized:
+		return fmt.Errorf("connect to %s: the logbook server refused the bridge's token (401: unknown or revoked; logbook token add issues one): %w", opts.URL, err)
+	case err != nil:
 		return fmt.Errorf("connect to %s: %w", opts.URL, err)
 	}
 	defer remote.Close()

@@ -127,3 +127,17 @@ func TestBridgeTokenRefused(t *testing.T) {
 		t.Errorf("the tool ran %d times, want 1", n)
 	}
 }
+
+// A token the server refuses from the start (401) ends the bridge saying
+// so, not with the SDK's bare "Unauthorized".
+func TestBridgeTokenRefusedAtStart(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}))
+	defer ts.Close()
+	err := Bridge(context.Background(), BridgeOptions{URL: ts.URL, Token: "lbk_bad"}, strings.NewReader(""), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "refused the bridge's token (401") {
+		t.Errorf("a bridge whose token is refused at start: %v, want it to say the token was refused", err)
+	}
+}

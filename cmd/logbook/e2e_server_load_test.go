@@ -371,7 +371,7 @@ func TestBridgeServerGone(t *testing.T) {
 	}
 	s2 := startHTTPServer(t, db)
 	r = runEnv(t, []string{"LB_T=lbk_wrong"}, "serve", "--connect", s2.url, "--token-env", "LB_T")
-	if r.code != 2 || !strings.Contains(r.stderr, "Unauthorized") {
+	if r.code != 2 || !strings.Contains(r.stderr, "refused the bridge's token (401") {
 		t.Errorf("bad token: %v", r)
 	}
 	if r := run(t, "serve", "--connect", s2.url, "--token-env", "LB_UNSET_VAR"); r.code != 2 || !strings.Contains(r.stderr, "LB_UNSET_VAR") {
