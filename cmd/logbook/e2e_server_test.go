@@ -632,8 +632,8 @@ func TestServerNATSFlagsNeedStore(t *testing.T) {
 // TestServerHeldFileSaysWhatToDo: an auditor's command on the file a
 // logbook server holds is refused (exit 2) saying what to do — audit a
 // snapshot, which works through the admin socket, or, for rebuild, stop
-// the server — not only that the file is locked, which waiting longer
-// would never change.
+// the server, or, for serve, bridge to it with serve --connect — not only
+// that the file is locked, which waiting longer would never change.
 func TestServerHeldFileSaysWhatToDo(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	startHTTPServer(t, db)
@@ -646,6 +646,10 @@ func TestServerHeldFileSaysWhatToDo(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, "locked by another process") || !strings.Contains(r.stderr, want) {
 			t.Errorf("%v on a server's file: %s, want exit 2 saying %q", args, r, want)
 		}
+	}
+	// An agent's serve on it is told to bridge to the server.
+	if r := run(t, "serve", "--db", db, "--lock-timeout", "200ms"); r.code != 2 || !strings.Contains(r.stderr, "logbook serve --connect") {
+		t.Errorf("serve on a server's file: %s, want exit 2 saying to use serve --connect", r)
 	}
 	out := filepath.Join(t.TempDir(), "copy.db")
 	wantExit(t, run(t, "snapshot", "--db", db, "--out", out), 0, "snapshot of a server's file")

@@ -212,28 +212,30 @@ func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
 	}
 	l, err := boltstore.Open(*c.db, opts)
 	if err != nil {
-		return withServerHint(err, *c.db, readOnly)
+		// A reader can work on a snapshot, which the server makes; a
+		// writer must wait until the server is stopped.
+		todo := "stop it first (SIGTERM)"
+		if readOnly {
+			todo = "run this on a copy, logbook snapshot --db " + *c.db + " --out COPY"
+		}
+		return withServerHint(err, *c.db, todo)
 	}
 	defer l.Close()
 	return fn(l)
 }
 
-// withServerHint is err, a ledger found locked, with what to do when a
-// logbook server holds the file (its admin socket is beside it): such a
-// server holds it for its lifetime, so waiting longer does not help. A
-// reader can work on a snapshot, which the server makes; a writer must
-// wait until the server is stopped.
-func withServerHint(err error, db string, readOnly bool) error {
+// withServerHint is err, a ledger found locked, with todo, what to do
+// instead, when a logbook server holds the file (its admin socket is
+// beside it): such a server holds it for its lifetime, so waiting longer
+// does not help.
+func withServerHint(err error, db, todo string) error {
 	if !errors.Is(err, boltstore.ErrLocked) {
 		return err
 	}
 	if fi, serr := os.Stat(server.AdminSocketPath(db)); serr != nil || fi.Mode()&os.ModeSocket == 0 {
 		return err
 	}
-	if readOnly {
-		return fmt.Errorf("%w; a logbook server holds it for its lifetime (its admin socket is beside it): run this on a copy, logbook snapshot --db %s --out COPY", err, db)
-	}
-	return fmt.Errorf("%w; a logbook server holds it for its lifetime (its admin socket is beside it): stop it first (SIGTERM)", err)
+	return fmt.Errorf("%w; a logbook server holds it for its lifetime (its admin socket is beside it): %s", err, todo)
 }
 
 // view runs fn in one read transaction of the ledger.

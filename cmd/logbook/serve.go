@@ -101,7 +101,7 @@ func serve(c *call) func() error {
 		signal.Ignore(syscall.SIGPIPE)
 		l, err := boltstore.Open(*c.db, boltstore.Options{Create: true, LockTimeout: *lockTimeout})
 		if err != nil {
-			return fmt.Errorf("%v", err)
+			return fmt.Errorf("%v", withServerHint(err, *c.db, "reach it through it instead, logbook serve --connect http://HOST:PORT/mcp with a token from logbook token add"))
 		}
 		defer l.Close()
 		srv, relay, err := server.Embedded(l, *skillsDir, version, opts)
