@@ -651,6 +651,10 @@ func TestServerHeldFileSaysWhatToDo(t *testing.T) {
 	if r := run(t, "serve", "--db", db, "--lock-timeout", "200ms"); r.code != 2 || !strings.Contains(r.stderr, "logbook serve --connect") {
 		t.Errorf("serve on a server's file: %s, want exit 2 saying to use serve --connect", r)
 	}
+	// A second server on it is told the first holds it.
+	if r := run(t, "server", "--db", db, "--listen", "127.0.0.1:0"); r.code != 2 || !strings.Contains(r.stderr, "a logbook server holds it") {
+		t.Errorf("a second server on the file: %s, want exit 2 saying a server holds it", r)
+	}
 	out := filepath.Join(t.TempDir(), "copy.db")
 	wantExit(t, run(t, "snapshot", "--db", db, "--out", out), 0, "snapshot of a server's file")
 	wantExit(t, run(t, "verify", "--db", out), 0, "verify of the snapshot")

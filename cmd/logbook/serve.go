@@ -220,6 +220,7 @@ func serveHTTP(c *call) func() error {
 			},
 		})
 		if err != nil {
+			err = withServerHint(err, *c.db, "stop it first (SIGTERM), or give this one another --db")
 			return fmt.Errorf("%v", err) // exit 2 whatever the cause: a server does not audit
 		}
 		return nil
