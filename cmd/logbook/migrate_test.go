@@ -156,3 +156,23 @@ func TestNATSURLCredentialsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateUsage: a --to that is not NATS servers is named as the fault
+// (exit 2), not answered that --from and --to are required when both were
+// given.
+func TestMigrateUsage(t *testing.T) {
+	db := healthyLedger(t, 0)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate", "--from", db, "--to", "http://host:4222", "--stream", "s"}, "--to: NATS server URL 1: want nats://"},
+		{[]string{"migrate", "--to", "nats://host:4222", "--stream", "s"}, "--from FILE and --to nats://HOST:PORT are required"},
+		{[]string{"migrate", "--from", db, "--stream", "s"}, "--from FILE and --to nats://HOST:PORT are required"},
+	} {
+		r := run(t, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("logbook %q: %s, want exit 2 saying %q", c.args, r, c.want)
+		}
+	}
+}
