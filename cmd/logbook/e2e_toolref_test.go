@@ -313,8 +313,8 @@ const choices = `
 - **Audit record.** Every tools/call the server takes appends one ` + "`tool.called`" + ` event:
   tool, SHA-256 of the arguments, outcome code, SHA-256 of the exact reply bytes, duration, client
   name; its subjects are the ids the arguments name (` + "`task_id`, `parent_id`, `session_id`" + `).
-  The arguments hash (` + "`args_sha256`" + `, payload versions 2 and 3; v3 stores the digests as 32 bytes
-  and the payload as the array of its fields, docs/AUDITING.md; shown as hex and by name) is the SHA-256 of the arguments' RFC 8785
+  The arguments hash (` + "`args_sha256`" + `, payload versions 2 to 4; v3 and v4 store the digests as 32 bytes
+  and the payload as the array of its fields, v4 the tool as a code, docs/AUDITING.md; shown as hex and by name) is the SHA-256 of the arguments' RFC 8785
   (JCS) canonical form — members sorted by UTF-16 code units, no insignificant space, numbers in
   ECMAScript form (` + "`1.50`" + ` → ` + "`1.5`" + `, ` + "`1E2`" + ` → ` + "`100`" + `), strings with only ` + "`\\`" + `, ` + "`\"`" + ` and control
   characters escaped; empty arguments are ` + "`{}`" + `; arguments that are not I-JSON (invalid JSON or
