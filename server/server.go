@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -106,7 +105,7 @@ func Run(ctx context.Context, opts Options) error {
 		fmt.Fprintln(w, `{"status":"ok"}`)
 	})
 	srv := &http.Server{
-		Handler:           boundBody(mux, opts.BodyTimeout),
+		Handler:           boundBody(loopbackHost(mux), opts.BodyTimeout),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -158,44 +157,6 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	<-served
 	return nil
-}
-
-// boundBody gives the body of every request, whatever its route and
-// before any token is checked, timeout to arrive once its headers have.
-// The server's own timeouts bound only the headers; a body is read by the
-// handler, or else discarded by net/http before it answers, with no bound:
-// a client announcing a body it never sends would hold the connection and
-// its goroutine forever (the MCP handler bounds its own reading too, to
-// answer 408). The deadline is lifted once the body has been read whole,
-// so that it cannot cut a long answer (an event stream) short; a body
-// still arriving at the deadline fails to read and its connection is
-// closed once answered.
-func boundBody(h http.Handler, timeout time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
-				r.Body = &boundedBody{ReadCloser: r.Body, rc: rc}
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// boundedBody lifts its request's read deadline once read to its end.
-type boundedBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
-}
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
-		b.done = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 // authenticate checks a bearer token against the tokens projection.
