@@ -15,12 +15,19 @@ const cookieName = "logbook_console"
 const maxTokenBytes = 512
 
 // authed lets a request through to h if it carries an accepted token: a
-// bearer header, or the console's cookie. A GET with ?token= is exchanged
-// for the cookie and redirected to the same address without the token.
+// bearer header, or the console's cookie. A GET with ?token= that the user
+// opened (typed, pasted, or followed from the console itself) is exchanged
+// for the cookie and redirected to the same address without the token; one
+// that another site sent the browser to only fills the login form in
+// (loginPrompt).
 func (c *console) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if q := r.URL.Query(); q.Has("token") {
 			tok := q.Get("token")
+			if !openedHere(r) {
+				c.loginPrompt(w, tok)
+				return
+			}
 			if !c.accept(w, r, tok) {
 				return
 			}
@@ -85,7 +92,36 @@ func (c *console) unauthorized(w http.ResponseWriter, r *http.Request, msg strin
 	if _, err := r.Cookie(cookieName); err == nil {
 		c.clearCookie(w, r)
 	}
-	c.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Data: msg})
+	c.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Data: loginForm{Problem: msg}})
+}
+
+// loginForm is what the login page shows: a problem with the last token
+// tried, or a token to log in with once the user confirms.
+type loginForm struct{ Problem, Token string }
+
+// loginPrompt answers an address carrying a token that the browser was
+// sent to from elsewhere: a link on another site could otherwise log the
+// victim's browser into the console as the link's author (login CSRF), so
+// that what the victim then reads, and trusts, is what that author chose
+// to show. The form is filled in; logging in takes the user's click, and
+// the form is posted from this origin (login checks it). The console
+// cannot be framed (frame-ancestors 'none'), so the click cannot be
+// stolen.
+func (c *console) loginPrompt(w http.ResponseWriter, tok string) {
+	if len(tok) > maxTokenBytes {
+		tok = ""
+	}
+	c.render(w, http.StatusOK, "login", page{Title: "Log in", Data: loginForm{Token: tok,
+		Problem: "This address carries a token, but the browser was sent here from another site (or did not say from where). Log in with it only if you meant to."}})
+}
+
+// openedHere reports whether r is a navigation the user started (the
+// address typed, pasted or opened from outside a page: Sec-Fetch-Site
+// "none") or one from the console itself ("same-origin"). A browser that
+// sends no Sec-Fetch-Site cannot tell, so it is not.
+func openedHere(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	return site == "none" || site == "same-origin"
 }
 
 func (c *console) setCookie(w http.ResponseWriter, r *http.Request, tok string) {
@@ -99,7 +135,7 @@ func (c *console) clearCookie(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, http.StatusOK, "login", page{Title: "Log in"})
+	c.render(w, http.StatusOK, "login", page{Title: "Log in", Data: loginForm{}})
 }
 
 // login takes the token from the form, so that it never appears in an

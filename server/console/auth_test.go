@@ -39,12 +39,23 @@ func TestPagesNeedAToken(t *testing.T) {
 	}
 }
 
-// TestTokenInAddress: ?token= is exchanged for an HttpOnly, SameSite=Strict
-// cookie and the browser is sent to the same address without it; the
-// cookie then opens every page.
+// navigate GETs path as a browser does when it was sent there from site
+// (a Sec-Fetch-Site value, "" for a browser that sends none).
+func (f *fixture) navigate(t *testing.T, path, site string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+path, nil)
+	if site != "" {
+		req.Header.Set("Sec-Fetch-Site", site)
+	}
+	return do(t, req)
+}
+
+// TestTokenInAddress: ?token= opened by the user is exchanged for an
+// HttpOnly, SameSite=Strict cookie and the browser is sent to the same
+// address without it; the cookie then opens every page.
 func TestTokenInAddress(t *testing.T) {
 	f := newFixture(t)
-	res, _ := f.get(t, "/tasks/T-0002?token="+testToken+"&x=1", "")
+	res, _ := f.navigate(t, "/tasks/T-0002?token="+testToken+"&x=1", "none")
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("status %d", res.StatusCode)
 	}
@@ -60,7 +71,7 @@ func TestTokenInAddress(t *testing.T) {
 		}
 	}
 	// A bad token in the address sets nothing.
-	res, _ = f.get(t, "/?token=lbk_wrong", "")
+	res, _ = f.navigate(t, "/?token=lbk_wrong", "same-origin")
 	if res.StatusCode != http.StatusUnauthorized || len(res.Cookies()) != 0 {
 		t.Errorf("bad token: status %d, cookies %v", res.StatusCode, res.Cookies())
 	}
@@ -73,6 +84,38 @@ func TestTokenInAddress(t *testing.T) {
 	}
 	if cs := res.Cookies(); len(cs) != 1 || cs[0].MaxAge >= 0 {
 		t.Errorf("stale cookie not cleared: %v", cs)
+	}
+}
+
+// TestTokenInAddressFromAnotherSite: an address with ?token= that the
+// browser was sent to by another site (a link, a redirect, an image, a
+// form: Sec-Fetch-Site cross-site or same-site), or by a browser that does
+// not say, sets no cookie: it shows the login form filled in, for the user
+// to submit. Before, it logged the browser in at once, so a link on any
+// site could log a victim into the console under the link author's token
+// (login CSRF).
+func TestTokenInAddressFromAnotherSite(t *testing.T) {
+	f := newFixture(t)
+	for _, site := range []string{"cross-site", "same-site", ""} {
+		res, body := f.navigate(t, "/ledger?token="+testToken, site)
+		if res.StatusCode != http.StatusOK || len(res.Cookies()) != 0 || res.Header.Get("Location") != "" {
+			t.Errorf("sent from %q: status %d, cookies %v, Location %q", site, res.StatusCode, res.Cookies(), res.Header.Get("Location"))
+		}
+		if !strings.Contains(body, `<form method="post" action="/login">`) || !strings.Contains(body, `value="`+testToken+`"`) {
+			t.Errorf("sent from %q: no login form filled in: %s", site, body)
+		}
+		if strings.Contains(body, "Ship the ledger") {
+			t.Errorf("sent from %q: ledger content shown", site)
+		}
+	}
+	// What is filled in is escaped, and an oversized token is not echoed.
+	_, body := f.navigate(t, "/?token=%22%3E%3Cscript%3Ealert(1)%3C/script%3E", "cross-site")
+	if strings.Contains(body, "<script>alert") {
+		t.Errorf("token not escaped: %s", body)
+	}
+	big := strings.Repeat("x", maxTokenBytes+1)
+	if _, body := f.navigate(t, "/?token="+big, "cross-site"); strings.Contains(body, big) {
+		t.Error("an oversized token is echoed")
 	}
 }
 
