@@ -1,16 +1,145 @@
 package server
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // The HTTP edge: what every connection and request goes through before
 // any route sees it.
+
+// DefaultMaxConns is how many connections a server keeps open at once
+// unless Options say otherwise: far more than the agents and browsers of
+// one ledger use, few enough that nobody can take every file descriptor.
+const DefaultMaxConns = 1024
+
+// writeChunk is how much of an answer one write deadline covers.
+const writeChunk = 64 << 10
+
+// newHTTPServer is the http.Server Run serves h with: headers bounded in
+// size and time, every body in time (boundBody), every write in time
+// (boundWrites), loopback Host names only on a loopback address
+// (loopbackHost), and at most opts.MaxConns connections at once (conns).
+// opts' defaults are set.
+func newHTTPServer(h http.Handler, opts Options, log *slog.Logger) *http.Server {
+	cs := &conns{max: int64(opts.MaxConns)}
+	return &http.Server{
+		Handler:           boundWrites(boundBody(cs.refuseOver(loopbackHost(h)), opts.BodyTimeout), opts.WriteTimeout),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		ConnContext:       cs.opened,
+		ConnState:         cs.state,
+	}
+}
+
+// conns counts the server's open connections. One opened beyond max is
+// answered 503 (Retry-After, Connection: close) whatever it asks, and
+// closed: a clear refusal where a listener that stopped accepting would
+// leave clients waiting in the kernel's backlog, and none could tell a
+// full server from a dead one. Each connection costs a file descriptor and
+// a goroutine for as long as it is kept (IdleTimeout, or a stream); without
+// a bound any client, with or without a token, could open them until the
+// process had none left for its ledger file or its admin socket.
+type conns struct {
+	max  int64
+	open atomic.Int64
+}
+
+type overKey struct{}
+
+// opened counts a connection as it is accepted (http.Server.ConnContext).
+func (c *conns) opened(ctx context.Context, _ net.Conn) context.Context {
+	if c.open.Add(1) > c.max {
+		return context.WithValue(ctx, overKey{}, true)
+	}
+	return ctx
+}
+
+// state forgets a connection once closed or hijacked, and lifts the write
+// deadline of one gone idle: the last answer is out, and an error answer
+// net/http writes itself to its next request (400, 431) must not fail on
+// a deadline set for the last one (http.Server.ConnState).
+func (c *conns) state(conn net.Conn, s http.ConnState) {
+	switch s {
+	case http.StateIdle:
+		_ = conn.SetWriteDeadline(time.Time{})
+	case http.StateClosed, http.StateHijacked:
+		c.open.Add(-1)
+	}
+}
+
+func (c *conns) refuseOver(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if over, _ := r.Context().Value(overKey{}).(bool); over {
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many connections to this server; try again shortly", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// boundWrites gives every write of an answer, whatever its route, timeout
+// to reach the client: each writeChunk bytes written, and each flush, must
+// be taken within it. The server's own WriteTimeout would bound the whole
+// answer instead, cutting short the event streams (GET /mcp, the console's
+// verification) and long calls that are meant to last; without any bound a
+// client that asked for an answer and never read it held its connection,
+// its goroutine and (for a call) the drain for ever once the socket's
+// buffers were full.
+func boundWrites(h http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if rc.SetWriteDeadline(time.Now().Add(timeout)) != nil {
+			h.ServeHTTP(w, r) // not a connection of net/http's server
+			return
+		}
+		h.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, timeout: timeout}, r)
+		// What is still buffered goes out once the handler returns.
+		_ = rc.SetWriteDeadline(time.Now().Add(timeout))
+	})
+}
+
+// deadlineWriter renews its connection's write deadline before each chunk
+// it writes and each flush.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), writeChunk)]
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+		m, err := w.ResponseWriter.Write(chunk)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[m:]
+	}
+	return n, nil
+}
+
+func (w *deadlineWriter) Flush() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	_ = w.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // loopbackHost refuses (403), on every route, a request that reached a
 // loopback address under a Host that names no loopback address: a site

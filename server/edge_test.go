@@ -1,10 +1,17 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
@@ -65,5 +72,168 @@ func TestLoopbackHostEveryRoute(t *testing.T) {
 		if code, body := do(t, req); code != http.StatusOK {
 			t.Errorf("Host %s, /ledger: %d %.100s", host, code, body)
 		}
+	}
+}
+
+// serveEdge serves h as Run would (newHTTPServer, opts' defaults as given)
+// on a loopback port, and returns its address.
+func serveEdge(t *testing.T, h http.Handler, opts Options) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(h, opts, slog.New(slog.DiscardHandler))
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestUnreadAnswerLetGo: a client that asks for a long answer and never
+// reads it is let go once a write has waited WriteTimeout: the handler's
+// write fails, and it returns. Before, nothing bounded a write: once the
+// socket's buffers were full the handler, its goroutine and the connection
+// were held for ever (and a drain with them).
+func TestUnreadAnswerLetGo(t *testing.T) {
+	wrote := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 1<<20)
+		for range 256 { // far more than any socket buffers
+			if _, err := w.Write(buf); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	})
+	addr := serveEdge(t, h, Options{WriteTimeout: 200 * time.Millisecond, BodyTimeout: time.Minute, MaxConns: 8})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(conn, "GET /big HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+	// Nothing is read.
+	select {
+	case err := <-wrote:
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("the handler's writes ended with %v, want a timeout", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a client that reads nothing holds the handler")
+	}
+}
+
+// TestStreamOutlivesWriteTimeout: the write deadline bounds each write, not
+// the answer: a stream idle for longer than WriteTimeout between two
+// events, and a long answer read steadily, still arrive whole.
+func TestStreamOutlivesWriteTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stream" {
+			for i := range 3 {
+				fmt.Fprintf(w, "data: %d\n\n", i)
+				w.(http.Flusher).Flush()
+				time.Sleep(3 * timeout) // idle past the deadline of the last write
+			}
+			return
+		}
+		w.Write(bytes.Repeat([]byte("x"), 8<<20))
+	})
+	addr := serveEdge(t, h, Options{WriteTimeout: timeout, BodyTimeout: time.Minute, MaxConns: 8})
+	client := &http.Client{Timeout: time.Minute}
+	for _, c := range []struct {
+		path string
+		want int
+	}{{"/stream", len("data: 0\n\ndata: 1\n\ndata: 2\n\n")}, {"/big", 8 << 20}, {"/stream", 27}} {
+		res, err := client.Get("http://" + addr + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || len(b) != c.want {
+			t.Errorf("%s: %d bytes, %v; want %d", c.path, len(b), err, c.want)
+		}
+	}
+}
+
+// TestConnectionCap: a connection beyond MaxConns is answered 503 with
+// Retry-After and closed, on every route, while those within it are
+// served; once one closes, a new one is served. Before, the server took
+// connections without limit: any client, without a token, could hold
+// every file descriptor of the process.
+func TestConnectionCap(t *testing.T) {
+	l, _ := openStore(t, boltstore.Options{Hold: true})
+	addr, stop := startRun(t, l, Options{MaxConns: 2})
+	defer stop()
+	get := func(conn net.Conn, br *bufio.Reader) *http.Response {
+		t.Helper()
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	var kept []net.Conn
+	for range 2 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if res := get(conn, bufio.NewReader(conn)); res.StatusCode != http.StatusOK {
+			t.Fatalf("within the cap: %d", res.StatusCode)
+		}
+		kept = append(kept, conn)
+	}
+	for _, path := range []string{"/healthz", "/mcp", "/"} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+		br := bufio.NewReader(conn)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || !res.Close {
+			t.Errorf("%s beyond the cap: %d %v", path, res.StatusCode, res.Header)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("%s: the refused connection is kept: %v", path, err)
+		}
+		conn.Close()
+	}
+	// The kept connections are still served.
+	if res := get(kept[0], bufio.NewReader(kept[0])); res.StatusCode != http.StatusOK {
+		t.Errorf("kept connection: %d", res.StatusCode)
+	}
+	// One closed makes room (once the server has seen it close).
+	kept[1].Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := get(conn, bufio.NewReader(conn))
+		conn.Close()
+		if res.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a closed connection still counts")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -43,6 +43,12 @@ type Options struct {
 	// BodyTimeout bounds how long a request body, on any route, may take to
 	// arrive once its headers have; default 30 s.
 	BodyTimeout time.Duration
+	// WriteTimeout bounds how long each 64 KiB of an answer, and each
+	// flush of a stream, may take to reach the client; default 30 s.
+	WriteTimeout time.Duration
+	// MaxConns bounds the connections open at once: one more is answered
+	// 503 and closed; default DefaultMaxConns.
+	MaxConns int
 	// DrainTimeout bounds how long shutdown waits for calls in flight;
 	// default 30 s.
 	DrainTimeout time.Duration
@@ -68,6 +74,12 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = 30 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
 	}
 	ln := opts.Listener
 	if ln == nil {
@@ -104,13 +116,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		fmt.Fprintln(w, `{"status":"ok"}`)
 	})
-	srv := &http.Server{
-		Handler:           boundBody(loopbackHost(mux), opts.BodyTimeout),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
+	srv := newHTTPServer(mux, opts, log)
 
 	var admin *adminServer
 	if opts.AdminSocket != "" {
