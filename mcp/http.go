@@ -3,15 +3,18 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/logbook-dev/logbook/commands"
@@ -97,6 +100,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		if !readBody(w, r, opts) {
 			return
 		}
+		w = &codedWriter{ResponseWriter: w}
 		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
 			stateless.ServeHTTP(w, r)
 			return
@@ -163,6 +167,90 @@ func readBody(w http.ResponseWriter, r *http.Request, opts HTTPOptions) bool {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return true
+}
+
+// codedWriter gives the SDK's JSON-RPC errors without a code (0) their
+// code, as coded does on stdio: over HTTP the SDK writes its answers
+// itself (a second initialize, initialize's params unreadable or missing,
+// a call before initialize), and a client reading code 0 cannot tell its
+// request refused from the server failing. Only an answer of JSON that
+// holds such an error is decoded; the others pass as written.
+type codedWriter struct{ http.ResponseWriter }
+
+func (w *codedWriter) Write(p []byte) (int, error) {
+	if !bytes.Contains(p, codeZero) || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		return w.ResponseWriter.Write(p)
+	}
+	if _, err := w.ResponseWriter.Write(recode(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *codedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *codedWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// codeZero is how the SDK writes an error without a code.
+var codeZero = []byte(`"code":0,`)
+
+// recode returns the JSON-RPC answer data (a response, or a batch of them)
+// with each error of code 0 given its code; data as it is if none has one.
+func recode(data []byte) []byte {
+	if b := bytes.TrimSpace(data); len(b) > 0 && b[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(b, &batch) != nil {
+			return data
+		}
+		changed := false
+		for i, m := range batch {
+			if r, ok := recodeOne(m); ok {
+				batch[i], changed = r, true
+			}
+		}
+		if !changed {
+			return data
+		}
+		out, err := json.Marshal(batch)
+		if err != nil {
+			return data
+		}
+		return out
+	}
+	if r, ok := recodeOne(data); ok {
+		return r
+	}
+	return data
+}
+
+// recodeOne gives one JSON-RPC response's error of code 0 its code; false
+// if it has none.
+func recodeOne(data []byte) ([]byte, bool) {
+	var resp struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+		Error   *jsonrpc.Error  `json:"error"`
+	}
+	if json.Unmarshal(data, &resp) != nil || resp.Result != nil || resp.Error == nil || resp.Error.Code != 0 {
+		return nil, false
+	}
+	e := coded(errors.New(resp.Error.Message)).(*jsonrpc.Error)
+	e.Data = resp.Error.Data
+	out, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *jsonrpc.Error  `json:"error"`
+	}{resp.JSONRPC, resp.ID, e})
+	if err != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // sessionlessRevision is the first protocol revision without sessions.

@@ -324,10 +324,9 @@ const choices = `
   call of each server process also appends ` + "`skills.loaded`" + ` (the skill files it loaded, with
   their SHA-256). Requests the MCP SDK itself refuses before any tool runs are answered but not
   recorded: a request other than ping before initialize and a second initialize (-32600), params
-  it cannot read, such as a non-string tool name (-32602), a missing params object (-32600) (over
-  HTTP the SDK answers the first two, and initialize's unreadable params, with code 0), a
-  request whose id is already in flight (-32600 under that id), and a tools/call sent as a
-  notification (no id, no answer). A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
+  it cannot read, such as a non-string tool name (-32602), a missing params object (-32600), the same
+  over HTTP, a request whose id is already in flight (-32600 under that id), and a tools/call
+  sent as a notification (no id, no answer). A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
   than 1,000 levels gets -32600, by id where one can be read. Request ids (a string, a number or
   null, at most 1,024 bytes; anything else gets -32600 with id null) are echoed byte for byte and
   compared as bytes: ` + "`1`, `1.0` and `\"1\"`" + ` are three ids. ` + "`notifications/cancelled`" + ` is ignored:
