@@ -20,6 +20,9 @@ import (
 // one ledger use, few enough that nobody can take every file descriptor.
 const DefaultMaxConns = 1024
 
+// readHeaderTimeout bounds how long a request's headers may take to arrive.
+const readHeaderTimeout = 10 * time.Second
+
 // writeChunk is how much of an answer one write deadline covers.
 const writeChunk = 64 << 10
 
@@ -31,8 +34,9 @@ const writeChunk = 64 << 10
 func newHTTPServer(h http.Handler, opts Options, log *slog.Logger) *http.Server {
 	cs := &conns{max: int64(opts.MaxConns)}
 	return &http.Server{
-		Handler:           boundWrites(boundBody(cs.refuseOver(loopbackHost(h)), opts.BodyTimeout), opts.WriteTimeout),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           boundWrites(boundBody(cs.refuseOver(loopbackHost(h)), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readHeaderTimeout + opts.BodyTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
@@ -97,7 +101,7 @@ func (c *conns) refuseOver(h http.Handler) http.Handler {
 // client that asked for an answer and never read it held its connection,
 // its goroutine and (for a call) the drain for ever once the socket's
 // buffers were full.
-func boundWrites(h http.Handler, timeout time.Duration) http.Handler {
+func boundWrites(h http.Handler, timeout, bodyTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		if rc.SetWriteDeadline(time.Now().Add(timeout)) != nil {
@@ -105,8 +109,10 @@ func boundWrites(h http.Handler, timeout time.Duration) http.Handler {
 			return
 		}
 		h.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, timeout: timeout}, r)
-		// What is still buffered goes out once the handler returns.
-		_ = rc.SetWriteDeadline(time.Now().Add(timeout))
+		// What is still buffered goes out once the handler returns, and
+		// only once net/http has discarded what the handler left of the
+		// body, which may take until the body's own deadline.
+		_ = rc.SetWriteDeadline(time.Now().Add(bodyTimeout + timeout))
 	})
 }
 
@@ -184,13 +190,27 @@ func isLoopback(addr string) bool {
 // so that it cannot cut a long answer (an event stream) short; a body
 // still arriving at the deadline fails to read and its connection is
 // closed once answered.
+//
+// A chunked body closes its connection once answered (RFC 9112 §6.1): net/http
+// drops a Content-Length sent beside Transfer-Encoding and keeps the
+// connection, so that a proxy in front reading the Content-Length instead
+// would see the rest of the body as a request of its own (smuggling).
+//
+// A request without a body has its read deadline lifted: the server's
+// ReadTimeout bounds only what net/http reads before any handler runs (the
+// body of "OPTIONS *", which it answers itself).
 func boundBody(h http.Handler, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
 		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
 			if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
 				r.Body = &boundedBody{ReadCloser: r.Body, rc: rc}
 			}
+		} else {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
 		}
 		h.ServeHTTP(w, r)
 	})

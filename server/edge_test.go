@@ -237,3 +237,56 @@ func TestConnectionCap(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestChunkedBodyClosesConnection: a request with Transfer-Encoding (with a
+// Content-Length beside it or not) is answered and its connection closed,
+// as RFC 9112 §6.1 requires: net/http drops the Content-Length and reads
+// the chunks, so a proxy in front that read the Content-Length instead
+// would take the bytes after it for another request. Before, the
+// connection was kept and those bytes served as the next request.
+func TestChunkedBodyClosesConnection(t *testing.T) {
+	l, _ := openStore(t, boltstore.Options{Hold: true})
+	addr, stop := startRun(t, l, Options{})
+	defer stop()
+	for _, cl := range []string{"Content-Length: 4\r\n", ""} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		fmt.Fprintf(conn, "POST /healthz HTTP/1.1\r\nHost: %s\r\n%sTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"+
+			"GET /ledger HTTP/1.1\r\nHost: %s\r\n\r\n", addr, cl, addr)
+		br := bufio.NewReader(conn)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		if res.StatusCode != http.StatusOK || !res.Close {
+			t.Errorf("%q: %d, close %v", cl, res.StatusCode, res.Close)
+		}
+		if res, err := http.ReadResponse(br, nil); err == nil {
+			t.Errorf("%q: the bytes after the chunked body were served as a request: %d", cl, res.StatusCode)
+		}
+	}
+	// A body with a Content-Length keeps its connection.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	br := bufio.NewReader(conn)
+	for range 2 {
+		fmt.Fprintf(conn, "POST /healthz HTTP/1.1\r\nHost: %s\r\nContent-Length: 2\r\n\r\n{}", addr)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		if res.StatusCode != http.StatusOK || res.Close {
+			t.Errorf("with a Content-Length: %d, close %v", res.StatusCode, res.Close)
+		}
+	}
+}
