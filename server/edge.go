@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -16,9 +17,41 @@ import (
 // any route sees it.
 
 // DefaultMaxConns is how many connections a server keeps open at once
-// unless Options say otherwise: far more than the agents and browsers of
-// one ledger use, few enough that nobody can take every file descriptor.
-const DefaultMaxConns = 1024
+// unless Options say otherwise: as many as the process may open file
+// descriptors, less fdReserve for the ledger file, the admin socket,
+// snapshots and the NATS connections (at least minMaxConns; 1024 where the
+// limit is unknown). The cap is there so that a flood of connections is
+// refused clearly before it takes the descriptors the server needs for
+// itself; set lower (--max-conns), it also gives every client a lower
+// ceiling to fill.
+func DefaultMaxConns() int {
+	n := fdLimit()
+	switch {
+	case n == 0:
+		return 1024
+	case n > 1<<20:
+		n = 1 << 20
+	case n < minMaxConns+fdReserve:
+		return minMaxConns
+	}
+	return int(n - fdReserve)
+}
+
+const (
+	fdReserve   = 128
+	minMaxConns = 64
+)
+
+// fdLimit is how many file descriptors the process may hold (its soft
+// RLIMIT_NOFILE, which the Go runtime raises to the hard one at start);
+// 0 if unknown.
+func fdLimit() uint64 {
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
+		return 0
+	}
+	return rl.Cur
+}
 
 // readHeaderTimeout bounds how long a request's headers may take to arrive.
 const readHeaderTimeout = 10 * time.Second

@@ -47,7 +47,7 @@ type Options struct {
 	// flush of a stream, may take to reach the client; default 30 s.
 	WriteTimeout time.Duration
 	// MaxConns bounds the connections open at once: one more is answered
-	// 503 and closed; default DefaultMaxConns.
+	// 503 and closed; default DefaultMaxConns().
 	MaxConns int
 	// DrainTimeout bounds how long shutdown waits for calls in flight;
 	// default 30 s.
@@ -79,7 +79,7 @@ func Run(ctx context.Context, opts Options) error {
 		opts.WriteTimeout = 30 * time.Second
 	}
 	if opts.MaxConns <= 0 {
-		opts.MaxConns = DefaultMaxConns
+		opts.MaxConns = DefaultMaxConns()
 	}
 	ln := opts.Listener
 	if ln == nil {

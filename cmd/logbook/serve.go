@@ -152,7 +152,7 @@ func serveHTTP(c *call) func() error {
 	admin := c.fs.String("admin-socket", "", "Unix socket for logbook token while the server runs (default: <db>.admin.sock; \"none\" disables)")
 	maxBody := c.fs.Int64("max-body-bytes", mcp.DefaultMaxMessageBytes, "largest request body accepted (413 beyond)")
 	drain := c.fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long to wait for calls in flight")
-	maxConns := c.fs.Int("max-conns", server.DefaultMaxConns, "most connections open at once (one more is answered 503 and closed)")
+	maxConns := c.fs.Int("max-conns", 0, "most connections open at once, one more being answered 503 and closed (default: the file descriptor limit less 128)")
 	store := c.fs.String("store", "", "keep the ledger in NATS JetStream: nats://HOST:PORT[,…] (with --stream); --db is then this node's local copy")
 	fsync := c.fs.Bool("replica-fsync", false, "with --store: fsync the local copy at every commit (by default it is not: the stream is the durable log, and a copy left unsynced by a machine restart is refused as damaged)")
 	nf := jetstream.AddFlags(c.fs, c.getenv)
@@ -174,8 +174,8 @@ func serveHTTP(c *call) func() error {
 			return fmt.Errorf("%s: only with --store nats://… (the ledger in JetStream)", strings.Join(stray, ", "))
 		case (*tlsCert == "") != (*tlsKey == ""):
 			return errors.New("--tls-cert and --tls-key go together")
-		case *maxBody <= 0 || *drain <= 0 || *maxConns <= 0:
-			return errors.New("--max-body-bytes, --drain-timeout and --max-conns must be positive")
+		case *maxBody <= 0 || *drain <= 0 || *maxConns < 0:
+			return errors.New("--max-body-bytes and --drain-timeout must be positive, --max-conns not negative")
 		}
 		if err := c.prepare(topts); err != nil {
 			return err
