@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// cookieName holds the token in the browser after a login.
+// cookieName holds the login's session id in the browser (sessions).
 const cookieName = "logbook_console"
 
 // maxTokenBytes bounds a token read from a form, header or cookie.
@@ -40,7 +40,7 @@ func (c *console) authed(h http.HandlerFunc) http.Handler {
 		tok := bearer(r)
 		if tok == "" {
 			if ck, err := r.Cookie(cookieName); err == nil {
-				tok = ck.Value
+				tok, _ = c.logins.token(ck.Value)
 			}
 		}
 		if tok == "" {
@@ -88,8 +88,10 @@ func (c *console) unauthorized(w http.ResponseWriter, r *http.Request, msg strin
 		http.Error(w, "a token is required", http.StatusUnauthorized)
 		return
 	}
-	// A cookie that no longer works (a revoked token) is dropped.
-	if _, err := r.Cookie(cookieName); err == nil {
+	// A cookie that no longer works (a revoked token, a session this
+	// process does not know) is dropped.
+	if ck, err := r.Cookie(cookieName); err == nil {
+		c.logins.drop(ck.Value)
 		c.clearCookie(w, r)
 	}
 	c.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Data: loginForm{Problem: msg}})
@@ -124,8 +126,10 @@ func openedHere(r *http.Request) bool {
 	return site == "none" || site == "same-origin"
 }
 
+// setCookie logs the browser in with tok: a new session, whose id the
+// cookie holds.
 func (c *console) setCookie(w http.ResponseWriter, r *http.Request, tok string) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.logins.add(tok), Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 }
 
@@ -166,6 +170,9 @@ func (c *console) logout(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 		return
+	}
+	if ck, err := r.Cookie(cookieName); err == nil {
+		c.logins.drop(ck.Value)
 	}
 	c.clearCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

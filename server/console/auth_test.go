@@ -119,12 +119,82 @@ func TestTokenInAddressFromAnotherSite(t *testing.T) {
 	}
 }
 
+// TestCookieIsNotTheToken: the console's cookie is a session id, not the
+// token. Browsers send cookies to every port of a host, so a cookie
+// holding the token handed it to any other web server on 127.0.0.1 that a
+// logged-in browser visited (one an agent started, say): that server could
+// call every tool over /mcp as the token's agent. Before, the cookie was
+// the token. The id opens the console, and nothing else: not /mcp, not
+// after logging out, not as a bearer token.
+func TestCookieIsNotTheToken(t *testing.T) {
+	f := newFixture(t)
+	res, _ := f.navigate(t, "/?token="+testToken, "none")
+	ck := sessionCookie(t, res)
+	withCookie := func(c *http.Cookie) int {
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/ledger", nil)
+		req.AddCookie(c)
+		res, _ := do(t, req)
+		return res.StatusCode
+	}
+	if code := withCookie(ck); code != http.StatusOK {
+		t.Fatalf("the session's cookie: %d", code)
+	}
+	// The token itself as the cookie's value (as before) opens nothing.
+	if code := withCookie(&http.Cookie{Name: cookieName, Value: testToken}); code != http.StatusUnauthorized {
+		t.Errorf("the token as cookie: %d", code)
+	}
+	// Nor does the id as a token.
+	if res, _ := f.get(t, "/ledger", ck.Value); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the session id as a bearer token: %d", res.StatusCode)
+	}
+	// Two logins are two sessions; logging out ends one, not the other.
+	res, _ = f.navigate(t, "/?token="+testToken, "none")
+	other := sessionCookie(t, res)
+	if other.Value == ck.Value {
+		t.Fatal("two logins share a session id")
+	}
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/logout", nil)
+	req.AddCookie(ck)
+	if res, _ := do(t, req); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout: %d", res.StatusCode)
+	}
+	if code := withCookie(ck); code != http.StatusUnauthorized {
+		t.Errorf("the cookie after logging out: %d", code)
+	}
+	if code := withCookie(other); code != http.StatusOK {
+		t.Errorf("the other login after the first logged out: %d", code)
+	}
+}
+
+// TestSessionsCapped: the console keeps at most maxSessions logins; one
+// more forgets the oldest.
+func TestSessionsCapped(t *testing.T) {
+	var s sessions
+	first := s.add("a")
+	second := s.add("b")
+	for range maxSessions - 1 {
+		s.add("c")
+	}
+	if len(s.byID) != maxSessions {
+		t.Fatalf("%d sessions kept", len(s.byID))
+	}
+	if _, ok := s.token(first); ok {
+		t.Error("the oldest login is kept beyond the cap")
+	}
+	if tok, ok := s.token(second); !ok || tok != "b" {
+		t.Errorf("the second login: %q %v", tok, ok)
+	}
+}
+
 func sessionCookie(t *testing.T, res *http.Response) *http.Cookie {
 	t.Helper()
 	for _, c := range res.Cookies() {
 		if c.Name == cookieName {
-			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Value != testToken || c.Path != "/" {
+			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
 				t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, Path /", c)
+			}
+			if c.Value == "" || strings.Contains(c.Value, testToken) || strings.Contains(testToken, c.Value) {
+				t.Errorf("cookie %+v: holds the token", c)
 			}
 			return c
 		}

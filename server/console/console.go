@@ -39,6 +39,7 @@ type console struct {
 	pages map[string]*template.Template
 	// verifying admits one "verify now" at a time: each reads the whole log.
 	verifying sync.Mutex
+	logins    sessions // the logins the cookies name
 }
 
 // New returns the console's handler, to be mounted at "/".

@@ -7,12 +7,13 @@
 //
 //   - Read-only by nature: every page is a GET that reads the ledger in one
 //     read transaction; the only POSTs are logging in and out, which touch
-//     nothing but a cookie.
+//     nothing but a cookie and the process's sessions.
 //   - Every request carries a token the server accepts (checked on every
 //     request, so a revocation takes effect at once): a bearer header, or
-//     the HttpOnly, SameSite=Strict cookie set after a login. A token given
-//     as ?token= is exchanged for the cookie and removed from the address
-//     at once.
+//     the HttpOnly, SameSite=Strict cookie set after a login, which holds
+//     a random session id the process maps to the token in memory, never
+//     the token. A token given as ?token= is exchanged for the cookie and
+//     removed from the address at once.
 //   - Pages are html/template renderings (every value escaped) with their
 //     CSS and JS embedded; a Content-Security-Policy allows no inline
 //     script or style and nothing from another origin.
