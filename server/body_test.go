@@ -25,7 +25,7 @@ func TestSlowBodyOnEveryRoute(t *testing.T) {
 	tok, _, _ := IssueToken(l, Issue{Agent: "a", Issuer: "op"})
 	// Writes get less time than bodies: an answer net/http sends once it
 	// has given up on the body is not lost to the write deadline.
-	addr, stop := startRun(t, l, Options{BodyTimeout: 200 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+	addr, stop := startRun(t, l, Options{BodyTimeout: time.Second, WriteTimeout: 500 * time.Millisecond})
 	defer func() {
 		if err := stop(); err != nil {
 			t.Errorf("Run: %v", err)
@@ -54,7 +54,7 @@ func TestSlowBodyOnEveryRoute(t *testing.T) {
 			defer conn.Close()
 			// 100 bytes announced, 1 sent: the rest never comes.
 			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: 100\r\n\r\nt", c.method, c.path, addr, c.headers)
-			// A guard against a hang, far beyond the server's 200 ms.
+			// A guard against a hang, far beyond the server's second.
 			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 			br := bufio.NewReader(conn)
 			resp, err := http.ReadResponse(br, nil)
