@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/logbook-dev/logbook/commands"
 )
@@ -54,6 +55,10 @@ type HTTPOptions struct {
 	// BodyTimeout bounds how long a request body may take to arrive once
 	// its headers have (408 beyond); default 30 seconds.
 	BodyTimeout time.Duration
+	// MaxBodiesBytes bounds the request bodies held in memory at once, all
+	// requests together: a request whose body would pass it waits for
+	// room, at most BodyTimeout (then 503); default 16 × MaxBodyBytes.
+	MaxBodiesBytes int64
 }
 
 // HTTPHandler serves the tools over MCP Streamable HTTP (the go-sdk's
@@ -78,6 +83,15 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.MaxSessionsPerToken <= 0 {
 		opts.MaxSessionsPerToken = DefaultMaxSessionsPerToken
 	}
+	if opts.MaxBodiesBytes <= 0 {
+		opts.MaxBodiesBytes = 16 * opts.MaxBodyBytes
+	}
+	// A body is held whole (readBody, then the SDK's parsing) until its
+	// request is answered. Without a bound on all of them together, any
+	// token could send many bodies of MaxBodyBytes less a byte, each
+	// finished only at its deadline, and hold that much memory per
+	// connection until the process was killed for it.
+	bodies := semaphore.NewWeighted(opts.MaxBodiesBytes)
 	handler := func(stateless bool) http.Handler {
 		return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
 			Stateless: stateless,
@@ -97,6 +111,19 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	stateful, stateless := handler(false), handler(true)
 	sessions := newSessionCap(s.sdk, opts.MaxSessionsPerToken)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := bodyReserve(r, opts.MaxBodyBytes)
+		if n > 0 {
+			ctx, cancel := context.WithTimeout(r.Context(), opts.BodyTimeout)
+			err := bodies.Acquire(ctx, n)
+			cancel()
+			if err != nil {
+				w.Header().Set("Connection", "close")
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "the server holds as many request bodies as it may; try again shortly", http.StatusServiceUnavailable)
+				return
+			}
+			defer bodies.Release(n)
+		}
 		if !readBody(w, r, opts) {
 			return
 		}
@@ -251,6 +278,19 @@ func recodeOne(data []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// bodyReserve is the room r's body may take in memory: its Content-Length,
+// or for a body of unknown length all it may be (max, and the byte more
+// that shows it too long); 0 for none.
+func bodyReserve(r *http.Request, max int64) int64 {
+	switch {
+	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
+		return 0
+	case r.ContentLength > 0 && r.ContentLength <= max:
+		return r.ContentLength
+	}
+	return max + 1
 }
 
 // sessionlessRevision is the first protocol revision without sessions.

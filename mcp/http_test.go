@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/commands"
 )
 
 // httpFixture is an HTTPHandler on a fake Do, behind httptest, with two
@@ -206,5 +208,66 @@ func TestHTTPSlowBody(t *testing.T) {
 	code, out := post(t, srv.URL, "x", newRequest(2, "tools/call", `"name":"task_get","arguments":{"task_id":"T-0001"}`))
 	if code != http.StatusOK || !strings.Contains(out, `"result"`) {
 		t.Fatalf("call: %d %s", code, out)
+	}
+}
+
+// TestHTTPBodiesBounded: the request bodies held at once, all requests
+// together, stay within MaxBodiesBytes (a body is held until its request
+// is answered): one more waits for room, at most BodyTimeout, then is
+// answered 503; once room is made, requests are served again. Before,
+// every connection could hold a body of MaxBodyBytes (its call running,
+// or its last byte withheld until the deadline) without limit on how
+// many: any token could fill the server's memory.
+func TestHTTPBodiesBounded(t *testing.T) {
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = func(ctx context.Context, call commands.Call) ([]byte, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-time.After(time.Minute):
+		}
+		return f.do(ctx, call)
+	}
+	h := s.HTTPHandler(HTTPOptions{MaxBodyBytes: 1000, MaxBodiesBytes: 2000, BodyTimeout: 500 * time.Millisecond,
+		Authenticate: func(context.Context, string) (*Identity, error) { return &Identity{Agent: "a", Token: "sum-a"}, nil }})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	body := newRequest(1, "tools/call", `"name":"server_ping","arguments":{}`)
+	body += strings.Repeat(" ", 1000-len(body)) // a body of MaxBodyBytes
+	held := make(chan int, 2)
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer x")
+			setNewHeaders(req, body)
+			res, err := (&http.Client{Timeout: time.Minute}).Do(req)
+			if err != nil {
+				held <- 0
+				return
+			}
+			res.Body.Close()
+			held <- res.StatusCode
+		}()
+	}
+	<-entered
+	<-entered
+	// Both bodies are held while their calls run: a third waits, and is
+	// answered 503 at its deadline.
+	if code, out := post(t, srv.URL, "x", body); code != http.StatusServiceUnavailable {
+		t.Fatalf("a body beyond MaxBodiesBytes: %d %s", code, out)
+	}
+	close(release)
+	for range 2 {
+		if code := <-held; code != http.StatusOK {
+			t.Errorf("a held call: %d", code)
+		}
+	}
+	if code, out := post(t, srv.URL, "x", body); code != http.StatusOK || !strings.Contains(out, `"result"`) {
+		t.Errorf("once room is made: %d %s", code, out)
 	}
 }
