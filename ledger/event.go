@@ -176,6 +176,12 @@ type EventDecoder struct {
 // Decode decodes stored bytes as DecodeEvent does.
 func (dec *EventDecoder) Decode(raw []byte) (Event, error) { return decodeEvent(raw, dec) }
 
+// Into has dec copy the payloads of the events it decodes next into
+// block's array, from its start, while they fit (then into blocks of its
+// own): for a pass that reuses one block for batch after batch of events,
+// once it no longer keeps those decoded into it.
+func (dec *EventDecoder) Into(block []byte) { dec.bytes = block[:0] }
+
 // The blocks' sizes: a payload or list too big for a fraction of one gets
 // its own allocation, so a block is never mostly waste.
 const (

@@ -366,6 +366,47 @@ func TestEventDecoderBlocks(t *testing.T) {
 	}
 }
 
+// EventDecoder.Into: the payloads go into the block given, one after the
+// other while they fit, then into blocks of the decoder's own, and the
+// events are those DecodeEvent reads.
+func TestEventDecoderInto(t *testing.T) {
+	block := make([]byte, 0, 4096)
+	var dec EventDecoder
+	dec.Into(block)
+	inBlock, used, full := 0, 0, false
+	for i := range 200 {
+		e := sampleEvents()[i%len(sampleEvents())]
+		e.Payload = append(e.Payload[:len(e.Payload):len(e.Payload)], bytes.Repeat([]byte{byte(i)}, i%50)...)
+		raw, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := DecodeEvent(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dec.Decode(raw)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("event %d: Decode = %+v, %v; DecodeEvent = %+v", i, got, err, want)
+		}
+		n := len(got.Payload)
+		if n > decodeBytesBlock/8 { // allocated alone
+			continue
+		}
+		full = full || used+n > cap(block)
+		if n > 0 && !full {
+			if &got.Payload[0] != &block[:cap(block)][used] || cap(got.Payload) != n {
+				t.Fatalf("event %d: payload not in the block at %d, or with room past its end", i, used)
+			}
+			used += n
+			inBlock++
+		}
+	}
+	if inBlock < 10 || used < cap(block)/2 {
+		t.Fatalf("%d payloads (%d bytes) in the block", inBlock, used)
+	}
+}
+
 func FuzzDecodeEvent(f *testing.F) {
 	for _, e := range sampleEvents() {
 		raw, err := e.Encode()

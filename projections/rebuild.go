@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
@@ -181,6 +182,7 @@ func checkLink(r ledger.Record, link ledger.Hash, head ledger.Head) error {
 // session.finalized events record and what Prepare worked out of them.
 type foldChunk struct {
 	pre   *Prepared
+	mem   chunkMem // what pre.Recs are decoded into
 	roots map[uint64]ledger.Hash
 	head  uint64 // the log's head when the chunk was read
 	err   error  // reading or decoding failed after pre.Recs (nil: none)
@@ -201,6 +203,12 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 	readDone := make(chan struct{})
 	defer func() { <-readDone }()
 	chunks := make(chan foldChunk, 1)
+	// The memory chunks are decoded into goes round, from the reading
+	// goroutine to the fold and back once folded, rather than allocated
+	// for each chunk: one being read, one waiting, those one transaction
+	// folds and the one folded before them (prev). Fewer bytes allocated,
+	// fewer collections.
+	free := make(chan chunkMem, txChunks+3)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -208,8 +216,14 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 		defer read.Close()
 		defer close(chunks)
 		var link ledger.Hash // the hash of event next-1: none before event 1
+		var buf eventBytes   // the chunk's stored bytes: this goroutine's only
 		for next := uint64(1); ; {
-			c, more := readChunk(read, next, chunk, link)
+			var mem chunkMem
+			select {
+			case mem = <-free:
+			default:
+			}
+			c, more := readChunk(read, next, chunk, link, &buf, mem)
 			if n := len(c.pre.Recs); n > 0 {
 				next, link = c.pre.Recs[n-1].Seq+1, c.pre.Recs[n-1].Hash
 			}
@@ -232,6 +246,11 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 	}()
 	var refold Refold
 	var prev []ledger.Record
+	// prevMem is prev's memory; folded, that of the chunks folded before
+	// it in the transaction under way: given back to the reading
+	// goroutine once it commits.
+	var prevMem chunkMem
+	var folded []chunkMem
 	// fold folds c in tx and reports its progress.
 	fold := func(tx *boltstore.Tx, c foldChunk) error {
 		recs := c.pre.Recs
@@ -280,6 +299,10 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 				if err := fold(tx, c); err != nil {
 					return err
 				}
+				if len(c.pre.Recs) > 0 { // (else not prev)
+					folded = append(folded, prevMem)
+					prevMem = c.mem
+				}
 				if cerr = c.err; cerr != nil || n == txChunks {
 					return nil
 				}
@@ -299,11 +322,35 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 		if err := scratch.ReleaseMapped(); err != nil {
 			return err
 		}
+		for _, mem := range folded {
+			if cap(mem.recs) > 0 {
+				clear(mem.recs[:cap(mem.recs)]) // what they refer to is garbage now
+				select {
+				case free <- mem:
+				default:
+				}
+			}
+		}
+		folded = folded[:0]
 		if cerr != nil {
 			return cerr
 		}
 	}
 	return nil
+}
+
+// chunkMem is the memory a chunk's events are decoded into: the records,
+// and the payloads they hold.
+type chunkMem struct {
+	recs     []ledger.Record
+	payloads []byte
+}
+
+// eventBytes is the stored bytes of a chunk's events, one after the
+// other: event i ends at ends[i].
+type eventBytes struct {
+	raw  []byte
+	ends []int
 }
 
 // readChunk reads the events of l from seq next on, chunk of them at most, in a
@@ -313,25 +360,20 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 // the hash of event next-1 (zero for event 1): each event must link to the
 // one before it, and the head's to the head's hash, else the chunk ends
 // before it with an IntegrityError.
-func readChunk(l *boltstore.Reading, next, chunk uint64, link ledger.Hash) (c foldChunk, more bool) {
-	var raws [][]byte
+func readChunk(l *boltstore.Reading, next, chunk uint64, link ledger.Hash, buf *eventBytes, mem chunkMem) (c foldChunk, more bool) {
 	var head ledger.Head
+	buf.raw, buf.ends = buf.raw[:0], buf.ends[:0]
 	err := l.View(func(tx *boltstore.Tx) error {
 		head = tx.Head()
 		c.head = head.Seq
 		end := min(c.head+1, next+chunk)
-		var slab []byte
-		size := 0
 		errFull := errors.New("chunk full")
 		err := tx.ScanRaw(next, end, func(_ uint64, raw []byte) error {
-			if size += len(raw); size > rebuildChunkBytes && len(raws) > 0 {
+			if len(buf.raw)+len(raw) > rebuildChunkBytes && len(buf.ends) > 0 {
 				return errFull
 			}
-			if cap(slab)-len(slab) < len(raw) {
-				slab = make([]byte, 0, max(slabSize, len(raw)))
-			}
-			slab = append(slab, raw...)
-			raws = append(raws, slab[len(slab)-len(raw):len(slab):len(slab)])
+			buf.raw = append(buf.raw, raw...)
+			buf.ends = append(buf.ends, len(buf.raw))
 			return nil
 		})
 		if errors.Is(err, errFull) {
@@ -339,15 +381,24 @@ func readChunk(l *boltstore.Reading, next, chunk uint64, link ledger.Hash) (c fo
 		}
 		return err
 	})
-	recs := make([]ledger.Record, 0, len(raws))
+	// The events' payloads, copied out of buf, fit in as many bytes.
+	if cap(mem.payloads) < len(buf.raw) {
+		mem.payloads = make([]byte, 0, len(buf.raw))
+	}
+	recs := slices.Grow(mem.recs[:0], len(buf.ends))
 	var finalized []uint64
 	var dec ledger.EventDecoder
-	for _, raw := range raws {
+	dec.Into(mem.payloads)
+	for i, start := 0, 0; i < len(buf.ends); start, i = buf.ends[i], i+1 {
 		if err != nil {
 			break
 		}
 		var r ledger.Record
-		if r, err = dec.DecodeRecord(raw); err != nil {
+		// The bytes are copied out of buf, which the next chunk reuses
+		// (the fold does not read them: Raw is nil).
+		r, err = dec.DecodeRecord(buf.raw[start:buf.ends[i]])
+		r.Raw = nil
+		if err != nil {
 			err = fmt.Errorf("event %d: %w", next+uint64(len(recs)), err)
 		} else if r.Seq != next+uint64(len(recs)) {
 			err = fmt.Errorf("event %d: stored at %d: %w", r.Seq, next+uint64(len(recs)), ledger.ErrMalformed)
@@ -375,9 +426,10 @@ func readChunk(l *boltstore.Reading, next, chunk uint64, link ledger.Hash) (c fo
 			recs, err = recs[:0], rerr
 		}
 	}
-	if err == nil && len(raws) == 0 && next <= c.head {
+	if err == nil && len(buf.ends) == 0 && next <= c.head {
 		err = fmt.Errorf("event %d: %w", next, boltstore.ErrNotFound)
 	}
 	c.pre, c.err = Prepare(recs), err
+	c.mem = chunkMem{recs, mem.payloads}
 	return c, err == nil && len(recs) > 0 && recs[len(recs)-1].Seq < c.head
 }
