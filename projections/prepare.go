@@ -17,6 +17,12 @@ import (
 type Prepared struct {
 	Recs []ledger.Record
 	pre  []prepared // pre[i] is Recs[i]'s
+	// The arrays the payloads and counts are decoded into, kept for
+	// PrepareInto.
+	thoughts []events.ThoughtRecorded
+	counts   []search.Counts
+	created  []events.TaskCreated
+	updated  []events.TaskUpdated
 }
 
 // prepared is what Prepare works out of one record.
@@ -32,8 +38,17 @@ type prepared struct {
 // Prepare works out what folding recs needs of each record alone. It reads
 // nothing but the records, so it may run on any goroutine; recs must be
 // consecutive (seq order, none skipped), as they are folded.
-func Prepare(recs []ledger.Record) *Prepared {
-	p := &Prepared{Recs: recs, pre: make([]prepared, len(recs))}
+func Prepare(recs []ledger.Record) *Prepared { return PrepareInto(nil, recs) }
+
+// PrepareInto is Prepare into p's memory (p nil: new), which a pass that
+// prepares chunk after chunk reuses once it no longer reads what was
+// prepared in it: the payloads' structs are written over (what they held
+// is not: a fold copies what it keeps of them).
+func PrepareInto(p *Prepared, recs []ledger.Record) *Prepared {
+	if p == nil {
+		p = new(Prepared)
+	}
+	p.Recs, p.pre = recs, emptied(p.pre, len(recs))[:len(recs)]
 	// The payloads and counts go many to an allocation.
 	var nThoughts, nCreated, nUpdated int
 	for _, r := range recs {
@@ -46,10 +61,11 @@ func Prepare(recs []ledger.Record) *Prepared {
 			nUpdated++
 		}
 	}
-	thoughts := make([]events.ThoughtRecorded, 0, nThoughts)
-	counts := make([]search.Counts, 0, nThoughts)
-	created := make([]events.TaskCreated, 0, nCreated)
-	updated := make([]events.TaskUpdated, 0, nUpdated)
+	thoughts := emptied(p.thoughts, nThoughts)
+	counts := emptied(p.counts, nThoughts)
+	created := emptied(p.created, nCreated)
+	updated := emptied(p.updated, nUpdated)
+	p.thoughts, p.counts, p.created, p.updated = thoughts, counts, created, updated
 	var counter search.Counter
 	for i, r := range recs {
 		switch r.Type {
@@ -73,6 +89,30 @@ func Prepare(recs []ledger.Record) *Prepared {
 		}
 	}
 	return p
+}
+
+// Release lets go of what was prepared in p, which PrepareInto may then
+// reuse: p keeps nothing it held alive. p may be nil.
+func (p *Prepared) Release() {
+	if p == nil {
+		return
+	}
+	p.Recs = nil
+	clear(p.pre[:cap(p.pre)])
+	clear(p.thoughts[:cap(p.thoughts)])
+	clear(p.counts[:cap(p.counts)])
+	clear(p.created[:cap(p.created)])
+	clear(p.updated[:cap(p.updated)])
+}
+
+// emptied is s emptied, every element zeroed, with room for n: s's array
+// if it has room (appending up to n then never moves it), else a new one.
+func emptied[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	clear(s[:cap(s)])
+	return s[:0]
 }
 
 // at is what was prepared of the record at seq, nil if nothing was.

@@ -325,6 +325,7 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 		for _, mem := range folded {
 			if cap(mem.recs) > 0 {
 				clear(mem.recs[:cap(mem.recs)]) // what they refer to is garbage now
+				mem.pre.Release()
 				select {
 				case free <- mem:
 				default:
@@ -340,10 +341,11 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 }
 
 // chunkMem is the memory a chunk's events are decoded into: the records,
-// and the payloads they hold.
+// the payloads they hold, and what was prepared of them.
 type chunkMem struct {
 	recs     []ledger.Record
 	payloads []byte
+	pre      *Prepared
 }
 
 // eventBytes is the stored bytes of a chunk's events, one after the
@@ -429,7 +431,7 @@ func readChunk(l *boltstore.Reading, next, chunk uint64, link ledger.Hash, buf *
 	if err == nil && len(buf.ends) == 0 && next <= c.head {
 		err = fmt.Errorf("event %d: %w", next, boltstore.ErrNotFound)
 	}
-	c.pre, c.err = Prepare(recs), err
-	c.mem = chunkMem{recs, mem.payloads}
+	c.pre, c.err = PrepareInto(mem.pre, recs), err
+	c.mem = chunkMem{recs, mem.payloads, c.pre}
 	return c, err == nil && len(recs) > 0 && recs[len(recs)-1].Seq < c.head
 }

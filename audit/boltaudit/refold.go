@@ -62,10 +62,12 @@ type eventBytes struct {
 	ends []int
 }
 
-// reuse returns c's records, emptied, for another chunk.
+// reuse returns c's records, emptied, and what was prepared of them,
+// released, for another chunk.
 func (c foldChunk) reuse() foldChunk {
 	clear(c.recs)
-	return foldChunk{recs: c.recs[:0]}
+	c.pre.Release()
+	return foldChunk{recs: c.recs[:0], pre: c.pre}
 }
 
 // decode decodes the events of c read as raw bytes. At the first that
@@ -180,7 +182,7 @@ func (p *logPass) run(ctx context.Context) (boltstore.VerifyReport, error) {
 				free <- c.reuse()
 				continue
 			}
-			c.pre = projections.Prepare(c.recs)
+			c.pre = projections.PrepareInto(c.pre, c.recs)
 			chunks <- c // the fold takes every chunk, even once failed
 		}
 	}()
