@@ -655,6 +655,16 @@ func TestServerHeldFileSaysWhatToDo(t *testing.T) {
 	if r := run(t, "server", "--db", db, "--listen", "127.0.0.1:0"); r.code != 2 || !strings.Contains(r.stderr, "a logbook server holds it") {
 		t.Errorf("a second server on the file: %s, want exit 2 saying a server holds it", r)
 	}
+	// So is one keeping its copy of a stream there (the copy is read first).
+	if r := run(t, "server", "--db", db, "--listen", "127.0.0.1:0", "--store", "nats://127.0.0.1:1", "--stream", "s"); r.code != 2 || !strings.Contains(r.stderr, "a logbook server holds it") {
+		t.Errorf("a second server, with --store, on the file: %s, want exit 2 saying a server holds it", r)
+	}
+	// migrate reads the file as verify does.
+	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
+	if r := run(t, "migrate", "--from", db, "--to", natsServer(t), "--stream", "s", "--nats-user", "app", "--replicas", "1", "--allow-unreplicated"); r.code != 2 ||
+		!strings.Contains(r.stderr, "logbook snapshot --db "+db+" --out COPY") {
+		t.Errorf("migrate of a server's file: %s, want exit 2 saying to migrate a snapshot", r)
+	}
 	out := filepath.Join(t.TempDir(), "copy.db")
 	wantExit(t, run(t, "snapshot", "--db", db, "--out", out), 0, "snapshot of a server's file")
 	wantExit(t, run(t, "verify", "--db", out), 0, "verify of the snapshot")

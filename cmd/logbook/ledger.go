@@ -85,7 +85,7 @@ func migrate(c *call) func() error {
 		}
 		src, err := boltstore.Open(*from, boltstore.Options{ReadOnly: true})
 		if err != nil {
-			return err
+			return withServerHint(err, *from, onACopy(*from))
 		}
 		defer src.Close()
 		rep, closeRep, err := c.openReplica(nf, *to)

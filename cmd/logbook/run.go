@@ -216,12 +216,17 @@ func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
 		// writer must wait until the server is stopped.
 		todo := "stop it first (SIGTERM)"
 		if readOnly {
-			todo = "run this on a copy, logbook snapshot --db " + *c.db + " --out COPY"
+			todo = onACopy(*c.db)
 		}
 		return withServerHint(err, *c.db, todo)
 	}
 	defer l.Close()
 	return fn(l)
+}
+
+// onACopy is what a reader of a file a server holds is told to do.
+func onACopy(db string) string {
+	return "run this on a copy, logbook snapshot --db " + db + " --out COPY"
 }
 
 // withServerHint is err, a ledger found locked, with todo, what to do

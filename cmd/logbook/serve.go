@@ -196,7 +196,7 @@ func serveHTTP(c *call) func() error {
 			// that is gone is not made again for it.
 			held, err := copyHolds(*c.db)
 			if err != nil {
-				return err
+				return fmt.Errorf("%v", withServerHint(err, *c.db, heldTodo))
 			}
 			nf.Options.Existing = held > 0
 			rep, closeRep, err := c.openReplica(nf, *store)
@@ -221,12 +221,15 @@ func serveHTTP(c *call) func() error {
 			},
 		})
 		if err != nil {
-			err = withServerHint(err, *c.db, "stop it first (SIGTERM), or give this one another --db")
+			err = withServerHint(err, *c.db, heldTodo)
 			return fmt.Errorf("%v", err) // exit 2 whatever the cause: a server does not audit
 		}
 		return nil
 	}
 }
+
+// heldTodo is what a server told its file is held by another should do.
+const heldTodo = "stop it first (SIGTERM), or give this one another --db"
 
 // copyHolds is how many events the ledger file at path holds; 0 if there
 // is none.
