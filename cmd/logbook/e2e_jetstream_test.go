@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,5 +162,24 @@ func TestServerRefusesCopyLongerThanStream(t *testing.T) {
 	r = run(t, start...)
 	if r.code != 2 || !strings.Contains(r.stderr, "and the stream disagree") || !strings.Contains(r.stderr, "the stream ends at seq 0") {
 		t.Errorf("want exit 2 naming the gap, got %v", r)
+	}
+}
+
+// TestServerCopyRefusedExitsTwo: a node whose local copy cannot be opened
+// (here one written unsynced before a machine restart) exits 2 saying why,
+// as every server failure does; reading the copy's head first (to tell
+// whether its stream may be made) returned the error as it was, a damaged
+// file's exit 1, which is an auditor's answer, not a server's.
+func TestServerCopyRefusedExitsTwo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "node.db")
+	w := newLedger(t, db, "alice")
+	w.call("task_create", map[string]any{"title": "t", "project": "p"})
+	w.l.Close()
+	if err := os.WriteFile(db+".unsynced", []byte("another-boot\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "server", "--db", db, "--listen", "127.0.0.1:0", "--store", "nats://127.0.0.1:1", "--stream", "s")
+	if r.code != 2 || !strings.Contains(r.stderr, "restarted since") {
+		t.Errorf("server --store on a copy written unsynced before a restart: %s, want exit 2 saying the machine restarted", r)
 	}
 }
