@@ -127,8 +127,14 @@ func openedHere(r *http.Request) bool {
 }
 
 // setCookie logs the browser in with tok: a new session, whose id the
-// cookie holds.
+// cookie holds. The session the browser's cookie named, if any, ends: the
+// cookie is replaced, and the id it held, sent to every web server on the
+// host, would otherwise open the console until a restart, whatever the
+// browser did after (logging out ends the new session only).
 func (c *console) setCookie(w http.ResponseWriter, r *http.Request, tok string) {
+	if ck, err := r.Cookie(cookieName); err == nil {
+		c.logins.drop(ck.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.logins.add(tok), Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 }

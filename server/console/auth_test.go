@@ -166,6 +166,53 @@ func TestCookieIsNotTheToken(t *testing.T) {
 	}
 }
 
+// TestLoginAgainEndsTheEarlierSession: a browser that logs in again (the
+// address with ?token=, or the form) while it holds a session's cookie ends
+// that session: its cookie is replaced, and the id it held, which every
+// web server on the host was sent, opened the console until a restart,
+// logging out (which ends the new one) included.
+func TestLoginAgainEndsTheEarlierSession(t *testing.T) {
+	f := newFixture(t)
+	withCookie := func(c *http.Cookie) int {
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/ledger", nil)
+		req.AddCookie(c)
+		res, _ := do(t, req)
+		return res.StatusCode
+	}
+	res, _ := f.navigate(t, "/?token="+testToken, "none")
+	first := sessionCookie(t, res)
+	// Again through the address, the browser sending its cookie.
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/?token="+testToken, nil)
+	req.Header.Set("Sec-Fetch-Site", "none")
+	req.AddCookie(first)
+	res, _ = do(t, req)
+	second := sessionCookie(t, res)
+	if code := withCookie(first); code != http.StatusUnauthorized {
+		t.Errorf("the first login's cookie after a second login: %d", code)
+	}
+	// Again through the form.
+	req, _ = http.NewRequest(http.MethodPost, f.srv.URL+"/login", strings.NewReader(url.Values{"token": {testToken}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(second)
+	res, _ = do(t, req)
+	third := sessionCookie(t, res)
+	if code := withCookie(second); code != http.StatusUnauthorized {
+		t.Errorf("the second login's cookie after a login through the form: %d", code)
+	}
+	if code := withCookie(third); code != http.StatusOK {
+		t.Errorf("the last login's cookie: %d", code)
+	}
+	// Logging out then leaves no session of this browser open.
+	req, _ = http.NewRequest(http.MethodPost, f.srv.URL+"/logout", nil)
+	req.AddCookie(third)
+	do(t, req)
+	for i, ck := range []*http.Cookie{first, second, third} {
+		if code := withCookie(ck); code != http.StatusUnauthorized {
+			t.Errorf("login %d's cookie after logging out: %d", i+1, code)
+		}
+	}
+}
+
 // TestSessionsCapped: the console keeps at most maxSessions logins; one
 // more forgets the oldest.
 func TestSessionsCapped(t *testing.T) {
