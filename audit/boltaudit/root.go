@@ -35,8 +35,6 @@ func Root(tx *boltstore.Tx, o RootOptions) (TreeRoot, error) {
 	switch {
 	case o.Range && o.SizeKnown:
 		return TreeRoot{}, &audit.OptionError{Option: "size", With: "from/to"}
-	case o.Range && o.To == 0:
-		return TreeRoot{}, audit.BadOption("to", "is required: a range is 1 <= from <= to, both given")
 	case o.Range && o.From < 1:
 		return TreeRoot{}, audit.BadOption("from", "must be at least 1: a range is 1 <= from <= to, both given")
 	case o.Range && o.To < o.From:

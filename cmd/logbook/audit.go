@@ -100,6 +100,13 @@ func root(c *call) func() error {
 	c.jsonFlag("print JSON")
 	return func() error {
 		o.SizeKnown, o.Range = c.isSet("size"), c.isSet("from") || c.isSet("to")
+		// One bound alone is said missing, not of the wrong value: its
+		// default, 0, was never given.
+		for _, bound := range []string{"from", "to"} {
+			if o.Range && !o.SizeKnown && !c.isSet(bound) {
+				return audit.BadOption(bound, "is required: a range is 1 <= from <= to, both given")
+			}
+		}
 		var out boltaudit.TreeRoot
 		err := c.view(func(tx *boltstore.Tx) (err error) {
 			out, err = boltaudit.Root(tx, o)

@@ -430,7 +430,9 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		// A range needs both ends: the one missing is named as missing
 		// (--from alone said "--to must be at least from (5)").
 		{[]string{"root", "--db", path, "--from", "1"}, "root: --to is required: a range is 1 <= from <= to"},
-		{[]string{"root", "--db", path, "--to", "1"}, "root: --from must be at least 1"},
+		{[]string{"root", "--db", path, "--to", "1"}, "root: --from is required: a range is 1 <= from <= to"},
+		{[]string{"root", "--db", path, "--from", "2", "--to", "0"}, "root: --to must be at least from (2)"},
+		{[]string{"root", "--db", path, "--from", "0", "--to", "1"}, "root: --from must be at least 1"},
 		{[]string{"verify", "--db", "a\nb"}, `verify: --db: stat a\nb: no such file or directory`},
 		{[]string{"root", "--db", "x\ry"}, `root: --db: stat x\ry:`},
 		// Files that never end are not read until memory runs out.
