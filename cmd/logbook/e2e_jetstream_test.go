@@ -183,3 +183,21 @@ func TestServerCopyRefusedExitsTwo(t *testing.T) {
 		t.Errorf("server --store on a copy written unsynced before a restart: %s, want exit 2 saying the machine restarted", r)
 	}
 }
+
+// TestServerCopyCutShortIsCreated: a node whose local copy's creation was
+// cut short (an empty file, as a kill -9 right after creating it leaves)
+// starts as on no file: Open creates such a file. Reading the copy's head
+// first, to tell whether its stream may be made, refused it as 'not a
+// logbook ledger: … is empty', so the node could not start again.
+func TestServerCopyCutShortIsCreated(t *testing.T) {
+	url := natsServer(t)
+	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
+	db := filepath.Join(t.TempDir(), "node.db")
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startHTTPServer(t, db, "--store", url, "--stream", "cut", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app")
+	if code := s.stop(); code != 0 {
+		t.Fatalf("server exited %d:\n%s", code, s.stderr.String())
+	}
+}

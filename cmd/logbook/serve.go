@@ -232,9 +232,10 @@ func serveHTTP(c *call) func() error {
 const heldTodo = "stop it first (SIGTERM), or give this one another --db"
 
 // copyHolds is how many events the ledger file at path holds; 0 if there
-// is none.
+// is none, or an empty one (its creation cut short, which the server's
+// open creates).
 func copyHolds(path string) (uint64, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
 		return 0, nil
 	}
 	l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
