@@ -128,6 +128,13 @@ func (r *Replica) heldPrefix(src *boltstore.Store, held, size uint64) error {
 	}
 	var in Migrated
 	if err := r.checkCopy(&in, held); err != nil {
+		var ie *ledger.IntegrityError
+		var me *MismatchError
+		if errors.As(err, &ie) || errors.As(err, &me) {
+			// Not one chain from event 1: something else (a message
+			// anyone published to the subject), not damage to a copy.
+			return fmt.Errorf("stream %s already holds %d messages that are no ledger's first events (%v); %w", r.opts.Stream, held, err, ErrNotEmpty)
+		}
 		return err
 	}
 	var want ledger.Hash

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -71,6 +72,32 @@ func TestMigrate(t *testing.T) {
 	}
 	if _, err := Migrate(context.Background(), migrateSource(t, 5), rep, nil); !errors.Is(err, ErrNotEmpty) {
 		t.Errorf("migrate into a stream holding more events than the file: %v, want ErrNotEmpty", err)
+	}
+
+	// A stream holding what is no ledger's events (a message published to
+	// its subject by anyone) is refused as holding something else too, not
+	// as damage to the stream (an integrity failure, exit 1).
+	frep, closeF, err := Connect(context.Background(), d, Options{Stream: "foreign", Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeF()
+	nc := c.connect(t, 0, "app")
+	if err := nc.Publish(Subject("foreign"), []byte("hello foreign")); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		info, err := frep.Info(context.Background())
+		if err == nil && info.State.LastSeq != 1 {
+			err = fmt.Errorf("the stream holds %d messages", info.State.LastSeq)
+		}
+		return err
+	})
+	if _, err := Migrate(context.Background(), migrateSource(t, 5), frep, nil); !errors.Is(err, ErrNotEmpty) || errors.As(err, new(*ledger.IntegrityError)) {
+		t.Errorf("migrate into a stream holding a foreign message: %v, want ErrNotEmpty", err)
 	}
 }
 
