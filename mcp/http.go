@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -74,6 +75,10 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = int64(s.maxLine)
 	}
+	// Bodies are counted in an int64: 16 of them (MaxBodiesBytes'
+	// default), each a byte over (the byte that shows one too long), must
+	// add up within it.
+	opts.MaxBodyBytes = min(opts.MaxBodyBytes, math.MaxInt64/16-1)
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 30 * time.Minute
 	}
@@ -111,7 +116,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	stateful, stateless := handler(false), handler(true)
 	sessions := newSessionCap(s.sdk, opts.MaxSessionsPerToken)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := bodyReserve(r, opts.MaxBodyBytes)
+		// (A bound below one body of unknown length would refuse every
+		// such body after its wait: it takes the whole bound.)
+		n := min(bodyReserve(r, opts.MaxBodyBytes), opts.MaxBodiesBytes)
 		if n > 0 {
 			ctx, cancel := context.WithTimeout(r.Context(), opts.BodyTimeout)
 			err := bodies.Acquire(ctx, n)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -269,5 +270,38 @@ func TestHTTPBodiesBounded(t *testing.T) {
 	}
 	if code, out := post(t, srv.URL, "x", body); code != http.StatusOK || !strings.Contains(out, `"result"`) {
 		t.Errorf("once room is made: %d %s", code, out)
+	}
+}
+
+// TestHTTPBodyBoundsAtTheirLimits: a MaxBodyBytes so large that 16 times
+// it (the default bound on the bodies held at once) passes an int64 still
+// takes calls (the product wrapped negative: semaphore.NewWeighted
+// panicked, logbook server --max-body-bytes 576460752303423488 with it);
+// and a MaxBodiesBytes below MaxBodyBytes still takes a body of unknown
+// length (it reserved MaxBodyBytes+1, which never fit: 503 after its wait).
+func TestHTTPBodyBoundsAtTheirLimits(t *testing.T) {
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = (&fakeDo{}).do
+	body := newRequest(1, "tools/call", `"name":"server_ping","arguments":{}`)
+	for _, o := range []HTTPOptions{{MaxBodyBytes: 1 << 59}, {MaxBodyBytes: math.MaxInt64}, {MaxBodyBytes: 1000, MaxBodiesBytes: 500}} {
+		o.BodyTimeout = time.Second
+		o.Authenticate = func(context.Context, string) (*Identity, error) { return &Identity{Agent: "a", Token: "sum-a"}, nil }
+		srv := httptest.NewServer(s.HTTPHandler(o))
+		// A body of unknown length (chunked) reserves the most.
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, io.MultiReader(strings.NewReader(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer x")
+		setNewHeaders(req, body)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(out), `"result"`) {
+			t.Errorf("%d and %d bytes: %d %s", o.MaxBodyBytes, o.MaxBodiesBytes, res.StatusCode, out)
+		}
+		srv.Close()
 	}
 }
