@@ -26,6 +26,17 @@ import (
 // file's directory permissions.
 func AdminSocketPath(db string) string { return boltstore.Beside(db, ".admin.sock") }
 
+// AdminAnswers reports whether a server answers on the admin socket
+// beside db: a socket file alone may be left by a server that was killed.
+func AdminAnswers(db string) bool {
+	conn, err := dialUnix(context.Background(), AdminSocketPath(db), time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
 // adminServer answers token management on a Unix socket: whoever can
 // connect to it (mode 0600: the ledger's owner) may issue and revoke.
 type adminServer struct {

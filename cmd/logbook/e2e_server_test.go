@@ -629,6 +629,25 @@ func TestServerNATSFlagsNeedStore(t *testing.T) {
 	})
 }
 
+// TestServerHintNeedsALiveSocket: a file held by a server without an admin
+// socket, beside which a killed server left its socket file, is said to be
+// locked, not to be held by a server to take a snapshot through: that
+// snapshot, through a socket no one answers, fails on the lock too.
+func TestServerHintNeedsALiveSocket(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := net.Listen("unix", db+".admin.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close() // the socket file of a server killed with -9
+	startHTTPServer(t, db, "--admin-socket", "none")
+	r := run(t, "verify", "--db", db, "--lock-timeout", "200ms")
+	if r.code != 2 || !strings.Contains(r.stderr, "locked by another process") || strings.Contains(r.stderr, "snapshot") {
+		t.Errorf("verify on a file held beside a dead socket: %s, want exit 2 saying it is locked, no snapshot hint", r)
+	}
+}
+
 // TestServerHeldFileSaysWhatToDo: an auditor's command on the file a
 // logbook server holds is refused (exit 2) saying what to do — audit a
 // snapshot, which works through the admin socket, or, for rebuild, stop

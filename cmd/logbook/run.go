@@ -230,14 +230,11 @@ func onACopy(db string) string {
 }
 
 // withServerHint is err, a ledger found locked, with todo, what to do
-// instead, when a logbook server holds the file (its admin socket is
-// beside it): such a server holds it for its lifetime, so waiting longer
-// does not help.
+// instead, when a logbook server holds the file (it answers on the admin
+// socket beside it, not merely left one there): such a server holds it
+// for its lifetime, so waiting longer does not help.
 func withServerHint(err error, db, todo string) error {
-	if !errors.Is(err, boltstore.ErrLocked) {
-		return err
-	}
-	if fi, serr := os.Stat(server.AdminSocketPath(db)); serr != nil || fi.Mode()&os.ModeSocket == 0 {
+	if !errors.Is(err, boltstore.ErrLocked) || !server.AdminAnswers(db) {
 		return err
 	}
 	return fmt.Errorf("%w; a logbook server holds it for its lifetime (its admin socket is beside it): %s", err, todo)
