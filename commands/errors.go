@@ -120,8 +120,9 @@ type StorageError struct {
 	Reason string
 	Err    error
 	// Unknown: the call may have been committed (by the process it was
-	// handed to, which went away before answering); otherwise nothing of
-	// it is in the ledger.
+	// handed to, which went away before answering; by a commit whose sync
+	// failed; by a replicated log's append not resolved); otherwise
+	// nothing of it is in the ledger.
 	Unknown bool
 }
 

@@ -178,9 +178,11 @@ func (r *rejected) Error() string { return r.err.Error() }
 // decides plus exactly one tool.called event. It returns the reply bytes
 // produced by call.Encode once the commit is durable. A non-nil error means
 // the commit failed (errors.Is(err, ErrStorage)) and nothing of the call is in
-// the ledger — unless the call went to another process (SetRemote) that
-// never answered: a *StorageError then says its outcome is Unknown; reply
-// is nil either way. A call that finds the file holding no projections (a
+// the ledger — unless a *StorageError says its outcome is Unknown: the call
+// went to another process (SetRemote) that never answered, the disk failed
+// while the commit was made durable (boltstore.ErrOutcomeUnknown), or the
+// replicated log neither took nor refused its events
+// (boltstore.ErrAppendUnknown); reply is nil either way. A call that finds the file holding no projections (a
 // rebuild cut off) folds them again from the log and runs once more
 // (refold.go).
 func (s *Service) Do(ctx context.Context, call Call) (reply []byte, err error) {
