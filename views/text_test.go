@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logbook-dev/logbook/audit"
 )
 
 // TestTableColour: on a colour screen only the status cell is painted, and
@@ -68,5 +70,25 @@ func TestCleanText(t *testing.T) {
 	}
 	if got := firstLine("only\n  \n"); got != "only" {
 		t.Errorf("firstLine of one line: got %q", got)
+	}
+}
+
+// TestVerifyReportCounts: verify's ok line counts in words that agree with
+// the number ("1 Merkle node", "2 events"; it said "1 Merkle nodes").
+func TestVerifyReportCounts(t *testing.T) {
+	for _, c := range []struct {
+		size, nodes uint64
+		want        string
+	}{
+		{1, 0, "ok: 1 event, head "},
+		{20, 1, ", 1 Merkle node ("},
+		{32, 3, "ok: 32 events, head "},
+		{32, 3, ", 3 Merkle nodes ("},
+	} {
+		var b bytes.Buffer
+		VerifyReport(&b, &audit.Report{OK: true, Size: c.size, Nodes: c.nodes})
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%d events, %d nodes: %q, want it to hold %q", c.size, c.nodes, b.String(), c.want)
+		}
 	}
 }

@@ -17,8 +17,8 @@ func VerifyReport(w io.Writer, out *audit.Report) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "ok: %d events, head %s, root %s, %d Merkle nodes (%.0f events/s)\n",
-		out.Size, out.Head, out.Root, out.Nodes, out.Timing.ChainEventsPerS)
+	fmt.Fprintf(w, "ok: %s, head %s, root %s, %s (%.0f events/s)\n",
+		plural(int(out.Size), "event"), out.Head, out.Root, plural(int(out.Nodes), "Merkle node"), out.Timing.ChainEventsPerS)
 	if p := out.Projections; p != nil {
 		if p.Checked {
 			fmt.Fprintf(w, "projections: match a refold of the log (%d keys, at seq %d, fingerprint %s)\n", p.ComparedKeys, p.AppliedSeq, p.Fingerprint)
