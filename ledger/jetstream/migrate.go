@@ -69,9 +69,6 @@ func Migrate(ctx context.Context, src *boltstore.Store, r *Replica, progress fun
 		return res, fmt.Errorf("the file to migrate: %w", err)
 	}
 	head, root := ledger.Head{Seq: rep.Size, Hash: rep.Head}, rep.Root
-	if head.Seq == 0 {
-		root = ledger.Hash{}
-	}
 	res.Held = info.State.LastSeq
 	if err := r.heldPrefix(src, res.Held, head.Seq); err != nil {
 		return res, err
@@ -175,8 +172,6 @@ func (r *Replica) checkCopy(res *Migrated, size uint64) error {
 	if res.Size != size {
 		return mismatch("the stream holds %d events, the file %d", res.Size, size)
 	}
-	if size > 0 {
-		res.Root = tree.Root()
-	}
+	res.Root = tree.Root()
 	return nil
 }

@@ -52,6 +52,17 @@ func TestMigrate(t *testing.T) {
 	res, err = Migrate(context.Background(), src, rep, nil)
 	check(res, err, migrateBatch+44) // nothing left to copy
 
+	// An empty file: its root is the empty tree's, as verify and root
+	// say (migrate said 32 zero bytes).
+	erep, closeE, err := Connect(context.Background(), d, Options{Stream: "migrated-empty", Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeE()
+	if res, err := Migrate(context.Background(), migrateSource(t, 0), erep, nil); err != nil || res.Size != 0 || res.Root != ledger.EmptyRoot {
+		t.Errorf("migrate an empty file: %+v, %v; want size 0, root %v", res, err, ledger.EmptyRoot)
+	}
+
 	// Written while it is copied (after the first batch).
 	appendTo(t, src, 2*migrateBatch)
 	written := false
