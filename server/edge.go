@@ -134,10 +134,16 @@ func (c *conns) refuseOver(h http.Handler) http.Handler {
 // client that asked for an answer and never read it held its connection,
 // its goroutine and (for a call) the drain for ever once the socket's
 // buffers were full.
+//
+// No deadline is left set while the handler writes nothing: over HTTP/2
+// (TLS) a stream's write deadline is a timer that resets the stream when it
+// fires, whether anything is being written or not, so a deadline left from
+// the last write (or the request's start) cut an idle event stream and a
+// call running longer than timeout.
 func boundWrites(h http.Handler, timeout, bodyTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
-		if rc.SetWriteDeadline(time.Now().Add(timeout)) != nil {
+		if rc.SetWriteDeadline(time.Time{}) != nil {
 			h.ServeHTTP(w, r) // not a connection of net/http's server
 			return
 		}
@@ -149,8 +155,8 @@ func boundWrites(h http.Handler, timeout, bodyTimeout time.Duration) http.Handle
 	})
 }
 
-// deadlineWriter renews its connection's write deadline before each chunk
-// it writes and each flush.
+// deadlineWriter sets its connection's write deadline before each chunk
+// it writes and each flush, and lifts it once they are done.
 type deadlineWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
@@ -158,6 +164,7 @@ type deadlineWriter struct {
 }
 
 func (w *deadlineWriter) Write(p []byte) (int, error) {
+	defer w.rc.SetWriteDeadline(time.Time{})
 	n := 0
 	for len(p) > 0 {
 		chunk := p[:min(len(p), writeChunk)]
@@ -175,6 +182,7 @@ func (w *deadlineWriter) Write(p []byte) (int, error) {
 func (w *deadlineWriter) Flush() {
 	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
 	_ = w.rc.Flush()
+	_ = w.rc.SetWriteDeadline(time.Time{})
 }
 
 // Unwrap lets http.ResponseController reach the connection.

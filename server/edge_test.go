@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -124,15 +125,41 @@ func TestUnreadAnswerLetGo(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("a client that reads nothing holds the handler")
 	}
+
+	// Over HTTP/2 too, where the stream's flow-control window fills.
+	tls := httptest.NewUnstartedServer(nil)
+	tls.Config = newHTTPServer(h, Options{WriteTimeout: 200 * time.Millisecond, BodyTimeout: time.Minute, MaxConns: 8}, slog.New(slog.DiscardHandler))
+	tls.EnableHTTP2 = true
+	tls.StartTLS()
+	defer tls.Close()
+	res, err := tls.Client().Get(tls.URL + "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Fatal("HTTP/2: the handler wrote 256 MiB to a client reading nothing")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("HTTP/2: a client that reads nothing holds the handler")
+	}
 }
 
 // TestStreamOutlivesWriteTimeout: the write deadline bounds each write, not
 // the answer: a stream idle for longer than WriteTimeout between two
-// events, and a long answer read steadily, still arrive whole.
+// events, a call that writes nothing for longer than it, and a long answer
+// read steadily, still arrive whole, over HTTP/1.1 and over HTTP/2 (TLS).
+// Over HTTP/2 a stream's write deadline is a timer that resets the stream
+// when it fires: the deadline set at the request's start, or left from the
+// last write, reset an idle stream and a long call WriteTimeout later
+// (INTERNAL_ERROR) before it was lifted between writes.
 func TestStreamOutlivesWriteTimeout(t *testing.T) {
 	const timeout = time.Second
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/stream" {
+		switch r.URL.Path {
+		case "/stream":
 			for i := range 3 {
 				if i > 0 {
 					time.Sleep(timeout + timeout/2) // idle past the deadline of the last write
@@ -140,25 +167,45 @@ func TestStreamOutlivesWriteTimeout(t *testing.T) {
 				fmt.Fprintf(w, "data: %d\n\n", i)
 				w.(http.Flusher).Flush()
 			}
-			return
+		case "/slow":
+			time.Sleep(timeout + timeout/2) // a call running past the deadline
+			io.WriteString(w, "done")
+		default:
+			w.Write(bytes.Repeat([]byte("x"), 8<<20))
 		}
-		w.Write(bytes.Repeat([]byte("x"), 8<<20))
 	})
-	addr := serveEdge(t, h, Options{WriteTimeout: timeout, BodyTimeout: time.Minute, MaxConns: 8})
-	client := &http.Client{Timeout: time.Minute}
-	for _, c := range []struct {
-		path string
-		want int
-	}{{"/stream", len("data: 0\n\ndata: 1\n\ndata: 2\n\n")}, {"/big", 8 << 20}} {
-		res, err := client.Get("http://" + addr + c.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		if err != nil || len(b) != c.want {
-			t.Errorf("%s: %d bytes, %v; want %d", c.path, len(b), err, c.want)
-		}
+	opts := Options{WriteTimeout: timeout, BodyTimeout: time.Minute, MaxConns: 8}
+	tls := httptest.NewUnstartedServer(nil)
+	tls.Config = newHTTPServer(h, opts, slog.New(slog.DiscardHandler))
+	tls.EnableHTTP2 = true
+	tls.StartTLS()
+	t.Cleanup(tls.Close)
+	tls.Client().Timeout = time.Minute
+	for _, proto := range []struct {
+		base   string
+		client *http.Client
+		major  int
+	}{
+		{"http://" + serveEdge(t, h, opts), &http.Client{Timeout: time.Minute}, 1},
+		{tls.URL, tls.Client(), 2},
+	} {
+		t.Run(fmt.Sprintf("HTTP/%d", proto.major), func(t *testing.T) {
+			t.Parallel()
+			for _, c := range []struct {
+				path string
+				want int
+			}{{"/stream", len("data: 0\n\ndata: 1\n\ndata: 2\n\n")}, {"/slow", len("done")}, {"/big", 8 << 20}} {
+				res, err := proto.client.Get(proto.base + c.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(res.Body)
+				res.Body.Close()
+				if err != nil || len(b) != c.want || res.ProtoMajor != proto.major {
+					t.Errorf("%s: %d bytes over HTTP/%d, %v; want %d", c.path, len(b), res.ProtoMajor, err, c.want)
+				}
+			}
+		})
 	}
 }
 
