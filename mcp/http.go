@@ -165,7 +165,18 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="logbook"`)
 		authed.ServeHTTP(w, r)
 	})
-	return http.NewCrossOriginProtection().Handler(challenge)
+	protected := http.NewCrossOriginProtection().Handler(challenge)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Host names are case-insensitive (RFC 9110 §4.2.3), but the SDK's
+		// DNS-rebinding check takes only "localhost" as written: a client
+		// given http://LOCALHOST:7460/mcp was refused 403.
+		if host := strings.ToLower(r.Host); host != r.Host {
+			lower := *r
+			lower.Host = host
+			r = &lower
+		}
+		protected.ServeHTTP(w, r)
+	})
 }
 
 // readBody reads r's body whole within opts.BodyTimeout, and puts it back

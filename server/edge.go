@@ -207,14 +207,14 @@ func loopbackHost(h http.Handler) http.Handler {
 	})
 }
 
-// isLoopback reports whether addr (a host, or host:port) is localhost or a
-// loopback IP address.
+// isLoopback reports whether addr (a host, or host:port) is localhost (in
+// any case: host names are case-insensitive) or a loopback IP address.
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		host = strings.Trim(addr, "[]")
 	}
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip, err := netip.ParseAddr(host)

@@ -61,7 +61,10 @@ func TestLoopbackHostEveryRoute(t *testing.T) {
 			}
 		}
 	}
-	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "localhost", "[::1]:" + port, "127.0.0.2"} {
+	// Host names are case-insensitive (RFC 9110 §4.2.3): a client given
+	// http://LOCALHOST:7460/mcp (logbook serve --connect among them) sends
+	// the name as written, and was refused 403 on every route.
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "localhost", "[::1]:" + port, "127.0.0.2", "LOCALHOST:" + port, "LocalHost"} {
 		req, _ := http.NewRequest("GET", "http://"+addr+"/healthz", nil)
 		req.Host = host
 		if code, body := do(t, req); code != http.StatusOK {
@@ -72,6 +75,14 @@ func TestLoopbackHostEveryRoute(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+tok)
 		if code, body := do(t, req); code != http.StatusOK {
 			t.Errorf("Host %s, /ledger: %d %.100s", host, code, body)
+		}
+		req, _ = http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if code, body := do(t, req); code != http.StatusOK {
+			t.Errorf("Host %s, /mcp: %d %.100s", host, code, body)
 		}
 	}
 }
