@@ -75,11 +75,9 @@ func serve(c *call) func() error {
 		if err := commands.CheckAgent(agent); err != nil {
 			// Name where the bad name came from: the flag, or the environment.
 			from := "LOGBOOK_AGENT (the default of --agent)"
-			c.fs.Visit(func(f *flag.Flag) {
-				if f.Name == "agent" {
-					from = "--agent"
-				}
-			})
+			if c.isSet("agent") {
+				from = "--agent"
+			}
 			return fmt.Errorf("%s %v", from, err)
 		}
 		if err := c.prepare(opts); err != nil {

@@ -90,8 +90,7 @@ func (c *console) unauthorized(w http.ResponseWriter, r *http.Request, msg strin
 	}
 	// A cookie that no longer works (a revoked token, a session this
 	// process does not know) is dropped.
-	if ck, err := r.Cookie(cookieName); err == nil {
-		c.logins.drop(ck.Value)
+	if _, err := r.Cookie(cookieName); err == nil {
 		c.clearCookie(w, r)
 	}
 	c.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Data: loginForm{Problem: msg}})
@@ -132,16 +131,24 @@ func openedHere(r *http.Request) bool {
 // host, would otherwise open the console until a restart, whatever the
 // browser did after (logging out ends the new session only).
 func (c *console) setCookie(w http.ResponseWriter, r *http.Request, tok string) {
-	if ck, err := r.Cookie(cookieName); err == nil {
-		c.logins.drop(ck.Value)
-	}
+	c.endSession(r)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.logins.add(tok), Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 }
 
+// clearCookie logs the browser out: the session its cookie names ends,
+// and the cookie is removed.
 func (c *console) clearCookie(w http.ResponseWriter, r *http.Request) {
+	c.endSession(r)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+}
+
+// endSession ends the session the browser's cookie names, if any.
+func (c *console) endSession(r *http.Request) {
+	if ck, err := r.Cookie(cookieName); err == nil {
+		c.logins.drop(ck.Value)
+	}
 }
 
 func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -176,9 +183,6 @@ func (c *console) logout(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 		return
-	}
-	if ck, err := r.Cookie(cookieName); err == nil {
-		c.logins.drop(ck.Value)
 	}
 	c.clearCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
