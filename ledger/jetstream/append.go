@@ -164,7 +164,7 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 		// again. Its expected last sequence lets at most one copy land.
 		if time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("%w: append after seq %d to stream %s not resolved within %v: %w",
-				ErrOutcomeUnknown, head.Seq, r.opts.Stream, r.opts.ResolveWithin, last)
+				boltstore.ErrAppendUnknown, head.Seq, r.opts.Stream, r.opts.ResolveWithin, last)
 		}
 		time.Sleep(wait)
 		wait = min(2*wait, time.Second)

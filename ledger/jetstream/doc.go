@@ -32,7 +32,7 @@
 //     mean another node's append did. While nothing is there, the same batch
 //     may be sent again only guarded by the same expected last sequence, so
 //     at most one copy can ever land; past Options.ResolveWithin the append
-//     fails with ErrOutcomeUnknown, never claimed done.
+//     fails with boltstore.ErrAppendUnknown, never claimed done.
 //   - A writer whose own append the stream acknowledged last skips the read
 //     before its next append (the expected last sequence refuses it if
 //     another node appended meanwhile), comparing its head with the stream

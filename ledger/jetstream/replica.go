@@ -36,7 +36,8 @@ type Options struct {
 	OpenWait time.Duration
 	// ResolveWithin bounds how long an append whose outcome is ambiguous is
 	// resolved (read back, resent under the same expected sequence) before
-	// it fails with ErrOutcomeUnknown; default 30s.
+	// it fails with boltstore.ErrAppendUnknown (its events may still appear in
+	// the stream; the next catch-up then ingests them); default 30s.
 	ResolveWithin time.Duration
 	// LeaderWait is how long the stream's leader may stay out of reach
 	// through the connection (requests it should answer time out, or the
@@ -63,12 +64,6 @@ var (
 	ErrServerSync = errors.New("server does not sync always")
 	// ErrNoStream: Options.Existing, and the stream does not exist.
 	ErrNoStream = errors.New("the stream does not exist")
-	// ErrOutcomeUnknown: whether an append landed could not be told within
-	// Options.ResolveWithin. Its events may still appear in the stream; the
-	// next catch-up then ingests them. It is the store's
-	// boltstore.ErrAppendUnknown, which its callers tell an unknown outcome
-	// by.
-	ErrOutcomeUnknown = boltstore.ErrAppendUnknown
 )
 
 // Replica is a JetStream stream that a boltstore.Store keeps a local copy of
