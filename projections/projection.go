@@ -55,7 +55,10 @@ import (
 //	15: a task's record keeps no count of its thoughts (Task.Thoughts is
 //	   counted from task_thoughts where it is shown: CountThoughts), so a
 //	   thought_record does not rewrite its task
-const Version = 15
+//	16: the full-text index cuts a run of text written without spaces
+//	   (Han, kana, Hangul) into its characters and their overlapping
+//	   pairs, not one term for the whole run: 数据库 is found in a sentence
+const Version = 16
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

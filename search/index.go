@@ -203,7 +203,7 @@ func (c *Counter) Count(fields []Field) Counts {
 func countInto(c *Counts, fields []Field, all []string, words *wordCache) []string {
 	all = all[:0]
 	for _, f := range fields {
-		tokenize(f.Text, words, func(t string, _, _, _ int) { all = append(all, t) })
+		tokenize(f.Text, words, true, func(t string, _, _, _ int) { all = append(all, t) })
 	}
 	c.Length = uint64(len(all))
 	slices.Sort(all)

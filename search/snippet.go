@@ -12,6 +12,9 @@ const snippetWords = 24
 type word struct {
 	start, end int
 	term       int // index of the query term it matched, -1 if none
+	// matchEnd is where the longest term it matched ends: past end for
+	// a character's pair (spaceless), which matched the next one too.
+	matchEnd int
 }
 
 // snippet returns the window of snippetWords words, over all fields, that
@@ -64,18 +67,17 @@ func snippet(fields []Field, terms []string) (field, text string, matched []stri
 func fieldWords(text string, terms []string) []word {
 	var words []word
 	last := -1
-	tokenize(text, nil, func(t string, start, end, pos int) {
+	tokenize(text, nil, true, func(t string, start, end, pos int) {
 		if pos != last {
 			last = pos
 			words = append(words, word{start: start, end: end, term: -1})
 		}
-		if w := &words[len(words)-1]; w.term < 0 {
-			for i, q := range terms {
-				if q == t {
-					w.term = i
-					break
-				}
+		w := &words[len(words)-1]
+		if i := slices.Index(terms, t); i >= 0 {
+			if w.term < 0 {
+				w.term = i
 			}
+			w.matchEnd = max(w.matchEnd, end)
 		}
 	})
 	return words
@@ -100,10 +102,22 @@ func cut(text string, words []word, lo, hi int) string {
 	return s
 }
 
+// matchedWords lists the matched words as written; matched pairs of
+// characters that overlap make one: 连接 and 接池 are 连接池.
 func matchedWords(text string, words []word) []string {
 	var out []string
-	for _, w := range words {
-		if s := text[w.start:w.end]; w.term >= 0 && !slices.Contains(out, s) {
+	for i := 0; i < len(words); i++ {
+		if words[i].term < 0 {
+			continue
+		}
+		start, end := words[i].start, words[i].matchEnd
+		for i+1 < len(words) && words[i+1].start < end {
+			i++
+			if words[i].term >= 0 {
+				end = max(end, words[i].matchEnd)
+			}
+		}
+		if s := text[start:end]; !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

@@ -62,18 +62,34 @@ func isLower(r rune) bool {
 // (go.mod, v1.2.3, snake_case) when it sits between word runes.
 func isJoiner(r rune) bool { return r == '.' || r == '_' }
 
+// isSpaceless reports whether word rune r is of a script written without
+// spaces between words — Han, Hiragana, Katakana (and their prolonged sound
+// mark) — or Hangul, whose spaced words are long compounds: such a run is
+// not one term but its characters and their overlapping pairs (spaceless).
+func isSpaceless(r rune) bool {
+	return r >= 0x1100 && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) || r == 0x30FC || r == 0xFF70)
+}
+
 // tokenize calls emit for each term of text, with the byte range of the word
 // it came from and the word's position. An identifier made of parts (go.mod,
 // snake_case, TestCheckout) emits itself, lowercased, and then each part, all
-// at the same position. words, if not nil, remembers what normalize made of
-// each word (a Counter's: one map lookup for a word seen before).
-func tokenize(text string, words *wordCache, emit func(term string, start, end, pos int)) {
+// at the same position. A run of a spaceless script emits, at each
+// character's position, the character (if unigrams, or if the run is that
+// one character) and the pair it begins (spaceless). words, if not nil,
+// remembers what normalize made of each word (a Counter's: one map lookup
+// for a word seen before).
+func tokenize(text string, words *wordCache, unigrams bool, emit func(term string, start, end, pos int)) {
 	pos := 0
 	i := 0
 	for i < len(text) {
 		r, n := decodeRune(text, i)
 		if !isWordRune(r) {
 			i += n
+			continue
+		}
+		if isSpaceless(r) {
+			i, pos = spaceless(text, i, pos, words, unigrams, emit)
 			continue
 		}
 		start := i
@@ -89,14 +105,14 @@ func tokenize(text string, words *wordCache, emit func(term string, start, end, 
 				continue
 			}
 			r, n = decodeRune(text, i)
-			if isWordRune(r) || unicode.IsMark(r) { // a combining mark is part of its word
+			if isWordRune(r) && !isSpaceless(r) || unicode.IsMark(r) { // a combining mark is part of its word
 				split = split || unicode.IsUpper(r) && isLower(prev)
 				prev = r
 				i += n
 				continue
 			}
 			if isJoiner(r) && i+n < len(text) {
-				if next, _ := decodeRune(text, i+n); isWordRune(next) {
+				if next, _ := decodeRune(text, i+n); isWordRune(next) && !isSpaceless(next) {
 					split, prev = true, r
 					i += n
 					continue
@@ -122,6 +138,53 @@ func tokenize(text string, words *wordCache, emit func(term string, start, end, 
 			emit(t, start, i, pos)
 		}
 		pos++
+	}
+}
+
+// spaceless emits the terms of the run of a spaceless script that starts at
+// text[i] (tokenize) and returns where it ends and the position after it.
+// Searching such text by its characters' pairs (bigrams, as Lucene's CJK
+// analysis does) finds a word inside a sentence without a dictionary: the
+// query 数据库 is 数据 and 据库, both in 使用数据库连接. A query keeps a run's
+// single characters only when the run is one character, which the index
+// holds for every character.
+func spaceless(text string, i, pos int, words *wordCache, unigrams bool, emit func(term string, start, end, pos int)) (int, int) {
+	// prev is the character before the one being read, [prevStart, start);
+	// a character is its rune and the combining marks after it.
+	prevStart, start, chars := -1, i, 0
+	for {
+		end := start
+		if end < len(text) {
+			if r, n := decodeRune(text, end); isWordRune(r) && isSpaceless(r) {
+				end += n
+				for end < len(text) {
+					if m, n := decodeRune(text, end); unicode.IsMark(m) {
+						end += n
+						continue
+					}
+					break
+				}
+			}
+		}
+		if prevStart >= 0 {
+			// prev is complete, and whether a character follows it known.
+			if unigrams || (end == start && chars == 1) {
+				if t := words.normalize(text[prevStart:start]); t != "" {
+					emit(t, prevStart, start, pos)
+				}
+			}
+			if end > start {
+				if t := words.normalize(text[prevStart:end]); t != "" {
+					emit(t, prevStart, end, pos)
+				}
+			}
+			pos++
+		}
+		if end == start {
+			return start, pos
+		}
+		prevStart, start = start, end
+		chars++
 	}
 }
 
@@ -255,7 +318,7 @@ func (c *stemCache) stem(w string) string {
 func Terms(query string) []string {
 	var terms []string
 	seen := map[string]bool{}
-	tokenize(query, nil, func(t string, _, _, _ int) {
+	tokenize(query, nil, false, func(t string, _, _, _ int) {
 		if !seen[t] {
 			seen[t] = true
 			terms = append(terms, t)

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/search"
@@ -21,6 +22,11 @@ func TestTerms(t *testing.T) {
 		{"TestCheckout getBalance HTTPServer", []string{"testcheckout", "test", "checkout", "getbalance", "get", "balanc", "httpserver"}},
 		{"trailing dot. and _under", []string{"trail", "dot", "under"}},
 		{"Migrações ÉCHOUÉES", []string{"migrações", "échouées"}},
+		{"数据库", []string{"数据", "据库"}},
+		{"库", []string{"库"}},
+		{"Go语言 v2版", []string{"go", "语言", "v2", "版"}},
+		{"データベースの接続", []string{"デー", "ータ", "タベ", "ベー", "ース", "スの", "の接", "接続"}},
+		{"데이터 연결", []string{"데이", "이터", "연결"}},
 		{"the of and", nil},
 		{"test tests testing", []string{"test"}},
 		{"", nil},
@@ -103,5 +109,61 @@ func TestSearchFoldsCase(t *testing.T) {
 	}
 	if got := search.Terms("हिन्दी"); len(got) != 1 {
 		t.Errorf("a combining mark split its word: Terms(हिन्दी) = %q", got)
+	}
+}
+
+// TestSearchSpaceless: text written without spaces between words (Chinese,
+// Japanese) is found by a word inside a sentence, by its characters' pairs;
+// a one-character query finds the character; pairs that are not in the
+// text find nothing. A run of such text was one term: only the whole
+// sentence, exactly, found it.
+func TestSearchSpaceless(t *testing.T) {
+	docs := []search.Doc{
+		{ID: "F-1", Kind: search.Finding, Seq: 1, Fields: []search.Field{{Name: "summary", Text: "我们使用数据库连接池来减少延迟"}}},
+		{ID: "F-2", Kind: search.Finding, Seq: 2, Fields: []search.Field{{Name: "summary", Text: "データベースの接続に失敗しました"}}},
+		{ID: "F-3", Kind: search.Finding, Seq: 3, Fields: []search.Field{{Name: "summary", Text: "数学据点 unrelated"}}},
+	}
+	ix := search.New(newMemSpace(), docsOf(docs))
+	for _, d := range docs {
+		if err := ix.Add(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"数据库", []string{"F-1"}},
+		{"连接", []string{"F-1"}},
+		{"延迟", []string{"F-1"}},
+		{"数据", []string{"F-1"}}, // not F-3: 数学据点 has 数 and 据, not 数据
+		{"据", []string{"F-3", "F-1"}},
+		{"データベース", []string{"F-2"}},
+		{"失敗", []string{"F-2"}},
+		{"接続 数据库", []string{"F-2", "F-1"}},
+		{"数据库连接池来减少延迟", []string{"F-1"}},
+		{"汉堡", nil},
+	} {
+		hits, err := ix.Search(c.query, search.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.ID)
+		}
+		slices.Sort(got)
+		want := slices.Clone(c.want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("search %q: hits %q, want %q", c.query, got, want)
+		}
+	}
+	hits, err := ix.Search("连接池", search.Filter{})
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("search 连接池: %v, %v", hits, err)
+	}
+	if h := hits[0]; !strings.Contains(h.Snippet, "连接池") || !slices.Equal(h.Matched, []string{"连接池"}) {
+		t.Errorf("snippet %q, matched %q: want the sentence around 连接池, and it matched", h.Snippet, h.Matched)
 	}
 }

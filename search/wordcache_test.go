@@ -23,7 +23,7 @@ func TestWordCacheSameTerms(t *testing.T) {
 	}
 	all := func(text string, words *wordCache) []token {
 		var out []token
-		tokenize(text, words, func(term string, start, end, pos int) { out = append(out, token{term, start, end, pos}) })
+		tokenize(text, words, true, func(term string, start, end, pos int) { out = append(out, token{term, start, end, pos}) })
 		return out
 	}
 	texts := []string{
@@ -49,9 +49,10 @@ func TestWordCacheSameTerms(t *testing.T) {
 }
 
 // referenceTokenize is tokenize as it was written first, rune by rune,
-// with compound words found by splitIdentifier alone: the oracle of
-// TestTokenizeAsReference.
+// with compound words found by splitIdentifier alone, and a spaceless run
+// cut into its characters first: the oracle of TestTokenizeAsReference.
 func referenceTokenize(text string, emit func(term string, start, end, pos int)) {
+	word := func(r rune) bool { return (unicode.IsLetter(r) || unicode.IsDigit(r)) && !isSpaceless(r) }
 	pos, i := 0, 0
 	for i < len(text) {
 		r, n := utf8.DecodeRuneInString(text[i:])
@@ -59,16 +60,42 @@ func referenceTokenize(text string, emit func(term string, start, end, pos int))
 			i += n
 			continue
 		}
+		if isSpaceless(r) {
+			// bounds[k] is where character k starts: a rune and its marks.
+			var bounds []int
+			for i < len(text) {
+				r, n := utf8.DecodeRuneInString(text[i:])
+				if unicode.IsMark(r) && len(bounds) > 0 {
+					i += n
+					continue
+				}
+				if !isSpaceless(r) || !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					break
+				}
+				bounds = append(bounds, i)
+				i += n
+			}
+			bounds = append(bounds, i)
+			chars := len(bounds) - 1
+			for k := range chars {
+				emit(normalize(text[bounds[k]:bounds[k+1]]), bounds[k], bounds[k+1], pos)
+				if k+1 < chars {
+					emit(normalize(text[bounds[k]:bounds[k+2]]), bounds[k], bounds[k+2], pos)
+				}
+				pos++
+			}
+			continue
+		}
 		start := i
 		i += n
 		for i < len(text) {
 			r, n = utf8.DecodeRuneInString(text[i:])
-			if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) {
+			if word(r) || unicode.IsMark(r) {
 				i += n
 				continue
 			}
 			if isJoiner(r) && i+n < len(text) {
-				if next, _ := utf8.DecodeRuneInString(text[i+n:]); unicode.IsLetter(next) || unicode.IsDigit(next) {
+				if next, _ := utf8.DecodeRuneInString(text[i+n:]); word(next) {
 					i += n
 					continue
 				}
@@ -97,7 +124,7 @@ func referenceTokenize(text string, emit func(term string, start, end, pos int))
 // reference emits, on random texts of letters of both cases and scripts,
 // digits, joiners, spaces and punctuation.
 func TestTokenizeAsReference(t *testing.T) {
-	alphabet := []rune("aAbBzZeE09._ -;'ÉéßÖö東\u0301\u00a0")
+	alphabet := []rune("aAbBzZeE09._ -;'ÉéßÖö東京データ한\u0301\u3099\u00a0")
 	rng := rand.New(rand.NewPCG(5, 6))
 	var words wordCache
 	for range 20_000 {
@@ -107,7 +134,7 @@ func TestTokenizeAsReference(t *testing.T) {
 		}
 		text := string(b)
 		var got, want []string
-		tokenize(text, &words, func(term string, start, end, pos int) { got = append(got, fmt.Sprint(term, start, end, pos)) })
+		tokenize(text, &words, true, func(term string, start, end, pos int) { got = append(got, fmt.Sprint(term, start, end, pos)) })
 		referenceTokenize(text, func(term string, start, end, pos int) { want = append(want, fmt.Sprint(term, start, end, pos)) })
 		if !slices.Equal(got, want) {
 			t.Fatalf("tokenize(%q) = %q, want %q", text, got, want)

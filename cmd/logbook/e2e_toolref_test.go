@@ -430,7 +430,9 @@ const choices = `
   composed (NFKC: an accent typed apart, a ligature or full-width letters find the word typed
   plainly) and case-folded as Unicode folds them (a word in capitals finds it in any case: ΟΔΌΣ
   finds οδός), a combining mark kept in its word,
-  stop words dropped and English words Snowball-stemmed; ranking is BM25 (k1 1.2, b 0.75), ties
+  stop words dropped and English words Snowball-stemmed; text written without spaces (Chinese,
+  Japanese; Korean too) is indexed by its characters and their overlapping pairs, so 数据库 is
+  found inside a sentence and a query of one character finds it anywhere; ranking is BM25 (k1 1.2, b 0.75), ties
   newest first. The project searched is ` + "`project`" + `, else the server's ` + "`--project`" + `, else every
   project; ` + "`cross_project: true`" + ` searches every project. ` + "`as_of_seq`" + ` hides what was recorded
   after that seq; what was taken out of the index since (a superseded learning, a replaced
