@@ -79,6 +79,31 @@ func TestRecordLearning(t *testing.T) {
 	}
 }
 
+// TestRecordLearningSpaceless: a learning written in Chinese is recorded,
+// and a light rewording of it is a duplicate. Its words were its runs
+// between punctuation (a sentence each), so it had too few distinct words
+// to be recorded at all, and two rewordings shared no pair of them.
+func TestRecordLearningSpaceless(t *testing.T) {
+	const (
+		pattern = "在多个代理进程共享同一个账本文件时，应当使用阻塞等待来获取文件锁，而不是每隔五十毫秒轮询一次，这样可以显著减少提交的等待时间。"
+		context = "我们在分析多个并发的日志服务进程时发现，数据库自带的锁等待在每次尝试之间会休眠五十毫秒，因此一次有竞争的提交等待的时间" +
+			"远远超过持有者实际需要的时间。在每台测试机器上都能复现这个问题，改为阻塞等待后延迟下降了一个数量级，吞吐量也随之提高。"
+		reworded = "在多个代理进程共享同一个账本文件时，应当使用阻塞等待来获取文件锁，而不是每隔50毫秒轮询一次，这样能够显著减少提交的等待时间。"
+		other    = "只在提交运行期间持有账本文件的锁，提交结束后立即关闭数据库句柄，让其他进程有机会写入，而不是整个会话都占着文件。"
+	)
+	h := newHarness(t, Options{})
+	h.call("task_create", map[string]any{"title": "t", "project": "core"}, "OK")
+	if d := h.call("learning_record", learning(pattern, context, "core", nil), "OK"); d["learning_id"] != "L-0001" {
+		t.Fatalf("learning_record = %v", d)
+	}
+	o := h.do("learning_record", learning(reworded, context, "core", nil))
+	var dup *DuplicateError
+	if o.Code != "ERR_DUPLICATE" || !errors.As(o.Err, &dup) || dup.ExistingID != "L-0001" {
+		t.Fatalf("reworded: %s %v", o.Code, o.Err)
+	}
+	h.call("learning_record", learning(other, context+"另外，这个问题在只读进程中也会出现。", "core", nil), "OK")
+}
+
 func TestRecordLearningRefusals(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.call("task_create", map[string]any{"title": "t", "project": "core"}, "OK")

@@ -81,4 +81,10 @@ func TestFoldCaseComposes(t *testing.T) {
 	if got := Words("हिन्दी, cafe\u0301!"); !slices.Equal(got, []string{"हिन्दी", "café"}) {
 		t.Errorf("Words split at a combining mark or kept it apart: %q", got)
 	}
+	// A script written without spaces: each character a word, its marks
+	// kept (NFKC composes か and the combining mark to が).
+	want := []string{"使", "用", "连", "接", "池", "go", "语", "言", "v2", "テ", "ス", "ト", "が", "데", "이", "터"}
+	if got := Words("使用连接池, Go语言v2 テスト か\u3099 데이터"); !slices.Equal(got, want) {
+		t.Errorf("Words = %q, want %q", got, want)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Quality gates of a learning: enough text, and enough distinct words that
@@ -61,11 +62,49 @@ var SupersedeLearning = Command{
 // Words are the case-folded runs of letters, combining marks and digits of
 // s (FoldCase: a word in capitals is the same word, a final sigma's too, an
 // accent typed apart the same as one composed; a mark, as in "हिन्दी", does
-// not split its word).
+// not split its word), each character of a script written without spaces
+// a word of its own (IsSpaceless; as word processors count them): a
+// learning written in Chinese has its words, and pairs of them to compare.
 func Words(s string) []string {
-	return strings.FieldsFunc(FoldCase(s), func(r rune) bool {
+	var out []string
+	for _, w := range strings.FieldsFunc(FoldCase(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
-	})
+	}) {
+		start := 0 // of the part of w not yet out
+		for i, r := range w {
+			if !IsSpaceless(r) {
+				continue
+			}
+			if start < i {
+				out = append(out, w[start:i])
+			}
+			// The character and the marks after it.
+			end := i + utf8.RuneLen(r)
+			for end < len(w) {
+				m, n := utf8.DecodeRuneInString(w[end:])
+				if !unicode.IsMark(m) {
+					break
+				}
+				end += n
+			}
+			out = append(out, w[i:end])
+			start = end
+		}
+		if start < len(w) {
+			out = append(out, w[start:])
+		}
+	}
+	return out
+}
+
+// IsSpaceless reports whether r, a letter, is of a script written without
+// spaces between words — Han, Hiragana, Katakana (and their prolonged
+// sound mark) — or Hangul, whose spaced words are long compounds: its
+// characters are words (Words), and the search index cuts its runs into
+// characters and pairs of them.
+func IsSpaceless(r rune) bool {
+	return r >= 0x1100 && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) || r == 0x30FC || r == 0xFF70)
 }
 
 func distinct(words []string) map[string]bool {

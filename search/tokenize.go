@@ -62,14 +62,9 @@ func isLower(r rune) bool {
 // (go.mod, v1.2.3, snake_case) when it sits between word runes.
 func isJoiner(r rune) bool { return r == '.' || r == '_' }
 
-// isSpaceless reports whether word rune r is of a script written without
-// spaces between words — Han, Hiragana, Katakana (and their prolonged sound
-// mark) — or Hangul, whose spaced words are long compounds: such a run is
-// not one term but its characters and their overlapping pairs (spaceless).
-func isSpaceless(r rune) bool {
-	return r >= 0x1100 && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
-		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) || r == 0x30FC || r == 0xFF70)
-}
+// isSpaceless is domain.IsSpaceless: a run of such a script is not one
+// term but its characters and their overlapping pairs (spaceless).
+func isSpaceless(r rune) bool { return domain.IsSpaceless(r) }
 
 // tokenize calls emit for each term of text, with the byte range of the word
 // it came from and the word's position. An identifier made of parts (go.mod,

@@ -397,11 +397,12 @@ const choices = `
   is over 1,024 characters; duplicate paths are removed.
 - **learning_record.** Ids ` + "`L-0001`" + ` on. Quality gates, all ` + "`ERR_INVALID_INPUT`" + `: ` + "`pattern`" + ` at least 50
   characters and 6 distinct words, ` + "`context`" + ` at least 100 characters and 12 distinct words
-  (padding such as one word repeated does not pass); the project must have a task
+  (padding such as one word repeated does not pass; in a script written without spaces — Chinese,
+  Japanese, Korean — each character is a word); the project must have a task
   (` + "`ERR_PROJECT_NOT_FOUND`" + `); ` + "`source_task_id`" + ` must exist (` + "`ERR_TASK_NOT_FOUND`" + `) and be of that
   project. **Near-duplicate** (` + "`ERR_DUPLICATE`" + `, ` + "`details: {existing_id, similarity}`" + `, the most
   similar one): the text is pattern and context together, lower-cased and cut into words (runs of
-  letters and digits); its shingles are the distinct pairs of consecutive words; two learnings are
+  letters and digits; each character of such a script); its shingles are the distinct pairs of consecutive words; two learnings are
   near-duplicates when the Jaccard similarity of their shingle sets is at least **0.6**. Only live
   (not superseded) learnings of the same project count. Why 0.6 and word pairs: changing one word
   of an n-word text removes at most two of its n−1 pairs, so a resubmission with a few words
