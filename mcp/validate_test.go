@@ -82,6 +82,7 @@ func TestValidateValid(t *testing.T) {
 			"created_after":"2026-04-08T22:15:30.123Z","created_before":"2026-04-08T23:00:00+02:00","search":"parser bug",
 			"limit":500,"offset":0,"sort_by":"priority","sort_order":"asc"}`},
 		{"task_list", `{"created_after":"2026-04-08t22:15:30.123z","created_before":"2026-04-08t23:00:00-00:00"}`},
+		{"task_list", `{"created_after":"2016-12-31T23:59:60Z","created_before":"2016-12-31T15:59:60.5-08:00"}`},
 		{"task_next_actions", `{"project":"p","limit":1,"include_blocked":true}`},
 		{"thought_record", `{"task_id":"T-0001","type":"decision","content":"Use bbolt."}`},
 		{"thought_record", `{"task_id":"T-0001","type":"risk","content":"  x  ","session_id":"A-0001","branch":"main",
@@ -192,6 +193,12 @@ func TestValidateInvalid(t *testing.T) {
 		{"thought_record", `{"task_id":"T-1","type":"plan","content":" \t\n "}`, []issue{{"content", "must not be only whitespace"}}},
 		{"thought_record", `{"task_id":"T-1","type":"plan","content":"\u00a0\u2003"}`, []issue{{"content", "must not be only whitespace"}}},
 		{"task_list", `{"created_after":"2026-04-08T22:15:30,5Z","created_before":"2026-04-08 23:00:00Z"}`, []issue{
+			{"created_after", "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z"},
+			{"created_before", "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z"}}},
+		{"task_list", `{"created_after":"2026-04-08T22:15:30+24:00","created_before":"2026-04-08T22:15:30+23:60"}`, []issue{
+			{"created_after", "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z"},
+			{"created_before", "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z"}}},
+		{"task_list", `{"created_after":"2016-12-31T23:58:60Z","created_before":"2016-12-31T23:59:61Z"}`, []issue{
 			{"created_after", "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z"},
 			{"created_before", "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z"}}},
 		{"task_list", `{"created_after":"yesterday","created_before":"2026-04-08"}`, []issue{

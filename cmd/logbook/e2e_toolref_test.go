@@ -365,7 +365,8 @@ const choices = `
 - **task_get.** ` + "`as_of_seq`" + ` beyond the ledger head is invalid input; 0 (or any seq before the
   task existed) is ` + "`ERR_TASK_NOT_FOUND`" + `.
 - **task_list.** An unknown project gives an empty list. ` + "`created_after`/`created_before`" + ` are
-  exclusive. ` + "`search`" + ` words may be split between title and description. Ties in any sort
+  exclusive RFC 3339 date-times (offsets up to ±23:59; a leap second, 23:59:60 UTC, is taken as the last
+  instant of its day). ` + "`search`" + ` words may be split between title and description. Ties in any sort
   are broken by creation order, ascending. ` + "`updated`" + ` and ` + "`created`" + ` sort by ledger sequence.
 - **task_next_actions.** Without ` + "`project`" + ` and without ` + "`--project`" + `, all projects
   (` + "`project: null`" + ` in the answer).
