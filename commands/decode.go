@@ -80,7 +80,8 @@ func decodeValue(v *domain.Value, dst reflect.Value, path string) error {
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if v.Kind() == domain.Number {
-			n, err := strconv.ParseInt(v.Text(), 10, 64)
+			text, _ := v.Integer() // "" for a fraction: an error
+			n, err := strconv.ParseInt(text, 10, 64)
 			if err != nil || dst.OverflowInt(n) {
 				return numberIssue(v, dst, path)
 			}
@@ -89,7 +90,8 @@ func decodeValue(v *domain.Value, dst reflect.Value, path string) error {
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		if v.Kind() == domain.Number {
-			n, err := strconv.ParseUint(v.Text(), 10, 64)
+			text, _ := v.Integer() // "" for a fraction: an error
+			n, err := strconv.ParseUint(text, 10, 64)
 			if err != nil || dst.OverflowUint(n) {
 				return numberIssue(v, dst, path)
 			}

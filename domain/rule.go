@@ -8,7 +8,7 @@ type Kind string
 // The kinds a field can have.
 const (
 	String  Kind = "string"
-	Integer Kind = "integer" // a whole number without fraction or exponent, within int64
+	Integer Kind = "integer" // a whole number (10, 10.0 or 1e1: Value.Integer), within int64
 	Number  Kind = "number"
 	Boolean Kind = "boolean"
 	Array   Kind = "array"

@@ -79,7 +79,7 @@ func (r *Rule) Validate(v *Value, path string, add func(path, msg string)) {
 	if r.Kind != "" && !r.hasKind(v) {
 		msg := "must be " + article(string(r.Kind))
 		if v.kind == Number && r.Kind == Integer {
-			msg += " (a whole number without fraction or exponent)"
+			msg += " (a whole number)"
 		}
 		add(path, msg)
 		return
@@ -141,7 +141,11 @@ func outOfRange(v *Value, path string) (string, bool) {
 func (r *Rule) hasKind(v *Value) bool {
 	switch v.kind {
 	case Number:
-		return r.Kind == Number || (r.Kind == Integer && !strings.ContainsAny(v.text, ".eE"))
+		if r.Kind == Integer {
+			_, whole := v.Integer()
+			return whole
+		}
+		return r.Kind == Number
 	case Null:
 		return false // no field of a command takes it
 	}
@@ -203,7 +207,8 @@ func (r *Rule) checkNumber(lit string, path string, add func(path, msg string)) 
 	if r.Kind == Integer {
 		// An integer must also fit in 64 bits; a bound on that side, if
 		// any, gives the better message.
-		if _, err := strconv.ParseInt(lit, 10, 64); err != nil && ((f < 0 && r.Min == nil) || (f > 0 && r.Max == nil)) {
+		n, _ := integerText(lit)
+		if _, err := strconv.ParseInt(n, 10, 64); err != nil && ((f < 0 && r.Min == nil) || (f > 0 && r.Max == nil)) {
 			lo, hi := strconv.FormatInt(math.MinInt64, 10), strconv.FormatInt(math.MaxInt64, 10)
 			if r.Min != nil {
 				lo = fmtNum(*r.Min)

@@ -182,7 +182,7 @@ func TestE2EHostileInput(t *testing.T) {
 		h.reject(t, "task_create", []byte(`{"title":"a","project":"hostile","estimate_hours":-0.5}`), invalid, "estimate_hours")
 		h.reject(t, "task_update", []byte(`{"task_id":"`+task+`","progress":"50"}`), invalid, "progress")
 		h.reject(t, "task_update", []byte(`{"task_id":"`+task+`","progress":50.5}`), invalid, "progress")
-		h.reject(t, "task_update", []byte(`{"task_id":"`+task+`","progress":1e1}`), invalid, "progress")
+		h.reject(t, "task_update", []byte(`{"task_id":"`+task+`","progress":1e-1}`), invalid, "progress")
 		h.reject(t, "task_update", []byte(`{"task_id":"`+task+`","progress":101}`), invalid, "progress")
 		h.reject(t, "task_update", []byte(`{"task_id":"`+task+`","status":"finished"}`), invalid, "status")
 		h.reject(t, "task_update", []byte(`{"task_id":7,"status":"todo"}`), invalid, "task_id")

@@ -213,7 +213,8 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 	b.WriteString("`{\"ok\":true,\"data\":{…}}` on success, `{\"ok\":false,\"error\":{\"code\",\"message\",\"details\"}}` with\n")
 	b.WriteString("`isError: true` on failure (invalid arguments included). The *Returns* tables below are the fields of `data`.\n")
 	b.WriteString("Every call, read or write, valid or not, is recorded as one `tool.called` event in the ledger.\n")
-	b.WriteString("Input objects reject unknown fields.\n\n")
+	b.WriteString("Input objects reject unknown fields. An integer may be written as any JSON number whose value is whole\n")
+	b.WriteString("(`10`, `10.0`, `1e1`), as JSON Schema counts integers.\n\n")
 
 	b.WriteString("At initialize the server sends these instructions, for the model to read before any tool:\n\n")
 	for _, line := range strings.Split(mcp.Instructions, "\n") {
