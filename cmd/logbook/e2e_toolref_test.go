@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/mcp"
 	"github.com/logbook-dev/logbook/skills"
@@ -214,7 +215,15 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 	b.WriteString("`isError: true` on failure (invalid arguments included). The *Returns* tables below are the fields of `data`.\n")
 	b.WriteString("Every call, read or write, valid or not, is recorded as one `tool.called` event in the ledger.\n")
 	b.WriteString("Input objects reject unknown fields. An integer may be written as any JSON number whose value is whole\n")
-	b.WriteString("(`10`, `10.0`, `1e1`), as JSON Schema counts integers.\n\n")
+	b.WriteString("(`10`, `10.0`, `1e1`), as JSON Schema counts integers. Beyond what a schema can say, the arguments\n")
+	fmt.Fprintf(&b, "nest at most %d levels (the arguments object is level 1) and hold at most %s object members and\n",
+		domain.MaxDepth, thousands(domain.MaxValues))
+	b.WriteString("array items in all levels together (arrays without a `maxItems` included); more is invalid input.\n")
+	b.WriteString("Text is checked beyond its schema too: no string holds an unpaired UTF-16 surrogate escape; one-line\n")
+	b.WriteString("text (titles, names, labels, tags, summaries, `branch`, `query`, file paths) holds no control character\n")
+	b.WriteString("and other text (descriptions, content, reasons, details, tests, blockers) none but tab, newline and\n")
+	b.WriteString("carriage return; one-line text, `content`, `pattern` and `context` must not be only whitespace or\n")
+	b.WriteString("invisible characters (U+200B, U+FEFF, bidi marks…).\n\n")
 
 	b.WriteString("At initialize the server sends these instructions, for the model to read before any tool:\n\n")
 	for _, line := range strings.Split(mcp.Instructions, "\n") {
@@ -463,4 +472,13 @@ func refLineDiff(want, got string) string {
 		}
 	}
 	return out.String()
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
