@@ -215,7 +215,8 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 	b.WriteString("`isError: true` on failure (invalid arguments included). The *Returns* tables below are the fields of `data`.\n")
 	b.WriteString("Every call, read or write, valid or not, is recorded as one `tool.called` event in the ledger.\n")
 	b.WriteString("Input objects reject unknown fields. An integer may be written as any JSON number whose value is whole\n")
-	b.WriteString("(`10`, `10.0`, `1e1`), as JSON Schema counts integers. Beyond what a schema can say, the arguments\n")
+	b.WriteString("(`10`, `10.0`, `1e1`), as JSON Schema counts integers, and within 64 bits (an `offset` or `as_of_seq`\n")
+	b.WriteString("beyond 9223372036854775807 is invalid input). Beyond what a schema can say, the arguments\n")
 	fmt.Fprintf(&b, "nest at most %d levels (the arguments object is level 1) and hold at most %s object members and\n",
 		domain.MaxDepth, thousands(domain.MaxValues))
 	b.WriteString("array items in all levels together (arrays without a `maxItems` included); more is invalid input.\n")
