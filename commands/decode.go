@@ -104,6 +104,9 @@ func decodeValue(v *domain.Value, dst reflect.Value, path string) error {
 			if err != nil || dst.OverflowFloat(f) {
 				return numberIssue(v, dst, path)
 			}
+			if f == 0 {
+				f = 0 // -0 (or -1e-400) is 0: stored and answered as 0, never "-0"
+			}
 			dst.SetFloat(f)
 			return nil
 		}

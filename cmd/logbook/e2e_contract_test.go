@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"testing"
 )
@@ -62,6 +63,30 @@ func TestE2EIntegersAsTheSchemaCountsThem(t *testing.T) {
 		if env["ok"] != false || e["code"] != "ERR_INVALID_INPUT" || len(issues) != 1 ||
 			issues[0].(map[string]any)["path"] != "progress" || issues[0].(map[string]any)["message"] != msg {
 			t.Errorf("task_update %s: %v, want ERR_INVALID_INPUT at progress: %s", args, env, msg)
+		}
+	}
+}
+
+// TestE2ENegativeZeroIsZero: a number argument written -0, -0.0 or -1e-400
+// is 0 and is answered as 0; it was stored and answered as -0
+// ("estimate_hours":-0), a value the contract's 0–1000 does not name and
+// that JSON readers keep apart from 0 (math.Signbit, Object.is).
+func TestE2ENegativeZeroIsZero(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "zero.db")
+	a := startAgent(t, "zero", "--db", db, "--skills", "../../fixtures/skills")
+	for _, lit := range []string{"-0", "-0.0", "-1e-400", "-0e5"} {
+		env, err := a.callTool("task_create", json.RawMessage(`{"title":"t","project":"p","estimate_hours":`+lit+`}`))
+		if err != nil || env["ok"] != true {
+			t.Fatalf("task_create estimate_hours %s: %v %v", lit, env, err)
+		}
+		id := env["data"].(map[string]any)["task_id"]
+		got, err := a.callTool("task_get", map[string]any{"task_id": id})
+		if err != nil || got["ok"] != true {
+			t.Fatalf("task_get %v: %v %v", id, got, err)
+		}
+		if h, ok := got["data"].(map[string]any)["estimate_hours"].(float64); !ok || h != 0 || math.Signbit(h) {
+			t.Errorf("estimate_hours %s: answered %v (sign bit %v), want 0", lit, got["data"].(map[string]any)["estimate_hours"], math.Signbit(h))
 		}
 	}
 }
