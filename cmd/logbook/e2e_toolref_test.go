@@ -379,6 +379,8 @@ const choices = `
   exclusive RFC 3339 date-times (offsets up to ±23:59; a leap second, 23:59:60 UTC, is taken as the last
   instant of its day). ` + "`search`" + ` words may be split between title and description. Ties in any sort
   are broken by creation order, ascending. ` + "`updated`" + ` and ` + "`created`" + ` sort by ledger sequence.
+- **skill_list.** An empty ` + "`search`" + ` or ` + "`capability`" + ` filters nothing, as if left out (no skill
+  declares an empty capability).
 - **task_next_actions.** Without ` + "`project`" + ` and without ` + "`--project`" + `, all projects
   (` + "`project: null`" + ` in the answer).
 - **thought_record.** ` + "`type`" + ` and ` + "`content`" + ` are required. ` + "`invalid_links`" + ` of
