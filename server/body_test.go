@@ -97,3 +97,78 @@ func TestSlowBodyOnEveryRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadBodyNotWaitedFor: a request answered on its headers alone (no
+// token, a bad one, a foreign Host or Origin, a route that takes no body)
+// is answered at once and its connection closed, without waiting for a
+// body that does not come; a body that did arrive whole is discarded and
+// its connection kept. Before, net/http read what was left of the body
+// before writing the answer's headers: a token-less POST /mcp announcing a
+// body it never sent got its 401 only at the body's deadline (30 s by
+// default; here an hour, so the answer never came within the test's guard).
+func TestUnreadBodyNotWaitedFor(t *testing.T) {
+	l, _ := openStore(t, boltstore.Options{Hold: true})
+	addr, stop := startRun(t, l, Options{BodyTimeout: time.Hour})
+	defer stop()
+	cases := []struct {
+		name, method, path, headers string
+		want                        int
+	}{
+		{"mcp without a token", "POST", "/mcp", "Content-Type: application/json\r\n", http.StatusUnauthorized},
+		{"mcp with an unknown token", "POST", "/mcp", "Content-Type: application/json\r\nAuthorization: Bearer lbk_nope\r\n", http.StatusUnauthorized},
+		{"mcp cross-origin", "POST", "/mcp", "Content-Type: application/json\r\nSec-Fetch-Site: cross-site\r\n", http.StatusForbidden},
+		{"foreign Host", "POST", "/mcp", "Host: evil.example\r\n", http.StatusForbidden},
+		{"healthz", "POST", "/healthz", "", http.StatusOK},
+		{"a console page", "GET", "/ledger", "", http.StatusUnauthorized},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			host := "Host: " + addr + "\r\n"
+			if strings.HasPrefix(c.headers, "Host:") {
+				host = ""
+			}
+			// 100 bytes announced, 1 sent: the rest never comes.
+			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\n%s%sContent-Length: 100\r\n\r\nt", c.method, c.path, host, c.headers)
+			conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer before the body's deadline: %v", err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			if resp.StatusCode != c.want || !resp.Close {
+				t.Errorf("status %d, close %v; want %d, closed", resp.StatusCode, resp.Close, c.want)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("connection kept waiting for the body: %v", err)
+			}
+		})
+	}
+
+	// A body sent whole with its headers is discarded, and the connection
+	// serves the next request.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(conn)
+	for range 2 {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusUnauthorized || resp.Close {
+			t.Fatalf("a whole body without a token: %d, close %v; want 401 on a kept connection", resp.StatusCode, resp.Close)
+		}
+	}
+}

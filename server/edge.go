@@ -237,6 +237,9 @@ func isLoopback(addr string) bool {
 // connection, so that a proxy in front reading the Content-Length instead
 // would see the rest of the body as a request of its own (smuggling).
 //
+// An answer begun before the body was read to its end (a request refused
+// on its headers) does not wait for the rest of it (unreadBodyWriter).
+//
 // A request without a body has its read deadline lifted: the server's
 // ReadTimeout bounds only what net/http reads before any handler runs (the
 // body of "OPTIONS *", which it answers itself).
@@ -245,7 +248,11 @@ func boundBody(h http.Handler, timeout time.Duration) http.Handler {
 		rc := http.NewResponseController(w)
 		if r.Body != nil && r.Body != http.NoBody {
 			if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
-				r.Body = &boundedBody{ReadCloser: r.Body, rc: rc}
+				body := &boundedBody{ReadCloser: r.Body, rc: rc}
+				r.Body = body
+				if r.ProtoMajor == 1 {
+					w = &unreadBodyWriter{ResponseWriter: w, body: body}
+				}
 			}
 		} else {
 			_ = rc.SetReadDeadline(time.Time{})
@@ -257,17 +264,60 @@ func boundBody(h http.Handler, timeout time.Duration) http.Handler {
 	})
 }
 
+// unreadBodyWriter stops the reading of its request's body once an answer
+// begins before the body was read to its end (a request refused on its
+// headers alone: no token, a foreign Host, a route that takes no body):
+// what of the body has already arrived is discarded as before, keeping the
+// connection, but the rest is not waited for; the connection is closed
+// instead. Before, net/http read what was left of the body before it
+// wrote the answer's headers, so that a client announcing a body it did
+// not send got its 401 only once the body's deadline had passed. (HTTP/1
+// only: an HTTP/2 stream's unread body is reset with the stream.)
+type unreadBodyWriter struct {
+	http.ResponseWriter
+	body    *boundedBody
+	started bool
+}
+
+func (w *unreadBodyWriter) begin() {
+	if !w.started {
+		w.started = true
+		if !w.body.done.Load() {
+			_ = w.body.rc.SetReadDeadline(time.Now())
+		}
+	}
+}
+
+func (w *unreadBodyWriter) WriteHeader(code int) {
+	if code >= 200 {
+		w.begin()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *unreadBodyWriter) Write(p []byte) (int, error) {
+	w.begin()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *unreadBodyWriter) Flush() {
+	w.begin()
+	_ = w.body.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *unreadBodyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // boundedBody lifts its request's read deadline once read to its end.
 type boundedBody struct {
 	io.ReadCloser
 	rc   *http.ResponseController
-	done bool
+	done atomic.Bool // read to its end
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
-		b.done = true
+	if err == io.EOF && !b.done.Swap(true) {
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
