@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -70,7 +72,7 @@ type HTTPOptions struct {
 // of the calls it carries, and only the tools in its scope are listed or
 // callable. Browser cross-origin requests are refused (403), as are
 // requests reaching a loopback address under a foreign Host name (DNS
-// rebinding; the SDK's own check).
+// rebinding: ForeignHost).
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = int64(s.maxLine)
@@ -100,6 +102,8 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	handler := func(stateless bool) http.Handler {
 		return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
 			Stateless: stateless,
+			// ForeignHost below, on every request, instead.
+			DisableLocalhostProtection: true,
 			// Tools send no notifications: one JSON body per request is
 			// simpler and cheaper than an event stream.
 			JSONResponse:        true,
@@ -167,16 +171,41 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	})
 	protected := http.NewCrossOriginProtection().Handler(challenge)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Host names are case-insensitive (RFC 9110 §4.2.3), but the SDK's
-		// DNS-rebinding check takes only "localhost" as written: a client
-		// given http://LOCALHOST:7460/mcp was refused 403.
-		if host := strings.ToLower(r.Host); host != r.Host {
-			lower := *r
-			lower.Host = host
-			r = &lower
+		if ForeignHost(r) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			return
 		}
 		protected.ServeHTTP(w, r)
 	})
+}
+
+// ForeignHost reports whether r reached a loopback address under a Host
+// that does not certainly name a loopback address: a page of a site whose
+// name was rebound to 127.0.0.1 (DNS rebinding), which must not be served
+// as if it were the server's own origin. The names taken are localhost (in
+// any case: host names are case-insensitive, RFC 9110 §4.2.3; and
+// fully qualified, "localhost."), and the loopback addresses (127.0.0.0/8,
+// [::1]), each with a port or not. A request without a Host (HTTP/1.0) is
+// taken: every browser sends one, so it is no page's request. (The SDK's
+// own check, which this replaces, took "localhost" only as written and
+// refused a request without a Host.)
+func ForeignHost(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && isLoopback(local.String()) && r.Host != "" && !isLoopback(r.Host)
+}
+
+// isLoopback reports whether addr (a host, or host:port) is localhost or a
+// loopback IP address.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // readBody reads r's body whole within opts.BodyTimeout, and puts it back

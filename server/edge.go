@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/logbook-dev/logbook/mcp"
 )
 
 // The HTTP edge: what every connection and request goes through before
@@ -189,36 +189,21 @@ func (w *deadlineWriter) Flush() {
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // loopbackHost refuses (403), on every route, a request that reached a
-// loopback address under a Host that names no loopback address: a site
-// whose name was rebound to 127.0.0.1 (DNS rebinding) would otherwise be
-// served the console, its login form and /healthz as its own origin. It
-// is the rule the go-sdk applies to /mcp (localhost, 127.0.0.0/8, ::1),
-// here for every route. A server reached on another address (beyond
+// loopback address under a Host that names no loopback address
+// (mcp.ForeignHost): a site whose name was rebound to 127.0.0.1 (DNS
+// rebinding) would otherwise be served the console, its login form and
+// /healthz as its own origin. It is the rule the MCP handler applies to
+// /mcp, here for every route. A server reached on another address (beyond
 // loopback, its name chosen by whoever runs it) takes any Host.
 func loopbackHost(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil &&
-			isLoopback(local.String()) && !isLoopback(r.Host) {
+		if mcp.ForeignHost(r) {
 			w.Header().Set("Connection", "close")
 			http.Error(w, "this server answers only to a loopback host name (localhost, 127.0.0.1, [::1])", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// isLoopback reports whether addr (a host, or host:port) is localhost (in
-// any case: host names are case-insensitive) or a loopback IP address.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = strings.Trim(addr, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // boundBody gives the body of every request, whatever its route and

@@ -50,7 +50,8 @@ func TestLoopbackHostEveryRoute(t *testing.T) {
 		{"GET", "/ledger/verify", ""},
 		{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
 	}
-	for _, host := range []string{"evil.example:" + port, "evil.example", "localhost.evil.example:" + port, "127.0.0.1.nip.io:" + port} {
+	for _, host := range []string{"evil.example:" + port, "evil.example", "localhost.evil.example:" + port, "127.0.0.1.nip.io:" + port,
+		"localhost.evil.example.", "localhost..:" + port, "127.0.0.1.:" + port, "evil.localhost:" + port} {
 		for _, r := range routes {
 			req, _ := http.NewRequest(r.method, "http://"+addr+r.path, strings.NewReader(r.body))
 			req.Host = host
@@ -64,7 +65,10 @@ func TestLoopbackHostEveryRoute(t *testing.T) {
 	// Host names are case-insensitive (RFC 9110 §4.2.3): a client given
 	// http://LOCALHOST:7460/mcp (logbook serve --connect among them) sends
 	// the name as written, and was refused 403 on every route.
-	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "localhost", "[::1]:" + port, "127.0.0.2", "LOCALHOST:" + port, "LocalHost"} {
+	// A fully qualified localhost ("localhost.") is the same name: it was
+	// refused 403 on every route.
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "localhost", "[::1]:" + port, "[::1]", "127.0.0.2", "LOCALHOST:" + port, "LocalHost",
+		"localhost.:" + port, "localhost.", "LOCALHOST.:" + port} {
 		req, _ := http.NewRequest("GET", "http://"+addr+"/healthz", nil)
 		req.Host = host
 		if code, body := do(t, req); code != http.StatusOK {
@@ -347,6 +351,39 @@ func TestChunkedBodyClosesConnection(t *testing.T) {
 		io.Copy(io.Discard, res.Body)
 		if res.StatusCode != http.StatusOK || res.Close {
 			t.Errorf("with a Content-Length: %d, close %v", res.StatusCode, res.Close)
+		}
+	}
+}
+
+// TestNoHostHTTP10: an HTTP/1.0 request without a Host is served on every
+// route of a loopback server: no browser sends one (a page rebound to
+// 127.0.0.1 always names its own site), so it is no DNS-rebinding attempt.
+// Before, /healthz, the console and /mcp all answered it 403.
+func TestNoHostHTTP10(t *testing.T) {
+	l, _ := openStore(t, boltstore.Options{Hold: true})
+	tok, _, _ := IssueToken(l, Issue{Agent: "a", Issuer: "op"})
+	addr, stop := startRun(t, l, Options{})
+	defer stop()
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	for _, r := range []struct{ method, path, headers, body string }{
+		{"GET", "/healthz", "", ""},
+		{"GET", "/ledger", "Authorization: Bearer " + tok + "\r\n", ""},
+		{"POST", "/mcp", "Authorization: Bearer " + tok + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n", initialize},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		fmt.Fprintf(conn, "%s %s HTTP/1.0\r\n%sContent-Length: %d\r\n\r\n%s", r.method, r.path, r.headers, len(r.body), r.body)
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		conn.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("%s %s without Host: %d %.100s", r.method, r.path, res.StatusCode, b)
 		}
 	}
 }
