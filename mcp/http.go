@@ -135,15 +135,17 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			}
 			defer bodies.Release(n)
 		}
-		if !readBody(w, r, opts) {
+		body, ok := readBody(w, r, opts)
+		if !ok {
 			return
 		}
-		w = &codedWriter{ResponseWriter: w}
+		cw := &codedWriter{ResponseWriter: w, body: body}
+		defer cw.finish()
 		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
-			stateless.ServeHTTP(w, r)
+			stateless.ServeHTTP(cw, r)
 			return
 		}
-		sessions.serve(stateful, w, r)
+		sessions.serve(stateful, cw, r)
 	})
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		id, err := opts.Authenticate(ctx, token)
@@ -208,19 +210,19 @@ func isLoopback(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// readBody reads r's body whole within opts.BodyTimeout, and puts it back
-// for the SDK: the server's own timeouts bound only the headers, and a
-// client sending its body a byte at a time would otherwise hold the
-// connection, and a drain, as long as it liked. It answers 408 (false) if
-// the body is late; one past MaxBodyBytes is left to the SDK's 413, so at
-// most one byte more than that is read.
-func readBody(w http.ResponseWriter, r *http.Request, opts HTTPOptions) bool {
+// readBody reads r's body whole within opts.BodyTimeout, puts it back for
+// the SDK and returns it: the server's own timeouts bound only the
+// headers, and a client sending its body a byte at a time would otherwise
+// hold the connection, and a drain, as long as it liked. It answers 408
+// (false) if the body is late; one past MaxBodyBytes is left to the SDK's
+// 413, so at most one byte more than that is read.
+func readBody(w http.ResponseWriter, r *http.Request, opts HTTPOptions) ([]byte, bool) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return true
+		return nil, true
 	}
 	rc := http.NewResponseController(w)
 	if err := rc.SetReadDeadline(time.Now().Add(opts.BodyTimeout)); err != nil {
-		return true // not a connection of net/http's server: nothing to bound
+		return nil, true // not a connection of net/http's server: nothing to bound
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, opts.MaxBodyBytes+1))
 	if err != nil {
@@ -233,14 +235,14 @@ func readBody(w http.ResponseWriter, r *http.Request, opts HTTPOptions) bool {
 		} else {
 			http.Error(w, "the request body could not be read", http.StatusBadRequest)
 		}
-		return false
+		return nil, false
 	}
 	if int64(len(body)) <= opts.MaxBodyBytes {
 		// Read whole: the deadline bounds the body alone, not the call.
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return true
+	return body, true
 }
 
 // codedWriter gives the SDK's JSON-RPC errors without a code (0) their
@@ -249,9 +251,40 @@ func readBody(w http.ResponseWriter, r *http.Request, opts HTTPOptions) bool {
 // a call before initialize), and a client reading code 0 cannot tell its
 // request refused from the server failing. Only an answer of JSON that
 // holds such an error is decoded; the others pass as written.
-type codedWriter struct{ http.ResponseWriter }
+//
+// It also answers as JSON-RPC what the SDK refuses in plain text (400)
+// before any session or handler sees it (checkRequest): a request (with
+// an id) of a method the server does not have gets error -32601, one not
+// valid for its method (an id on a notification, params missing) -32600,
+// as on stdio, as the JSON-RPC answer to a request (200, application/json:
+// a client reads an answer of another status as the transport failing); a
+// notification of a method the server does not have is accepted (202,
+// no body), as the Streamable HTTP transport answers every notification it
+// takes, and ignored, as on stdio. (Revision 2026-07-28 has the SDK answer
+// an unknown method itself: 404 with -32601, as SEP-2575 requires.) A batch
+// (revision 2025-03-26 only) is refused whole as the SDK refuses it.
+type codedWriter struct {
+	http.ResponseWriter
+	body []byte // the request's body
+	held bool   // the SDK's 400 in plain text, not yet written
+}
+
+func (w *codedWriter) WriteHeader(code int) {
+	if code == http.StatusBadRequest && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") && w.body != nil {
+		w.held = true // decided on its text, the next write
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
 
 func (w *codedWriter) Write(p []byte) (int, error) {
+	if w.held {
+		w.held = false
+		if w.refused(p) {
+			return len(p), nil
+		}
+		w.ResponseWriter.WriteHeader(http.StatusBadRequest)
+	}
 	if !bytes.Contains(p, codeZero) || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		return w.ResponseWriter.Write(p)
 	}
@@ -261,14 +294,72 @@ func (w *codedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// refused answers, in place of the SDK's 400 saying text, the JSON-RPC
+// refusal of the request's one message it describes; false if text is no
+// such refusal.
+func (w *codedWriter) refused(text []byte) bool {
+	var code int64
+	switch {
+	case bytes.HasPrefix(text, notHandled):
+		code = jsonrpc.CodeMethodNotFound
+	case bytes.HasPrefix(text, invalidRequest):
+		code = jsonrpc.CodeInvalidRequest
+	default:
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(w.body)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok {
+		return false
+	}
+	h := w.Header()
+	h.Del("X-Content-Type-Options")
+	if !req.IsCall() {
+		if code != jsonrpc.CodeMethodNotFound {
+			return false // a request without its id: not taken, 400
+		}
+		h.Del("Content-Type")
+		w.ResponseWriter.WriteHeader(http.StatusAccepted)
+		return true
+	}
+	message := strings.TrimSpace(string(text))
+	if code == jsonrpc.CodeMethodNotFound {
+		message = fmt.Sprintf("method not found: %q", req.Method) // stdio's words
+	}
+	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: code, Message: message}})
+	if err != nil {
+		return false
+	}
+	h.Set("Content-Type", "application/json")
+	w.ResponseWriter.WriteHeader(http.StatusOK)
+	_, _ = w.ResponseWriter.Write(out)
+	return true
+}
+
+// finish writes the SDK's 400 if it is still held (written without text).
+func (w *codedWriter) finish() {
+	if w.held {
+		w.held = false
+		w.ResponseWriter.WriteHeader(http.StatusBadRequest)
+	}
+}
+
 // Unwrap lets http.ResponseController reach the connection.
 func (w *codedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *codedWriter) Flush() {
+	w.finish()
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
+
+// How the SDK's plain-text refusals of a message begin (checkRequest:
+// jsonrpc2.ErrNotHandled, jsonrpc2.ErrInvalidRequest).
+var (
+	notHandled     = []byte("JSON RPC not handled: ")
+	invalidRequest = []byte("invalid request: ")
+)
 
 // codeZero is how the SDK writes an error without a code.
 var codeZero = []byte(`"code":0,`)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,5 +52,84 @@ func TestHTTPSDKRefusalsCarryACode(t *testing.T) {
 	code, _, body := statefulPost(t, srv.URL, "full", sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`)
 	if code != http.StatusOK || !strings.Contains(body, `\"code\":0`) || strings.Contains(body, `"error":{"code":-`) {
 		t.Errorf("a result holding code 0 was changed: %s", body)
+	}
+}
+
+// TestHTTPUnknownMethodIsJSONRPC: over HTTP, as on stdio, a request of a
+// method the server does not have is answered JSON-RPC error -32601 by its
+// id, and one not valid for its method -32600 (200, application/json); a
+// notification of an unknown method is accepted, 202 with no body. Before,
+// all of them got the SDK's plain-text 400 (revisions before 2026-07-28,
+// with or without a session; a notification on 2026-07-28 too), which a
+// client reads as the transport failing rather than as the server's answer.
+// A request without the id its method needs is still refused 400, and the
+// sessionless revision keeps the SDK's 404 with -32601 for an unknown call.
+func TestHTTPUnknownMethodIsJSONRPC(t *testing.T) {
+	srv, _ := httpFixture(t)
+	sid := openSession(t, srv.URL, "full")
+	send := func(sid, version, body string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer full")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		if version == sessionlessRevision {
+			setNewHeaders(req, body)
+		}
+		resp, err := testHTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	for _, tc := range []struct {
+		sid, version, line string
+		status             int
+		code               float64 // 0: no JSON-RPC error expected
+		says               string
+	}{
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","id":7,"method":"tasks/steal","params":{}}`, 200, -32601, `method not found: \"tasks/steal\"`},
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","id":"s","method":"tasks/steal"}`, 200, -32601, `method not found: \"tasks/steal\"`},
+		{"", "", `{"jsonrpc":"2.0","id":8,"method":"tasks/steal","params":{}}`, 200, -32601, `method not found: \"tasks/steal\"`},
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","id":9,"method":"notifications/initialized"}`, 200, -32600, `unexpected id`},
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","id":10,"method":"tools/call"}`, 200, -32600, `missing required \"params\"`},
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","method":"notifications/steal"}`, 202, 0, ""},
+		{"", "", `{"jsonrpc":"2.0","method":"notifications/steal","params":{}}`, 202, 0, ""},
+		{"", sessionlessRevision, `{"jsonrpc":"2.0","method":"notifications/steal"}`, 202, 0, ""},
+		// Unchanged: a request missing its id, the sessionless revision's 404.
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","method":"tools/list"}`, 400, 0, "missing id"},
+		{"", sessionlessRevision, newRequest(11, "tasks/steal", ""), 404, -32601, "tasks/steal"},
+	} {
+		status, ctype, body := send(tc.sid, tc.version, tc.line)
+		if status != tc.status || !strings.Contains(body, tc.says) {
+			t.Errorf("%s: %d %q %s; want %d saying %q", tc.line, status, ctype, body, tc.status, tc.says)
+			continue
+		}
+		switch {
+		case tc.code != 0:
+			var r struct {
+				ID    any            `json:"id"`
+				Error map[string]any `json:"error"`
+			}
+			var sent struct{ ID any }
+			json.Unmarshal([]byte(tc.line), &sent)
+			if err := json.Unmarshal([]byte(body), &r); err != nil || ctype != "application/json" || r.Error == nil || r.Error["code"] != tc.code || r.ID != sent.ID {
+				t.Errorf("%s: %q %s; want JSON-RPC error %v by its id", tc.line, ctype, body, tc.code)
+			}
+		case status == http.StatusAccepted && body != "":
+			t.Errorf("%s: 202 with a body %q", tc.line, body)
+		}
+	}
+	// The session still serves.
+	if status, _, body := send(sid, "2025-06-18", `{"jsonrpc":"2.0","id":12,"method":"tools/list","params":{}}`); status != 200 || !strings.Contains(body, `"tools"`) {
+		t.Errorf("tools/list after: %d %.200s", status, body)
 	}
 }
