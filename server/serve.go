@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"time"
 
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
@@ -26,8 +28,8 @@ type Ledger struct {
 }
 
 // Serve is logbook server: it listens (opts.Listen, unless opts.Listener
-// is set) before anything else, so that no ledger file is created for a
-// server that cannot start; opens led.DB, held for its lifetime; loads the
+// is set) and loads its TLS certificate before anything else, so that no
+// ledger file is created for a server that cannot start; opens led.DB, held for its lifetime; loads the
 // tools on it; and runs the server (Run, with opts' Store and MCP set here)
 // until ctx ends. It closes the ledger before it returns.
 func Serve(ctx context.Context, led Ledger, opts Options) error {
@@ -39,6 +41,12 @@ func Serve(ctx context.Context, led Ledger, opts Options) error {
 		opts.Listener = ln
 	}
 	defer opts.Listener.Close()
+	if opts.TLSCert != "" || opts.TLSKey != "" {
+		var err error
+		if opts.certificate, err = loadCertificate(opts.TLSCert, opts.TLSKey, time.Now(), cmp.Or(opts.Logger, slog.Default())); err != nil {
+			return err
+		}
+	}
 	so := boltstore.Options{Create: true, Hold: true}
 	if led.Replica != nil {
 		// One commit is one atomic batch: its events (a few per call) stay

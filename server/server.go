@@ -33,8 +33,11 @@ type Options struct {
 	// is used instead (tests pass one on port 0).
 	Listen   string
 	Listener net.Listener
-	// TLSCert and TLSKey, both set, serve HTTPS directly.
+	// TLSCert and TLSKey, both set, serve HTTPS directly: a key not
+	// matching the certificate, or a certificate expired or not yet valid,
+	// is refused (loadCertificate).
 	TLSCert, TLSKey string
+	certificate     *tls.Certificate // loaded by Serve before the ledger is opened
 	// AdminSocket is the path of the Unix socket for token management
 	// ("" for none); see AdminSocketPath.
 	AdminSocket string
@@ -127,12 +130,14 @@ func Run(ctx context.Context, opts Options) error {
 		defer admin.close()
 	}
 
-	if opts.TLSCert != "" || opts.TLSKey != "" {
-		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
-		if err != nil {
-			return fmt.Errorf("tls: %w", err)
+	if (opts.TLSCert != "" || opts.TLSKey != "") && opts.certificate == nil {
+		var err error
+		if opts.certificate, err = loadCertificate(opts.TLSCert, opts.TLSKey, time.Now(), log); err != nil {
+			return err
 		}
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if opts.certificate != nil {
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*opts.certificate}, MinVersion: tls.VersionTLS12}
 	}
 	served := make(chan error, 1)
 	go func() {

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// certExpiryWarning is how long before its certificate expires a server
+// starting with it warns.
+const certExpiryWarning = 14 * 24 * time.Hour
+
+// loadCertificate loads the key pair certFile and keyFile for a server
+// starting at now, refusing one that could serve no client: a key not
+// matching the certificate, or a certificate of the file (the server's
+// own, or one of the chain after it) expired or not yet valid. One that
+// expires within certExpiryWarning is served with a warning. Before, a
+// server started with an expired certificate, and every client's
+// handshake failed with nothing in the server's log saying why.
+func loadCertificate(certFile, keyFile string, now time.Time, log *slog.Logger) (*tls.Certificate, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("the TLS certificate %s with the key %s: %w", certFile, keyFile, err)
+	}
+	for i, der := range cert.Certificate {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, fmt.Errorf("the TLS certificate %s: %w", certFile, err)
+		}
+		which := "the TLS certificate"
+		if i > 0 {
+			which = fmt.Sprintf("TLS certificate %d of the chain (%s) in", i+1, c.Subject)
+		}
+		valid := fmt.Sprintf("valid from %s to %s", c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339))
+		switch {
+		case now.After(c.NotAfter):
+			return nil, fmt.Errorf("%s %s has expired: %s, and it is now %s", which, certFile, valid, now.UTC().Format(time.RFC3339))
+		case now.Before(c.NotBefore):
+			return nil, fmt.Errorf("%s %s is not valid yet: %s, and it is now %s", which, certFile, valid, now.UTC().Format(time.RFC3339))
+		case c.NotAfter.Sub(now) < certExpiryWarning:
+			log.Warn("the TLS certificate expires soon: renew it and restart the server", "cert", certFile, "certificate", i+1,
+				"not_after", c.NotAfter.UTC().Format(time.RFC3339), "left", c.NotAfter.Sub(now).Round(time.Minute).String())
+		}
+	}
+	return &cert, nil
+}
