@@ -1,11 +1,14 @@
 package server
 
 import (
+	"container/list"
 	"context"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -78,39 +81,93 @@ func newHTTPServer(h http.Handler, opts Options, log *slog.Logger) *http.Server 
 	}
 }
 
-// conns counts the server's open connections. One opened beyond max is
-// answered 503 (Retry-After, Connection: close) whatever it asks, and
-// closed: a clear refusal where a listener that stopped accepting would
-// leave clients waiting in the kernel's backlog, and none could tell a
-// full server from a dead one. Each connection costs a file descriptor and
-// a goroutine for as long as it is kept (IdleTimeout, or a stream); without
-// a bound any client, with or without a token, could open them until the
-// process had none left for its ledger file or its admin socket.
+// conns counts the server's open connections. Each costs a file
+// descriptor and a goroutine for as long as it is kept (IdleTimeout, or a
+// stream); without a bound any client, with or without a token, could
+// open them until the process had none left for its ledger file or its
+// admin socket.
+//
+// One opened beyond max makes room by closing the connection that has
+// waited longest without a request being served on it (idle between
+// requests, or not yet through its first request's headers): otherwise
+// anyone, without a token, could keep the server full with connections
+// sending a request to /healthz every two minutes, or a header a byte at a
+// time, and hold every other client out. Only when every connection is
+// serving a request (which a request refused for its token is not for
+// long) is one more answered 503 (Retry-After, Connection: close) whatever
+// it asks, and closed: a clear refusal where a listener that stopped
+// accepting would leave clients waiting in the kernel's backlog, and none
+// could tell a full server from a dead one.
 type conns struct {
 	max  int64
 	open atomic.Int64
+
+	mu      sync.Mutex
+	waiting list.List                  // of net.Conn serving no request, longest waiting first
+	at      map[net.Conn]*list.Element // in waiting
 }
 
 type overKey struct{}
 
-// opened counts a connection as it is accepted (http.Server.ConnContext).
+// opened counts a connection as it is accepted (http.Server.ConnContext),
+// closing the longest waiting one if it is one too many.
 func (c *conns) opened(ctx context.Context, _ net.Conn) context.Context {
-	if c.open.Add(1) > c.max {
+	if c.open.Add(1) > c.max && !c.closeWaiting() {
 		return context.WithValue(ctx, overKey{}, true)
 	}
 	return ctx
 }
 
+// closeWaiting closes the connection that has waited longest without a
+// request being served on it; false if there is none. (Counted until it
+// is seen closed: a burst of connections closes as many waiting ones.)
+func (c *conns) closeWaiting() bool {
+	c.mu.Lock()
+	e := c.waiting.Front()
+	if e != nil {
+		c.forgetLocked(e.Value.(net.Conn))
+	}
+	c.mu.Unlock()
+	if e == nil {
+		return false
+	}
+	conn := e.Value.(net.Conn)
+	if tc, ok := conn.(*tls.Conn); ok {
+		// At once, without a close_notify that a peer not reading could
+		// hold: this runs in the server's accept loop.
+		conn = tc.NetConn()
+	}
+	_ = conn.Close()
+	return true
+}
+
 // state forgets a connection once closed or hijacked, and lifts the write
 // deadline of one gone idle: the last answer is out, and an error answer
 // net/http writes itself to its next request (400, 431) must not fail on
-// a deadline set for the last one (http.Server.ConnState).
+// a deadline set for the last one (http.Server.ConnState). A new or idle
+// connection waits (closeWaiting); one serving a request does not.
 func (c *conns) state(conn net.Conn, s http.ConnState) {
-	switch s {
-	case http.StateIdle:
+	if s == http.StateIdle {
 		_ = conn.SetWriteDeadline(time.Time{})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(conn)
+	switch s {
+	case http.StateNew, http.StateIdle:
+		if c.at == nil {
+			c.at = make(map[net.Conn]*list.Element)
+		}
+		c.at[conn] = c.waiting.PushBack(conn)
 	case http.StateClosed, http.StateHijacked:
 		c.open.Add(-1)
+	}
+}
+
+func (c *conns) forgetLocked(conn net.Conn) {
+	if e, ok := c.at[conn]; ok {
+		c.waiting.Remove(e)
+		delete(c.at, conn)
 	}
 }
 

@@ -224,81 +224,129 @@ func TestStreamOutlivesWriteTimeout(t *testing.T) {
 	}
 }
 
-// TestConnectionCap: a connection beyond MaxConns is answered 503 with
-// Retry-After and closed, on every route, while those within it are
-// served; once one closes, a new one is served. Before, the server took
-// connections without limit: any client, without a token, could hold
-// every file descriptor of the process.
+// TestConnectionCap: a connection beyond MaxConns closes the one that has
+// waited longest without a request being served on it (idle between
+// requests, or still sending its headers) and is served; only when every
+// connection is serving a request is one more answered 503 with
+// Retry-After and closed, on every route; once one is done, a new one is
+// served. Before the cap, the server took connections without limit: any
+// client, without a token, could hold every file descriptor of the
+// process. Before a waiting connection made room, anyone could fill the
+// cap with connections kept alive by a /healthz every two minutes, or
+// sending a header a byte at a time, and hold every other client out (the
+// third connection below was answered 503).
 func TestConnectionCap(t *testing.T) {
-	l, _ := openStore(t, boltstore.Options{Hold: true})
-	addr, stop := startRun(t, l, Options{MaxConns: 2})
-	defer stop()
-	get := func(conn net.Conn, br *bufio.Reader) *http.Response {
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/busy" {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-release
+		}
+	})
+	addr := serveEdge(t, h, Options{MaxConns: 2, BodyTimeout: time.Minute, WriteTimeout: time.Minute})
+	dial := func() (net.Conn, *bufio.Reader) {
 		t.Helper()
-		conn.SetDeadline(time.Now().Add(time.Minute))
-		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
-		res, err := http.ReadResponse(br, nil)
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
+		t.Cleanup(func() { conn.Close() })
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		return conn, bufio.NewReader(conn)
+	}
+	get := func(conn net.Conn, br *bufio.Reader, path string) *http.Response {
+		t.Helper()
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		if path != "/busy" {
+			io.Copy(io.Discard, res.Body)
+		}
 		return res
 	}
-	var kept []net.Conn
-	for range 2 {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if res := get(conn, bufio.NewReader(conn)); res.StatusCode != http.StatusOK {
-			t.Fatalf("within the cap: %d", res.StatusCode)
-		}
-		kept = append(kept, conn)
+	closed := func(br *bufio.Reader) bool {
+		_, err := br.ReadByte()
+		return err == io.EOF
 	}
+	// Two kept alive, idle: a third is served, closing the first.
+	idle1, br1 := dial()
+	if res := get(idle1, br1, "/healthz"); res.StatusCode != http.StatusOK {
+		t.Fatalf("within the cap: %d", res.StatusCode)
+	}
+	idle2, br2 := dial()
+	get(idle2, br2, "/healthz")
+	third, br3 := dial()
+	if res := get(third, br3, "/healthz"); res.StatusCode != http.StatusOK {
+		t.Fatalf("beyond the cap, with idle connections: %d, want 200", res.StatusCode)
+	}
+	if !closed(br1) {
+		t.Error("the longest idle connection was not the one closed")
+	}
+	// third serves a request: the next connection closes idle2, and the one
+	// after it a connection still sending its first headers.
+	if res := get(third, br3, "/busy"); res.StatusCode != http.StatusOK {
+		t.Fatalf("/busy: %d", res.StatusCode)
+	}
+	slow, brSlow := dial()
+	fmt.Fprintf(slow, "GET /healthz HTTP/1.1\r\nHo")
+	if !closed(br2) {
+		t.Error("the idle connection was not closed")
+	}
+	fourth, br4 := dial()
+	if res := get(fourth, br4, "/healthz"); res.StatusCode != http.StatusOK {
+		t.Fatalf("beyond the cap, with a connection sending its headers: %d, want 200", res.StatusCode)
+	}
+	if !closed(brSlow) {
+		t.Error("the connection still sending its headers was not closed")
+	}
+	// Every connection serving a request: one more is refused.
+	get(fourth, br4, "/busy")
 	for _, path := range []string{"/healthz", "/mcp", "/"} {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn.SetDeadline(time.Now().Add(time.Minute))
-		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
-		br := bufio.NewReader(conn)
-		res, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, res.Body)
+		conn, br := dial()
+		res := get(conn, br, path)
 		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || !res.Close {
-			t.Errorf("%s beyond the cap: %d %v", path, res.StatusCode, res.Header)
+			t.Errorf("%s beyond the cap, every connection busy: %d %v", path, res.StatusCode, res.Header)
 		}
-		if _, err := br.ReadByte(); err != io.EOF {
-			t.Errorf("%s: the refused connection is kept: %v", path, err)
+		if !closed(br) {
+			t.Errorf("%s: the refused connection is kept", path)
 		}
-		conn.Close()
 	}
-	// The kept connections are still served.
-	if res := get(kept[0], bufio.NewReader(kept[0])); res.StatusCode != http.StatusOK {
-		t.Errorf("kept connection: %d", res.StatusCode)
-	}
-	// One closed makes room (once the server has seen it close).
-	kept[1].Close()
+	// Once a request is done its connection waits, and makes room.
+	close(release)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := get(conn, bufio.NewReader(conn))
+		conn, br := dial()
+		res := get(conn, br, "/healthz")
 		conn.Close()
 		if res.StatusCode == http.StatusOK {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("a closed connection still counts")
+			t.Fatal("connections done serving still hold the cap")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+
+	// Over HTTP/2 (TLS) too: an idle connection makes room for a new one.
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = newHTTPServer(h, Options{MaxConns: 1, BodyTimeout: time.Minute, WriteTimeout: time.Minute}, slog.New(slog.DiscardHandler))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	for i := range 2 {
+		client := srv.Client() // a client of its own: a connection of its own
+		client.Transport = client.Transport.(*http.Transport).Clone()
+		res, err := client.Get(srv.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.ProtoMajor != 2 {
+			t.Errorf("HTTP/2 client %d: %d over HTTP/%d", i, res.StatusCode, res.ProtoMajor)
+		}
 	}
 }
 
