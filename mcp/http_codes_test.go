@@ -1,9 +1,12 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -131,5 +134,44 @@ func TestHTTPUnknownMethodIsJSONRPC(t *testing.T) {
 	// The session still serves.
 	if status, _, body := send(sid, "2025-06-18", `{"jsonrpc":"2.0","id":12,"method":"tools/list","params":{}}`); status != 200 || !strings.Contains(body, `"tools"`) {
 		t.Errorf("tools/list after: %d %.200s", status, body)
+	}
+}
+
+// TestForeignHost: on a loopback address, only Host names certainly
+// loopback are taken — localhost in any case and fully qualified, the
+// loopback addresses, with a port or not — and a request without a Host
+// (HTTP/1.0; no browser sends one); beyond loopback, any Host. Before, the
+// SDK's check on /mcp refused "localhost." and a request without Host.
+func TestForeignHost(t *testing.T) {
+	loopback := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7460}
+	beyond := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 7460}
+	for _, c := range []struct {
+		local   net.Addr
+		host    string
+		foreign bool
+	}{
+		{loopback, "localhost:7460", false},
+		{loopback, "localhost.:7460", false},
+		{loopback, "LocalHost.", false},
+		{loopback, "127.0.0.1:7460", false},
+		{loopback, "127.9.9.9", false},
+		{loopback, "[::1]:7460", false},
+		{loopback, "[::1]", false},
+		{loopback, "", false},
+		{loopback, "evil.example:7460", true},
+		{loopback, "localhost..", true},
+		{loopback, "localhost.evil.example.", true},
+		{loopback, "a.localhost", true},
+		{loopback, "127.0.0.1.", true},
+		{loopback, "127.0.0.1.nip.io", true},
+		{loopback, "192.0.2.1", true},
+		{beyond, "evil.example", false},
+	} {
+		r := httptest.NewRequest("GET", "/mcp", nil)
+		r.Host = c.host
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, c.local))
+		if got := ForeignHost(r); got != c.foreign {
+			t.Errorf("Host %q on %s: foreign %v, want %v", c.host, c.local, got, c.foreign)
+		}
 	}
 }
