@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,9 +268,13 @@ func TestConnectionCap(t *testing.T) {
 		}
 		return res
 	}
+	// closed: the server closed it — an end of file, or a reset where the
+	// server closed a socket holding bytes it had not read yet (the slow
+	// connection's "Ho", if its goroutine had not read it), not the
+	// minute's deadline.
 	closed := func(br *bufio.Reader) bool {
 		_, err := br.ReadByte()
-		return err == io.EOF
+		return err == io.EOF || errors.Is(err, syscall.ECONNRESET)
 	}
 	// Two kept alive, idle: a third is served, closing the first.
 	idle1, br1 := dial()
