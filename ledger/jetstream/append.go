@@ -98,10 +98,10 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 	id := nuid.Next()
 	deadline := time.Now().Add(r.opts.ResolveWithin)
 	ambiguous := false // whether an earlier attempt may have landed
-	wait := 20 * time.Millisecond
 	var last error
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
+		pending := false // refused for another node's append the leader proposed
 		seq, err := r.publish(attempt, head.Seq, id, events)
 		r.tracef("publish after %d attempt %d via %s: %v in %v", head.Seq, attempt, r.nc.ConnectedServerName(), err, time.Since(sent).Round(time.Millisecond))
 		var refused *apiError
@@ -124,6 +124,7 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 			if last, ok := refused.lastSeq(); ok && last > head.Seq {
 				r.hintAt.Store(sent.UnixNano())
 				r.hint.Store(last)
+				pending = true
 			}
 		case errors.As(err, &refused) && !refused.transient():
 			// A definite refusal (a limit, a sealed stream): nothing of this
@@ -162,13 +163,42 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 		}
 		// Nothing at head+1 yet (or the read failed): send the same batch
 		// again. Its expected last sequence lets at most one copy land.
+		wait := retryWait(attempt, pending)
 		if time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("%w: append after seq %d to stream %s not resolved within %v: %w",
 				boltstore.ErrAppendUnknown, head.Seq, r.opts.Stream, r.opts.ResolveWithin, last)
 		}
-		time.Sleep(wait)
-		wait = min(2*wait, time.Second)
+		r.sleep(wait)
 	}
+}
+
+// retryWait is how long an append waits after its attempt number attempt
+// (from 0) before it reads the stream back and sends its batch again:
+// doubling from 20ms up to a second (a leader change, a lost answer), but
+// from 1ms when the attempt was refused for a last sequence past the head
+// whose first message the leader did not serve yet (pending). That is
+// another node's append the leader proposed and commits within a quorum's
+// round trip: the refused node then finds it at head+1 and decides again.
+// Waiting 20ms there let a neighbour whose own appends need no read append
+// 30-40 events meanwhile, and the refused node, a step behind at every
+// try, lost all of the store's retries (boltstore's ErrHeadMoved) under
+// load. A leader that counts proposals it cannot commit (cut off from the
+// others) refuses so until it steps down: the waits double from 1ms too.
+func retryWait(attempt int, pending bool) time.Duration {
+	base := 20 * time.Millisecond
+	if pending {
+		base = time.Millisecond
+	}
+	return min(base<<min(attempt, 10), time.Second)
+}
+
+// sleep pauses an append between attempts (a test's hook may stand in).
+func (r *Replica) sleep(d time.Duration) {
+	if r.hooks.sleep != nil {
+		r.hooks.sleep(d)
+		return
+	}
+	time.Sleep(d)
 }
 
 // readBack tells whether the stream holds this append at head+1: true if
@@ -216,6 +246,11 @@ func (r *Replica) publish(attempt int, expected uint64, id string, events [][]by
 	if r.hooks.lose != nil {
 		if unsent, unanswered = r.hooks.lose(attempt); unsent {
 			return 0, nats.ErrTimeout
+		}
+	}
+	if r.hooks.refuse != nil {
+		if err := r.hooks.refuse(attempt, expected); err != nil {
+			return 0, err
 		}
 	}
 	batch := ""

@@ -32,7 +32,11 @@
 //     mean another node's append did. While nothing is there, the same batch
 //     may be sent again only guarded by the same expected last sequence, so
 //     at most one copy can ever land; past Options.ResolveWithin the append
-//     fails with boltstore.ErrAppendUnknown, never claimed done.
+//     fails with boltstore.ErrAppendUnknown, never claimed done. A refusal
+//     naming a last sequence past the head, with nothing yet at head+1, is
+//     another node's append the leader proposed and commits within a round
+//     trip: the append looks again after 1ms, not 20ms (retryWait), or a
+//     neighbour that needs no read before its appends keeps it a step behind.
 //   - A writer whose own append the stream acknowledged last skips the read
 //     before its next append (the expected last sequence refuses it if
 //     another node appended meanwhile), comparing its head with the stream

@@ -113,6 +113,11 @@ type hooks struct {
 	// lose tells, per publish attempt, whether the batch is not sent at
 	// all or sent with its answer lost (both seen as a timeout).
 	lose func(attempt int) (unsent, unanswered bool)
+	// refuse, per publish attempt, answers in the servers' stead without
+	// sending the batch, if it returns an error.
+	refuse func(attempt int, expected uint64) error
+	// sleep stands in for the pause between an append's attempts.
+	sleep func(time.Duration)
 	// lax skips the stream settings check at Open.
 	lax bool
 	// trace receives what the replica does (requests, their outcomes,
