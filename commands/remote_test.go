@@ -136,6 +136,7 @@ func TestStorageErrorOutcome(t *testing.T) {
 		{fmt.Errorf("commit: %w", boltstore.ErrHeadMoved), false, "other logbook nodes kept appending"},
 		{fmt.Errorf("catch up with the replicated log: %w", &ledger.IntegrityError{Seq: 7, Problem: ledger.ProblemMalformed}), false, "integrity checks at seq 7"},
 		{fmt.Errorf("commit: %w: append after seq 5 not resolved", boltstore.ErrAppendUnknown), true, "neither took nor refused this call's events"},
+		{fmt.Errorf("catch up: %w: stream team was deleted", boltstore.ErrLogGone), false, "stream) no longer exists"},
 	} {
 		var se *StorageError
 		if err := h.svc.storageError("task_create", c.err); !errors.As(err, &se) || se.Unknown != c.unknown || !strings.Contains(se.Reason, c.reason) {

@@ -177,6 +177,12 @@ type Replica interface {
 	Append(head ledger.Head, events [][]byte) error
 }
 
+// ErrLogGone: the replicated log itself no longer exists (deleted while
+// this node ran). A Replica never makes it again: nothing more is appended
+// or caught up until an operator restores it (returned wrapped, by CatchUp
+// and Append).
+var ErrLogGone = errors.New("the replicated log no longer exists")
+
 // ErrAppendUnknown: a Replica could not tell whether an append reached the
 // replicated log. Its events may appear there later (the next catch-up
 // ingests them): the commit's calls may or may not be in the ledger.

@@ -149,7 +149,8 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 			r.leaderAnswered()
 			r.noteKnown(head.Seq + uint64(len(events)))
 			return nil
-		case errors.Is(err, boltstore.ErrHeadMoved) || errors.As(err, new(*ledger.IntegrityError)):
+		case errors.Is(err, boltstore.ErrHeadMoved) || errors.Is(err, boltstore.ErrLogGone) || errors.As(err, new(*ledger.IntegrityError)):
+			// (A stream gone holds nothing of an earlier attempt either.)
 			return err
 		case err != nil:
 			last = errors.Join(last, err)

@@ -37,6 +37,11 @@
 //     another node's append the leader proposed and commits within a round
 //     trip: the append looks again after 1ms, not 20ms (retryWait), or a
 //     neighbour that needs no read before its appends keeps it a step behind.
+//   - A stream deleted while a node runs is never made again: the stream's
+//     message get, which the cluster's metadata leader answers for a stream
+//     it does not know, tells it at once (asked when no server answers a
+//     direct get), and CatchUp, Append and Follow fail with
+//     boltstore.ErrLogGone.
 //   - A writer whose own append the stream acknowledged last skips the read
 //     before its next append (the expected last sequence refuses it if
 //     another node appended meanwhile), comparing its head with the stream

@@ -7,6 +7,7 @@ import (
 
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Follow keeps store's local copy caught up with the stream until ctx ends,
@@ -14,9 +15,9 @@ import (
 // interval it asks the stream for its last sequence and, if that is past
 // the local head, runs a write transaction that catches up and then calls
 // fold (if not nil) in it, e.g. to fold projections over what came in. It
-// returns ctx's error, or the first integrity error: a node that found the
-// stream damaged stops following. Other errors (a server down) are logged
-// and tried again.
+// returns ctx's error, or the first integrity error or boltstore.ErrLogGone:
+// a node that found the stream damaged or deleted stops following. Other
+// errors (a server down) are logged and tried again.
 func (r *Replica) Follow(ctx context.Context, store *boltstore.Store, interval time.Duration, fold func(*boltstore.Tx) error) error {
 	if fold == nil {
 		fold = func(*boltstore.Tx) error { return nil }
@@ -24,14 +25,17 @@ func (r *Replica) Follow(ctx context.Context, store *boltstore.Store, interval t
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if info, err := r.Info(ctx); err == nil {
+		info, err := r.Info(ctx)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return r.gone()
+		}
+		if err == nil {
 			r.noteKnown(info.State.LastSeq)
 			var local uint64
 			store.View(func(tx *boltstore.Tx) error { local = tx.Head().Seq; return nil })
 			if info.State.LastSeq > local {
 				err := store.Update(fold)
-				var ie *ledger.IntegrityError
-				if errors.As(err, &ie) {
+				if errors.As(err, new(*ledger.IntegrityError)) || errors.Is(err, boltstore.ErrLogGone) {
 					return err
 				}
 				if err != nil && ctx.Err() == nil {

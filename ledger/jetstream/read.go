@@ -123,6 +123,13 @@ func (r *Replica) catchUp(tx *boltstore.Tx) error {
 		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, at, err)
 		}
+		if errors.Is(err, nats.ErrNoResponders) {
+			// No server holding the stream took the direct get: the
+			// stream may be gone, which the leader get tells at once.
+			if _, lerr := r.leaderGet(at); errors.Is(lerr, boltstore.ErrLogGone) {
+				return lerr
+			}
+		}
 		if err := c.apply(msgs); err != nil {
 			return err
 		}
@@ -141,6 +148,9 @@ func (r *Replica) catchUp(tx *boltstore.Tx) error {
 			msgs, lerr := r.readLeader(c.next(), max(r.known.Load(), hint))
 			if err := c.apply(msgs); err != nil {
 				return err
+			}
+			if errors.Is(lerr, boltstore.ErrLogGone) {
+				return lerr
 			}
 			if c.next() > at {
 				progress = time.Now()
@@ -223,7 +233,7 @@ func (r *Replica) readLeader(from, upTo uint64) ([]message, error) {
 		sent := time.Now()
 		m, err := r.leaderGet(seq)
 		r.tracef("leader get %d via %s: %v in %v", seq, r.nc.ConnectedServerName(), err, time.Since(sent).Round(time.Millisecond))
-		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) && !errors.Is(err, boltstore.ErrLogGone) {
 			r.leaderLost(sent)
 		}
 		if err != nil {
@@ -251,9 +261,19 @@ type msgGetResponse struct {
 	} `json:"error"`
 }
 
-// codeMsgNotFound is the API error code of a message get for a seq the
-// stream does not hold.
-const codeMsgNotFound = 10037
+// The API error codes of a message get for a seq the stream does not hold,
+// and for a stream that does not exist (which the cluster's metadata
+// leader answers: authoritative).
+const (
+	codeMsgNotFound    = 10037
+	codeStreamNotFound = 10059
+)
+
+// gone is the error of a stream that no longer exists.
+func (r *Replica) gone() error {
+	return fmt.Errorf("%w: stream %s was deleted (it is not made again: restore it, or logbook migrate this node's copy into a new one)",
+		boltstore.ErrLogGone, r.opts.Stream)
+}
 
 // leaderReadTimeout bounds a read from the stream's leader: a leader
 // answers within milliseconds, and while none is elected (4-9s) no server
@@ -275,6 +295,8 @@ func (r *Replica) leaderGet(seq uint64) (message, error) {
 	switch {
 	case resp.Error != nil && resp.Error.ErrCode == codeMsgNotFound:
 		return message{}, jetstream.ErrMsgNotFound
+	case resp.Error != nil && resp.Error.ErrCode == codeStreamNotFound:
+		return message{}, r.gone()
 	case resp.Error != nil:
 		return message{}, &apiError{code: resp.Error.ErrCode, desc: resp.Error.Description}
 	case resp.Message == nil:
@@ -295,6 +317,9 @@ func (r *Replica) leaderGet(seq uint64) (message, error) {
 // the stream lost events this node holds, or the servers did not answer.
 func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 	info, err := r.Info(context.Background())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return r.gone()
+	}
 	if err != nil {
 		return fmt.Errorf("catch up with stream %s: %w", r.opts.Stream, errors.Join(readErr, err))
 	}

@@ -338,6 +338,8 @@ func (r *Replica) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	switch {
 	case err != nil && ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded):
 		// The caller gave up: that says nothing of the servers.
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		// An answer: the stream was deleted.
 	case err != nil || (info.Cluster != nil && info.Cluster.Leader == "") || !quorumCurrent(info):
 		// (A server answering as the leader of a copy that a majority no
 		// longer follows is cut off: it steps down 10-20s later.)
