@@ -137,6 +137,7 @@ func TestStorageErrorOutcome(t *testing.T) {
 		{fmt.Errorf("catch up with the replicated log: %w", &ledger.IntegrityError{Seq: 7, Problem: ledger.ProblemMalformed}), false, "integrity checks at seq 7"},
 		{fmt.Errorf("commit: %w: append after seq 5 not resolved", boltstore.ErrAppendUnknown), true, "neither took nor refused this call's events"},
 		{fmt.Errorf("catch up: %w: stream team was deleted", boltstore.ErrLogGone), false, "stream) no longer exists"},
+		{fmt.Errorf("catch up: %w: max_msgs set", boltstore.ErrLogUnsafe), false, "settings were changed while this server ran"},
 	} {
 		var se *StorageError
 		if err := h.svc.storageError("task_create", c.err); !errors.As(err, &se) || se.Unknown != c.unknown || !strings.Contains(se.Reason, c.reason) {

@@ -395,6 +395,8 @@ func (s *Service) storageError(tool string, err error) error {
 		reason, unknown = "the replicated log (NATS JetStream) neither took nor refused this call's events in time (see the server's log): the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
 	case errors.Is(err, boltstore.ErrLogGone):
 		reason = "the replicated log (the NATS JetStream stream) no longer exists: it was deleted while this server ran, and is never made again by logbook (see the server's log). Nothing of this call was recorded, and nothing more is until the stream is restored or this node's copy is migrated into a new one (logbook migrate)"
+	case errors.Is(err, boltstore.ErrLogUnsafe):
+		reason = "the replicated log's (the NATS JetStream stream's) settings were changed while this server ran to ones that can lose or rewrite events (see the server's log for which): nothing of this call was recorded, and nothing more is until they are restored"
 	case errors.Is(err, boltstore.ErrHeadMoved):
 		reason = "other logbook nodes kept appending to the replicated log (NATS JetStream) first, each time this call was run again: nothing of it was recorded; call again"
 	case errors.As(err, &ie):

@@ -183,6 +183,11 @@ type Replica interface {
 // and Append).
 var ErrLogGone = errors.New("the replicated log no longer exists")
 
+// ErrLogUnsafe: the replicated log's settings were changed, while this node
+// ran, to ones that can lose or rewrite events. A Replica appends and
+// catches up nothing (returned wrapped) until they are restored.
+var ErrLogUnsafe = errors.New("the replicated log's settings can lose or rewrite events")
+
 // ErrAppendUnknown: a Replica could not tell whether an append reached the
 // replicated log. Its events may appear there later (the next catch-up
 // ingests them): the commit's calls may or may not be in the ledger.

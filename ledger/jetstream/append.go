@@ -89,6 +89,9 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
+	if err := r.unsafeErr(); err != nil {
+		return err
+	}
 	if len(events) > MaxBatch {
 		return fmt.Errorf("append of %d events: an atomic batch holds at most %d; lower the store's MaxBatch", len(events), MaxBatch)
 	}

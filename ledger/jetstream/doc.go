@@ -13,7 +13,13 @@
 //     Options.AllowUnreplicated), DenyDelete and DenyPurge, without age,
 //     count or size limits, rollups, TTLs, counters or async persistence.
 //     Open creates it so, or refuses an existing stream that is not so, or
-//     whose messages do not start at 1 without a gap.
+//     whose messages do not start at 1 without a gap. Settings edited to
+//     unsafe ones while a node runs are seen in the next stream info it
+//     fetches (Info; Follow's every second on a server): it then appends and
+//     catches up nothing (boltstore.ErrLogUnsafe) until they are restored.
+//     No request is added to an append for it: an edit that itself removes
+//     events (interest retention drops them at once) is reported by the next
+//     catch-up as a gap, and such edits can only be seen, not prevented.
 //   - An append lands whole at the position it was decided for, or not at
 //     all: another append at head+1 is boltstore.ErrHeadMoved (the store
 //     rolls back, catches up and decides again). A "wrong last sequence"

@@ -29,7 +29,7 @@ func (r *Replica) Follow(ctx context.Context, store *boltstore.Store, interval t
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return r.gone()
 		}
-		if err == nil {
+		if err == nil && r.unsafeErr() == nil {
 			r.noteKnown(info.State.LastSeq)
 			var local uint64
 			store.View(func(tx *boltstore.Tx) error { local = tx.Head().Seq; return nil })

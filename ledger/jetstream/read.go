@@ -83,6 +83,9 @@ func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err 
 // next catch-up that reads, within headCheckEvery, as by every node that
 // ingests it.
 func (r *Replica) CatchUp(tx *boltstore.Tx) error {
+	if err := r.unsafeErr(); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	head := tx.Head().Seq

@@ -102,8 +102,13 @@ type Replica struct {
 	// with the stream. See CatchUp.
 	acked   atomic.Uint64
 	checked atomic.Int64
-	reqID   uint64
-	hooks   hooks // set by tests only
+	// unsafe is the error of the stream's settings as the last stream info
+	// fetched (Info: Follow's, every second on a server) showed them, if
+	// they could lose or rewrite events; nil while they are safe. CatchUp
+	// and Append return it.
+	unsafe atomic.Pointer[error]
+	reqID  uint64
+	hooks  hooks // set by tests only
 }
 
 // hooks let tests damage what a replica reads and lose what it sends.
@@ -335,6 +340,9 @@ func (r *Replica) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	} else {
 		r.tracef("info via %s: %v in %v", r.nc.ConnectedServerName(), err, time.Since(sent).Round(time.Millisecond))
 	}
+	if err == nil && !r.hooks.lax {
+		r.noteConfig(info.Config)
+	}
 	switch {
 	case err != nil && ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded):
 		// The caller gave up: that says nothing of the servers.
@@ -346,6 +354,32 @@ func (r *Replica) Info(ctx context.Context) (*jetstream.StreamInfo, error) {
 		r.leaderLost(sent)
 	}
 	return info, err
+}
+
+// noteConfig checks the stream's settings as a stream info showed them,
+// while the node runs: Open checked them once; an operator may edit them
+// since. Unsafe ones stop the replica's appends and catch-ups until they
+// are restored; each change is logged.
+func (r *Replica) noteConfig(c jetstream.StreamConfig) {
+	if err := r.checkConfig(c); err != nil {
+		err = fmt.Errorf("%w: %w (changed while this node ran: it appends and catches up nothing until they are restored)", boltstore.ErrLogUnsafe, err)
+		if r.unsafe.Swap(&err) == nil {
+			r.opts.Logf("%v", err)
+		}
+		return
+	}
+	if r.unsafe.Swap(nil) != nil {
+		r.opts.Logf("stream %s: its settings are safe again", r.opts.Stream)
+	}
+}
+
+// unsafeErr is the error of unsafe stream settings, if the last stream
+// info showed them.
+func (r *Replica) unsafeErr() error {
+	if err := r.unsafe.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // leaderAnswered notes that the stream's leader acknowledged an append
