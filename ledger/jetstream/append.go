@@ -116,6 +116,7 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 			}
 			r.noteKnown(seq)
 			r.acked.Store(seq)
+			r.refusedRun.Store(0)
 			return nil
 		case errors.As(err, &refused) && refused.headMoved():
 			// Not proof that nothing of ours landed: after a partition
@@ -150,10 +151,14 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 		switch {
 		case err == nil && landed:
 			r.leaderAnswered()
+			r.refusedRun.Store(0)
 			r.noteKnown(head.Seq + uint64(len(events)))
 			return nil
 		case errors.Is(err, boltstore.ErrHeadMoved) || errors.Is(err, boltstore.ErrLogGone) || errors.As(err, new(*ledger.IntegrityError)):
 			// (A stream gone holds nothing of an earlier attempt either.)
+			if errors.Is(err, boltstore.ErrHeadMoved) {
+				r.refused()
+			}
 			return err
 		case err != nil:
 			last = errors.Join(last, err)

@@ -74,6 +74,12 @@
 //     which would otherwise never reach the leader the others elected. The
 //     connection must list every server: a partitioned server tells its
 //     clients it is the whole cluster, and only the URLs given stay known.
+//   - Nodes take turns under contention: a node whose appends were refused
+//     for others' 8 times in a row publishes a request on
+//     logbook.<stream>.turn (plain NATS, not stored), and every other node
+//     waits up to 50ms before its next catch-up, which then reads the
+//     stream (turn.go). Compare-and-append alone favours the node that
+//     appended last, which decides its next append without reading.
 //   - One Replica serves one Store (its calls are serialised by the store's
 //     committer).
 //

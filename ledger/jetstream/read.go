@@ -86,10 +86,11 @@ func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 	if err := r.unsafeErr(); err != nil {
 		return err
 	}
+	yielded := r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	head := tx.Head().Seq
-	if head > 0 && r.acked.Load() == head && max(r.known.Load(), r.hint.Load()) <= head &&
+	if !yielded && head > 0 && r.acked.Load() == head && max(r.known.Load(), r.hint.Load()) <= head &&
 		time.Since(time.Unix(0, r.checked.Load())) < headCheckEvery {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // Options configure Open.
@@ -107,8 +108,18 @@ type Replica struct {
 	// they could lose or rewrite events; nil while they are safe. CatchUp
 	// and Append return it.
 	unsafe atomic.Pointer[error]
-	reqID  uint64
-	hooks  hooks // set by tests only
+	// Turns (turn.go): id names this replica in its requests for a turn;
+	// turns receives the others'; yieldTo is until when (unix ns) the
+	// next catch-up waits, another node having asked; refusedRun counts
+	// this replica's appends refused in a row for others'; askedAt is
+	// when it last asked.
+	id         string
+	turns      *nats.Subscription
+	yieldTo    atomic.Int64
+	refusedRun atomic.Int32
+	askedAt    atomic.Int64
+	reqID      uint64
+	hooks      hooks // set by tests only
 }
 
 // hooks let tests damage what a replica reads and lose what it sends.
@@ -192,12 +203,19 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 		return nil, err
 	}
 	r.replies.SetPendingLimits(-1, -1)
+	r.id = nuid.Next()
+	if err := r.listenTurns(); err != nil {
+		r.replies.Unsubscribe()
+		return nil, err
+	}
 	r.known.Store(info.State.LastSeq)
 	return r, nil
 }
 
 // Close stops the replica's reads. The connection stays the caller's.
-func (r *Replica) Close() error { return r.replies.Unsubscribe() }
+func (r *Replica) Close() error {
+	return errors.Join(r.replies.Unsubscribe(), r.turns.Unsubscribe())
+}
 
 // streamConfig is the stream a ledger needs.
 func (r *Replica) streamConfig() jetstream.StreamConfig {

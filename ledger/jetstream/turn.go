@@ -1,0 +1,65 @@
+package jetstream
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Turns. Compare-and-append alone does not share the stream between
+// nodes: a node whose own append was the last one decides its next at once
+// (it needs no read), while a node refused for it must first read and fold
+// what it missed, then decide. Under load its window from read to append is
+// longer than the busy node's interval between appends, and it lost every
+// retry of a commit (boltstore's ErrHeadMoved, 64 times: the call is
+// ERR_STORAGE) for seconds at a time. So a node refused turnAfter times in a
+// row asks the others for a turn on a plain NATS subject beside the stream
+// (not stored in it); each other node's next catch-up then waits until
+// turnFor after the request, and reads the stream. Requests are advisory: a
+// user not allowed the subject only loses the fairness.
+const (
+	turnAfter = 8
+	turnFor   = 50 * time.Millisecond
+)
+
+// turnSubject is the subject on which the nodes of stream name ask for turns.
+func turnSubject(name string) string { return "logbook." + name + ".turn" }
+
+// listenTurns subscribes to the other nodes' requests for a turn.
+func (r *Replica) listenTurns() (err error) {
+	r.turns, err = r.nc.Subscribe(turnSubject(r.opts.Stream), func(m *nats.Msg) {
+		if string(m.Data) != r.id {
+			r.yieldTo.Store(time.Now().Add(turnFor).UnixNano())
+		}
+	})
+	return err
+}
+
+// refused notes an append of this replica refused for another node's
+// (ErrHeadMoved): after turnAfter in a row, it asks the others for a turn,
+// at most once per turnFor.
+func (r *Replica) refused() {
+	if r.refusedRun.Add(1) < turnAfter {
+		return
+	}
+	now := time.Now().UnixNano()
+	if last := r.askedAt.Load(); time.Duration(now-last) < turnFor || !r.askedAt.CompareAndSwap(last, now) {
+		return
+	}
+	r.tracef("asking for a turn after %d refusals", r.refusedRun.Load())
+	r.nc.Publish(turnSubject(r.opts.Stream), []byte(r.id)) // advisory: an error only loses the turn
+}
+
+// yield waits while another node asked for a turn, and reports whether it
+// did (the caller then reads the stream: the other node may have appended).
+func (r *Replica) yield() bool {
+	until := r.yieldTo.Swap(0)
+	if until == 0 {
+		return false
+	}
+	if d := time.Until(time.Unix(0, until)); d > 0 {
+		r.tracef("yielding %v", d.Round(time.Millisecond))
+		r.sleep(d)
+	}
+	return true
+}
