@@ -57,9 +57,10 @@ func (r *Replica) yield() bool {
 	if until == 0 {
 		return false
 	}
-	if d := time.Until(time.Unix(0, until)); d > 0 {
-		r.tracef("yielding %v", d.Round(time.Millisecond))
-		r.sleep(d)
-	}
+	// What is left of the turn: none, if it is over (then sleep returns
+	// at once, and the caller still reads the stream).
+	d := max(time.Until(time.Unix(0, until)), 0)
+	r.tracef("yielding %v", d.Round(time.Millisecond))
+	r.sleep(d)
 	return true
 }
