@@ -87,15 +87,8 @@ func (s *Service) Finalize(tx *Tx, in FinalizeInput) (*FinalizeResult, error) {
 	}
 	p := events.SessionFinalized{SessionID: sess.SessionID}
 	if in.TaskID != "" {
-		if err := requireTask(tx, in.TaskID); err != nil {
+		if err := requireInScope(tx, sess, in.TaskID); err != nil {
 			return nil, err
-		}
-		in_, err := inScope(tx, sess, in.TaskID)
-		if err != nil {
-			return nil, err
-		}
-		if !in_ {
-			return nil, Invalid("task_id", "task %s is not in the scope (%s) of session %s on %s", in.TaskID, sess.Scope, sess.SessionID, sess.TaskID)
 		}
 		p.TaskID = in.TaskID
 	}
@@ -132,6 +125,24 @@ func inScope(tx *Tx, sess projections.Session, taskID string) (bool, error) {
 		return taskID == sess.TaskID, nil
 	}
 	return projections.IsWithin(tx.lt, taskID, sess.TaskID)
+}
+
+// requireInScope refuses a task_id given with a session that names no
+// task, or one outside the session's scope: none of the session's leaves
+// would be that task's, only its start event (merkle_finalize,
+// audit_verify_chain).
+func requireInScope(tx *Tx, sess projections.Session, taskID string) error {
+	if err := requireTask(tx, taskID); err != nil {
+		return err
+	}
+	in, err := inScope(tx, sess, taskID)
+	if err != nil {
+		return err
+	}
+	if !in {
+		return Invalid("task_id", "task %s is not in the scope (%s) of session %s on %s", taskID, sess.Scope, sess.SessionID, sess.TaskID)
+	}
+	return nil
 }
 
 // RootInput is merkle_root's arguments.
@@ -213,7 +224,7 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 			return nil, err
 		}
 		if in.TaskID != "" {
-			if err := requireTask(tx, in.TaskID); err != nil {
+			if err := requireInScope(tx, sess, in.TaskID); err != nil {
 				return nil, err
 			}
 		}

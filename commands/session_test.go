@@ -358,6 +358,10 @@ func (h *harness) refAll() []ledger.Hash {
 	return append([]ledger.Hash{{}}, hs...)[1:]
 }
 
+// TestFinalizeScope: merkle_finalize and audit_verify_chain take a task_id
+// with a session only if the task is in the session's scope, finalized or
+// not. audit_verify_chain once answered the start event alone (the one
+// leaf every task_id selects) for a task outside it.
 func TestFinalizeScope(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.call("task_create", map[string]any{"title": "root", "project": "p"}, "OK")                         // T-0001
@@ -378,6 +382,17 @@ func TestFinalizeScope(t *testing.T) {
 	} {
 		id := h.call("audit_session_start", map[string]any{"task_id": c.task, "auditor_id": "a", "scope": c.scope}, "OK")["session_id"]
 		h.call("task_update", map[string]any{"task_id": "T-0003", "progress": len(h.sent)}, "OK")
+		verify := func(when string) {
+			o := h.do("audit_verify_chain", map[string]any{"session_id": id, "task_id": c.filter})
+			if o.Code != c.code {
+				t.Errorf("%s session on %s, verify %s for %s: %s, want %s", c.scope, c.task, when, c.filter, o.Code, c.code)
+			} else if c.code != "OK" {
+				if got := issuePaths(o.Err); !reflect.DeepEqual(got, []string{"task_id"}) {
+					t.Errorf("verify: issue paths %v", got)
+				}
+			}
+		}
+		verify("before finalize")
 		o := h.do("merkle_finalize", map[string]any{"session_id": id, "task_id": c.filter})
 		if o.Code != c.code {
 			t.Errorf("%s session on %s, finalize for %s: %s, want %s", c.scope, c.task, c.filter, o.Code, c.code)
@@ -388,5 +403,6 @@ func TestFinalizeScope(t *testing.T) {
 			}
 			h.call("merkle_finalize", map[string]any{"session_id": id}, "OK")
 		}
+		verify("after finalize")
 	}
 }
