@@ -39,7 +39,8 @@ func (c Checkpoint) Text() string {
 
 // ParseCheckpoint reads the first three lines of a checkpoint body;
 // extension lines after them are allowed and ignored. A body that is not
-// origin, size and root is a *Problem of kind CheckpointMalformed.
+// origin, size and root is a *Problem of kind CheckpointMalformed, and so
+// is one of size 0 (errNoEvents): every log extends the empty one.
 func ParseCheckpoint(text string) (Checkpoint, error) {
 	var c Checkpoint
 	bad := func(format string, args ...any) error {
@@ -53,6 +54,9 @@ func ParseCheckpoint(text string) (Checkpoint, error) {
 	if err != nil || (len(lines[1]) > 1 && lines[1][0] == '0') {
 		return c, bad("size line %q", lines[1])
 	}
+	if size == 0 {
+		return c, bad("size 0: %s", errNoEvents)
+	}
 	root, err := base64.StdEncoding.Strict().DecodeString(lines[2])
 	if err != nil || len(root) != len(c.Root) {
 		return c, bad("root line %q: want base64 of 32 bytes", lines[2])
@@ -62,11 +66,18 @@ func ParseCheckpoint(text string) (Checkpoint, error) {
 	return c, nil
 }
 
+// errNoEvents is why no checkpoint is of size 0.
+var errNoEvents = errors.New("a checkpoint of no events proves nothing (every log extends the empty one)")
+
 // Sign returns the signed note of c: its text, a blank line and the
 // signature line. An origin that is not one non-empty line of UTF-8 with no
 // control character (what note.Open takes back: a note that holds one
-// could never be verified) is an *OptionError.
+// could never be verified) is an *OptionError; a checkpoint of size 0,
+// which ParseCheckpoint refuses, an error saying so.
 func (c Checkpoint) Sign(s note.Signer) ([]byte, error) {
+	if c.Size == 0 {
+		return nil, fmt.Errorf("the ledger has no events: %w; sign one once it has some", errNoEvents)
+	}
 	if c.Origin == "" || !utf8.ValidString(c.Origin) || strings.ContainsFunc(c.Origin, func(r rune) bool { return r < 0x20 }) {
 		return nil, BadOption("origin", "%q: must be one non-empty line of UTF-8 text with no control characters", c.Origin)
 	}

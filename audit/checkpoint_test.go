@@ -44,6 +44,9 @@ func TestCheckpointSignOpen(t *testing.T) {
 	if err != nil || got != cp {
 		t.Errorf("open: %+v, %v; want %+v", got, err, cp)
 	}
+	if _, err := (audit.Checkpoint{Origin: "example.com/log", Root: ledger.EmptyRoot}).Sign(s); err == nil || !strings.Contains(err.Error(), "no events") {
+		t.Errorf("a checkpoint of size 0 signed: %v", err)
+	}
 	// Whatever origin Sign takes, OpenCheckpoint takes back; the others
 	// are refused before signing (attack review: a tab, a control
 	// character or invalid UTF-8 was signed into a checkpoint no verifier
@@ -94,6 +97,9 @@ func TestCheckpointMalformed(t *testing.T) {
 		{"origin\n012\n" + rootB64 + "\n", `size line "012"`},
 		{"origin\n-1\n" + rootB64 + "\n", `size line "-1"`},
 		{"origin\n12\nAAAA\n", `root line "AAAA"`},
+		// Every log extends the empty one: such a checkpoint was taken
+		// and verified, proving nothing.
+		{"origin\n0\n" + rootB64 + "\n", "size 0: a checkpoint of no events proves nothing"},
 	} {
 		// Signed, so the signature holds and the body is what is wrong.
 		msg, err := note.Sign(&note.Note{Text: c.body}, s)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -137,6 +138,43 @@ func TestCheckpoint(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "checkpoint")
 		os.WriteFile(bad, []byte(strings.Replace(string(msg), "\n"+strconv.FormatUint(size, 10)+"\n", "\n"+strconv.FormatUint(size-1, 10)+"\n", 1)), 0o644)
 		wantExit(t, run(t, "verify", "--db", path, "--checkpoint", bad, "--vkey", vkey), 1, "verify an edited checkpoint")
+	})
+	t.Run("no events", func(t *testing.T) {
+		// A checkpoint of size 0 proves nothing (every log extends the
+		// empty one): checkpoint does not sign one of an empty ledger,
+		// verify and check-proof refuse one signed anyway. The first was
+		// written and the others said "the ledger extends it", exit 0.
+		dir := t.TempDir()
+		empty := filepath.Join(dir, "empty.db")
+		l, err := boltstore.Open(empty, boltstore.Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		out := filepath.Join(dir, "cp0")
+		r := run(t, "checkpoint", "--db", empty, "--key", skey, "--out", out)
+		wantExit(t, r, 2, "checkpoint of an empty ledger")
+		if _, err := os.Stat(out); !os.IsNotExist(err) || !strings.Contains(r.stderr, "no events") {
+			t.Errorf("checkpoint of an empty ledger: %v, %q", err, r.stderr)
+		}
+		sk, _ := os.ReadFile(skey)
+		signer, err := note.NewSigner(strings.TrimSpace(string(sk)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, err := note.Sign(&note.Note{Text: "example.com/logbook\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n"}, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(out, signed, 0o644)
+		r = run(t, "verify", "--db", path, "--checkpoint", out, "--vkey", vkey)
+		wantExit(t, r, 1, "verify against a checkpoint of size 0")
+		if !strings.Contains(r.stderr, "size 0: a checkpoint of no events proves nothing") {
+			t.Errorf("verify against a checkpoint of size 0: %q", r.stderr)
+		}
+		proof := filepath.Join(dir, "proof.json")
+		wantExit(t, run(t, "prove", "consistency", "--db", path, "--old", "1", "--out", proof), 0, "prove consistency")
+		wantExit(t, run(t, "check-proof", proof, "--checkpoint", out, "--vkey", vkey), 1, "check-proof against a checkpoint of size 0")
 	})
 	t.Run("older size and json", func(t *testing.T) {
 		r := run(t, "checkpoint", "--db", path, "--key", skey, "--size", "5", "--origin", "other.example/log", "--json")
