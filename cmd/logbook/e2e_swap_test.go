@@ -132,6 +132,25 @@ func TestE2EDamagedFile(t *testing.T) {
 	if reported < 6 {
 		t.Errorf("only %d of 12 damaged files reported", reported)
 	}
+	// Both meta pages' magic damaged: bbolt calls it no bbolt file, but
+	// the root page they name is a ledger's, so it is a damaged ledger
+	// (exit 1), not another program's file (it was exit 2, "not a logbook
+	// ledger").
+	b := append([]byte(nil), raw...)
+	pageSize := int(binary.LittleEndian.Uint32(raw[24:]))
+	for _, at := range []int{16, pageSize + 16} {
+		copy(b[at:], []byte{0, 0, 0, 0})
+	}
+	path := filepath.Join(dir, "magic.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, "verify", "--db", path); r.code != 1 || !strings.Contains(r.stderr, "damaged") {
+		t.Errorf("verify of a ledger whose meta pages lost their magic: %s", r)
+	}
+	if s := runIn(t, strings.NewReader(""), "serve", "--db", path, "--skills", "../../fixtures/skills"); s.code == 0 || !strings.Contains(s.stderr, "damaged") {
+		t.Errorf("serve on a ledger whose meta pages lost their magic: %s", s)
+	}
 }
 
 // usedBytes is how much of ledger file raw its newest commit uses: the

@@ -267,3 +267,78 @@ func (fl *freelist) has(pg uint64) bool {
 	_, listed := slices.BinarySearch(fl.ids, pg)
 	return listed || fl.own(pg)
 }
+
+// metaRootField is a meta page's root bucket: the page id of the tree
+// whose keys are the file's top-level buckets.
+const metaRootField = 32
+
+// ledgerBehindBadMagic explains why the file f, which bbolt refuses as
+// no bbolt file at all (ErrInvalid: neither meta page holds its magic
+// and version), is a ledger damaged rather than another program's file:
+// a meta page names as its root a leaf page that holds at least two of
+// the ledger's top-level buckets (meta, events, merkle), as checkFormat
+// counts a ledger's marks. Some other file (random bytes, text, another
+// program's bbolt file whatever its damage) has no such page where its
+// meta page's root field points: "" then. The meta page is read at
+// offset 0 and at the page size its page size field says, or the
+// system's, which is what a ledger is created with.
+func ledgerBehindBadMagic(f *os.File) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	var first [metaLen]byte
+	if _, err := f.ReadAt(first[:], 0); err != nil {
+		return ""
+	}
+	sizes := []uint64{uint64(os.Getpagesize())}
+	if ps := uint64(binary.LittleEndian.Uint32(first[metaPageSize:])); ps >= 1024 && ps <= 1<<16 && ps&(ps-1) == 0 && ps != sizes[0] {
+		sizes = append(sizes, ps)
+	}
+	for _, ps := range sizes {
+		for slot := range uint64(2) {
+			var m [metaLen]byte
+			if _, err := f.ReadAt(m[:], int64(slot*ps)); err != nil {
+				continue
+			}
+			root := binary.LittleEndian.Uint64(m[metaRootField:])
+			if root < 2 || root >= uint64(fi.Size())/ps {
+				continue
+			}
+			page := make([]byte, ps)
+			if _, err := f.ReadAt(page, int64(root*ps)); err != nil {
+				continue
+			}
+			if n := bucketMarks(page, root); n >= 2 {
+				return fmt.Sprintf("neither meta page holds bbolt's magic and version, but meta page %d's root (page %d of %d bytes) holds %d of a ledger's buckets (meta, events, merkle)", slot, root, ps, n)
+			}
+		}
+	}
+	return ""
+}
+
+// bucketMarks counts the ledger's top-level buckets (meta, events,
+// merkle) among the buckets of page, if it is the leaf page id.
+func bucketMarks(page []byte, id uint64) int {
+	if binary.LittleEndian.Uint64(page) != id || binary.LittleEndian.Uint16(page[8:])&leafFlag == 0 {
+		return 0
+	}
+	n, err := elemCount("the root", id, page)
+	if err != nil {
+		return 0
+	}
+	marks := 0
+	for i := range n {
+		e := page[pageHeaderSize+i*elemSize:]
+		const bucketFlag = 0x01 // the element is a bucket
+		pos, ksize := uint64(binary.LittleEndian.Uint32(e[4:])), uint64(binary.LittleEndian.Uint32(e[8:]))
+		at := uint64(pageHeaderSize+i*elemSize) + pos
+		if binary.LittleEndian.Uint32(e)&bucketFlag == 0 || at+ksize > uint64(len(page)) {
+			continue
+		}
+		if key := page[at : at+ksize]; slices.ContainsFunc([][]byte{bucketMeta, bucketEvents, bucketMerkle}, func(b []byte) bool { return string(b) == string(key) }) {
+			marks++
+		}
+	}
+	return marks
+}

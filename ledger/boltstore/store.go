@@ -570,12 +570,28 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil, fmt.Errorf("%w: %s no longer exists", ErrReplaced, l.path)
 	case errors.Is(err, berrors.ErrInvalid):
-		// No bbolt magic at all: some other file.
+		// No bbolt magic at all: some other file, unless a ledger's
+		// structure is behind it (its magic damaged).
+		if why := l.behindBadMagic(); why != "" {
+			return nil, nil, fmt.Errorf("%w: %s: %s", ErrDamaged, l.path, why)
+		}
 		return nil, nil, fmt.Errorf("%w: %s: %v", ErrNotLedger, l.path, err)
 	case errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return nil, nil, fmt.Errorf("%w: %s: %v", ErrDamaged, l.path, err)
 	}
 	return nil, nil, fmt.Errorf("open %s: %w", l.path, err)
+}
+
+// behindBadMagic is ledgerBehindBadMagic of the file, read once bbolt's
+// open has let it go: a diagnosis of a file no writer can open, which
+// reads two meta pages and a root page and writes nothing.
+func (l *Store) behindBadMagic() string {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	return ledgerBehindBadMagic(f)
 }
 
 // withDB runs fn on the bbolt file — the held one, or the file opened (and

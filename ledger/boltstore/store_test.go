@@ -433,3 +433,88 @@ func TestBrokenStructureIsDamaged(t *testing.T) {
 		t.Errorf("another program's file: %v, want ErrNotLedger", err)
 	}
 }
+
+// TestBadMagicIsDamaged: a ledger whose two meta pages lost bbolt's magic
+// (or its magic and version, or their whole first 24 bytes) is damaged,
+// since the root page a meta page names holds the ledger's buckets; it
+// was "not a logbook ledger", as bbolt calls it no bbolt file at all.
+// Another program's bbolt file with the same damage, random bytes, and a
+// ledger whose meta pages lost their root field too (nothing left to tell
+// it by) stay not a ledger.
+func TestBadMagicIsDamaged(t *testing.T) {
+	ledgerFile := func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "l.db")
+		l, err := Open(path, Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendN(t, l, 40)
+		l.Close()
+		return path
+	}
+	otherFile := func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "other.db")
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Update(func(btx *bolt.Tx) error {
+			for _, name := range []string{"users", "events"} { // one of a ledger's names is not enough
+				if _, err := btx.CreateBucket([]byte(name)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		db.Close()
+		return path
+	}
+	randomFile := func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "random")
+		b := make([]byte, 64<<10)
+		for i := range b {
+			b[i] = byte(i*7919 + i>>8)
+		}
+		os.WriteFile(path, b, 0o600)
+		return path
+	}
+	// zero writes n zero bytes at off in both meta pages.
+	zero := func(off, n int) func(*testing.T, string) {
+		return func(t *testing.T, path string) {
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for _, at := range []int{0, os.Getpagesize()} {
+				if _, err := f.WriteAt(make([]byte, n), int64(at+off)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		file   func(*testing.T) string
+		breaks func(*testing.T, string)
+		want   error
+	}{
+		{"ledger, magic", ledgerFile, zero(16, 4), ErrDamaged},
+		{"ledger, magic and version", ledgerFile, zero(16, 8), ErrDamaged},
+		{"ledger, page header, magic, version", ledgerFile, zero(0, 24), ErrDamaged},
+		{"ledger, magic to root", ledgerFile, zero(16, 24), ErrNotLedger},
+		{"another program's, magic", otherFile, zero(16, 4), ErrNotLedger},
+		{"random bytes", randomFile, func(*testing.T, string) {}, ErrNotLedger},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := c.file(t)
+			c.breaks(t, path)
+			for _, ro := range []bool{false, true} {
+				_, err := Open(path, Options{ReadOnly: ro})
+				if !errors.Is(err, c.want) || (c.want == ErrDamaged) == errors.Is(err, ErrNotLedger) {
+					t.Errorf("open (read-only %v): %v, want %v", ro, err, c.want)
+				}
+			}
+		})
+	}
+}
