@@ -62,7 +62,7 @@ func (l *Store) checkFile(btx *bolt.Tx) error {
 	defer s.mu.Unlock()
 	if s.init {
 		if d := differs(btx, id, head, Seen{ID: s.id, Head: s.head}, "this process"); d != "" {
-			return fmt.Errorf("%w: %s %s", ErrReplaced, l.path, d)
+			return replaced(btx, l.path, d)
 		}
 	}
 	if !s.init || !bytes.Equal(s.id, id) { // (a copy: id is in the file's mapping)
@@ -87,9 +87,42 @@ func (l *Store) checkLedger(btx *bolt.Tx) error {
 	seen, init := Seen{ID: s.id, Head: s.head}, s.init
 	s.mu.Unlock()
 	if d := moved(id, head, seen, "this process"); init && d != "" {
-		return fmt.Errorf("%w: %s %s", ErrReplaced, l.path, d)
+		return replaced(btx, l.path, d)
 	}
 	return nil
+}
+
+// replaced is the error for the file in btx at path, which differs (d)
+// from what was seen of it: ErrReplaced — unless the file does not hold
+// together by itself (headProblem), which is damage, ErrDamaged. Damage
+// changes what a head or an event reads as, and was reported as another
+// file: a flipped byte in the head's seq read as the ledger gone back, or
+// as no longer holding the event last seen.
+func replaced(btx *bolt.Tx, path, d string) error {
+	if why := headProblem(btx); why != "" {
+		return fmt.Errorf("%w: %s: %s", ErrDamaged, path, why)
+	}
+	return fmt.Errorf("%w: %s %s", ErrReplaced, path, d)
+}
+
+// headProblem says how the head stored in btx does not name the log's
+// last event and its hash, as every commit leaves it: "" if it does.
+func headProblem(btx *bolt.Tx) string {
+	_, head := fileHead(btx)
+	k, v := btx.Bucket(bucketEvents).Cursor().Last()
+	switch {
+	case k == nil && head.Seq == 0:
+		return ""
+	case len(k) != 8 || binary.BigEndian.Uint64(k) != head.Seq:
+		last := "none"
+		if len(k) == 8 {
+			last = fmt.Sprintf("seq %d", binary.BigEndian.Uint64(k))
+		}
+		return fmt.Sprintf("its head names seq %d, its last event is %s", head.Seq, last)
+	case ledger.LeafHash(v) != head.Hash:
+		return fmt.Sprintf("its head's hash is not that of its last event, seq %d", head.Seq)
+	}
+	return ""
 }
 
 // fileHead is the ledger id and head stored in btx.
@@ -170,7 +203,7 @@ func (l *Store) CheckSeen(seen Seen, who string) error {
 			}
 			id, head := fileHead(btx)
 			if d := differs(btx, id, head, seen, who); d != "" {
-				return fmt.Errorf("%w: %s %s", ErrReplaced, l.path, d)
+				return replaced(btx, l.path, d)
 			}
 			return nil
 		})
