@@ -41,7 +41,7 @@ func (fields inputFields) decode(obj *domain.Value, dst any) error {
 	for _, m := range obj.Members() {
 		index, ok := fields[m.Key]
 		if !ok {
-			return Invalid(m.Key, "unknown field")
+			return Invalid(domain.Clip(m.Key), "unknown field")
 		}
 		if err := decodeValue(&m.Value, v.FieldByIndex(index), m.Key); err != nil {
 			return err
@@ -128,7 +128,7 @@ func decodeValue(v *domain.Value, dst reflect.Value, path string) error {
 
 // numberIssue is what encoding/json says of a number its Go field cannot hold.
 func numberIssue(v *domain.Value, dst reflect.Value, path string) error {
-	return Invalid(path, "must be %s, not number %s", dst.Kind(), v.Text())
+	return Invalid(path, "must be %s, not number %s", dst.Kind(), domain.Clip(v.Text()))
 }
 
 // jsonKind names a JSON value's kind as encoding/json's type errors do.

@@ -118,7 +118,7 @@ var Commands = []*Command{
 func (s *Service) dispatch(ctx context.Context, tx *Tx, call Call, args *domain.Args) (any, error) {
 	c := call.Command
 	if c == nil {
-		return nil, Invalid("name", "unknown command %q", call.Name)
+		return nil, Invalid("name", "unknown command %q", domain.Clip(call.Name))
 	}
 	if c.rules != nil {
 		if err := c.rules.ValidateArgs(args); err != nil {

@@ -236,7 +236,7 @@ func CheckAgent(agent string) error {
 // (--project, or a guest's): nil if nothing.
 func CheckProject(project string) error {
 	if project != "" && !slugRE.MatchString(project) {
-		return fmt.Errorf("%q is not a slug like my-project", project)
+		return fmt.Errorf("%q is not a slug like my-project", domain.Clip(project))
 	}
 	return nil
 }

@@ -34,6 +34,27 @@ func Invalid(path, format string, args ...any) error {
 	return &InvalidInputError{Issues: []Issue{{Path: path, Message: fmt.Sprintf(format, args...)}}}
 }
 
+// MaxQuoted is how many characters of a name or value the client sent an
+// error message or an issue's path quotes: a longer one is cut there and
+// marked with "…" (Clip), so that what a client sent is never echoed back
+// whole, however long; the first characters still say which it was.
+const MaxQuoted = 64
+
+// Clip is s as an error quotes it: s itself if it has at most MaxQuoted
+// characters, else its first MaxQuoted and "…".
+func Clip(s string) string { return ClipAt(s, MaxQuoted) }
+
+// ClipAt is s cut after n characters (runes), marked with "…".
+func ClipAt(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i] + "…"
+		}
+		n--
+	}
+	return s
+}
+
 // MaxIssues caps how many issues one rejection lists; a final issue says how
 // many more there were.
 const MaxIssues = 50

@@ -406,11 +406,13 @@ func digits(b []byte, i int) int {
 	return i
 }
 
+// join is the path of the member named key of the object at path:
+// "metadata.k". A key longer than MaxQuoted characters is clipped (Clip).
 func join(path, key string) string {
 	if path == "" {
-		return key
+		return Clip(key)
 	}
-	return path + "." + key
+	return path + "." + Clip(key)
 }
 
 // indexPath is the path of item i of the array at path: "labels[2]".

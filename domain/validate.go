@@ -36,7 +36,7 @@ func (c *Command) ValidateArgs(a *Args) error {
 		m := &obj.members[i]
 		r := c.Field(m.Key)
 		if r == nil {
-			is.Add(m.Key, "is not a known field; known fields: "+c.known())
+			is.Add(join("", m.Key), "is not a known field; known fields: "+c.known())
 			continue
 		}
 		r.Validate(&m.Value, m.Key, is.Add)

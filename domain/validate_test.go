@@ -135,3 +135,35 @@ func TestIDFieldsAreBounded(t *testing.T) {
 		t.Errorf("found %d id fields; the commands have at least 18", n)
 	}
 }
+
+// TestQuotedInputIsBounded: an issue quotes at most MaxQuoted characters of
+// each name the client sent, at any depth, however long the name; the
+// first ones still say which. An unknown argument's name was its path
+// whole (and the message quotes the path again).
+func TestQuotedInputIsBounded(t *testing.T) {
+	long, key := strings.Repeat("k", 100000), strings.Repeat("k", 5000) // metadata holds at most 16 KiB
+	clipped := strings.Repeat("k", MaxQuoted) + "…"
+	if got := Clip("é" + long); got != "é"+clipped[:MaxQuoted-1]+"…" {
+		t.Errorf("Clip counts bytes, not characters: %q", got)
+	}
+	if got := Clip(clipped[:MaxQuoted]); got != clipped[:MaxQuoted] {
+		t.Errorf("Clip of %d characters: %q", MaxQuoted, got)
+	}
+	for _, c := range []struct {
+		cmd  *Command
+		args string
+		want []Issue
+	}{
+		{&ListTasks, `{"` + long + `":1}`, []Issue{{clipped, "is not a known field; known fields: " + ListTasks.known()}}},
+		{&RecordThought, `{"task_id":"T-1","type":"plan","content":"c","metadata":{"` + key + `":{"` + key + `":1e999}}}`,
+			[]Issue{{"metadata." + clipped + "." + clipped, "must be a number within the range of an IEEE 754 double (I-JSON)"}}},
+		{&RecordThought, `{"task_id":"T-1","type":"plan","content":"c","metadata":{"` + key + "\xff" + `":1}}`,
+			[]Issue{{"metadata." + clipped, "is not valid UTF-8"}}},
+	} {
+		err := c.cmd.ValidateJSON([]byte(c.args))
+		var ie *InvalidInputError
+		if !errors.As(err, &ie) || !slices.Equal(ie.Issues, c.want) {
+			t.Errorf("%s: got %.300v, want %q", c.cmd.Name, err, c.want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // Identity is who a bearer token proves an HTTP caller to be.
@@ -249,8 +250,10 @@ func readBody(w http.ResponseWriter, r *http.Request, opts HTTPOptions) ([]byte,
 // code, as coded does on stdio: over HTTP the SDK writes its answers
 // itself (a second initialize, initialize's params unreadable or missing,
 // a call before initialize), and a client reading code 0 cannot tell its
-// request refused from the server failing. Only an answer of JSON that
-// holds such an error is decoded; the others pass as written.
+// request refused from the server failing. It bounds what the SDK's errors
+// quote of the request, as bounded does on stdio, and so its plain-text
+// refusals. Only an answer of JSON that holds an error is decoded; the
+// others pass as written.
 //
 // It also answers as JSON-RPC what the SDK refuses in plain text (400)
 // before any session or handler sees it (checkRequest): a request (with
@@ -285,7 +288,14 @@ func (w *codedWriter) Write(p []byte) (int, error) {
 		}
 		w.ResponseWriter.WriteHeader(http.StatusBadRequest)
 	}
-	if !bytes.Contains(p, codeZero) || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+	if strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") && len(p) > sdkRoom {
+		clipped := strings.TrimSuffix(domain.ClipAt(strings.ToValidUTF8(string(p), "\uFFFD"), sdkRoom), "\n")
+		if _, err := io.WriteString(w.ResponseWriter, clipped+"\n"); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	if !bytes.Contains(p, anError) || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		return w.ResponseWriter.Write(p)
 	}
 	if _, err := w.ResponseWriter.Write(recode(p)); err != nil {
@@ -322,9 +332,9 @@ func (w *codedWriter) refused(text []byte) bool {
 		w.ResponseWriter.WriteHeader(http.StatusAccepted)
 		return true
 	}
-	message := strings.TrimSpace(string(text))
+	message := domain.ClipAt(strings.TrimSpace(strings.ToValidUTF8(string(text), "\uFFFD")), sdkRoom)
 	if code == jsonrpc.CodeMethodNotFound {
-		message = fmt.Sprintf("method not found: %q", req.Method) // stdio's words
+		message = fmt.Sprintf("method not found: %q", domain.Clip(req.Method)) // stdio's words
 	}
 	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: code, Message: message}})
 	if err != nil {
@@ -361,11 +371,12 @@ var (
 	invalidRequest = []byte("invalid request: ")
 )
 
-// codeZero is how the SDK writes an error without a code.
-var codeZero = []byte(`"code":0,`)
+// anError is how the SDK writes a response's error.
+var anError = []byte(`"error":{`)
 
 // recode returns the JSON-RPC answer data (a response, or a batch of them)
-// with each error of code 0 given its code; data as it is if none has one.
+// with each error of code 0 given its code and each error bounded; data as
+// it is if that changes nothing.
 func recode(data []byte) []byte {
 	if b := bytes.TrimSpace(data); len(b) > 0 && b[0] == '[' {
 		var batch []json.RawMessage
@@ -393,8 +404,8 @@ func recode(data []byte) []byte {
 	return data
 }
 
-// recodeOne gives one JSON-RPC response's error of code 0 its code; false
-// if it has none.
+// recodeOne gives one JSON-RPC response's error of code 0 its code and
+// bounds it; false if that changes nothing.
 func recodeOne(data []byte) ([]byte, bool) {
 	var resp struct {
 		JSONRPC string          `json:"jsonrpc"`
@@ -402,11 +413,17 @@ func recodeOne(data []byte) ([]byte, bool) {
 		Result  json.RawMessage `json:"result"`
 		Error   *jsonrpc.Error  `json:"error"`
 	}
-	if json.Unmarshal(data, &resp) != nil || resp.Result != nil || resp.Error == nil || resp.Error.Code != 0 {
+	if json.Unmarshal(data, &resp) != nil || resp.Result != nil || resp.Error == nil {
 		return nil, false
 	}
-	e := coded(errors.New(resp.Error.Message)).(*jsonrpc.Error)
-	e.Data = resp.Error.Data
+	e := resp.Error
+	if e.Code == 0 {
+		e = coded(errors.New(resp.Error.Message)).(*jsonrpc.Error)
+		e.Data = resp.Error.Data
+	}
+	if e = bounded(e); e == resp.Error {
+		return nil, false
+	}
 	out, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`

@@ -175,3 +175,33 @@ func TestForeignHost(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPSDKErrorsAreBounded: over HTTP as on stdio, what the SDK's
+// errors quote of a request is cut (an unknown prompt's name after 128
+// characters of the message, then "…"; an unknown method's, answered
+// -32601 in place of the SDK's plain-text refusal), and data larger than
+// that (a resource's URI) is dropped. Each was echoed whole.
+func TestHTTPSDKErrorsAreBounded(t *testing.T) {
+	srv, _ := httpFixture(t)
+	sid := openSession(t, srv.URL, "full")
+	long := strings.Repeat("k", 100000)
+	for _, tc := range []struct{ line, says string }{
+		{`{"jsonrpc":"2.0","id":3,"method":"` + long + `"}`, `method not found: "kkk`},
+		{`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"` + long + `"}}`, `unknown prompt "kkk`},
+		{`{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"` + long + `"}}`, `Resource not found`},
+	} {
+		_, _, body := statefulPost(t, srv.URL, "full", sid, tc.line)
+		var r struct {
+			Error struct {
+				Code    int
+				Message string
+			}
+		}
+		if json.Unmarshal([]byte(body), &r) != nil {
+			r.Error.Code, r.Error.Message = -1, body // plain text
+		}
+		if r.Error.Code == 0 || !strings.HasPrefix(r.Error.Message, tc.says) || (strings.Contains(body, "kkk") && !strings.Contains(body, "k…")) || len(body) > 512 {
+			t.Errorf("%.60s: %d bytes: %.300s", tc.line, len(body), body)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // Options configure a Server.
@@ -265,7 +266,7 @@ func (s *Server) Call(name string, args json.RawMessage, client string) commands
 	}
 	call := commands.Call{Name: name, Command: s.command(name), Args: args, Client: client, Encode: s.Encode}
 	if call.Command == nil {
-		call.Invalid = commands.Invalid("name", "unknown tool %q", call.Name)
+		call.Invalid = commands.Invalid("name", "unknown tool %q", domain.Clip(call.Name))
 	}
 	return call
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -366,7 +367,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		id = c.clientID(resp.ID)
 		if resp.Error != nil {
 			r := *resp
-			r.Error = coded(resp.Error)
+			r.Error = bounded(coded(resp.Error))
 			msg = &r
 		}
 	}
@@ -417,6 +418,36 @@ func coded(err error) error {
 		code = jsonrpc.CodeInvalidParams
 	}
 	return &jsonrpc.Error{Code: code, Message: msg}
+}
+
+// sdkRoom is how much of an error message the SDK wrote a client gets:
+// its own words (the longest, 118 characters, names the protocol versions
+// it speaks) and MaxQuoted characters of what the client sent.
+const sdkRoom = 2 * domain.MaxQuoted
+
+// bounded is a JSON-RPC error as the client gets it: the SDK's messages
+// quote what the client sent whole (an unknown method or prompt, a
+// resource's URI), so its message is cut after sdkRoom characters
+// (domain.ClipAt) and data larger than that dropped. The tools' own
+// errors are results, whose issues are bounded where made.
+func bounded(err error) *jsonrpc.Error {
+	// As the SDK writes an error: a wrapped one's code, the whole message.
+	e, ok := err.(*jsonrpc.Error)
+	if !ok {
+		e = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		if w, ok := errors.AsType[*jsonrpc.Error](err); ok {
+			e.Code = w.Code
+		}
+	}
+	msg := domain.ClipAt(e.Message, sdkRoom)
+	if msg == e.Message && len(e.Data) <= sdkRoom {
+		return e
+	}
+	out := &jsonrpc.Error{Code: e.Code, Message: msg}
+	if len(e.Data) <= sdkRoom {
+		out.Data = e.Data
+	}
+	return out
 }
 
 // writeLine writes data, which ends in a newline.

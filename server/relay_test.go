@@ -372,15 +372,21 @@ func TestRelayFollowerStopsReading(t *testing.T) {
 	relayAnswerWait = 300 * time.Millisecond
 	db := filepath.Join(t.TempDir(), "l.db")
 	hub := startRelayProcess(t, db, "hub", os.Geteuid())
+	// Each answer is a memory's history of 12 versions of 10,000
+	// characters: 32 answers of 120 KB, far past what the socket holds.
+	// (An unknown tool's name was echoed whole once, and made them.)
+	version, _ := json.Marshal(map[string]string{"key": "k", "scope": "global", "content": strings.Repeat("n", 10000)})
+	for range 12 {
+		if _, err := hub.svc.Do(context.Background(), hub.edge.Call("memory_write", version, "c")); err != nil {
+			t.Fatalf("memory_write: %v", err)
+		}
+	}
 	w, c := rawFollower(t, db, hub, nil)
 	if !w.OK {
 		t.Fatalf("refused: %+v", w)
 	}
-	// Each answer echoes the unknown tool's name: 32 answers of 120 KB,
-	// far past what the socket holds.
-	name := strings.Repeat("n", 60<<10)
 	for id := range 32 {
-		if _, err := writeFrame(c, frameCall, idFirst(uint64(id), false), lenPrefixed(name), lenPrefixed("c"), []byte("{}")); err != nil {
+		if _, err := writeFrame(c, frameCall, idFirst(uint64(id), false), lenPrefixed("memory_history"), lenPrefixed("c"), []byte(`{"key":"k","scope":"global"}`)); err != nil {
 			t.Fatal(err)
 		}
 	}

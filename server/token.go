@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -187,7 +188,7 @@ func checkTools(tools []string) ([]string, error) {
 	for _, t := range out {
 		if !slices.Contains(known, t) {
 			slices.Sort(known)
-			return nil, fmt.Errorf("%w: unknown tool %q (tools: %s)", ErrInvalid, t, strings.Join(known, ","))
+			return nil, fmt.Errorf("%w: unknown tool %q (tools: %s)", ErrInvalid, domain.Clip(t), strings.Join(known, ","))
 		}
 	}
 	slices.Sort(out)
