@@ -58,7 +58,9 @@ import (
 //	16: the full-text index cuts a run of text written without spaces
 //	   (Han, kana, Hangul) into its characters and their overlapping
 //	   pairs, not one term for the whole run: 数据库 is found in a sentence
-const Version = 16
+//	17: such a character is cut where NFKC would not cut it (ｶﾞ is one
+//	   character, ガ; a Hangul syllable written as its jamo is one)
+const Version = 17
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

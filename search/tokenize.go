@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/logbook-dev/logbook/domain"
 )
@@ -144,21 +145,13 @@ func tokenize(text string, words *wordCache, unigrams bool, emit func(term strin
 // single characters only when the run is one character, which the index
 // holds for every character.
 func spaceless(text string, i, pos int, words *wordCache, unigrams bool, emit func(term string, start, end, pos int)) (int, int) {
-	// prev is the character before the one being read, [prevStart, start);
-	// a character is its rune and the combining marks after it.
+	// prev is the character before the one being read, [prevStart, start).
 	prevStart, start, chars := -1, i, 0
 	for {
 		end := start
 		if end < len(text) {
-			if r, n := decodeRune(text, end); isWordRune(r) && isSpaceless(r) {
-				end += n
-				for end < len(text) {
-					if m, n := decodeRune(text, end); unicode.IsMark(m) {
-						end += n
-						continue
-					}
-					break
-				}
+			if r, _ := decodeRune(text, end); isWordRune(r) && isSpaceless(r) {
+				end = charEnd(text, end)
 			}
 		}
 		if prevStart >= 0 {
@@ -181,6 +174,26 @@ func spaceless(text string, i, pos int, words *wordCache, unigrams bool, emit fu
 		prevStart, start = start, end
 		chars++
 	}
+}
+
+// charEnd returns where the character of a spaceless script that starts at
+// text[i] ends: its rune, what composes with it under NFKC (FoldCase, which
+// normalize applies: half-width ｶﾞ is ガ, a Hangul syllable written as its
+// jamo, as NFD text has it, is that syllable), and the combining marks
+// after it. Cut between them, a character's pieces would be terms of their
+// own, and text would not find its other forms (ｶﾞｲﾄﾞ and ガイド, 한국 in
+// jamo and precomposed), as it did when a run was one term.
+func charEnd(text string, i int) int {
+	_, n := decodeRune(text, i)
+	end := i + max(n, norm.NFKC.NextBoundaryInString(text[i:], true))
+	for end < len(text) {
+		m, n := decodeRune(text, end)
+		if !unicode.IsMark(m) {
+			break
+		}
+		end += max(n, norm.NFKC.NextBoundaryInString(text[end:], true))
+	}
+	return end
 }
 
 // wordCacheSize bounds a wordCache, as stemCacheSize the stems.

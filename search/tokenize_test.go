@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/logbook-dev/logbook/search"
 )
 
@@ -27,6 +29,9 @@ func TestTerms(t *testing.T) {
 		{"Go语言 v2版", []string{"go", "语言", "v2", "版"}},
 		{"データベースの接続", []string{"デー", "ータ", "タベ", "ベー", "ース", "スの", "の接", "接続"}},
 		{"데이터 연결", []string{"데이", "이터", "연결"}},
+		{"ｶﾞｲﾄﾞ", []string{"ガイ", "イド"}},                          // half-width, voiced marks apart
+		{"\u1112\u1161\u11ab\u1100\u116e\u11a8", []string{"한국"}}, // 한국 in jamo (NFD)
+		{"ﾊﾟ", []string{"パ"}},
 		{"the of and", nil},
 		{"test tests testing", []string{"test"}},
 		{"", nil},
@@ -165,5 +170,44 @@ func TestSearchSpaceless(t *testing.T) {
 	}
 	if h := hits[0]; !strings.Contains(h.Snippet, "连接池") || !slices.Equal(h.Matched, []string{"连接池"}) {
 		t.Errorf("snippet %q, matched %q: want the sentence around 连接池, and it matched", h.Snippet, h.Matched)
+	}
+}
+
+// TestSearchSpacelessForms: text of a spaceless script is found by its
+// other forms, those FoldCase (NFKC) makes the same: half-width katakana
+// whose voiced mark is a rune apart (ｶﾞｲﾄﾞ) and full-width (ガイド), a
+// Hangul syllable written as its jamo (NFD, as macOS file names have it)
+// and precomposed; each finds the other, and so does a part of either.
+// The tokenizer cut such a text between a character's runes, so neither
+// found the other (a run was one term before, and they did).
+func TestSearchSpacelessForms(t *testing.T) {
+	nfd := norm.NFD.String
+	for _, c := range []struct {
+		text    string
+		queries []string
+	}{
+		{"ｶﾞｲﾄﾞを読む", []string{"ガイド", "ガイ", "ガ"}},
+		{"ガイドを読む", []string{"ｶﾞｲﾄﾞ", "ｶﾞ"}},
+		{"ﾃﾞｰﾀﾍﾞｰｽﾊﾟｽ", []string{"データベース", "パス"}},
+		{"データベースパス", []string{"ﾃﾞｰﾀﾍﾞｰｽ", "ﾊﾟｽ"}},
+		{nfd("한국어 데이터베이스"), []string{"한국", "데이터", "한"}},
+		{"한국어 데이터베이스", []string{nfd("한국"), nfd("한")}},
+		{"\u3131\u314f\u3134\u314f", []string{"가나", "가"}}, // compatibility jamo, which NFKC composes
+		{"가나", []string{"\u3131\u314f\u3134\u314f", "\u3131\u314f"}},
+	} {
+		d := search.Doc{ID: "F-1", Kind: search.Finding, Seq: 1, Fields: []search.Field{{Name: "summary", Text: c.text}}}
+		ix := search.New(newMemSpace(), docsOf([]search.Doc{d}))
+		if err := ix.Add(d); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range c.queries {
+			hits, err := ix.Search(q, search.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) != 1 {
+				t.Errorf("%+q: search %+q found %d hits, want it", c.text, q, len(hits))
+			}
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/logbook-dev/logbook/domain"
 )
 
@@ -61,11 +63,12 @@ func referenceTokenize(text string, emit func(term string, start, end, pos int))
 			continue
 		}
 		if isSpaceless(r) {
-			// bounds[k] is where character k starts: a rune and its marks.
+			// bounds[k] is where character k starts: a rune, what NFKC
+			// composes with it (no boundary before), and its marks.
 			var bounds []int
 			for i < len(text) {
 				r, n := utf8.DecodeRuneInString(text[i:])
-				if unicode.IsMark(r) && len(bounds) > 0 {
+				if len(bounds) > 0 && (unicode.IsMark(r) || !norm.NFKC.PropertiesString(text[i:]).BoundaryBefore()) {
 					i += n
 					continue
 				}
@@ -124,7 +127,7 @@ func referenceTokenize(text string, emit func(term string, start, end, pos int))
 // reference emits, on random texts of letters of both cases and scripts,
 // digits, joiners, spaces and punctuation.
 func TestTokenizeAsReference(t *testing.T) {
-	alphabet := []rune("aAbBzZeE09._ -;'ÉéßÖö東京データ한\u0301\u3099\u00a0")
+	alphabet := []rune("aAbBzZeE09._ -;'ÉéßÖö東京データ한ｶﾞﾟ\u1100\u1161\u11a8\u302e\u0301\u3099\u00a0")
 	rng := rand.New(rand.NewPCG(5, 6))
 	var words wordCache
 	for range 20_000 {
