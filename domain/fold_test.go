@@ -87,4 +87,16 @@ func TestFoldCaseComposes(t *testing.T) {
 	if got := Words("使用连接池, Go语言v2 テスト か\u3099 데이터"); !slices.Equal(got, want) {
 		t.Errorf("Words = %q, want %q", got, want)
 	}
+	// A mark of a spaceless script (the Hangul tone marks U+302E, U+302F;
+	// U+16FF0 of Han) is its character's, once: it was a word again.
+	for in, want := range map[string][]string{
+		"가\u302e나":      {"가\u302e", "나"},
+		"가\u302e\u302f": {"가\u302e\u302f"},
+		"中\U00016FF0文":  {"中\U00016FF0", "文"},
+		"a\u302e가":      {"a\u302e", "가"},
+	} {
+		if got := Words(in); !slices.Equal(got, want) {
+			t.Errorf("Words(%+q) = %+q, want %+q", in, got, want)
+		}
+	}
 }

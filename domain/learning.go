@@ -72,7 +72,10 @@ func Words(s string) []string {
 	}) {
 		start := 0 // of the part of w not yet out
 		for i, r := range w {
-			if !IsSpaceless(r) {
+			// A rune already out as a mark of the character before (a
+			// Hangul tone mark is of a spaceless script), or not a letter,
+			// begins no character.
+			if i < start || !unicode.IsLetter(r) || !IsSpaceless(r) {
 				continue
 			}
 			if start < i {

@@ -59,7 +59,8 @@ import (
 //	   (Han, kana, Hangul) into its characters and their overlapping
 //	   pairs, not one term for the whole run: 数据库 is found in a sentence
 //	17: such a character is cut where NFKC would not cut it (ｶﾞ is one
-//	   character, ガ; a Hangul syllable written as its jamo is one)
+//	   character, ガ; a Hangul syllable written as its jamo is one), and
+//	   a learning's shingles count a mark of such a script once (Words)
 const Version = 17
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
