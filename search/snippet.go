@@ -23,8 +23,15 @@ type word struct {
 // matched no term in any field (impossible for a hit) gets its first words.
 func snippet(fields []Field, terms []string) (field, text string, matched []string) {
 	bestDistinct, bestCount := -1, -1
+	// index[term] is the term's index in terms: a query of spaceless text
+	// has a term per character (up to 1000), each looked up for every
+	// character of a field (two terms each).
+	index := make(map[string]int, len(terms))
+	for i, t := range terms { // distinct (Terms)
+		index[t] = i
+	}
 	for _, f := range fields {
-		words := fieldWords(f.Text, terms)
+		words := fieldWords(f.Text, index)
 		if len(words) == 0 {
 			continue
 		}
@@ -64,7 +71,7 @@ func snippet(fields []Field, terms []string) (field, text string, matched []stri
 
 // fieldWords lists the words of text; a joined identifier is one word that
 // matches if any of its terms does.
-func fieldWords(text string, terms []string) []word {
+func fieldWords(text string, index map[string]int) []word {
 	var words []word
 	last := -1
 	tokenize(text, nil, true, func(t string, start, end, pos int) {
@@ -73,7 +80,7 @@ func fieldWords(text string, terms []string) []word {
 			words = append(words, word{start: start, end: end, term: -1})
 		}
 		w := &words[len(words)-1]
-		if i := slices.Index(terms, t); i >= 0 {
+		if i, ok := index[t]; ok {
 			if w.term < 0 {
 				w.term = i
 			}
