@@ -128,9 +128,9 @@ func inScope(tx *Tx, sess projections.Session, taskID string) (bool, error) {
 }
 
 // requireInScope refuses a task_id given with a session that names no
-// task, or one outside the session's scope: none of the session's leaves
-// would be that task's, only its start event (merkle_finalize,
-// audit_verify_chain).
+// task, or one outside the session's scope: merkle_finalize's, and
+// audit_verify_chain's when no leaf of the session concerns the task (it
+// would select the session's start event alone).
 func requireInScope(tx *Tx, sess projections.Session, taskID string) error {
 	if err := requireTask(tx, taskID); err != nil {
 		return err
@@ -224,14 +224,16 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 			return nil, err
 		}
 		if in.TaskID != "" {
-			if err := requireInScope(tx, sess, in.TaskID); err != nil {
+			if err := requireTask(tx, in.TaskID); err != nil {
 				return nil, err
 			}
 		}
 		seqs = []uint64{}
+		concerned := false // a leaf concerns in.TaskID
 		err = projections.SessionLeaves(tx.lt, in.SessionID, func(l projections.Leaf) error {
 			if sess.Selects(l, in.TaskID) {
 				seqs = append(seqs, l.Seq)
+				concerned = concerned || in.TaskID != "" && slices.Contains(l.Tasks, in.TaskID)
 			}
 			if sess.Final != nil && sess.Selects(l, sess.Final.TaskID) {
 				frozen = append(frozen, l.Seq)
@@ -240,6 +242,14 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 		})
 		if err != nil {
 			return nil, err
+		}
+		// A task outside the scope is verified by its leaves in the
+		// session (thoughts recorded on it with the session's id); one
+		// with none would select the start event alone: refused.
+		if in.TaskID != "" && !concerned {
+			if err := requireInScope(tx, sess, in.TaskID); err != nil {
+				return nil, err
+			}
 		}
 	case in.TaskID != "":
 		var err error

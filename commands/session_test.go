@@ -406,3 +406,31 @@ func TestFinalizeScope(t *testing.T) {
 		verify("after finalize")
 	}
 }
+
+// TestVerifyChainOutOfScopeThought: a thought recorded with a session_id
+// on a task outside the session's scope (which thought_record allows) is a
+// leaf of the session concerning that task, and audit_verify_chain with
+// the session and that task verifies it (and the start event); a task
+// with no leaf in the session beyond its start event is refused, as one
+// outside the scope was.
+func TestVerifyChainOutOfScopeThought(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.call("task_create", map[string]any{"title": "in scope", "project": "p"}, "OK")  // T-0001
+	h.call("task_create", map[string]any{"title": "elsewhere", "project": "p"}, "OK") // T-0002
+	h.call("task_create", map[string]any{"title": "untouched", "project": "p"}, "OK") // T-0003
+	id := h.call("audit_session_start", map[string]any{"task_id": "T-0001", "auditor_id": "a"}, "OK")["session_id"]
+	h.call("thought_record", map[string]any{"task_id": "T-0002", "type": "analysis", "content": "looked at it", "session_id": id}, "OK")
+	for _, when := range []string{"before finalize", "after finalize"} {
+		got := h.call("audit_verify_chain", map[string]any{"session_id": id, "task_id": "T-0002"}, "OK")
+		if got["chain_valid"] != true || got["total_records"] != float64(2) {
+			t.Errorf("%s: verify the thought's task in the session: %v, want valid, 2 records (the start, the thought)", when, got)
+		}
+		o := h.do("audit_verify_chain", map[string]any{"session_id": id, "task_id": "T-0003"})
+		if o.Code != "ERR_INVALID_INPUT" || !reflect.DeepEqual(issuePaths(o.Err), []string{"task_id"}) {
+			t.Errorf("%s: verify a task with no leaf in the session: %s %v, want ERR_INVALID_INPUT at task_id", when, o.Code, o.Reply)
+		}
+		if when == "before finalize" {
+			h.call("merkle_finalize", map[string]any{"session_id": id}, "OK")
+		}
+	}
+}

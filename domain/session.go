@@ -39,7 +39,7 @@ var VerifyChain = Command{
 	Name: "audit_verify_chain",
 	Fields: []Field{
 		field("session_id", sessionID("Verify this audit session's leaves (and its frozen root, if finalized). Give neither session_id nor task_id to verify the whole ledger.")),
-		field("task_id", taskID("Verify this task's events and thoughts; with session_id, only that task's leaves in the session (the task must be in the session's scope, as for merkle_finalize).")),
+		field("task_id", taskID("Verify this task's events and thoughts; with session_id, only that task's leaves in the session (the task must be in the session's scope, as for merkle_finalize, or have leaves in it: thoughts recorded on it with this session_id).")),
 		field("full_trace", boolean("Also return the seq and hash of every verified event (long for a big ledger).").byDefault(false)),
 	},
 }
