@@ -90,9 +90,11 @@ func fieldWords(text string, index map[string]int) []word {
 	return words
 }
 
-// cut returns the text of words [lo, hi), with an ellipsis where it trims.
+// cut returns the text of words [lo, hi), with an ellipsis where it trims;
+// a pair of characters matched at the last word ends it (matchedWords
+// lists it whole).
 func cut(text string, words []word, lo, hi int) string {
-	start, end := words[lo].start, words[hi-1].end
+	start, end := words[lo].start, max(words[hi-1].end, words[hi-1].matchEnd)
 	if lo == 0 {
 		start = 0
 	}

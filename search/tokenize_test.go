@@ -1,6 +1,7 @@
 package search_test
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -207,6 +208,45 @@ func TestSearchSpacelessForms(t *testing.T) {
 			}
 			if len(hits) != 1 {
 				t.Errorf("%+q: search %+q found %d hits, want it", c.text, q, len(hits))
+			}
+		}
+	}
+}
+
+// TestMatchedInSnippet: every matched word a hit lists is in its snippet,
+// on random texts of Chinese characters (and a few words) longer than a
+// snippet, searched by pairs of them. A pair matched at the window's last
+// character was listed whole though its second character was cut off:
+// 23 characters, then 连接, searched 连接, gave the snippet "…连…" (the
+// first window) and matched 连接.
+func TestMatchedInSnippet(t *testing.T) {
+	alphabet := []rune("连接池数据库延迟一二三 ab")
+	rng := rand.New(rand.NewPCG(7, 8))
+	texts := []string{strings.Repeat("一", 23) + "连接" + strings.Repeat("二", 20)}
+	for range 300 {
+		b := make([]rune, 20+rng.IntN(40))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		texts = append(texts, string(b))
+	}
+	for _, text := range texts {
+		d := search.Doc{ID: "F-1", Kind: search.Finding, Seq: 1, Fields: []search.Field{{Name: "summary", Text: text}}}
+		ix := search.New(newMemSpace(), docsOf([]search.Doc{d}))
+		if err := ix.Add(d); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"连接", "连接池", "数据 延迟", "二连", string(alphabet[rng.IntN(8)]) + string(alphabet[rng.IntN(8)])} {
+			hits, err := ix.Search(q, search.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hits {
+				for _, m := range h.Matched {
+					if !strings.Contains(h.Snippet, m) {
+						t.Fatalf("%q searched %q: matched %q is not in the snippet %q", text, q, m, h.Snippet)
+					}
+				}
 			}
 		}
 	}
