@@ -175,7 +175,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	protected := http.NewCrossOriginProtection().Handler(challenge)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ForeignHost(r) {
-			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", domain.Clip(r.Host)), http.StatusForbidden)
 			return
 		}
 		protected.ServeHTTP(w, r)

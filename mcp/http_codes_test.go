@@ -205,3 +205,26 @@ func TestHTTPSDKErrorsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPForeignHostIsBounded: the MCP handler's refusal of a foreign
+// Host quotes at most domain.MaxQuoted characters of it, as every error
+// quotes what a client sent; it echoed the Host whole (a Host of 100,000
+// characters: an answer of 100 KB). (The server's edge refuses such a
+// Host before, in words of its own; the handler applies the rule alone.)
+func TestHTTPForeignHostIsBounded(t *testing.T) {
+	srv, _ := httpFixture(t)
+	req, err := http.NewRequest("POST", srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "evil" + strings.Repeat("k", 100000) + ".example"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `"evilkkk`) || !strings.Contains(string(body), "k…") || len(body) > 256 {
+		t.Errorf("%d, %d bytes: %.200s", resp.StatusCode, len(body), body)
+	}
+}
