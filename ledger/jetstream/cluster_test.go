@@ -134,7 +134,9 @@ func (c *cluster) start(i int) {
 	}
 	c.opts[i] = opts
 	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	// A bound for a wedged server, not a measure: under the whole suite's
+	// -race load on two cores a server took over 10 s to listen.
+	if !s.ReadyForConnections(time.Minute) {
 		c.fatal(fmt.Sprintf("server n%d not ready", i))
 	}
 	c.servers[i] = s
