@@ -98,6 +98,13 @@ func newHTTPServer(h http.Handler, opts Options, log *slog.Logger) *http.Server 
 // it asks, and closed: a clear refusal where a listener that stopped
 // accepting would leave clients waiting in the kernel's backlog, and none
 // could tell a full server from a dead one.
+//
+// net/http calls a connection active only once its request's headers are
+// read: one closed as waiting may already hold a request, and its handler
+// would commit the call on a connection that can no longer answer (a
+// client's write done, and told nothing). Such a request is not served
+// (refuseOver): the client sees the connection closed under a request the
+// server never handled.
 type conns struct {
 	max  int64
 	open atomic.Int64
@@ -105,13 +112,18 @@ type conns struct {
 	mu      sync.Mutex
 	waiting list.List                  // of net.Conn serving no request, longest waiting first
 	at      map[net.Conn]*list.Element // in waiting
+	closed  map[net.Conn]bool          // by closeWaiting, until net/http sees it closed
 }
 
-type overKey struct{}
+type (
+	overKey struct{}
+	connKey struct{}
+)
 
 // opened counts a connection as it is accepted (http.Server.ConnContext),
 // closing the longest waiting one if it is one too many.
-func (c *conns) opened(ctx context.Context, _ net.Conn) context.Context {
+func (c *conns) opened(ctx context.Context, conn net.Conn) context.Context {
+	ctx = context.WithValue(ctx, connKey{}, conn)
 	if c.open.Add(1) > c.max && !c.closeWaiting() {
 		return context.WithValue(ctx, overKey{}, true)
 	}
@@ -123,15 +135,20 @@ func (c *conns) opened(ctx context.Context, _ net.Conn) context.Context {
 // is seen closed: a burst of connections closes as many waiting ones.)
 func (c *conns) closeWaiting() bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	e := c.waiting.Front()
-	if e != nil {
-		c.forgetLocked(e.Value.(net.Conn))
-	}
-	c.mu.Unlock()
 	if e == nil {
 		return false
 	}
 	conn := e.Value.(net.Conn)
+	c.forgetLocked(conn)
+	if c.closed == nil {
+		c.closed = make(map[net.Conn]bool)
+	}
+	c.closed[conn] = true
+	// Closed before closedUnder can see it closed: a request it refuses
+	// must find no connection to be answered on (net/http would write an
+	// empty 200).
 	if tc, ok := conn.(*tls.Conn); ok {
 		// At once, without a close_notify that a peer not reading could
 		// hold: this runs in the server's accept loop.
@@ -160,8 +177,19 @@ func (c *conns) state(conn net.Conn, s http.ConnState) {
 		}
 		c.at[conn] = c.waiting.PushBack(conn)
 	case http.StateClosed, http.StateHijacked:
+		delete(c.closed, conn)
 		c.open.Add(-1)
 	}
+}
+
+// closedUnder reports whether closeWaiting closed the connection r came
+// on. A connection goes active (state) before its request is served, so
+// one not closed by then is no longer waiting and will not be.
+func (c *conns) closedUnder(r *http.Request) bool {
+	conn, _ := r.Context().Value(connKey{}).(net.Conn)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed[conn]
 }
 
 func (c *conns) forgetLocked(conn net.Conn) {
@@ -171,8 +199,13 @@ func (c *conns) forgetLocked(conn net.Conn) {
 	}
 }
 
+// refuseOver answers 503 to a request on a connection beyond max, and
+// does not serve one on a connection closed as waiting (conns).
 func (c *conns) refuseOver(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.closedUnder(r) {
+			return
+		}
 		if over, _ := r.Context().Value(overKey{}).(bool); over {
 			w.Header().Set("Connection", "close")
 			w.Header().Set("Retry-After", "1")

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -438,5 +440,55 @@ func TestNoHostHTTP10(t *testing.T) {
 		if res.StatusCode != http.StatusOK {
 			t.Errorf("%s %s without Host: %d %.100s", r.method, r.path, res.StatusCode, b)
 		}
+	}
+}
+
+// TestClosedWaitingIsNotServed: net/http calls a connection active only
+// once its request's headers are read, so a connection closed as the
+// longest waiting (a connection beyond --max-conns arriving) may hold a
+// whole request. It is not served: the client's call, answered by
+// nothing, is not committed either. (Through the binary, a client calling
+// task_create on a kept-alive connection while connections were opened
+// against --max-conns 4: 46 of 310 calls whose connection was closed
+// under them had created their task.) A connection that went active
+// before one was closed is served.
+func TestClosedWaitingIsNotServed(t *testing.T) {
+	cs := &conns{max: 1}
+	var served []string
+	h := cs.refuseOver(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served = append(served, r.URL.Path)
+	}))
+	serve := func(ctx context.Context, path string) {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, path, nil).WithContext(ctx))
+	}
+	pipe := func() net.Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a
+	}
+	// a served one request and waits for the next; its headers are read
+	// (not active yet) when b arrives and closes it.
+	a := pipe()
+	ctxA := cs.opened(context.Background(), a)
+	cs.state(a, http.StateNew)
+	cs.state(a, http.StateActive)
+	serve(ctxA, "/a1")
+	cs.state(a, http.StateIdle)
+	b := pipe()
+	ctxB := cs.opened(context.Background(), b)
+	cs.state(b, http.StateNew)
+	cs.state(a, http.StateActive)
+	serve(ctxA, "/a2")
+	// b went active before c arrived: it is served, c answered 503.
+	cs.state(b, http.StateActive)
+	cs.state(a, http.StateClosed)
+	c := pipe()
+	ctxC := cs.opened(context.Background(), c)
+	serve(ctxB, "/b1")
+	if want := []string{"/a1", "/b1"}; !slices.Equal(served, want) {
+		t.Errorf("served %q, want %q (a's second request came on a closed connection)", served, want)
+	}
+	if over, _ := ctxC.Value(overKey{}).(bool); !over {
+		t.Error("c is not over the cap, though b serves a request")
 	}
 }
