@@ -6,7 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/logbook-dev/logbook/audit"
 )
+
+// maxPEMBytes bounds what is read of a certificate or key file: a chain of
+// a few certificates is some kilobytes; a larger file, or a device that
+// never ends (/dev/zero), is refused before it fills the memory.
+const maxPEMBytes = 1 << 20
 
 // certExpiryWarning is how long before its certificate expires a server
 // starting with it warns.
@@ -18,9 +25,18 @@ const certExpiryWarning = 14 * 24 * time.Hour
 // own, or one of the chain after it) expired or not yet valid. One that
 // expires within certExpiryWarning is served with a warning. Before, a
 // server started with an expired certificate, and every client's
-// handshake failed with nothing in the server's log saying why.
+// handshake failed with nothing in the server's log saying why. Each file
+// is read to at most maxPEMBytes.
 func loadCertificate(certFile, keyFile string, now time.Time, log *slog.Logger) (*tls.Certificate, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	certPEM, err := audit.ReadFile(certFile, maxPEMBytes, "a PEM certificate file")
+	var keyPEM []byte
+	if err == nil {
+		keyPEM, err = audit.ReadFile(keyFile, maxPEMBytes, "a PEM key file")
+	}
+	var cert tls.Certificate
+	if err == nil {
+		cert, err = tls.X509KeyPair(certPEM, keyPEM)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the TLS certificate %s with the key %s: %w", certFile, keyFile, err)
 	}
