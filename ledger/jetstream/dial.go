@@ -2,9 +2,13 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -107,11 +111,48 @@ func (d Dial) options(name, creds, user, password string) []nats.Option {
 	return opts
 }
 
+// maxFileBytes bounds the credentials, certificate and key files: each is
+// some kilobytes. nats.go reads them whole, at every connection.
+const maxFileBytes = 1 << 20
+
+// checkFiles refuses a credentials, certificate or key file of more than
+// maxFileBytes, or a device that never ends (/dev/zero), which nats.go
+// would read until the memory ran out. A file that does not open is left
+// to nats.go, which says why (and expands a leading ~).
+func (d Dial) checkFiles() error {
+	for _, f := range []struct{ path, what string }{
+		{d.Creds, "a NATS credentials file"}, {d.SysCreds, "a NATS credentials file"},
+		{d.TLSCA, "a PEM CA certificate file"}, {d.TLSCert, "a PEM certificate file"}, {d.TLSKey, "a PEM key file"},
+	} {
+		if f.path == "" {
+			continue
+		}
+		file, err := os.Open(f.path)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		n, err := io.Copy(io.Discard, io.LimitReader(file, maxFileBytes+1))
+		file.Close()
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: %w", f.path, err)
+		case n > maxFileBytes:
+			return fmt.Errorf("%s is larger than %d bytes: not %s", f.path, maxFileBytes, f.what)
+		}
+	}
+	return nil
+}
+
 // Connect connects to the servers as d says and opens the stream
 // (opts.SystemConn is the system user's connection, if d names one). The
 // returned close ends the replica and its connections.
 func Connect(ctx context.Context, d Dial, opts Options) (*Replica, func(), error) {
 	if err := CheckURLs(d.URLs); err != nil {
+		return nil, nil, err
+	}
+	if err := d.checkFiles(); err != nil {
 		return nil, nil, err
 	}
 	nc, err := nats.Connect(d.URLs, d.options(d.Name, d.Creds, d.User, d.Password)...)

@@ -3,6 +3,8 @@ package jetstream
 import (
 	"context"
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,23 @@ func TestCheckURLs(t *testing.T) {
 	_, _, err := Connect(context.Background(), Dial{URLs: "nats://app:s3cret@127.0.0.1:1"}, Options{Stream: "s"})
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("Connect with a password in the URL: %v", err)
+	}
+}
+
+// TestConnectFilesBounded: a credentials, CA, certificate or key file of
+// more than 1 MiB (or /dev/zero) is refused, naming it, before nats.go
+// reads it whole (before, /dev/zero as any of them took 2.8 GB in 3 s
+// through the built binary, with no NATS server to reach).
+func TestConnectFilesBounded(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, make([]byte, 2<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []Dial{{Creds: big}, {SysCreds: big, SysUser: ""}, {TLSCA: big}, {TLSCert: big, TLSKey: big}, {TLSCA: "/dev/zero"}} {
+		d.URLs = "nats://127.0.0.1:1"
+		_, _, err := Connect(context.Background(), d, Options{})
+		if err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+			t.Errorf("%+v: %v, want the file refused as larger than 1 MiB", d, err)
+		}
 	}
 }
