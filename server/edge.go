@@ -172,6 +172,13 @@ func (c *conns) state(conn net.Conn, s http.ConnState) {
 	c.forgetLocked(conn)
 	switch s {
 	case http.StateNew, http.StateIdle:
+		if c.closed[conn] {
+			// Closed while its last answer was being finished (the
+			// client may have read it before net/http called the
+			// connection idle): it waits for nothing, and closing it
+			// again would make no room.
+			return
+		}
 		if c.at == nil {
 			c.at = make(map[net.Conn]*list.Element)
 		}

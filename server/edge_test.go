@@ -492,3 +492,32 @@ func TestClosedWaitingIsNotServed(t *testing.T) {
 		t.Error("c is not over the cap, though b serves a request")
 	}
 }
+
+// TestClosedWaitingStaysClosed: a connection closed to make room that
+// net/http then calls idle (its last request, refused by closedUnder,
+// finished) is not taken for a waiting one again: the next connection
+// beyond the cap, every other one serving, is answered 503 rather than let
+// in for closing a connection already closed.
+func TestClosedWaitingStaysClosed(t *testing.T) {
+	cs := &conns{max: 1}
+	pipe := func() net.Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a
+	}
+	a := pipe()
+	cs.opened(context.Background(), a)
+	cs.state(a, http.StateNew)
+	b := pipe()
+	if over, _ := cs.opened(context.Background(), b).Value(overKey{}).(bool); over {
+		t.Fatal("b is over the cap, though a waits")
+	}
+	cs.state(b, http.StateNew)
+	cs.state(b, http.StateActive)
+	cs.state(a, http.StateActive) // a request read as a was closed
+	cs.state(a, http.StateIdle)
+	c := pipe()
+	if over, _ := cs.opened(context.Background(), c).Value(overKey{}).(bool); !over {
+		t.Error("c is let in by closing a again, though a is closed and b serves a request")
+	}
+}
