@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -995,4 +996,25 @@ func TestTamperMetaPageChecksum(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestStrayBucketIsDamage: verify refuses a top-level bucket logbook never
+// writes — the spaces bucket's name with a flipped byte, or another
+// program's — as damage. Such a file verified: its projections were only
+// "not compared", and the next open folded them anew beside the stray.
+func TestStrayBucketIsDamage(t *testing.T) {
+	eachFormat(t, func(t *testing.T, format uint64) {
+		path, _ := tamperLedger(t, 40, format)
+		editFile(t, path, func(btx *bolt.Tx) error {
+			b, err := btx.CreateBucket([]byte("s*aces"))
+			if err != nil {
+				return err
+			}
+			return b.Put([]byte("k"), []byte("v"))
+		})
+		_, err := verifyFile(t, path)
+		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), `"s*aces"`) {
+			t.Errorf("verify: %v, want ErrDamaged naming the bucket", err)
+		}
+	})
 }

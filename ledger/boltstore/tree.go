@@ -303,6 +303,9 @@ func elemCount(name string, id uint64, p []byte) (int, error) {
 // of it a page fault a page: reading the file in order first, to walk the
 // trees from what it kept, cost as much.
 func checkKeyRanges(btx *bolt.Tx, file *os.File, pageSize int) error {
+	if err := checkBucketNames(btx); err != nil {
+		return err
+	}
 	size := btx.Size()
 	if size <= 0 {
 		return nil
@@ -467,4 +470,26 @@ func (w *rangeWalk) walk(name string, id uint64, lo, hi []byte, depth int) error
 		k = next
 	}
 	return nil
+}
+
+// checkBucketNames: the file's top level holds only the buckets logbook
+// writes (verify). A name changed by damage — a flipped byte in "spaces" —
+// otherwise passed: the projections were then absent, "not compared", and
+// the next open folded them anew beside the stray bucket.
+func checkBucketNames(btx *bolt.Tx) error {
+	return btx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		switch string(name) {
+		case string(bucketMeta), string(bucketEvents), string(bucketMerkle), string(bucketSpaces), string(bucketStaging), string(bucketTrash):
+			return nil
+		}
+		return fmt.Errorf("%w: its top level holds a bucket %q that logbook never writes (a damaged name, or another program's)", ErrDamaged, clipName(name))
+	})
+}
+
+// clipName is a bucket name as an error quotes it: at most 64 bytes.
+func clipName(name []byte) string {
+	if len(name) > 64 {
+		return string(name[:64]) + "…"
+	}
+	return string(name)
 }
