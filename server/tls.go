@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/logbook-dev/logbook/audit"
@@ -28,10 +29,10 @@ const certExpiryWarning = 14 * 24 * time.Hour
 // handshake failed with nothing in the server's log saying why. Each file
 // is read to at most maxPEMBytes.
 func loadCertificate(certFile, keyFile string, now time.Time, log *slog.Logger) (*tls.Certificate, error) {
-	certPEM, err := audit.ReadFile(certFile, maxPEMBytes, "a PEM certificate file")
+	certPEM, err := readPEM(certFile, "a PEM certificate file")
 	var keyPEM []byte
 	if err == nil {
-		keyPEM, err = audit.ReadFile(keyFile, maxPEMBytes, "a PEM key file")
+		keyPEM, err = readPEM(keyFile, "a PEM key file")
 	}
 	var cert tls.Certificate
 	if err == nil {
@@ -61,4 +62,14 @@ func loadCertificate(certFile, keyFile string, now time.Time, log *slog.Logger) 
 		}
 	}
 	return &cert, nil
+}
+
+// readPEM reads a certificate or key file, a regular file of at most
+// maxPEMBytes: opening a named pipe waits for a writer, and held the
+// server at start, deaf to SIGTERM, until it was killed.
+func readPEM(path, what string) ([]byte, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file: not %s", path, what)
+	}
+	return audit.ReadFile(path, maxPEMBytes, what)
 }

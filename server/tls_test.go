@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -69,7 +70,7 @@ func writeCert(t *testing.T, dir, name string, notBefore, notAfter time.Time) (c
 // expired or not yet valid certificate and said nothing: every client's
 // handshake failed. A certificate or key file of more than 1 MiB is
 // refused unread (before, /dev/zero was read until memory ran out: 1.3 GB
-// in 6 s through the built binary).
+// in 6 s through the built binary), and so is what is not a regular file.
 func TestCertificateChecked(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
@@ -86,6 +87,12 @@ func TestCertificateChecked(t *testing.T) {
 	if err := os.WriteFile(big, append(bytes.Repeat([]byte{'\n'}, 2<<20), goodPEM...), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A named pipe no one writes: opening it waited for ever (the server
+	// held at start, deaf to SIGTERM).
+	fifo := filepath.Join(dir, "fifo.pem")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	stamp := func(d time.Duration) string { return now.Add(d).UTC().Format(time.RFC3339) }
 	for _, c := range []struct {
 		name, cert, key string
@@ -97,8 +104,10 @@ func TestCertificateChecked(t *testing.T) {
 		{"another certificate's key", good, expiredKey, []string{good, expiredKey, "does not match"}},
 		{"a certificate file of 2 MiB", big, goodKey, []string{big, "larger than 1048576 bytes"}},
 		{"a key file of 2 MiB", good, big, []string{big, "larger than 1048576 bytes"}},
-		{"/dev/zero as the certificate", "/dev/zero", goodKey, []string{"/dev/zero", "larger than 1048576 bytes"}},
-		{"/dev/zero as the key", good, "/dev/zero", []string{"/dev/zero", "larger than 1048576 bytes"}},
+		{"/dev/zero as the certificate", "/dev/zero", goodKey, []string{"/dev/zero", "not a regular file"}},
+		{"/dev/zero as the key", good, "/dev/zero", []string{"/dev/zero", "not a regular file"}},
+		{"a named pipe as the certificate", fifo, goodKey, []string{fifo, "not a regular file"}},
+		{"a named pipe as the key", good, fifo, []string{fifo, "not a regular file"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "l.db")

@@ -127,6 +127,10 @@ func (d Dial) checkFiles() error {
 		if f.path == "" {
 			continue
 		}
+		if fi, err := os.Stat(f.path); err == nil && !fi.Mode().IsRegular() {
+			// Opening a named pipe waits for a writer, for ever.
+			return fmt.Errorf("%s is not a regular file: not %s", f.path, f.what)
+		}
 		file, err := os.Open(f.path)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			continue

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -64,11 +65,24 @@ func TestConnectFilesBounded(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, 2<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []Dial{{Creds: big}, {SysCreds: big, SysUser: ""}, {TLSCA: big}, {TLSCert: big, TLSKey: big}, {TLSCA: "/dev/zero"}} {
+	for _, d := range []Dial{{Creds: big}, {SysCreds: big, SysUser: ""}, {TLSCA: big}, {TLSCert: big, TLSKey: big}} {
 		d.URLs = "nats://127.0.0.1:1"
 		_, _, err := Connect(context.Background(), d, Options{})
 		if err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
 			t.Errorf("%+v: %v, want the file refused as larger than 1 MiB", d, err)
+		}
+	}
+	// What is not a regular file: /dev/zero was read without end, and
+	// opening a named pipe no one writes waited for ever.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []Dial{{TLSCA: "/dev/zero"}, {Creds: fifo}, {TLSKey: fifo}} {
+		d.URLs = "nats://127.0.0.1:1"
+		_, _, err := Connect(context.Background(), d, Options{})
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%+v: %v, want the file refused as not a regular file", d, err)
 		}
 	}
 }
