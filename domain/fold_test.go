@@ -83,8 +83,8 @@ func TestFoldCaseComposes(t *testing.T) {
 	}
 	// A script written without spaces: each character a word, its marks
 	// kept (NFKC composes か and the combining mark to が).
-	want := []string{"使", "用", "连", "接", "池", "go", "语", "言", "v2", "テ", "ス", "ト", "が", "데", "이", "터"}
-	if got := Words("使用连接池, Go语言v2 テスト か\u3099 데이터"); !slices.Equal(got, want) {
+	want := []string{"使", "用", "连", "接", "池", "go", "语", "言", "v2", "テ", "ス", "ト", "が", "데", "이", "터", "ข้", "อ", "มู", "ล"}
+	if got := Words("使用连接池, Go语言v2 テスト か\u3099 데이터 ข้อมูล"); !slices.Equal(got, want) {
 		t.Errorf("Words = %q, want %q", got, want)
 	}
 	// A mark of a spaceless script (the Hangul tone marks U+302E, U+302F;

@@ -102,12 +102,13 @@ func Words(s string) []string {
 
 // IsSpaceless reports whether r, a letter, is of a script written without
 // spaces between words — Han, Hiragana, Katakana (and their prolonged
-// sound mark) — or Hangul, whose spaced words are long compounds: its
-// characters are words (Words), and the search index cuts its runs into
-// characters and pairs of them.
+// sound mark), Thai, Lao, Khmer, Myanmar — or Hangul, whose spaced words
+// are long compounds: its characters are words (Words), and the search
+// index cuts its runs into characters and pairs of them.
 func IsSpaceless(r rune) bool {
-	return r >= 0x1100 && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
-		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) || r == 0x30FC || r == 0xFF70)
+	return r >= 0x0E00 && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) || r == 0x30FC || r == 0xFF70 ||
+		unicode.Is(unicode.Thai, r) || unicode.Is(unicode.Lao, r) || unicode.Is(unicode.Khmer, r) || unicode.Is(unicode.Myanmar, r))
 }
 
 func distinct(words []string) map[string]bool {

@@ -61,7 +61,8 @@ import (
 //	17: such a character is cut where NFKC would not cut it (ｶﾞ is one
 //	   character, ガ; a Hangul syllable written as its jamo is one), and
 //	   a learning's shingles count a mark of such a script once (Words)
-const Version = 17
+//	18: Thai, Lao, Khmer and Myanmar are such scripts too
+const Version = 18
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

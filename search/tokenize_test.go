@@ -30,6 +30,7 @@ func TestTerms(t *testing.T) {
 		{"Go语言 v2版", []string{"go", "语言", "v2", "版"}},
 		{"データベースの接続", []string{"デー", "ータ", "タベ", "ベー", "ース", "スの", "の接", "接続"}},
 		{"데이터 연결", []string{"데이", "이터", "연결"}},
+		{"ข้อมูล", []string{"ข้อ", "อมู", "มูล"}},                // Thai: a tone mark or vowel sign stays with its letter
 		{"ｶﾞｲﾄﾞ", []string{"ガイ", "イド"}},                          // half-width, voiced marks apart
 		{"\u1112\u1161\u11ab\u1100\u116e\u11a8", []string{"한국"}}, // 한국 in jamo (NFD)
 		{"ﾊﾟ", []string{"パ"}},
@@ -119,7 +120,7 @@ func TestSearchFoldsCase(t *testing.T) {
 }
 
 // TestSearchSpaceless: text written without spaces between words (Chinese,
-// Japanese) is found by a word inside a sentence, by its characters' pairs;
+// Japanese, Thai) is found by a word inside a sentence, by its characters' pairs;
 // a one-character query finds the character; pairs that are not in the
 // text find nothing. A run of such text was one term: only the whole
 // sentence, exactly, found it.
@@ -128,6 +129,7 @@ func TestSearchSpaceless(t *testing.T) {
 		{ID: "F-1", Kind: search.Finding, Seq: 1, Fields: []search.Field{{Name: "summary", Text: "我们使用数据库连接池来减少延迟"}}},
 		{ID: "F-2", Kind: search.Finding, Seq: 2, Fields: []search.Field{{Name: "summary", Text: "データベースの接続に失敗しました"}}},
 		{ID: "F-3", Kind: search.Finding, Seq: 3, Fields: []search.Field{{Name: "summary", Text: "数学据点 unrelated"}}},
+		{ID: "F-4", Kind: search.Finding, Seq: 4, Fields: []search.Field{{Name: "summary", Text: "การเชื่อมต่อฐานข้อมูลล้มเหลว"}}},
 	}
 	ix := search.New(newMemSpace(), docsOf(docs))
 	for _, d := range docs {
@@ -149,6 +151,9 @@ func TestSearchSpaceless(t *testing.T) {
 		{"接続 数据库", []string{"F-2", "F-1"}},
 		{"数据库连接池来减少延迟", []string{"F-1"}},
 		{"汉堡", nil},
+		{"ฐานข้อมูล", []string{"F-4"}},
+		{"ล้มเหลว", []string{"F-4"}},
+		{"ข้าว", nil},
 	} {
 		hits, err := ix.Search(c.query, search.Filter{})
 		if err != nil {

@@ -413,7 +413,7 @@ const choices = `
 - **learning_record.** Ids ` + "`L-0001`" + ` on. Quality gates, all ` + "`ERR_INVALID_INPUT`" + `: ` + "`pattern`" + ` at least 50
   characters and 6 distinct words, ` + "`context`" + ` at least 100 characters and 12 distinct words
   (padding such as one word repeated does not pass; in a script written without spaces — Chinese,
-  Japanese, Korean — each character is a word); the project must have a task
+  Japanese, Korean, Thai, Lao, Khmer, Myanmar — each character is a word); the project must have a task
   (` + "`ERR_PROJECT_NOT_FOUND`" + `); ` + "`source_task_id`" + ` must exist (` + "`ERR_TASK_NOT_FOUND`" + `) and be of that
   project. **Near-duplicate** (` + "`ERR_DUPLICATE`" + `, ` + "`details: {existing_id, similarity}`" + `, the most
   similar one): the text is pattern and context together, lower-cased and cut into words (runs of
@@ -447,7 +447,7 @@ const choices = `
   plainly) and case-folded as Unicode folds them (a word in capitals finds it in any case: ΟΔΌΣ
   finds οδός), a combining mark kept in its word,
   stop words dropped and English words Snowball-stemmed; text written without spaces (Chinese,
-  Japanese; Korean too) is indexed by its characters and their overlapping pairs, so 数据库 is
+  Japanese, Thai, Lao, Khmer, Myanmar; Korean too) is indexed by its characters and their overlapping pairs, so 数据库 is
   found inside a sentence and a query of one character finds it anywhere; ranking is BM25 (k1 1.2, b 0.75), ties
   newest first. The project searched is ` + "`project`" + `, else the server's ` + "`--project`" + `, else every
   project; ` + "`cross_project: true`" + ` searches every project. ` + "`as_of_seq`" + ` hides what was recorded
