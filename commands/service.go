@@ -382,17 +382,21 @@ type funcError struct{ err error }
 func (e *funcError) Error() string { return e.err.Error() }
 func (e *funcError) Unwrap() error { return e.err }
 
+// mayBeRecorded ends the reason of a call whose outcome is unknown: what
+// the agent is to do before calling again.
+const mayBeRecorded = ": the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again"
+
 func (s *Service) storageError(tool string, err error) error {
 	reason, unknown := "the ledger could not commit", false
 	var handed *outcomeUnknown
 	var ie *ledger.IntegrityError
 	switch {
 	case errors.As(err, &handed):
-		reason, unknown = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered: the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
+		reason, unknown = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered"+mayBeRecorded, true
 	case errors.Is(err, boltstore.ErrOutcomeUnknown):
-		reason, unknown = "the disk failed while this call was made durable (see the server's log): the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
+		reason, unknown = "the disk failed while this call was made durable (see the server's log)"+mayBeRecorded, true
 	case errors.Is(err, boltstore.ErrAppendUnknown):
-		reason, unknown = "the replicated log (NATS JetStream) neither took nor refused this call's events in time (see the server's log): the call may or may not be in the ledger; look for what it writes (or its tool.called event: logbook replay --type tool.called) before calling again", true
+		reason, unknown = "the replicated log (NATS JetStream) neither took nor refused this call's events in time (see the server's log)"+mayBeRecorded, true
 	case errors.Is(err, boltstore.ErrLogGone):
 		reason = "the replicated log (the NATS JetStream stream) no longer exists: it was deleted while this server ran, and is never made again by logbook (see the server's log). Nothing of this call was recorded, and nothing more is until the stream is restored or this node's copy is migrated into a new one (logbook migrate)"
 	case errors.Is(err, boltstore.ErrLogUnsafe):
