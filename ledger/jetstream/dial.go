@@ -2,11 +2,8 @@ package jetstream
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"io/fs"
 	"net/url"
 	"os"
 	"strings"
@@ -116,33 +113,21 @@ func (d Dial) options(name, creds, user, password string) []nats.Option {
 const maxFileBytes = 1 << 20
 
 // checkFiles refuses a credentials, certificate or key file of more than
-// maxFileBytes, or a device that never ends (/dev/zero), which nats.go
-// would read until the memory ran out. A file that does not open is left
-// to nats.go, which says why (and expands a leading ~).
+// maxFileBytes, or one that is not a regular file: nats.go would read a
+// device that never ends (/dev/zero) until the memory ran out, and wait
+// for ever to open a named pipe no one writes. A file that cannot be
+// looked at is left to nats.go, which says why (and expands a leading ~).
 func (d Dial) checkFiles() error {
 	for _, f := range []struct{ path, what string }{
 		{d.Creds, "a NATS credentials file"}, {d.SysCreds, "a NATS credentials file"},
 		{d.TLSCA, "a PEM CA certificate file"}, {d.TLSCert, "a PEM certificate file"}, {d.TLSKey, "a PEM key file"},
 	} {
-		if f.path == "" {
-			continue
-		}
-		if fi, err := os.Stat(f.path); err == nil && !fi.Mode().IsRegular() {
-			// Opening a named pipe waits for a writer, for ever.
-			return fmt.Errorf("%s is not a regular file: not %s", f.path, f.what)
-		}
-		file, err := os.Open(f.path)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			continue
-		} else if err != nil {
-			return err
-		}
-		n, err := io.Copy(io.Discard, io.LimitReader(file, maxFileBytes+1))
-		file.Close()
+		fi, err := os.Stat(f.path)
 		switch {
-		case err != nil:
-			return fmt.Errorf("%s: %w", f.path, err)
-		case n > maxFileBytes:
+		case f.path == "" || err != nil:
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%s is not a regular file: not %s", f.path, f.what)
+		case fi.Size() > maxFileBytes:
 			return fmt.Errorf("%s is larger than %d bytes: not %s", f.path, maxFileBytes, f.what)
 		}
 	}
