@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/domain"
@@ -30,7 +31,7 @@ var pages = []struct {
 	{"/sessions", []string{"A-0001", "A-0002", "security-review", "docs-lead", "finalized", "open"}},
 	{"/sessions/A-0001", []string{"release sign-off", "frozen", "task.updated", "logbook check-proof"}},
 	{"/sessions/A-0002", []string{"not finalized", "docs-lead"}},
-	{"/ledger", []string{"Verify now", "4 tasks, 2 audit sessions"}},
+	{"/ledger", []string{"Verify now", "4 tasks, 3 audit sessions"}},
 }
 
 // TestPages fetches every page with a token: each is a 200 HTML page with
@@ -189,7 +190,7 @@ func TestSessionsShowRoots(t *testing.T) {
 		list, err = views.Sessions(tx, "")
 		return err
 	})
-	if err != nil || len(list) != 2 {
+	if err != nil || len(list) != 3 {
 		t.Fatalf("sessions %v, %v", list, err)
 	}
 	_, all := f.get(t, "/sessions", testToken)
@@ -382,6 +383,41 @@ func TestPagesRefuseIncompleteProjections(t *testing.T) {
 	for _, path := range []string{"/", "/tasks/T-0001", "/sessions", "/sessions/A-0001", "/ledger"} {
 		if res, body := f.get(t, path, testToken); res.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "could not be read") {
 			t.Errorf("%s without projections: status %d, want the error page (500)", path, res.StatusCode)
+		}
+	}
+}
+
+// TestNoBidiControls: no page carries a bidirectional control character
+// from the ledger's text: each is a space, as in the terminal views. An
+// agent's override made "approved: \u202eon\u202c" read "approved: no", and one
+// left open in a label or an assignee reordered the text after it (the
+// next label, the rest of the line).
+func TestNoBidiControls(t *testing.T) {
+	isBidi := func(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }
+	for name := range parsePages() {
+		raw, _ := templateFS.ReadFile("templates/" + name + ".html")
+		if strings.ContainsFunc(string(raw), isBidi) {
+			t.Errorf("the template %s holds a bidirectional control: the console would blank it", name)
+		}
+	}
+	f := newFixture(t)
+	paths := []string{"/tasks/T-0004", "/sessions/A-0003"}
+	for _, p := range pages {
+		paths = append(paths, p.path)
+	}
+	for _, path := range paths {
+		res, body := f.get(t, path, testToken)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", path, res.StatusCode)
+		}
+		if i := strings.IndexFunc(body, isBidi); i >= 0 {
+			t.Errorf("%s: a bidirectional control in %q", path, body[max(0, i-40):min(len(body), i+40)])
+		}
+	}
+	_, body := f.get(t, "/tasks/T-0004", testToken)
+	for _, w := range []string{"approved:  on  amount 100", "alice ", "a" + strings.Repeat(" ", len([]rune(bidiText))) + ", b"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the task page lacks %q", w)
 		}
 	}
 }

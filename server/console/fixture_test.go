@@ -23,6 +23,10 @@ const testToken = "lbk_test_token"
 // hostileTitle must render as text, never as markup.
 const hostileTitle = `<script>alert(1)</script>`
 
+// bidiText holds every bidirectional control character (an override shows
+// "on" as "no"; one left open reorders the text after it).
+const bidiText = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
 // fixture is a populated ledger served by a console.
 type fixture struct {
 	store *boltstore.Store
@@ -94,6 +98,10 @@ func newFixture(t testing.TB) *fixture {
 	call("task_update", map[string]any{"task_id": h, "status": "todo"})
 	call("thought_record", map[string]any{"task_id": h, "type": "discovery", "content": `"><script>alert(3)</script>`})
 	call("task_update", map[string]any{"task_id": h, "status": "blocked", "blocked_reason": "</dd><script>alert(4)</script>"})
+	// Bidirectional controls, which would reorder the text around them.
+	call("task_update", map[string]any{"task_id": h, "assignee": "alice" + bidiText, "labels": []string{"a" + bidiText, "b"}})
+	call("thought_record", map[string]any{"task_id": h, "type": "decision", "content": "approved: \u202eon\u202c amount 100" + bidiText})
+	call("audit_session_start", map[string]any{"task_id": h, "auditor_id": "rev" + bidiText, "reason": "why" + bidiText})
 
 	auth := func(_ context.Context, tok string) (bool, error) { return tok == testToken, nil }
 	f := &fixture{store: l, srv: httptest.NewServer(New(Options{Store: l, Authenticate: auth, ScratchDir: t.TempDir()}))}
