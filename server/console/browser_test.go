@@ -106,13 +106,18 @@ func TestBrowser(t *testing.T) {
 		}
 		var text string
 		var shot []byte
+		var wider bool
 		err := chromedp.Run(ctx,
 			chromedp.Navigate(f.srv.URL+p.path),
 			chromedp.WaitVisible("footer"),
 			chromedp.Text("main", &text, chromedp.ByQuery),
+			chromedp.Evaluate(`document.documentElement.scrollWidth > document.documentElement.clientWidth`, &wider),
 			chromedp.FullScreenshot(&shot, 100))
 		if err != nil {
 			t.Fatalf("%s: %v", p.path, err)
+		}
+		if wider {
+			t.Errorf("%s: the page is wider than the window (text without a space does not wrap)", p.path)
 		}
 		for _, w := range p.want {
 			if !strings.Contains(text, strings.ReplaceAll(w, "\n", " ")) && !strings.Contains(text, w) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ const testToken = "lbk_test_token"
 
 // hostileTitle must render as text, never as markup.
 const hostileTitle = `<script>alert(1)</script>`
+
+// longWord is text without a space, as long as an assignee may be.
+var longWord = strings.Repeat("x", 128)
 
 // bidiText holds every bidirectional control character (an override shows
 // "on" as "no"; one left open reorders the text after it).
@@ -94,6 +98,7 @@ func newFixture(t testing.TB) *fixture {
 	call("merkle_finalize", map[string]any{"session_id": s1})
 	call("audit_session_start", map[string]any{"task_id": c, "auditor_id": "docs-lead"})
 	call("task_update", map[string]any{"task_id": c, "status": "todo"})
+	call("task_update", map[string]any{"task_id": c, "assignee": longWord}) // wraps: no page wider than the window
 	h := call("task_create", map[string]any{"title": hostileTitle, "project": "docs", "description": `<img src=x onerror=alert(2)>`})["task_id"]
 	call("task_update", map[string]any{"task_id": h, "status": "todo"})
 	call("thought_record", map[string]any{"task_id": h, "type": "discovery", "content": `"><script>alert(3)</script>`})
@@ -101,7 +106,7 @@ func newFixture(t testing.TB) *fixture {
 	// Bidirectional controls, which would reorder the text around them.
 	call("task_update", map[string]any{"task_id": h, "assignee": "alice" + bidiText, "labels": []string{"a" + bidiText, "b"}})
 	call("thought_record", map[string]any{"task_id": h, "type": "decision", "content": "approved: \u202eon\u202c amount 100" + bidiText})
-	call("audit_session_start", map[string]any{"task_id": h, "auditor_id": "rev" + bidiText, "reason": "why" + bidiText})
+	call("audit_session_start", map[string]any{"task_id": h, "auditor_id": "rev" + bidiText + longWord[:100], "reason": "why" + bidiText})
 
 	auth := func(_ context.Context, tok string) (bool, error) { return tok == testToken, nil }
 	f := &fixture{store: l, srv: httptest.NewServer(New(Options{Store: l, Authenticate: auth, ScratchDir: t.TempDir()}))}
