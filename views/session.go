@@ -166,7 +166,7 @@ func (s *Screen) SessionList(list []SessionSummary) error {
 // prove a leaf is in the ledger; db is the ledger file they name ("" when
 // it is the default one).
 func (s *Screen) Session(v *Session, db string) error {
-	fmt.Fprintf(s.W, "%s  audit of %s by %s\n", v.SessionID, v.TaskID, clean(v.AuditorID))
+	s.printf("%s  audit of %s by %s\n", v.SessionID, v.TaskID, v.AuditorID)
 	s.field("state", "%s", s.paint(v.State(), v.State()))
 	s.field("scope", "%s", v.Scope)
 	if v.Reason != "" {
@@ -188,7 +188,7 @@ func (s *Screen) Session(v *Session, db string) error {
 		s.field("root", "%s (of the leaves so far; not finalized)", v.Root)
 		s.field("ledger", "size %d, root %s (now)", v.LedgerSize, v.LedgerRoot)
 	}
-	fmt.Fprintf(s.W, "\nLeaves (%d):\n", len(v.LeafList))
+	s.printf("\nLeaves (%d):\n", len(v.LeafList))
 	t := &Table{Header: []string{"SEQ", "HASH", "TYPE", "TASKS"}, Flex: 3, Painted: -1, Right: map[int]bool{0: true}}
 	if v.Finalized && v.SealedTask != "" {
 		t.Header = append(t.Header[:3:3], "SEALED", "TASKS")
@@ -209,14 +209,13 @@ func (s *Screen) Session(v *Session, db string) error {
 	if !v.Finalized {
 		when = "the ledger as it is now (it grows: take the size and root you trust)"
 	}
-	fmt.Fprintf(s.W, "\nProve that a leaf (here seq %d) is in %s:\n", seq, when)
+	s.printf("\nProve that a leaf (here seq %d) is in %s:\n", seq, when)
 	dbArg := ""
 	if db != "" {
 		dbArg = " --db " + shellQuote(db)
 	}
-	fmt.Fprintf(s.W, "  logbook prove inclusion%s --seq %d --size %d --out leaf-%d.json\n", dbArg, seq, v.LedgerSize, seq)
-	_, err := fmt.Fprintf(s.W, "  logbook check-proof leaf-%d.json --root %s --size %d\n", seq, v.LedgerRoot, v.LedgerSize)
-	return err
+	s.printf("  logbook prove inclusion%s --seq %d --size %d --out leaf-%d.json\n", dbArg, seq, v.LedgerSize, seq)
+	return s.printf("  logbook check-proof leaf-%d.json --root %s --size %d\n", seq, v.LedgerRoot, v.LedgerSize)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs quoting.

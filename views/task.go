@@ -198,27 +198,27 @@ func (s *Screen) TaskList(list []projections.Task) error {
 // Task prints the task, then its timeline as a table, oldest first.
 func (s *Screen) Task(v *Task) error {
 	t := v.Task
-	fmt.Fprintf(s.W, "%s  %s\n", t.ID, clean(t.Title))
+	s.printf("%s  %s\n", t.ID, t.Title)
 	s.field("status", "%s · priority %s · progress %d%%", s.paint(t.Status, t.Status), orDash(t.Priority), t.Progress)
-	s.field("project", "%s", clean(t.Project))
+	s.field("project", "%s", t.Project)
 	if t.ParentID != "" || len(v.Children) > 0 {
 		s.field("family", "parent %s · sub-tasks %s", orDash(t.ParentID), orDash(strings.Join(v.Children, ", ")))
 	}
 	if t.Assignee != "" || len(t.Labels) > 0 {
-		s.field("assigned", "%s · labels %s", orDash(clean(t.Assignee)), orDash(clean(strings.Join(t.Labels, ", "))))
+		s.field("assigned", "%s · labels %s", orDash(t.Assignee), orDash(strings.Join(t.Labels, ", ")))
 	}
 	if t.BlockedReason != "" {
 		s.field("blocked", "%s", firstLine(t.BlockedReason))
 	}
-	s.field("created", "%s by %s (seq %d)", t.CreatedAt, clean(t.CreatedBy), t.CreatedSeq)
-	s.field("updated", "%s by %s (seq %d)", t.UpdatedAt, clean(t.UpdatedBy), t.Seq)
+	s.field("created", "%s by %s (seq %d)", t.CreatedAt, t.CreatedBy, t.CreatedSeq)
+	s.field("updated", "%s by %s (seq %d)", t.UpdatedAt, t.UpdatedBy, t.Seq)
 	if len(v.Sessions) > 0 {
 		s.field("audits", "%s (logbook show A-…)", strings.Join(v.Sessions, ", "))
 	}
 	if d := firstLine(t.Description); d != "" {
 		s.field("about", "%s", cut(d, s.Width-14))
 	}
-	fmt.Fprintf(s.W, "\nTimeline, oldest first (%s, %s):\n", plural(len(v.Timeline), "step"), plural(int(t.Thoughts), "thought"))
+	s.printf("\nTimeline, oldest first (%s, %s):\n", plural(len(v.Timeline), "step"), plural(int(t.Thoughts), "thought"))
 	tb := &Table{Header: []string{"SEQ", "HASH", "TIME (UTC)", "ACTOR", "WHAT"}, Flex: 4, Wrap: 3, Painted: -1, Right: map[int]bool{0: true}}
 	for _, st := range v.Timeline {
 		tb.Rows = append(tb.Rows, []string{fmt.Sprint(st.Seq), shortHash(st.Hash), shortTime(st.Time), st.Actor, st.what()})

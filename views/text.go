@@ -43,14 +43,34 @@ var colours = map[string]string{
 	"review": "35", "done": "32", "cancelled": "2;9", "open": "33", "finalized": "32",
 }
 
-// paint wraps text in the colour of status (a task status, or a session's
-// open/finalized) when colour is on.
-func (s *Screen) paint(status, text string) string {
+// painted is text, cleaned, in the escape codes of its colour: printf
+// prints it as it is.
+type painted string
+
+// paint wraps text (cleaned) in the colour of status (a task status, or a
+// session's open/finalized) when colour is on.
+func (s *Screen) paint(status, text string) painted {
+	text = clean(text)
 	sgr := colours[status]
 	if !s.Color || sgr == "" {
-		return text
+		return painted(text)
 	}
-	return "\x1b[" + sgr + "m" + text + "\x1b[0m"
+	return painted("\x1b[" + sgr + "m" + text + "\x1b[0m")
+}
+
+// printf prints format with args, each string among them cleaned: a view
+// prints the ledger's text, any of which (an id, a status, a time, as a
+// ledger written before its text was checked or forged may hold them) must
+// never drive the reader's terminal. The only escape codes a view writes
+// are its colours (painted).
+func (s *Screen) printf(format string, args ...any) error {
+	for i, a := range args {
+		if str, ok := a.(string); ok {
+			args[i] = clean(str)
+		}
+	}
+	_, err := fmt.Fprintf(s.W, format, args...)
+	return err
 }
 
 // Table is rows under a header, columns padded to their widest cell.
@@ -98,7 +118,7 @@ func (s *Screen) Print(t *Table) error {
 				c += pad
 			}
 			if !header && i == t.Painted {
-				c = s.paint(row[i], c)
+				c = string(s.paint(row[i], c))
 			}
 			b.WriteString(c)
 			if i < len(row)-1 {
@@ -193,9 +213,9 @@ func orDash(s string) string {
 	return s
 }
 
-// field prints one "label: value" line of a detail view.
+// field prints one "label: value" line of a detail view (printf).
 func (s *Screen) field(label, format string, args ...any) {
-	fmt.Fprintf(s.W, "  %-10s %s\n", label+":", fmt.Sprintf(format, args...))
+	s.printf("  %-10s "+format+"\n", append([]any{label + ":"}, args...)...)
 }
 
 // plural is "1 step", "2 steps".

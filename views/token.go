@@ -32,7 +32,9 @@ func TokenList(w io.Writer, list []projections.Token) error {
 		if t.RevokedSeq != 0 {
 			state = fmt.Sprintf("revoked at %d", t.RevokedSeq)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", t.SHA256, t.Agent, TokenScope(t), t.Issuer, t.IssuedSeq, state)
+		// A name of a ledger written before names were checked may hold
+		// a control, and a tab would shift the columns.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", clean(t.SHA256), clean(t.Agent), clean(TokenScope(t)), clean(t.Issuer), t.IssuedSeq, state)
 	}
 	return tw.Flush()
 }
