@@ -279,12 +279,22 @@ func TestProofDownload(t *testing.T) {
 	if p, err := audit.DecodeProof([]byte(body)); err != nil || p.TreeSize != head {
 		t.Errorf("default size: %v, %v", p, err)
 	}
-	for q, code := range map[string]int{
-		"/proofs/0": 400, "/proofs/x": 400, "/proofs/1?size=-1": 400,
-		"/proofs/" + itoa(head+1): 404, "/proofs/5?size=4": 404, "/proofs/1?size=" + itoa(head+1): 404,
+	// Each refusal says what is wrong: a size beyond the head was "no
+	// event 1 in a ledger of 99 events" of a ledger of fewer, and a size of
+	// 0 ("must be a positive integer") was taken as the whole ledger.
+	for q, want := range map[string]struct {
+		code int
+		says string
+	}{
+		"/proofs/0": {400, "the seq must be a positive integer"}, "/proofs/x": {400, "the seq must be a positive integer"},
+		"/proofs/1?size=-1": {400, "the size must be a positive integer"}, "/proofs/1?size=0": {400, "the size must be a positive integer"},
+		"/proofs/1?size=":                {400, "the size must be a positive integer"},
+		"/proofs/" + itoa(head+1):        {404, "seq " + itoa(head+1) + " is beyond the tree size " + itoa(head)},
+		"/proofs/5?size=4":               {404, "seq 5 is beyond the tree size 4"},
+		"/proofs/1?size=" + itoa(head+1): {404, "size " + itoa(head+1) + " is beyond the head " + itoa(head)},
 	} {
-		if res, _ := f.get(t, q, testToken); res.StatusCode != code {
-			t.Errorf("%s: status %d, want %d", q, res.StatusCode, code)
+		if res, body := f.get(t, q, testToken); res.StatusCode != want.code || !strings.Contains(body, want.says) {
+			t.Errorf("%s: status %d %q, want %d %q", q, res.StatusCode, body, want.code, want.says)
 		}
 	}
 }

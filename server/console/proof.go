@@ -21,15 +21,16 @@ func (c *console) proof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var size uint64
-	if s := r.URL.Query().Get("size"); s != "" {
-		if size, err = strconv.ParseUint(s, 10, 64); err != nil {
+	q := r.URL.Query()
+	if q.Has("size") {
+		if size, err = strconv.ParseUint(q.Get("size"), 10, 64); err != nil || size == 0 {
 			http.Error(w, "the size must be a positive integer", http.StatusBadRequest)
 			return
 		}
 	}
 	var p *audit.Proof
 	err = c.opts.Store.View(func(tx *boltstore.Tx) error {
-		if size == 0 {
+		if !q.Has("size") {
 			size = tx.Head().Seq
 		}
 		var err error
@@ -37,7 +38,8 @@ func (c *console) proof(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if oe := (*audit.OptionError)(nil); errors.As(err, &oe) {
-		http.Error(w, fmt.Sprintf("no event %d in a ledger of %d events", seq, size), http.StatusNotFound)
+		// "size 99 is beyond the head 45", "seq 9 is beyond the tree size 4"
+		http.Error(w, "no such proof: "+oe.Error(), http.StatusNotFound)
 		return
 	}
 	var raw []byte
