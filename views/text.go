@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/term"
+	eaw "golang.org/x/text/width"
 )
 
 // Screen is where a human view is printed: its width, and whether colour
@@ -91,7 +92,7 @@ func (s *Screen) Print(t *Table) error {
 	widths := make([]int, len(t.Header))
 	for _, row := range append([][]string{t.Header}, t.Rows...) {
 		for i, c := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(clean(c)))
+			widths[i] = max(widths[i], width(clean(c)))
 		}
 	}
 	used := 0
@@ -111,7 +112,7 @@ func (s *Screen) Print(t *Table) error {
 				c, more = lines[0], lines[1:]
 			}
 			c = cut(c, widths[i])
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			pad := strings.Repeat(" ", widths[i]-width(c))
 			if t.Right[i] {
 				c = pad + c
 			} else if i < len(row)-1 {
@@ -138,15 +139,18 @@ func (s *Screen) Print(t *Table) error {
 	return err
 }
 
-// wrap splits s at spaces into lines of at most n runes, at most max of
-// them; the last is cut with "…" when s does not fit.
+// wrap splits s at spaces into lines at most n columns wide, at most max
+// of them; the last is cut with "…" when s does not fit.
 func wrap(s string, n, max int) []string {
 	var lines []string
-	for len(lines) < max-1 && utf8.RuneCountInString(s) > n {
-		r := []rune(s)
-		at := strings.LastIndex(string(r[:n+1]), " ")
-		if at <= 0 {
-			at = len(string(r[:n]))
+	for len(lines) < max-1 && width(s) > n {
+		at := fits(s, n) // < len(s): s is wider than n
+		if s[at] != ' ' {
+			if sp := strings.LastIndex(s[:at], " "); sp > 0 {
+				at = sp
+			} else if at == 0 {
+				_, at = utf8.DecodeRuneInString(s) // a character wider than n
+			}
 		}
 		lines = append(lines, strings.TrimRight(s[:at], " "))
 		s = strings.TrimLeft(s[at:], " ")
@@ -154,16 +158,52 @@ func wrap(s string, n, max int) []string {
 	return append(lines, cut(s, n))
 }
 
-// cut shortens s to at most n runes, ending it with "…" when it was cut.
+// cut shortens s to at most n columns, ending it with "…" when it was cut.
 func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
+	if width(s) <= n {
 		return s
 	}
 	if n < 1 {
 		return ""
 	}
-	r := []rune(s)
-	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+	return strings.TrimRight(s[:fits(s, n-1)], " ") + "…"
+}
+
+// fits is the length in bytes of the longest start of s at most n columns
+// wide, with the zero-width characters that follow it.
+func fits(s string, n int) int {
+	w := 0
+	for i, r := range s {
+		if w += runeWidth(r); w > n {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// width is how many columns s takes on a terminal (runeWidth).
+func width(s string) int {
+	w := 0
+	for _, r := range s {
+		w += runeWidth(r)
+	}
+	return w
+}
+
+// runeWidth is how many columns a terminal gives r: none to a combining
+// mark or a format character (a zero-width joiner or space, a variation
+// selector), two to a wide East Asian character (Chinese, Japanese,
+// Korean) or an emoji, one to the rest. (A sequence of emoji joined into
+// one picture is counted as its parts: terminals differ on it.)
+func runeWidth(r rune) int {
+	if unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf) {
+		return 0
+	}
+	switch eaw.LookupRune(r).Kind() {
+	case eaw.EastAsianWide, eaw.EastAsianFullwidth:
+		return 2
+	}
+	return 1
 }
 
 // clean replaces control characters (newlines, tabs, escape sequences an

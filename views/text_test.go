@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,6 +90,45 @@ func TestVerifyReportCounts(t *testing.T) {
 		VerifyReport(&b, &audit.Report{OK: true, Size: c.size, Nodes: c.nodes})
 		if !strings.Contains(b.String(), c.want) {
 			t.Errorf("%d events, %d nodes: %q, want it to hold %q", c.size, c.nodes, b.String(), c.want)
+		}
+	}
+}
+
+// TestTableWidth: a table's columns are measured in the columns a terminal
+// gives each character, not in characters: none for a combining mark or a
+// zero-width joiner, two for a Chinese character or an emoji. Before, "éé"
+// written with combining accents was four wide and shifted the columns,
+// and a Chinese title cut at 20 characters took 40 columns, past the
+// screen's width.
+func TestTableWidth(t *testing.T) {
+	var b bytes.Buffer
+	s := &Screen{W: &b, Width: 30}
+	err := s.Print(&Table{Header: []string{"ID", "WHO", "TITLE"}, Flex: 2, Painted: -1, Rows: [][]string{
+		{"T-1", "e\u0301e\u0301", "数据库连接失败数据库连接失败数据库连接失败"},
+		{"T-2", "👍", "ok"},
+		{"T-3", "bob", "a 数据库连接失败数据库连接失败"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ID   WHO  TITLE\n" +
+		"T-1  e\u0301e\u0301   数据库连接失败数据…\n" +
+		"T-2  👍   ok\n" +
+		"T-3  bob  a 数据库连接失败数…\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	for _, c := range []struct {
+		s     string
+		n     int
+		lines []string
+	}{
+		{"数据库 连接失败数据库", 8, []string{"数据库", "连接失败", "数据库"}},
+		{"数据库连接失败数据库", 8, []string{"数据库连", "接失败数", "据库"}},
+		{"数据库连接失败数据库连接失败", 8, []string{"数据库连", "接失败数", "据库连…"}},
+	} {
+		if got := wrap(c.s, c.n, 3); !slices.Equal(got, c.lines) {
+			t.Errorf("wrap(%q, %d) = %q, want %q", c.s, c.n, got, c.lines)
 		}
 	}
 }
