@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -52,9 +53,12 @@ func TestViewsNeverPassControls(t *testing.T) {
 	var sum SessionSummary
 	var tok projections.Token
 	var ptask projections.Task
-	for _, v := range []any{&task, &ses, &sum, &tok, &ptask} {
+	var failed, passed audit.Report // what verify found in a forged ledger
+	for _, v := range []any{&task, &ses, &sum, &tok, &ptask, &failed, &passed} {
 		fill(reflect.ValueOf(v))
 	}
+	passed.OK = true
+	passed.Projections.Checked = false // its note is printed
 	for _, color := range []bool{false, true} {
 		for name, print := range map[string]func(s *Screen) error{
 			"Task":        func(s *Screen) error { return s.Task(&task) },
@@ -62,6 +66,8 @@ func TestViewsNeverPassControls(t *testing.T) {
 			"Session":     func(s *Screen) error { return s.Session(&ses, hostile) },
 			"SessionList": func(s *Screen) error { return s.SessionList([]SessionSummary{sum, sum}) },
 			"TokenList":   func(s *Screen) error { return TokenList(s.W, []projections.Token{tok, tok}) },
+			"VerifyFAIL":  func(s *Screen) error { VerifyReport(s.W, &failed); return nil },
+			"VerifyOK":    func(s *Screen) error { VerifyReport(s.W, &passed); return nil },
 		} {
 			var b bytes.Buffer
 			if err := print(&Screen{W: &b, Width: 80, Color: color}); err != nil {

@@ -59,15 +59,21 @@ func (s *Screen) paint(status, text string) painted {
 	return painted("\x1b[" + sgr + "m" + text + "\x1b[0m")
 }
 
-// printf prints format with args, each string among them cleaned: a view
-// prints the ledger's text, any of which (an id, a status, a time, as a
-// ledger written before its text was checked or forged may hold them) must
-// never drive the reader's terminal. The only escape codes a view writes
-// are its colours (painted).
+// printf prints format with args, each string, error and Stringer among
+// them cleaned: a view prints the ledger's text, any of which (an id, a
+// status, a time, as a ledger written before its text was checked or forged
+// may hold them; a problem verify found in it) must never drive the
+// reader's terminal. The only escape codes a view writes are its colours
+// (painted).
 func (s *Screen) printf(format string, args ...any) error {
 	for i, a := range args {
-		if str, ok := a.(string); ok {
-			args[i] = clean(str)
+		switch a := a.(type) {
+		case string:
+			args[i] = clean(a)
+		case error:
+			args[i] = clean(a.Error())
+		case fmt.Stringer:
+			args[i] = clean(a.String())
 		}
 	}
 	_, err := fmt.Fprintf(s.W, format, args...)
