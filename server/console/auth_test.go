@@ -1,10 +1,12 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPagesNeedAToken: without an accepted token every page is the login
@@ -214,22 +216,78 @@ func TestLoginAgainEndsTheEarlierSession(t *testing.T) {
 }
 
 // TestSessionsCapped: the console keeps at most maxSessions logins; one
-// more forgets the oldest.
+// more forgets the login used longest ago, not the oldest login.
 func TestSessionsCapped(t *testing.T) {
 	var s sessions
 	first := s.add("a")
 	second := s.add("b")
-	for range maxSessions - 1 {
-		s.add("c")
+	if _, ok := s.token(first); !ok { // the first login is used again
+		t.Fatal("the first login is not kept")
+	}
+	for i := range maxSessions - 1 {
+		s.add(fmt.Sprintf("t%d", i))
 	}
 	if len(s.byID) != maxSessions {
 		t.Fatalf("%d sessions kept", len(s.byID))
 	}
-	if _, ok := s.token(first); ok {
-		t.Error("the oldest login is kept beyond the cap")
+	if _, ok := s.token(second); ok {
+		t.Error("the login used longest ago is kept beyond the cap")
 	}
-	if tok, ok := s.token(second); !ok || tok != "b" {
-		t.Errorf("the second login: %q %v", tok, ok)
+	if tok, ok := s.token(first); !ok || tok != "a" {
+		t.Errorf("the oldest login, used since: %q %v", tok, ok)
+	}
+}
+
+// TestSessionsPerToken: one token's logins beyond maxPerToken forget that
+// token's least recently used ones, never another token's.
+func TestSessionsPerToken(t *testing.T) {
+	var s sessions
+	other := s.add("other")
+	var mine []string
+	for range maxPerToken + 5 {
+		mine = append(mine, s.add("t"))
+	}
+	if _, ok := s.token(other); !ok {
+		t.Error("another token's login was pushed out by one token's logins")
+	}
+	kept := 0
+	for i, id := range mine {
+		_, ok := s.token(id)
+		if ok {
+			kept++
+		}
+		if i < 5 && ok {
+			t.Errorf("login %d of the token, used longest ago, is kept", i)
+		}
+	}
+	if kept != maxPerToken {
+		t.Errorf("%d logins of one token kept, want %d", kept, maxPerToken)
+	}
+}
+
+// TestSessionsIdle: a login no request used for idleTimeout ends; each use
+// keeps it for another idleTimeout.
+func TestSessionsIdle(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := sessions{now: func() time.Time { return now }}
+	id := s.add("a")
+	idle := s.add("b")
+	for range 3 {
+		now = now.Add(idleTimeout - time.Minute)
+		if _, ok := s.token(id); !ok {
+			t.Fatal("a login used within the idle timeout ended")
+		}
+	}
+	if _, ok := s.token(idle); ok {
+		t.Error("a login idle for longer than the timeout still works")
+	}
+	now = now.Add(idleTimeout)
+	if _, ok := s.token(id); ok {
+		t.Error("a login idle for the timeout still works")
+	}
+	s.add("c")
+	if len(s.byID) != 1 {
+		t.Errorf("%d sessions kept after a login; the idle ones should be forgotten", len(s.byID))
 	}
 }
 

@@ -4,11 +4,22 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"sync"
+	"time"
 )
 
-// maxSessions bounds the logins the console keeps: one more forgets the
-// oldest (its browser logs in again).
-const maxSessions = 4096
+const (
+	// maxSessions bounds the logins the console keeps: one more forgets
+	// the login used longest ago (its browser logs in again).
+	maxSessions = 4096
+	// maxPerToken bounds the logins of one token: one more forgets that
+	// token's login used longest ago, so that a token's holder logging in
+	// again and again cannot push every other token's logins out.
+	maxPerToken = 64
+	// idleTimeout ends a login no request has used for this long: a
+	// browser left logged in on a shared machine does not read the ledger
+	// for as long as the server runs.
+	idleTimeout = 12 * time.Hour
+)
 
 // sessions are the console's logins, in this process's memory only: the
 // cookie holds a random id, never the token, which is a bearer credential
@@ -17,16 +28,26 @@ const maxSessions = 4096
 // a logged-in browser visited (another local service, or one an agent
 // started to lure its auditor): that server could then call every tool as
 // the token's agent. An id reads the console of this server, while it
-// runs, and nothing else. A restart logs every browser out.
+// runs and the login is used, and nothing else. A restart logs every
+// browser out.
 type sessions struct {
 	mu   sync.Mutex
-	byID map[string]session
-	n    uint64 // logins so far
+	byID map[string]*session
+	n    uint64           // uses so far (logins and requests): the recency order
+	now  func() time.Time // the clock; nil is time.Now
 }
 
 type session struct {
 	token string
-	n     uint64 // when it logged in, for the cap
+	used  uint64    // when it was last used, in uses: for the caps
+	last  time.Time // when it was last used: for idleTimeout
+}
+
+func (s *sessions) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 // add records a login with token and returns its id.
@@ -37,29 +58,59 @@ func (s *sessions) add(token string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byID == nil {
-		s.byID = make(map[string]session)
+		s.byID = make(map[string]*session)
+	}
+	now := s.clock()
+	mine := 0
+	for id, ses := range s.byID {
+		switch {
+		case now.Sub(ses.last) >= idleTimeout:
+			delete(s.byID, id)
+		case ses.token == token:
+			mine++
+		}
+	}
+	if mine >= maxPerToken {
+		s.forgetLeastRecent(token)
 	}
 	if len(s.byID) >= maxSessions {
-		oldest, min := "", ^uint64(0)
-		for id, ses := range s.byID {
-			if ses.n < min {
-				oldest, min = id, ses.n
-			}
-		}
-		delete(s.byID, oldest)
+		s.forgetLeastRecent("")
 	}
 	s.n++
-	s.byID[id] = session{token: token, n: s.n}
+	s.byID[id] = &session{token: token, used: s.n, last: now}
 	return id
 }
 
-// token is the token session id logged in with; false if there is no such
-// session (never one, logged out, forgotten, or from before a restart).
+// forgetLeastRecent forgets the login used longest ago: of token, or of
+// any token if token is "".
+func (s *sessions) forgetLeastRecent(token string) {
+	oldest, min := "", ^uint64(0)
+	for id, ses := range s.byID {
+		if (token == "" || ses.token == token) && ses.used < min {
+			oldest, min = id, ses.used
+		}
+	}
+	delete(s.byID, oldest)
+}
+
+// token is the token session id logged in with, and marks the session
+// used; false if there is no such session (never one, logged out,
+// forgotten, idle for idleTimeout, or from before a restart).
 func (s *sessions) token(id string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ses, ok := s.byID[id]
-	return ses.token, ok
+	if !ok {
+		return "", false
+	}
+	now := s.clock()
+	if now.Sub(ses.last) >= idleTimeout {
+		delete(s.byID, id)
+		return "", false
+	}
+	s.n++
+	ses.used, ses.last = s.n, now
+	return ses.token, true
 }
 
 func (s *sessions) drop(id string) {
