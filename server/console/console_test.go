@@ -2,6 +2,7 @@ package console
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -428,5 +429,23 @@ func TestNoBidiControls(t *testing.T) {
 		if !strings.Contains(body, w) {
 			t.Errorf("the task page lacks %q", w)
 		}
+	}
+}
+
+// TestVerifyEventNoBidi: a verify event carries no bidirectional control
+// from the ledger's text (a problem's detail quotes it), and stays JSON.
+func TestVerifyEventNoBidi(t *testing.T) {
+	var buf bytes.Buffer
+	if err := writeEvent(&buf, "report", map[string]string{"detail": "approved: \u202eon\u202c amount 100"}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.ContainsFunc(out, func(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }) {
+		t.Errorf("the event carries a bidirectional control: %q", out)
+	}
+	data, ok := strings.CutPrefix(strings.TrimSuffix(out, "\n\n"), "event: report\ndata: ")
+	var v map[string]string
+	if !ok || json.Unmarshal([]byte(data), &v) != nil || v["detail"] != "approved:  on  amount 100" {
+		t.Errorf("event %q: %v", out, v)
 	}
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 
@@ -35,14 +36,12 @@ func (c *console) verify(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	var mu sync.Mutex // Verify may report progress from its reading goroutine
 	send := func(event string, v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := writeEvent(w, event, v); err != nil {
 			c.log.Error("console: verify event", "err", err)
 			return
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
 		fl.Flush()
 	}
 	if !c.verifying.TryLock() {
@@ -79,4 +78,16 @@ func (c *console) verify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	send("report", rep)
+}
+
+// writeEvent writes v as one Server-Sent Event, its bidirectional controls
+// blanked as in the pages (noBidi): a problem's detail may quote the
+// ledger's text, and the page shows it as it comes.
+func writeEvent(w io.Writer, event string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, noBidi(b))
+	return err
 }
