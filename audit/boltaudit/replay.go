@@ -2,6 +2,7 @@ package boltaudit
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -226,7 +227,8 @@ func Replay(ctx context.Context, l *boltstore.Store, w io.Writer, opts ReplayOpt
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	defer bw.Flush()
-	enc := json.NewEncoder(bw)
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
 	rp := NewReplayer(l, opts.From, opts.Chunk)
 	for {
 		var end uint64
@@ -251,7 +253,12 @@ func Replay(ctx context.Context, l *boltstore.Store, w io.Writer, opts ReplayOpt
 				if !opts.Filter.Match(r) {
 					return nil
 				}
-				return enc.Encode(LineOf(r))
+				line.Reset()
+				if err := enc.Encode(LineOf(r)); err != nil {
+					return err
+				}
+				_, err := bw.Write(audit.SafeJSON(line.Bytes()))
+				return err
 			})
 			if errors.Is(err, ledger.ErrMalformed) {
 				err = fmt.Errorf("seq %d: %w", rp.Next(), err)

@@ -78,13 +78,14 @@ func exitCode(err error) int {
 	return exitUsage
 }
 
-// writeJSON writes v as one line of JSON.
+// writeJSON writes v as one line of JSON, safe for a terminal
+// (audit.SafeJSON).
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	_, err = w.Write(append(audit.SafeJSON(b), '\n'))
 	return err
 }
 

@@ -285,3 +285,36 @@ func TestHugeChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaySafeForTerminal: replay and a --json output write a C1 control
+// (U+009B is CSI to a terminal) or a bidirectional override held in the
+// ledger's text as a \u escape, never as the character: thought metadata
+// is free-form, and an old or forged ledger holds anything. The values read
+// back are the ledger's own.
+func TestReplaySafeForTerminal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	w := newLedger(t, path, "agent-a")
+	id := w.call("task_create", map[string]any{"title": "t", "project": "p"})["task_id"]
+	hostile := "\u009b2J \u202eon\u202c"
+	w.call("thought_record", map[string]any{"task_id": id, "type": "analysis", "content": "c", "metadata": map[string]any{"k": hostile}})
+	w.l.Close()
+	bad := func(r rune) bool { return (r >= 0x80 && r <= 0x9f) || r == '\u202e' || r == '\u202c' }
+	r := run(t, "replay", "--db", path, "--type", "thought.recorded")
+	wantExit(t, r, 0, "replay")
+	if strings.ContainsFunc(r.stdout, bad) || !strings.Contains(r.stdout, `\u009b`) {
+		t.Errorf("replay wrote the controls as they are: %q", r.stdout)
+	}
+	lines := replayLines(t, r)
+	var meta map[string]string // the payload holds the metadata's JSON text
+	if len(lines) != 1 {
+		t.Fatalf("replay: %d thoughts", len(lines))
+	}
+	if s, _ := lines[0].field("metadata").(string); json.Unmarshal([]byte(s), &meta) != nil || meta["k"] != hostile {
+		t.Errorf("replay's metadata reads back as %q", lines[0].field("metadata"))
+	}
+	r = run(t, "show", "--db", path, "--json", id.(string))
+	wantExit(t, r, 0, "show --json")
+	if strings.ContainsFunc(r.stdout, bad) {
+		t.Errorf("show --json wrote the controls as they are: %q", r.stdout)
+	}
+}
