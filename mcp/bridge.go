@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -101,11 +103,14 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 			}
 			return nil, fmt.Errorf("the logbook server could not be reached; the call may or may not have been recorded: %w", err)
 		}
-		return res, nil
+		return verbatim(res), nil
 	}
 	local := sdk.NewServer(&sdk.Implementation{Name: "logbook", Version: opts.Version}, &sdk.ServerOptions{
 		Logger:       quiet,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		// The model behind the stdio client reads the server's
+		// instructions, as it would from the server itself.
+		Instructions: remote.InitializeResult().Instructions,
 	})
 	for t, err := range remote.Tools(ctx, nil) {
 		if err != nil {
@@ -126,6 +131,27 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 		}
 	})
 	return serveStdio(ctx, local, in, out, opts.MaxMessageBytes, opts.Logger, nil)
+}
+
+// verbatim gives a forwarded result's structuredContent as the server sent
+// it: the SDK's client decoded it into Go maps, which re-encode with their
+// members sorted (and integers as doubles), no longer the same JSON as the
+// text item beside it. The server sends one text item holding exactly
+// that JSON (the envelope), so it is taken from there when it is that.
+func verbatim(res *sdk.CallToolResult) *sdk.CallToolResult {
+	if res == nil || res.StructuredContent == nil || len(res.Content) != 1 {
+		return res
+	}
+	text, ok := res.Content[0].(*sdk.TextContent)
+	if !ok || !json.Valid([]byte(text.Text)) {
+		return res
+	}
+	var same any
+	if err := json.Unmarshal([]byte(text.Text), &same); err != nil || !reflect.DeepEqual(same, res.StructuredContent) {
+		return res
+	}
+	res.StructuredContent = json.RawMessage(text.Text)
+	return res
 }
 
 // addTool publishes a tool the server listed; AddTool panics on a schema it

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestContractTypeScriptClient runs e2e/contract.mjs, the semantic check of
+// every tool against CONTRACT.md through the official TypeScript SDK client
+// (fields, defaults, limits, filters, ordering, paging, the whole task state
+// machine, audit sessions and their RFC 9162 roots recomputed by the client,
+// skills, every reachable error code and its details, nothing left by a
+// failed call), over each way an agent reaches the tools: `logbook serve`
+// over stdio, `logbook server` over Streamable HTTP with a bearer token, and
+// `logbook serve --connect` bridging stdio to that server. Every case must
+// answer the same code on all three. The read-only and --project modes run
+// their own cases. Needs node and `make e2e-deps`, unless LOGBOOK_SKIP_NODE=1.
+func TestContractTypeScriptClient(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join("e2e", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("LOGBOOK_SKIP_NODE") == "1" {
+			t.Skip("LOGBOOK_SKIP_NODE=1: no node or no e2e/node_modules")
+		}
+		t.Fatalf("the TypeScript SDK test needs node and `make e2e-deps` (%v); LOGBOOK_SKIP_NODE=1 skips it", err)
+	}
+	bin := e2eBinary(t)
+	skills := e2eSkills(t)
+	contract := func(name string, env []string, args ...string) map[string]string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, append([]string{"contract.mjs"}, args...)...)
+		cmd.Dir = "e2e"
+		cmd.Env = append(os.Environ(), append([]string{"LOGBOOK_DB=", "LOGBOOK_AGENT=", "GORACE=halt_on_error=1 exitcode=66"}, env...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		runErr := cmd.Run()
+		var sum struct {
+			OK       bool              `json:"ok"`
+			Checks   int               `json:"checks"`
+			Failures []string          `json:"failures"`
+			Outcomes map[string]string `json:"outcomes"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+			t.Fatalf("%s: contract.mjs (%v) printed no JSON summary: %v\nstdout:\n%s\nstderr:\n%s", name, runErr, err, e2eTrunc(stdout.String(), 4000), e2eTrunc(stderr.String(), 4000))
+		}
+		for _, f := range sum.Failures {
+			t.Errorf("%s: %s", name, e2eTrunc(f, 2000))
+		}
+		if runErr != nil && len(sum.Failures) == 0 {
+			t.Errorf("%s: contract.mjs exited with %v and no failures\nstderr:\n%s", name, runErr, e2eTrunc(stderr.String(), 4000))
+		}
+		t.Logf("%s: %d checks, %d cases", name, sum.Checks, len(sum.Outcomes))
+		return sum.Outcomes
+	}
+	stdio := func(mode string, flags ...string) []string {
+		args := []string{"--bin", bin, "--db", filepath.Join(t.TempDir(), "l.db"), "--skills", skills, "--mode", mode, "--agent", "contract-agent"}
+		return append(args, "--serve-args="+strings.Join(append([]string{"--agent", "contract-agent"}, flags...), ","))
+	}
+
+	direct := contract("stdio", nil, stdio("full")...)
+	contract("stdio --read-only", nil, stdio("read-only", "--read-only")...)
+	contract("stdio --project", nil, stdio("project=home", "--project", "home")...)
+
+	db := filepath.Join(t.TempDir(), "l.db")
+	s := startHTTPServer(t, db)
+	token, _ := addToken(t, db, "--agent", "http-agent")
+	overHTTP := contract("http", nil, "--url", s.url, "--token", token, "--mode", "full", "--agent", "http-agent")
+	bridged := contract("serve --connect", []string{"LOGBOOK_TOKEN=" + token}, "--bin", bin, "--mode", "full", "--agent", "http-agent",
+		"--serve-args=--connect,"+s.url)
+	if code := s.stop(); code != 0 {
+		t.Fatalf("server exited %d:\n%s", code, s.stderr.String())
+	}
+	e2eVerify(t, db)
+
+	rodb := filepath.Join(t.TempDir(), "l.db")
+	ro := startHTTPServer(t, rodb, "--read-only")
+	roToken, _ := addToken(t, rodb, "--agent", "http-agent")
+	contract("http --read-only", nil, "--url", ro.url, "--token", roToken, "--mode", "read-only", "--agent", "http-agent")
+	if code := ro.stop(); code != 0 {
+		t.Fatalf("read-only server exited %d:\n%s", code, ro.stderr.String())
+	}
+
+	for _, other := range []struct {
+		name     string
+		outcomes map[string]string
+	}{{"http", overHTTP}, {"serve --connect", bridged}} {
+		for _, k := range slices.Sorted(maps.Keys(direct)) {
+			if direct[k] != other.outcomes[k] {
+				t.Errorf("case %s: stdio answers %s, %s answers %q", k, direct[k], other.name, other.outcomes[k])
+			}
+		}
+		if len(other.outcomes) != len(direct) {
+			t.Errorf("%s ran %d cases, stdio %d", other.name, len(other.outcomes), len(direct))
+		}
+	}
+}
