@@ -55,7 +55,7 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 		if err != nil || version != projections.Version || applied != lt.Head().Seq {
 			return errFallBack // another process appended: fold first
 		}
-		result, herr := s.safeDispatch(ctx, &Tx{lt: lt, actor: actor}, call, args)
+		result, herr := s.safeDispatch(ctx, &Tx{lt: lt, actor: actor, readOnly: call.ReadOnly}, call, args)
 		if herr != nil && !isDomain(herr) {
 			return errFallBack
 		}

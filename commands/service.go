@@ -36,7 +36,8 @@ type Call struct {
 	Actor string
 	Token string // the hex SHA-256 of the credential that proved Actor
 	// ReadOnly: the caller may not change state (a read-only token); a
-	// mutating command with valid arguments is refused with ErrReadOnly.
+	// mutating command with valid arguments is refused with ErrReadOnly,
+	// and server_health reports mode READONLY to it.
 	ReadOnly bool
 	// Invalid, when non-nil, is the edge's rejection of the arguments (schema,
 	// UTF-8, unknown tool): Do records the call with this error and runs nothing.
@@ -149,9 +150,10 @@ func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) 
 // Tx is one call's view of the ledger transaction: it appends events as the
 // service's actor and folds them into the projections.
 type Tx struct {
-	lt      *boltstore.Tx
-	actor   string
-	emitted int
+	lt       *boltstore.Tx
+	actor    string
+	readOnly bool // the caller may not change state (Call.ReadOnly)
+	emitted  int
 }
 
 // emit appends one domain event and folds it.
@@ -221,7 +223,7 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 		firstPending = !s.firstDone
 	}
 	body := func(lt *boltstore.Tx) error {
-		tx := &Tx{lt: lt, actor: actor}
+		tx := &Tx{lt: lt, actor: actor, readOnly: call.ReadOnly}
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return err
 		}

@@ -110,7 +110,7 @@ func (s *Service) Health(tx *Tx, _ HealthInput) (*HealthResult, error) {
 	if fi, err := os.Stat(s.l.Path()); err == nil {
 		res.DB.SizeBytes = fi.Size()
 	}
-	if s.opts.ReadOnly {
+	if s.opts.ReadOnly || tx.readOnly { // a read-only server, or caller
 		res.Mode = "READONLY"
 	}
 	if len(s.opts.Skipped) > 0 {

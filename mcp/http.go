@@ -470,18 +470,18 @@ func identity(req sdk.Request) *Identity {
 // authorize binds call to the caller's identity, if it has one: the actor
 // becomes the token's agent, and a tool outside its scope (ERR_FORBIDDEN,
 // before anything else is checked) or a mutating tool on a read-only token
-// (ERR_READ_ONLY, once the arguments are valid) is refused, still audited.
+// (ERR_READ_ONLY, once the arguments are valid) is refused, still audited;
+// server_health tells a read-only token's caller mode READONLY.
 func (s *Server) authorize(req *sdk.CallToolRequest, call *commands.Call) {
 	id := identity(req)
 	if id == nil {
 		return
 	}
 	call.Actor, call.Token = id.Agent, id.Token
-	t := s.byName[call.Name]
 	switch {
 	case !id.allows(call.Name):
 		call.Invalid = &forbiddenError{call.Name}
-	case id.ReadOnly && t != nil && !t.readOnly:
+	case id.ReadOnly:
 		call.ReadOnly = true
 	}
 }

@@ -20,7 +20,7 @@ func systemTools() []*tool {
 			cmd:         commands.Health,
 			out: object("",
 				prop("status", str("\"ok\", or \"degraded\" when skill files were skipped.")),
-				prop("mode", str("\"FULL\", or \"READONLY\" when mutating tools are refused.")),
+				prop("mode", str("\"FULL\", or \"READONLY\" when mutating tools are refused to the caller (a --read-only server, or a read-only token).")),
 				prop("uptime_ms", integer("Milliseconds since the server started.")),
 				prop("version", str("logbook version.")),
 				prop("timestamp", str("Server time, RFC 3339 UTC.")),

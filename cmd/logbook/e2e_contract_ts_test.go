@@ -22,8 +22,8 @@ import (
 // failed call), over each way an agent reaches the tools: `logbook serve`
 // over stdio, `logbook server` over Streamable HTTP with a bearer token, and
 // `logbook serve --connect` bridging stdio to that server. Every case must
-// answer the same code on all three. The read-only and --project modes run
-// their own cases. Needs node and `make e2e-deps`, unless LOGBOOK_SKIP_NODE=1.
+// answer the same code on all three. The read-only (a --read-only server, a
+// read-only token) and --project modes run their own cases. Needs node and `make e2e-deps`, unless LOGBOOK_SKIP_NODE=1.
 func TestContractTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
@@ -78,9 +78,11 @@ func TestContractTypeScriptClient(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "l.db")
 	s := startHTTPServer(t, db)
 	token, _ := addToken(t, db, "--agent", "http-agent")
+	roToken, _ := addToken(t, db, "--agent", "http-agent", "--read-only")
 	overHTTP := contract("http", nil, "--url", s.url, "--token", token, "--mode", "full", "--agent", "http-agent")
 	bridged := contract("serve --connect", []string{"LOGBOOK_TOKEN=" + token}, "--bin", bin, "--mode", "full", "--agent", "http-agent",
 		"--serve-args=--connect,"+s.url)
+	contract("http read-only token", nil, "--url", s.url, "--token", roToken, "--mode", "read-only", "--agent", "http-agent")
 	if code := s.stop(); code != 0 {
 		t.Fatalf("server exited %d:\n%s", code, s.stderr.String())
 	}
@@ -88,8 +90,8 @@ func TestContractTypeScriptClient(t *testing.T) {
 
 	rodb := filepath.Join(t.TempDir(), "l.db")
 	ro := startHTTPServer(t, rodb, "--read-only")
-	roToken, _ := addToken(t, rodb, "--agent", "http-agent")
-	contract("http --read-only", nil, "--url", ro.url, "--token", roToken, "--mode", "read-only", "--agent", "http-agent")
+	roServerToken, _ := addToken(t, rodb, "--agent", "http-agent")
+	contract("http --read-only", nil, "--url", ro.url, "--token", roServerToken, "--mode", "read-only", "--agent", "http-agent")
 	if code := ro.stop(); code != 0 {
 		t.Fatalf("read-only server exited %d:\n%s", code, ro.stderr.String())
 	}

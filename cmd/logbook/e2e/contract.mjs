@@ -674,6 +674,7 @@ async function edges() {
 async function readOnly() {
   const h = await ok('ro.health', 'server_health', {});
   check(h.mode === 'READONLY', 'read-only: mode READONLY', h.mode);
+  const l0 = await ok('ro.list0', 'task_list', {});
   for (const [name, args] of [
     ['task_create', { title: 'x', project: 'p' }], ['task_update', { task_id: 'T-0001', title: 'x' }],
     ['thought_record', { task_id: 'T-0001', type: 'plan', content: 'x' }], ['audit_session_start', { task_id: 'T-0001', auditor_id: 'a' }],
@@ -685,7 +686,7 @@ async function readOnly() {
   }
   await fail('ro.invalid.first', 'task_create', { title: '', project: 'p' }, 'ERR_INVALID_INPUT', { issues: issueAt('title') });
   const l = await ok('ro.list', 'task_list', {});
-  check(l.total_count === 0, 'read-only: nothing written', l);
+  check(l.total_count === l0.total_count, 'read-only: nothing written', [l0.total_count, l.total_count]);
   const h2 = await ok('ro.health2', 'server_health', {});
   check(h2.ledger.head_seq > h.ledger.head_seq, 'read-only: every call still recorded', [h.ledger.head_seq, h2.ledger.head_seq]);
 }
