@@ -34,7 +34,7 @@ func (t Text) refuse(s string) string {
 		if t == Line {
 			return "must not contain control characters (such as NUL, tab or newline)"
 		}
-		return "must not contain control characters other than tab and newline"
+		return "must not contain control characters other than tab, newline and carriage return"
 	}
 	switch {
 	case t == Notes:
