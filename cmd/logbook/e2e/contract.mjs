@@ -79,9 +79,28 @@ async function call(label, name, args) {
   return env;
 }
 
+// shapes checks, at any depth of a result, the forms the contract fixes for
+// every tool: times RFC 3339 UTC with milliseconds, seqs whole numbers,
+// hashes and roots 64 hex digits, ids with their prefix and 4+ digits.
+const ID = { task_id: /^T-\d{4,}$/, parent_id: /^T-\d{4,}$/, session_id: /^A-\d{4,}$/, thought_id: /^Θ-\d{4,}$/ };
+function shapes(label, v, path = '') {
+  if (Array.isArray(v)) { v.forEach((x, i) => shapes(label, x, `${path}[${i}]`)); return; }
+  if (v === null || typeof v !== 'object') return;
+  for (const [k, x] of Object.entries(v)) {
+    const at = path ? `${path}.${k}` : k;
+    if (/_at$|^timestamp$|^as_of$/.test(k)) check(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(x), `${label}: ${at} is RFC 3339 UTC with milliseconds`, x);
+    else if (/(^|_)seq$/.test(k)) check(Number.isInteger(x) && x >= 0, `${label}: ${at} is a whole number`, x);
+    else if (/(^|_)hash$|_root$/.test(k) && k !== 'previous_hash') check(hex64(x), `${label}: ${at} is 64 hex digits`, x);
+    else if (k === 'previous_hash') check(x === null || hex64(x), `${label}: ${at} is null or 64 hex digits`, x);
+    else if (ID[k] && typeof x === 'string') check(ID[k].test(x), `${label}: ${at} is an id`, x);
+    shapes(label, x, at);
+  }
+}
+
 async function ok(label, name, args) {
   const env = await call(label, name, args);
   check(env.ok === true, `${label}: ok`, env.error);
+  if (env.ok) shapes(label, env.data);
   return env.ok ? env.data : {};
 }
 
