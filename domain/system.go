@@ -26,13 +26,3 @@ var Commands = []*Command{
 	&WriteMemory, &ReadMemory, &MemoryHistory,
 	&SearchKnowledge,
 }
-
-// Lookup returns the rules of the command named name, or nil.
-func Lookup(name string) *Command {
-	for _, c := range Commands {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
-}

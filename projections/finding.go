@@ -42,12 +42,6 @@ func findingDoc(r ledger.Record, p *events.FindingRecorded) search.Doc {
 		Fields: []search.Field{{Name: "summary", Text: p.Summary}, {Name: "details", Text: p.Details}, {Name: "files", Text: joinLines(p.Files)}}}
 }
 
-// GetFinding reads a finding; ok is false if there is none with that id.
-func GetFinding(tx *boltstore.Tx, id string) (fd Finding, ok bool, err error) {
-	ok, err = getNumbered(tx, domain.FindingPrefix, spFindings, id, &fd)
-	return fd, ok, err
-}
-
 // NextFindingID is the id the next recorded finding gets.
 func NextFindingID(tx *boltstore.Tx) (string, error) {
 	n, err := nextNumber(tx, counterFinding)

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"encoding/hex"
-	"slices"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
@@ -21,9 +20,6 @@ type Token struct {
 	IssuedSeq  uint64   `json:"issued_seq"`
 	RevokedSeq uint64   `json:"revoked_seq,omitempty"` // 0: valid
 }
-
-// Allows reports whether the token's scope includes tool.
-func (t Token) Allows(tool string) bool { return len(t.Tools) == 0 || slices.Contains(t.Tools, tool) }
 
 // LookupToken returns the token whose SHA-256 is sum, if one was issued.
 func LookupToken(tx *boltstore.Tx, sum [32]byte) (Token, bool, error) {
