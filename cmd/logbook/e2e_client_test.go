@@ -28,14 +28,12 @@ type e2eClientSummary struct {
 	Notes           []string          `json:"notes"`
 }
 
-// TestE2ETypeScriptClient runs e2e/client.mjs: the official MCP TypeScript
-// SDK client launching the real binary over stdio, calling every tool and
-// provoking every reachable error code, with the SDK validating each
-// structuredContent against the tool's outputSchema. Its dependencies come
-// from `make e2e-deps` (npm ci); the test never touches the network. Without
-// node or node_modules it fails, unless LOGBOOK_SKIP_NODE=1.
-func TestE2ETypeScriptClient(t *testing.T) {
-	t.Parallel()
+// e2eNode returns the node binary that runs the e2e/*.mjs scripts, once it
+// has checked that `make e2e-deps` installed their TypeScript SDK. Without
+// either the test fails, saying which is missing, or is skipped when
+// LOGBOOK_SKIP_NODE=1. what names the test in the message.
+func e2eNode(t *testing.T, what string) string {
+	t.Helper()
 	needNode := func(msg string) {
 		t.Helper()
 		if os.Getenv("LOGBOOK_SKIP_NODE") == "1" {
@@ -45,11 +43,23 @@ func TestE2ETypeScriptClient(t *testing.T) {
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		needNode("node is not installed: the TypeScript SDK end-to-end test needs Node.js >= 20")
+		needNode("node is not installed: " + what + " needs Node.js >= 20")
 	}
 	if _, err := os.Stat(filepath.Join("e2e", "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
 		needNode("cmd/logbook/e2e/node_modules is missing: run `make e2e-deps` (npm ci --prefix cmd/logbook/e2e)")
 	}
+	return node
+}
+
+// TestE2ETypeScriptClient runs e2e/client.mjs: the official MCP TypeScript
+// SDK client launching the real binary over stdio, calling every tool and
+// provoking every reachable error code, with the SDK validating each
+// structuredContent against the tool's outputSchema. Its dependencies come
+// from `make e2e-deps` (npm ci); the test never touches the network. Without
+// node or node_modules it fails, unless LOGBOOK_SKIP_NODE=1.
+func TestE2ETypeScriptClient(t *testing.T) {
+	t.Parallel()
+	node := e2eNode(t, "the TypeScript SDK end-to-end test")
 	bin := e2eBinary(t)
 	work := t.TempDir()
 

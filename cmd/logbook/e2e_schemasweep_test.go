@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -20,20 +19,7 @@ import (
 // `make e2e-deps`, unless LOGBOOK_SKIP_NODE=1.
 func TestE2ESchemaSweep(t *testing.T) {
 	t.Parallel()
-	needNode := func(msg string) {
-		t.Helper()
-		if os.Getenv("LOGBOOK_SKIP_NODE") == "1" {
-			t.Skip("LOGBOOK_SKIP_NODE=1: " + msg)
-		}
-		t.Fatal(msg + " (set LOGBOOK_SKIP_NODE=1 to skip this test)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		needNode("node is not installed: the schema sweep needs Node.js >= 20")
-	}
-	if _, err := os.Stat(filepath.Join("e2e", "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		needNode("cmd/logbook/e2e/node_modules is missing: run `make e2e-deps` (npm ci --prefix cmd/logbook/e2e)")
-	}
+	node := e2eNode(t, "the schema sweep")
 	bin := e2eBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

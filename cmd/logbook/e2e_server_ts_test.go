@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -19,16 +18,7 @@ import (
 // Without node or node_modules it fails, unless LOGBOOK_SKIP_NODE=1.
 func TestServerTypeScriptClient(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join("e2e", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("LOGBOOK_SKIP_NODE") == "1" {
-			t.Skip("LOGBOOK_SKIP_NODE=1: no node or no e2e/node_modules")
-		}
-		t.Fatalf("the TypeScript SDK test needs node and `make e2e-deps` (%v); LOGBOOK_SKIP_NODE=1 skips it", err)
-	}
+	node := e2eNode(t, "the TypeScript SDK test over HTTP")
 	db := filepath.Join(t.TempDir(), "l.db")
 	s := startHTTPServer(t, db)
 	full, _ := addToken(t, db, "--agent", "ts-agent")
