@@ -21,10 +21,10 @@ file's. Stop writers to the file first: events appended after the copy starts ar
 The servers must run with jetstream { sync_interval: always }.`},
 	{name: "prove", summary: "write an inclusion or consistency proof as JSON", subs: prove},
 	{name: "rebuild", summary: "drop every projection and refold it from the log", setup: rebuild,
-		help: `Refold every projection (tasks, thoughts, sessions, skills) from the log into a scratch
-file, in chunks, so agents keep working meanwhile, then drop the old ones and copy the new
-ones in, in one short hold of the file (--json: held_ms) that reuses their pages: the file
-does not grow. The log itself is never written. A server does the same at start-up when
+		help: `Refold every projection (tasks, thoughts, sessions, skills, tokens, findings, learnings,
+memories and the knowledge index) from the log into a scratch file, in chunks, so agents
+keep working meanwhile, then drop the old ones and copy the new ones in, in one short hold
+of the file (--json: held_ms) that reuses their pages: the file does not grow. The log itself is never written. A server does the same at start-up when
 the file's projection version is not the binary's.`},
 	{name: "replay", summary: "print the events as JSON lines, filtered; --follow for new ones", setup: replay,
 		help: `Print the ledger's events as JSON lines, in order: the envelope (seq, time, type,
