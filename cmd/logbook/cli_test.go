@@ -42,6 +42,27 @@ func TestHelpCommand(t *testing.T) {
 	}
 }
 
+// TestHelpSubcommand: logbook help X SUB, for the commands made of
+// subcommands (token add, prove inclusion, …), prints what X SUB --help
+// prints, as logbook help X does for X.
+func TestHelpSubcommand(t *testing.T) {
+	for _, args := range [][]string{
+		{"token", "add"}, {"token", "revoke"}, {"token", "list"},
+		{"prove", "inclusion"}, {"prove", "consistency"},
+	} {
+		what := strings.Join(args, " ")
+		h := run(t, append([]string{"help"}, args...)...)
+		wantExit(t, h, 0, "help "+what)
+		f := run(t, append(args, "--help")...)
+		if !strings.HasPrefix(h.stdout, "Usage: logbook "+what) || f.stdout != h.stdout || f.code != 0 {
+			t.Errorf("help %s and %s --help differ:\n%s\n---\n%s", what, what, h, f)
+		}
+	}
+	if r := run(t, "help", "show", "T-0001"); r.code != 2 || !strings.Contains(r.stderr, "at most one command") {
+		t.Errorf("help of a command and an argument: want exit 2, got %s", r)
+	}
+}
+
 // TestProveHelpListsFlags: prove --help lists the flags of both proofs.
 func TestProveHelpListsFlags(t *testing.T) {
 	r := run(t, "prove", "--help")

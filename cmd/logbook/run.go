@@ -41,12 +41,19 @@ type env struct {
 	getenv         func(string) string
 }
 
+// hasSubs reports whether the command named name is made of subcommands
+// (token add, prove inclusion).
+func hasSubs(name string) bool {
+	i := slices.IndexFunc(subcommands, func(sc subcommand) bool { return sc.name == name })
+	return i >= 0 && subcommands[i].subs != nil
+}
+
 // Run runs `logbook args...`.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
-	if len(args) == 2 && args[0] == "help" {
-		// logbook help X is logbook X --help.
-		args = []string{args[1], "--help"}
+	if len(args) >= 2 && args[0] == "help" && (len(args) == 2 || len(args) == 3 && hasSubs(args[1])) {
+		// logbook help X [SUB] is logbook X [SUB] --help.
+		args = append(slices.Clone(args[1:]), "--help")
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 2 {
