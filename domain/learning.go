@@ -44,7 +44,7 @@ func checkLearning(args *Value, add func(path, msg string)) {
 		min  int
 	}{{"pattern", MinPatternWords}, {"context", MinContextWords}} {
 		if v := args.Get(f.name); v != nil && v.kind == String && len(distinct(Words(v.text))) < f.min {
-			add(f.name, "must have at least "+plural(f.min, "distinct word"))
+			add(f.name, "must have at least "+Plural(f.min, "distinct word"))
 		}
 	}
 }

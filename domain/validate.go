@@ -169,11 +169,11 @@ func (r *Rule) checkString(s string, path string, add func(path, msg string)) {
 	}
 	n := utf8.RuneCountInString(s)
 	if n < r.MinLen {
-		add(path, "must be at least "+plural(r.MinLen, "character"))
+		add(path, "must be at least "+Plural(r.MinLen, "character"))
 		return
 	}
 	if r.MaxLen > 0 && n > r.MaxLen {
-		add(path, fmt.Sprintf("must be at most %s (got %d)", plural(r.MaxLen, "character"), n))
+		add(path, fmt.Sprintf("must be at most %s (got %d)", Plural(r.MaxLen, "character"), n))
 		return
 	}
 	if re := r.Regexp(); re != nil && !re.MatchString(s) {
@@ -191,7 +191,9 @@ func (r *Rule) checkString(s string, path string, add func(path, msg string)) {
 	}
 }
 
-func plural(n int, unit string) string {
+// Plural counts n of unit as a message says it: "1 character",
+// "2 characters" (unit takes an s).
+func Plural(n int, unit string) string {
 	if n == 1 {
 		return "1 " + unit
 	}

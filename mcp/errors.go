@@ -2,9 +2,9 @@ package mcp
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // The contract's error codes (CONTRACT.md §2). They are public API: add, never rename.
@@ -198,7 +198,7 @@ func invalidMessage(list []commands.Issue) string {
 	}
 	msg += list[0].Message
 	if len(list) > 1 {
-		msg += " (and " + plural(len(list)-1, "more issue") + ")"
+		msg += " (and " + domain.Plural(len(list)-1, "more issue") + ")"
 	}
 	return msg
 }
@@ -208,11 +208,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
 }

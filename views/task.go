@@ -218,7 +218,7 @@ func (s *Screen) Task(v *Task) error {
 	if d := firstLine(t.Description); d != "" {
 		s.field("about", "%s", cut(d, s.Width-14))
 	}
-	s.printf("\nTimeline, oldest first (%s, %s):\n", plural(len(v.Timeline), "step"), plural(int(t.Thoughts), "thought"))
+	s.printf("\nTimeline, oldest first (%s, %s):\n", domain.Plural(len(v.Timeline), "step"), domain.Plural(int(t.Thoughts), "thought"))
 	tb := &Table{Header: []string{"SEQ", "HASH", "TIME (UTC)", "ACTOR", "WHAT"}, Flex: 4, Wrap: 3, Painted: -1, Right: map[int]bool{0: true}}
 	for _, st := range v.Timeline {
 		tb.Rows = append(tb.Rows, []string{fmt.Sprint(st.Seq), shortHash(st.Hash), shortTime(st.Time), st.Actor, st.what()})

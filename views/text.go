@@ -263,11 +263,3 @@ func orDash(s string) string {
 func (s *Screen) field(label, format string, args ...any) {
 	s.printf("  %-10s "+format+"\n", append([]any{label + ":"}, args...)...)
 }
-
-// plural is "1 step", "2 steps".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // VerifyReport prints what logbook verify found: "ok: …" with the
@@ -18,7 +19,7 @@ func VerifyReport(w io.Writer, out *audit.Report) {
 		return
 	}
 	s.printf("ok: %s, head %s, root %s, %s (%.0f events/s)\n",
-		plural(int(out.Size), "event"), out.Head, out.Root, plural(int(out.Nodes), "Merkle node"), out.Timing.ChainEventsPerS)
+		domain.Plural(int(out.Size), "event"), out.Head, out.Root, domain.Plural(int(out.Nodes), "Merkle node"), out.Timing.ChainEventsPerS)
 	if p := out.Projections; p != nil {
 		if p.Checked {
 			s.printf("projections: match a refold of the log (%d keys, at seq %d, fingerprint %s)\n", p.ComparedKeys, p.AppliedSeq, p.Fingerprint)
