@@ -80,16 +80,9 @@ func (s *schema) length(min, max int) *schema {
 	return s
 }
 
-func (s *schema) rng(min, max float64) *schema {
-	s.minimum, s.maximum = &min, &max
-	return s
-}
-
 func (s *schema) most(n int) *schema { s.maxItems = &n; return s }
 
 func (s *schema) dateTime() *schema { s.format = "date-time"; return s }
-
-func (s *schema) byDefault(v any) *schema { s.def = v; return s }
 
 func (s *schema) require(names ...string) *schema { s.required = names; return s }
 

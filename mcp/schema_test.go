@@ -105,7 +105,11 @@ func TestToolsGolden(t *testing.T) {
 
 func TestSchemaKeywordOrder(t *testing.T) {
 	s := object("d",
-		prop("n", integer("i").rng(0, 100).byDefault(5)),
+		prop("n", func() *schema {
+			s, lo, hi := integer("i"), 0.0, 100.0
+			s.minimum, s.maximum, s.def = &lo, &hi, 5
+			return s
+		}()),
 		prop("s", func() *schema { s := str("").length(1, 3); s.pattern = `^a`; return s }()),
 	).require("n").closedObject()
 	got, err := s.MarshalJSON()

@@ -173,16 +173,11 @@ func setRecord(space string, k, v []byte, i, value uint64) ([]byte, error) {
 	return encodeThoughts(&b), nil
 }
 
-// appendThought returns block v with the record of thought n, the one
-// after its last, appended, if the record fits v's width and base: the
-// bytes encodeThoughts would write, without decoding the block. ok is false
-// otherwise (a new block, a wider record, a number out of turn).
-func appendThought(k, v []byte, n, seq uint64) (next []byte, ok bool) {
-	return appendRecord(spThoughts, k, v, n, seq)
-}
-
-// appendRecord is appendThought for a block of space, record i (its low
-// bits) set to seq.
+// appendRecord returns block v (key k) of space with record n (its low
+// bits) set to seq, the one after its last, appended, if the record fits
+// v's width and base: the bytes encodeThoughts would write, without
+// decoding the block. ok is false otherwise (a new block, a wider record, a
+// number out of turn).
 func appendRecord(space string, k, v []byte, n, seq uint64) (next []byte, ok bool) {
 	if v == nil {
 		return nil, false

@@ -58,7 +58,7 @@ func TestAppendThought(t *testing.T) {
 	declined := 0
 	for i := 1; i < len(b); i++ {
 		seq += uint64(1 + i*i*i%700) // gaps growing past a byte's reach
-		next, ok := appendThought([]byte{1, 0}, v, uint64(i), seq)
+		next, ok := appendRecord(spThoughts, []byte{1, 0}, v, uint64(i), seq)
 		b[i] = seq
 		want := encodeThoughts(&b)
 		if ok && string(next) != string(want) {
@@ -72,10 +72,10 @@ func TestAppendThought(t *testing.T) {
 	if declined != 2 { // the first (no block yet) and the one that widens the records
 		t.Errorf("declined %d appends, want 2", declined)
 	}
-	if _, ok := appendThought([]byte{1, 0}, v, 5, seq+1); ok {
+	if _, ok := appendRecord(spThoughts, []byte{1, 0}, v, 5, seq+1); ok {
 		t.Error("a number out of turn appended")
 	}
-	if _, ok := appendThought([]byte{1, 0}, encodeThoughts(&thoughtBlock{1: 50}), 2, 49); ok {
+	if _, ok := appendRecord(spThoughts, []byte{1, 0}, encodeThoughts(&thoughtBlock{1: 50}), 2, 49); ok {
 		t.Error("a seq below the base appended")
 	}
 }
