@@ -95,15 +95,6 @@ func (s *schema) orNull() *schema {
 	return s
 }
 
-func (s *schema) property(name string) *schema {
-	for _, p := range s.props {
-		if p.name == name {
-			return p.s
-		}
-	}
-	return nil
-}
-
 // MarshalJSON writes the schema with its keywords in a fixed, readable order
 // (JSON Schema itself does not care), properties in declaration order.
 func (s *schema) MarshalJSON() ([]byte, error) {

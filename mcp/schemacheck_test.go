@@ -82,3 +82,13 @@ func join(path, key string) string {
 	}
 	return path + "." + key
 }
+
+// property is the schema of s's property name, or nil.
+func (s *schema) property(name string) *schema {
+	for _, p := range s.props {
+		if p.name == name {
+			return p.s
+		}
+	}
+	return nil
+}
