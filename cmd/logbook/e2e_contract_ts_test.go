@@ -27,16 +27,7 @@ import (
 // read-only token) and --project modes run their own cases. Needs node and `make e2e-deps`, unless LOGBOOK_SKIP_NODE=1.
 func TestContractTypeScriptClient(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join("e2e", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("LOGBOOK_SKIP_NODE") == "1" {
-			t.Skip("LOGBOOK_SKIP_NODE=1: no node or no e2e/node_modules")
-		}
-		t.Fatalf("the TypeScript SDK test needs node and `make e2e-deps` (%v); LOGBOOK_SKIP_NODE=1 skips it", err)
-	}
+	node := e2eNode(t, "the contract test")
 	bin := e2eBinary(t)
 	skills := e2eSkills(t)
 	contract := func(name string, env []string, args ...string) map[string]string {
