@@ -49,13 +49,27 @@ func startCluster(tb testing.TB, n int, sync string) *cluster {
 }
 
 func newCluster(fatal func(...any), dir string, n int, sync string) *cluster {
+	c := plannedCluster(fatal, dir, n, sync)
+	for i := range n {
+		c.start(i)
+	}
+	return c
+}
+
+// unstartedCluster is a cluster of n servers none of which is started yet
+// (c.start starts one), for the test.
+func unstartedCluster(tb testing.TB, n int, sync string) *cluster {
+	c := plannedCluster(tb.Fatal, tb.TempDir(), n, sync)
+	tb.Cleanup(c.shutdown)
+	return c
+}
+
+// plannedCluster gives n servers their ports, and starts none.
+func plannedCluster(fatal func(...any), dir string, n int, sync string) *cluster {
 	c := &cluster{fatal: fatal, dir: dir, servers: make([]*server.Server, n), opts: make([]*server.Options, n), sync: sync}
 	for range n {
 		c.ports = append(c.ports, freePort(fatal))
 		c.routes = append(c.routes, freePort(fatal))
-	}
-	for i := range n {
-		c.start(i)
 	}
 	return c
 }

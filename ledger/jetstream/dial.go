@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/url"
@@ -134,6 +135,27 @@ func (d Dial) checkFiles() error {
 	return nil
 }
 
+// connect connects to d's servers with nopts. While none of them accepts
+// a connection it asks again, each time waiting twice as long (from 250ms
+// up to 2s), for up to opts.OpenWait: servers and logbook nodes started
+// together (a cluster's first start, a machine's boot) would otherwise
+// leave a node that started first to exit, told that no server is there.
+func (d Dial) connect(ctx context.Context, opts Options, nopts []nats.Option) (*nats.Conn, error) {
+	giveUp := time.Now().Add(opts.OpenWait)
+	for pause := 250 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
+		nc, err := nats.Connect(d.URLs, nopts...)
+		if err == nil || !errors.Is(err, nats.ErrNoServers) || time.Now().Add(pause).After(giveUp) {
+			return nc, err
+		}
+		opts.Logf("connect to %s: %v (servers still starting?); asking again", d.URLs, err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
+}
+
 // Connect connects to the servers as d says and opens the stream
 // (opts.SystemConn is the system user's connection, if d names one). The
 // returned close ends the replica and its connections.
@@ -144,12 +166,13 @@ func Connect(ctx context.Context, d Dial, opts Options) (*Replica, func(), error
 	if err := d.checkFiles(); err != nil {
 		return nil, nil, err
 	}
-	nc, err := nats.Connect(d.URLs, d.options(d.Name, d.Creds, d.User, d.Password)...)
+	opts = opts.withDefaults()
+	nc, err := d.connect(ctx, opts, d.options(d.Name, d.Creds, d.User, d.Password))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", d.URLs, err)
 	}
 	if d.SysCreds != "" || d.SysUser != "" {
-		if opts.SystemConn, err = nats.Connect(d.URLs, d.options(d.Name+" (sync check)", d.SysCreds, d.SysUser, d.SysPassword)...); err != nil {
+		if opts.SystemConn, err = d.connect(ctx, opts, d.options(d.Name+" (sync check)", d.SysCreds, d.SysUser, d.SysPassword)); err != nil {
 			nc.Close()
 			return nil, nil, fmt.Errorf("connect to %s as the system user: %w", d.URLs, err)
 		}

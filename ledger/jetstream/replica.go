@@ -33,7 +33,9 @@ type Options struct {
 	Timeout time.Duration
 	// OpenWait bounds how long Open asks again for the stream when the
 	// servers answer nothing (a cluster just started drops the requests
-	// it gets before its JetStream leader is elected); default 30s.
+	// it gets before its JetStream leader is elected) or cannot place it
+	// yet (starting), and Connect connects again while no server listens;
+	// default 30s.
 	OpenWait time.Duration
 	// ResolveWithin bounds how long an append whose outcome is ambiguous is
 	// resolved (read back, resent under the same expected sequence) before
@@ -164,27 +166,9 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 	if !streamName.MatchString(opts.Stream) {
 		return nil, fmt.Errorf("stream name %q: want 1-64 letters, digits, '-' or '_'", opts.Stream)
 	}
-	if opts.Replicas == 0 {
-		opts.Replicas = 3
-	}
+	opts = opts.withDefaults()
 	if opts.Replicas < 3 && !opts.AllowUnreplicated {
 		return nil, fmt.Errorf("%w: %d replicas; a ledger needs 3 or more (AllowUnreplicated to accept fewer)", ErrStreamConfig, opts.Replicas)
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 5 * time.Second
-	}
-	if opts.OpenWait <= 0 {
-		opts.OpenWait = 30 * time.Second
-	}
-	if opts.ResolveWithin <= 0 {
-		opts.ResolveWithin = 30 * time.Second
-	}
-	if opts.LeaderWait <= 0 {
-		opts.LeaderWait = 10 * time.Second
-	}
-	if opts.Logf == nil {
-		logger := log.New(os.Stderr, "", log.LstdFlags)
-		opts.Logf = logger.Printf
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -210,6 +194,30 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 	}
 	r.known.Store(info.State.LastSeq)
 	return r, nil
+}
+
+// withDefaults is o with the default of each setting left zero.
+func (o Options) withDefaults() Options {
+	if o.Replicas == 0 {
+		o.Replicas = 3
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.OpenWait <= 0 {
+		o.OpenWait = 30 * time.Second
+	}
+	if o.ResolveWithin <= 0 {
+		o.ResolveWithin = 30 * time.Second
+	}
+	if o.LeaderWait <= 0 {
+		o.LeaderWait = 10 * time.Second
+	}
+	if o.Logf == nil {
+		logger := log.New(os.Stderr, "", log.LstdFlags)
+		o.Logf = logger.Printf
+	}
+	return o
 }
 
 // Close stops the replica's reads. The connection stays the caller's.
@@ -240,20 +248,29 @@ func (r *Replica) streamConfig() jetstream.StreamConfig {
 }
 
 // ensureStream creates the stream, or checks the one that exists. A
-// request the servers leave unanswered is asked again, each time waiting
-// twice as long (from 1s up to Timeout), for up to OpenWait: a cluster
-// that has just started drops what it gets before its JetStream leader is
-// elected, and the same request sent a moment later is answered at once.
+// request the servers leave unanswered, or refuse as a cluster still
+// starting does (starting), is asked again, each time waiting twice as
+// long (from 1s up to Timeout), for up to OpenWait: a cluster that has
+// just started drops what it gets before its JetStream leader is elected,
+// then refuses to place a stream until enough of its servers have joined,
+// and the same request sent a moment later is answered at once.
 func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, error) {
 	giveUp := time.Now().Add(r.opts.OpenWait)
 	var s jetstream.Stream
 	var err error
 	for wait := time.Second; ; wait *= 2 {
 		s, err = r.lookupOrCreate(ctx, min(wait, r.opts.Timeout))
-		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().After(giveUp) {
+		if err == nil || !(unanswered(err) || starting(err)) || ctx.Err() != nil || time.Now().After(giveUp) {
 			break
 		}
-		r.opts.Logf("stream %s: %v (a cluster still electing its leaders answers nothing); asking again", r.opts.Stream, err)
+		r.opts.Logf("stream %s: %v (a cluster still starting answers nothing, or cannot place a stream yet); asking again", r.opts.Stream, err)
+		if starting(err) {
+			// An answer, at once: pause before asking again.
+			select {
+			case <-ctx.Done():
+			case <-time.After(min(wait, r.opts.Timeout) / 4):
+			}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", r.opts.Stream, err)
@@ -298,6 +315,23 @@ func (r *Replica) lookupOrCreate(ctx context.Context, wait time.Duration) (jetst
 func unanswered(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
 }
+
+// starting reports whether err is an answer a JetStream cluster gives
+// while it starts: no suitable peers for placement (10005: fewer servers
+// have joined than the stream's replicas) or JetStream temporarily
+// unavailable (10008: no metadata leader yet). Both were seen in about one
+// cold start of a 3-server cluster in ten, by every node starting with it.
+func starting(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrNoPeers || apiErr.ErrorCode == jsErrNotAvailable)
+}
+
+// The servers' error codes (nats-server's JSClusterNoPeersErrF and
+// JSClusterNotAvailErr) that starting accepts; nats.go names neither.
+const (
+	jsErrNoPeers      jetstream.ErrorCode = 10005
+	jsErrNotAvailable jetstream.ErrorCode = 10008
+)
 
 // checkConfig refuses a stream whose settings could lose, reorder or rewrite
 // events.
