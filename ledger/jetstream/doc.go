@@ -62,7 +62,8 @@
 //     checks every stream peer's setting when given a system-account
 //     connection (Options.SystemConn), refusing one that does not sync
 //     always; without one it logs a loud warning, since a client cannot see
-//     it.
+//     it, and so it does for a minority of peers that do not answer (down:
+//     the stream works on without them, and so must a node's start).
 //   - A connection through which the stream's leader stays out of reach for
 //     Options.LeaderWait (requests it should answer time out, its server
 //     knows no leader or answers as a leader no majority follows, or an

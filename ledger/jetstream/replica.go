@@ -48,7 +48,8 @@ type Options struct {
 	// its servers; default 10s, past a NATS leader election (4-9s).
 	LeaderWait time.Duration
 	// SystemConn, if set, is a connection as a system-account user: Open
-	// then checks that every server holding the stream syncs always.
+	// then checks that every server holding the stream syncs always (a
+	// minority that does not answer is warned of: see checkSync).
 	SystemConn *nats.Conn
 	// Logf receives warnings; default the standard logger on stderr.
 	Logf func(format string, args ...any)

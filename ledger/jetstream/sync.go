@@ -32,7 +32,13 @@ type varz struct {
 
 // checkSync checks that every server holding the stream fsyncs every write
 // (`sync_interval: always`). Only a system-account user can ask servers for
-// their settings: without Options.SystemConn it warns, loudly.
+// their settings: without Options.SystemConn it warns, loudly. A server
+// that says it does not is refused. One that says nothing (stopped, cut
+// off) cannot be checked: while fewer than a majority of the servers
+// holding the stream answered (a cluster still starting), they are asked
+// again for up to OpenWait; then a minority that did not answer is warned
+// of, loudly, as a stream with no system connection is: a node must be
+// able to start while one server of three is down, as the stream works on.
 func (r *Replica) checkSync(ctx context.Context, info *jetstream.StreamInfo) error {
 	peers := streamPeers(info)
 	if r.opts.SystemConn == nil {
@@ -41,22 +47,41 @@ func (r *Replica) checkSync(ctx context.Context, info *jetstream.StreamInfo) err
 			"quorum loses acknowledged ledger events.", r.opts.Stream, peers)
 		return nil
 	}
-	sync, err := serverSync(ctx, r.opts.SystemConn, peers, r.opts.Timeout)
-	if err != nil {
-		return err
-	}
-	if len(peers) == 0 { // not clustered: every server that answered
-		for name := range sync {
-			peers = append(peers, name)
+	giveUp := time.Now().Add(r.opts.OpenWait)
+	var sync map[string]bool
+	var silent []string
+	for {
+		var err error
+		sync, err = serverSync(ctx, r.opts.SystemConn, peers, r.opts.Timeout)
+		if errors.Is(err, ErrNotSystemUser) {
+			return err
 		}
+		if len(peers) == 0 { // not clustered: every server that answered
+			for name := range sync {
+				peers = append(peers, name)
+			}
+		}
+		silent = slices.DeleteFunc(slices.Clone(peers), func(p string) bool { _, ok := sync[p]; return ok })
+		if err == nil && len(peers) > 0 && 2*len(silent) < len(peers) {
+			break // a majority answered
+		}
+		if (err != nil && !errors.Is(err, context.DeadlineExceeded)) || ctx.Err() != nil || time.Now().After(giveUp) {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: servers %v holding stream %s did not say how they sync", ErrServerSync, silent, r.opts.Stream)
+		}
+		r.opts.Logf("stream %s: servers %v of %v did not say how they sync (a cluster still starting?); asking again", r.opts.Stream, silent, peers)
 	}
 	for _, p := range peers {
-		switch always, ok := sync[p]; {
-		case !ok:
-			return fmt.Errorf("%w: server %s holding stream %s did not say how it syncs", ErrServerSync, p, r.opts.Stream)
-		case !always:
+		if always, ok := sync[p]; ok && !always {
 			return fmt.Errorf("%w: server %s holding stream %s does not run with `jetstream { sync_interval: always }`", ErrServerSync, p, r.opts.Stream)
 		}
+	}
+	if len(silent) > 0 {
+		r.opts.Logf("WARNING: NATS servers %v holding stream %s did not say how they sync within %v (stopped or cut off?): logbook cannot check that they run "+
+			"with `jetstream { sync_interval: always }`; the others (%d) do. Without it, NATS acknowledges writes before they are on disk and a power loss on a "+
+			"quorum loses acknowledged ledger events.", silent, r.opts.Stream, r.opts.Timeout, len(peers)-len(silent))
 	}
 	return nil
 }
