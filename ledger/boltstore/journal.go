@@ -594,18 +594,12 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	if readOnly {
 		flag = os.O_RDONLY
 	}
-	// O_NONBLOCK: a named pipe at the journal's name must not hold the
-	// open (a reader's would wait for a writer for ever).
-	jf, err := os.OpenFile(jpath, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENAMETOOLONG) {
-		// None (a name too long for one: commits there are synced).
-		return nil, nil
-	}
+	jf, err := openBeside(jpath, flag)
 	if err != nil {
-		if fi, lerr := os.Lstat(jpath); lerr == nil && !fi.Mode().IsRegular() {
-			return nil, notRegularJournal(jpath) // a link, a directory, a socket…
-		}
 		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if jf == nil {
+		return nil, nil // none (a name too long for one: commits there are synced)
 	}
 	keep := false
 	defer func() {
@@ -613,11 +607,6 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 			jf.Close()
 		}
 	}()
-	if fi, err := jf.Stat(); err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	} else if !fi.Mode().IsRegular() {
-		return nil, notRegularJournal(jpath)
-	}
 	first := make([]byte, headerLen)
 	if _, err := jf.ReadAt(first, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -676,13 +665,6 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	}
 	keep = true
 	return &recovery{f: jf, events: events}, nil
-}
-
-// notRegularJournal refuses a ledger whose journal's name holds something
-// other than a regular file: whether it hides commits cannot be told, and it
-// is not this ledger's to remove.
-func notRegularJournal(jpath string) error {
-	return fmt.Errorf("journal: %s is not a regular file, as a journal is: move it away (it is left as it is)", jpath)
 }
 
 // replay ingests r's events past db's head in one synced commit, and

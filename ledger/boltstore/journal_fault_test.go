@@ -467,13 +467,14 @@ func TestJournalCommitOutcomeUnknown(t *testing.T) {
 	}
 }
 
-// Something other than a regular file at the journal's name (a named pipe,
-// a directory, a symbolic link, a socket) is refused, by readers and
-// writers alike, saying so, and left as it is. A named pipe held every
-// reader's Open (verify, replay, tasks…) for ever, deaf to SIGTERM: it was
-// opened for reading without O_NONBLOCK, which waits for a writer (attack
-// round, crash2).
-func TestJournalNotRegularFile(t *testing.T) {
+// Something other than a regular file where a file beside the ledger is
+// kept — the journal, the unsynced marker — (a named pipe, a directory, a
+// symbolic link, a socket) is refused, by readers and writers alike, saying
+// so, and left as it is. A named pipe held every reader's Open (verify,
+// replay, tasks…) for ever, deaf to SIGTERM: it was opened for reading
+// without O_NONBLOCK, which waits for a writer; a marker linked to
+// /dev/zero was read for ever (attack round, crash2).
+func TestBesideNotRegularFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l, err := Open(path, Options{Create: true})
 	if err != nil {
@@ -483,64 +484,66 @@ func TestJournalNotRegularFile(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	jpath := journalPath(path)
-	kinds := map[string]func() error{
-		"named pipe": func() error { return syscall.Mkfifo(jpath, 0o600) },
-		"directory":  func() error { return os.Mkdir(jpath, 0o700) },
-		"symbolic link to a journal": func() error {
-			real := filepath.Join(t.TempDir(), "real.journal")
-			if err := os.WriteFile(real, make([]byte, journalSize), 0o600); err != nil {
-				return err
-			}
-			return os.Symlink(real, jpath)
-		},
-		"dangling symbolic link": func() error { return os.Symlink(filepath.Join(t.TempDir(), "none"), jpath) },
-		"socket": func() error {
-			fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-			if err != nil {
-				return err
-			}
-			defer syscall.Close(fd)
-			return syscall.Bind(fd, &syscall.SockaddrUnix{Name: jpath})
-		},
-	}
-	for kind, mk := range kinds {
-		os.RemoveAll(jpath)
-		if err := mk(); err != nil {
-			t.Fatalf("%s: %v", kind, err)
-		}
-		before, err := os.Lstat(jpath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, opts := range []Options{{ReadOnly: true}, {}, {Hold: true}} {
-			done := make(chan error, 1)
-			go func() {
-				s, err := Open(path, opts)
-				if err == nil {
-					err = s.View(func(*Tx) error { return nil })
-					if err == nil {
-						err = s.Update(func(tx *Tx) error { return nil })
-					}
-					s.Close()
+	for _, name := range []string{journalPath(path), unsyncedMarker(path)} {
+		kinds := map[string]func() error{
+			"named pipe": func() error { return syscall.Mkfifo(name, 0o600) },
+			"directory":  func() error { return os.Mkdir(name, 0o700) },
+			"symbolic link to a journal": func() error {
+				real := filepath.Join(t.TempDir(), "real.journal")
+				if err := os.WriteFile(real, make([]byte, journalSize), 0o600); err != nil {
+					return err
 				}
-				done <- err
-			}()
-			select {
-			case err = <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("a journal that is a %s: Open (read-only %v) still waits after 30 s", kind, opts.ReadOnly)
+				return os.Symlink(real, name)
+			},
+			"symbolic link to /dev/zero": func() error { return os.Symlink("/dev/zero", name) },
+			"dangling symbolic link":     func() error { return os.Symlink(filepath.Join(t.TempDir(), "none"), name) },
+			"socket": func() error {
+				fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+				if err != nil {
+					return err
+				}
+				defer syscall.Close(fd)
+				return syscall.Bind(fd, &syscall.SockaddrUnix{Name: name})
+			},
+		}
+		for kind, mk := range kinds {
+			os.RemoveAll(name)
+			if err := mk(); err != nil {
+				t.Fatalf("%s: %v", kind, err)
 			}
-			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
-				t.Errorf("a journal that is a %s, read-only %v: %v, want a refusal saying it is not a regular file", kind, opts.ReadOnly, err)
+			before, err := os.Lstat(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, opts := range []Options{{ReadOnly: true}, {}, {Hold: true}} {
+				done := make(chan error, 1)
+				go func() {
+					s, err := Open(path, opts)
+					if err == nil {
+						err = s.View(func(*Tx) error { return nil })
+						if err == nil {
+							err = s.Update(func(tx *Tx) error { return nil })
+						}
+						s.Close()
+					}
+					done <- err
+				}()
+				select {
+				case err = <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("%s is a %s: Open (read-only %v) still waits after 30 s", filepath.Base(name), kind, opts.ReadOnly)
+				}
+				if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+					t.Errorf("%s is a %s, read-only %v: %v, want a refusal saying it is not a regular file", filepath.Base(name), kind, opts.ReadOnly, err)
+				}
+			}
+			after, err := os.Lstat(name)
+			if err != nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
+				t.Errorf("%s, a %s, was changed: %v", filepath.Base(name), kind, err)
 			}
 		}
-		after, err := os.Lstat(jpath)
-		if err != nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
-			t.Errorf("a journal that is a %s was changed: %v", kind, err)
-		}
+		os.RemoveAll(name)
 	}
-	os.RemoveAll(jpath)
 	if got := storedEvents(t, path, nil); len(got) != 3 {
 		t.Fatalf("%d events, want 3", len(got))
 	}

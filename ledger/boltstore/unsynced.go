@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -68,14 +69,47 @@ func Beside(path, suffix string) string {
 	return path + suffix
 }
 
+// openBeside opens a file kept beside the ledger (the journal, the
+// unsynced marker), never following a symbolic link nor waiting (a named
+// pipe's open waits for a writer): nil if there is none (or its name is too
+// long for one); refused, saying so, if it is not a regular file, which is
+// left as it is.
+func openBeside(name string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENAMETOOLONG) {
+		return nil, nil
+	}
+	if err != nil {
+		if fi, lerr := os.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, notRegular(name) // a link, a directory, a socket…
+		}
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = notRegular(name)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+func notRegular(name string) error {
+	return fmt.Errorf("%s is not a regular file: move it away (it is left as it is)", name)
+}
+
 // checkUnsynced tells whether the file at path was left with unsynced
 // commits (marked) and refuses it, as damaged, if the machine restarted
 // since they were made.
 func checkUnsynced(path string) (marked bool, err error) {
-	mark, err := os.ReadFile(unsyncedMarker(path))
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENAMETOOLONG) {
-		return false, nil // none (a name too long for one: NoSync is refused there)
+	f, err := openBeside(unsyncedMarker(path), os.O_RDONLY)
+	if err != nil || f == nil {
+		return false, err // none (a name too long for one: NoSync is refused there)
 	}
+	// A boot id is 36 bytes: what is past 4 KiB is not one either.
+	mark, err := io.ReadAll(io.LimitReader(f, 4096))
+	f.Close()
 	if err != nil {
 		return false, err
 	}
