@@ -151,6 +151,10 @@ type openFile struct {
 	// info is file's, taken at its first commit: the path must still name
 	// that file at every commit (checkSameFile).
 	info os.FileInfo
+	// linked: the path's stat at the current commit (checkSameFile) found
+	// the file with more than one name (hard links): a generation ends at
+	// its next commit (journalCommit).
+	linked bool
 	// start is when this hold began (zero for the held file).
 	start time.Time
 	// size is the file's size when the current commit began; filled, how

@@ -244,7 +244,7 @@ func (l *Store) checkSameFile(o *openFile) error {
 	if !os.SameFile(fi, o.info) {
 		return fmt.Errorf("%w: %s is no longer the file this process opened", ErrReplaced, l.path)
 	}
-	o.size = fi.Size()
+	o.size, o.linked = fi.Size(), hardLinks(fi) > 1
 	return nil
 }
 

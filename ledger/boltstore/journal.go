@@ -382,7 +382,11 @@ func (l *Store) journalCommit(o *openFile, events [][]byte) error {
 	g := o.gen
 	g.buf = encodeRecord(g.buf[:0], g.salt, events)
 	g.commits++
-	if g.off+int64(len(g.buf)) <= journalSize {
+	// A file given another name meanwhile ends the generation now rather
+	// than at its 64th commit: an open through that name cannot see this
+	// journal (Beside resolves symbolic links only), and after a restart
+	// would write on over the checkpoint this header holds.
+	if !o.linked && g.off+int64(len(g.buf)) <= journalSize {
 		_, err := g.f.WriteAt(g.buf, g.off)
 		if err == nil {
 			err = fdatasync(g.f)
