@@ -364,6 +364,18 @@ func (m *Tokens) List() ([]projections.Token, error) {
 	return out, err
 }
 
+// unanswered is the error of a request the server did not answer: a
+// change asked for (issue, revoke) may have been made if the request
+// reached the server before it stopped, and the caller must not take it
+// for undone (a token issued again is a second token).
+func (m *Tokens) unanswered(method string, err error) error {
+	var op *net.OpError
+	if method == http.MethodGet || errors.As(err, &op) && op.Op == "dial" {
+		return fmt.Errorf("logbook server admin socket: %w", err)
+	}
+	return fmt.Errorf("logbook server admin socket: %w: the server did not answer, so whether it made the change is unknown (logbook token list shows the tokens as they are)", err)
+}
+
 func (m *Tokens) call(method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -384,12 +396,12 @@ func (m *Tokens) call(method, path string, in, out any) error {
 	req.Header.Set(ledgerHeader, db)
 	resp, err := m.c.Do(req)
 	if err != nil {
-		return fmt.Errorf("logbook server admin socket: %w", err)
+		return m.unanswered(method, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return err
+		return m.unanswered(method, err)
 	}
 	msg := string(bytes.TrimSpace(b))
 	switch resp.StatusCode {

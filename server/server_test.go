@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"log/slog"
@@ -379,5 +380,48 @@ func startRun(t *testing.T, l *boltstore.Store, opts Options) (addr string, stop
 	return addr, func() error {
 		once.Do(func() { cancel(); runErr = <-done })
 		return runErr
+	}
+}
+
+// TestAdminUnansweredChangeIsUnknown: a server that reads a token request
+// and stops before answering (killed mid-request) leaves the change's
+// outcome unknown, and the error says so; a listing, which changes
+// nothing, is a plain failure.
+func TestAdminUnansweredChangeIsUnknown(t *testing.T) {
+	_, db := openStore(t, boltstore.Options{})
+	socket := filepath.Join(t.TempDir(), "a.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { // read the request, then stop without a word
+				bufio.NewReader(c).ReadString('\n')
+				c.Close()
+			}()
+		}
+	}()
+	m, err := OpenTokens(db, socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.ViaServer() {
+		t.Fatal("the socket was not used")
+	}
+	if _, _, err := m.Issue(Issue{Agent: "ci", Issuer: "op"}); err == nil || !strings.Contains(err.Error(), "unknown") {
+		t.Errorf("issue unanswered: %v; want it said unknown", err)
+	}
+	if _, err := m.Revoke(Revoke{Agent: "ci", Issuer: "op"}); err == nil || !strings.Contains(err.Error(), "unknown") {
+		t.Errorf("revoke unanswered: %v; want it said unknown", err)
+	}
+	if _, err := m.List(); err == nil || strings.Contains(err.Error(), "unknown") {
+		t.Errorf("list unanswered: %v; want a plain failure", err)
 	}
 }
