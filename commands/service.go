@@ -61,6 +61,9 @@ type Options struct {
 	// time.Now. Tests fix it so that a ledger they build is the same bytes,
 	// hashes included, on every run.
 	Now func() time.Time
+	// HeldBy, if set, says who holds the ledger file when a commit timed
+	// out waiting for it ("" if it cannot tell): the reason an agent reads.
+	HeldBy func() string
 }
 
 // Service runs tool calls against the ledger.
@@ -415,6 +418,11 @@ func (s *Service) storageError(tool string, err error) error {
 		reason = "another logbook version rebuilt the projections; restart this server (it rebuilds them), or run logbook rebuild on the ledger file"
 	case errors.Is(err, boltstore.ErrLocked):
 		reason = "the ledger file is locked by another process (timed out)"
+		if s.opts.HeldBy != nil {
+			if who := s.opts.HeldBy(); who != "" {
+				reason = "the ledger file is held by " + who + " (timed out)"
+			}
+		}
 	case errors.Is(err, boltstore.ErrClosed):
 		reason = "the server is shutting down"
 	case errors.Is(err, boltstore.ErrReplaced):

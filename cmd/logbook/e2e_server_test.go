@@ -688,3 +688,23 @@ func TestServerHeldFileSaysWhatToDo(t *testing.T) {
 	wantExit(t, run(t, "snapshot", "--db", db, "--out", out), 0, "snapshot of a server's file")
 	wantExit(t, run(t, "verify", "--db", out), 0, "verify of the snapshot")
 }
+
+// TestServeBesideLaterServerSaysWhy: a serve process already running when
+// a logbook server is started on its file can no longer commit (the server
+// holds the file for its lifetime); each of its calls is refused saying a
+// logbook server holds the file and how to reach it, not only that the
+// file is locked.
+func TestServeBesideLaterServerSaysWhy(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	srv := startE2E(t, e2eConfig{DB: db, Agent: "early", Args: []string{"--lock-timeout", "300ms"}})
+	srv.initialize("2025-11-25")
+	var created struct {
+		TaskID string `json:"task_id"`
+	}
+	srv.ok("task_create", map[string]any{"title": "before the server", "project": "p"}, &created)
+	startHTTPServer(t, db)
+	r := srv.call("thought_record", map[string]any{"task_id": created.TaskID, "type": "analysis", "content": "after the server"})
+	if d := string(r.Env.Error.Details); r.code() != "ERR_STORAGE" || !strings.Contains(d, "held by a logbook server") || !strings.Contains(d, "logbook serve --connect") {
+		t.Errorf("a call of a serve process beside a later server: %s", r.Result)
+	}
+}
