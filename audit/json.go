@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"fmt"
 	"unicode"
 	"unicode/utf8"
 )
@@ -13,30 +12,57 @@ import (
 // (thought metadata is free-form; an old or forged ledger holds anything)
 // could otherwise reach the auditor's terminal as a C1 CSI sequence, or
 // as an override that shows "on" as "no". Outside strings JSON is ASCII,
-// so only strings change.
+// so only strings change. It is on replay's path for every event: it
+// looks only at the bytes that may begin such a character (unsafeLead),
+// and copies b only when it holds one.
 func SafeJSON(b []byte) []byte {
-	i := 0
-	for i < len(b) && b[i] < utf8.RuneSelf {
-		i++
-	}
-	if i == len(b) {
-		return b
-	}
 	var out []byte
-	for i < len(b) {
-		r, n := utf8.DecodeRune(b[i:])
-		if (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r) {
-			if out == nil {
-				out = append(make([]byte, 0, len(b)+16), b[:i]...)
-			}
-			out = fmt.Appendf(out, `\u%04x`, r)
-		} else if out != nil {
-			out = append(out, b[i:i+n]...)
+	done := 0 // b[:done] is in out
+	for i := 0; i < len(b); i++ {
+		if !unsafeLead[b[i]] {
+			continue
 		}
-		i += n
+		r, n := utf8.DecodeRune(b[i:])
+		if !unsafeRune(r) {
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(b)+16)
+		}
+		const hex = "0123456789abcdef"
+		out = append(append(out, b[done:i]...), '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+		done = i + n
+		i += n - 1
 	}
 	if out == nil {
 		return b
 	}
-	return out
+	return append(out, b[done:]...)
 }
+
+// unsafeRune reports whether SafeJSON escapes r: a C1 control or a
+// bidirectional control (all of them in the Basic Multilingual Plane, so
+// one \u escape each).
+func unsafeRune(r rune) bool {
+	return (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// unsafeLead marks the first byte of the UTF-8 encoding of every rune
+// unsafeRune reports: no other byte can begin one.
+var unsafeLead = func() (lead [256]bool) {
+	var buf [utf8.UTFMax]byte
+	mark := func(lo, hi, stride uint32) {
+		for r := lo; r <= hi; r += stride {
+			utf8.EncodeRune(buf[:], rune(r))
+			lead[buf[0]] = true
+		}
+	}
+	mark(0x80, 0x9f, 1)
+	for _, rg := range unicode.Bidi_Control.R16 {
+		mark(uint32(rg.Lo), uint32(rg.Hi), uint32(rg.Stride))
+	}
+	for _, rg := range unicode.Bidi_Control.R32 {
+		mark(rg.Lo, rg.Hi, rg.Stride)
+	}
+	return lead
+}()
