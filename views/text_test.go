@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // TestTableColour: on a colour screen only the status cell is painted, and
@@ -130,5 +131,26 @@ func TestTableWidth(t *testing.T) {
 		if got := wrap(c.s, c.n, 3); !slices.Equal(got, c.lines) {
 			t.Errorf("wrap(%q, %d) = %q, want %q", c.s, c.n, got, c.lines)
 		}
+	}
+}
+
+// TestTokenListWidth: token list's columns are measured as a table's are,
+// in terminal columns: an agent's name may be any visible text (a Chinese
+// name, an accent written as a combining mark), and measured in
+// characters by text/tabwriter it shifted every column after it.
+func TestTokenListWidth(t *testing.T) {
+	var b bytes.Buffer
+	tok := func(agent string, revoked uint64) projections.Token {
+		return projections.Token{SHA256: "aa", Agent: agent, Issuer: "me", IssuedSeq: 1, RevokedSeq: revoked}
+	}
+	if err := TokenList(&b, []projections.Token{tok("代理人", 0), tok("e\u0301e\u0301", 0), tok("bob", 9)}); err != nil {
+		t.Fatal(err)
+	}
+	want := "SHA256  AGENT   SCOPE      ISSUER  ISSUED  STATE\n" +
+		"aa      代理人  all tools  me      1       valid\n" +
+		"aa      e\u0301e\u0301      all tools  me      1       valid\n" +
+		"aa      bob     all tools  me      1       revoked at 9\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

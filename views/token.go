@@ -3,8 +3,8 @@ package views
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -23,18 +23,18 @@ func TokenScope(t projections.Token) string {
 }
 
 // TokenList prints tokens as a table: hash, agent, scope, issuer, the seq
-// it was issued at, and whether it is valid or revoked.
+// it was issued at, and whether it is valid or revoked. Its columns are
+// measured as any table's (Print: an agent's name may be Chinese, or hold
+// a combining accent), and nothing in it is cut: a token's hash is copied
+// from it whole.
 func TokenList(w io.Writer, list []projections.Token) error {
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SHA256\tAGENT\tSCOPE\tISSUER\tISSUED\tSTATE")
-	for _, t := range list {
+	t := &Table{Header: []string{"SHA256", "AGENT", "SCOPE", "ISSUER", "ISSUED", "STATE"}, Flex: 5, Painted: -1}
+	for _, tok := range list {
 		state := "valid"
-		if t.RevokedSeq != 0 {
-			state = fmt.Sprintf("revoked at %d", t.RevokedSeq)
+		if tok.RevokedSeq != 0 {
+			state = fmt.Sprintf("revoked at %d", tok.RevokedSeq)
 		}
-		// A name of a ledger written before names were checked may hold
-		// a control, and a tab would shift the columns.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", clean(t.SHA256), clean(t.Agent), clean(TokenScope(t)), clean(t.Issuer), t.IssuedSeq, state)
+		t.Rows = append(t.Rows, []string{tok.SHA256, tok.Agent, TokenScope(tok), tok.Issuer, fmt.Sprint(tok.IssuedSeq), state})
 	}
-	return tw.Flush()
+	return (&Screen{W: w, Width: math.MaxInt32}).Print(t)
 }
