@@ -73,6 +73,37 @@ func TestSafeJSONEveryRune(t *testing.T) {
 	}
 }
 
+// TestNoBidiEveryRune: every character, alone and between others, is a
+// space exactly when it is a bidirectional control; the rest of the text
+// is as it was.
+func TestNoBidiEveryRune(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue // no UTF-8 encoding
+		}
+		in := "é" + string(r) + "x" + string(r)
+		want := in
+		if unicode.Is(unicode.Bidi_Control, r) {
+			want = "é x "
+		}
+		if got := string(audit.NoBidi([]byte(in))); got != want {
+			t.Fatalf("U+%04X: %q became %q, want %q", r, in, got, want)
+		}
+	}
+	if got := string(audit.NoBidi([]byte("\xff\u202e\xc2"))); got != "\xff \xc2" {
+		t.Errorf("invalid UTF-8 around an override: %q", got)
+	}
+}
+
+// BenchmarkNoBidi: the console passes every page through NoBidi.
+func BenchmarkNoBidi(b *testing.B) {
+	page := []byte(strings.Repeat(`<tr><td class="id"><a href="/tasks/T-0001">T-0001</a></td><td>Θ-0001 made the thing work — café</td></tr>`+"\n", 5000))
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		audit.NoBidi(page)
+	}
+}
+
 // BenchmarkSafeJSON: replay passes every event's line through SafeJSON;
 // a thought's line holds its id's Θ, and most lines nothing to escape.
 func BenchmarkSafeJSON(b *testing.B) {

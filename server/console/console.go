@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"unicode"
 
+	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
@@ -126,22 +126,10 @@ func (c *console) render(w http.ResponseWriter, code int, name string, p page) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	w.Write(noBidi(b.Bytes()))
-}
-
-// noBidi replaces each bidirectional control character in a rendered page
-// with a space, as the terminal views do: the templates hold none, so each
-// came from the ledger's text, where an override shows "on" as "no", and
-// one left open reorders the text after it (the next label, the rest of a
-// line). They are never part of the markup, so replacing them leaves it
-// whole.
-func noBidi(page []byte) []byte {
-	return bytes.Map(func(r rune) rune {
-		if unicode.Is(unicode.Bidi_Control, r) {
-			return ' '
-		}
-		return r
-	}, page)
+	// The templates hold no bidirectional control, so each came from the
+	// ledger's text (audit.NoBidi); it is never part of the markup, so
+	// blanking it leaves the markup whole.
+	w.Write(audit.NoBidi(b.Bytes()))
 }
 
 func (c *console) notFound(w http.ResponseWriter, r *http.Request, msg string) {

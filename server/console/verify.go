@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/audit/boltaudit"
 )
 
@@ -81,13 +82,13 @@ func (c *console) verify(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeEvent writes v as one Server-Sent Event, its bidirectional controls
-// blanked as in the pages (noBidi): a problem's detail may quote the
+// blanked as in the pages (audit.NoBidi): a problem's detail may quote the
 // ledger's text, and the page shows it as it comes.
 func writeEvent(w io.Writer, event string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, noBidi(b))
+	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, audit.NoBidi(b))
 	return err
 }
