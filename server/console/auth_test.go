@@ -266,12 +266,14 @@ func TestSessionsPerToken(t *testing.T) {
 }
 
 // TestSessionsIdle: a login no request used for idleTimeout ends; each use
-// keeps it for another idleTimeout.
+// keeps it for another idleTimeout; a login never asked for again is
+// forgotten by the next login (add), so idle logins do not pile up.
 func TestSessionsIdle(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := sessions{now: func() time.Time { return now }}
 	id := s.add("a")
 	idle := s.add("b")
+	s.add("never used") // forgotten by a later login, not by a request
 	for range 3 {
 		now = now.Add(idleTimeout - time.Minute)
 		if _, ok := s.token(id); !ok {
@@ -285,8 +287,8 @@ func TestSessionsIdle(t *testing.T) {
 	if _, ok := s.token(id); ok {
 		t.Error("a login idle for the timeout still works")
 	}
-	s.add("c")
-	if len(s.byID) != 1 {
+	c := s.add("c")
+	if len(s.byID) != 1 || s.byID[c] == nil {
 		t.Errorf("%d sessions kept after a login; the idle ones should be forgotten", len(s.byID))
 	}
 }
