@@ -70,10 +70,10 @@ func (s *Screen) printf(format string, args ...any) error {
 		switch a := a.(type) {
 		case string:
 			args[i] = clean(a)
-		case error:
-			args[i] = clean(a.Error())
-		case fmt.Stringer:
-			args[i] = clean(a.String())
+		case error, fmt.Stringer:
+			// As fmt prints them ("<nil>" for a nil pointer whose
+			// method would panic), then cleaned.
+			args[i] = clean(fmt.Sprint(a))
 		}
 	}
 	_, err := fmt.Fprintf(s.W, format, args...)

@@ -2,6 +2,7 @@ package views
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -152,5 +153,24 @@ func TestTokenListWidth(t *testing.T) {
 		"aa      bob     all tools  me      1       revoked at 9\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+type nilStringer struct{ s string }
+
+func (n *nilStringer) String() string { return n.s }
+
+// TestPrintfAsFmt: printf cleans an error or a Stringer as fmt prints it:
+// a nil pointer among them is "<nil>", as fmt says, where calling its
+// method panicked (audit.Problem's Error reads its fields).
+func TestPrintfAsFmt(t *testing.T) {
+	var b bytes.Buffer
+	s := &Screen{W: &b}
+	var p *audit.Problem
+	if err := s.printf("FAIL %s %v\n", error(p), fmt.Stringer((*nilStringer)(nil))); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != "FAIL <nil> <nil>\n" {
+		t.Errorf("got %q", b.String())
 	}
 }
