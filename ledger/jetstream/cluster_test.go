@@ -409,12 +409,15 @@ func (n *node) catchUp(tb testing.TB) ledger.Head {
 
 // proxy forwards loopback TCP connections to a server; cut drops every
 // connection through it at once, as a network failure between a client and
-// its server would (the client then reconnects, through it or elsewhere).
+// its server would (the client then reconnects, through it or elsewhere);
+// stall stops forwarding with every connection left open, as a server
+// SIGSTOPped does (the kernel still accepts connections to it).
 type proxy struct {
-	l     net.Listener
-	to    string
-	mu    sync.Mutex
-	conns []net.Conn
+	l       net.Listener
+	to      string
+	mu      sync.Mutex
+	conns   []net.Conn
+	stalled chan struct{} // closed while it forwards
 }
 
 func startProxy(tb testing.TB, to string) *proxy {
@@ -422,8 +425,9 @@ func startProxy(tb testing.TB, to string) *proxy {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &proxy{l: l, to: to}
-	tb.Cleanup(func() { l.Close(); p.cut() })
+	p := &proxy{l: l, to: to, stalled: make(chan struct{})}
+	close(p.stalled)
+	tb.Cleanup(func() { l.Close(); p.resume(); p.cut() })
 	go func() {
 		for {
 			in, err := l.Accept()
@@ -438,8 +442,8 @@ func startProxy(tb testing.TB, to string) *proxy {
 			p.mu.Lock()
 			p.conns = append(p.conns, in, out)
 			p.mu.Unlock()
-			go func() { io.Copy(out, in); out.Close() }()
-			go func() { io.Copy(in, out); in.Close() }()
+			go func() { p.copy(out, in); out.Close() }()
+			go func() { p.copy(in, out); in.Close() }()
 		}
 	}()
 	return p
@@ -454,4 +458,46 @@ func (p *proxy) cut() {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// copy forwards what src sends to dst, holding it while the proxy stalls.
+func (p *proxy) copy(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			gate := p.stalled
+			p.mu.Unlock()
+			<-gate
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stall stops forwarding (the connections stay open) until resume.
+func (p *proxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.stalled:
+		p.stalled = make(chan struct{})
+	default:
+	}
+}
+
+// resume forwards again, what was held first.
+func (p *proxy) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.stalled:
+	default:
+		close(p.stalled)
+	}
 }

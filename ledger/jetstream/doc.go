@@ -75,6 +75,16 @@
 //     which would otherwise never reach the leader the others elected. The
 //     connection must list every server: a partitioned server tells its
 //     clients it is the whole cluster, and only the URLs given stay known.
+//   - A catch-up the servers do not serve, with no verdict of theirs (its
+//     requests unanswered, the connection dropped while nats.go
+//     reconnects, no leader or one without a quorum of current replicas),
+//     is not failed after Options.Timeout: it reads again until
+//     Options.ResolveWithin, as an append resolves its outcome, so that a
+//     call rides out its server killed (nats.go reconnects within a
+//     second), stopped (the connection moved after LeaderWait) or a leader
+//     election (4-9s). Only then does it fail: nothing was appended. A
+//     verdict (a gap, a message that differs, the stream deleted or its
+//     settings unsafe) fails it at once.
 //   - Nodes take turns under contention: a node whose appends were refused
 //     for others' 8 times in a row publishes a request on
 //     logbook.<stream>.turn (plain NATS, not stored), and every other node

@@ -333,3 +333,97 @@ func TestFaultsLoseNothing(t *testing.T) {
 	checkLedger(t, plain, w.acked, true)
 	w.hist.check(t, streamEvents(t, plain[0].rep))
 }
+
+// TestCallsRideOutTheirServersFault: the server a node is connected to
+// stops answering with its connection left open (as one SIGSTOPped does)
+// while another node appends. The node's next calls, whose catch-up must
+// read what the other appended, wait for the connection to move to another
+// server (the leader out of reach for LeaderWait) and are recorded, each
+// once. They were refused before ("catch up with stream …: no server
+// served them within 1s", answered ERR_STORAGE "nothing of it was
+// recorded") once Options.Timeout passed, before LeaderWait could move the
+// connection, though the cluster served the stream all along. Then the
+// server it moved to is shut down while the other node appends: its calls
+// wait for the reconnect, and are recorded too.
+func TestCallsRideOutTheirServersFault(t *testing.T) {
+	c := startCluster(t, 3, "always")
+	dir := t.TempDir()
+	var quiet atomic.Bool
+	t.Cleanup(func() { quiet.Store(true) })
+	opts := Options{Stream: "stalled", Timeout: time.Second, LeaderWait: 3 * time.Second, Logf: func(format string, args ...any) {
+		if !quiet.Load() {
+			t.Logf(format, args...)
+		}
+	}}
+	cable := startProxy(t, fmt.Sprintf("127.0.0.1:%d", c.ports[0]))
+	anc := c.connectVia(t, cable.url(), "app")
+	var h hooks
+	if os.Getenv("LOGBOOK_TRACE") != "" {
+		h.trace = func(format string, args ...any) {
+			if !quiet.Load() {
+				t.Logf(format, args...)
+			}
+		}
+		anc.SetDisconnectErrHandler(func(_ *nats.Conn, err error) { h.trace("disconnected: %v", err) })
+		anc.SetReconnectHandler(func(nc *nats.Conn) { h.trace("reconnected to %s", nc.ConnectedServerName()) })
+	}
+	a := openNode(t, filepath.Join(dir, "a.db"), anc, openReplica(t, anc, opts, h))
+	bnc := c.connect(t, 1, "app")
+	b := openNode(t, filepath.Join(dir, "b.db"), bnc, openReplica(t, bnc, opts, hooks{}))
+	acked := map[string]bool{}
+	for _, s := range []string{"a0", "b0"} {
+		n := a
+		if s[0] == 'b' {
+			n = b
+		}
+		if err := n.appendEvents(s, s); err != nil {
+			t.Fatal(err)
+		}
+		acked[s] = true
+	}
+	// The node's head is then not its own last append: its next commit's
+	// catch-up reads the stream (it skips reading only after its own).
+	a.catchUp(t)
+	cable.stall()
+	stalled := time.Now()
+	for i := 1; i <= 3; i++ {
+		s := fmt.Sprintf("b%d", i)
+		if err := b.appendEvents("b", s); err != nil {
+			t.Fatal(err)
+		}
+		acked[s] = true
+	}
+	calls := func(what string, from int) {
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() { errs[i] = a.appendEvents("a", fmt.Sprintf("a%d", from+i)) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("call a%d on the node whose server %s: %v", from+i, what, err)
+				continue
+			}
+			acked[fmt.Sprintf("a%d", from+i)] = true
+		}
+	}
+	calls("stalled", 1)
+	t.Logf("the node's calls were answered %v after its server stalled; it reconnected to %s (not through the stalled proxy)", time.Since(stalled).Round(time.Millisecond), anc.ConnectedServerName())
+	cable.resume()
+	// Its server shut down while the other node appends: the node
+	// reconnects elsewhere, its calls wait for it.
+	a.catchUp(t)
+	c.stop(c.index(anc.ConnectedServerName()))
+	stopped := time.Now()
+	for i := 4; i <= 6; i++ {
+		s := fmt.Sprintf("b%d", i)
+		if err := b.appendEvents("b", s); err != nil {
+			t.Fatal(err)
+		}
+		acked[s] = true
+	}
+	calls("was shut down", 5)
+	t.Logf("the node's calls were answered %v after its server was shut down; it moved to %s", time.Since(stopped).Round(time.Millisecond), anc.ConnectedServerName())
+	checkLedger(t, []*node{a, b}, acked, false)
+}

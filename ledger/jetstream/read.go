@@ -116,7 +116,16 @@ func (r *Replica) catchUp(tx *boltstore.Tx) error {
 	// A conflict's hint is only worth a short wait: the leader that named
 	// it may count appends it proposed that will never commit.
 	hint, hintAt := r.hint.Swap(0), r.hintAt.Load()
-	deadline := time.Now().Add(r.opts.Timeout)
+	start := time.Now()
+	deadline := start.Add(r.opts.Timeout)
+	// Past the deadline a catch-up the servers did not serve, for no
+	// verdict of theirs, waits on until giveUp (ResolveWithin, as an
+	// append waits for the servers): a connection through which the
+	// leader stays out of reach for LeaderWait is moved to another server
+	// meanwhile, one whose server was killed reconnects at once, and a
+	// leader is elected within 4-9s (reads need none: any server holding
+	// the stream serves them).
+	giveUp := start.Add(r.opts.ResolveWithin)
 	progress := time.Now()
 	wait := time.Millisecond
 	for {
@@ -124,7 +133,7 @@ func (r *Replica) catchUp(tx *boltstore.Tx) error {
 		rs := time.Now()
 		msgs, pending, err := r.read(at, readBatch)
 		r.tracef("catch-up read from %d via %s: %d msgs, pending %d, %v in %v", at, r.nc.ConnectedServerName(), len(msgs), pending, err, time.Since(rs).Round(time.Millisecond))
-		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, nats.ErrNoResponders) {
+		if err != nil && !unanswered(err) {
 			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, at, err)
 		}
 		if errors.Is(err, nats.ErrNoResponders) {
@@ -174,7 +183,18 @@ func (r *Replica) catchUp(tx *boltstore.Tx) error {
 			err = errors.Join(err, lerr)
 		}
 		if time.Now().After(deadline) {
-			return r.behind(tx.Head(), c.checked, err)
+			berr := r.behind(tx.Head(), c.checked, time.Since(start), err)
+			var u *unservedError
+			if !errors.As(berr, &u) || time.Now().After(giveUp) {
+				return berr
+			}
+			if err := r.unsafeErr(); err != nil {
+				return err // settings edited meanwhile (seen in behind's info)
+			}
+			// (Its failed requests counted towards moving the
+			// connection: leaderLost.)
+			r.tracef("catch-up at %d not served for %v, waiting on: %v", tx.Head().Seq, time.Since(start).Round(time.Millisecond), berr)
+			deadline = time.Now().Add(r.opts.Timeout)
 		}
 		time.Sleep(wait)
 		wait = min(2*wait, 50*time.Millisecond)
@@ -317,22 +337,35 @@ func (r *Replica) leaderGet(seq uint64) (message, error) {
 	return m, nil
 }
 
+// unservedError is a catch-up the servers did not serve, with no verdict
+// of theirs (no answer, a connection being re-established, no leader yet
+// or one without a quorum): the servers may serve it a moment later.
+type unservedError struct{ error }
+
+func (e *unservedError) Unwrap() error { return e.error }
+
 // behind explains a catch-up that could not reach what the stream holds:
-// the stream lost events this node holds, or the servers did not answer.
-func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
+// the stream lost events this node holds (an *ledger.IntegrityError), or
+// it was deleted (boltstore.ErrLogGone), or the servers did not serve it
+// (an *unservedError).
+func (r *Replica) behind(local ledger.Head, checked bool, waited time.Duration, readErr error) error {
 	info, err := r.Info(context.Background())
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return r.gone()
 	}
 	if err != nil {
-		return fmt.Errorf("catch up with stream %s: %w", r.opts.Stream, errors.Join(readErr, err))
+		err = fmt.Errorf("catch up with stream %s: %w", r.opts.Stream, errors.Join(readErr, err))
+		if unanswered(err) || starting(err) {
+			err = &unservedError{err}
+		}
+		return err
 	}
 	s := info.State
 	if !quorumCurrent(info) {
 		// A server cut off from the others (or just back) may answer as
 		// the leader of its stale copy: its word is no verdict.
-		return fmt.Errorf("catch up with stream %s: at seq %d; the server answering as its leader (%s, last seq %d) has no quorum of current replicas: %w",
-			r.opts.Stream, local.Seq, info.Cluster.Leader, s.LastSeq, errors.Join(readErr, nats.ErrTimeout))
+		return &unservedError{fmt.Errorf("catch up with stream %s: at seq %d; the server answering as its leader (%s, last seq %d) has no quorum of current replicas: %w",
+			r.opts.Stream, local.Seq, info.Cluster.Leader, s.LastSeq, errors.Join(readErr, nats.ErrTimeout))}
 	}
 	if s.LastSeq < local.Seq {
 		return &ledger.IntegrityError{Seq: s.LastSeq + 1, Problem: ledger.ProblemGap,
@@ -349,11 +382,11 @@ func (r *Replica) behind(local ledger.Head, checked bool, readErr error) error {
 		return &ledger.IntegrityError{Seq: s.FirstSeq, Problem: ledger.ProblemGap, Detail: err.Error()}
 	}
 	if known := r.known.Load(); known > s.LastSeq {
-		return fmt.Errorf("catch up with stream %s: at seq %d; seq %d was acknowledged but the stream's leader reports %d (a leader change not settled within %v): %w",
-			r.opts.Stream, local.Seq, known, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
+		return &unservedError{fmt.Errorf("catch up with stream %s: at seq %d; seq %d was acknowledged but the stream's leader reports %d (a leader change not settled within %v): %w",
+			r.opts.Stream, local.Seq, known, s.LastSeq, waited.Round(time.Millisecond), errors.Join(readErr, nats.ErrTimeout))}
 	}
-	return fmt.Errorf("catch up with stream %s: at seq %d, the stream holds %d and no server served them within %v: %w",
-		r.opts.Stream, local.Seq, s.LastSeq, r.opts.Timeout, errors.Join(readErr, nats.ErrTimeout))
+	return &unservedError{fmt.Errorf("catch up with stream %s: at seq %d, the stream holds %d and no server served them within %v: %w",
+		r.opts.Stream, local.Seq, s.LastSeq, waited.Round(time.Millisecond), errors.Join(readErr, nats.ErrTimeout))}
 }
 
 // quorumCurrent tells whether the stream's leader, by its own report,

@@ -40,7 +40,10 @@ type Options struct {
 	// ResolveWithin bounds how long an append whose outcome is ambiguous is
 	// resolved (read back, resent under the same expected sequence) before
 	// it fails with boltstore.ErrAppendUnknown (its events may still appear in
-	// the stream; the next catch-up then ingests them); default 30s.
+	// the stream; the next catch-up then ingests them), and how long a
+	// catch-up the servers do not serve (no answer, a connection being
+	// re-established, no leader or one without a quorum) waits for them
+	// before it fails (nothing appended); default 30s.
 	ResolveWithin time.Duration
 	// LeaderWait is how long the stream's leader may stay out of reach
 	// through the connection (requests it should answer time out, or the
@@ -312,9 +315,12 @@ func (r *Replica) lookupOrCreate(ctx context.Context, wait time.Duration) (jetst
 }
 
 // unanswered reports whether err is the servers not answering (yet), as
-// opposed to an answer that refuses.
+// opposed to an answer that refuses: a request timed out, no server took
+// it, or the connection dropped with it in flight (nats.go reconnects and
+// sends what it buffered meanwhile).
 func unanswered(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrReconnectBufExceeded)
 }
 
 // starting reports whether err is an answer a JetStream cluster gives
