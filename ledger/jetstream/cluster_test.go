@@ -125,7 +125,8 @@ func (c *cluster) config(i int) string {
 	}
 	b.WriteString(`accounts {
   SYS: { users: [{ user: sys, password: sys }] }
-  APP: { jetstream: enabled, users: [{ user: app, password: app }] }
+  APP: { jetstream: enabled, users: [{ user: app, password: app },
+    { user: noturn, password: noturn, permissions: { publish: { deny: "logbook.*.turn" }, subscribe: { deny: "logbook.*.turn" } } }] }
 }
 system_account: SYS
 `)

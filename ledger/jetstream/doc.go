@@ -90,7 +90,9 @@
 //     logbook.<stream>.turn (plain NATS, not stored), and every other node
 //     waits up to 50ms before its next catch-up, which then reads the
 //     stream (turn.go). Compare-and-append alone favours the node that
-//     appended last, which decides its next append without reading.
+//     appended last, which decides its next append without reading. A
+//     user denied the subject only loses the turns: Open sends itself a
+//     probe there and logs a warning if it does not come back.
 //   - One Replica serves one Store (its calls are serialised by the store's
 //     committer).
 //

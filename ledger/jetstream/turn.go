@@ -1,6 +1,8 @@
 package jetstream
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,14 +27,49 @@ const (
 // turnSubject is the subject on which the nodes of stream name ask for turns.
 func turnSubject(name string) string { return "logbook." + name + ".turn" }
 
-// listenTurns subscribes to the other nodes' requests for a turn.
+// probePrefix begins the message a replica sends itself on the turn
+// subject at Open, to learn whether its user may use it; no request.
+const probePrefix = "probe "
+
+// probeWait bounds how long Open waits for its probe to come back: a
+// round trip through its own server, milliseconds.
+const probeWait = time.Second
+
+// listenTurns subscribes to the other nodes' requests for a turn, and
+// checks that the subscription hears what this replica publishes there:
+// a user denied the subject (publish or subscribe) is told only by an
+// asynchronous error from the server, its calls unaffected, and would go
+// without turns unseen. It logs a warning then; it never fails.
 func (r *Replica) listenTurns() (err error) {
-	r.turns, err = r.nc.Subscribe(turnSubject(r.opts.Stream), func(m *nats.Msg) {
-		if string(m.Data) != r.id {
+	subj := turnSubject(r.opts.Stream)
+	probe := probePrefix + r.id
+	heard := make(chan struct{}, 1)
+	r.turns, err = r.nc.Subscribe(subj, func(m *nats.Msg) {
+		switch data := string(m.Data); {
+		case data == probe:
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+		case data != r.id && !strings.HasPrefix(data, probePrefix):
 			r.yieldTo.Store(time.Now().Add(turnFor).UnixNano())
 		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	perr := r.nc.Publish(subj, []byte(probe))
+	if perr == nil {
+		select {
+		case <-heard:
+			return nil
+		case <-time.After(probeWait):
+			perr = fmt.Errorf("what it published there did not come back within %v", probeWait)
+		}
+	}
+	r.opts.Logf("WARNING: stream %s: this node takes no turns with the others on %s (%v): its NATS user may not be allowed to publish and subscribe on it. Calls go on; without turns a busy node can keep a slower one from appending (ERR_STORAGE after its retries): allow the subject to the logbook user.",
+		r.opts.Stream, subj, perr)
+	return nil
 }
 
 // refused notes an append of this replica refused for another node's

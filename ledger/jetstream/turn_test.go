@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -86,4 +88,59 @@ func TestTurns(t *testing.T) {
 	if want := "[b1 r1 b2]"; fmt.Sprint(got) != want || len(yields) != 1 || yields[0] > turnFor {
 		t.Errorf("the stream holds %v, want %s; the busy node waited %v, want once, at most %v", got, want, yields, turnFor)
 	}
+}
+
+// TestTurnsDenied: a node whose NATS user may neither publish nor
+// subscribe on the turn subject opens with a warning naming it, and its
+// calls go on, a request for a turn it sends included (the server's
+// refusal is an asynchronous error, nothing a call sees). It went without
+// turns unseen before: no warning. A node allowed the subject logs none.
+func TestTurnsDenied(t *testing.T) {
+	c := sharedCluster(t)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var warnings []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		warnings = append(warnings, fmt.Sprintf(format, args...))
+	}
+	took := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		w := warnings
+		warnings = nil
+		return w
+	}
+	opts := Options{Stream: "turnsdenied", Logf: logf}
+	anc := c.connect(t, 0, "app")
+	allowed := openNode(t, filepath.Join(dir, "allowed.db"), anc, openReplica(t, anc, opts, hooks{}))
+	for _, w := range took() {
+		if strings.Contains(w, "takes no turns") {
+			t.Errorf("a node allowed the turn subject warned: %s", w)
+		}
+	}
+	dnc := c.connect(t, 1, "noturn")
+	denied := openNode(t, filepath.Join(dir, "denied.db"), dnc, openReplica(t, dnc, opts, hooks{}))
+	warned := false
+	for _, w := range took() {
+		warned = warned || strings.Contains(w, "takes no turns") && strings.Contains(w, turnSubject("turnsdenied"))
+	}
+	if !warned {
+		t.Errorf("a node denied the turn subject did not warn of it")
+	}
+	for range turnAfter {
+		denied.rep.refused()
+	}
+	acked := map[string]bool{}
+	for i := range 3 {
+		for _, n := range []*node{allowed, denied} {
+			s := fmt.Sprintf("%s%d", filepath.Base(n.path), i)
+			if err := n.appendEvents("agent", s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+			acked[s] = true
+		}
+	}
+	checkLedger(t, []*node{allowed, denied}, acked, false)
 }
