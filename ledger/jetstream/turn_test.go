@@ -60,6 +60,22 @@ func TestTurns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The watcher's interest reaches the refused node's server through
+	// the cluster's routes a moment after the flush, and what is published
+	// there before is dropped: send until a message comes back, then skip
+	// those still in flight (one publisher's messages arrive in order).
+	eventually(t, 10*time.Second, func() error {
+		if err := refused.nc.Publish(turnSubject("turns"), []byte("sync")); err != nil {
+			return err
+		}
+		_, err := watch.NextMsg(100 * time.Millisecond)
+		return err
+	})
+	if err := refused.nc.Publish(turnSubject("turns"), []byte("synced")); err != nil {
+		t.Fatal(err)
+	}
+	for next() != "synced" {
+	}
 	for range turnAfter - 1 {
 		refused.rep.refused()
 	}
