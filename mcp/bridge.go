@@ -143,10 +143,10 @@ func verbatim(res *sdk.CallToolResult) *sdk.CallToolResult {
 		return res
 	}
 	text, ok := res.Content[0].(*sdk.TextContent)
-	if !ok || !json.Valid([]byte(text.Text)) {
+	if !ok {
 		return res
 	}
-	var same any
+	var same any // (Unmarshal refuses text that is not JSON)
 	if err := json.Unmarshal([]byte(text.Text), &same); err != nil || !reflect.DeepEqual(same, res.StructuredContent) {
 		return res
 	}
