@@ -149,6 +149,9 @@ func (s *Screen) Print(t *Table) error {
 // of them; the last is cut with "…" when s does not fit.
 func wrap(s string, n, max int) []string {
 	var lines []string
+	if width(s) > n {
+		s = strings.TrimLeft(s, " ") // wrapped, it would begin with a blank line
+	}
 	for len(lines) < max-1 && width(s) > n {
 		at := fits(s, n) // < len(s): s is wider than n
 		if s[at] != ' ' {

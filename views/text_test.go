@@ -128,6 +128,7 @@ func TestTableWidth(t *testing.T) {
 		{"数据库 连接失败数据库", 8, []string{"数据库", "连接失败", "数据库"}},
 		{"数据库连接失败数据库", 8, []string{"数据库连", "接失败数", "据库"}},
 		{"数据库连接失败数据库连接失败", 8, []string{"数据库连", "接失败数", "据库连…"}},
+		{"   abc def", 5, []string{"abc", "def"}}, // no blank first line
 	} {
 		if got := wrap(c.s, c.n, 3); !slices.Equal(got, c.lines) {
 			t.Errorf("wrap(%q, %d) = %q, want %q", c.s, c.n, got, c.lines)
