@@ -33,13 +33,20 @@ var okPrefix = []byte(`{"ok":true,"data":`)
 // fails or panics: an error it cannot map, a result it cannot marshal, or a
 // panic in a MarshalJSON becomes ERR_INTERNAL, with the cause logged.
 func (s *Server) Encode(result any, err error) (code string, reply []byte) {
+	return s.encode(result, err, len(s.tools))
+}
+
+// encode is Encode for a caller that may call registered of the tools (a
+// token scoped to some: server_health counts those, as tools/list lists
+// them).
+func (s *Server) encode(result any, err error, registered int) (code string, reply []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("encode panicked", "panic", p, "stack", string(debug.Stack()))
 			code, reply = internalReply()
 		}
 	}()
-	s.describe(result)
+	s.describe(result, registered)
 	if err != nil {
 		f, ok := classify(err)
 		if !ok {

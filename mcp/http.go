@@ -471,7 +471,8 @@ func identity(req sdk.Request) *Identity {
 // becomes the token's agent, and a tool outside its scope (ERR_FORBIDDEN,
 // before anything else is checked) or a mutating tool on a read-only token
 // (ERR_READ_ONLY, once the arguments are valid) is refused, still audited;
-// server_health tells a read-only token's caller mode READONLY.
+// server_health tells a read-only token's caller mode READONLY, and a
+// scoped token's caller how many tools its scope holds.
 func (s *Server) authorize(req *sdk.CallToolRequest, call *commands.Call) {
 	id := identity(req)
 	if id == nil {
@@ -483,6 +484,15 @@ func (s *Server) authorize(req *sdk.CallToolRequest, call *commands.Call) {
 		call.Invalid = &forbiddenError{call.Name}
 	case id.ReadOnly:
 		call.ReadOnly = true
+	}
+	if len(id.Tools) > 0 { // server_health counts the tools listed to it
+		n := 0
+		for _, t := range s.tools {
+			if id.allows(t.name) {
+				n++
+			}
+		}
+		call.Encode = func(result any, err error) (string, []byte) { return s.encode(result, err, n) }
 	}
 }
 

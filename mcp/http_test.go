@@ -21,7 +21,8 @@ import (
 )
 
 // httpFixture is an HTTPHandler on a fake Do, behind httptest, with two
-// tokens: "full" (agent a) and "scoped" (agent b, task_get only, read-only).
+// tokens: "full" (agent a), "scoped" (agent b, task_get and task_create,
+// read-only) and "health" (agent c, three tools, server_health among them).
 func httpFixture(tb testing.TB) (*httptest.Server, *fakeDo) {
 	tb.Helper()
 	f := &fakeDo{}
@@ -30,6 +31,7 @@ func httpFixture(tb testing.TB) (*httptest.Server, *fakeDo) {
 	ids := map[string]*Identity{
 		"full":   {Agent: "a", Token: "sum-a"},
 		"scoped": {Agent: "b", Token: "sum-b", ReadOnly: true, Tools: []string{"task_get", "task_create"}},
+		"health": {Agent: "c", Token: "sum-c", Tools: []string{"server_health", "task_get", "task_list"}},
 	}
 	h := s.HTTPHandler(HTTPOptions{Authenticate: func(_ context.Context, token string) (*Identity, error) {
 		if id := ids[token]; id != nil {
@@ -132,6 +134,20 @@ func TestHTTPIdentityScopeAndReadOnly(t *testing.T) {
 		want := map[string]string{"full": "a", "scoped": "b"}[calls[i].token]
 		if call.Actor != want || call.Client != "claims-root" || call.Token != "sum-"+want {
 			t.Errorf("call %d: actor %q client %q token %q", i, call.Actor, call.Client, call.Token)
+		}
+	}
+}
+
+// TestHTTPHealthCountsScope: server_health's tools.registered is what
+// tools/list lists to the caller: every tool for a full token, the tools
+// of its scope for a scoped one.
+func TestHTTPHealthCountsScope(t *testing.T) {
+	srv, f := httpFixture(t)
+	f.result = func(commands.Call) (any, error) { return &commands.HealthResult{}, nil }
+	for token, want := range map[string]int{"full": len(contractTools), "health": 3} {
+		_, body := post(t, srv.URL, token, newRequest(1, "tools/call", `"name":"server_health","arguments":{}`))
+		if !strings.Contains(body, fmt.Sprintf(`\"tools\":{\"registered\":%d}`, want)) {
+			t.Errorf("%s token: server_health %s, want registered %d", token, body, want)
 		}
 	}
 }

@@ -43,7 +43,7 @@ func systemTools() []*tool {
 					prop("stages", array("Stages every tool call goes through, in order.", str("A stage."))),
 				)),
 				prop("tools", object("The published tools.",
-					prop("registered", integer("Number of tools.")),
+					prop("registered", integer("Number of tools published to the caller (for a token scoped to some tools, those).")),
 				)),
 				prop("skills", object("The SKILL.md files.",
 					prop("loaded", integer("Number of skills loaded.")),
@@ -58,10 +58,11 @@ func systemTools() []*tool {
 }
 
 // describe puts what only the edge knows about itself into a health report:
-// the stages a call goes through here and the tools published.
-func (s *Server) describe(result any) {
+// the stages a call goes through here and how many tools it publishes to
+// the caller (registered).
+func (s *Server) describe(result any, registered int) {
 	if h, ok := result.(*commands.HealthResult); ok && h != nil {
 		h.Middleware.Stages = s.Stages()
-		h.Tools.Registered = len(s.tools)
+		h.Tools.Registered = registered
 	}
 }
