@@ -65,7 +65,8 @@
 //     it, and so it does for a minority of peers that do not answer (down:
 //     the stream works on without them, and so must a node's start).
 //   - A connection through which the stream's leader stays out of reach for
-//     Options.LeaderWait (requests it should answer time out, its server
+//     Options.LeaderWait (requests it should answer time out, a catch-up's
+//     reads among them, counted from when the first was sent; its server
 //     knows no leader or answers as a leader no majority follows, or an
 //     append is refused for a last sequence the leader cannot serve: a
 //     leader cut off from the others counts the appends it proposed and

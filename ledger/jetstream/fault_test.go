@@ -427,3 +427,44 @@ func TestCallsRideOutTheirServersFault(t *testing.T) {
 	t.Logf("the node's calls were answered %v after its server was shut down; it moved to %s", time.Since(stopped).Round(time.Millisecond), anc.ConnectedServerName())
 	checkLedger(t, []*node{a, b}, acked, false)
 }
+
+// TestCatchUpMovesOffAStalledServer: a catch-up whose node's server stalls
+// (as SIGSTOP does: the connection stays open, nothing is answered) moves
+// the connection once the stream has been out of reach through it for
+// LeaderWait, counted from its first unanswered read. Its reads went
+// uncounted: the run began with the leader get after the first read's
+// Timeout, and the connection moved a Timeout late (after 17s with the
+// defaults, now 11s; in chaos runs a node with no calls of its own stayed
+// behind the stream through the whole of a 17-18s SIGSTOP of a NATS
+// server). Here (Timeout 4s, LeaderWait 3.5s, ResolveWithin 7s) the
+// catch-up gave up before: "no server served them within …", nothing
+// appended.
+func TestCatchUpMovesOffAStalledServer(t *testing.T) {
+	c := startCluster(t, 3, "always")
+	dir := t.TempDir()
+	opts := Options{Stream: "stalledread", Timeout: 4 * time.Second, LeaderWait: 3500 * time.Millisecond, ResolveWithin: 7 * time.Second}
+	cable := startProxy(t, fmt.Sprintf("127.0.0.1:%d", c.ports[0]))
+	anc := c.connectVia(t, cable.url(), "app")
+	a := openNode(t, filepath.Join(dir, "a.db"), anc, openReplica(t, anc, opts, hooks{}))
+	bnc := c.connect(t, 1, "app")
+	b := openNode(t, filepath.Join(dir, "b.db"), bnc, openReplica(t, bnc, opts, hooks{}))
+	if err := b.appendEvents("b", "b0"); err != nil {
+		t.Fatal(err)
+	}
+	a.catchUp(t)
+	cable.stall()
+	if err := b.appendEvents("b", "b1"); err != nil {
+		t.Fatal(err)
+	}
+	// As Follow does, having seen the stream's last seq in its info.
+	a.rep.noteKnown(2)
+	if err := a.store.Update(func(*boltstore.Tx) error { return nil }); err != nil {
+		t.Fatalf("catch-up through a stalled server: %v", err)
+	}
+	if got := a.catchUp(t).Seq; got != 2 {
+		t.Errorf("the node holds %d events, the stream 2", got)
+	}
+	if anc.ConnectedUrl() == cable.url() {
+		t.Errorf("the node is still connected through the stalled server")
+	}
+}

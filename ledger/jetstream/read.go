@@ -136,6 +136,13 @@ func (r *Replica) catchUp(tx *boltstore.Tx) error {
 		if err != nil && !unanswered(err) {
 			return fmt.Errorf("read stream %s from seq %d: %w", r.opts.Stream, at, err)
 		}
+		if err != nil {
+			// No server served the read through this connection: a
+			// failed request towards moving it (leaderLost), from when
+			// it was sent. (Counting only the leader gets and stream
+			// infos that follow it, the run began a Timeout late.)
+			r.leaderLost(rs)
+		}
 		if errors.Is(err, nats.ErrNoResponders) {
 			// No server holding the stream took the direct get: the
 			// stream may be gone, which the leader get tells at once.
