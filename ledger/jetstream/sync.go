@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,9 +43,9 @@ type varz struct {
 func (r *Replica) checkSync(ctx context.Context, info *jetstream.StreamInfo) error {
 	peers := streamPeers(info)
 	if r.opts.SystemConn == nil {
-		r.opts.Logf("WARNING: logbook cannot check that the NATS servers holding stream %s (%v) run with `jetstream { sync_interval: always }`: "+
+		r.opts.Logf("WARNING: logbook cannot check that %s run with `jetstream { sync_interval: always }`: "+
 			"give a system-account connection to check it. Without it, NATS acknowledges writes before they are on disk and a power loss on a "+
-			"quorum loses acknowledged ledger events.", r.opts.Stream, peers)
+			"quorum loses acknowledged ledger events.", holders(r.opts.Stream, peers))
 		return nil
 	}
 	giveUp := time.Now().Add(r.opts.OpenWait)
@@ -87,6 +88,15 @@ func (r *Replica) checkSync(ctx context.Context, info *jetstream.StreamInfo) err
 }
 
 // streamPeers are the names of the servers holding the stream.
+// holders names the servers holding stream, peers, in a warning: a stream
+// not clustered names none, and is held by the one server.
+func holders(stream string, peers []string) string {
+	if len(peers) == 0 {
+		return "the NATS server holding stream " + stream
+	}
+	return fmt.Sprintf("the NATS servers holding stream %s (%s)", stream, strings.Join(peers, ", "))
+}
+
 func streamPeers(info *jetstream.StreamInfo) []string {
 	if info.Cluster == nil {
 		return nil

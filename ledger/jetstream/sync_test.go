@@ -47,3 +47,20 @@ func TestSyncCheckedWithAServerDown(t *testing.T) {
 		t.Fatalf("the sync check once 2 of 3 servers answer: %v", err)
 	}
 }
+
+// TestHolders: the sync warning names the servers holding a clustered
+// stream, and for a stream on one server (no cluster: no peers known) says
+// so rather than printing an empty list.
+func TestHolders(t *testing.T) {
+	for _, c := range []struct {
+		peers []string
+		want  string
+	}{
+		{nil, "the NATS server holding stream t"},
+		{[]string{"n0", "n1", "n2"}, "the NATS servers holding stream t (n0, n1, n2)"},
+	} {
+		if got := holders("t", c.peers); got != c.want {
+			t.Errorf("holders(%v) = %q, want %q", c.peers, got, c.want)
+		}
+	}
+}
