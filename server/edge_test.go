@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -106,6 +107,43 @@ func serveEdge(t *testing.T, h http.Handler, opts Options) string {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
+}
+
+// serveEdgeWatched is serveEdge, and waitIdle, which waits until the
+// server has seen the client's conn go idle: net/http calls a connection
+// idle after its answer is out, so a client that has read the answer may
+// go on before the server counts the connection as waiting (on a loaded
+// machine, for long enough to dial two more connections).
+func serveEdgeWatched(t *testing.T, h http.Handler, opts Options) (addr string, waitIdle func(conn net.Conn)) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(h, opts, slog.New(slog.DiscardHandler))
+	var mu sync.Mutex
+	states := map[string]http.ConnState{} // by the client's address
+	seen := srv.ConnState
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		seen(c, s)
+		mu.Lock()
+		states[c.RemoteAddr().String()] = s
+		mu.Unlock()
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), func(conn net.Conn) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			s := states[conn.LocalAddr().String()]
+			mu.Unlock()
+			if s == http.StateIdle {
+				return
+			}
+		}
+		t.Fatalf("the server never saw %s go idle", conn.LocalAddr())
+	}
 }
 
 // TestUnreadAnswerLetGo: a client that asks for a long answer and never
@@ -247,7 +285,7 @@ func TestConnectionCap(t *testing.T) {
 			<-release
 		}
 	})
-	addr := serveEdge(t, h, Options{MaxConns: 2, BodyTimeout: time.Minute, WriteTimeout: time.Minute})
+	addr, waitIdle := serveEdgeWatched(t, h, Options{MaxConns: 2, BodyTimeout: time.Minute, WriteTimeout: time.Minute})
 	dial := func() (net.Conn, *bufio.Reader) {
 		t.Helper()
 		conn, err := net.Dial("tcp", addr)
@@ -283,8 +321,10 @@ func TestConnectionCap(t *testing.T) {
 	if res := get(idle1, br1, "/healthz"); res.StatusCode != http.StatusOK {
 		t.Fatalf("within the cap: %d", res.StatusCode)
 	}
+	waitIdle(idle1)
 	idle2, br2 := dial()
 	get(idle2, br2, "/healthz")
+	waitIdle(idle2)
 	third, br3 := dial()
 	if res := get(third, br3, "/healthz"); res.StatusCode != http.StatusOK {
 		t.Fatalf("beyond the cap, with idle connections: %d, want 200", res.StatusCode)
