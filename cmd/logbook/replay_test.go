@@ -294,7 +294,9 @@ func TestHugeChunk(t *testing.T) {
 func TestReplaySafeForTerminal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	w := newLedger(t, path, "agent-a")
-	id := w.call("task_create", map[string]any{"title": "t", "project": "p"})["task_id"]
+	// A title may hold a bidirectional override (a visible text's), which
+	// show --json prints.
+	id := w.call("task_create", map[string]any{"title": "t \u202eon\u202c", "project": "p"})["task_id"]
 	hostile := "\u009b2J \u202eon\u202c"
 	w.call("thought_record", map[string]any{"task_id": id, "type": "analysis", "content": "c", "metadata": map[string]any{"k": hostile}})
 	w.l.Close()
@@ -314,7 +316,7 @@ func TestReplaySafeForTerminal(t *testing.T) {
 	}
 	r = run(t, "show", "--db", path, "--json", id.(string))
 	wantExit(t, r, 0, "show --json")
-	if strings.ContainsFunc(r.stdout, bad) {
+	if strings.ContainsFunc(r.stdout, bad) || !strings.Contains(r.stdout, `\u202e`) {
 		t.Errorf("show --json wrote the controls as they are: %q", r.stdout)
 	}
 }
