@@ -59,3 +59,50 @@ func TestConsoleMounted(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// TestEveryAnswerHasBaseHeaders: answers the console does not write —
+// net/http's redirect of a path that is not clean, a refused Host, an
+// unknown MCP session, /healthz — still forbid a browser to render
+// anything of them and to keep them; the console's pages keep their own
+// policy.
+func TestEveryAnswerHasBaseHeaders(t *testing.T) {
+	l, _ := openStore(t, boltstore.Options{Hold: true})
+	addr, stop := startRun(t, l, Options{})
+	defer stop()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, c := range []struct {
+		path, host string
+		status     int
+		csp        string
+	}{
+		{"/static/../x", "", http.StatusTemporaryRedirect, "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"},
+		{"/a//b", "", http.StatusTemporaryRedirect, "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"},
+		{"/healthz", "", http.StatusOK, "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"},
+		{"/healthz", "evil.example", http.StatusForbidden, "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"},
+		{"/mcp", "", http.StatusUnauthorized, "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"},
+		{"/login", "", http.StatusOK, "default-src 'none'; script-src 'self'"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+c.path, nil)
+		req.URL.Opaque = c.path // sent as written, not cleaned by the client
+		if c.host != "" {
+			req.Host = c.host
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.status {
+			t.Errorf("%s (Host %q): status %d, want %d", c.path, c.host, res.StatusCode, c.status)
+		}
+		if got := res.Header.Get("Content-Security-Policy"); !strings.HasPrefix(got, c.csp) {
+			t.Errorf("%s (Host %q): Content-Security-Policy %q, want it to begin %q", c.path, c.host, got, c.csp)
+		}
+		if got := res.Header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("%s (Host %q): Cache-Control %q", c.path, c.host, got)
+		}
+		if got := res.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s (Host %q): X-Content-Type-Options %q", c.path, c.host, got)
+		}
+	}
+}

@@ -70,7 +70,7 @@ const writeChunk = 64 << 10
 func newHTTPServer(h http.Handler, opts Options, log *slog.Logger) *http.Server {
 	cs := &conns{max: int64(opts.MaxConns)}
 	return &http.Server{
-		Handler:           boundWrites(boundBody(cs.refuseOver(loopbackHost(h)), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout),
+		Handler:           baseHeaders(boundWrites(boundBody(cs.refuseOver(loopbackHost(h)), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout)),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readHeaderTimeout + opts.BodyTimeout,
 		IdleTimeout:       2 * time.Minute,
@@ -284,6 +284,22 @@ func (w *deadlineWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// baseHeaders gives every answer, whatever answers it, headers that let a
+// browser render nothing from it and keep nothing of it: answers the
+// console does not write reach a browser too — net/http's own (the
+// redirect of a path that is not clean, "/static/../x", 307, before any
+// route is chosen), the refusals below, /healthz. The console sets its
+// own policy over this one for its pages.
+func baseHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
 
 // loopbackHost refuses (403), on every route, a request that reached a
 // loopback address under a Host that names no loopback address
