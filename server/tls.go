@@ -22,12 +22,17 @@ const certExpiryWarning = 14 * 24 * time.Hour
 
 // loadCertificate loads the key pair certFile and keyFile for a server
 // starting at now, refusing one that could serve no client: a key not
-// matching the certificate, or a certificate of the file (the server's
-// own, or one of the chain after it) expired or not yet valid. One that
-// expires within certExpiryWarning is served with a warning. Before, a
-// server started with an expired certificate, and every client's
-// handshake failed with nothing in the server's log saying why. Each file
-// is read to at most maxPEMBytes.
+// matching the certificate, or the server's own certificate expired or
+// not yet valid. Before, a server started with an expired certificate, and
+// every client's handshake failed with nothing in the server's log saying
+// why. A certificate of the chain after it expired or not yet valid is
+// warned of, not refused: chains often carry an extra certificate that
+// clients do not need (Let's Encrypt's served the cross-signed ISRG Root
+// X1 for years after it expired, for old Android), and a client that
+// trusts a root by another path ignores it; a client that needs it will
+// refuse the server, as the warning says. A certificate that expires
+// within certExpiryWarning is served with a warning. Each file is read to
+// at most maxPEMBytes.
 func loadCertificate(certFile, keyFile string, now time.Time, log *slog.Logger) (*tls.Certificate, error) {
 	certPEM, err := readPEM(certFile, "a PEM certificate file")
 	var keyPEM []byte
@@ -51,14 +56,22 @@ func loadCertificate(certFile, keyFile string, now time.Time, log *slog.Logger) 
 			which = fmt.Sprintf("TLS certificate %d of the chain (%s) in", i+1, c.Subject)
 		}
 		valid := fmt.Sprintf("valid from %s to %s", c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339))
+		var invalid error
 		switch {
 		case now.After(c.NotAfter):
-			return nil, fmt.Errorf("%s %s has expired: %s, and it is now %s", which, certFile, valid, now.UTC().Format(time.RFC3339))
+			invalid = fmt.Errorf("%s %s has expired: %s, and it is now %s", which, certFile, valid, now.UTC().Format(time.RFC3339))
 		case now.Before(c.NotBefore):
-			return nil, fmt.Errorf("%s %s is not valid yet: %s, and it is now %s", which, certFile, valid, now.UTC().Format(time.RFC3339))
+			invalid = fmt.Errorf("%s %s is not valid yet: %s, and it is now %s", which, certFile, valid, now.UTC().Format(time.RFC3339))
 		case c.NotAfter.Sub(now) < certExpiryWarning:
 			log.Warn("the TLS certificate expires soon: renew it and restart the server", "cert", certFile, "certificate", i+1,
 				"not_after", c.NotAfter.UTC().Format(time.RFC3339), "left", c.NotAfter.Sub(now).Round(time.Minute).String())
+		}
+		switch {
+		case invalid != nil && i == 0:
+			return nil, invalid
+		case invalid != nil:
+			log.Warn(invalid.Error()+": a client that needs it to reach a root it trusts will refuse the server; one that trusts a root by another path will not",
+				"cert", certFile, "certificate", i+1)
 		}
 	}
 	return &cert, nil
