@@ -10,6 +10,16 @@ import (
 
 const mod = "github.com/logbook-dev/logbook/"
 
+// soakHarness is the soak harness's packages (cmd/logbook-soak): a client
+// of the product from outside, over stdio, HTTP and NATS, which imports no
+// package of it (TestSoakHarnessIsOutside), so the rules of the product's
+// layers do not apply to it.
+const soakHarness = mod + "cmd/logbook-soak"
+
+func isSoakHarness(pkg string) bool {
+	return pkg == soakHarness || strings.HasPrefix(pkg, soakHarness+"/")
+}
+
 // TestDependenciesPointInward enforces the layering
 // cmd → server → mcp → commands → projections → search → skills → events → domain →
 // ledger: a package may import only the layers below it, and only mcp may
@@ -49,9 +59,24 @@ func TestDependenciesPointInward(t *testing.T) {
 	}
 }
 
+// TestSoakHarnessIsOutside: the soak harness drives the built binaries and
+// imports no package of logbook but its own, so what it checks is the
+// product's surface alone, and the layers below need not know of it.
+func TestSoakHarnessIsOutside(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./../logbook-soak/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, mod) && !isSoakHarness(dep) {
+			t.Errorf("the soak harness imports %s", dep)
+		}
+	}
+}
+
 // TestOnlyEdgesImportNetHTTP: HTTP is the business of mcp (the MCP
 // transport) and server (listening, tokens, admin socket, and its web
-// console in server/console) alone.
+// console in server/console) alone (and of the soak harness, a client).
 func TestOnlyEdgesImportNetHTTP(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./../../...").Output()
 	if err != nil {
@@ -60,7 +85,7 @@ func TestOnlyEdgesImportNetHTTP(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		for _, imp := range fields[1:] {
-			if imp == "net/http" && fields[0] != mod+"mcp" && fields[0] != mod+"server" && fields[0] != mod+"server/console" {
+			if imp == "net/http" && fields[0] != mod+"mcp" && fields[0] != mod+"server" && fields[0] != mod+"server/console" && !isSoakHarness(fields[0]) {
 				t.Errorf("%s imports net/http; only mcp, server and server/console may", fields[0])
 			}
 		}
@@ -185,7 +210,8 @@ func TestFormatBuildsForWindows(t *testing.T) {
 
 // TestJetstreamLayer: ledger/jetstream is a storage engine beside
 // boltstore — it may import ledger, ledger/boltstore and NATS, nothing
-// above — and only it (and the commands wiring it) import NATS.
+// above — and only it (and the commands wiring it, and the soak harness,
+// which reads the stream's state) import NATS.
 func TestJetstreamLayer(t *testing.T) {
 	const mod = "github.com/logbook-dev/logbook/"
 	out, err := exec.Command("go", "list", "-deps", "./../../ledger/jetstream").Output()
@@ -205,7 +231,7 @@ func TestJetstreamLayer(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		for _, imp := range fields[1:] {
-			if strings.HasPrefix(imp, "github.com/nats-io/") && fields[0] != mod+"ledger/jetstream" && fields[0] != mod+"cmd/logbook" {
+			if strings.HasPrefix(imp, "github.com/nats-io/") && fields[0] != mod+"ledger/jetstream" && fields[0] != mod+"cmd/logbook" && !isSoakHarness(fields[0]) {
 				t.Errorf("%s imports NATS (%s) directly", fields[0], imp)
 			}
 		}
