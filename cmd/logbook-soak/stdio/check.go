@@ -52,8 +52,8 @@ func check() int {
 	for _, c := range calls {
 		counts[c.State]++
 	}
-	logf("calls %d: %v; starts %d, agent kills %d, server kills %d, aux runs %d (killed %d), tokens %d",
-		len(calls), counts, st.starts.Load(), st.kills.Load(), st.srvKills.Load(), st.auxRuns.Load(), st.auxKills.Load(), len(tokens))
+	logf("calls %d: %v; serve processes started %d, SIGKILLed or SIGSTOPped %d, SIGTERMed or stdin closed %d; server SIGKILLed %d; rebuild/snapshot/token add runs %d (SIGKILLed %d); tokens %d",
+		len(calls), counts, st.starts.Load(), st.kills.Load(), st.soft.Load(), st.srvKills.Load(), st.auxRuns.Load(), st.auxKills.Load(), len(tokens))
 	o, e, ec := runBin("verify", "--db", *db)
 	if ec != 0 {
 		fail("verify exit %d: %s %s", ec, o, e)

@@ -296,25 +296,35 @@ func (a *agentState) pick() (string, map[string]any, string) {
 	}
 }
 
+// learn updates what the agent believes from the call's acknowledgement.
 func (a *agentState) learn(c *call) {
 	if c.State != "ok" {
 		return
 	}
-	var d map[string]any
+	var d struct {
+		TaskID     string `json:"task_id"`
+		Status     string `json:"status"`
+		SessionID  string `json:"session_id"`
+		LearningID string `json:"learning_id"`
+	}
 	json.Unmarshal(c.Data, &d)
+	id := map[string]string{"task_create": d.TaskID, "task_update": d.TaskID, "audit_session_start": d.SessionID, "learning_record": d.LearningID}
+	if v, ok := id[c.Tool]; ok && v == "" {
+		anomaly("%s %s: an acknowledgement without its id: %.300s", c.Agent, c.Tool, c.Data)
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch c.Tool {
 	case "task_create":
-		id := d["task_id"].(string)
-		a.tasks = append(a.tasks, id)
-		a.status[id] = "backlog"
+		a.tasks = append(a.tasks, d.TaskID)
+		a.status[d.TaskID] = "backlog"
 	case "task_update":
-		a.status[d["task_id"].(string)] = d["status"].(string)
+		a.status[d.TaskID] = d.Status
 	case "audit_session_start":
-		a.sessions = append(a.sessions, d["session_id"].(string))
+		a.sessions = append(a.sessions, d.SessionID)
 	case "learning_record":
-		a.learns = append(a.learns, d["learning_id"].(string))
+		a.learns = append(a.learns, d.LearningID)
 	}
 }
 
