@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/logbook
 PKGS    := ./...
 
-.PHONY: build demo test test-browser docs-screenshots soak check bench bench-peers bench-server fuzz e2e-deps clean
+.PHONY: build demo test test-browser docs-screenshots soak soak-stdio soak-jetstream bin/logbook-soak check bench bench-peers bench-server fuzz e2e-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/logbook
@@ -27,11 +27,41 @@ docs-screenshots: test-browser
 	cp bin/screenshots/board.png docs/console-board.png
 	cp bin/screenshots/tasks-T-0002.png docs/console-task.png
 
-# soak: the crash-and-fault suite long (hundreds of SIGKILLs of writing
-# agents, full disk, foreign locks, swapped files, 25 SIGKILLs of logbook
-# server under load); `make test` runs it short.
-soak: build e2e-deps
+# soak: the soak harness (cmd/logbook-soak), then the crash-and-fault
+# suite long (hundreds of SIGKILLs of writing agents, full disk, foreign
+# locks, swapped files, 25 SIGKILLs of logbook server under load); `make
+# test` runs that suite short. The harness's runs take SOAK_DUR of faults
+# each (about a minute more for start-up, calm and checks; SOAK_SERVER_DUR
+# for the stdio run through a logbook server): make soak-stdio SOAK_DUR=30m.
+# A run that fails keeps its directory (named at its start) and prints the
+# seed: rerun it with bin/logbook-soak stdio -seed N (or jetstream; -h
+# lists the flags). make -k soak goes on past a failed run.
+SOAK_DUR        ?= 3m
+SOAK_SERVER_DUR ?= 1m
+
+soak: soak-stdio soak-jetstream e2e-deps
 	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite|TestServerKill9' ./cmd/logbook/
+
+# soak-stdio: agents over stdio (logbook serve) SIGKILLed, SIGTERMed,
+# SIGSTOPped and cut off at random beside rebuild, snapshot and token add
+# (also killed), then the same through a logbook server SIGKILLed at random.
+soak-stdio: build bin/logbook-soak
+	bin/logbook-soak stdio -dur $(SOAK_DUR) -kill-mode mix
+	bin/logbook-soak stdio -dur $(SOAK_SERVER_DUR) -kill-mode mix -server
+
+# soak-jetstream: three logbook server nodes on three nats-server processes,
+# nodes and servers killed, stopped and partitioned.
+soak-jetstream: build bin/logbook-soak bin/nats-server
+	bin/logbook-soak jetstream -dur $(SOAK_DUR)
+
+bin/logbook-soak:
+	$(GO) build -o $@ ./cmd/logbook-soak
+
+# bin/nats-server: the NATS server of the module go.mod requires (the one the
+# tests run in-process), built from the module cache: nothing is downloaded
+# that go.sum does not pin.
+bin/nats-server: go.mod go.sum
+	$(GO) build -o $@ github.com/nats-io/nats-server/v2
 
 # The TypeScript SDK client of the end-to-end tests (cmd/logbook/e2e), from
 # its package-lock.json; go test itself never uses the network.
