@@ -93,6 +93,8 @@ func classify(env envelope, err error) (string, string) {
 	}
 }
 
+// agent makes calls through node n until ctx ends, each with a new marker,
+// recording each outcome; a transport error opens a new session.
 func agent(ctx context.Context, rec *recorder, n *node, token, name string, k int) {
 	rng := rand.New(rand.NewPCG(uint64(k), *seed))
 	var cs *sdk.ClientSession
@@ -123,9 +125,6 @@ func agent(ctx context.Context, rec *recorder, n *node, token, name string, k in
 		}
 		env, err := call(ctx, cs, tool, args)
 		kind, detail := classify(env, err)
-		if ctx.Err() != nil && kind == "transport" {
-			kind = "transport"
-		}
 		rec.add(outcome{marker: marker, tool: tool, kind: kind, detail: detail, node: n.i})
 		if kind == "ack" && tool == "task_create" {
 			var d struct {
