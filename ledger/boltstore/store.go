@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -417,10 +418,53 @@ func checkFormat(btx *bolt.Tx) error {
 		return fmt.Errorf("%w: a ledger's structure is broken (meta bucket %s, events bucket %s, merkle bucket %s, format key of %d bytes)",
 			ErrDamaged, found(meta != nil), found(events != nil), found(merkle != nil), len(v))
 	}
-	if got := binary.BigEndian.Uint64(v); got == 0 || got > FormatVersion {
-		return fmt.Errorf("%w: file is format %d, this binary reads formats 1 to %d (a newer logbook wrote it?)", ErrFormat, got, FormatVersion)
+	got := binary.BigEndian.Uint64(v)
+	laid, known := layoutOf(merkle)
+	switch {
+	case got == 0 || got > maxFormat:
+		// No logbook writes these: formats are numbered one by one.
+		return fmt.Errorf("%w: its format number (meta/format) reads %d, which no logbook writes%s", ErrDamaged, got, laidOut(laid, known))
+	case got <= FormatVersion && known && laid != got:
+		return fmt.Errorf("%w: its format number (meta/format) reads %d%s", ErrDamaged, got, laidOut(laid, known))
+	case got > FormatVersion:
+		hint := "a newer logbook wrote it?"
+		if known {
+			hint = "a newer logbook wrote it, or the number is damaged: its merkle bucket is laid out as format " + strconv.FormatUint(laid, 10)
+		}
+		return fmt.Errorf("%w: file is format %d, this binary reads formats 1 to %d (%s)", ErrFormat, got, FormatVersion, hint)
 	}
 	return checkHead(meta.Get(keyHead), events)
+}
+
+// maxFormat bounds the format numbers a logbook may write: they are
+// numbered one by one from 1, so a larger one (a byte of meta/format
+// changed above its lowest) is damage, not a newer logbook's file.
+const maxFormat = 0xff
+
+// layoutOf tells the format the merkle bucket is laid out as, from its
+// first entry: format 3 keeps the nodes as the bucket's own keys, formats
+// 1 and 2 a sub-bucket per level, level 0 in format 1 only. known is false
+// while it holds no node (under 16 events in formats 2 and 3).
+func layoutOf(merkle *bolt.Bucket) (format uint64, known bool) {
+	k, v := merkle.Cursor().First()
+	switch {
+	case k == nil:
+		return 0, false
+	case v != nil:
+		return 3, true
+	case merkle.Bucket([]byte{0}) != nil:
+		return 1, true
+	}
+	return 2, true
+}
+
+// laidOut says, after a format number, what the merkle bucket's layout
+// says the format is.
+func laidOut(format uint64, known bool) string {
+	if !known {
+		return ""
+	}
+	return fmt.Sprintf(", while its merkle bucket is laid out as format %d: the number is damaged", format)
 }
 
 // maxSeq bounds the seq a head may name: no log gets near it (a million

@@ -783,6 +783,54 @@ func TestTamperHeadForm(t *testing.T) {
 	})
 }
 
+// TestTamperFormatNumber: a format number no logbook writes (0, or a byte
+// above the lowest changed), or a known one the merkle bucket's layout
+// contradicts, is damage (verify exits 1), naming meta/format and the
+// layout; only a number a newer logbook may write is ErrFormat (exit 2),
+// which says the layout too. Before, every one but the known formats read
+// as ErrFormat, and a known one misread the file.
+func TestTamperFormatNumber(t *testing.T) {
+	eachFormat(t, func(t *testing.T, format uint64) {
+		cases := []struct {
+			name   string
+			number uint64
+			want   error
+		}{
+			{"zero", 0, ErrDamaged},
+			{"high byte changed", format | 1<<56, ErrDamaged},
+			{"low byte changed", format ^ 0x5a, ErrFormat},
+			{"newer", FormatVersion + 1, ErrFormat},
+		}
+		for _, other := range formats {
+			if other != format {
+				cases = append(cases, struct {
+					name   string
+					number uint64
+					want   error
+				}{fmt.Sprintf("format %d", other), other, ErrDamaged})
+			}
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				path, _ := tamperLedger(t, 40, format)
+				editFile(t, path, func(btx *bolt.Tx) error {
+					return btx.Bucket([]byte("meta")).Put([]byte("format"), key(c.number))
+				})
+				_, err := Open(path, Options{ReadOnly: true})
+				if !errors.Is(err, c.want) || (c.want == ErrFormat && errors.Is(err, ErrDamaged)) {
+					t.Fatalf("open: %v, want %v", err, c.want)
+				}
+				if want := fmt.Sprintf("merkle bucket is laid out as format %d", format); !strings.Contains(err.Error(), want) {
+					t.Errorf("open: %v, does not say %q", err, want)
+				}
+				if c.want == ErrDamaged && !strings.Contains(err.Error(), "meta/format") {
+					t.Errorf("open: %v, does not name meta/format", err)
+				}
+			})
+		}
+	})
+}
+
 // TestMissingNodeIsDamage: a stored node the log completed that is gone is
 // damage to Root and the proofs (ErrDamaged: `logbook root` exits 1), as a
 // missing event is; a node past the head is only not found.
