@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -116,5 +117,49 @@ func TestEmptyTrashRefusesNestedBucket(t *testing.T) {
 	err := l.EmptyTrash()
 	if !errors.Is(err, ErrDamaged) {
 		t.Fatalf("EmptyTrash: %v, want ErrDamaged", err)
+	}
+}
+
+// A bucket holding spaces whose leaf lists a space a lookup by its name
+// does not find (a byte of one space's name changed, the keys out of
+// order): open walked the buckets, looked the name up, and dereferenced
+// what it did not find, so every command said "runtime error: invalid
+// memory address or nil pointer dereference" (fuzzing the v1 fixture's
+// pages). It is now ErrDamaged naming the bucket and the space.
+func TestOpenRefusesBucketLookupMiss(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Update(func(tx *Tx) error {
+		for _, name := range []string{"space-aaaa", "space-bbbb"} {
+			sp, err := tx.Space(name)
+			if err != nil {
+				return err
+			}
+			if err := sp.Put([]byte("k"), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.ReplaceAll(b, []byte("space-aaaa"), []byte("space-zzzz")) // now after space-bbbb
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(path, Options{ReadOnly: true})
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), `bucket spaces lists bucket "space-zzzz"`) || strings.Contains(err.Error(), "runtime error") {
+		t.Fatalf("open: %v, want ErrDamaged naming spaces/space-zzzz", err)
 	}
 }

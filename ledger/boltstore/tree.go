@@ -37,7 +37,11 @@ func forEachTree(btx *bolt.Tx, fn func(name string, root uint64) error) error {
 		case string(bucketSpaces), string(bucketStaging), string(bucketTrash):
 			holders = append(holders, name)
 		}
-		return fn(fmt.Sprintf("bucket %q", name), uint64(root.Bucket(name).Root()))
+		b, err := lookUp(root, name, "the root bucket")
+		if err != nil {
+			return err
+		}
+		return fn(fmt.Sprintf("bucket %q", name), uint64(b.Root()))
 	})
 	if err != nil {
 		return err
@@ -47,7 +51,10 @@ func forEachTree(btx *bolt.Tx, fn func(name string, root uint64) error) error {
 	var nested func(b *bolt.Bucket, path string, depth int) error
 	nested = func(b *bolt.Bucket, path string, depth int) error {
 		return b.ForEachBucket(func(name []byte) error {
-			sub := b.Bucket(name)
+			sub, err := lookUp(b, name, "bucket "+path)
+			if err != nil {
+				return err
+			}
 			at := fmt.Sprintf("%s/%q", path, name)
 			if err := fn("bucket "+at, uint64(sub.Root())); err != nil || depth == 0 {
 				return err
@@ -65,6 +72,17 @@ func forEachTree(btx *bolt.Tx, fn func(name string, root uint64) error) error {
 		}
 	}
 	return nil
+}
+
+// lookUp is the bucket name in b, which a walk of b (in) listed: a lookup
+// that does not find it went down the wrong child of a branch page, or
+// through a leaf whose keys are out of order (a key changed), which walks
+// never read.
+func lookUp(b *bolt.Bucket, name []byte, in string) (*bolt.Bucket, error) {
+	if sub := b.Bucket(name); sub != nil {
+		return sub, nil
+	}
+	return nil, fmt.Errorf("%w: %s lists bucket %q, which a lookup by its name does not find: a key of one of its pages changed (its keys out of order)", ErrDamaged, in, name)
 }
 
 // checkTrees makes sure that no tree in btx loops, shares a page with
