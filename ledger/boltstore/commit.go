@@ -588,7 +588,7 @@ func safeRun(fn func(*Tx) error, tx *Tx) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if fromStorage(v) {
-				err = fmt.Errorf("%w: %v", ErrDamaged, v)
+				err = damagedRead(v)
 				return
 			}
 			err = &PanicError{Value: v, Stack: debug.Stack()}

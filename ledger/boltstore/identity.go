@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -261,9 +262,48 @@ func guard(fn func() error) (err error) {
 		if !fromStorage(v) {
 			panic(v)
 		}
-		err = fmt.Errorf("%w: %v", ErrDamaged, v)
+		err = damagedRead(v)
 	}()
 	return fn()
+}
+
+// readFault is ErrDamaged for what bbolt did reading a damaged file
+// (guard): a panic on a page that is not what it claims, or a fault
+// reading past the end of the mapping. It says so in its own words, never
+// the Go runtime's ("slice bounds out of range", "nil pointer
+// dereference"), which name no page; located finds the page.
+type readFault struct{ what string }
+
+func (f *readFault) Error() string { return ErrDamaged.Error() + ": " + f.what }
+func (f *readFault) Unwrap() error { return ErrDamaged }
+
+// damagedRead is the readFault for v, a panic fromStorage.
+func damagedRead(v any) error {
+	if fe, ok := v.(interface{ Addr() uintptr }); ok && fe.Addr() >= 1<<16 {
+		return &readFault{"reading it ran past the end of the file: a page, or an offset in one, points outside it"}
+	}
+	if _, ok := v.(runtime.Error); ok {
+		return &readFault{"a page of it is not what its tree says it is (its header, its count of elements or an offset in it points outside it)"}
+	}
+	return &readFault{fmt.Sprintf("bbolt: %v", v)}
+}
+
+// located is err, if it is a readFault of a transaction on db, replaced by
+// what the check of every page of the trees (checkKeyRanges, verify's)
+// finds in the file: the tree and the page that are damaged. Another
+// error, or a fault the check does not place, is err.
+func located(db *bolt.DB, file *os.File, err error) error {
+	var f *readFault
+	if !errors.As(err, &f) || db == nil || file == nil {
+		return err
+	}
+	found := guard(func() error {
+		return db.View(func(btx *bolt.Tx) error { return checkKeyRanges(btx, file, db.Info().PageSize) })
+	})
+	if !errors.Is(found, ErrDamaged) || errors.As(found, &f) {
+		return err
+	}
+	return found
 }
 
 // fromStorage reports whether a panic being recovered is a memory fault or

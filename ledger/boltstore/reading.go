@@ -47,7 +47,7 @@ func (r *Reading) View(fn func(*Tx) error) error {
 	if r.o == nil {
 		return r.l.View(fn)
 	}
-	err := guard(func() error {
+	err := located(r.o.db, r.o.file, guard(func() error {
 		return r.o.db.View(func(btx *bolt.Tx) error {
 			defer releaseMapped(btx)
 			// The file opened again may be another than the one the
@@ -60,7 +60,7 @@ func (r *Reading) View(fn func(*Tx) error) error {
 			}
 			return fn(newTx(btx))
 		})
-	})
+	}))
 	if err != nil {
 		r.o.broken = true
 	}

@@ -647,12 +647,12 @@ func (l *Store) withDB(readOnly bool, fn func(*bolt.DB, *os.File) error) error {
 // withDBWait is withDB waiting at most lockWait for the file lock.
 func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.DB, *os.File) error) (err error) {
 	if l.held != nil {
-		return guard(func() error { return fn(l.held, l.heldFile) })
+		return located(l.held, l.heldFile, guard(func() error { return fn(l.held, l.heldFile) }))
 	}
 	if readOnly {
 		if db, file, done := l.shared.borrow(); db != nil {
 			defer done()
-			return guard(func() error { return fn(db, file) })
+			return located(db, file, guard(func() error { return fn(db, file) }))
 		}
 	}
 	db, file, err := l.openDB(readOnly, lockWait)
@@ -671,7 +671,7 @@ func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.
 			err = fmt.Errorf("close: %w", cerr)
 		}
 	}()
-	return guard(func() error { return fn(db, file) })
+	return located(db, file, guard(func() error { return fn(db, file) }))
 }
 
 // Close waits for queued commits to finish and stops the committer.

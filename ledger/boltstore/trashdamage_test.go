@@ -163,3 +163,64 @@ func TestOpenRefusesBucketLookupMiss(t *testing.T) {
 		t.Fatalf("open: %v, want ErrDamaged naming spaces/space-zzzz", err)
 	}
 }
+
+// A page whose first element's offset points far outside it: bbolt reads
+// it unchecked and faults, which every command reported in the Go
+// runtime's words ("invalid memory address or nil pointer dereference"),
+// naming no page. The fault is now placed by verify's check of the trees'
+// pages: the error names the tree and the page, at open (the root bucket's
+// page, read by every open) and in a read after it (the events bucket's).
+func TestDamagedPageReadNamesPage(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		page func(btx *bolt.Tx) uint64
+		want string
+	}{
+		{"the root bucket", func(btx *bolt.Tx) uint64 { return uint64(btx.Cursor().Bucket().Root()) }, "the root bucket's page %d"},
+		{"events", func(btx *bolt.Tx) uint64 { return uint64(btx.Bucket(bucketEvents).Root()) }, `bucket "events"'s page %d`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path, _ := tamperLedger(t, 40, FormatVersion)
+			db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var page uint64
+			db.View(func(btx *bolt.Tx) error { page = c.page(btx); return nil })
+			ps := db.Info().PageSize
+			db.Close()
+			for { // down the first children to a leaf
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := b[page*uint64(ps):]
+				if binary.LittleEndian.Uint16(p[8:]) != branchFlag {
+					break
+				}
+				page = binary.LittleEndian.Uint64(p[pageHeaderSize+8:])
+			}
+			editPage(t, path, page, ps, func(p []byte) {
+				if binary.LittleEndian.Uint16(p[8:]) != leafFlag {
+					t.Fatalf("page %d is not a leaf", page)
+				}
+				binary.LittleEndian.PutUint32(p[pageHeaderSize+4:], 0x7fffff00) // element 0's offset
+			})
+			err = func() error {
+				l, err := Open(path, Options{ReadOnly: true})
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				return l.View(func(tx *Tx) error {
+					_, err := tx.Event(1)
+					return err
+				})
+			}()
+			want := fmt.Sprintf(c.want, page)
+			if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "runtime error") {
+				t.Fatalf("read: %v, want ErrDamaged naming %s", err, want)
+			}
+		})
+	}
+}

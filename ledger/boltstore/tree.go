@@ -321,9 +321,6 @@ func elemCount(name string, id uint64, p []byte) (int, error) {
 // of it a page fault a page: reading the file in order first, to walk the
 // trees from what it kept, cost as much.
 func checkKeyRanges(btx *bolt.Tx, file *os.File, pageSize int) error {
-	if err := checkBucketNames(btx); err != nil {
-		return err
-	}
 	size := btx.Size()
 	if size <= 0 {
 		return nil
@@ -342,6 +339,11 @@ func checkKeyRanges(btx *bolt.Tx, file *os.File, pageSize int) error {
 		return w.walk(name, root, nil, nil, 0)
 	})
 	if err != nil {
+		return err
+	}
+	// The names once the root bucket's pages are checked: bbolt reads
+	// them where the pages say.
+	if err := checkBucketNames(btx); err != nil {
 		return err
 	}
 	return w.freelist(file, uint64(btx.ID()))
