@@ -65,6 +65,16 @@ func (l *Store) checkFile(btx *bolt.Tx) error {
 		if d := differs(btx, id, head, Seen{ID: s.id, Head: s.head}, "this process"); d != "" {
 			return replaced(btx, l.path, d)
 		}
+		// A head other than the one seen (another process committed, or
+		// it changed since) must name the last event and its hash, as a
+		// commit leaves it: a hash damaged since this process read it
+		// would be the next event's prev, a broken link written by this
+		// process.
+		if head != s.head {
+			if why := headProblem(btx); why != "" {
+				return fmt.Errorf("%w: %s: %s", ErrDamaged, l.path, why)
+			}
+		}
 	}
 	if !s.init || !bytes.Equal(s.id, id) { // (a copy: id is in the file's mapping)
 		s.id = append([]byte(nil), id...)

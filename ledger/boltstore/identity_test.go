@@ -226,8 +226,22 @@ func goodLedger(t *testing.T, dir string) (string, []byte) {
 // answered ErrReplaced. (TestDamagedFileWriteIsAnswered's random damage
 // hits the head's seq on some runs, as the file's layout varies with the
 // journal's generations: it failed once saying "deleted or replaced".)
+// A byte of the head's hash flipped after open was not looked at: the
+// commit went on and wrote an event whose prev was the damaged hash. No
+// commit is written on either.
 func TestDamagedHeadIsNotReplaced(t *testing.T) {
-	for _, after := range []bool{false, true} {
+	for _, c := range []struct {
+		name  string
+		after bool
+		at    int // the byte of the head flipped
+		want  string
+	}{
+		{"seq, before open", false, 7, "its head names seq 8, its last event is seq 40"}, // seq 40 reads as 8
+		{"seq, after open", true, 7, "its head names seq 8, its last event is seq 40"},   // the hash is kept
+		{"hash, before open", false, 20, "its head's hash is not that of its last event, seq 40"},
+		{"hash, after open", true, 20, "its head's hash is not that of its last event, seq 40"},
+	} {
+		after := c.after
 		path := filepath.Join(t.TempDir(), "l.db")
 		l, err := Open(path, Options{Create: true})
 		if err != nil {
@@ -244,7 +258,7 @@ func TestDamagedHeadIsNotReplaced(t *testing.T) {
 			if err := db.Update(func(btx *bolt.Tx) error {
 				meta := btx.Bucket(bucketMeta)
 				v := append([]byte(nil), meta.Get(keyHead)...)
-				v[7] ^= 0x20 // seq 40 reads as 8; the hash is kept
+				v[c.at] ^= 0x20
 				return meta.Put(keyHead, v)
 			}); err != nil {
 				t.Fatal(err)
@@ -264,9 +278,16 @@ func TestDamagedHeadIsNotReplaced(t *testing.T) {
 			_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Payload: []byte{0x80}})
 			return err
 		})
-		if !errors.Is(err, ErrDamaged) || errors.Is(err, ErrReplaced) || !strings.Contains(err.Error(), "its head names seq 8, its last event is seq 40") {
-			t.Errorf("commit on a ledger whose head's seq was damaged (after open: %v): %v, want ErrDamaged", after, err)
+		if !errors.Is(err, ErrDamaged) || errors.Is(err, ErrReplaced) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("commit on a ledger whose head's %s was damaged: %v, want ErrDamaged saying %q", c.name, err, c.want)
 		}
 		d.Close()
+		r := openPath(t, path, Options{ReadOnly: true})
+		r.View(func(tx *Tx) error {
+			if ev, _ := tx.Event(41); ev.Seq != 0 {
+				t.Errorf("head's %s damaged: the refused commit wrote event 41", c.name)
+			}
+			return nil
+		})
 	}
 }
