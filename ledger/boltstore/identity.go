@@ -63,7 +63,7 @@ func (l *Store) checkFile(btx *bolt.Tx) error {
 	defer s.mu.Unlock()
 	if s.init {
 		if d := differs(btx, id, head, Seen{ID: s.id, Head: s.head}, "this process"); d != "" {
-			return replaced(btx, l.path, d)
+			return replaced(btx, l.path, d, s.head.Seq)
 		}
 		// A head other than the one seen (another process committed, or
 		// it changed since) must name the last event and its hash, as a
@@ -98,7 +98,7 @@ func (l *Store) checkLedger(btx *bolt.Tx) error {
 	seen, init := Seen{ID: s.id, Head: s.head}, s.init
 	s.mu.Unlock()
 	if d := moved(id, head, seen, "this process"); init && d != "" {
-		return replaced(btx, l.path, d)
+		return replaced(btx, l.path, d, seen.Head.Seq)
 	}
 	return nil
 }
@@ -109,11 +109,43 @@ func (l *Store) checkLedger(btx *bolt.Tx) error {
 // changes what a head or an event reads as, and was reported as another
 // file: a flipped byte in the head's seq read as the ledger gone back, or
 // as no longer holding the event last seen.
-func replaced(btx *bolt.Tx, path, d string) error {
-	if why := headProblem(btx); why != "" {
+func replaced(btx *bolt.Tx, path, d string, seen uint64) error {
+	why := headProblem(btx)
+	if why == "" {
+		why = lookupProblem(btx, seen)
+	}
+	if why != "" {
 		return fmt.Errorf("%w: %s: %s", ErrDamaged, path, why)
 	}
 	return fmt.Errorf("%w: %s %s", ErrReplaced, path, d)
+}
+
+// lookupWalk bounds how many events lookupProblem walks back from the last.
+const lookupWalk = 1 << 16
+
+// lookupProblem says how a lookup of event seq, which was seen, misses
+// while the events bucket holds it: a walk from its last event back to seq
+// (within lookupWalk) reads no branch key, a lookup goes down the child a
+// branch page's keys name. A key changed there sent the lookup astray,
+// which read as the file no longer holding the event: damage, not another
+// file. "" if the lookup finds it, or the walk does not.
+func lookupProblem(btx *bolt.Tx, seq uint64) string {
+	events := btx.Bucket(bucketEvents)
+	if seq == 0 || events.Get(u64(seq)) != nil {
+		return ""
+	}
+	c := events.Cursor()
+	k, _ := c.Last()
+	for i := 0; k != nil && i < lookupWalk; i++ {
+		if s, ok := seqOf(k); ok && s <= seq {
+			if s == seq {
+				return fmt.Sprintf("a lookup of event seq %d does not find it, which its events bucket holds: a key of a branch page changed", seq)
+			}
+			break
+		}
+		k, _ = c.Prev()
+	}
+	return ""
 }
 
 // headProblem says how the head stored in btx does not name the log's
@@ -214,7 +246,7 @@ func (l *Store) CheckSeen(seen Seen, who string) error {
 			}
 			id, head := fileHead(btx)
 			if d := differs(btx, id, head, seen, who); d != "" {
-				return replaced(btx, l.path, d)
+				return replaced(btx, l.path, d, seen.Head.Seq)
 			}
 			return nil
 		})

@@ -1,7 +1,9 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -289,5 +291,52 @@ func TestDamagedHeadIsNotReplaced(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// TestDamagedEventsBranchIsNotReplaced: a key of the events bucket's
+// branch page changed under a writer (its last child's key now above every
+// seq) sends the lookup of the event last seen down the wrong child, while
+// a walk, which reads no branch key, still finds the log's head and its
+// last event: the commit's identity check answered ErrReplaced, "no longer
+// holds the event seq 301 this process saw". It is damage, and no commit
+// is written.
+func TestDamagedEventsBranchIsNotReplaced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	l, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 300)
+	l.Close()
+	d, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	appendN(t, d, 1)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root uint64
+	db.View(func(btx *bolt.Tx) error { root = uint64(btx.Bucket(bucketEvents).Root()); return nil })
+	ps := db.Info().PageSize
+	db.Close()
+	editPage(t, path, root, ps, func(p []byte) {
+		n := int(binary.LittleEndian.Uint16(p[10:]))
+		if binary.LittleEndian.Uint16(p[8:]) != branchFlag || n < 2 {
+			t.Fatalf("the events bucket's root %d is not a branch page of two children or more", root)
+		}
+		e := pageHeaderSize + (n-1)*elemSize // the last child's element: pos, ksize, pgid
+		pos, ksize := binary.LittleEndian.Uint32(p[e:]), binary.LittleEndian.Uint32(p[e+4:])
+		copy(p[e+int(pos):e+int(pos+ksize)], bytes.Repeat([]byte{0xff}, int(ksize)))
+	})
+	err = d.Update(func(tx *Tx) error {
+		_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Payload: []byte{0x80}})
+		return err
+	})
+	if !errors.Is(err, ErrDamaged) || errors.Is(err, ErrReplaced) || !strings.Contains(err.Error(), "a lookup of event seq 301 does not find it") {
+		t.Fatalf("commit on a ledger whose events branch key was damaged: %v, want ErrDamaged", err)
 	}
 }
