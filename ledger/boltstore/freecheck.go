@@ -95,13 +95,29 @@ func checkMetaPages(f *os.File) error {
 	if !ok0 && !ok1 {
 		return nil
 	}
+	// A writer puts transaction T's meta page, which says it is page
+	// T%2, in slot T%2 (a recovery puts T in both, each saying its
+	// slot): one elsewhere was swapped or copied there, and the next
+	// commit would write over the newer one, not the older.
+	t := [2]uint64{metaTxid(metas[0][:]), metaTxid(metas[1][:])}
+	for slot, ok := range []bool{ok0, ok1} {
+		if !ok {
+			continue
+		}
+		if id := binary.LittleEndian.Uint64(metas[slot][:]); id != uint64(slot) {
+			return fmt.Errorf("%w: meta page %d says it is page %d", ErrDamaged, slot, id)
+		}
+		if ok0 && ok1 && t[0] != t[1] && t[slot]%2 != uint64(slot) {
+			return fmt.Errorf("%w: meta page %d holds transaction %d, which a writer puts in slot %d: the meta pages were swapped, or one copied in", ErrDamaged, slot, t[slot], t[slot]%2)
+		}
+	}
 	if ok0 && ok1 {
 		// Each commit writes transaction T+1 into the slot of T-1, so a
 		// writer leaves T-1 and T (or T twice, once a recovery wrote T's
 		// meta page into both slots): two further apart are a meta page
 		// copied in from elsewhere (another ledger, an old copy), and
 		// bbolt would read the file as of the newer of the two.
-		t0, t1 := binary.LittleEndian.Uint64(metas[0][metaTxidField:]), binary.LittleEndian.Uint64(metas[1][metaTxidField:])
+		t0, t1 := t[0], t[1]
 		if max(t0, t1)-min(t0, t1) > 1 {
 			return fmt.Errorf("%w: the meta pages hold transactions %d and %d, not consecutive ones as a writer leaves them: one was copied in from elsewhere", ErrDamaged, t0, t1)
 		}

@@ -1004,7 +1004,9 @@ func TestTamperVerifyLevelKeys(t *testing.T) {
 // nothing — one flipped byte of the newer meta page cut the last commit
 // off, and Verify said ok on the shorter log. A reader now refuses the
 // file as damaged, whichever slot fails (the older slot too: the file is
-// not what a writer leaves).
+// not what a writer leaves). So is a meta page whose page id (outside the
+// checksum) was changed, and the two swapped: they verified, and the next
+// commit would have written over the newer one.
 func TestTamperMetaPageChecksum(t *testing.T) {
 	path, recs := tamperLedger(t, 5, FormatVersion)
 	raw, err := os.ReadFile(path)
@@ -1016,11 +1018,18 @@ func TestTamperMetaPageChecksum(t *testing.T) {
 	if binary.LittleEndian.Uint64(raw[ps+metaTxidField:]) > binary.LittleEndian.Uint64(raw[metaTxidField:]) {
 		newer = 1
 	}
+	// Offset 0 is the page's id, which the checksum does not cover; -1
+	// swaps the two pages (each then in the other's slot).
 	for _, slot := range []int{newer, 1 - newer} {
-		for _, off := range []int{metaTxidField, metaPgidField, metaSumField} {
+		for _, off := range []int{metaTxidField, metaPgidField, metaSumField, 0, -1} {
 			t.Run(fmt.Sprintf("slot=%d,offset=%d", slot, off), func(t *testing.T) {
 				b := append([]byte(nil), raw...)
-				b[slot*ps+off] ^= 1
+				if off < 0 {
+					copy(b[:ps], raw[ps:2*ps])
+					copy(b[ps:2*ps], raw[:ps])
+				} else {
+					b[slot*ps+off] ^= 1
+				}
 				p := filepath.Join(t.TempDir(), "ledger.db")
 				if err := os.WriteFile(p, b, 0o600); err != nil {
 					t.Fatal(err)
