@@ -85,14 +85,14 @@ func (s *Service) Finalize(tx *Tx, in FinalizeInput) (*FinalizeResult, error) {
 	if sess.Final != nil {
 		return nil, &FinalizedError{SessionID: sess.SessionID}
 	}
-	p := events.SessionFinalized{SessionID: sess.SessionID}
+	p := events.SessionFinalized{SessionID: sess.SessionID, TaskID: in.TaskID}
 	if in.TaskID != "" {
-		if err := requireInScope(tx, sess, in.TaskID); err != nil {
+		if err := requireTask(tx, in.TaskID); err != nil {
 			return nil, err
 		}
-		p.TaskID = in.TaskID
 	}
 	var f ledger.Frontier
+	concerned := false // a leaf concerns in.TaskID
 	err = projections.SessionLeaves(tx.lt, sess.SessionID, func(l projections.Leaf) error {
 		if sess.Selects(l, p.TaskID) {
 			f.Append(l.Hash)
@@ -100,10 +100,14 @@ func (s *Service) Finalize(tx *Tx, in FinalizeInput) (*FinalizeResult, error) {
 				p.FirstSeq = l.Seq
 			}
 			p.LastSeq = l.Seq
+			concerned = concerned || in.TaskID != "" && slices.Contains(l.Tasks, in.TaskID)
 		}
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := requireLeavesOrScope(tx, sess, in.TaskID, concerned); err != nil {
 		return nil, err
 	}
 	p.MerkleRoot, p.TreeDepth, p.LeafCount = f.Root().String(), f.Depth(), f.Size
@@ -127,10 +131,21 @@ func inScope(tx *Tx, sess projections.Session, taskID string) (bool, error) {
 	return projections.IsWithin(tx.lt, taskID, sess.TaskID)
 }
 
-// requireInScope refuses a task_id given with a session that names no
-// task, or one outside the session's scope: merkle_finalize's, and
-// audit_verify_chain's when no leaf of the session concerns the task (it
-// would select the session's start event alone).
+// requireLeavesOrScope is the rule of merkle_finalize's and
+// audit_verify_chain's task_id with a session: a task with a leaf in the
+// session (concerned: an event on a task in scope, or a thought recorded
+// on any task with the session's id) selects those leaves; one with none
+// must at least be in the scope, else it would select the session's start
+// event alone and is refused.
+func requireLeavesOrScope(tx *Tx, sess projections.Session, taskID string, concerned bool) error {
+	if taskID == "" || concerned {
+		return nil
+	}
+	return requireInScope(tx, sess, taskID)
+}
+
+// requireInScope refuses a task that does not exist, or one outside the
+// session's scope.
 func requireInScope(tx *Tx, sess projections.Session, taskID string) error {
 	if err := requireTask(tx, taskID); err != nil {
 		return err
@@ -243,13 +258,8 @@ func (s *Service) VerifyChain(tx *Tx, in VerifyChainInput) (*VerifyChainResult, 
 		if err != nil {
 			return nil, err
 		}
-		// A task outside the scope is verified by its leaves in the
-		// session (thoughts recorded on it with the session's id); one
-		// with none would select the start event alone: refused.
-		if in.TaskID != "" && !concerned {
-			if err := requireInScope(tx, sess, in.TaskID); err != nil {
-				return nil, err
-			}
+		if err := requireLeavesOrScope(tx, sess, in.TaskID, concerned); err != nil {
+			return nil, err
 		}
 	case in.TaskID != "":
 		var err error

@@ -283,7 +283,9 @@ func TestSessionLeaves(t *testing.T) {
 	}
 
 	// Finalize A-0002 for one task of its scope only.
-	h.call("merkle_finalize", map[string]any{"session_id": "A-0002", "task_id": "T-0004"}, "ERR_INVALID_INPUT")
+	// (T-0004, outside the scope, has a leaf in A-0002: a thought with its
+	// id; finalizing for it is TestFinalizeOutOfScopeThought's case.)
+	h.call("merkle_finalize", map[string]any{"session_id": "A-0002", "task_id": "T-0099"}, "ERR_TASK_NOT_FOUND")
 	want = h.refLeaves("A-0002", h.head())
 	fin = h.call("merkle_finalize", map[string]any{"session_id": "A-0002", "task_id": "T-0002"}, "OK")
 	only := leafHashes(want, "T-0002")
@@ -404,6 +406,38 @@ func TestFinalizeScope(t *testing.T) {
 			h.call("merkle_finalize", map[string]any{"session_id": id}, "OK")
 		}
 		verify("after finalize")
+	}
+}
+
+// TestFinalizeOutOfScopeThought: merkle_finalize's task_id follows
+// audit_verify_chain's rule. A thought recorded with a session_id on a task
+// outside the session's scope is a leaf of the session concerning that task,
+// so finalizing for that task seals the start event and that thought (it was
+// refused ERR_INVALID_INPUT, "not in the scope"); a task with no leaf in the
+// session and outside the scope is still refused, with nothing written, and
+// an unknown one is ERR_TASK_NOT_FOUND.
+func TestFinalizeOutOfScopeThought(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.call("task_create", map[string]any{"title": "in scope", "project": "p"}, "OK")  // T-0001
+	h.call("task_create", map[string]any{"title": "elsewhere", "project": "p"}, "OK") // T-0002
+	h.call("task_create", map[string]any{"title": "untouched", "project": "p"}, "OK") // T-0003
+	id := h.call("audit_session_start", map[string]any{"task_id": "T-0001", "auditor_id": "a"}, "OK")["session_id"].(string)
+	h.call("thought_record", map[string]any{"task_id": "T-0002", "type": "analysis", "content": "looked at it", "session_id": id}, "OK")
+	h.call("task_update", map[string]any{"task_id": "T-0001", "progress": 5}, "OK")
+	for task, code := range map[string]string{"T-0003": "ERR_INVALID_INPUT", "T-0099": "ERR_TASK_NOT_FOUND"} {
+		o := h.do("merkle_finalize", map[string]any{"session_id": id, "task_id": task})
+		if o.Code != code {
+			t.Errorf("finalize for %s: %s %v, want %s", task, o.Code, o.Reply, code)
+		}
+	}
+	want := leafHashes(h.refLeaves(id, h.head()), "T-0002")
+	got := h.call("merkle_finalize", map[string]any{"session_id": id, "task_id": "T-0002"}, "OK")
+	if len(want) != 2 || got["leaf_count"] != float64(2) || got["merkle_root"] != naiveRoot(want).String() {
+		t.Errorf("finalize for the thought's task: %v, want 2 leaves (the start, the thought), root %s", got, naiveRoot(want))
+	}
+	v := h.call("audit_verify_chain", map[string]any{"session_id": id}, "OK")
+	if v["chain_valid"] != true || v["merkle_valid"] != true {
+		t.Errorf("verify after: %v", v)
 	}
 }
 

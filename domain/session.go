@@ -20,7 +20,7 @@ var Finalize = Command{
 	Name: "merkle_finalize",
 	Fields: []Field{
 		field("session_id", sessionID("Id of the open session to seal, e.g. \"A-0001\"; a finalized session cannot be finalized again.")),
-		field("task_id", taskID("Seal only the leaves concerning this task (and the session's start event); the task must be in the session's scope. Default: all leaves.")),
+		field("task_id", taskID("Seal only the leaves concerning this task (and the session's start event); the task must be in the session's scope or have leaves in it (thoughts recorded on it with this session_id). Default: all leaves.")),
 	},
 	Required: []string{"session_id"},
 }
@@ -39,7 +39,7 @@ var VerifyChain = Command{
 	Name: "audit_verify_chain",
 	Fields: []Field{
 		field("session_id", sessionID("Verify this audit session's leaves (and its frozen root, if finalized). Give neither session_id nor task_id to verify the whole ledger.")),
-		field("task_id", taskID("Verify this task's events and thoughts; with session_id, only that task's leaves in the session (the task must be in the session's scope, as for merkle_finalize, or have leaves in it: thoughts recorded on it with this session_id).")),
+		field("task_id", taskID("Verify this task's events and thoughts; with session_id, only that task's leaves in the session (the task must be in the session's scope or have leaves in it, as for merkle_finalize).")),
 		field("full_trace", boolean("Also return the seq and hash of every verified event (long for a big ledger).").byDefault(false)),
 	},
 }

@@ -502,6 +502,16 @@ async function sessions() {
   await fail('s.fin.deep.out', 'merkle_finalize', { session_id: deep.session_id, task_id: outsider }, 'ERR_INVALID_INPUT', { issues: issueAt('task_id') });
   const fd = await ok('s.fin.deep.grand', 'merkle_finalize', { session_id: deep.session_id, task_id: grand });
   check(fd.leaf_count >= 2, 'finalize with task_id: start event and the task leaves', fd);
+  // finalize for a task outside the scope that has a leaf in the session
+  // (a thought recorded on it with the session's id): its leaves, as
+  // audit_verify_chain selects them; one with none is still refused.
+  const s5 = await ok('s.start5', 'audit_session_start', { task_id: kid, auditor_id: 'aud-5' });
+  const th5 = await ok('s.th5.out', 'thought_record', { task_id: outsider, type: 'risk', content: 'seen from the kid', session_id: s5.session_id });
+  await fail('s.fin5.noleaf', 'merkle_finalize', { session_id: s5.session_id, task_id: root }, 'ERR_INVALID_INPUT', { issues: issueAt('task_id') });
+  const f5 = await ok('s.fin5.thoughttask', 'merkle_finalize', { session_id: s5.session_id, task_id: outsider });
+  check(f5.leaf_count === 2 && f5.first_seq === s5.start_seq && f5.last_seq === th5.seq, 'finalize: an out-of-scope task with a thought in the session seals the start and that thought', [f5, s5.start_seq, th5.seq]);
+  const v5 = await ok('v.fin5', 'audit_verify_chain', { session_id: s5.session_id, task_id: outsider, full_trace: true });
+  check(v5.merkle_valid === true && mth(v5.hashes.map((x) => x.hash)) === f5.merkle_root, 'verify: the out-of-scope finalize root holds', v5);
   // audit_verify_chain
   const vw = await ok('v.whole', 'audit_verify_chain', {});
   hasKeys('v', vw, ['chain_valid', 'total_records', 'integrity_score', 'broken_links', 'verified_at']);
