@@ -99,21 +99,42 @@ func toolResult(reply []byte) *sdk.CallToolResult {
 	}
 }
 
-// result is a tool's data schema as the envelope publishes it, described.
+// result is a tool's data schema as the envelope publishes it, described,
+// with every field a result always carries required, at any depth.
 func result(data *schema) *schema {
-	if data.description != "" {
-		return data
+	d := withRequired(data)
+	if d.description == "" {
+		d.description = "The tool's result, present when ok is true."
 	}
-	d := *data
-	d.description = "The tool's result, present when ok is true."
-	return &d
+	return d
+}
+
+// withRequired is a copy of output schema s in which every object requires
+// its properties but those that may be absent (optional, orNull), so a
+// client validating structured output can rely on the others.
+func withRequired(s *schema) *schema {
+	c := *s
+	if s.items != nil {
+		c.items = withRequired(s.items)
+	}
+	if s.props != nil {
+		c.props, c.required = make([]property, len(s.props)), nil
+		for i, p := range s.props {
+			c.props[i] = prop(p.name, withRequired(p.s))
+			if !p.s.absentOK {
+				c.required = append(c.required, p.name)
+			}
+		}
+	}
+	return &c
 }
 
 // envelopeSchema is a tool's outputSchema: the envelope around the tool's
 // data. It accepts both the success and the failure envelope, because the
 // TypeScript SDK client validates structuredContent against it on every
-// result, isError included. It is never stricter than commands' output: no
-// additionalProperties:false, no required data fields, optional fields nullable.
+// result, isError included. Under data every field a result always carries
+// is required; none is closed (additionalProperties:false), so fields may be
+// added; a field the contract makes optional may be absent or null.
 func envelopeSchema(data *schema) *schema {
 	return object("The logbook envelope: {\"ok\":true,\"data\":{...}} on success, {\"ok\":false,\"error\":{...}} on failure (with isError).",
 		prop("ok", boolean("Whether the call succeeded.")),

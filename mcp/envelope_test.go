@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,7 +142,7 @@ var sampleData = map[string]string{
 		"finalized_at":"x","frozen":true,"ledger_size":13,"ledger_root":"cd"}`,
 	"merkle_root": `{"session_id":"A-0001","merkle_root":"ab","leaf_count":5,"is_finalized":false,"as_of":"x","as_of_seq":12}`,
 	"audit_verify_chain": `{"chain_valid":false,"total_records":10,"integrity_score":90,"broken_links":[{"position":4,
-		"expected_hash":"ab","actual_hash":"cd"}],"verified_at":"x","merkle_valid":null,"hashes":[{"seq":1,"hash":"ab"}]}`,
+		"expected_hash":"ab","actual_hash":"cd","problem":"content changed"}],"verified_at":"x","merkle_valid":null,"hashes":[{"seq":1,"hash":"ab"}]}`,
 	"finding_record": `{"finding_id":"F-0001","task_id":"T-0001","project":"core","category":"bug","files":["a.go"],"hash":"ab",
 		"recorded_at":"x","recorded_by":"a","seq":5}`,
 	"learning_record": `{"learning_id":"L-0002","project":"core","tags":[],"supersedes":"L-0001","hash":"ab","recorded_at":"x",
@@ -190,13 +191,48 @@ func TestOutputSchemasAcceptBothEnvelopes(t *testing.T) {
 }
 
 func TestOutputSchemaRejectsWrongTypes(t *testing.T) {
-	// The schema is lenient about presence, not about types.
 	tl := toolByName(t, "task_create")
-	got := outputIssues(tl, []byte(`{"ok":true,"data":{"task_id":1}}`))
+	got := outputIssues(tl, []byte(`{"ok":true,"data":{"task_id":1,"status":"backlog","created_at":"x","created_by":"a","sequence":1,"seq":2}}`))
 	if len(got) != 1 || got[0].Path != "data.task_id" {
 		t.Errorf("issues = %v, want one at data.task_id", got)
 	}
-	if got := outputIssues(tl, []byte(`{"data":{}}`)); len(got) != 1 || got[0].Path != "ok" {
+	if got := outputIssues(tl, []byte(`{"error":{"code":"ERR_INTERNAL","message":"m"}}`)); len(got) != 1 || got[0].Path != "ok" {
 		t.Errorf("issues = %v, want ok is required", got)
+	}
+}
+
+// TestOutputSchemaRequiresDataFields: under data every field a result
+// always carries is required, at any depth, so a client validating
+// structured output (the TypeScript SDK's Client.callTool does) can rely on
+// it; a field that may be left out (optional, orNull) is not. The output
+// schemas had no required under data at all.
+func TestOutputSchemaRequiresDataFields(t *testing.T) {
+	got := outputIssues(toolByName(t, "task_create"), []byte(`{"ok":true,"data":{"task_id":"T-0001"}}`))
+	var paths []string
+	for _, is := range got {
+		paths = append(paths, is.Path)
+	}
+	if want := []string{"data.status", "data.created_at", "data.created_by", "data.sequence", "data.seq"}; !slices.Equal(paths, want) {
+		t.Errorf("task_create with task_id alone: issues at %v, want %v", paths, want)
+	}
+	got = outputIssues(toolByName(t, "task_list"), []byte(`{"ok":true,"data":{"tasks":[{"task_id":"T-0001"}],"total_count":1,"returned_count":1,"offset":0,"limit":50}}`))
+	if len(got) == 0 || got[0].Path != "data.tasks[0].title" {
+		t.Errorf("a task_list row without its title: %v, want data.tasks[0].title is required first", got)
+	}
+	s, _ := newTestServer(t, nil, Options{})
+	for _, tl := range s.tools {
+		var walk func(path string, sc *schema)
+		walk = func(path string, sc *schema) {
+			if sc.items != nil {
+				walk(path+"[]", sc.items)
+			}
+			for _, p := range sc.props {
+				if p.s.absentOK == slices.Contains(sc.required, p.name) {
+					t.Errorf("%s: %s.%s: absentOK %v, required %v", tl.name, path, p.name, p.s.absentOK, sc.required)
+				}
+				walk(path+"."+p.name, p.s)
+			}
+		}
+		walk("data", result(tl.out))
 	}
 }

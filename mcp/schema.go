@@ -35,6 +35,9 @@ type schema struct {
 	// maxBytes bounds the value's size as compact JSON. It is not a JSON
 	// Schema keyword, so it is stated in the description instead.
 	maxBytes int
+	// absentOK marks an output field a result may leave out (optional,
+	// orNull); every other output field is required (envelope.go).
+	absentOK bool
 }
 
 type property struct {
@@ -92,8 +95,20 @@ func (s *schema) closedObject() *schema { s.closed = true; return s }
 // either for a field the contract marks optional.
 func (s *schema) orNull() *schema {
 	s.types = append(s.types, "null")
+	s.absentOK = true
 	return s
 }
+
+// nullable lets an output field be null; unlike orNull it is still in
+// every result.
+func (s *schema) nullable() *schema {
+	s.types = append(s.types, "null")
+	return s
+}
+
+// optional lets an output field be absent (never null): a result leaves it
+// out when it does not apply.
+func (s *schema) optional() *schema { s.absentOK = true; return s }
 
 // MarshalJSON writes the schema with its keywords in a fixed, readable order
 // (JSON Schema itself does not care), properties in declaration order.

@@ -32,7 +32,7 @@ func systemTools() []*tool {
 				)),
 				prop("ledger", object("The log itself.",
 					prop("head_seq", integer("Ledger sequence of the last event; 0 for an empty ledger.")),
-					prop("head_hash", str("Hash of the last event, hex; null or absent for an empty ledger.").orNull()),
+					prop("head_hash", str("Hash of the last event, hex.").nullable()),
 					prop("root", str("RFC 9162 root of the whole ledger, hex.")),
 				)),
 				prop("projections", object("The read models folded from the log.",

@@ -183,15 +183,21 @@ func (s *refSchema) constraints() []string {
 
 // refFields writes one row per output field, nested ones by their path
 // (`db.path`, `tasks[].title`).
-func refFields(b *bytes.Buffer, prefix string, props refProps) {
+// refFields writes one row per output field, at any depth; "always" marks
+// the fields the outputSchema requires of their object.
+func refFields(b *bytes.Buffer, prefix string, props refProps, required []string) {
 	for _, p := range props {
 		path := prefix + p.Name
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", path, p.Schema.typeName(), refCell(p.Schema.Description))
+		always := ""
+		if slices.Contains(required, p.Name) {
+			always = "yes"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", path, p.Schema.typeName(), always, refCell(p.Schema.Description))
 		switch {
 		case len(p.Schema.Properties) > 0:
-			refFields(b, path+".", p.Schema.Properties)
+			refFields(b, path+".", p.Schema.Properties, p.Schema.Required)
 		case p.Schema.Items != nil && len(p.Schema.Items.Properties) > 0:
-			refFields(b, path+"[].", p.Schema.Items.Properties)
+			refFields(b, path+"[].", p.Schema.Items.Properties, p.Schema.Items.Required)
 		}
 	}
 }
@@ -212,7 +218,9 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 	b.WriteString("itself publishes in `tools/list`, so it cannot drift from them.\n\n")
 	b.WriteString("Every result carries the same JSON as `structuredContent` and as one text item:\n")
 	b.WriteString("`{\"ok\":true,\"data\":{…}}` on success, `{\"ok\":false,\"error\":{\"code\",\"message\",\"details\"}}` with\n")
-	b.WriteString("`isError: true` on failure (invalid arguments included). The *Returns* tables below are the fields of `data`.\n")
+	b.WriteString("`isError: true` on failure (invalid arguments included). The *Returns* tables below are the fields of `data`;\n")
+	b.WriteString("those marked *always* are in every success (the outputSchema requires them of their object), the others\n")
+	b.WriteString("may be absent (or null, where the type says so). Results may gain fields: no output object is closed.\n")
 	b.WriteString("Every call, read or write, valid or not, is recorded as one `tool.called` event in the ledger.\n")
 	b.WriteString("Input objects reject unknown fields. An integer may be written as any JSON number whose value is whole\n")
 	b.WriteString("(`10`, `10.0`, `1e1`), as JSON Schema counts integers, and within 64 bits (an `offset` or `as_of_seq`\n")
@@ -298,8 +306,8 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 			}
 		}
 		if data != nil && len(data.Properties) > 0 {
-			b.WriteString("**Returns**\n\n| field | type | description |\n|---|---|---|\n")
-			refFields(&b, "", data.Properties)
+			b.WriteString("**Returns**\n\n| field | type | always | description |\n|---|---|---|---|\n")
+			refFields(&b, "", data.Properties, data.Required)
 			b.WriteString("\n")
 		}
 	}

@@ -57,7 +57,13 @@ async function connect() {
   check(typeof instructions === 'string' && instructions.startsWith('logbook keeps a tamper-evident record'), 'initialize: the instructions for the model', instructions);
   // The SDK checks every later structuredContent against the tool's
   // outputSchema once it has listed the tools.
-  await client.listTools();
+  const { tools } = await client.listTools();
+  // Under data, the fields every success carries are required, so the
+  // SDK's check of each result holds the server to them.
+  for (const t of tools) {
+    const data = t.outputSchema?.properties?.data;
+    check(Array.isArray(data?.required) && data.required.length > 0 && data.required.every((k) => Object.hasOwn(data.properties, k)), `tools/list: ${t.name} outputSchema requires its data fields`, data?.required);
+  }
 }
 
 // call returns the envelope, after checking it is the same JSON in
