@@ -103,7 +103,7 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 			}
 			return nil, fmt.Errorf("the logbook server could not be reached; the call may or may not have been recorded: %w", err)
 		}
-		return verbatim(res), nil
+		return asDirect(verbatim(res)), nil
 	}
 	local := sdk.NewServer(&sdk.Implementation{Name: "logbook", Version: opts.Version}, &sdk.ServerOptions{
 		Logger:       quiet,
@@ -111,6 +111,8 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 		// The model behind the stdio client reads the server's
 		// instructions, as it would from the server itself.
 		Instructions: remote.InitializeResult().Instructions,
+		// The list is the token's, as the server's own is the caller's.
+		SetCacheable: privateCache,
 	})
 	for t, err := range remote.Tools(ctx, nil) {
 		if err != nil {
@@ -151,6 +153,21 @@ func verbatim(res *sdk.CallToolResult) *sdk.CallToolResult {
 		return res
 	}
 	res.StructuredContent = json.RawMessage(text.Text)
+	return res
+}
+
+// asDirect makes a forwarded result what serve's own stdio answers: the
+// SDK serving the logbook server marks each result with its serverInfo in
+// _meta for a client of the newest protocol (the bridge's own client is
+// one), which no result of serve's own carries.
+func asDirect(res *sdk.CallToolResult) *sdk.CallToolResult {
+	if res == nil || res.Meta == nil {
+		return res
+	}
+	delete(res.Meta, sdk.MetaKeyServerInfo)
+	if len(res.Meta) == 0 {
+		res.Meta = nil
+	}
 	return res
 }
 

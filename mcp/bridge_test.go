@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -55,6 +56,7 @@ func runBridge(t *testing.T, opts BridgeOptions) (send func(string), answer func
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 4<<20) // a tools/list answer is past the default 64 KiB
 		for sc.Scan() {
 			lines <- sc.Text()
 		}
@@ -140,4 +142,65 @@ func TestBridgeTokenRefusedAtStart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "refused the bridge's token (401") {
 		t.Errorf("a bridge whose token is refused at start: %v, want it to say the token was refused", err)
 	}
+}
+
+// TestBridgeAnswersAsDirect: what serve --connect answers a stdio client is
+// what serve's own stdio answers, byte for byte, for a client of each
+// protocol: the tool list (the server's tools/list is private to the
+// caller, the bridge's was the protocol's default public) and every tool
+// call, including the ones refused (the SDK serving the logbook server marks
+// each result with _meta io.modelcontextprotocol/serverInfo for the
+// bridge's client, of the newest protocol, which the bridge passed on).
+func TestBridgeAnswersAsDirect(t *testing.T) {
+	srv, _ := httpFixture(t)
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	lines := []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_get","arguments":{"task_id":5}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"t","project":"p","x":1}}}`,
+	}
+	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
+		send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "full"})
+		direct := startSession(t, s)
+		init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`
+		send(init)
+		answer("1")
+		direct.send(init)
+		direct.recvLine()
+		for _, l := range []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`} {
+			send(l)
+			direct.send(l)
+		}
+		for i, l := range lines {
+			send(l)
+			direct.send(l)
+			got, want := answer(itoa(i+2)), direct.recvLine()
+			if i == 0 {
+				// The tools' schemas pass through the SDK's client as
+				// maps, re-encoded with their members sorted: the same
+				// JSON value, not the same bytes.
+				var g, w any
+				if json.Unmarshal([]byte(got), &g) != nil || json.Unmarshal([]byte(want), &w) != nil || !reflect.DeepEqual(g, w) {
+					t.Errorf("%s: tools/list through the bridge is not direct's:\n%s\n%s", version, clipLine(got), clipLine(want))
+				}
+				continue
+			}
+			if strings.TrimSpace(got) != strings.TrimSpace(want) {
+				at := 0
+				for at < len(got) && at < len(want) && got[at] == want[at] {
+					at++
+				}
+				t.Errorf("%s: %s\nthrough the bridge, from byte %d: %s\ndirect:                           %s", version, l, at, clipLine(got[at:]), clipLine(want[at:]))
+			}
+		}
+	}
+}
+
+func clipLine(s string) string {
+	if len(s) > 600 {
+		return s[:600] + "…"
+	}
+	return s
 }

@@ -107,10 +107,7 @@ func New(svc *commands.Service, opts Options) *Server {
 		Logger:       slog.New(quietHandler{opts.Logger.Handler()}),
 		// Tools only: no logging capability, and the tool list never changes.
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-		// What a list holds depends on the caller (a token's tools), so
-		// no cache may hand one caller's to another: private, not the
-		// protocol's default public.
-		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.CacheScope = "private" },
+		SetCacheable: privateCache,
 	})
 	for _, t := range s.tools {
 		annotations := &sdk.ToolAnnotations{ReadOnlyHint: t.readOnly, OpenWorldHint: new(false)}
@@ -182,6 +179,11 @@ func (s *Server) Tools() []ToolSpec {
 // tool.called event, with the hash of the reply Encode made, in one
 // durable commit).
 func (s *Server) Stages() []string { return append([]string(nil), stages...) }
+
+// privateCache marks every cacheable result (tools/list) private, not the
+// protocol's default public: what a list holds depends on the caller (a
+// token's tools), so no cache may hand one caller's to another.
+func privateCache(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.CacheScope = "private" }
 
 // Run serves one MCP session over newline-delimited JSON-RPC on in and out.
 // It returns nil when in ends or ctx is cancelled, in both cases only after

@@ -77,6 +77,9 @@ async function call(label, name, args) {
   try { text = JSON.parse(res.content[0].text); } catch { text = undefined; }
   check(JSON.stringify(text) === JSON.stringify(env), `${label}: text equals structuredContent`);
   check(Boolean(res.isError) === (env.ok === false), `${label}: isError iff ok false`, { isError: res.isError, ok: env.ok });
+  // Every transport answers as serve's own stdio does: no _meta (serve
+  // --connect passed on the serverInfo the go-sdk adds for its client).
+  check(res._meta === undefined, `${label}: no _meta`, res._meta);
   summary.outcomes[label] = env.ok ? 'ok' : env.error.code;
   if (!env.ok) {
     check(typeof env.error.message === 'string' && env.error.message.length > 0, `${label}: an error message`);
