@@ -378,6 +378,10 @@ const choices = `
   again from the log (seconds on a large ledger), then runs.
 - **task_update.** A closed task answers ` + "`ERR_TASK_CLOSED`" + ` even for a request that would
   change nothing. ` + "`blocked_reason`" + ` on a task that is not (becoming) blocked is invalid input.
+  ` + "`status: \"blocked\"`" + ` needs a non-blank ` + "`blocked_reason`" + ` in the same request even on a task
+  already blocked: it is a rule of the arguments, checked before the task is read, so the same
+  arguments get the same answer whatever the task's state (a client can check it before sending).
+  With its current reason the request is one to the current state: no change, no error.
   The progress warning is given when progress is 100 in backlog, todo, in_progress or blocked.
 - **task_create.** Sub-tasks nest at most 1,000 levels deep (deeper: invalid input), which is why
   ` + "`ERR_CIRCULAR_DEPENDENCY`" + ` cannot occur: a parent is set only at creation, to a task that

@@ -668,6 +668,10 @@ async function edges() {
   check(Array.isArray(wbl.warnings) && wbl.warnings.some((w) => w.includes('blocked')), 'update: progress warning in blocked', wbl.warnings);
   const sb = await ok('e.blocked.same', 'task_update', { task_id: t, status: 'blocked', blocked_reason: 'r' });
   check(sb.status === 'blocked' && sb.previous_status === undefined && sb.seq === wbl.seq, 'update: blocked→blocked with the same reason is no change', sb);
+  // blocked→blocked without a reason: the arguments' rule, whatever the state; nothing changes
+  await fail('e.blocked.again.noreason', 'task_update', { task_id: t, status: 'blocked' }, 'ERR_INVALID_INPUT', { issues: issueAt('blocked_reason') });
+  const ga = await ok('e.blocked.again.get', 'task_get', { task_id: t });
+  check(ga.status === 'blocked' && ga.blocked_reason === 'r' && ga.seq === wbl.seq, 'update: a refused blocked→blocked left the task as it was', ga);
   await ok('e.ip', 'task_update', { task_id: t, status: 'in_progress' });
   await ok('e.review', 'task_update', { task_id: t, status: 'review' });
   await fail('e.review.blocked.noreason', 'task_update', { task_id: t, status: 'blocked' }, 'ERR_INVALID_INPUT', { issues: issueAt('blocked_reason') });
