@@ -116,6 +116,10 @@ func TestHTTPIdentityScopeAndReadOnly(t *testing.T) {
 		{"full", "task_create", `{"title":"t","project":"p"}`, `"ok":true`},
 		{"scoped", "task_list", `{}`, `ERR_FORBIDDEN`},
 		{"scoped", "nope", `{}`, `ERR_FORBIDDEN`},
+		// Out of scope comes before the arguments: a hidden tool shows
+		// none of its rules, and an unknown name answers as it does.
+		{"scoped", "task_list", `{"limit":"x","bogus":1}`, `ERR_FORBIDDEN`},
+		{"scoped", "nope", `{"bogus":1}`, `ERR_FORBIDDEN`},
 		{"scoped", "task_create", `{"title":"t","project":"p"}`, `ERR_READ_ONLY`},
 		{"scoped", "task_create", `{"project":"p"}`, `ERR_INVALID_INPUT`},
 		{"scoped", "task_get", `{"task_id":"T-0001"}`, `"ok":true`},

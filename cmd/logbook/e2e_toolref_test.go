@@ -416,7 +416,10 @@ const choices = `
   recorded only as the unverified ` + "`client_claim`" + ` of tool.called, beside the token's
   ` + "`token_sha256`" + `. A tool outside the token's scope is not listed and answers ` + "`ERR_FORBIDDEN`" + `
   (` + "`details.tool`" + `); a read-only token gets ` + "`ERR_READ_ONLY`" + ` from the mutating tools. Both
-  are recorded like every call.
+  are recorded like every call. ` + "`ERR_FORBIDDEN`" + ` comes before the arguments are checked, for a name no
+  tool has too: a tool hidden from the caller's list shows none of its rules, and an unknown name and
+  an unlisted tool answer alike; ` + "`ERR_READ_ONLY`" + ` comes after them, as on a ` + "`--read-only`" + ` server,
+  the tool being listed.
 - **finding_record.** Ids ` + "`F-0001`" + ` on. A finding is one ` + "`finding.recorded`" + ` event and is never
   edited; closed tasks take findings. It carries the task's project. A path in ` + "`files`" + ` is
   refused (at ` + "`files[i]`" + `) when it is absolute (leading ` + "`/`" + ` or ` + "`\\`" + `, or a drive letter such as
