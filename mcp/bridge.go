@@ -94,8 +94,12 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 				// Refused before anything ran: the token is unknown or
 				// was revoked (and the SDK's client sends nothing more).
 				return nil, fmt.Errorf("the logbook server refused the bridge's token (401: unknown or revoked); the call was not recorded, nor will any be until serve --connect runs with a valid token: %w", err)
-			case status == http.StatusForbidden:
-				return nil, fmt.Errorf("the logbook server refused the request (403); the call was not recorded: %w", err)
+			case status >= 400 && status < 500:
+				// Refused before any tool ran: 403 (a Host or Origin
+				// refused), 400 (say, a call with no tool name, which the
+				// SDK's client sends without the Mcp-Name header the
+				// server then requires), 413 (too large).
+				return nil, fmt.Errorf("the logbook server refused the request (%d %s); the call was not recorded: %w", status, http.StatusText(int(status)), err)
 			case !post.tried.Load():
 				// Never sent: the connection to the server had ended
 				// (after a refusal, say) or the call timed out first.

@@ -204,3 +204,28 @@ func clipLine(s string) string {
 	}
 	return s
 }
+
+// TestBridgeRefusedRequest: a call the logbook server refuses at the HTTP
+// level (400: a tools/call with no tool name, which the SDK's client sends
+// without the Mcp-Name header the server requires of its protocol) was
+// answered "could not be reached; the call may or may not have been
+// recorded"; nothing was recorded, and the bridge now says so, with the
+// status.
+func TestBridgeRefusedRequest(t *testing.T) {
+	srv, f := httpFixture(t)
+	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "full"})
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	answer("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i, params := range []string{`{}`, `{"name":""}`, `{"name":"","arguments":{"x":1}}`} {
+		id := itoa(i + 2)
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`)
+		l := answer(id)
+		if !strings.Contains(l, `"error"`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "(400 Bad Request); the call was not recorded") {
+			t.Errorf("tools/call %s through the bridge: %s", params, l)
+		}
+	}
+	if n := len(f.recorded()); n != 0 {
+		t.Errorf("Do got %d calls, want none", n)
+	}
+}
