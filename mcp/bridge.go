@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -218,10 +219,29 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	if p == nil || r.Method != http.MethodPost {
 		return next.RoundTrip(r)
 	}
+	if !validHeaderValues(r.Header) {
+		// net/http refuses it before dialling: never sent.
+		return nil, errors.New("a header value holds a control character (the SDK's client puts the tool name in Mcp-Name)")
+	}
 	p.tried.Store(true)
 	resp, err := next.RoundTrip(r)
 	if err == nil {
 		p.status.Store(int32(resp.StatusCode))
 	}
 	return resp, err
+}
+
+// validHeaderValues is net/http's own check of header values (no control
+// character but tab), which it applies before sending anything.
+func validHeaderValues(h http.Header) bool {
+	for _, vs := range h {
+		for _, v := range vs {
+			for i := 0; i < len(v); i++ {
+				if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -229,3 +229,27 @@ func TestBridgeRefusedRequest(t *testing.T) {
 		t.Errorf("Do got %d calls, want none", n)
 	}
 }
+
+// TestBridgeUnsendableName: a tool name holding a control character goes
+// into the Mcp-Name header the SDK's client sets, which net/http refuses
+// to send; the bridge answered "could not be reached; the call may or may
+// not have been recorded", though it never left: it now says it was not
+// sent, and not recorded.
+func TestBridgeUnsendableName(t *testing.T) {
+	srv, f := httpFixture(t)
+	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "full"})
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	answer("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i, name := range []string{`a\nb`, `a\u0000b`, `tab\there\u007f`} {
+		id := itoa(i + 2)
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":{}}}`)
+		l := answer(id)
+		if !strings.Contains(l, `"error"`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "was not sent to the logbook server, and was not recorded") {
+			t.Errorf("tools/call %s through the bridge: %s", name, l)
+		}
+	}
+	if n := len(f.recorded()); n != 0 {
+		t.Errorf("Do got %d calls, want none", n)
+	}
+}
