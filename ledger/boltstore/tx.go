@@ -20,6 +20,9 @@ type Tx struct {
 	head      ledger.Head
 	headDirty bool
 	events    *bolt.Bucket
+	// eventCur is the cursor Event seeks with in events, made on its
+	// first call, as nodeCur.
+	eventCur *bolt.Cursor
 	// levels are the Merkle levels' sub-buckets looked up so far (formats
 	// 1 and 2); nodes is the merkle bucket itself, which holds every
 	// stored node in format 3.
@@ -407,7 +410,15 @@ func (tx *Tx) Committed(seq uint64) (ledger.Hash, error) {
 // Event reads and decodes the event at seq. ErrNotFound if absent past the
 // head; ErrDamaged if the head says the log holds it.
 func (tx *Tx) Event(seq uint64) (ledger.Record, error) {
-	raw := tx.events.Get(u64(seq))
+	if tx.eventCur == nil {
+		tx.eventCur = tx.events.Cursor()
+	}
+	// Seek searches from the bucket's root, through the events appended
+	// in this transaction (Space.Get).
+	k, raw := tx.eventCur.Seek(u64(seq))
+	if !keyIs(k, seq) {
+		raw = nil
+	}
 	if raw == nil {
 		if seq >= 1 && seq <= tx.head.Seq {
 			return ledger.Record{}, tx.missing(seq)
