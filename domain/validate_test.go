@@ -2,6 +2,8 @@ package domain
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -93,6 +95,18 @@ func TestIDs(t *testing.T) {
 		}
 		if ok && FormatID(TaskPrefix, n) != c.id {
 			t.Errorf("FormatID(%d) = %q", n, FormatID(TaskPrefix, n))
+		}
+	}
+}
+
+// TestFormatID: FormatID writes what fmt's "%s%04d" writes, for every
+// prefix and for numbers of every length up to the largest.
+func TestFormatID(t *testing.T) {
+	for _, prefix := range []string{TaskPrefix, ThoughtPrefix, SessionPrefix, LearningPrefix, MemoryPrefix, ""} {
+		for _, n := range []uint64{0, 1, 9, 10, 99, 100, 999, 1000, 9999, 10000, 12345, 99999, 100000, 1<<32 + 7, math.MaxUint64} {
+			if got, want := FormatID(prefix, n), fmt.Sprintf("%s%04d", prefix, n); got != want {
+				t.Errorf("FormatID(%q, %d) = %q, want %q", prefix, n, got, want)
+			}
 		}
 	}
 }
