@@ -22,9 +22,12 @@ import (
 // are the same either way, so a batch fold and record-by-record Apply leave
 // identical projections.
 type folder struct {
-	tx    *boltstore.Tx
-	root  func(uint64) (ledger.Hash, error)   // the root of the folded log at a size
-	event func(uint64) (ledger.Record, error) // an earlier event of the folded log
+	tx *boltstore.Tx
+	// The root of the folded log at a size, and an earlier event of it
+	// (rootAt, eventAt); nil: tx's own log (Apply's method values tx.Root
+	// and tx.Event were two allocations a record).
+	root  func(uint64) (ledger.Hash, error)
+	event func(uint64) (ledger.Record, error)
 
 	// Batch folders only (nil maps otherwise): decoded records, and the
 	// numbers of those changed since the last flush.
@@ -82,6 +85,22 @@ func newFolder(tx *boltstore.Tx, root func(uint64) (ledger.Hash, error), event f
 		f.projects, f.dirtyProjects = map[string]*Project{}, map[string]bool{}
 	}
 	return f
+}
+
+// rootAt is the root of the folded log at size.
+func (f *folder) rootAt(size uint64) (ledger.Hash, error) {
+	if f.root == nil {
+		return f.tx.Root(size)
+	}
+	return f.root(size)
+}
+
+// eventAt is the folded log's event at seq.
+func (f *folder) eventAt(seq uint64) (ledger.Record, error) {
+	if f.event == nil {
+		return f.tx.Event(seq)
+	}
+	return f.event(seq)
 }
 
 // counter is the highest id number of the counter key seen so far (in a

@@ -45,7 +45,7 @@ func (f *folder) knowledge() (*search.Index, error) {
 			return nil, err
 		}
 		sp.AppendOnly()
-		return search.New(sp, knowledgeDocs(f.event, f.taskProject)), nil
+		return search.New(sp, knowledgeDocs(f.eventAt, f.taskProject)), nil
 	}
 	if f.ix != nil && f.ixBuf == f.indexBuf && f.ixBatch == f.indexBatch {
 		return f.ix, nil // made once per batch, not once per document
@@ -58,7 +58,7 @@ func (f *folder) knowledge() (*search.Index, error) {
 		sp.AppendOnly()
 		f.indexBuf.sp = sp
 	}
-	f.ix, f.ixBuf, f.ixBatch = search.Batched(f.indexBuf, knowledgeDocs(f.event, f.taskProject), f.indexBatch), f.indexBuf, f.indexBatch
+	f.ix, f.ixBuf, f.ixBatch = search.Batched(f.indexBuf, knowledgeDocs(f.eventAt, f.taskProject), f.indexBatch), f.indexBuf, f.indexBatch
 	return f.ix, nil
 }
 
@@ -157,7 +157,7 @@ func (f *folder) unindex(id string) error {
 // waiting for the next lump are indexed for the query alone, in memory over
 // the stored index, so it finds exactly what a fully folded index would.
 func SearchKnowledge(tx *boltstore.Tx, query string, filter search.Filter) ([]search.Hit, error) {
-	f := newFolder(tx, tx.Root, tx.Event, false)
+	f := newFolder(tx, nil, nil, false)
 	lump, err := f.lumpState()
 	if err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func SearchKnowledge(tx *boltstore.Tx, query string, filter search.Filter) ([]se
 	if err := f.indexBatch.Flush(f.indexBuf); err != nil {
 		return nil, err
 	}
-	return search.New(f.indexBuf, knowledgeDocs(f.event, f.taskProject)).Search(query, filter)
+	return search.New(f.indexBuf, knowledgeDocs(f.eventAt, f.taskProject)).Search(query, filter)
 }
 
 // The index folds knowledge in lumps. Indexing one thought rewrites the
@@ -285,7 +285,7 @@ func (f *folder) indexRange(begin, end uint64) error {
 		logEnd = min(end, f.first-1)
 	}
 	for seq := begin; seq <= logEnd; seq++ {
-		r, err := f.event(seq)
+		r, err := f.eventAt(seq)
 		if err != nil {
 			return fmt.Errorf("index seq %d: %w", seq, err)
 		}

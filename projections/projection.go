@@ -180,7 +180,7 @@ func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 		link = r.Hash
 	}
 	head := tx.Head()
-	f := newFolder(tx, tx.Root, tx.Event, true)
+	f := newFolder(tx, nil, nil, true)
 	var n uint64
 	fold := func(r ledger.Record) error {
 		if err := checkLink(r, link, head); err != nil {
@@ -229,7 +229,7 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 	if applied := getU64(meta, keyApplied); applied+1 != r.Seq {
 		return fmt.Errorf("apply seq %d: projections are at seq %d", r.Seq, applied)
 	}
-	f := newFolder(tx, tx.Root, tx.Event, false)
+	f := newFolder(tx, nil, nil, false)
 	if err := f.apply(r); err != nil {
 		return err
 	}

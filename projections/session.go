@@ -73,7 +73,7 @@ func applySessionFinalized(f *folder, r ledger.Record) error {
 	if err != nil || !ok || !valid {
 		return fmt.Errorf("finalize of unknown session %q: %v", p.SessionID, err)
 	}
-	root, err := f.root(r.Seq)
+	root, err := f.rootAt(r.Seq)
 	if err != nil {
 		return err
 	}
