@@ -282,7 +282,7 @@ func (f *folder) flush() error {
 		if err != nil {
 			return err
 		}
-		if err := errors.Join(putU64(meta, keyIndexed, f.lump.indexed), putU64(meta, keyIndexPending, f.lump.pending)); err != nil {
+		if err := errors.Join(putU64Changed(meta, keyIndexed, f.lump.indexed), putU64Changed(meta, keyIndexPending, f.lump.pending)); err != nil {
 			return err
 		}
 		f.lump.dirty = false

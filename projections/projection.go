@@ -459,6 +459,17 @@ func putU64(sp *boltstore.Space, key string, v uint64) error {
 	return sp.Put(b[:len(key):len(key)], b[len(key):])
 }
 
+// putU64Changed is putU64 unless key already holds v: a lump's counters
+// are written back at every flush that changed either, and a put bbolt is
+// given costs a cursor and a copy of the key even when it stores what was
+// there.
+func putU64Changed(sp *boltstore.Space, key string, v uint64) error {
+	if old := sp.Get([]byte(key)); len(old) == 8 && binary.BigEndian.Uint64(old) == v {
+		return nil
+	}
+	return putU64(sp, key, v)
+}
+
 // nextNumber is the number the next id of the counter key will get.
 func nextNumber(tx *boltstore.Tx, key string) (uint64, error) {
 	meta, err := tx.Space(spMeta)
