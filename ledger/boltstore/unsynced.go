@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 )
 
@@ -27,16 +28,34 @@ const unsyncedSuffix = ".unsynced"
 // bootIDFile holds the kernel's random id of the current boot (Linux).
 var bootIDFile = "/proc/sys/kernel/random/boot_id"
 
-// bootID is the current boot's id.
+// bootSeen is the boot id last read, and the file it was read from: a
+// boot's id does not change while a process runs, and reading it took 36
+// µs, which every journal generation (64 commits) and every open paid.
+var bootSeen struct {
+	sync.Mutex
+	file string
+	id   []byte
+}
+
+// bootID is the current boot's id. The caller may append to it, not
+// change its bytes.
 func bootID() ([]byte, error) {
-	b, err := os.ReadFile(bootIDFile)
+	file := bootIDFile
+	bootSeen.Lock()
+	defer bootSeen.Unlock()
+	if bootSeen.id != nil && bootSeen.file == file {
+		return bootSeen.id, nil
+	}
+	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("the boot id (%s): %w", bootIDFile, err)
+		return nil, fmt.Errorf("the boot id (%s): %w", file, err)
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
-		return nil, fmt.Errorf("the boot id (%s) is empty", bootIDFile)
+		return nil, fmt.Errorf("the boot id (%s) is empty", file)
 	}
+	b = b[:len(b):len(b)] // an append copies it
+	bootSeen.file, bootSeen.id = file, b
 	return b, nil
 }
 
