@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -29,7 +30,8 @@ type RecordFindingResult struct {
 
 // RecordFinding appends finding.recorded on an existing task (closed tasks
 // take findings too, as they take thoughts). Findings are never edited: a
-// correction is a new finding.
+// correction is a new finding. Its files are written in the one spelling
+// of each path, duplicates removed.
 func (s *Service) RecordFinding(tx *Tx, in RecordFindingInput) (*RecordFindingResult, error) {
 	t, err := getTask(tx, in.TaskID)
 	if err != nil {
@@ -39,7 +41,13 @@ func (s *Service) RecordFinding(tx *Tx, in RecordFindingInput) (*RecordFindingRe
 	if err != nil {
 		return nil, err
 	}
-	files := dedupe(in.Files)
+	// A path is kept in its one spelling (domain.CleanRepoPath), so that
+	// "a\\b" and "./a/b" are not a second file beside "a/b".
+	files := make([]string, len(in.Files))
+	for i, f := range in.Files {
+		files[i] = domain.CleanRepoPath(f)
+	}
+	files = dedupe(files)
 	p := events.FindingRecorded{FindingID: id, TaskID: t.ID, Project: t.Project, Category: in.Category,
 		Summary: in.Summary, Details: in.Details, Files: files}
 	rec, err := tx.emit(events.TypeFindingRecorded, []string{id, t.ID}, p)

@@ -21,6 +21,13 @@ func TestRecordFinding(t *testing.T) {
 	if d2 := h.call("finding_record", map[string]any{"task_id": "T-0001", "category": "gap", "summary": "No fuzz test"}, "OK"); d2["finding_id"] != "F-0002" || fmt.Sprint(d2["files"]) != "[]" {
 		t.Errorf("second finding = %v", d2)
 	}
+	// One file is one path, however it is spelt: a backslash is a
+	// separator (the rule splits at it too), a "." segment names nothing.
+	d3 := h.call("finding_record", map[string]any{"task_id": "T-0001", "category": "bug", "summary": "s",
+		"files": []string{`lexer\scan.go`, "lexer/scan.go", "./lexer/scan.go", "lexer/./scan.go", `.\lexer\.\scan.go`, ".", "./.", "a..b/c", ".hidden/x"}}, "OK")
+	if got := fmt.Sprint(d3["files"]); got != "[lexer/scan.go . a..b/c .hidden/x]" {
+		t.Errorf("files %s, want [lexer/scan.go . a..b/c .hidden/x]", got)
+	}
 	// A closed task takes findings too.
 	h.call("task_update", map[string]any{"task_id": "T-0001", "status": "cancelled"}, "OK")
 	h.call("finding_record", map[string]any{"task_id": "T-0001", "category": "risk", "summary": "Cancelled half done"}, "OK")

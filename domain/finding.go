@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -67,4 +68,21 @@ func RepoPathProblem(p string) string {
 		}
 	}
 	return ""
+}
+
+// CleanRepoPath is the one spelling of a repository-relative path that
+// RepoPathProblem accepts: its segments (split at "/" or "\", as that rule
+// splits them) joined by "/", "." segments left out. "a\\b", "./a/b" and
+// "a/./b" name the file "a/b" names, and are written so; a path of "."
+// segments alone (the repository itself) is ".".
+func CleanRepoPath(p string) string {
+	if !strings.ContainsAny(p, "\\.") {
+		return p
+	}
+	segs := strings.Split(strings.ReplaceAll(p, "\\", "/"), "/")
+	segs = slices.DeleteFunc(segs, func(s string) bool { return s == "." })
+	if len(segs) == 0 {
+		return "."
+	}
+	return strings.Join(segs, "/")
 }

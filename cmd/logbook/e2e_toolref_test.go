@@ -424,7 +424,8 @@ const choices = `
   edited; closed tasks take findings. It carries the task's project. A path in ` + "`files`" + ` is
   refused (at ` + "`files[i]`" + `) when it is absolute (leading ` + "`/`" + ` or ` + "`\\`" + `, or a drive letter such as
   ` + "`C:`" + `), has an empty or ` + "`..`" + ` segment (split at ` + "`/`" + ` and ` + "`\\`" + `), holds a control character or
-  is over 1,024 characters; duplicate paths are removed.
+  is over 1,024 characters. A path is written in one spelling, its segments joined by ` + "`/`" + ` without
+  ` + "`.`" + ` segments (` + "`lexer\\scan.go`" + ` and ` + "`./lexer/scan.go`" + ` are ` + "`lexer/scan.go`" + `), and duplicates are removed.
 - **learning_record.** Ids ` + "`L-0001`" + ` on. Quality gates, all ` + "`ERR_INVALID_INPUT`" + `: ` + "`pattern`" + ` at least 50
   characters and 6 distinct words, ` + "`context`" + ` at least 100 characters and 12 distinct words
   (padding such as one word repeated does not pass; in a script written without spaces — Chinese,
