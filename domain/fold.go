@@ -5,21 +5,27 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
 
-// FoldCase maps each rune of s to the lower case of its upper case, which
-// is one rune, lower case where it can be, for all the runes of a Unicode
-// case folding orbit (unicode.SimpleFold; checked over every rune by
-// TestFoldCaseOrbits). Two strings equal under strings.EqualFold fold to
-// the same string, so a substring search in folded strings is
-// case-insensitive. strings.ToLower is not: a final sigma (ς), the micro
-// sign (µ) and the long s (ſ) are lower case already, and their orbits'
-// upper-case letters lower to σ, μ and s. Beyond EqualFold, the Turkish
-// İ and ı fold to i, and text is composed (NFKC), so that an accent typed
-// apart, a ligature or full-width letters fold as the letters they show
-// (TestFoldCaseComposes; EqualFold strings still fold equal,
-// TestFoldCaseOrbitsWithMarks). ASCII text folds as strings.ToLower does.
+// FoldCase folds s for case-insensitive matching: Unicode's full case
+// folding (CaseFolding.txt's C and F mappings, golang.org/x/text/cases'
+// Fold), so that "Straße" and "STRASSE" fold to "strasse" and "ᾳ" to "αι",
+// with every rune of a case folding orbit first mapped to the lower case
+// of its upper case (one rune for the orbit: unicode.SimpleFold; checked
+// over every rune by TestFoldCaseOrbits), so two strings equal under
+// strings.EqualFold fold to the same string, and a substring search in
+// folded strings is case-insensitive. strings.ToLower is not: a final
+// sigma (ς), the micro sign (µ) and the long s (ſ) are lower case already,
+// and their orbits' upper-case letters lower to σ, μ and s; nor is simple
+// folding, which leaves ß alone. Beyond Unicode's folding (which has the
+// Turkic mappings apart, and folds İ to i and a combining dot), the
+// Turkish İ and ı fold to i, whatever the language, and text is composed
+// (NFKC), so that an accent typed apart, a ligature or full-width letters
+// fold as the letters they show (TestFoldCaseComposes; EqualFold strings
+// still fold equal, TestFoldCaseOrbitsWithMarks). ASCII text folds as
+// strings.ToLower does.
 func FoldCase(s string) string {
 	ascii := true
 	for i := 0; i < len(s) && ascii; i++ {
@@ -34,9 +40,10 @@ func FoldCase(s string) string {
 	// then the compatibility composition (NFKC): "é" typed as e and a
 	// combining accent is the é of one rune, "ﬁ" is "fi", "ＡＢＣ" is "ABC";
 	// then the case of what composition made, which composes anew (rare).
-	s = strings.Map(foldRune, s)
+	// The full folding of a rune that has one (ß is ss) follows its orbit's.
+	s = fullFold(strings.Map(foldRune, s))
 	if c := norm.NFKC.String(s); c != s {
-		s = strings.Map(foldRune, c)
+		s = fullFold(strings.Map(foldRune, c))
 		if !norm.NFKC.IsNormalString(s) {
 			s = norm.NFKC.String(s)
 		}
@@ -45,3 +52,8 @@ func FoldCase(s string) string {
 }
 
 func foldRune(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }
+
+// fullFold is Unicode's full case folding of s (a Caser is not shared
+// between goroutines: Fold's holds nothing, so one per call costs
+// nothing); s itself when nothing folds.
+func fullFold(s string) string { return cases.Fold().String(s) }

@@ -61,6 +61,24 @@ func TestFoldCase(t *testing.T) {
 	}
 }
 
+// TestFoldCaseFull: FoldCase is Unicode's full case folding, not only the
+// simple one EqualFold applies: ß and ẞ are ss, a Greek letter with an
+// iota subscript (or adscript, in capitals) is the letter and ι.
+func TestFoldCaseFull(t *testing.T) {
+	for in, want := range map[string]string{
+		"Straße":       "strasse",
+		"STRASSE":      "strasse",
+		"STRAẞE":       "strasse",
+		"ᾳ ᾼ ΑΙ ᾴ":     "αι αι αι άι",
+		"ŉ":            "ʼn",
+		"\ufb00\ufb06": "ffst",
+	} {
+		if got := FoldCase(in); got != want {
+			t.Errorf("FoldCase(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // TestFoldCaseComposes: text that is the same to a reader folds the same,
 // however its letters were typed: an accent apart (e and U+0301) or
 // composed, a ligature, full-width letters.

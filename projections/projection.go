@@ -62,7 +62,10 @@ import (
 //	   character, ガ; a Hangul syllable written as its jamo is one), and
 //	   a learning's shingles count a mark of such a script once (Words)
 //	18: Thai, Lao, Khmer and Myanmar are such scripts too
-const Version = 18
+//	19: case folding (domain.FoldCase) is Unicode's full folding, not only
+//	   the simple one: "Straße" and "STRASSE" are one term, and one word
+//	   in the learnings' shingles
+const Version = 19
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

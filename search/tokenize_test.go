@@ -97,6 +97,11 @@ func TestSearchFoldsCase(t *testing.T) {
 		{"the \ufb01le system", "file"},
 		{"ＡＰＩ key", "api"},
 		{"हिन्दी भाषा", "हिन्दी"},
+		{"Die Straße ist gesperrt", "STRASSE"}, // full case folding: ß is ss
+		{"DIE STRAẞE", "straße"},
+		{"ᾀδής", "ΑἸΔΉΣ"}, // an iota subscript is an ι
+		{"İstanbul office", "istanbul"},
+		{"ıspanak", "ISPANAK"},
 	} {
 		if q := search.Terms(c.query); len(q) == 0 || !slices.Contains(search.Terms(c.text), q[0]) {
 			t.Errorf("Terms(%q) = %q has no term of Terms(%q) = %q", c.text, search.Terms(c.text), c.query, q)
