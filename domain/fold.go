@@ -24,8 +24,11 @@ import (
 // Turkish İ and ı fold to i, whatever the language, and text is composed
 // (NFKC), so that an accent typed apart, a ligature or full-width letters
 // fold as the letters they show (TestFoldCaseComposes; EqualFold strings
-// still fold equal, TestFoldCaseOrbitsWithMarks). ASCII text folds as
-// strings.ToLower does.
+// still fold equal, TestFoldCaseOrbitsWithMarks). The marks Arabic and
+// Hebrew text may carry or leave out (vowel points, cantillation, the
+// Arabic tatweel: optionalMark) are left out, as a reader does not see
+// two words in "مَرْحَبًا" and "مرحبا", or "שָׁלוֹם" and "שלום"
+// (TestFoldCaseOptionalMarks). ASCII text folds as strings.ToLower does.
 func FoldCase(s string) string {
 	ascii := true
 	for i := 0; i < len(s) && ascii; i++ {
@@ -51,7 +54,31 @@ func FoldCase(s string) string {
 	return s
 }
 
-func foldRune(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }
+// foldRune is r's orbit's rune, or -1 (left out) for an optional mark.
+func foldRune(r rune) rune {
+	if r >= 0x0591 && r <= 0x06ED && optionalMark(r) {
+		return -1
+	}
+	return unicode.ToLower(unicode.ToUpper(r))
+}
+
+// optionalMark reports whether r is a mark that Arabic or Hebrew text may
+// carry or leave out without being another word: the Hebrew points and
+// cantillation marks (the nonspacing marks of U+0591–U+05C7), the Arabic
+// harakat, Quranic annotation marks and the tatweel (U+0640, a letter
+// that only stretches a word). Not the madda and hamza (U+0653–U+0655),
+// which NFKC composes into letters of their own (ا and U+0654 are أ).
+func optionalMark(r rune) bool {
+	switch {
+	case r == 0x0640:
+		return true
+	case r <= 0x05C7:
+		return unicode.Is(unicode.Mn, r)
+	case r >= 0x0610 && (r < 0x0653 || r > 0x0655):
+		return unicode.Is(unicode.Mn, r)
+	}
+	return false
+}
 
 // fullFold is Unicode's full case folding of s (a Caser is not shared
 // between goroutines: Fold's holds nothing, so one per call costs

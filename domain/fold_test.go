@@ -79,6 +79,28 @@ func TestFoldCaseFull(t *testing.T) {
 	}
 }
 
+// TestFoldCaseOptionalMarks: Arabic and Hebrew words fold to their
+// letters, the vowel points, cantillation and the tatweel left out,
+// however they were typed (presentation forms included); the hamza and
+// madda stay, composed into their letters.
+func TestFoldCaseOptionalMarks(t *testing.T) {
+	for in, want := range map[string]string{
+		"مَرْحَبًا":                      "مرحبا",
+		"مرحـــبا":                       "مرحبا",
+		"\ufe8d\ufee0\ufee4\ufe8e\ufe80": "الماء",  // presentation forms
+		"\u0627\u0654":                   "\u0623", // alef and hamza above: أ
+		"أَمْر":                          "أمر",
+		"שָׁלוֹם":                        "שלום",
+		"\ufb2a\u05dc\u05d5\u05dd":       "שלום",      // shin with shin dot, a presentation form
+		"בְּרֵאשִׁ֖ית":                   "בראשית",    // with a cantillation mark
+		"a\u05be b":                      "a\u05be b", // maqaf is punctuation, kept
+	} {
+		if got := FoldCase(in); got != want {
+			t.Errorf("FoldCase(%+q) = %+q, want %+q", in, got, want)
+		}
+	}
+}
+
 // TestFoldCaseComposes: text that is the same to a reader folds the same,
 // however its letters were typed: an accent apart (e and U+0301) or
 // composed, a ligature, full-width letters.

@@ -65,7 +65,9 @@ import (
 //	19: case folding (domain.FoldCase) is Unicode's full folding, not only
 //	   the simple one: "Straße" and "STRASSE" are one term, and one word
 //	   in the learnings' shingles
-const Version = 19
+//	20: folding leaves out the optional marks of Arabic and Hebrew (vowel
+//	   points, cantillation, the tatweel): "مَرْحَبًا" is the term "مرحبا"
+const Version = 20
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

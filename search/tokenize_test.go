@@ -102,6 +102,9 @@ func TestSearchFoldsCase(t *testing.T) {
 		{"ᾀδής", "ΑἸΔΉΣ"}, // an iota subscript is an ι
 		{"İstanbul office", "istanbul"},
 		{"ıspanak", "ISPANAK"},
+		{"مَرْحَبًا بِالْعَالَمِ", "مرحبا"}, // Arabic harakat and Hebrew points are optional
+		{"مرحـــبا", "مَرْحَبًا"},
+		{"שָׁלוֹם עולם", "שלום"},
 	} {
 		if q := search.Terms(c.query); len(q) == 0 || !slices.Contains(search.Terms(c.text), q[0]) {
 			t.Errorf("Terms(%q) = %q has no term of Terms(%q) = %q", c.text, search.Terms(c.text), c.query, q)

@@ -461,7 +461,8 @@ const choices = `
   none, so they are found only with ` + "`cross_project`" + ` or without a project filter). Words are
   composed (NFKC: an accent typed apart, a ligature or full-width letters find the word typed
   plainly) and case-folded as Unicode folds them in full (a word in capitals finds it in any case: ΟΔΌΣ
-  finds οδός, STRASSE finds Straße; the Turkish İ and ı are i), a combining mark kept in its word,
+  finds οδός, STRASSE finds Straße; the Turkish İ and ı are i), the optional marks of Arabic and Hebrew
+  left out (vowel points, cantillation, the tatweel: مرحبا finds مَرْحَبًا), any other combining mark kept in its word,
   stop words dropped and English words Snowball-stemmed; text written without spaces (Chinese,
   Japanese, Thai, Lao, Khmer, Myanmar; Korean too) is indexed by its characters and their overlapping pairs, so 数据库 is
   found inside a sentence and a query of one character finds it anywhere; ranking is BM25 (k1 1.2, b 0.75), ties
