@@ -2,6 +2,7 @@ package domain
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -80,7 +81,23 @@ func optionalMark(r rune) bool {
 	return false
 }
 
-// fullFold is Unicode's full case folding of s (a Caser is not shared
-// between goroutines: Fold's holds nothing, so one per call costs
-// nothing); s itself when nothing folds.
-func fullFold(s string) string { return cases.Fold().String(s) }
+// fullFold is Unicode's full case folding of s; s itself when nothing
+// folds, which the Caser's Span tells on a pooled copy of s without
+// allocating (its String allocates a buffer every call; most text has no
+// rune that the orbits' folding left to fold). A Caser is not shared
+// between goroutines: one per call, which Fold's costs nothing.
+func fullFold(s string) string {
+	c := cases.Fold()
+	bp := spanBufs.Get().(*[]byte)
+	b := append((*bp)[:0], s...)
+	n, err := c.Span(b, true)
+	*bp = b
+	spanBufs.Put(bp)
+	if n == len(s) && err == nil {
+		return s
+	}
+	return c.String(s)
+}
+
+// spanBufs holds the scratch copies fullFold spans.
+var spanBufs = sync.Pool{New: func() any { return new([]byte) }}
