@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,7 +147,11 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			stateless.ServeHTTP(cw, r)
 			return
 		}
-		sessions.serve(stateful, cw, r)
+		serve := func(w http.ResponseWriter, r *http.Request) { sessions.serve(stateful, w, r) }
+		serve(cw, r)
+		if cw.batch {
+			serveBatch(w, r, body, serve)
+		}
 	})
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		id, err := opts.Authenticate(ctx, token)
@@ -265,11 +270,13 @@ func readBody(w http.ResponseWriter, r *http.Request, opts HTTPOptions) ([]byte,
 // no body), as the Streamable HTTP transport answers every notification it
 // takes, and ignored, as on stdio. (Revision 2026-07-28 has the SDK answer
 // an unknown method itself: 404 with -32601, as SEP-2575 requires.) A batch
-// (revision 2025-03-26 only) is refused whole as the SDK refuses it.
+// (revision 2025-03-26 only) the SDK refuses whole for one of its messages
+// is left to serveBatch (batch).
 type codedWriter struct {
 	http.ResponseWriter
-	body []byte // the request's body
-	held bool   // the SDK's 400 in plain text, not yet written
+	body  []byte // the request's body
+	held  bool   // the SDK's 400 in plain text, not yet written
+	batch bool   // body is a batch the SDK refused for one of its messages: nothing written
 }
 
 func (w *codedWriter) WriteHeader(code int) {
@@ -317,12 +324,18 @@ func (w *codedWriter) refused(text []byte) bool {
 	default:
 		return false
 	}
+	h := w.Header()
+	if isBatch(w.body) {
+		h.Del("Content-Type")
+		h.Del("X-Content-Type-Options")
+		w.batch = true
+		return true
+	}
 	msg, err := jsonrpc.DecodeMessage(w.body)
 	req, ok := msg.(*jsonrpc.Request)
 	if err != nil || !ok {
 		return false
 	}
-	h := w.Header()
 	h.Del("X-Content-Type-Options")
 	if !req.IsCall() {
 		if code != jsonrpc.CodeMethodNotFound {
@@ -344,6 +357,124 @@ func (w *codedWriter) refused(text []byte) bool {
 	w.ResponseWriter.WriteHeader(http.StatusOK)
 	_, _ = w.ResponseWriter.Write(out)
 	return true
+}
+
+// isBatch reports whether body is a JSON array (a JSON-RPC batch).
+func isBatch(body []byte) bool {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	return len(b) > 0 && b[0] == '['
+}
+
+// serveBatch answers a batch that the SDK refused whole, before serving
+// any of it, because one of its messages was of a method the server does
+// not have or not valid for its method (checkRequest), as JSON-RPC 2.0
+// answers a batch: each message is served by serve alone, in order, as if
+// it had been sent alone (so a request refused gets its -32601 or -32600
+// by its id, and the others run), and the answers to its requests are
+// returned together in one array (200, application/json); a batch that
+// holds only notifications is answered 202. A session its initialize
+// opens is the one the messages after it are served in, and is named by
+// the answer. A message answered otherwise
+// than as JSON-RPC (the session ended meanwhile: 404) has its answer
+// passed on as the batch's if no request got a JSON-RPC answer; else a
+// request so answered is given -32603 with the answer's text.
+func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(http.ResponseWriter, *http.Request)) {
+	var msgs []json.RawMessage
+	if json.Unmarshal(body, &msgs) != nil {
+		http.Error(w, "the batch could not be read", http.StatusBadRequest) // the SDK read it
+		return
+	}
+	var answers []json.RawMessage
+	var plain *batchAnswer // the first answer not JSON-RPC
+	served := 0            // answers that are JSON-RPC
+	sid := r.Header.Get("Mcp-Session-Id")
+	for _, m := range msgs {
+		one := r.Clone(r.Context())
+		one.Body, one.ContentLength = io.NopCloser(bytes.NewReader(m)), int64(len(m))
+		if sid != "" {
+			one.Header.Set("Mcp-Session-Id", sid)
+		}
+		a := &batchAnswer{header: http.Header{}}
+		cw := &codedWriter{ResponseWriter: a, body: m}
+		serve(cw, one)
+		cw.finish()
+		if opened := a.header.Get("Mcp-Session-Id"); opened != "" && sid == "" {
+			// The batch's initialize opened a session: the messages after
+			// it are in it, as the SDK serves a batch, and the answer names it.
+			sid = opened
+			w.Header().Set("Mcp-Session-Id", sid)
+		}
+		if a.status == http.StatusAccepted {
+			continue
+		}
+		if strings.HasPrefix(a.header.Get("Content-Type"), "application/json") {
+			if resp, err := jsonrpc.DecodeMessage(a.body.Bytes()); err == nil {
+				if _, ok := resp.(*jsonrpc.Response); ok {
+					answers = append(answers, json.RawMessage(bytes.TrimSpace(a.body.Bytes())))
+					served++
+					continue
+				}
+			}
+		}
+		if plain == nil {
+			plain = a
+		}
+		msg, err := jsonrpc.DecodeMessage(m)
+		if req, ok := msg.(*jsonrpc.Request); err == nil && ok && req.IsCall() {
+			text := domain.ClipAt(strings.TrimSpace(strings.ToValidUTF8(a.body.String(), "\uFFFD")), sdkRoom)
+			if text == "" {
+				text = http.StatusText(cmp.Or(a.status, http.StatusOK))
+			}
+			if out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: text}}); err == nil {
+				answers = append(answers, out)
+			}
+		}
+	}
+	switch {
+	case plain != nil && served == 0:
+		plain.copyTo(w)
+		return
+	case len(answers) == 0:
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	out, err := json.Marshal(answers)
+	if err != nil {
+		http.Error(w, "the batch's answers could not be encoded", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	_, _ = w.Write(out)
+}
+
+// batchAnswer holds the answer to one message of a batch (serveBatch).
+type batchAnswer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *batchAnswer) Header() http.Header { return a.header }
+
+func (a *batchAnswer) WriteHeader(code int) {
+	if a.status == 0 {
+		a.status = code
+	}
+}
+
+func (a *batchAnswer) Write(p []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return a.body.Write(p)
+}
+
+// copyTo writes the answer held to w.
+func (a *batchAnswer) copyTo(w http.ResponseWriter) {
+	for k, v := range a.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(cmp.Or(a.status, http.StatusOK))
+	_, _ = w.Write(a.body.Bytes())
 }
 
 // finish writes the SDK's 400 if it is still held (written without text).

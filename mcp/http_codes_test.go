@@ -228,3 +228,85 @@ func TestHTTPForeignHostIsBounded(t *testing.T) {
 		t.Errorf("%d, %d bytes: %.200s", resp.StatusCode, len(body), body)
 	}
 }
+
+// TestHTTPBatchWithUnknownMethod: a batch (revision 2025-03-26) holding a
+// request of a method the server does not have, or one not valid for its
+// method, is answered as JSON-RPC answers a batch: one array of the
+// answers to its requests, that one -32601 (-32600) by its id and the
+// others run and answered; an invalid notification gets no answer, and a
+// batch of notifications only 202 without a body. Before, the SDK refused
+// the whole batch with a plain-text 400 (ran nothing), which a client
+// reads as the transport failing.
+func TestHTTPBatchWithUnknownMethod(t *testing.T) {
+	srv, f := httpFixture(t)
+	sid := openSession(t, srv.URL, "full")
+	send := func(body string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer full")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-03-26")
+		resp, err := testHTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`
+	status, ctype, body := send(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tasks/steal","params":{}},` +
+		call + `,{"jsonrpc":"2.0","method":"tools/list"},{"jsonrpc":"2.0","id":"x","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"notifications/steal"}]`)
+	var answers []struct {
+		ID     any             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &answers); err != nil || status != http.StatusOK || ctype != "application/json" {
+		t.Fatalf("%d %q %s: %v; want 200, a JSON array", status, ctype, body, err)
+	}
+	byID := map[any]int{}
+	for i, a := range answers {
+		byID[a.ID] = i
+	}
+	if len(answers) != 4 || len(byID) != 4 {
+		t.Fatalf("%d answers (%s); want 4, one per request", len(answers), body)
+	}
+	for id, want := range map[any]int{1.0: 0, 2.0: -32601, 3.0: 0, "x": -32600} {
+		a := answers[byID[id]]
+		switch {
+		case want == 0 && (a.Error != nil || a.Result == nil):
+			t.Errorf("id %v: %s; want a result", id, body)
+		case want != 0 && (a.Error == nil || a.Error.Code != want):
+			t.Errorf("id %v: %s; want error %d", id, body, want)
+		}
+	}
+	if a := answers[byID[3.0]]; !strings.Contains(string(a.Result), `server_ping`) {
+		t.Errorf("the call's answer: %s", a.Result)
+	}
+	f.mu.Lock()
+	n := len(f.calls)
+	f.mu.Unlock()
+	if n != 1 {
+		t.Errorf("Do got %d calls, want 1", n)
+	}
+	status, ctype, body = send(`[{"jsonrpc":"2.0","method":"notifications/steal"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
+	if status != http.StatusAccepted || body != "" || ctype != "" {
+		t.Errorf("notifications only: %d %q %q; want 202 without a body", status, ctype, body)
+	}
+	// A batch opening a session: the messages after its initialize are
+	// served in that session, which the answer names.
+	status, opened, body := statefulPost(t, srv.URL, "full", "", `[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}},`+
+		`{"jsonrpc":"2.0","id":2,"method":"tasks/steal"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":3,"method":"tools/list"}]`)
+	if status != http.StatusOK || opened == "" || !strings.Contains(body, `"id":2,"error":{"code":-32601`) || !strings.Contains(body, `"id":3,"result":{`) || !strings.Contains(body, `"tools":[`) {
+		t.Fatalf("a batch opening a session: %d, session %q: %.300s", status, opened, body)
+	}
+	if status, _, body := statefulPost(t, srv.URL, "full", opened, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`); status != http.StatusOK || !strings.Contains(body, `"tools"`) {
+		t.Errorf("the session the batch opened: %d %.200s", status, body)
+	}
+}
