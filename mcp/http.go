@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -64,6 +65,12 @@ type HTTPOptions struct {
 	// requests together: a request whose body would pass it waits for
 	// room, at most BodyTimeout (then 503); default 16 × MaxBodyBytes.
 	MaxBodiesBytes int64
+	// MaxRequestsPerToken bounds the requests one token has in flight at
+	// once (calls, their bodies arriving, event streams): one more is
+	// answered 429 with Retry-After, so that no token holder can take
+	// every connection the server may keep and hold the other clients out
+	// (503). 0: no bound.
+	MaxRequestsPerToken int
 }
 
 // HTTPHandler serves the tools over MCP Streamable HTTP (the go-sdk's
@@ -166,9 +173,17 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		// refuses the session to any other token.
 		return &auth.TokenInfo{UserID: id.Token, Extra: map[string]any{identityKey: id}}, nil
 	}
+	inFlight := &perToken{max: opts.MaxRequestsPerToken, n: map[string]int{}}
 	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Del("WWW-Authenticate")
+			token := auth.TokenInfoFromContext(r.Context()).UserID
+			if !inFlight.begin(token) {
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, fmt.Sprintf("this token has %d requests in flight, as many as one token may; try again once one is answered", inFlight.max), http.StatusTooManyRequests)
+				return
+			}
+			defer inFlight.end(token)
 			h.ServeHTTP(w, r)
 		}))
 	// The SDK adds WWW-Authenticate only with OAuth metadata to point at;
@@ -185,6 +200,34 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		protected.ServeHTTP(w, r)
 	})
+}
+
+// perToken counts each token's requests in flight, at most max (0: no
+// bound).
+type perToken struct {
+	max int
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+// begin counts one more request of token; false (not counted) if it has
+// max already.
+func (p *perToken) begin(token string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.max > 0 && p.n[token] >= p.max {
+		return false
+	}
+	p.n[token]++
+	return true
+}
+
+func (p *perToken) end(token string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n[token]--; p.n[token] <= 0 {
+		delete(p.n, token)
+	}
 }
 
 // ForeignHost reports whether r reached a loopback address under a Host

@@ -325,3 +325,77 @@ func TestHTTPBodyBoundsAtTheirLimits(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestHTTPRequestsPerToken: a token with MaxRequestsPerToken requests in
+// flight (here two calls held running) gets 429 with Retry-After for one
+// more, while another token is served, and is served again once one of
+// its requests is answered. Before, nothing bounded one token's requests:
+// its holder could take every connection the server keeps (calls held
+// long, event streams, bodies sent slowly) and every other client got 503.
+func TestHTTPRequestsPerToken(t *testing.T) {
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	var hold atomic.Bool
+	hold.Store(true)
+	s.do = func(ctx context.Context, call commands.Call) ([]byte, error) {
+		if call.Actor == "a" && hold.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		return f.do(ctx, call)
+	}
+	h := s.HTTPHandler(HTTPOptions{MaxRequestsPerToken: 2, Authenticate: func(_ context.Context, token string) (*Identity, error) {
+		return &Identity{Agent: token, Token: "sum-" + token}, nil
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := newRequest(1, "tools/call", `"name":"server_ping","arguments":{}`)
+	send := func(token string) (*http.Response, string, error) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		setNewHeaders(req, body)
+		resp, err := testHTTP.Do(req)
+		if err != nil {
+			return nil, "", err
+		}
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		return resp, string(out), err
+	}
+	held := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, _, err := send("a")
+			if err != nil {
+				held <- 0
+				return
+			}
+			held <- resp.StatusCode
+		}()
+	}
+	<-entered
+	<-entered
+	resp, out, err := send("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(out), "2 requests in flight") {
+		t.Errorf("a third request of the token: %d %v %s; want 429 with Retry-After", resp.StatusCode, resp.Header, out)
+	}
+	if code, out := post(t, srv.URL, "b", body); code != http.StatusOK || !strings.Contains(out, `"result"`) {
+		t.Errorf("another token meanwhile: %d %s", code, out)
+	}
+	hold.Store(false)
+	close(release)
+	for range 2 {
+		if code := <-held; code != http.StatusOK {
+			t.Errorf("a held call: %d", code)
+		}
+	}
+	if code, out := post(t, srv.URL, "a", body); code != http.StatusOK || !strings.Contains(out, `"result"`) {
+		t.Errorf("the token once its calls are answered: %d %s", code, out)
+	}
+}

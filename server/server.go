@@ -50,7 +50,8 @@ type Options struct {
 	// flush of a stream, may take to reach the client; default 30 s.
 	WriteTimeout time.Duration
 	// MaxConns bounds the connections open at once: one more is answered
-	// 503 and closed; default DefaultMaxConns().
+	// 503 and closed; default DefaultMaxConns(). One token may have half
+	// as many requests in flight on /mcp (429 beyond).
 	MaxConns int
 	// DrainTimeout bounds how long shutdown waits for calls in flight;
 	// default 30 s.
@@ -101,8 +102,10 @@ func Run(ctx context.Context, opts Options) error {
 
 	var streams inflight
 	mux := http.NewServeMux()
+	// One token may hold at most half the connections with requests in
+	// flight: the other half stay for the other clients.
 	mcpHandler := opts.MCP.HTTPHandler(mcp.HTTPOptions{Authenticate: authenticate(opts.Store),
-		MaxBodyBytes: opts.MaxBodyBytes, BodyTimeout: opts.BodyTimeout})
+		MaxBodyBytes: opts.MaxBodyBytes, BodyTimeout: opts.BodyTimeout, MaxRequestsPerToken: max(1, opts.MaxConns/2)})
 	mux.Handle("/mcp", streams.track(mcpHandler))
 	// The read-only console at "/": its verification stream is ended on
 	// shutdown like the MCP event streams, its pages are short reads.
