@@ -129,6 +129,13 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	stateful, stateless := handler(false), handler(true)
 	sessions := newSessionCap(s.sdk, opts.MaxSessionsPerToken)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > opts.MaxBodyBytes {
+			// Refused on its headers (as the SDK words it once read): a
+			// body announced too long is not waited for, nor given room.
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
 		// (A bound below one body of unknown length would refuse every
 		// such body after its wait: it takes the whole bound.)
 		n := min(bodyReserve(r, opts.MaxBodyBytes), opts.MaxBodiesBytes)
@@ -609,14 +616,14 @@ func recodeOne(data []byte) ([]byte, bool) {
 	return out, true
 }
 
-// bodyReserve is the room r's body may take in memory: its Content-Length,
-// or for a body of unknown length all it may be (max, and the byte more
-// that shows it too long); 0 for none.
+// bodyReserve is the room r's body (announced within max) may take in
+// memory: its Content-Length, or for a body of unknown length all it may
+// be (max, and the byte more that shows it too long); 0 for none.
 func bodyReserve(r *http.Request, max int64) int64 {
 	switch {
 	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
 		return 0
-	case r.ContentLength > 0 && r.ContentLength <= max:
+	case r.ContentLength > 0:
 		return r.ContentLength
 	}
 	return max + 1

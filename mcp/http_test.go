@@ -232,6 +232,43 @@ func TestHTTPSlowBody(t *testing.T) {
 	}
 }
 
+// TestHTTPBodyAnnouncedTooLarge: a request whose Content-Length passes
+// MaxBodyBytes is answered 413 on its headers, its body not waited for,
+// and takes none of the room for bodies held at once (MaxBodiesBytes: here
+// one body's): a body within the limit is served meanwhile. Before, it
+// took MaxBodyBytes of that room and waited for a body it would never
+// read whole until BodyTimeout, then answered 408.
+func TestHTTPBodyAnnouncedTooLarge(t *testing.T) {
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = (&fakeDo{}).do
+	h := s.HTTPHandler(HTTPOptions{MaxBodyBytes: 1000, MaxBodiesBytes: 1001, BodyTimeout: 2 * time.Second,
+		Authenticate: func(context.Context, string) (*Identity, error) { return &Identity{Agent: "a", Token: "sum-a"}, nil }})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer x\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n"+
+		"Content-Length: 1001\r\n\r\n{", srv.Listener.Addr())
+	// The rest of the body is never sent.
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	out, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(out), "exceeds 1000 bytes") {
+		t.Fatalf("%d %s, want 413", resp.StatusCode, out)
+	}
+	if code, out := post(t, srv.URL, "x", newRequest(2, "tools/list", "")); code != http.StatusOK || !strings.Contains(out, `"result"`) {
+		t.Errorf("a body within the limit: %d %.200s", code, out)
+	}
+}
+
 // TestHTTPBodiesBounded: the request bodies held at once, all requests
 // together, stay within MaxBodiesBytes (a body is held until its request
 // is answered): one more waits for room, at most BodyTimeout, then is
