@@ -152,7 +152,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			defer bodies.Release(n)
 		}
 		body, ok := readBody(w, r, opts)
-		if !ok {
+		if !ok || !batchWithin(w, body) {
 			return
 		}
 		cw := &codedWriter{ResponseWriter: w, body: body}
@@ -407,6 +407,32 @@ func (w *codedWriter) refused(text []byte) bool {
 	w.ResponseWriter.WriteHeader(http.StatusOK)
 	_, _ = w.ResponseWriter.Write(out)
 	return true
+}
+
+// MaxBatch is how many messages a JSON-RPC batch (revision 2025-03-26)
+// may hold. The SDK holds several kilobytes per message of a batch while
+// serving it (a batch of 90,000 pings, 3.6 MB, took the server from 47 MB
+// to 410 MB resident, and 12.7 s), so a body bound that counts bytes
+// does not bound a batch's memory; no client batches anywhere near this
+// many.
+const MaxBatch = 128
+
+// batchWithin answers a batch of more than MaxBatch messages 400 with
+// JSON-RPC error -32600 (id null: it answers no one message), serving none
+// of it; false if it did. Whether each message is one is left to the SDK.
+func batchWithin(w http.ResponseWriter, body []byte) bool {
+	if !isBatch(body) {
+		return true
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(body, &msgs) != nil || len(msgs) <= MaxBatch {
+		return true // not a batch after all: the SDK refuses it
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(errorResponse(nil, jsonrpc.CodeInvalidRequest,
+		fmt.Sprintf("a batch may hold at most %d messages; this one holds %d", MaxBatch, len(msgs))))
+	return false
 }
 
 // isBatch reports whether body is a JSON array (a JSON-RPC batch).

@@ -229,6 +229,26 @@ func TestHTTPForeignHostIsBounded(t *testing.T) {
 	}
 }
 
+// batchPost sends body in session sid (token "full") as revision
+// 2025-03-26, the one that has batches, and returns the status, the
+// Content-Type and the body of the answer.
+func batchPost(tb testing.TB, url, sid, body string) (int, string, string) {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer full")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-03-26")
+	resp, err := testHTTP.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+}
+
 // TestHTTPBatchWithUnknownMethod: a batch (revision 2025-03-26) holding a
 // request of a method the server does not have, or one not valid for its
 // method, is answered as JSON-RPC answers a batch: one array of the
@@ -240,22 +260,7 @@ func TestHTTPForeignHostIsBounded(t *testing.T) {
 func TestHTTPBatchWithUnknownMethod(t *testing.T) {
 	srv, f := httpFixture(t)
 	sid := openSession(t, srv.URL, "full")
-	send := func(body string) (int, string, string) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer full")
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", "2025-03-26")
-		resp, err := testHTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
-	}
+	send := func(body string) (int, string, string) { return batchPost(t, srv.URL, sid, body) }
 	call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`
 	status, ctype, body := send(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tasks/steal","params":{}},` +
 		call + `,{"jsonrpc":"2.0","method":"tools/list"},{"jsonrpc":"2.0","id":"x","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"notifications/steal"}]`)
@@ -308,5 +313,43 @@ func TestHTTPBatchWithUnknownMethod(t *testing.T) {
 	}
 	if status, _, body := statefulPost(t, srv.URL, "full", opened, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`); status != http.StatusOK || !strings.Contains(body, `"tools"`) {
 		t.Errorf("the session the batch opened: %d %.200s", status, body)
+	}
+}
+
+// TestHTTPBatchBounded: a batch of more than MaxBatch messages is answered
+// 400 with JSON-RPC error -32600 (id null) and none of it is served; one of
+// MaxBatch is served whole. Before, any size was served: the SDK holds
+// kilobytes per message, so a body of 4 MiB (90,000 pings) took the
+// server from 47 MB to 410 MB resident, and 16 of them at once (the
+// bodies' bound) several gigabytes.
+func TestHTTPBatchBounded(t *testing.T) {
+	srv, f := httpFixture(t)
+	sid := openSession(t, srv.URL, "full")
+	batch := func(n int) string {
+		msgs := make([]string, n)
+		for i := range msgs {
+			msgs[i] = `{"jsonrpc":"2.0","id":` + itoa(i) + `,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`
+		}
+		return "[" + strings.Join(msgs, ",") + "]"
+	}
+	status, _, body := batchPost(t, srv.URL, sid, batch(MaxBatch+1))
+	var r struct {
+		ID    any            `json:"id"`
+		Error map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil || status != http.StatusBadRequest || r.Error == nil || r.Error["code"] != -32600.0 || r.ID != nil ||
+		!strings.Contains(r.Error["message"].(string), "at most 128 messages; this one holds 129") || !strings.Contains(body, `"id":null`) {
+		t.Errorf("a batch of %d: %d %.300s; want 400 with error -32600", MaxBatch+1, status, body)
+	}
+	f.mu.Lock()
+	n := len(f.calls)
+	f.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d calls of a batch refused", n)
+	}
+	status, _, body = batchPost(t, srv.URL, sid, batch(MaxBatch))
+	var answers []json.RawMessage
+	if err := json.Unmarshal([]byte(body), &answers); err != nil || status != http.StatusOK || len(answers) != MaxBatch {
+		t.Errorf("a batch of %d: %d, %d answers: %v", MaxBatch, status, len(answers), err)
 	}
 }

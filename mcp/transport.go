@@ -482,6 +482,15 @@ func (c *conn) failed() error {
 
 // writeError answers a line the SDK never sees. id is a JSON string or number, or nil for null.
 func (c *conn) writeError(id json.RawMessage, code int64, message string) {
+	if err := c.writeLine(append(errorResponse(id, code, message), '\n')); err != nil {
+		c.log.Error("writing error response", "error", err)
+	}
+}
+
+// errorResponse is the JSON-RPC error response to the request of id (a
+// JSON string or number, or nil for null: a message whose id is not
+// known, or none).
+func errorResponse(id json.RawMessage, code int64, message string) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -490,9 +499,7 @@ func (c *conn) writeError(id json.RawMessage, code int64, message string) {
 		ID      json.RawMessage `json:"id"`
 		Error   jsonrpc.Error   `json:"error"`
 	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
-	if err := c.writeLine(append(data, '\n')); err != nil {
-		c.log.Error("writing error response", "error", err)
-	}
+	return data
 }
 
 // Close implements sdk.Connection. It does not close in or out, which the
