@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -152,12 +154,16 @@ func (c *cluster) waitListening(i int) {
 
 // node is one `logbook server --store nats://…` process and its file.
 type node struct {
-	i      int
-	db     string
-	port   int
-	args   []string
+	i    int
+	db   string
+	port int
+	args []string
+	// mu orders start, kill and stop: a fault restarts a node in a
+	// goroutine while the fault loop may kill it again. alive may be read
+	// without it.
+	mu     sync.Mutex
 	cmd    *exec.Cmd
-	alive  bool
+	alive  atomic.Bool
 	exited chan struct{}
 	log    *os.File
 	starts int
@@ -176,6 +182,8 @@ func (n *node) url() string { return fmt.Sprintf("http://127.0.0.1:%d/mcp", n.po
 // start starts the node and waits for "listening" (or exit); returns the
 // time it took and an error if it exited.
 func (n *node) start() (time.Duration, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	t0 := time.Now()
 	n.cmd = exec.Command(*logbookBin, n.args...)
 	n.cmd.Env = append(os.Environ(), "LOGBOOK_NATS_PASSWORD=app", "LOGBOOK_NATS_SYS_PASSWORD=sys", "LOGBOOK_DB=")
@@ -187,7 +195,7 @@ func (n *node) start() (time.Duration, error) {
 	if err := n.cmd.Start(); err != nil {
 		panic(err)
 	}
-	n.alive = true
+	n.alive.Store(true)
 	n.exited = make(chan struct{})
 	lines := make(chan string, 1)
 	go func() {
@@ -207,24 +215,48 @@ func (n *node) start() (time.Duration, error) {
 			return time.Since(t0), nil
 		}
 		<-n.exited
-		n.alive = false
+		n.alive.Store(false)
 		return time.Since(t0), fmt.Errorf("node%d exited %d before listening", n.i, n.cmd.ProcessState.ExitCode())
 	case <-time.After(90 * time.Second):
-		n.kill()
+		n.killLocked()
 		return time.Since(t0), fmt.Errorf("node%d not listening in 90s", n.i)
 	}
 }
 
 func (n *node) kill() {
-	if n.alive {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.killLocked()
+}
+
+func (n *node) killLocked() {
+	if n.alive.Load() {
 		n.cmd.Process.Kill()
 		<-n.exited
-		n.alive = false
+		n.alive.Store(false)
 	}
 }
 
+// pause stops the node's process for d (SIGSTOP, then SIGCONT), unless it
+// is down or being started or killed; it reports whether it did.
+func (n *node) pause(d time.Duration) bool {
+	if !n.mu.TryLock() {
+		return false
+	}
+	defer n.mu.Unlock()
+	if !n.alive.Load() {
+		return false
+	}
+	n.cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(d)
+	n.cmd.Process.Signal(syscall.SIGCONT)
+	return true
+}
+
 func (n *node) stop() int {
-	if !n.alive {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.alive.Load() {
 		return -1
 	}
 	n.cmd.Process.Signal(syscall.SIGTERM)
@@ -234,7 +266,7 @@ func (n *node) stop() int {
 		n.cmd.Process.Kill()
 		<-n.exited
 	}
-	n.alive = false
+	n.alive.Store(false)
 	return n.cmd.ProcessState.ExitCode()
 }
 

@@ -66,7 +66,7 @@ func cold(base string) int {
 		// first calls: a token through the first live node, then one call per node
 		var live *node
 		for _, n := range nodes {
-			if n.alive {
+			if n.alive.Load() {
 				live = n
 				break
 			}
@@ -82,7 +82,7 @@ func cold(base string) int {
 				tok := ls[len(ls)-1]
 				var cwg sync.WaitGroup
 				for _, n := range nodes {
-					if !n.alive {
+					if !n.alive.Load() {
 						continue
 					}
 					cwg.Add(1)

@@ -75,7 +75,7 @@ func chaos(dir string) int {
 	}
 	wg.Wait()
 	for _, n := range nodes {
-		if !n.alive {
+		if !n.alive.Load() {
 			if _, err := n.start(); err != nil {
 				logf("FATAL node%d does not start: %v", n.i, err)
 				return 2
@@ -288,11 +288,12 @@ func chaos(dir string) int {
 		default: // SIGSTOP a logbook node for a while
 			n := nodes[rng.IntN(3)]
 			d := time.Duration(2000+rng.IntN(8000)) * time.Millisecond
-			logf("CHAOS SIGSTOP node%d for %v", n.i, d)
+			if !n.pause(d) {
+				logf("CHAOS no SIGSTOP of node%d: it is down or starting", n.i)
+				continue
+			}
+			logf("CHAOS SIGSTOPped node%d for %v", n.i, d)
 			kills["node-stop"]++
-			n.cmd.Process.Signal(syscall.SIGSTOP)
-			time.Sleep(d)
-			n.cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}
 	if *noKill {
@@ -308,7 +309,7 @@ func chaos(dir string) int {
 		}
 	}
 	for _, n := range nodes {
-		if !n.alive {
+		if !n.alive.Load() {
 			if _, err := n.start(); err != nil {
 				logf("FAIL node%d does not start once the faults are over: %v", n.i, err)
 				bad++
@@ -327,7 +328,7 @@ func chaos(dir string) int {
 		bad++
 	}
 	for _, n := range nodes {
-		if !n.alive {
+		if !n.alive.Load() {
 			continue
 		}
 		// SIGTERM: a node drains and exits 0 (-1: killed after 60 s).
