@@ -56,7 +56,10 @@ func RepoPathProblem(p string) string {
 		return ""
 	case p[0] == '/' || p[0] == '\\':
 		return "must be relative to the repository, not absolute"
-	case len(p) >= 2 && p[1] == ':' && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z'):
+	}
+	// The drive letter of the path as it is kept (CleanRepoPath): "./C:/x"
+	// is written "C:/x".
+	if c := CleanRepoPath(p); len(c) >= 2 && c[1] == ':' && ('a' <= c[0]|0x20 && c[0]|0x20 <= 'z') {
 		return "must be relative to the repository, not start with a drive letter"
 	}
 	for _, seg := range strings.Split(strings.ReplaceAll(p, "\\", "/"), "/") {

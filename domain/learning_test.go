@@ -45,10 +45,15 @@ func TestRepoPathProblem(t *testing.T) {
 	for p, bad := range map[string]bool{
 		"a.go": false, "dir/sub/a.go": false, "./a.go": false, ".github/x.yml": false, "a..b": false, "ab:c": false, "a:b": true,
 		"/etc/passwd": true, `\\server\share`: true, "C:/x": true, `c:\x`: true, "..": true, "a/../b": true,
-		`a\..\b`: true, "a//b": true, "dir/": true,
+		`a\..\b`: true, "a//b": true, "dir/": true, "./C:/x": true, `.\c:x`: true, "././d:": true, "./ab:c": false,
 	} {
 		if got := RepoPathProblem(p) != ""; got != bad {
 			t.Errorf("RepoPathProblem(%q) = %q, want refused %v", p, RepoPathProblem(p), bad)
+		}
+		// A path accepted is accepted as it is kept (finding_record
+		// writes CleanRepoPath's spelling).
+		if c := CleanRepoPath(p); !bad && RepoPathProblem(c) != "" {
+			t.Errorf("RepoPathProblem(%q) accepts it, but refuses %q, its spelling kept: %q", p, c, RepoPathProblem(c))
 		}
 	}
 }
