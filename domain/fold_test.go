@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/cases"
 )
 
 // TestFoldCaseOrbits: every rune of a Unicode case folding orbit folds to
@@ -57,6 +60,23 @@ func TestFoldCase(t *testing.T) {
 		}
 		if !strings.EqualFold(in, want) && !strings.ContainsAny(in, "İı") {
 			t.Errorf("%q and %q are not equal under EqualFold", in, want)
+		}
+	}
+}
+
+// TestFullFoldsExactly: fullFolds holds exactly the runes, each its
+// orbit's, that Unicode's full case folding changes, over every rune, so
+// fullFold leaves alone only strings that folding would leave as they are.
+func TestFullFoldsExactly(t *testing.T) {
+	fold := cases.Fold()
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		f := foldRune(r)
+		if !utf8.ValidRune(r) || f < 0 {
+			continue
+		}
+		s := string(f)
+		if changes, held := fold.String(s) != s, unicode.Is(fullFolds, f); changes != held || (held && f < 0xDF) {
+			t.Errorf("rune %U (its orbit's %U): full folding changes it %v, in fullFolds %v", r, f, changes, held)
 		}
 	}
 }
