@@ -447,8 +447,10 @@ func isBatch(body []byte) bool {
 // answers a batch: each message is served by serve alone, in order, as if
 // it had been sent alone (so a request refused gets its -32601 or -32600
 // by its id, and the others run), and the answers to its requests are
-// returned together in one array (200, application/json); a batch that
-// holds only notifications is answered 202. A session its initialize
+// returned together in one array (200, application/json); a notification
+// gets no answer, even one not valid (a method that wants an id, sent
+// without one: 400 alone), and a batch that holds only notifications is
+// answered 202. A session its initialize
 // opens is the one the messages after it are served in, and is named by
 // the answer. A message answered otherwise
 // than as JSON-RPC (the session ended meanwhile: 404) has its answer
@@ -480,8 +482,11 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 			sid = opened
 			w.Header().Set("Mcp-Session-Id", sid)
 		}
-		if a.status == http.StatusAccepted {
-			continue
+		msg, err := jsonrpc.DecodeMessage(m)
+		req, ok := msg.(*jsonrpc.Request)
+		call := err == nil && ok && req.IsCall()
+		if a.status == http.StatusAccepted || (!call && a.status == http.StatusBadRequest) {
+			continue // a notification, taken or (invalid: 400 alone) not: no answer
 		}
 		if strings.HasPrefix(a.header.Get("Content-Type"), "application/json") {
 			if resp, err := jsonrpc.DecodeMessage(a.body.Bytes()); err == nil {
@@ -495,8 +500,7 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 		if plain == nil {
 			plain = a
 		}
-		msg, err := jsonrpc.DecodeMessage(m)
-		if req, ok := msg.(*jsonrpc.Request); err == nil && ok && req.IsCall() {
+		if call {
 			text := domain.ClipAt(strings.TrimSpace(strings.ToValidUTF8(a.body.String(), "\uFFFD")), sdkRoom)
 			if text == "" {
 				text = http.StatusText(cmp.Or(a.status, http.StatusOK))

@@ -304,6 +304,16 @@ func TestHTTPBatchWithUnknownMethod(t *testing.T) {
 	if status != http.StatusAccepted || body != "" || ctype != "" {
 		t.Errorf("notifications only: %d %q %q; want 202 without a body", status, ctype, body)
 	}
+	// An invalid notification (a method that wants an id, sent without
+	// one) gets no answer in a batch, whatever the batch's other messages:
+	// notifications only are 202, as with a valid one beside it.
+	for _, batch := range []string{`[{"jsonrpc":"2.0","method":"tools/list"}]`,
+		`[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"tools/call"}]`,
+		`[{"jsonrpc":"2.0","method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/steal"}]`} {
+		if status, ctype, body := send(batch); status != http.StatusAccepted || body != "" || ctype != "" {
+			t.Errorf("%s: %d %q %q; want 202 without a body", batch, status, ctype, body)
+		}
+	}
 	// A batch opening a session: the messages after its initialize are
 	// served in that session, which the answer names.
 	status, opened, body := statefulPost(t, srv.URL, "full", "", `[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}},`+
