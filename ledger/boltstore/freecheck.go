@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -99,7 +100,12 @@ func checkMetaPages(f *os.File) error {
 	// T%2, in slot T%2 (a recovery puts T in both, each saying its
 	// slot): one elsewhere was swapped or copied there, and the next
 	// commit would write over the newer one, not the older.
+	// Bolt's own copy (Tx.WriteTo, its way to back a file up) writes T in
+	// slot 0 and, in slot 1, the same meta page with T-1: both name the
+	// same tree, so no commit can write over a newer one. A file copied so
+	// at an odd T is a valid file.
 	t := [2]uint64{metaTxid(metas[0][:]), metaTxid(metas[1][:])}
+	sameTree := bytes.Equal(metas[0][8:metaTxidField], metas[1][8:metaTxidField])
 	for slot, ok := range []bool{ok0, ok1} {
 		if !ok {
 			continue
@@ -107,7 +113,7 @@ func checkMetaPages(f *os.File) error {
 		if id := binary.LittleEndian.Uint64(metas[slot][:]); id != uint64(slot) {
 			return fmt.Errorf("%w: meta page %d says it is page %d", ErrDamaged, slot, id)
 		}
-		if ok0 && ok1 && t[0] != t[1] && t[slot]%2 != uint64(slot) {
+		if ok0 && ok1 && t[0] != t[1] && !sameTree && t[slot]%2 != uint64(slot) {
 			return fmt.Errorf("%w: meta page %d holds transaction %d, which a writer puts in slot %d: the meta pages were swapped, or one copied in", ErrDamaged, slot, t[slot], t[slot]%2)
 		}
 	}

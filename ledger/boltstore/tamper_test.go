@@ -1055,6 +1055,49 @@ func TestTamperMetaPageChecksum(t *testing.T) {
 	}
 }
 
+// TestWriteToCopyOpens: a copy made by bolt's own Tx.WriteTo (its way to
+// back a file up) writes the meta page of transaction T in slot 0 and the
+// same page with T-1 in slot 1; both name the same tree, so the copy is a
+// valid file whatever T is. At an odd T it was refused as meta pages
+// swapped (ErrDamaged) by every command.
+func TestWriteToCopyOpens(t *testing.T) {
+	path, recs := tamperLedger(t, 5, FormatVersion)
+	parities := map[int]bool{}
+	for range 2 {
+		// A transaction that changes nothing (bolt still writes it): the
+		// next copy is at the other parity.
+		editFile(t, path, func(*bolt.Tx) error { return nil })
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "copy.db")
+		var txid int
+		err = db.View(func(btx *bolt.Tx) error {
+			txid = btx.ID()
+			return btx.CopyFile(p, 0o600)
+		})
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Open(p, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("a WriteTo copy at transaction %d: %v", txid, err)
+		}
+		var head ledger.Head
+		err = l.View(func(tx *Tx) error { head = tx.Head(); return nil })
+		l.Close()
+		if err != nil || head.Seq != uint64(len(recs)) {
+			t.Fatalf("a WriteTo copy at transaction %d: head %d, %v; want %d", txid, head.Seq, err, len(recs))
+		}
+		parities[txid%2] = true
+	}
+	if len(parities) != 2 {
+		t.Fatalf("copies at transactions of one parity only: %v", parities)
+	}
+}
+
 // TestStrayBucketIsDamage: verify refuses a top-level bucket logbook never
 // writes — the spaces bucket's name with a flipped byte, or another
 // program's — as damage. Such a file verified: its projections were only
