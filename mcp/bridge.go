@@ -198,9 +198,9 @@ type bearer struct {
 
 // posted is what became of the POST carrying a forwarded call: whether
 // the bridge sent it, and the HTTP status it was answered with (0: none).
-// A call whose POST never went out, or was refused (401, 403: before any
-// tool runs), is not recorded; any other failure leaves its outcome
-// unknown.
+// A call whose POST never went out, or was refused with a 4xx (401, 403,
+// 400 for a header the SDK refuses, 429: before any tool runs), is not
+// recorded; any other failure leaves its outcome unknown.
 type posted struct {
 	tried  atomic.Bool
 	status atomic.Int32
