@@ -75,6 +75,26 @@ func (c *cluster) heal() {
 	}
 }
 
+// startCluster starts the three NATS servers in dir — and, with wait,
+// waits until each listens — and returns them with the three logbook nodes
+// on them, not started.
+func startCluster(dir string, wait bool) (*cluster, []*node) {
+	c := newCluster(dir)
+	for i := range 3 {
+		c.start(i)
+	}
+	if wait {
+		for i := range 3 {
+			c.waitListening(i)
+		}
+	}
+	var nodes []*node
+	for i := range 3 {
+		nodes = append(nodes, newNode(dir, i, c.urls()))
+	}
+	return c, nodes
+}
+
 func newCluster(dir string) *cluster {
 	c := &cluster{dir: dir}
 	var ports, routes []int

@@ -25,19 +25,7 @@ func cold(base string) int {
 	for r := range *runs {
 		dir := filepath.Join(base, fmt.Sprintf("cold%02d", r))
 		os.MkdirAll(dir, 0o700)
-		c := newCluster(dir)
-		for i := range 3 {
-			c.start(i)
-		}
-		if *waitNats {
-			for i := range 3 {
-				c.waitListening(i)
-			}
-		}
-		var nodes []*node
-		for i := range 3 {
-			nodes = append(nodes, newNode(dir, i, c.urls()))
-		}
+		c, nodes := startCluster(dir, *waitNats)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, n := range nodes {
@@ -50,11 +38,8 @@ func cold(base string) int {
 				if err != nil {
 					total.nodeFail++
 					b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("node%d.log", n.i)))
-					reason := string(b)
-					if i := strings.LastIndex(reason, "\n"); i > 0 {
-						lines := strings.Split(strings.TrimSpace(reason), "\n")
-						reason = lines[len(lines)-1]
-					}
+					lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+					reason := lines[len(lines)-1] // the log's last line
 					total.reasons = append(total.reasons, fmt.Sprintf("run %d node%d: %v: %s", r, n.i, err, reason))
 					logf("run %d node%d failed: %v: %s", r, n.i, err, reason)
 				} else {

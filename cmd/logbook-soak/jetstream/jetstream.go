@@ -50,17 +50,7 @@ func logf(format string, args ...any) {
 // injected for -dur, then a calm, and checks; it returns the exit code.
 func chaos(dir string) int {
 	rng := rand.New(rand.NewPCG(*seed, *seed+1))
-	c := newCluster(dir)
-	for i := range 3 {
-		c.start(i)
-	}
-	for i := range 3 {
-		c.waitListening(i)
-	}
-	var nodes []*node
-	for i := range 3 {
-		nodes = append(nodes, newNode(dir, i, c.urls()))
-	}
+	c, nodes := startCluster(dir, true)
 	var wg sync.WaitGroup
 	for _, n := range nodes {
 		wg.Add(1)
