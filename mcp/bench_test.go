@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -27,7 +28,8 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkServer -cpuprofile cpu.out ./mcp
 //
-// profiles what the binary does per call. cmd/logbook's BenchmarkStdio
+// profiles what the binary does per call, with the collector tuned as
+// logbook serve tunes it (TuneCollector). cmd/logbook's BenchmarkStdio
 // measures the same through the real binary.
 
 // BenchmarkServerInflight8 keeps 8 tool calls in flight on one session, as
@@ -151,6 +153,9 @@ type benchSession struct {
 
 func startBenchSession(b *testing.B) *benchSession {
 	b.Helper()
+	// The collector as logbook serve sets it, so that the figures are those
+	// of the binary as shipped (GOGC and GOMEMLIMIT, if set, still rule).
+	b.Cleanup(TuneCollector(os.Getenv, true))
 	l, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{Create: true})
 	if err != nil {
 		b.Fatal(err)

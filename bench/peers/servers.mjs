@@ -3,6 +3,7 @@
 // cmd/logbook/e2e), and, for each server measured, how to launch it on a
 // fresh store, its comparable write calls, how to tell that a call succeeded,
 // and how to count what its store holds and the bytes it takes on disk.
+import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +31,8 @@ export const versions = () => ({
 // connect launches a server with the SDK's StdioClientTransport, runs the
 // initialize handshake and tools/list (after which the SDK client checks
 // every structuredContent against the tool's outputSchema, for every server
-// alike). stderr is kept for the error message of a failed run.
+// alike). stderr is kept for the error message of a failed run; pid is the
+// server process's (its CPU time: cpuSeconds).
 export async function connect({ command, args, env = {} }, name) {
   const transport = new StdioClientTransport({ command, args, env: { ...getDefaultEnvironment(), ...env }, stderr: 'pipe' });
   let stderr = '';
@@ -38,7 +40,37 @@ export async function connect({ command, args, env = {} }, name) {
   const client = new Client({ name, version: '1.0.0' });
   await client.connect(transport);
   await client.listTools();
-  return { client, stderr: () => stderr, close: () => client.close() };
+  return { client, pid: transport.pid, stderr: () => stderr, close: () => client.close() };
+}
+
+// CLK_TCK is the unit of /proc/PID/stat's CPU times (100 on Linux as
+// built; asked of getconf all the same).
+let clkTck;
+const ticksPerSecond = () => {
+  if (clkTck === undefined) {
+    try {
+      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clkTck = 100;
+    }
+  }
+  return clkTck;
+};
+
+// cpuSeconds is the CPU time process pid has used so far, in user space
+// and in the kernel (utime + stime of /proc/PID/stat: its own threads, not
+// its children's); NaN where there is no /proc.
+export function cpuSeconds(pid) {
+  let stat;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return NaN;
+  }
+  // The fields after the command's closing parenthesis, from the state
+  // (field 3): utime and stime are fields 14 and 15.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / ticksPerSecond();
 }
 
 const size = (f) => { try { return statSync(f).size; } catch { return 0; } };

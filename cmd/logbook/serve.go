@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -22,9 +21,6 @@ import (
 	"github.com/logbook-dev/logbook/server"
 )
 
-// serveMemoryLimit is serve's soft heap limit (GOMEMLIMIT overrides it).
-const serveMemoryLimit = 256 << 20
-
 // toolFlags adds the flags serve and server share: --db and the tools'
 // options (into opts); it returns --skills.
 func (c *call) toolFlags(opts *commands.Options, readOnlyUsage string) *string {
@@ -35,11 +31,9 @@ func (c *call) toolFlags(opts *commands.Options, readOnlyUsage string) *string {
 }
 
 // prepare checks --project and --db, creating the default ledger's folder,
-// and tunes the collector for a server: the live heap is tiny and every
-// call allocates a little, so the default GC target (100%) collects many
-// times a second; 400% keeps the heap near 20 MB and cuts CPU per call by
-// about a fifth.
-func (c *call) prepare(opts commands.Options) error {
+// and tunes the collector for a server (mcp.TuneCollector; with limit, its
+// soft heap limit too: logbook serve's).
+func (c *call) prepare(opts commands.Options, limit bool) error {
 	if err := commands.CheckProject(opts.Project); err != nil {
 		return fmt.Errorf("--project %v", err)
 	}
@@ -51,9 +45,7 @@ func (c *call) prepare(opts commands.Options) error {
 			return fmt.Errorf("%v", err)
 		}
 	}
-	if c.getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+	mcp.TuneCollector(c.getenv, limit)
 	return nil
 }
 
@@ -80,17 +72,11 @@ func serve(c *call) func() error {
 			}
 			return fmt.Errorf("%s %v", from, err)
 		}
-		if err := c.prepare(opts); err != nil {
+		if err := c.prepare(opts, true); err != nil {
 			return err
 		}
 		if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
 			return fmt.Errorf("--skills %s is not a directory", *skillsDir)
-		}
-		if c.getenv("GOMEMLIMIT") == "" {
-			// ...but with large requests in flight 400% let the heap reach
-			// five times their size; past this soft limit the GC works harder
-			// instead (the transport bounds what is in flight, mcp.maxHeldBytes).
-			debug.SetMemoryLimit(serveMemoryLimit)
 		}
 		opts.Logger = newLogger(c.env)
 		// A client that closes its end of stdout must not kill the server by
@@ -175,7 +161,7 @@ func serveHTTP(c *call) func() error {
 		case *maxBody <= 0 || *drain <= 0 || *maxConns < 0:
 			return errors.New("--max-body-bytes and --drain-timeout must be positive, --max-conns not negative")
 		}
-		if err := c.prepare(topts); err != nil {
+		if err := c.prepare(topts, false); err != nil {
 			return err
 		}
 		switch *admin {
