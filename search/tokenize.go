@@ -220,8 +220,14 @@ func (c *wordCache) normalize(word string) string {
 	}
 	// word and the term may be slices of a whole document: keep copies.
 	t = strings.Clone(t)
-	if c.m == nil || len(c.m) >= wordCacheSize {
-		c.m = make(map[string]string, 256)
+	switch {
+	case c.m == nil:
+		// No room reserved: a live commit's index lump (16 thoughts) makes
+		// a cache of its own that sees a few dozen words, and a map made
+		// for 256 was 1.1 KB of every thought_record's 45 KB.
+		c.m = make(map[string]string)
+	case len(c.m) >= wordCacheSize:
+		clear(c.m)
 	}
 	c.m[strings.Clone(word)] = t
 	return t
