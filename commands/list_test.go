@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
@@ -338,6 +339,30 @@ func TestListSearchFoldsCase(t *testing.T) {
 		}
 		if len(ids) != 1 || ids[0] != want {
 			t.Errorf("search %q found %v, want %s", search, ids, want)
+		}
+	}
+}
+
+// TestListSearchMatchesFoldedText: task_list's search, which reads ASCII
+// text as it is and folds the title and the description apart, matches
+// exactly what a search of the two joined by a line break, folded whole,
+// matches: every word of a query over titles and descriptions in ASCII,
+// in other scripts, with letters that fold to ASCII ones (the Kelvin sign,
+// the long s, ß, a ligature, full-width letters) and with an empty side.
+func TestListSearchMatchesFoldedText(t *testing.T) {
+	texts := []string{"", "Retry the UPLOAD", "cache eviction—done", "Kelvin 200 \u212a", "Maſs", "Hauptstraße", "ﬁle ＣＡＣＨＥ",
+		"Οδός προς", "the west cluster", "ETag change", "İzmir", "a\u0301ccent"}
+	words := []string{"retry", "upload", "cache", "k", "200", "mass", "strasse", "file", "οδόσ", "west", "etag", "izmir", "áccent",
+		"eviction—done", "ss", "x", "the", "é"}
+	for _, title := range texts {
+		for _, desc := range texts {
+			joined := domain.FoldCase(title + "\n" + desc)
+			for _, w := range words {
+				w = domain.FoldCase(w)
+				if got, want := containsAll(title, desc, []string{w}), strings.Contains(joined, w); got != want {
+					t.Errorf("title %q description %q word %q: matched %v, the folded text says %v", title, desc, w, got, want)
+				}
+			}
 		}
 	}
 }

@@ -2,11 +2,14 @@ package commands
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -68,48 +71,46 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 		return nil, err
 	}
 	words := strings.Fields(domain.FoldCase(in.Search))
-	var rows []projections.Task
+	// The matching tasks' sort keys, 24 bytes each: sorted, and only the
+	// page's tasks read again, rather than every matching task kept whole.
+	var order []listKey
 	err = projections.Tasks(tx.lt, func(t projections.Task) bool {
-		created, _ := time.Parse(time.RFC3339, t.CreatedAt)
 		switch {
 		case in.Project != "" && t.Project != in.Project,
 			len(in.Status) > 0 && !slices.Contains(in.Status, t.Status),
 			len(in.Priority) > 0 && !slices.Contains(in.Priority, t.Priority),
 			in.Assignee != "" && t.Assignee != in.Assignee,
 			in.Label != "" && !slices.Contains(t.Labels, in.Label),
-			!after.IsZero() && !created.After(after),
-			!before.IsZero() && !created.Before(before),
-			len(words) > 0 && !containsAll(domain.FoldCase(t.Title+"\n"+t.Description), words):
+			!createdWithin(t.CreatedAt, after, before),
+			len(words) > 0 && !containsAll(t.Title, t.Description, words):
 			return true
 		}
-		rows = append(rows, t)
+		n, _ := domain.ParseID(domain.TaskPrefix, t.ID)
+		order = append(order, listKey{key: sortKey(in.SortBy, t), created: t.CreatedSeq, n: n})
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	key := func(t projections.Task) int64 {
-		switch in.SortBy {
-		case "created":
-			return int64(t.CreatedSeq)
-		case "priority":
-			return int64(-domain.PriorityRank(t.Priority)) // ascending = lowest priority first
-		case "progress":
-			return int64(t.Progress)
-		}
-		return int64(t.Seq)
-	}
 	desc := in.SortOrder != "asc"
-	slices.SortStableFunc(rows, func(a, b projections.Task) int {
-		c := cmp.Compare(key(a), key(b))
+	// created seqs are unique: a total order, the same as a stable sort's.
+	slices.SortFunc(order, func(a, b listKey) int {
+		c := cmp.Compare(a.key, b.key)
 		if desc {
 			c = -c
 		}
-		return cmp.Or(c, cmp.Compare(a.CreatedSeq, b.CreatedSeq))
+		return cmp.Or(c, cmp.Compare(a.created, b.created))
 	})
-	res := &ListTasksResult{Tasks: []TaskSummary{}, TotalCount: len(rows), Offset: in.Offset, Limit: limit}
-	for i := in.Offset; i < len(rows) && len(res.Tasks) < limit; i++ {
-		t := rows[i]
+	res := &ListTasksResult{Tasks: []TaskSummary{}, TotalCount: len(order), Offset: in.Offset, Limit: limit}
+	for i := in.Offset; i < len(order) && len(res.Tasks) < limit; i++ {
+		id := domain.FormatID(domain.TaskPrefix, order[i].n)
+		t, ok, err := projections.GetTask(tx.lt, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok { // listed a moment ago, in this very transaction
+			return nil, fmt.Errorf("task_list: task %s: %w", id, boltstore.ErrDamaged)
+		}
 		res.Tasks = append(res.Tasks, TaskSummary{TaskID: t.ID, Title: t.Title, Project: t.Project, Status: t.Status,
 			Priority: t.Priority, Progress: t.Progress, Assignee: t.Assignee, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt})
 	}
@@ -128,13 +129,100 @@ func parseTime(path, v string) (time.Time, error) {
 	return t, nil
 }
 
-func containsAll(text string, words []string) bool {
+// listKey is a matching task's place in task_list's order (its sort key,
+// then its creation) and its number.
+type listKey struct {
+	key     int64
+	created uint64
+	n       uint64
+}
+
+// sortKey is t's key for task_list's sort_by.
+func sortKey(sortBy string, t projections.Task) int64 {
+	switch sortBy {
+	case "created":
+		return int64(t.CreatedSeq)
+	case "priority":
+		return int64(-domain.PriorityRank(t.Priority)) // ascending = lowest priority first
+	case "progress":
+		return int64(t.Progress)
+	}
+	return int64(t.Seq)
+}
+
+// createdWithin reports whether a task created at createdAt (RFC 3339) was
+// created after after and before before, each when not zero; it parses the
+// time only when asked.
+func createdWithin(createdAt string, after, before time.Time) bool {
+	if after.IsZero() && before.IsZero() {
+		return true
+	}
+	created, _ := time.Parse(time.RFC3339, createdAt)
+	return (after.IsZero() || created.After(after)) && (before.IsZero() || created.Before(before))
+}
+
+// containsAll reports whether each of the folded words occurs in the
+// title or the description, folded: a word (no white space) cannot span
+// the two, and text folds piece by piece across a line break (a starter,
+// which nothing composes with), so this is a search of the two joined by
+// one. ASCII text is searched as it is, without a folded copy.
+func containsAll(title, description string, words []string) bool {
+	var folded [2]string
 	for _, w := range words {
-		if !strings.Contains(text, w) {
+		found := false
+		for i, text := range [2]string{title, description} {
+			if isASCII(text) {
+				found = indexFoldASCII(text, w)
+			} else {
+				if folded[i] == "" {
+					folded[i] = domain.FoldCase(text)
+				}
+				found = strings.Contains(folded[i], w)
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
 			return false
 		}
 	}
 	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// indexFoldASCII reports whether word, folded (as FoldCase folds), occurs
+// in the ASCII text as strings.ToLower would lower it: a word holding a
+// rune past ASCII cannot.
+func indexFoldASCII(text, word string) bool {
+	if !isASCII(word) {
+		return false
+	}
+	for i := 0; i+len(word) <= len(text); i++ {
+		j := 0
+		for j < len(word) && lowerASCII(text[i+j]) == word[j] {
+			j++
+		}
+		if j == len(word) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // NextActionsInput is task_next_actions' arguments.

@@ -1,0 +1,76 @@
+//go:build unix
+
+package commands
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+)
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkTaskList times task_list's handler in a read transaction (which
+// holds the file's shared lock: writers of every process wait that long)
+// over 10,000 tasks of a 60-character title and a 300-character
+// description, one in a hundred mentioning kubernetes: no filter, filters,
+// and a search of two words.
+//
+//	go test ./commands -run XXX -bench TaskList
+func BenchmarkTaskList(b *testing.B) {
+	h := newHarness(b, Options{Agent: "bench"})
+	h.tampered = true
+	words := []string{"the", "retry", "loop", "backs", "off", "storage", "rate-limits", "bursts", "cache", "manifests", "ETag", "eviction", "régions", "Straße"}
+	text := func(i, n int) string {
+		s := fmt.Sprint(i, ":")
+		for k := i*7 + 1; len(s) < n; k = (k*31 + 17) % 100003 {
+			s += " " + words[k%len(words)]
+		}
+		return s
+	}
+	for i := range 10_000 {
+		desc := text(i+1_000_000, 300)
+		if i%100 == 7 {
+			desc += " Kubernetes"
+		}
+		h.call("task_create", map[string]any{"title": text(i, 60), "project": "bench", "description": desc,
+			"labels": []string{"infra"}, "priority": "high"}, "OK")
+	}
+	for _, c := range []struct {
+		name string
+		in   ListTasksInput
+		want int
+	}{
+		{"all", ListTasksInput{}, 10_000},
+		{"filter", ListTasksInput{Label: "infra", Priority: []string{"high"}}, 10_000},
+		{"search", ListTasksInput{Search: "kubernetes cache"}, 100},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				err := h.l.View(func(lt *boltstore.Tx) error {
+					res, err := h.svc.ListTasks(&Tx{lt: lt}, c.in)
+					if err == nil && res.TotalCount != c.want {
+						err = fmt.Errorf("%d tasks match, want %d", res.TotalCount, c.want)
+					}
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			// CPU time is the steadier figure on a shared machine.
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
