@@ -235,9 +235,9 @@ func (s *Service) GetTask(tx *Tx, in GetTaskInput) (*TaskView, error) {
 	v := &TaskView{TaskState: t.TaskState}
 	if in.IncludeThoughtTrail {
 		v.ThoughtTrail = []string{}
-		err := projections.TaskThoughts(tx.lt, t.ID, func(th projections.Thought) bool {
-			if th.Seq <= asOf {
-				v.ThoughtTrail = append(v.ThoughtTrail, th.ThoughtID)
+		err := projections.TaskTrail(tx.lt, t.ID, func(id string, seq uint64) bool {
+			if seq <= asOf {
+				v.ThoughtTrail = append(v.ThoughtTrail, id)
 			}
 			return true
 		})

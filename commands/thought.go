@@ -146,6 +146,7 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 		return nil, err
 	}
 	var all []projections.Thought
+	count := -1 // len(all), unless counted apart
 	keep := func(th projections.Thought) bool {
 		if (in.Type == "" || th.Type == in.Type) && (in.TaskID == "" || th.TaskID == in.TaskID) &&
 			(in.SessionID == "" || th.SessionID == in.SessionID) {
@@ -163,7 +164,17 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 				return nil, err
 			}
 		}
-		err = projections.TaskThoughts(tx.lt, in.TaskID, keep)
+		if in.Type != "" || in.SessionID != "" || in.VerifyChain {
+			err = projections.TaskThoughts(tx.lt, in.TaskID, keep)
+			break
+		}
+		// Every thought of the chain is listed: the page's are read from
+		// their events, the others only counted, from the chain.
+		t := projections.Task{TaskState: projections.TaskState{ID: in.TaskID}}
+		if err = projections.CountThoughts(tx.lt, &t); err == nil {
+			count = int(t.Thoughts)
+			err = projections.TaskThoughts(tx.lt, in.TaskID, func(th projections.Thought) bool { return keep(th) && len(all) < limit })
+		}
 	case in.SessionID != "":
 		if err := s.requireSession(tx, in.SessionID); err != nil {
 			return nil, err
@@ -175,7 +186,10 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 	if err != nil {
 		return nil, err
 	}
-	res := &ListThoughtsResult{TaskID: in.TaskID, SessionID: in.SessionID, ThoughtCount: len(all), Thoughts: []ThoughtView{}}
+	if count < 0 {
+		count = len(all)
+	}
+	res := &ListThoughtsResult{TaskID: in.TaskID, SessionID: in.SessionID, ThoughtCount: count, Thoughts: []ThoughtView{}}
 	for _, th := range all[:min(limit, len(all))] {
 		res.Thoughts = append(res.Thoughts, ThoughtView{ThoughtID: th.ThoughtID, TaskID: th.TaskID, Type: th.Type,
 			Content: th.Content, Hash: th.Hash, PreviousHash: nullable(string(th.PreviousHash)), RecordedAt: th.RecordedAt,

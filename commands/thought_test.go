@@ -274,3 +274,54 @@ func TestThoughtChainsToDamagedEvent(t *testing.T) {
 		t.Errorf("T-0001's next thought: position %v previous %v, want 4 and %v", d["chain_position"], d["previous_hash"], th[3]["hash"])
 	}
 }
+
+// TestTrailAndPageOfLongChain: on a task of more thoughts than a chain
+// block holds, and beside another task's thoughts, task_get's trail (read
+// from the projection alone) is the chain's ids in order, as
+// thought_record_list lists them, and as of a seq only those recorded by
+// then; thought_record_list by task counts every thought of the chain and
+// lists the first limit of them, whole, as the list of all of them does.
+func TestTrailAndPageOfLongChain(t *testing.T) {
+	h := newHarness(t, Options{})
+	task := h.call("task_create", map[string]any{"title": "long", "project": "p"}, "OK")["task_id"].(string)
+	other := h.call("task_create", map[string]any{"title": "other", "project": "p"}, "OK")["task_id"].(string)
+	var ids []string
+	var seqs []float64
+	for i := range 300 {
+		if i%7 == 0 {
+			h.call("thought_record", map[string]any{"task_id": other, "type": "plan", "content": "beside"}, "OK")
+		}
+		d := h.call("thought_record", map[string]any{"task_id": task, "type": "analysis", "content": strings.Repeat("x", i+1)}, "OK")
+		ids, seqs = append(ids, d["thought_id"].(string)), append(seqs, d["seq"].(float64))
+	}
+	trail := func(args map[string]any) []string {
+		args["task_id"], args["include_thought_trail"] = task, true
+		var got []string
+		for _, id := range list(t, h.call("task_get", args, "OK")["thought_trail"]) {
+			got = append(got, id.(string))
+		}
+		return got
+	}
+	if got := trail(map[string]any{}); !reflect.DeepEqual(got, ids) {
+		t.Errorf("trail = %v, want %v", got, ids)
+	}
+	if got := trail(map[string]any{"as_of_seq": seqs[149]}); !reflect.DeepEqual(got, ids[:150]) {
+		t.Errorf("trail as of the 150th thought's seq = %v, want %v", got, ids[:150])
+	}
+	all := h.call("thought_record_list", map[string]any{"task_id": task, "limit": 500}, "OK")
+	for _, limit := range []int{1, 100, 299, 300, 500} {
+		page := h.call("thought_record_list", map[string]any{"task_id": task, "limit": limit}, "OK")
+		want := list(t, all["thoughts"])[:min(limit, 300)]
+		if page["thought_count"] != 300.0 || !reflect.DeepEqual(list(t, page["thoughts"]), want) {
+			t.Errorf("limit %d: count %v, %d thoughts; want 300 and the first %d of all", limit, page["thought_count"], len(list(t, page["thoughts"])), len(want))
+		}
+	}
+	for i, th := range list(t, all["thoughts"]) {
+		if id := obj(t, th)["thought_id"]; id != ids[i] {
+			t.Fatalf("thought %d listed is %v, want %s", i, id, ids[i])
+		}
+	}
+	if got := h.call("thought_record_list", map[string]any{"task_id": task, "type": "plan", "limit": 1}, "OK")["thought_count"]; got != 0.0 {
+		t.Errorf("plans on the task: %v, want 0", got)
+	}
+}

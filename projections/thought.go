@@ -443,6 +443,36 @@ func CountThoughts(tx *boltstore.Tx, t *Task) error {
 // TaskThoughts calls fn for the task's thoughts in chain order.
 // A thought whose event is damaged is listed as in listedThoughts.
 func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error {
+	return taskChain(tx, taskID, func(n, position uint64) (bool, error) {
+		th, err := thoughtByNumber(tx, n, chainLink(taskID, position))
+		if err != nil && !errors.Is(err, boltstore.ErrDamaged) {
+			return false, err
+		}
+		return fn(th), nil
+	})
+}
+
+// TaskTrail calls fn with the id and the seq of each of the task's
+// thoughts in chain order, as TaskThoughts gives them, read from the
+// projection alone: none of their events is read, so a trail of a
+// thousand thoughts costs a thousand lookups, not a thousand event reads
+// and decodes.
+func TaskTrail(tx *boltstore.Tx, taskID string, fn func(id string, seq uint64) bool) error {
+	return taskChain(tx, taskID, func(n, _ uint64) (bool, error) {
+		seq, ok, err := thoughtSeq(tx, n)
+		if err == nil && !ok {
+			err = fmt.Errorf("thought %d missing from projection", n)
+		}
+		if err != nil {
+			return false, err
+		}
+		return fn(domain.FormatID(domain.ThoughtPrefix, n), seq), nil
+	})
+}
+
+// taskChain calls fn with the number and chain position of each of the
+// task's thoughts, in chain order, while it answers true.
+func taskChain(tx *boltstore.Tx, taskID string, fn func(n, position uint64) (bool, error)) error {
 	chain, tn, err := spaceOf(tx, spTaskThoughts, domain.TaskPrefix, taskID)
 	if chain == nil {
 		return err
@@ -456,12 +486,8 @@ func TaskThoughts(tx *boltstore.Tx, taskID string, fn func(Thought) bool) error 
 			if n == 0 {
 				continue
 			}
-			th, err := thoughtByNumber(tx, n, chainLink(taskID, first+uint64(i)))
-			if err != nil && !errors.Is(err, boltstore.ErrDamaged) {
+			if more, err := fn(n, first+uint64(i)); !more || err != nil {
 				return false, err
-			}
-			if !fn(th) {
-				return false, nil
 			}
 		}
 		return true, nil

@@ -74,3 +74,55 @@ func BenchmarkTaskList(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTrail times, in a read transaction, task_get with the thought
+// trail of a task of 1,000 thoughts of 300 characters, and
+// thought_record_list's first 100 of them.
+//
+//	go test ./commands -run XXX -bench Trail
+func BenchmarkTrail(b *testing.B) {
+	h := newHarness(b, Options{Agent: "bench"})
+	h.tampered = true
+	task := h.call("task_create", map[string]any{"title": "trail", "project": "bench"}, "OK")["task_id"].(string)
+	for i := range 1000 {
+		h.call("thought_record", map[string]any{"task_id": task, "type": "analysis", "content": fmt.Sprintf("%d: %0300d", i, i)}, "OK")
+	}
+	limit := 100
+	for _, c := range []struct {
+		name string
+		call func(tx *Tx) (int, error)
+		want int
+	}{
+		{"task_get", func(tx *Tx) (int, error) {
+			v, err := h.svc.GetTask(tx, GetTaskInput{TaskID: task, IncludeThoughtTrail: true})
+			if err != nil {
+				return 0, err
+			}
+			return len(v.ThoughtTrail), nil
+		}, 1000},
+		{"thought_record_list", func(tx *Tx) (int, error) {
+			v, err := h.svc.ListThoughts(tx, ListThoughtsInput{TaskID: task, Limit: &limit})
+			if err != nil {
+				return 0, err
+			}
+			return v.ThoughtCount + len(v.Thoughts), nil
+		}, 1100},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				err := h.l.View(func(lt *boltstore.Tx) error {
+					n, err := c.call(&Tx{lt: lt})
+					if err == nil && n != c.want {
+						err = fmt.Errorf("%d, want %d", n, c.want)
+					}
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
