@@ -80,6 +80,20 @@ const size = (f) => { try { return statSync(f).size; } catch { return 0; } };
 const CONTENT = 'Retry the upload with exponential back-off: the storage API rate-limits bursts, and a fixed delay either waits too long or trips the limit again.';
 export const thoughtText = (i) => `${i}: ${CONTENT}`;
 
+// prose is n characters of plausible engineering prose, different for each
+// i (its number first, then words picked by a walk that i seeds), for the
+// figures at other content sizes: neither store compresses, so only its
+// length and its words matter (the words feed logbook's search index).
+const WORDS = ('the retry loop backs off when the storage API rate-limits bursts, so a fixed delay either waits too long or trips '
+  + 'the limit again. We measured p99 latency across three regions and found the west cluster slower because its disks are '
+  + 'older; decided to cache manifests locally, invalidating on ETag change. Tests cover cold start, eviction and a '
+  + 'corrupted cache file; the migration keeps the old path readable for one release').split(' ');
+export function prose(i, n) {
+  let s = `${i}:`;
+  for (let k = Math.abs(i) * 7 + 1; s.length < n; k = (k * 31 + 17) % 100003) s += ` ${WORDS[k % WORDS.length]}`;
+  return s.slice(0, n).trimEnd() || String(i);
+}
+
 // envelope checks logbook's answer shape, which the SQLite peer shares.
 function envelopeData(res, tool) {
   const sc = res.structuredContent;
@@ -87,11 +101,16 @@ function envelopeData(res, tool) {
   return sc.data;
 }
 
-// contractServer is a server with logbook's task_create and thought_record.
+// contractServer is a server with logbook's task_create and thought_record,
+// and its reads task_get, task_list and thought_record_list.
 const contractServer = (launch, store, count) => ({
   launch,
   store,
   count,
+  // call calls any of those tools with these arguments: its data.
+  async call(client, tool, args) {
+    return envelopeData(await client.callTool({ name: tool, arguments: args }), tool);
+  },
   async subject(client, name) {
     const d = envelopeData(await client.callTool({ name: 'task_create', arguments: { title: `bench ${name}`, project: 'bench' } }), 'task_create');
     return d.task_id;
@@ -115,17 +134,21 @@ const contractServer = (launch, store, count) => ({
 
 export function makeServers(logbookBin) {
   return {
-    logbook: contractServer(
-      (dir, agent) => ({ command: logbookBin, args: ['serve', '--db', path.join(dir, 'ledger.db'), '--agent', agent] }),
-      (dir) => size(path.join(dir, 'ledger.db')),
-      async (conns, tasks) => {
-        let n = 0;
-        for (let k = 0; k < tasks.length; k++) {
-          n += envelopeData(await conns[0].client.callTool({ name: 'thought_record_list', arguments: { task_id: tasks[k], limit: 1 } }), 'thought_record_list').thought_count;
-        }
-        return n;
-      },
-    ),
+    logbook: {
+      ...contractServer(
+        (dir, agent) => ({ command: logbookBin, args: ['serve', '--db', path.join(dir, 'ledger.db'), '--agent', agent] }),
+        (dir) => size(path.join(dir, 'ledger.db')),
+        async (conns, tasks) => {
+          let n = 0;
+          for (let k = 0; k < tasks.length; k++) {
+            n += envelopeData(await conns[0].client.callTool({ name: 'thought_record_list', arguments: { task_id: tasks[k], limit: 1 } }), 'thought_record_list').thought_count;
+          }
+          return n;
+        },
+      ),
+      // rebuild runs `logbook rebuild` on the store (its servers closed).
+      rebuild: (dir) => execFileSync(logbookBin, ['rebuild', '--db', path.join(dir, 'ledger.db')], { stdio: ['ignore', 'ignore', 'pipe'] }),
+    },
     sqlite: contractServer(
       (dir, agent) => ({ command: process.execPath, args: [peerScript, '--db', path.join(dir, 'peer.db'), '--agent', agent] }),
       (dir) => size(path.join(dir, 'peer.db')) + size(path.join(dir, 'peer.db-wal')),

@@ -2,7 +2,8 @@
 // (servers.mjs), that the peers answer what the benchmark times: the SQLite
 // peer records thoughts whose stored rows chain and hash as its answers say,
 // in a WAL database, and rejects a task that does not exist; server-memory
-// takes an observation. `make bench-peers` runs it before the benchmark.
+// takes an observation; the SQLite peer's reads answer what logbook's do.
+// `make bench-peers` runs it before the benchmark.
 //
 // Usage: node --test smoke.test.mjs
 import assert from 'node:assert/strict';
@@ -59,6 +60,35 @@ test('the SQLite peer chains its thoughts and keeps them in a WAL database', asy
       db.close();
     }
     assert.equal(await s.count([c], [task], dir), 2);
+  } finally {
+    await c.close();
+  }
+});
+
+test('the SQLite peer answers the reads the benchmark times', async () => {
+  const s = servers.sqlite;
+  const c = await connect(s.launch(mkdtempSync(path.join(dir, 'reads-')), 'smoke-agent'), 'smoke');
+  try {
+    const mk = (args) => s.call(c.client, 'task_create', { project: 'p', ...args });
+    const a = (await mk({ title: 'Cache the manifests', description: 'Invalidate on ETag change', priority: 'high', labels: ['infra', 'x'] })).task_id;
+    const b = (await mk({ title: 'Retry the upload', priority: 'low', labels: ['x'], assignee: 'bob' })).task_id;
+    for (const content of ['one', 'two', 'three']) await s.call(c.client, 'thought_record', { task_id: a, type: 'plan', content });
+    const got = await s.call(c.client, 'task_get', { task_id: a, include_thought_trail: true, include_dependents: true });
+    assert.deepEqual(got.thought_trail, ['Θ-0001', 'Θ-0002', 'Θ-0003']);
+    assert.deepEqual(got.dependents, []);
+    assert.deepEqual(got.labels, ['infra', 'x']);
+    const ids = async (args) => (await s.call(c.client, 'task_list', args)).tasks.map((t) => t.task_id);
+    assert.deepEqual(await ids({ sort_by: 'created', sort_order: 'asc' }), [a, b]);
+    assert.deepEqual(await ids({ label: 'infra' }), [a]);
+    assert.deepEqual(await ids({ priority: ['low'], assignee: 'bob' }), [b]);
+    assert.deepEqual(await ids({ search: 'etag CACHE' }), [a]);
+    assert.deepEqual(await ids({ search: '50%' }), []);
+    const page = await s.call(c.client, 'task_list', { sort_by: 'created', limit: 1, offset: 1 });
+    assert.deepEqual([page.total_count, page.returned_count, page.tasks[0].task_id], [2, 1, a]);
+    const listed = await s.call(c.client, 'thought_record_list', { task_id: a, limit: 2 });
+    assert.deepEqual([listed.thought_count, listed.thoughts.map((t) => t.content)], [3, ['one', 'two']]);
+    const missing = await c.client.callTool({ name: 'task_get', arguments: { task_id: 'T-0042' } });
+    assert.equal(missing.structuredContent.error.code, 'ERR_TASK_NOT_FOUND');
   } finally {
     await c.close();
   }

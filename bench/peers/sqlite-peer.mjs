@@ -13,6 +13,13 @@
 // one file the write lock is taken up front and waited for (busy_timeout, the
 // same 5 s as logbook's lock timeout), never upgraded half-way.
 //
+// Its reads, task_get, task_list and thought_record_list, take logbook's
+// arguments too (task_list: every filter, paging and sort; search as words
+// that must all occur in the title or description, with SQLite's LIKE, case
+// folded for ASCII only) and answer the same fields, read in one statement
+// or two from indexed tables; a read writes nothing (logbook audits every
+// call, reads included: a commit, fsync'd, before the answer).
+//
 // Usage: node sqlite-peer.mjs --db FILE [--agent NAME]
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
@@ -71,6 +78,8 @@ CREATE TABLE IF NOT EXISTS thoughts (
   hash           TEXT NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS thoughts_chain ON thoughts(task, chain_position);
+CREATE INDEX IF NOT EXISTS tasks_parent ON tasks(parent);
+CREATE INDEX IF NOT EXISTS tasks_updated ON tasks(updated_at);
 `);
 
 const id = (prefix, n) => `${prefix}-${String(n).padStart(4, '0')}`;
@@ -175,6 +184,84 @@ const recordThought = db.transaction((a) => {
   };
 });
 
+const taskRow = db.prepare('SELECT * FROM tasks WHERE n = ?');
+const trail = db.prepare('SELECT n FROM thoughts WHERE task = ? ORDER BY chain_position').pluck();
+const dependents = db.prepare('SELECT n FROM tasks WHERE parent = ? ORDER BY n').pluck();
+const taskOut = (r) => ({
+  task_id: id('T', r.n), title: r.title, description: r.description ?? '', project: r.project, status: r.status,
+  priority: r.priority, progress: r.progress, assignee: r.assignee, labels: JSON.parse(r.labels),
+  estimate_hours: r.estimate_hours, created_at: r.created_at, updated_at: r.updated_at, created_by: r.created_by,
+  updated_by: r.updated_by, parent_id: r.parent === null ? null : id('T', r.parent), sequence: r.sequence, seq: r.n,
+});
+
+function getTask(a) {
+  const r = taskRow.get(parseID('T', a.task_id));
+  if (!r) throw new ToolError('ERR_TASK_NOT_FOUND', `task ${a.task_id} does not exist`, { task_id: a.task_id });
+  const out = taskOut(r);
+  if (a.include_thought_trail) out.thought_trail = trail.all(r.n).map((n) => id('Θ', n));
+  if (a.include_dependents) out.dependents = dependents.all(r.n).map((n) => id('T', n));
+  return out;
+}
+
+const priorityRank = "CASE priority WHEN 'low' THEN 0 WHEN 'normal' THEN 1 WHEN 'high' THEN 2 ELSE 3 END";
+const sortColumn = { created: 'n', updated: 'updated_at', priority: priorityRank, progress: 'progress' };
+const statements = new Map();
+// prepared is the statement of this SQL, prepared once (one per shape of
+// task_list's filters).
+const prepared = (sql) => {
+  let st = statements.get(sql);
+  if (!st) statements.set(sql, (st = db.prepare(sql)));
+  return st;
+};
+
+function listTasks(a) {
+  const where = [];
+  const params = [];
+  if (a.project !== undefined) { where.push('project = ?'); params.push(a.project); }
+  if (a.status?.length) { where.push(`status IN (${a.status.map(() => '?').join(',')})`); params.push(...a.status); }
+  if (a.priority?.length) { where.push(`priority IN (${a.priority.map(() => '?').join(',')})`); params.push(...a.priority); }
+  if (a.assignee !== undefined) { where.push('assignee = ?'); params.push(a.assignee); }
+  if (a.label !== undefined) { where.push('EXISTS (SELECT 1 FROM json_each(labels) WHERE value = ?)'); params.push(a.label); }
+  if (a.created_after !== undefined) { where.push('created_at > ?'); params.push(new Date(a.created_after).toISOString()); }
+  if (a.created_before !== undefined) { where.push('created_at < ?'); params.push(new Date(a.created_before).toISOString()); }
+  for (const w of (a.search ?? '').split(/\s+/).filter(Boolean)) {
+    where.push("(title LIKE ? ESCAPE '\\' OR coalesce(description, '') LIKE ? ESCAPE '\\')");
+    const like = `%${w.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    params.push(like, like);
+  }
+  const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
+  const dir = a.sort_order === 'asc' ? 'ASC' : 'DESC';
+  const limit = a.limit ?? 50;
+  const offset = a.offset ?? 0;
+  const rows = prepared(`SELECT n, title, project, status, priority, progress, assignee, created_at, updated_at
+    FROM tasks ${cond} ORDER BY ${sortColumn[a.sort_by ?? 'updated']} ${dir}, n ${dir} LIMIT ? OFFSET ?`).all(...params, limit, offset);
+  const total = prepared(`SELECT count(*) AS c FROM tasks ${cond}`).get(...params).c;
+  return {
+    tasks: rows.map((r) => ({
+      task_id: id('T', r.n), title: r.title, project: r.project, status: r.status, priority: r.priority,
+      progress: r.progress, assignee: r.assignee, created_at: r.created_at, updated_at: r.updated_at,
+    })),
+    total_count: total, returned_count: rows.length, offset, limit,
+  };
+}
+
+const thoughtRows = db.prepare(`SELECT n, type, content, hash, previous_hash, recorded_at, recorded_by, chain_position
+  FROM thoughts WHERE task = ? ORDER BY chain_position LIMIT ?`);
+const thoughtCount = db.prepare('SELECT count(*) AS c FROM thoughts WHERE task = ?');
+
+function listThoughts(a) {
+  const task = stmt.task.get(parseID('T', a.task_id));
+  if (!task) throw new ToolError('ERR_TASK_NOT_FOUND', `task ${a.task_id} does not exist`, { task_id: a.task_id });
+  const rows = thoughtRows.all(task.n, a.limit ?? 100);
+  return {
+    task_id: a.task_id, thought_count: thoughtCount.get(task.n).c,
+    thoughts: rows.map((r) => ({
+      thought_id: id('Θ', r.n), task_id: a.task_id, type: r.type, content: r.content, hash: r.hash,
+      previous_hash: r.previous_hash, recorded_at: r.recorded_at, recorded_by: r.recorded_by, chain_position: r.chain_position,
+    })),
+  };
+}
+
 const slug = /^[a-z0-9][a-z0-9-]{0,63}$/;
 const notBlank = (s) => s.trim().length > 0;
 const server = new McpServer({ name: 'sqlite-peer', version: '1.0.0' });
@@ -214,6 +301,48 @@ server.registerTool('thought_record', {
     recorded_at: z.string(), recorded_by: z.string(), chain_position: z.number(), seq: z.number(),
   })),
 }, envelope((a) => recordThought.immediate(a)));
+
+const statuses = ['backlog', 'todo', 'in_progress', 'blocked', 'review', 'done', 'cancelled'];
+const priorities = ['low', 'normal', 'high', 'critical'];
+const loose = z.object({}).passthrough();
+
+server.registerTool('task_get', {
+  description: 'Get a task, optionally with its thought trail and sub-tasks; the peer of logbook task_get.',
+  inputSchema: z.strictObject({
+    task_id: z.string().max(32),
+    include_thought_trail: z.boolean().optional(),
+    include_dependents: z.boolean().optional(),
+  }),
+  outputSchema: outputSchema(loose),
+}, envelope(getTask));
+
+server.registerTool('task_list', {
+  description: 'List tasks with filters, search, paging and sorting; the peer of logbook task_list.',
+  inputSchema: z.strictObject({
+    project: z.string().regex(slug).optional(),
+    status: z.array(z.enum(statuses)).optional(),
+    priority: z.array(z.enum(priorities)).optional(),
+    assignee: z.string().min(1).max(128).optional(),
+    label: z.string().min(1).max(64).optional(),
+    created_after: z.string().datetime({ offset: true }).optional(),
+    created_before: z.string().datetime({ offset: true }).optional(),
+    search: z.string().max(1000).optional(),
+    limit: z.number().int().min(1).max(500).optional(),
+    offset: z.number().int().min(0).optional(),
+    sort_by: z.enum(['created', 'updated', 'priority', 'progress']).optional(),
+    sort_order: z.enum(['asc', 'desc']).optional(),
+  }),
+  outputSchema: outputSchema(loose),
+}, envelope(db.transaction(listTasks)));
+
+server.registerTool('thought_record_list', {
+  description: 'List a task\'s thoughts in order; the peer of logbook thought_record_list (by task).',
+  inputSchema: z.strictObject({
+    task_id: z.string().max(32),
+    limit: z.number().int().min(1).max(500).optional(),
+  }),
+  outputSchema: outputSchema(loose),
+}, envelope(db.transaction(listThoughts)));
 
 const transport = new StdioServerTransport();
 transport.onclose = () => db.close();
