@@ -9,6 +9,7 @@ import (
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // listed returns the task ids of a task_list or next_actions answer.
@@ -364,5 +365,38 @@ func TestListSearchMatchesFoldedText(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTasksInPlace: the tasks task_list scans decoded in place are the
+// tasks Tasks decodes, every field (parents, estimates, labels, a blocked
+// reason, an empty description) equal while each is read.
+func TestTasksInPlace(t *testing.T) {
+	h := newHarness(t, Options{})
+	parent := h.call("task_create", map[string]any{"title": "parent", "project": "p", "description": "Straße — ÉTÉ", "labels": []string{"a", "b"}, "estimate_hours": 2.5}, "OK")["task_id"].(string)
+	child := h.call("task_create", map[string]any{"title": "child", "project": "p", "parent_id": parent, "assignee": "bob"}, "OK")["task_id"].(string)
+	h.call("task_update", map[string]any{"task_id": child, "status": "todo"}, "OK")
+	h.call("task_update", map[string]any{"task_id": child, "status": "blocked", "blocked_reason": "waiting"}, "OK")
+	h.call("task_create", map[string]any{"title": "other", "project": "q", "priority": "critical"}, "OK")
+	err := h.l.View(func(tx *boltstore.Tx) error {
+		var copies []projections.Task
+		if err := projections.Tasks(tx, func(tk projections.Task) bool { copies = append(copies, tk); return true }); err != nil {
+			return err
+		}
+		i := 0
+		err := projections.TasksInPlace(tx, func(tk *projections.Task) bool {
+			if i >= len(copies) || !reflect.DeepEqual(*tk, copies[i]) {
+				t.Errorf("task %d in place = %+v, want %+v", i, *tk, copies[min(i, len(copies)-1)])
+			}
+			i++
+			return true
+		})
+		if i != len(copies) || len(copies) != 3 {
+			t.Errorf("%d tasks in place, %d decoded, want 3", i, len(copies))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -74,7 +74,8 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 	// The matching tasks' sort keys, 24 bytes each: sorted, and only the
 	// page's tasks read again, rather than every matching task kept whole.
 	var order []listKey
-	err = projections.Tasks(tx.lt, func(t projections.Task) bool {
+	// Decoded in place: nothing of a task is kept but numbers.
+	err = projections.TasksInPlace(tx.lt, func(t *projections.Task) bool {
 		switch {
 		case in.Project != "" && t.Project != in.Project,
 			len(in.Status) > 0 && !slices.Contains(in.Status, t.Status),
@@ -138,7 +139,7 @@ type listKey struct {
 }
 
 // sortKey is t's key for task_list's sort_by.
-func sortKey(sortBy string, t projections.Task) int64 {
+func sortKey(sortBy string, t *projections.Task) int64 {
 	switch sortBy {
 	case "created":
 		return int64(t.CreatedSeq)

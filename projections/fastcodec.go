@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
@@ -481,7 +482,19 @@ func (p *taskCreatedPayload) decodeFast(b []byte) bool {
 func (t *Task) decodeFast(b []byte) bool {
 	// The task's strings are slices of one copy of b: one allocation
 	// rather than one a field (a call that changes a task decodes it).
-	r := mp{b: b, s: string(b)}
+	return t.decodeFrom(&mp{b: b, s: string(b)})
+}
+
+// decodeInPlace is decodeFast with the task's strings slices of b itself:
+// valid only as long as b is (TasksInPlace).
+func (t *Task) decodeInPlace(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	return t.decodeFrom(&mp{b: b, s: unsafe.String(unsafe.SliceData(b), len(b))})
+}
+
+func (t *Task) decodeFrom(r *mp) bool {
 	return r.fields(func(k []byte) (int, bool) {
 		switch string(k) {
 		case "task_id":

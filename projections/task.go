@@ -309,6 +309,29 @@ func Tasks(tx *boltstore.Tx, fn func(Task) bool) error {
 	})
 }
 
+// TasksInPlace calls fn for every task as Tasks does, each decoded in
+// place: its strings and labels point into the transaction's pages, valid
+// only until fn returns, and the *Task is reused for the next task. A
+// scan that keeps nothing of most tasks (task_list's filters) is spared a
+// copy of every record.
+func TasksInPlace(tx *boltstore.Tx, fn func(*Task) bool) error {
+	tasks, err := tx.Space(spTasks)
+	if err != nil {
+		return err
+	}
+	var t Task
+	return tasks.Scan(nil, false, func(_, v []byte) (bool, error) {
+		t = Task{}
+		if !t.decodeInPlace(v) {
+			t = Task{}
+			if err := decodeStored(v, &t); err != nil {
+				return false, err
+			}
+		}
+		return fn(&t), nil
+	})
+}
+
 // Children returns the ids of the task's direct sub-tasks in creation order.
 func Children(tx *boltstore.Tx, id string) ([]string, error) {
 	children, n, err := spaceOf(tx, spChildren, domain.TaskPrefix, id)
