@@ -46,11 +46,18 @@ type SearchKnowledgeResult struct {
 // SearchKnowledge ranks thoughts, findings, live learnings and the latest
 // version of each memory key against the query (BM25 over stemmed terms).
 // The project searched is project, else the server's --project, else every
-// project; cross_project searches every project whatever they say.
+// project; cross_project searches every project instead of the server's
+// --project, and is refused beside a project (the request would ask for
+// one project and for all). A project searched must have a task, as
+// everything indexed under a project needs one: an unknown project is
+// ERR_PROJECT_NOT_FOUND, not an empty answer that looks like no match.
 func (s *Service) SearchKnowledge(tx *Tx, in SearchKnowledgeInput) (*SearchKnowledgeResult, error) {
 	limit, err := pageLimit(in.Limit, search.DefaultLimit, search.MaxLimit)
 	if err != nil {
 		return nil, err
+	}
+	if in.CrossProject && in.Project != "" {
+		return nil, Invalid("cross_project", "searches every project, and project %q one: give one of them", in.Project)
 	}
 	filter := search.Filter{Limit: limit}
 	if !in.CrossProject {
@@ -64,10 +71,15 @@ func (s *Service) SearchKnowledge(tx *Tx, in SearchKnowledgeInput) (*SearchKnowl
 		filter.Kinds = append(filter.Kinds, kind)
 	}
 	res := &SearchKnowledgeResult{Query: in.Query, Project: filter.Project, Hits: []KnowledgeHit{}, AsOfSeq: tx.lt.Head().Seq}
-	if in.AsOfSeq != nil {
-		if *in.AsOfSeq > res.AsOfSeq {
-			return nil, Invalid("as_of_seq", "is beyond the ledger head %d", res.AsOfSeq)
+	if in.AsOfSeq != nil && *in.AsOfSeq > res.AsOfSeq {
+		return nil, Invalid("as_of_seq", "is beyond the ledger head %d", res.AsOfSeq)
+	}
+	if filter.Project != "" {
+		if err := requireProject(tx, filter.Project); err != nil {
+			return nil, err
 		}
+	}
+	if in.AsOfSeq != nil {
 		res.AsOfSeq = *in.AsOfSeq
 		if res.AsOfSeq == 0 {
 			return res, nil // nothing was recorded as of seq 0

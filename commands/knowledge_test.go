@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -115,5 +116,60 @@ func TestSearchKnowledge(t *testing.T) {
 		{"query": "x", "project": "Not A Slug"}, {"query": "x", "as_of_seq": h.head() + 10}, {"query": "a\nb"}, {},
 	} {
 		h.call("knowledge_search", args, "ERR_INVALID_INPUT")
+	}
+}
+
+// TestSearchKnowledgeProject: a project searched must have a task, as
+// everything indexed under a project needs one (thoughts and findings are
+// on tasks, learning_record and project memory require one). An unknown
+// project, given or the server's --project, answered 0 hits, which read as
+// "nothing matches" for a mistyped slug; it is now ERR_PROJECT_NOT_FOUND,
+// as task_next_actions and learning_record answer. cross_project beside a
+// project asked for one project and for all, and project was silently
+// ignored; it is now invalid input at cross_project.
+func TestSearchKnowledgeProject(t *testing.T) {
+	h := newHarness(t, Options{Agent: "agent-a", Project: "core"})
+	reply := func(args map[string]any, code string) string {
+		t.Helper()
+		o := h.do("knowledge_search", args)
+		if o.Code != code {
+			t.Fatalf("knowledge_search(%v) = %s, want %s: %s", args, o.Code, code, o.Reply)
+		}
+		return string(o.Reply)
+	}
+	// --project core has no task yet.
+	if r := reply(map[string]any{"query": "lexer"}, "ERR_PROJECT_NOT_FOUND"); !strings.Contains(r, `project not found: core"`) {
+		t.Errorf("--project core without a task: %s", r)
+	}
+	h.call("task_create", map[string]any{"title": "Parser", "project": "core"}, "OK")
+	h.call("finding_record", map[string]any{"task_id": "T-0001", "category": "bug", "summary": "Lexer drops a rune"}, "OK")
+	h.call("memory_write", map[string]any{"key": "lexer", "scope": "global", "content": "The lexer is in lexer/."}, "OK")
+	before := h.head()
+	if r := reply(map[string]any{"query": "lexer", "project": "cor"}, "ERR_PROJECT_NOT_FOUND"); !strings.Contains(r, `project not found: cor"`) {
+		t.Errorf("project cor: %s", r)
+	}
+	// Checked against the ledger now: a project made after as_of_seq is
+	// known, and has no knowledge as of then.
+	h.call("task_create", map[string]any{"title": "Site", "project": "web"}, "OK")
+	h.call("finding_record", map[string]any{"task_id": "T-0002", "category": "bug", "summary": "Lexer of the templates"}, "OK")
+	if d := h.call("knowledge_search", map[string]any{"query": "lexer", "project": "web", "as_of_seq": before}, "OK"); d["count"] != 0.0 {
+		t.Errorf("web as of %d: %v", before, d)
+	}
+	if d := h.call("knowledge_search", map[string]any{"query": "lexer", "project": "web"}, "OK"); d["count"] != 1.0 || d["project"] != "web" {
+		t.Errorf("web: %v", d)
+	}
+	// cross_project searches every project instead of --project...
+	if d := h.call("knowledge_search", map[string]any{"query": "lexer", "cross_project": true}, "OK"); d["count"] != 3.0 || d["project"] != nil {
+		t.Errorf("cross_project: %v", d)
+	}
+	if d := h.call("knowledge_search", map[string]any{"query": "lexer", "project": "web", "cross_project": false}, "OK"); d["count"] != 1.0 {
+		t.Errorf("project web, cross_project false: %v", d)
+	}
+	// ...and is refused beside a project, known or not, before the project is looked up.
+	for _, p := range []string{"web", "nowhere"} {
+		r := reply(map[string]any{"query": "lexer", "project": p, "cross_project": true}, "ERR_INVALID_INPUT")
+		if !strings.Contains(r, `invalid input: cross_project: searches every project, and project \"`+p+`\" one`) {
+			t.Errorf("project %s with cross_project: %s", p, r)
+		}
 	}
 }

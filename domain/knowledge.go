@@ -9,8 +9,8 @@ var SearchKnowledge = Command{
 	Fields: []Field{
 		field("query", str("Words to search for; they are stemmed, so \"failing tests\" finds \"test failed\".").length(1, 1000).text(Line)),
 		field("kinds", array("Only these kinds; default: all.", enum("", KnowledgeKinds...), 4)),
-		field("project", projectSlug("Only knowledge of this project; default: the server's --project, else every project.")),
-		field("cross_project", boolean("Search every project, whatever project says.").byDefault(false)),
+		field("project", projectSlug("Only knowledge of this project, which must have a task; default: the server's --project, else every project.")),
+		field("cross_project", boolean("Search every project, the server's --project notwithstanding; not with project.").byDefault(false)),
 		field("limit", integer("Maximum number of hits.").rng(1, 100).byDefault(10)),
 		field("as_of_seq", integer("Search the knowledge as it stood right after this ledger sequence (time travel).").atLeast(0)),
 	},

@@ -467,7 +467,13 @@ const choices = `
   Japanese, Thai, Lao, Khmer, Myanmar; Korean too) is indexed by its characters and their overlapping pairs, so 数据库 is
   found inside a sentence and a query of one character finds it anywhere; ranking is BM25 (k1 1.2, b 0.75), ties
   newest first. The project searched is ` + "`project`" + `, else the server's ` + "`--project`" + `, else every
-  project; ` + "`cross_project: true`" + ` searches every project. ` + "`as_of_seq`" + ` hides what was recorded
+  project; ` + "`cross_project: true`" + ` searches every project instead of ` + "`--project`" + `, and beside a
+  ` + "`project`" + ` is invalid input (at ` + "`cross_project`" + `: the request asks for one project and for all).
+  A project searched must have a task (else ` + "`ERR_PROJECT_NOT_FOUND`" + `, as ` + "`task_next_actions`" + ` and
+  ` + "`learning_record`" + ` answer): everything indexed under a project needs one, so an unknown project,
+  a mistyped slug say, has no knowledge, and an empty answer would read as "nothing matches"
+  (` + "`task_list`" + `'s ` + "`project`" + ` is a filter among others, and gives an empty list). It is checked
+  against the ledger's head: with ` + "`as_of_seq`" + `, a project begun after it has no hits. ` + "`as_of_seq`" + ` hides what was recorded
   after that seq; what was taken out of the index since (a superseded learning, a replaced
   memory version) is not brought back: ` + "`memory_read`" + ` with ` + "`as_of_seq`" + ` reads a past version. A
   query of stop words only finds nothing. Each hit's ` + "`hash`" + ` and ` + "`seq`" + ` are its event's, for

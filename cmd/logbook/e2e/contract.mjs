@@ -644,6 +644,11 @@ async function knowledge() {
   check(rn.found === false && rn.memory === null, 'memory: never written', rn);
   const ks = await ok('k.search', 'knowledge_search', { query: 'rounding', project: KP });
   check(ks.count >= 2 && ks.hits.every((x) => hex64(x.hash) && isInt(x.seq)), 'knowledge: hits', ks);
+  // a project searched must have a task; cross_project beside a project asks for one project and for all
+  await fail('k.search.noproject', 'knowledge_search', { query: 'rounding', project: 'no-such-project-zz' }, 'ERR_PROJECT_NOT_FOUND', { project: 'no-such-project-zz' });
+  await fail('k.search.cross.project', 'knowledge_search', { query: 'rounding', project: KP, cross_project: true }, 'ERR_INVALID_INPUT', { issues: issueAt('cross_project') });
+  const kx = await ok('k.search.cross', 'knowledge_search', { query: 'rounding', cross_project: true });
+  check(kx.project === undefined && kx.count >= ks.count, 'knowledge: cross_project searches every project', kx);
 }
 
 
@@ -734,7 +739,13 @@ async function readOnly() {
 }
 
 async function defaultProject(project) {
+  // --project names a project with no task yet: searched by default, so not found
+  await fail('dp.ks.none', 'knowledge_search', { query: 'dp' }, 'ERR_PROJECT_NOT_FOUND', { project });
+  const kx = await ok('dp.ks.cross', 'knowledge_search', { query: 'dp', cross_project: true });
+  check(kx.project === undefined && kx.count === 0, 'knowledge: cross_project instead of --project', kx);
   const t = await ok('dp.mk', 'task_create', { title: 'dp', project });
+  const ks = await ok('dp.ks', 'knowledge_search', { query: 'dp' });
+  check(ks.project === project, 'knowledge: default project is --project', ks);
   await ok('dp.mk.other', 'task_create', { title: 'other', project: project + '-x' });
   const o = (await ok('dp.list.other', 'task_list', { project: project + '-x' })).tasks[0].task_id;
   await ok('dp.todo', 'task_update', { task_id: t.task_id, status: 'todo' });
