@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,10 +120,18 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 		// The list is the token's, as the server's own is the caller's.
 		SetCacheable: privateCache,
 	})
-	for t, err := range remote.Tools(ctx, nil) {
+	var list listed // the tools/list answers, as the server wrote them
+	var tools []*sdk.Tool
+	for t, err := range remote.Tools(context.WithValue(ctx, listedKey{}, &list), nil) {
 		if err != nil {
 			return fmt.Errorf("list the tools of %s: %w", opts.URL, err)
 		}
+		tools = append(tools, t)
+	}
+	written := list.schemas()
+	for _, t := range tools {
+		w := written[t.Name]
+		t.InputSchema, t.OutputSchema = verbatimSchema(t.InputSchema, w.In), verbatimSchema(t.OutputSchema, w.Out)
 		if err := addTool(local, t, forward); err != nil {
 			return err
 		}
@@ -159,6 +168,50 @@ func verbatim(res *sdk.CallToolResult) *sdk.CallToolResult {
 	}
 	res.StructuredContent = json.RawMessage(text.Text)
 	return res
+}
+
+// listed keeps the bodies of the tools/list answers, as the server wrote
+// them (bearer tees each into one, for a request whose context holds it).
+type listed struct {
+	bodies []*bytes.Buffer
+}
+
+type listedKey struct{}
+
+// schemas gives each tool's schemas as the server wrote them.
+func (l *listed) schemas() map[string]struct{ In, Out json.RawMessage } {
+	out := map[string]struct{ In, Out json.RawMessage }{}
+	for _, b := range l.bodies {
+		var msg struct {
+			Result struct {
+				Tools []struct {
+					Name string          `json:"name"`
+					In   json.RawMessage `json:"inputSchema"`
+					Out  json.RawMessage `json:"outputSchema"`
+				} `json:"tools"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(b.Bytes(), &msg) != nil {
+			continue // an event stream, say: the decoded schemas serve
+		}
+		for _, t := range msg.Result.Tools {
+			out[t.Name] = struct{ In, Out json.RawMessage }{t.In, t.Out}
+		}
+	}
+	return out
+}
+
+// verbatimSchema gives a listed tool's schema as the server wrote it: the
+// SDK's client decoded it into maps, which re-encode with their members
+// sorted (the properties no longer in the order the server gives them),
+// not the bytes serve's own stdio lists. written is used only when it is
+// the very value decoded.
+func verbatimSchema(decoded any, written json.RawMessage) any {
+	var same any
+	if written == nil || json.Unmarshal(written, &same) != nil || !reflect.DeepEqual(same, decoded) {
+		return decoded
+	}
+	return written
 }
 
 // asDirect makes a forwarded result what serve's own stdio answers: the
@@ -214,6 +267,18 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	next := b.next
 	if next == nil {
 		next = http.DefaultTransport
+	}
+	if l, _ := r.Context().Value(listedKey{}).(*listed); l != nil {
+		resp, err := next.RoundTrip(r)
+		if err == nil {
+			b := new(bytes.Buffer)
+			l.bodies = append(l.bodies, b)
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.TeeReader(resp.Body, b), resp.Body}
+		}
+		return resp, err
 	}
 	p, _ := r.Context().Value(postedKey{}).(*posted)
 	if p == nil || r.Method != http.MethodPost {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -147,7 +146,10 @@ func TestBridgeTokenRefusedAtStart(t *testing.T) {
 // TestBridgeAnswersAsDirect: what serve --connect answers a stdio client is
 // what serve's own stdio answers, byte for byte, for a client of each
 // protocol: the tool list (the server's tools/list is private to the
-// caller, the bridge's was the protocol's default public) and every tool
+// caller, the bridge's was the protocol's default public; the tools'
+// schemas, decoded by the SDK's client into maps, were re-encoded with
+// their members sorted: the same JSON value, not the same bytes, and not
+// the properties in the order the server gives them) and every tool
 // call, including the ones refused (the SDK serving the logbook server marks
 // each result with _meta io.modelcontextprotocol/serverInfo for the
 // bridge's client, of the newest protocol, which the bridge passed on).
@@ -177,16 +179,6 @@ func TestBridgeAnswersAsDirect(t *testing.T) {
 			send(l)
 			direct.send(l)
 			got, want := answer(itoa(i+2)), direct.recvLine()
-			if i == 0 {
-				// The tools' schemas pass through the SDK's client as
-				// maps, re-encoded with their members sorted: the same
-				// JSON value, not the same bytes.
-				var g, w any
-				if json.Unmarshal([]byte(got), &g) != nil || json.Unmarshal([]byte(want), &w) != nil || !reflect.DeepEqual(g, w) {
-					t.Errorf("%s: tools/list through the bridge is not direct's:\n%s\n%s", version, clipLine(got), clipLine(want))
-				}
-				continue
-			}
 			if strings.TrimSpace(got) != strings.TrimSpace(want) {
 				at := 0
 				for at < len(got) && at < len(want) && got[at] == want[at] {

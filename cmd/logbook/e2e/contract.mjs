@@ -64,6 +64,13 @@ async function connect() {
     const data = t.outputSchema?.properties?.data;
     check(Array.isArray(data?.required) && data.required.length > 0 && data.required.every((k) => Object.hasOwn(data.properties, k)), `tools/list: ${t.name} outputSchema requires its data fields`, data?.required);
   }
+  // The schemas as the server writes them, members in its order (the
+  // required arguments first), on every transport: serve --connect listed
+  // them re-encoded with their members sorted.
+  const tc = tools.find((t) => t.name === 'task_create');
+  check(eq(Object.keys(tc?.inputSchema ?? {}), ['type', 'properties', 'required', 'additionalProperties']) &&
+    eq(Object.keys(tc.inputSchema.properties), ['title', 'project', 'description', 'parent_id', 'priority', 'labels', 'assignee', 'estimate_hours']),
+    'tools/list: task_create inputSchema members in the server\'s order', tc && Object.keys(tc.inputSchema.properties));
 }
 
 // call returns the envelope, after checking it is the same JSON in
