@@ -345,8 +345,14 @@ const choices = `
   their SHA-256). Requests the MCP SDK itself refuses before any tool runs are answered but not
   recorded: a request other than ping before initialize and a second initialize (-32600), params
   it cannot read, such as a non-string tool name (-32602), a missing params object (-32600), the same
-  over HTTP, a request whose id is already in flight (-32600 under that id), and a tools/call
-  sent as a notification (no id, no answer). A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
+  over HTTP, a request whose id is already in flight (-32600 under that id), a tools/call
+  sent as a notification (no id, no answer), and over HTTP at revision 2026-07-28 a request whose
+  ` + "`Mcp-Method`" + ` or ` + "`Mcp-Name`" + ` header is missing or differs from its body (400, -32020 under its id).
+  That revision cannot carry a tool name ` + "`\"\"`" + `: the SDK takes the empty ` + "`Mcp-Name`" + ` for a missing one, so
+  such a call is refused there, not recorded, while over stdio and older revisions it is answered
+  ` + "`ERR_INVALID_INPUT`" + ` (unknown tool, at ` + "`name`" + `) and recorded; ` + "`serve --connect`" + ` speaks that
+  revision to the server, so through it the call gets a JSON-RPC error (-32020) saying it was not
+  recorded. A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
   than 1,000 levels gets -32600, by id where one can be read. Request ids (a string, a number or
   null, at most 1,024 bytes; anything else gets -32600 with id null) are echoed byte for byte and
   compared as bytes: ` + "`1`, `1.0` and `\"1\"`" + ` are three ids. ` + "`notifications/cancelled`" + ` is ignored:

@@ -824,6 +824,20 @@ async function unknownTool() {
   let res, err;
   try { res = await client.callTool({ name: 'no_such_tool', arguments: {} }); } catch (e) { err = e; }
   summary.outcomes['unknown.tool'] = res ? (res.structuredContent?.error?.code ?? JSON.stringify(res).slice(0, 200)) : `rpc ${err.code}`;
+  // A tool name "": unknown tool, recorded, over stdio and HTTP (this
+  // client speaks 2025-11-25); serve --connect speaks 2026-07-28 to the
+  // server, whose Mcp-Name header cannot carry it: refused, not recorded.
+  const bridged = (opts['serve-args'] ?? '').split(',').includes('--connect');
+  const before = (await ok('empty.tool.h0', 'server_health', {})).ledger.head_seq;
+  let res1, err1;
+  try { res1 = await client.callTool({ name: '', arguments: {} }); } catch (e) { err1 = e; }
+  const after = (await ok('empty.tool.h1', 'server_health', {})).ledger.head_seq;
+  if (bridged) {
+    check(err1?.code === -32020 && /the call was not recorded/.test(err1.message) && after === before + 1, 'tools/call name "": through serve --connect, refused and not recorded', [err1?.code, err1?.message, before, after]);
+  } else {
+    const e = res1?.structuredContent?.error;
+    check(res1?.isError && e?.code === 'ERR_INVALID_INPUT' && e.details.issues.some((i) => i.path === 'name') && after === before + 2, 'tools/call name "": unknown tool, recorded', [res1, err1?.message, before, after]);
+  }
   let res2, err2;
   try { res2 = await client.callTool({ name: 'server_ping' }); } catch (e) { err2 = e; }
   summary.outcomes['ping.noargs'] = res2 ? (res2.structuredContent?.ok ? 'ok' : res2.structuredContent?.error?.code) : `rpc ${err2.code}`;
