@@ -398,6 +398,12 @@ const choices = `
   exclusive RFC 3339 date-times (offsets up to ±23:59; a leap second, 23:59:60 UTC, is taken as the last
   instant of its day). ` + "`search`" + ` words may be split between title and description. Ties in any sort
   are broken by creation order, ascending. ` + "`updated`" + ` and ` + "`created`" + ` sort by ledger sequence.
+  Pages have no cursor (the contract gives ` + "`limit`" + ` and ` + "`offset`" + `; of the task tools only ` + "`task_get`" + ` takes
+  ` + "`as_of_seq`" + `): ` + "`offset`" + ` counts into the list as it stands at each call, so in the default order
+  (` + "`updated`" + `, descending) a task created or changed between two pages moves the rest, and one may be
+  listed twice or never. Paged with ` + "`sort_by: \"created\", sort_order: \"asc\"`" + `, creations move no page:
+  a new task sorts after every task there, whichever process creates it (a filter on what changes,
+  such as ` + "`status`" + `, can still move one); a ` + "`total_count`" + ` that grew says tasks were created meanwhile.
 - **skill_list.** An empty ` + "`search`" + ` or ` + "`capability`" + ` filters nothing, as if left out (no skill
   declares an empty capability).
 - **task_next_actions.** Without ` + "`project`" + ` and without ` + "`--project`" + `, all projects
