@@ -134,11 +134,17 @@ type MemoryHistoryResult struct {
 
 // MemoryHistory lists the versions of a key in ledger order, each with who
 // wrote it and its seq. Without scope it lists every namespace of the key,
-// other agents' included: the ledger hides nothing from its readers.
+// other agents' included: the ledger hides nothing from its readers. A
+// project must have a task, as for memory_read: one without has no memory.
 func (s *Service) MemoryHistory(tx *Tx, in MemoryHistoryInput) (*MemoryHistoryResult, error) {
 	limit, err := pageLimit(in.Limit, 100, 500)
 	if err != nil {
 		return nil, err
+	}
+	if in.Project != "" {
+		if err := requireProject(tx, in.Project); err != nil {
+			return nil, err
+		}
 	}
 	keep := func(ns projections.Namespace) bool {
 		switch {

@@ -129,6 +129,11 @@ func TestMemoryRefusals(t *testing.T) {
 		{"memory_read", map[string]any{"key": "k"}, "ERR_INVALID_INPUT", "scope"},
 		{"memory_history", map[string]any{"key": "k", "scope": "global", "project": "core"}, "ERR_INVALID_INPUT", "project"},
 		{"memory_history", map[string]any{"key": "k", "limit": 0}, "ERR_INVALID_INPUT", "limit"},
+		// A project no task names has no memory: not found, as memory_read and
+		// memory_write answer, rather than an empty history (it was).
+		{"memory_history", map[string]any{"key": "k", "project": "nowhere"}, "ERR_PROJECT_NOT_FOUND", ""},
+		{"memory_history", map[string]any{"key": "k", "scope": "project", "project": "nowhere"}, "ERR_PROJECT_NOT_FOUND", ""},
+		{"memory_read", map[string]any{"key": "k", "scope": "project", "project": "nowhere"}, "ERR_PROJECT_NOT_FOUND", ""},
 		{"memory_history", map[string]any{}, "ERR_INVALID_INPUT", "key"},
 	}
 	for _, tc := range cases {

@@ -49,7 +49,7 @@ var MemoryHistory = Command{
 		field("key", memoryKey("Key of the memory.")),
 		field("scope", memoryScope("Only this namespace (agent: the calling agent's own); default: every namespace the key is in, "+
 			"other agents' included.")),
-		field("project", projectSlug("Only this project's key (scope \"project\").")),
+		field("project", projectSlug("Only this project's key (scope \"project\"); the project must have a task.")),
 		field("limit", integer("Maximum number of versions to return (the first ones in ledger order).").rng(1, 500).byDefault(100)),
 	},
 	Required: []string{"key"},

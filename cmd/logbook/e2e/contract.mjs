@@ -647,6 +647,7 @@ async function knowledge() {
   check(rd.found === true && rd.memory.content === 'make all', 'memory: latest', rd);
   const rd1 = await ok('k.read.asof', 'memory_read', { key: 'build', scope: 'project', project: KP, as_of_seq: m1.seq });
   check(rd1.memory && rd1.memory.content === 'make build', 'memory: as_of_seq', rd1);
+  await fail('k.hist.noproject', 'memory_history', { key: 'build', project: 'no-such-project-zz' }, 'ERR_PROJECT_NOT_FOUND', { project: 'no-such-project-zz' });
   const rn = await ok('k.read.none', 'memory_read', { key: 'never', scope: 'global' });
   check(rn.found === false && rn.memory === null, 'memory: never written', rn);
   const ks = await ok('k.search', 'knowledge_search', { query: 'rounding', project: KP });
