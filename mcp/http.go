@@ -66,7 +66,7 @@ type HTTPOptions struct {
 	// room, at most BodyTimeout (then 503); default 16 × MaxBodyBytes.
 	MaxBodiesBytes int64
 	// MaxRequestsPerToken bounds the requests one token has in flight at
-	// once (calls, their bodies arriving, event streams): one more is
+	// once (calls, their bodies arriving): one more is
 	// answered 429 with Retry-After, so that no token holder can take
 	// every connection the server may keep and hold the other clients out
 	// (503). 0: no bound.
@@ -184,6 +184,17 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Del("WWW-Authenticate")
+			if r.Method != http.MethodPost && r.Method != http.MethodDelete {
+				// The server sends nothing of its own (no notifications, no
+				// requests to the client): it offers no event stream (GET),
+				// as the transport lets it say with 405. The SDK opened one
+				// that never carried a message, yet held a connection, a
+				// goroutine and one of the token's requests in flight for as
+				// long as the client kept it.
+				w.Header().Set("Allow", "POST, DELETE")
+				http.Error(w, "this server sends no messages of its own and offers no event stream: POST requests, DELETE a session", http.StatusMethodNotAllowed)
+				return
+			}
 			token := auth.TokenInfoFromContext(r.Context()).UserID
 			if !inFlight.begin(token) {
 				w.Header().Set("Retry-After", "1")
@@ -201,6 +212,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	})
 	protected := http.NewCrossOriginProtection().Handler(challenge)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w = &noStoreWriter{ResponseWriter: w}
 		if ForeignHost(r) {
 			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", domain.Clip(r.Host)), http.StatusForbidden)
 			return
@@ -208,6 +220,50 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		protected.ServeHTTP(w, r)
 	})
 }
+
+// noStoreWriter makes its answer's Cache-Control no-store, as every other
+// answer of the server's is (keep nothing of it: it may hold a ledger's
+// contents, read with a token), whatever the SDK set: it sets no-cache
+// (store, but revalidate) on its answers. An event stream (a sessionless
+// subscriptions/listen, the one the SDK still opens) is also no-transform,
+// as the SDK marks it: a proxy must not buffer or compress it.
+type noStoreWriter struct {
+	http.ResponseWriter
+	set bool
+}
+
+func (w *noStoreWriter) noStore() {
+	if w.set {
+		return
+	}
+	w.set = true
+	h := w.Header()
+	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		h.Set("Cache-Control", "no-store, no-transform")
+	} else {
+		h.Set("Cache-Control", "no-store")
+	}
+}
+
+func (w *noStoreWriter) WriteHeader(code int) {
+	if code >= 200 { // (an informational answer precedes the answer)
+		w.noStore()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *noStoreWriter) Write(p []byte) (int, error) {
+	w.noStore()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *noStoreWriter) Flush() {
+	w.noStore()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *noStoreWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // perToken counts each token's requests in flight, at most max (0: no
 // bound).
@@ -524,7 +580,6 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	_, _ = w.Write(out)
 }
 

@@ -59,9 +59,8 @@ func (c *sessionCap) serve(h http.Handler, w http.ResponseWriter, r *http.Reques
 		return
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		// A call (POST) keeps its session open until answered; an event
-		// stream (GET) does not, or a client could keep every session it
-		// opened with one each.
+		// A call (POST) keeps its session open until answered (DELETE
+		// closes it).
 		busy := r.Method == http.MethodPost
 		if !c.begin(ti.UserID, sid, busy) {
 			// Chosen to end, not yet closed: answered as it will be once

@@ -111,41 +111,6 @@ func TestHTTPSessionsPerToken(t *testing.T) {
 	}
 }
 
-// TestHTTPSessionsPerTokenStreamNoPin: a session's event stream (GET) does
-// not keep it open beyond the cap, as a call in it does until answered:
-// else a client could keep every session it opened with a stream each.
-func TestHTTPSessionsPerTokenStreamNoPin(t *testing.T) {
-	f := &fakeDo{}
-	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
-	s.do = f.do
-	h := s.HTTPHandler(HTTPOptions{MaxSessionsPerToken: 2, Authenticate: func(context.Context, string) (*Identity, error) {
-		return &Identity{Agent: "a", Token: "sum-a"}, nil
-	}})
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-
-	first := openSession(t, srv.URL, "a")
-	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer a")
-	req.Header.Set("Mcp-Session-Id", first)
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	stream, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Body.Close()
-	if stream.StatusCode != http.StatusOK {
-		t.Fatalf("event stream: %d", stream.StatusCode)
-	}
-	openSession(t, srv.URL, "a")
-	openSession(t, srv.URL, "a")
-	// The first session, least recently used, is ended.
-	if code, _, _ := statefulPost(t, srv.URL, "a", first, `{"jsonrpc":"2.0","id":7,"method":"ping"}`); code != http.StatusNotFound {
-		t.Errorf("the streamed session answers %d, want 404 (ended)", code)
-	}
-}
-
 // TestHTTPSessionsEvictedNotServed: a request that arrives in a session
 // the cap has chosen to end, before it is closed, is answered 404 (as once
 // closed) and never runs: before, it passed to a session about to close,

@@ -226,9 +226,9 @@ func (c *conns) refuseOver(h http.Handler) http.Handler {
 // boundWrites gives every write of an answer, whatever its route, timeout
 // to reach the client: each writeChunk bytes written, and each flush, must
 // be taken within it. The server's own WriteTimeout would bound the whole
-// answer instead, cutting short the event streams (GET /mcp, the console's
-// verification) and long calls that are meant to last; without any bound a
-// client that asked for an answer and never read it held its connection,
+// answer instead, cutting short the event streams (the console's
+// verification, a sessionless subscriptions/listen) and long calls that
+// are meant to last; without any bound a client that asked for an answer and never read it held its connection,
 // its goroutine and (for a call) the drain for ever once the socket's
 // buffers were full.
 //

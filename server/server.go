@@ -106,9 +106,9 @@ func Run(ctx context.Context, opts Options) error {
 	// flight: the other half stay for the other clients.
 	mcpHandler := opts.MCP.HTTPHandler(mcp.HTTPOptions{Authenticate: authenticate(opts.Store),
 		MaxBodyBytes: opts.MaxBodyBytes, BodyTimeout: opts.BodyTimeout, MaxRequestsPerToken: max(1, opts.MaxConns/2)})
-	mux.Handle("/mcp", streams.track(mcpHandler))
+	mux.Handle("/mcp", mcpHandler)
 	// The read-only console at "/": its verification stream is ended on
-	// shutdown like the MCP event streams, its pages are short reads.
+	// shutdown, its pages are short reads.
 	web := console.New(console.Options{Store: opts.Store, Authenticate: consoleReader(opts.Store), Logger: log})
 	mux.Handle("/", web)
 	mux.Handle("/ledger/verify", streams.track(web))
@@ -160,7 +160,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	log.Info("draining: answering the calls in flight")
-	// Event streams (GET /mcp) idle forever; ending them lets Shutdown
+	// Event streams (the console's verification) may idle; ending them lets Shutdown
 	// return as soon as every call taken has been answered.
 	streams.stop()
 	sctx, cancel := context.WithTimeout(context.Background(), opts.DrainTimeout)
@@ -215,9 +215,10 @@ func consoleReader(l *boltstore.Store) func(context.Context, string) (bool, erro
 	}
 }
 
-// inflight tracks the event streams (GET /mcp) being served, so that
-// shutdown can end them: they carry no calls, and would otherwise hold
-// Shutdown, which waits for every request to finish, until its timeout.
+// inflight tracks the event streams (GET, the console's verification)
+// being served, so that shutdown can end them: they carry no calls, and
+// would otherwise hold Shutdown, which waits for every request to finish,
+// until its timeout. (/mcp offers none: GET is 405.)
 type inflight struct {
 	mu      sync.Mutex
 	done    bool

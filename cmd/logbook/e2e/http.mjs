@@ -45,6 +45,7 @@ const summary = {
   scoped_listed: [],
   calls: 0,          // tools/call answered
   checks: 0,
+  get_statuses: [],  // the HTTP status of each GET (event stream) the SDK opened
   failures: [],
 };
 const called = new Set();
@@ -55,11 +56,21 @@ function check(cond, what, detail) {
   return cond;
 }
 
-// connect returns a client whose every request carries token.
-async function connect(token, name, protocolVersion) {
+// connect returns a client whose every request carries token. The GETs
+// the SDK sends (it opens an event stream after initialize) are noted, and
+// any error the client reports outside a request is a failure (unless the
+// token is to be refused): the server answers GET 405, which must not
+// break it.
+async function connect(token, name, protocolVersion, toBeRefused = false) {
   const client = new Client({ name, version: '1.0.0' });
+  if (!toBeRefused) client.onerror = (err) => summary.failures.push(`${name}: the client reported ${err?.stack ?? err}`);
   const transport = new StreamableHTTPClientTransport(new URL(opts.url), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    fetch: async (url, init) => {
+      const res = await fetch(url, init);
+      if ((init?.method ?? 'GET') === 'GET') summary.get_statuses.push(res.status);
+      return res;
+    },
   });
   if (protocolVersion) {
     // Ask for an older revision: the SDK sends its latest unless told.
@@ -121,7 +132,7 @@ async function refused(what, token) {
     { status: res.status, challenge: res.headers.get('www-authenticate') });
   let connected = false;
   try {
-    const c = await connect(token ?? '', what);
+    const c = await connect(token ?? '', what, undefined, true);
     connected = true;
     await c.close();
   } catch { /* refused, as it must be */ }
@@ -139,6 +150,8 @@ try {
     await allTools(client, `ts-${(proto ?? 'latest').replaceAll('.', '-')}`);
     await client.close();
   }
+  check(summary.get_statuses.length > 0 && summary.get_statuses.every((s) => s === 405),
+    'every GET the SDK sent answered 405 (no event stream)', summary.get_statuses);
 
   await refused('no token', undefined);
   await refused('bad token', opts.token.slice(0, -2) + 'xx');

@@ -1,0 +1,105 @@
+package mcp
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestHTTPNoEventStream: GET /mcp (and any method but POST and DELETE)
+// is answered 405 with Allow: POST, DELETE, in a session or not, as the
+// transport lets a server that offers no event stream answer; the session
+// still serves its calls. Before, the SDK opened a stream that never
+// carried a message and held its connection, and one of the token's
+// requests in flight, for as long as the client kept it.
+func TestHTTPNoEventStream(t *testing.T) {
+	srv, _ := httpFixture(t)
+	sid := openSession(t, srv.URL, "full")
+	for _, tc := range []struct{ method, sid string }{
+		{http.MethodGet, sid}, {http.MethodGet, ""}, {http.MethodHead, sid}, {http.MethodOptions, ""}, {http.MethodPut, sid},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer full")
+		if tc.sid != "" {
+			req.Header.Set("Mcp-Session-Id", tc.sid)
+			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		}
+		resp, err := testHTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" || resp.Header.Get("Content-Type") == "text/event-stream" {
+			t.Errorf("%s (session %v): %d Allow %q %q %q; want 405, Allow: POST, DELETE", tc.method, tc.sid != "", resp.StatusCode, resp.Header.Get("Allow"), resp.Header.Get("Content-Type"), body)
+		}
+	}
+	// Without a token, still 401 first.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	resp, err := testHTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET without a token: %d, want 401", resp.StatusCode)
+	}
+	if code, _, body := statefulPost(t, srv.URL, "full", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); code != http.StatusOK || !strings.Contains(body, `"tools"`) {
+		t.Errorf("the session after: %d %.200s", code, body)
+	}
+}
+
+// TestHTTPAnswersNoStore: every answer of the MCP endpoint, the SDK's
+// included (a call's, initialize's, a batch's, its refusals), says
+// Cache-Control: no-store, as every other answer of the server does.
+// Before, the SDK's answers said no-cache, which lets a cache keep them.
+func TestHTTPAnswersNoStore(t *testing.T) {
+	srv, _ := httpFixture(t)
+	check := func(what string, resp *http.Response) {
+		t.Helper()
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := resp.Header.Values("Cache-Control"); len(got) != 1 || got[0] != "no-store" {
+			t.Errorf("%s (%d): Cache-Control %q, want no-store", what, resp.StatusCode, got)
+		}
+	}
+	send := func(method, token, sid, version, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		if version == sessionlessRevision {
+			setNewHeaders(req, body)
+		}
+		resp, err := testHTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	resp := send(http.MethodPost, "full", "", "", init)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	check("initialize", resp)
+	check("initialized", send(http.MethodPost, "full", sid, "2025-03-26", `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	check("a call", send(http.MethodPost, "full", sid, "2025-03-26", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`))
+	check("a batch", send(http.MethodPost, "full", sid, "2025-03-26", `[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"tools/list"}]`))
+	check("a batch served one by one", send(http.MethodPost, "full", sid, "2025-03-26", `[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":6,"method":"tasks/steal"}]`))
+	check("an unknown method", send(http.MethodPost, "full", sid, "2025-03-26", `{"jsonrpc":"2.0","id":7,"method":"tasks/steal"}`))
+	check("a sessionless call", send(http.MethodPost, "full", "", sessionlessRevision, newRequest(8, "tools/call", `"name":"server_ping","arguments":{}`)))
+	check("no token", send(http.MethodPost, "", "", "", init))
+	check("GET", send(http.MethodGet, "full", sid, "2025-03-26", ""))
+	check("a session unknown", send(http.MethodPost, "full", "nope", "2025-03-26", `{"jsonrpc":"2.0","id":9,"method":"ping"}`))
+	check("DELETE", send(http.MethodDelete, "full", sid, "2025-03-26", ""))
+}
