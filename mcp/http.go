@@ -473,22 +473,43 @@ func (w *codedWriter) refused(text []byte) bool {
 // many.
 const MaxBatch = 128
 
-// batchWithin answers a batch of more than MaxBatch messages 400 with
-// JSON-RPC error -32600 (id null: it answers no one message), serving none
-// of it; false if it did. Whether each message is one is left to the SDK.
+// batchWithin answers 400 with JSON-RPC error -32600 (id null: it answers
+// no one message), serving none of it, a batch of more than MaxBatch
+// messages, or one in which two requests share an id (whose answers the
+// client could not tell apart: the SDK ran both and dropped the second's
+// answer unsaid); false if it did. Whether each message is one is left to
+// the SDK.
 func batchWithin(w http.ResponseWriter, body []byte) bool {
 	if !isBatch(body) {
 		return true
 	}
 	var msgs []json.RawMessage
-	if json.Unmarshal(body, &msgs) != nil || len(msgs) <= MaxBatch {
+	if json.Unmarshal(body, &msgs) != nil {
 		return true // not a batch after all: the SDK refuses it
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write(errorResponse(nil, jsonrpc.CodeInvalidRequest,
-		fmt.Sprintf("a batch may hold at most %d messages; this one holds %d", MaxBatch, len(msgs))))
-	return false
+	refuse := func(message string) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(errorResponse(nil, jsonrpc.CodeInvalidRequest, message))
+		return false
+	}
+	if len(msgs) > MaxBatch {
+		return refuse(fmt.Sprintf("a batch may hold at most %d messages; this one holds %d", MaxBatch, len(msgs)))
+	}
+	ids := make(map[jsonrpc.ID]bool, len(msgs))
+	for _, m := range msgs {
+		msg, err := jsonrpc.DecodeMessage(m)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok || !req.IsCall() {
+			continue
+		}
+		if ids[req.ID] {
+			return refuse(fmt.Sprintf("invalid request: id %s is used by more than one request of this batch (each needs its own, to be told its answer); none of it was served",
+				domain.Clip(fmt.Sprint(req.ID.Raw()))))
+		}
+		ids[req.ID] = true
+	}
+	return true
 }
 
 // isBatch reports whether body is a JSON array (a JSON-RPC batch).

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -102,4 +103,47 @@ func TestHTTPAnswersNoStore(t *testing.T) {
 	check("GET", send(http.MethodGet, "full", sid, "2025-03-26", ""))
 	check("a session unknown", send(http.MethodPost, "full", "nope", "2025-03-26", `{"jsonrpc":"2.0","id":9,"method":"ping"}`))
 	check("DELETE", send(http.MethodDelete, "full", sid, "2025-03-26", ""))
+}
+
+// TestHTTPBatchDuplicateIDs: a batch (revision 2025-03-26) in which two
+// requests share an id is answered 400 with JSON-RPC error -32600 (id
+// null) naming the id, and none of it is served. Before, the SDK ran both
+// and answered only the first: the second call was recorded and its
+// answer dropped without a word.
+func TestHTTPBatchDuplicateIDs(t *testing.T) {
+	srv, f := httpFixture(t)
+	sid := openSession(t, srv.URL, "full")
+	call := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`
+	}
+	for _, tc := range []struct{ batch, id string }{
+		{`[` + call("1") + `,` + call("1") + `]`, "1"},
+		{`[{"jsonrpc":"2.0","id":"a","method":"ping"},` + call(`"a"`) + `]`, `a`},
+		{`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":7,"method":"tasks/steal"}]`, "7"},
+	} {
+		status, ctype, body := batchPost(t, srv.URL, sid, tc.batch)
+		var r struct {
+			ID    any `json:"id"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &r); err != nil || status != http.StatusBadRequest || ctype != "application/json" ||
+			r.ID != nil || !strings.Contains(body, `"id":null`) || r.Error == nil || r.Error.Code != -32600 || !strings.Contains(r.Error.Message, "id "+tc.id+" is used by more than one request") {
+			t.Errorf("%s: %d %q %s; want 400, error -32600 naming id %s", tc.batch, status, ctype, body, tc.id)
+		}
+	}
+	if calls := f.recorded(); len(calls) != 0 {
+		t.Errorf("%d calls of refused batches ran", len(calls))
+	}
+	// The same id in two batches, or 1 and "1", is no duplicate.
+	for _, batch := range []string{`[` + call("1") + `,` + call(`"1"`) + `]`, `[` + call("1") + `]`} {
+		if status, _, body := batchPost(t, srv.URL, sid, batch); status != http.StatusOK || strings.Contains(body, `"error"`) {
+			t.Errorf("%s: %d %s", batch, status, body)
+		}
+	}
+	if calls := f.recorded(); len(calls) != 3 {
+		t.Errorf("%d calls ran, want 3", len(calls))
+	}
 }
