@@ -161,6 +161,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			stateless.ServeHTTP(cw, r)
 			return
 		}
+		if !sameVersion(w, r, body, sessions) {
+			return
+		}
 		serve := func(w http.ResponseWriter, r *http.Request) { sessions.serve(stateful, w, r) }
 		serve(cw, r)
 		if cw.batch {
@@ -463,6 +466,39 @@ func (w *codedWriter) refused(text []byte) bool {
 	w.ResponseWriter.WriteHeader(http.StatusOK)
 	_, _ = w.ResponseWriter.Write(out)
 	return true
+}
+
+// sameVersion answers 400 with JSON-RPC error -32600 (by the request's id
+// if body is one request, else null) a request in a session whose
+// MCP-Protocol-Version header names another revision than the one the
+// session negotiated, serving none of it; false if it did. The transport
+// (2025-06-18, 2025-11-25) has the client send the negotiated revision on
+// every request after initialize, and a server answer 400 to one invalid;
+// the SDK took any revision it knows, and served the request by the
+// session's. A request without the header is taken (the transport has a
+// server assume 2025-03-26 then, for clients older than the header).
+func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *sessionCap) bool {
+	sid, got := r.Header.Get("Mcp-Session-Id"), r.Header.Get("MCP-Protocol-Version")
+	ti := auth.TokenInfoFromContext(r.Context())
+	if sid == "" || got == "" || ti == nil {
+		return true
+	}
+	want := sessions.version(ti.UserID, sid)
+	if want == "" || got == want {
+		return true
+	}
+	var id json.RawMessage
+	if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			id, _ = json.Marshal(req.ID.Raw())
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(errorResponse(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
+		"invalid request: the MCP-Protocol-Version header says %q, but this session negotiated %q at initialize: send that one; nothing of the request was served",
+		domain.Clip(got), want)))
+	return false
 }
 
 // MaxBatch is how many messages a JSON-RPC batch (revision 2025-03-26)

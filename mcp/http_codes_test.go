@@ -229,8 +229,9 @@ func TestHTTPForeignHostIsBounded(t *testing.T) {
 	}
 }
 
-// batchPost sends body in session sid (token "full") as revision
-// 2025-03-26, the one that has batches, and returns the status, the
+// batchPost sends body in session sid (token "full", opened with
+// openSessionAs of 2025-03-26) as revision 2025-03-26, the one that has
+// batches, and returns the status, the
 // Content-Type and the body of the answer.
 func batchPost(tb testing.TB, url, sid, body string) (int, string, string) {
 	tb.Helper()
@@ -259,7 +260,7 @@ func batchPost(tb testing.TB, url, sid, body string) (int, string, string) {
 // reads as the transport failing.
 func TestHTTPBatchWithUnknownMethod(t *testing.T) {
 	srv, f := httpFixture(t)
-	sid := openSession(t, srv.URL, "full")
+	sid := openSessionAs(t, srv.URL, "full", "2025-03-26")
 	send := func(body string) (int, string, string) { return batchPost(t, srv.URL, sid, body) }
 	call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`
 	status, ctype, body := send(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tasks/steal","params":{}},` +
@@ -321,7 +322,7 @@ func TestHTTPBatchWithUnknownMethod(t *testing.T) {
 	if status != http.StatusOK || opened == "" || !strings.Contains(body, `"id":2,"error":{"code":-32601`) || !strings.Contains(body, `"id":3,"result":{`) || !strings.Contains(body, `"tools":[`) {
 		t.Fatalf("a batch opening a session: %d, session %q: %.300s", status, opened, body)
 	}
-	if status, _, body := statefulPost(t, srv.URL, "full", opened, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`); status != http.StatusOK || !strings.Contains(body, `"tools"`) {
+	if status, _, body := statefulPostAs(t, srv.URL, "full", opened, "2025-03-26", `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`); status != http.StatusOK || !strings.Contains(body, `"tools"`) {
 		t.Errorf("the session the batch opened: %d %.200s", status, body)
 	}
 }
@@ -334,7 +335,7 @@ func TestHTTPBatchWithUnknownMethod(t *testing.T) {
 // bodies' bound) several gigabytes.
 func TestHTTPBatchBounded(t *testing.T) {
 	srv, f := httpFixture(t)
-	sid := openSession(t, srv.URL, "full")
+	sid := openSessionAs(t, srv.URL, "full", "2025-03-26")
 	batch := func(n int) string {
 		msgs := make([]string, n)
 		for i := range msgs {

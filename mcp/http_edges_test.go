@@ -112,7 +112,7 @@ func TestHTTPAnswersNoStore(t *testing.T) {
 // answer dropped without a word.
 func TestHTTPBatchDuplicateIDs(t *testing.T) {
 	srv, f := httpFixture(t)
-	sid := openSession(t, srv.URL, "full")
+	sid := openSessionAs(t, srv.URL, "full", "2025-03-26")
 	call := func(id string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`
 	}
@@ -145,5 +145,90 @@ func TestHTTPBatchDuplicateIDs(t *testing.T) {
 	}
 	if calls := f.recorded(); len(calls) != 3 {
 		t.Errorf("%d calls ran, want 3", len(calls))
+	}
+}
+
+// TestHTTPProtocolVersionHeaderIsTheSessions: a request in a session whose
+// MCP-Protocol-Version header names another revision than the one the
+// session negotiated is answered 400 with JSON-RPC error -32600 (by the
+// request's id, or null), and nothing of it is served; the negotiated
+// revision, or no header, is served. Before, the SDK served any revision
+// it knows in any session.
+func TestHTTPProtocolVersionHeaderIsTheSessions(t *testing.T) {
+	srv, f := httpFixture(t)
+	send := func(method, sid, version, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer full")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		resp, err := testHTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	open := func(asked string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+asked+`","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer full")
+		resp, err := testHTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("Mcp-Session-Id")
+	}
+	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"server_ping","arguments":{}}}`
+	sid := open("2025-06-18")
+	refused := func(what string, code int, body, id string) {
+		t.Helper()
+		if code != http.StatusBadRequest || !strings.Contains(body, `"id":`+id+`,"error":{"code":-32600`) || !strings.Contains(body, `negotiated \"2025-06-18\"`) {
+			t.Errorf("%s: %d %s; want 400, error -32600 by id %s", what, code, body, id)
+		}
+	}
+	code, body := send(http.MethodPost, sid, "2025-03-26", call)
+	refused("a call saying 2025-03-26", code, body, `"c1"`)
+	code, body = send(http.MethodPost, sid, "2025-11-25", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	refused("a notification saying 2025-11-25", code, body, "null")
+	code, body = send(http.MethodPost, sid, "2025-03-26", `[`+call+`]`)
+	refused("a batch saying 2025-03-26", code, body, "null")
+	code, body = send(http.MethodPost, sid, "1999-01-01", call)
+	refused("a call saying 1999-01-01", code, body, `"c1"`)
+	code, body = send(http.MethodDelete, sid, "2024-11-05", "")
+	refused("DELETE saying 2024-11-05", code, body, "null")
+	if calls := f.recorded(); len(calls) != 0 {
+		t.Errorf("%d refused calls ran", len(calls))
+	}
+	if code, body := send(http.MethodPost, sid, "2025-06-18", `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Errorf("initialized saying the session's revision: %d %s", code, body)
+	}
+	for _, v := range []string{"2025-06-18", ""} {
+		if code, body := send(http.MethodPost, sid, v, call); code != http.StatusOK || !strings.Contains(body, `"result"`) {
+			t.Errorf("a call saying %q: %d %s", v, code, body)
+		}
+	}
+	// A revision the server does not know, asked at initialize, is
+	// answered with its latest: the session's is that one.
+	sid = open("2099-01-01")
+	if code, body := send(http.MethodPost, sid, "2025-11-25", call); code != http.StatusOK || !strings.Contains(body, `"result"`) {
+		t.Errorf("the revision negotiated in place of one unknown: %d %s", code, body)
+	}
+	if code, body := send(http.MethodPost, sid, "2025-06-18", call); code != http.StatusBadRequest {
+		t.Errorf("another revision in it: %d %s", code, body)
+	}
+	if code, _ := send(http.MethodDelete, sid, "2025-11-25", ""); code != http.StatusNoContent {
+		t.Errorf("DELETE saying the session's revision: %d", code)
 	}
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"sync"
@@ -40,9 +41,10 @@ type sessionCap struct {
 
 type capped struct {
 	id, token string
-	busy      int  // requests being served in it
-	n         int  // opens when it was recorded
-	closing   bool // chosen to end: no request may begin in it
+	version   string // the protocol revision negotiated (initialize's answer); "" if not known
+	busy      int    // requests being served in it
+	n         int    // opens when it was recorded
+	closing   bool   // chosen to end: no request may begin in it
 }
 
 func newSessionCap(srv *sdk.Server, max int) *sessionCap {
@@ -79,25 +81,28 @@ func (c *sessionCap) serve(h http.Handler, w http.ResponseWriter, r *http.Reques
 		return
 	}
 	// A session opened is recorded, and one beyond the cap ended, before
-	// the answer naming it goes out.
-	sw := &sessionWriter{ResponseWriter: w, opened: func(sid string) { c.opened(ti.UserID, sid) }}
+	// the answer naming it goes out; so is the revision it negotiated.
+	sw := &sessionWriter{ResponseWriter: w, c: c, token: ti.UserID}
 	h.ServeHTTP(sw, r)
 	sw.record()
 }
 
-// sessionWriter calls opened with the session id its answer names, once,
-// before the answer is written.
+// sessionWriter records the session its answer names (opened), once,
+// before the answer is written, and the protocol revision the answer (to
+// initialize) says was negotiated in it.
 type sessionWriter struct {
 	http.ResponseWriter
-	opened   func(sid string)
-	recorded bool
+	c              *sessionCap
+	token, sid     string // sid: the session opened, once recorded
+	recorded, read bool   // read: the answer's body was looked at for its revision
 }
 
 func (w *sessionWriter) record() {
 	if !w.recorded {
 		w.recorded = true
 		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-			w.opened(sid)
+			w.sid = sid
+			w.c.opened(w.token, sid)
 		}
 	}
 }
@@ -109,7 +114,56 @@ func (w *sessionWriter) WriteHeader(code int) {
 
 func (w *sessionWriter) Write(b []byte) (int, error) {
 	w.record()
+	if w.sid != "" && !w.read {
+		// The answer (JSON: one body, written whole) goes out after.
+		w.read = true
+		if v := negotiatedIn(b); v != "" {
+			w.c.negotiated(w.sid, v)
+		}
+	}
 	return w.ResponseWriter.Write(b)
+}
+
+// negotiatedIn is the protocolVersion of the initialize result in body (a
+// JSON-RPC answer, or a batch of them); "" if none.
+func negotiatedIn(body []byte) string {
+	type answer struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	var one answer
+	if json.Unmarshal(body, &one) == nil {
+		return one.Result.ProtocolVersion
+	}
+	var batch []answer
+	_ = json.Unmarshal(body, &batch)
+	for _, a := range batch {
+		if v := a.Result.ProtocolVersion; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// negotiated records the protocol revision negotiated in session sid.
+func (c *sessionCap) negotiated(sid, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.byID[sid]; s != nil {
+		s.version = version
+	}
+}
+
+// version is the protocol revision negotiated in token's session sid; ""
+// if not known (not token's, closed, or no revision was read).
+func (c *sessionCap) version(token, sid string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.byID[sid]; s != nil && s.token == token {
+		return s.version
+	}
+	return ""
 }
 
 func (w *sessionWriter) Flush() {

@@ -17,13 +17,19 @@ import (
 // if not "", and returns the status, the session id answered and the body.
 func statefulPost(tb testing.TB, url, token, sid, body string) (int, string, string) {
 	tb.Helper()
+	return statefulPostAs(tb, url, token, sid, "2025-06-18", body)
+}
+
+// statefulPostAs is statefulPost of revision version.
+func statefulPostAs(tb testing.TB, url, token, sid, version, body string) (int, string, string) {
+	tb.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		req.Header.Set("MCP-Protocol-Version", version)
 	}
 	resp, err := testHTTP.Do(req)
 	if err != nil {
@@ -42,12 +48,19 @@ var testHTTP = &http.Client{Timeout: time.Minute}
 // openSession initializes a session for token and returns its id.
 func openSession(tb testing.TB, url, token string) string {
 	tb.Helper()
-	code, sid, body := statefulPost(tb, url, token, "",
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	return openSessionAs(tb, url, token, "2025-06-18")
+}
+
+// openSessionAs initializes a session of revision version for token and
+// returns its id.
+func openSessionAs(tb testing.TB, url, token, version string) string {
+	tb.Helper()
+	code, sid, body := statefulPostAs(tb, url, token, "", version,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
 	if code != http.StatusOK || sid == "" {
 		tb.Fatalf("initialize: %d %q %s", code, sid, body)
 	}
-	if code, _, body := statefulPost(tb, url, token, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+	if code, _, body := statefulPostAs(tb, url, token, sid, version, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
 		tb.Fatalf("initialized: %d %s", code, body)
 	}
 	return sid

@@ -431,7 +431,12 @@ const choices = `
   are recorded like every call. ` + "`ERR_FORBIDDEN`" + ` comes before the arguments are checked, for a name no
   tool has too: a tool hidden from the caller's list shows none of its rules, and an unknown name and
   an unlisted tool answer alike; ` + "`ERR_READ_ONLY`" + ` comes after them, as on a ` + "`--read-only`" + ` server,
-  the tool being listed.
+  the tool being listed. Requests refused over HTTP before any tool runs, none of them recorded: one
+  in a session whose ` + "`MCP-Protocol-Version`" + ` header names another revision than the session
+  negotiated (400, -32600 by its id; no header is taken), and a batch (revision 2025-03-26) in which
+  two requests share an id (400, -32600 with id null, none of it served). A call sent after
+  initialize is answered but before ` + "`notifications/initialized`" + ` is served, as on stdio: over
+  HTTP the two are separate requests, in no order the transport fixes.
 - **finding_record.** Ids ` + "`F-0001`" + ` on. A finding is one ` + "`finding.recorded`" + ` event and is never
   edited; closed tasks take findings. It carries the task's project. A path in ` + "`files`" + ` is
   refused (at ` + "`files[i]`" + `) when it is absolute (leading ` + "`/`" + ` or ` + "`\\`" + `, or a drive letter such as
