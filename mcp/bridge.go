@@ -10,10 +10,14 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/logbook-dev/logbook/domain"
 )
 
 // BridgeOptions configure Bridge.
@@ -44,7 +48,9 @@ const DefaultBridgeCallTimeout = time.Minute
 // once if the server refuses it), publishes the tools the server lists for
 // that token, and forwards every tools/call, answering with the server's
 // result unchanged. Nothing is stored locally: the server records every
-// call, with the stdio client's clientInfo.name as its claim. A call the
+// call, with the stdio client's clientInfo.name as its claim. A request
+// the server turns away without beginning it (429, 503) is sent again
+// after its Retry-After, within opts.CallTimeout for a call. A call the
 // server cannot be reached for, or does not answer within
 // opts.CallTimeout, is answered with a JSON-RPC error. Bridge
 // returns as Server.Run does.
@@ -96,6 +102,15 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 				// Refused before anything ran: the token is unknown or
 				// was revoked (and the SDK's client sends nothing more).
 				return nil, fmt.Errorf("the logbook server refused the bridge's token (401: unknown or revoked); the call was not recorded, nor will any be until serve --connect runs with a valid token: %w", err)
+			case refusedForNow(int(status)):
+				// Turned away before anything ran, each time the bridge
+				// sent it (bearer), until waiting more would pass its
+				// deadline. The agent reads the first sdkRoom characters;
+				// the operator, the log.
+				opts.Logger.Warn("the logbook server turned a call away for now, each time it was sent"+busyHint(int(status)),
+					"tool", req.Params.Name, "status", status, "sends", post.attempts.Load(), "server_said", post.said())
+				return nil, fmt.Errorf("the logbook server turned the call away %d times (%d %s: %s); not recorded: call again shortly: %w",
+					post.attempts.Load(), status, http.StatusText(int(status)), busyReason(int(status)), err)
 			case status >= 400 && status < 500:
 				// Refused before any tool ran: 403 (a Host or Origin
 				// refused), 400 (say, a call with no tool name, which the
@@ -252,11 +267,66 @@ type bearer struct {
 // posted is what became of the POST carrying a forwarded call: whether
 // the bridge sent it, and the HTTP status it was answered with (0: none).
 // A call whose POST never went out, or was refused with a 4xx (401, 403,
-// 400 for a header the SDK refuses, 429: before any tool runs), is not
-// recorded; any other failure leaves its outcome unknown.
+// 400 for a header the SDK refuses, 429: before any tool runs) or a 503,
+// is not recorded; any other failure leaves its outcome unknown.
 type posted struct {
-	tried  atomic.Bool
-	status atomic.Int32
+	tried    atomic.Bool
+	status   atomic.Int32
+	attempts atomic.Int32           // times sent
+	text     atomic.Pointer[string] // what the last refusal for now said
+}
+
+// said is what the server's last refusal for now said.
+func (p *posted) said() string {
+	if t := p.text.Load(); t != nil {
+		return *t
+	}
+	return ""
+}
+
+// busyReason is what a refusal for now of status means, in a few words.
+func busyReason(status int) string {
+	if status == http.StatusTooManyRequests {
+		return "busy for this token"
+	}
+	return "busy"
+}
+
+// busyHint tells an operator what to do about a refusal for now.
+func busyHint(status int) string {
+	if status == http.StatusTooManyRequests {
+		return ": the bound on requests in flight is the token's, shared by every bridge and client using it; give busy agents tokens of their own"
+	}
+	return ": the server holds as many connections or request bodies as it may (--max-conns, --max-body-bytes)"
+}
+
+// refusedForNow reports whether status is a refusal of a request the
+// server did not begin, to be sent again shortly: 429 (logbook server:
+// the token has as many requests in flight as one may) and 503 (it holds
+// as many connections or request bodies as it may). HTTP has both mean
+// the request was not processed.
+func refusedForNow(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+}
+
+// Sending again a request refused for now: at most maxSends times in all,
+// each after the answer's Retry-After (within [minRetryWait,
+// maxRetryWait]; minRetryWait without one), and never past the request's
+// deadline (a call's CallTimeout).
+const (
+	maxSends     = 30
+	minRetryWait = 50 * time.Millisecond
+	maxRetryWait = 5 * time.Second
+)
+
+// retryWait is how long to wait before sending again a request resp
+// refused for now.
+func retryWait(resp *http.Response) time.Duration {
+	secs, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
+	if err != nil || secs < 0 {
+		return minRetryWait
+	}
+	return min(max(time.Duration(secs)*time.Second, minRetryWait), maxRetryWait)
 }
 
 type postedKey struct{}
@@ -268,32 +338,73 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	if l, _ := r.Context().Value(listedKey{}).(*listed); l != nil {
-		resp, err := next.RoundTrip(r)
-		if err == nil {
-			b := new(bytes.Buffer)
-			l.bodies = append(l.bodies, b)
-			resp.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.TeeReader(resp.Body, b), resp.Body}
-		}
-		return resp, err
+	if r.Method != http.MethodPost {
+		return next.RoundTrip(r)
 	}
 	p, _ := r.Context().Value(postedKey{}).(*posted)
-	if p == nil || r.Method != http.MethodPost {
-		return next.RoundTrip(r)
+	if p == nil {
+		p = new(posted)
 	}
 	if !validHeaderValues(r.Header) {
 		// net/http refuses it before dialling: never sent.
 		return nil, errors.New("a header value holds a control character (the SDK's client puts the tool name in Mcp-Name)")
 	}
-	p.tried.Store(true)
-	resp, err := next.RoundTrip(r)
-	if err == nil {
-		p.status.Store(int32(resp.StatusCode))
+	resp, err := sendPost(next, r, p)
+	if l, _ := r.Context().Value(listedKey{}).(*listed); l != nil && err == nil {
+		// tools/list: its answer as the server wrote it (verbatimSchema).
+		b := new(bytes.Buffer)
+		l.bodies = append(l.bodies, b)
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(resp.Body, b), resp.Body}
 	}
 	return resp, err
+}
+
+// sendPost sends r, and again while the server refuses it for now, noting in
+// p what happened.
+func sendPost(next http.RoundTripper, r *http.Request, p *posted) (*http.Response, error) {
+	// A request refused for now (a bound of the server's, such as the
+	// token's requests in flight, which every bridge using the token
+	// shares) was never begun: it is sent again, whatever it carries.
+	ctx := r.Context()
+	for sends := 1; ; sends++ {
+		p.tried.Store(true)
+		p.attempts.Add(1)
+		resp, err := next.RoundTrip(r)
+		if err != nil {
+			return resp, err
+		}
+		p.status.Store(int32(resp.StatusCode))
+		if !refusedForNow(resp.StatusCode) {
+			return resp, nil
+		}
+		text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		said := domain.ClipAt(strings.TrimSpace(strings.ToValidUTF8(string(text), "\uFFFD")), 256)
+		p.text.Store(&said)
+		resp.Body = io.NopCloser(bytes.NewReader(text))
+		wait := retryWait(resp)
+		deadline, timed := ctx.Deadline()
+		if sends >= maxSends || r.GetBody == nil || timed && time.Until(deadline) < wait {
+			return resp, nil
+		}
+		body, err := r.GetBody()
+		if err != nil {
+			return resp, nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			body.Close()
+			return resp, nil
+		case <-t.C:
+		}
+		r = r.Clone(ctx)
+		r.Body = body
+	}
 }
 
 // validHeaderValues is net/http's own check of header values (no control

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/logbook-dev/logbook/commands"
 )
 
 // A forwarded call whose server never answers (stopped, not dead) is
@@ -245,3 +248,142 @@ func TestBridgeUnsendableName(t *testing.T) {
 		t.Errorf("Do got %d calls, want none", n)
 	}
 }
+
+// TestBridgeRetriesRefusedForNow: a call the logbook server turns away
+// because the bridge's token has as many requests in flight as one token
+// may (429 with Retry-After: another bridge, or client, using the token
+// holds them) was never begun, so the bridge sends it again, after
+// Retry-After, until it is served: the call is recorded once. One turned
+// away until its deadline is answered saying so (not recorded, the
+// server's words, that the bound is the token's), and the bridge serves
+// the next. Before, the first 429 was passed to the agent as "refused the
+// request (429 Too Many Requests)", saying neither why nor to try again.
+func TestBridgeRetriesRefusedForNow(t *testing.T) {
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	entered, release, done := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	var hold atomic.Bool
+	s.do = func(ctx context.Context, call commands.Call) ([]byte, error) {
+		if hold.Load() && call.Name == "task_list" {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-done: // the test ended early
+			}
+		}
+		return f.do(ctx, call)
+	}
+	h := s.HTTPHandler(HTTPOptions{MaxRequestsPerToken: 1, Authenticate: func(context.Context, string) (*Identity, error) {
+		return &Identity{Agent: "a", Token: "sum-a"}, nil // every bridge, one token
+	}})
+	var refusals atomic.Int32
+	refused := make(chan struct{}, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(rw, r)
+		if rw.status == http.StatusTooManyRequests {
+			refusals.Add(1)
+			refused <- struct{}{}
+		}
+	}))
+	defer srv.Close()
+	defer close(done) // before the server's Close, which waits for its requests
+	var log syncBuffer
+	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	answer("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	// Another holder of the token has its one request in flight.
+	hold.Store(true)
+	held := make(chan int, 1)
+	go func() {
+		code, _ := post(t, srv.URL, "x", newRequest(9, "tools/call", `"name":"task_list","arguments":{}`))
+		held <- code
+	}()
+	<-entered
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"t","project":"p"}}}`)
+	for range 2 { // turned away twice: the other request ends
+		select {
+		case <-refused:
+		case <-time.After(30 * time.Second): // a hang guard, not a timing check
+			t.Fatalf("the call was not sent again once turned away: %s", clipLine(answer("2")))
+		}
+	}
+	hold.Store(false)
+	release <- struct{}{}
+	if l := answer("2"); strings.Contains(l, `"error"`) || !strings.Contains(l, `task_create`) {
+		t.Errorf("a call turned away twice, then served: %s", clipLine(l))
+	}
+	if code := <-held; code != http.StatusOK {
+		t.Errorf("the held request: %d", code)
+	}
+	creates := 0
+	for _, c := range f.recorded() {
+		if c.Name == "task_create" {
+			creates++
+		}
+	}
+	if creates != 1 {
+		t.Errorf("task_create ran %d times, want once", creates)
+	}
+
+	// Held past the call's deadline: answered, not recorded, saying why.
+	hold.Store(true)
+	go func() {
+		code, _ := post(t, srv.URL, "x", newRequest(10, "tools/call", `"name":"task_list","arguments":{}`))
+		held <- code
+	}()
+	<-entered
+	before := refusals.Load()
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"u","project":"p"}}}`)
+	l := answer("3")
+	if !strings.Contains(l, `"error"`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "(429 Too Many Requests: busy for this token); not recorded: call again shortly") {
+		t.Errorf("a call turned away until its deadline: %s", clipLine(l))
+	}
+	// The operator reads in the log what the server said, and what to do.
+	if said := log.String(); !strings.Contains(said, `1 requests in flight`) || !strings.Contains(said, "shared by every bridge and client using it") {
+		t.Errorf("the bridge's log: %s", said)
+	}
+	if refusals.Load()-before < 2 {
+		t.Errorf("sent %d times, want it sent again", refusals.Load()-before)
+	}
+	hold.Store(false)
+	release <- struct{}{}
+	<-held
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`)
+	if l := answer("4"); strings.Contains(l, `"error"`) {
+		t.Errorf("the next call: %s", clipLine(l))
+	}
+	creates = 0
+	for _, c := range f.recorded() {
+		if c.Name == "task_create" {
+			creates++
+		}
+	}
+	if creates != 1 {
+		t.Errorf("task_create ran %d times in all, want once", creates)
+	}
+}
+
+// statusWriter notes the status its answer was given.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
