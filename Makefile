@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/logbook
 PKGS    := ./...
 
-.PHONY: build demo test test-browser docs-screenshots soak soak-stdio soak-jetstream bin/logbook-soak check bench bench-peers bench-server fuzz e2e-deps clean
+.PHONY: build demo test test-browser docs-screenshots soak soak-stdio soak-jetstream bin/logbook-soak bin/logbook-race check bench bench-peers bench-server fuzz e2e-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/logbook
@@ -33,11 +33,15 @@ docs-screenshots: test-browser
 # test` runs that suite short. The harness's runs take SOAK_DUR of faults
 # each (about a minute more for start-up, calm and checks; SOAK_SERVER_DUR
 # for the stdio run through a logbook server): make soak-stdio SOAK_DUR=30m.
-# A run that fails keeps its directory (named at its start) and prints the
-# seed: rerun it with bin/logbook-soak stdio -seed N (or jetstream; -h
-# lists the flags). make -k soak goes on past a failed run.
+# SOAK_RACE=1: the harness drives bin/logbook-race, logbook built with the
+# race detector (each run fails on a DATA RACE in any process's stderr);
+# slower, so fewer calls. A run that fails keeps its directory (named at its
+# start) and prints the seed: rerun it with bin/logbook-soak stdio -seed N
+# (or jetstream; -h lists the flags). make -k soak goes on past a failed run.
 SOAK_DUR        ?= 3m
 SOAK_SERVER_DUR ?= 1m
+SOAK_RACE       ?=
+SOAK_BIN        := $(if $(SOAK_RACE),bin/logbook-race,$(BIN))
 
 soak: soak-stdio soak-jetstream e2e-deps
 	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite|TestServerKill9' ./cmd/logbook/
@@ -45,17 +49,20 @@ soak: soak-stdio soak-jetstream e2e-deps
 # soak-stdio: agents over stdio (logbook serve) SIGKILLed, SIGTERMed,
 # SIGSTOPped and cut off at random beside rebuild, snapshot and token add
 # (also killed), then the same through a logbook server SIGKILLed at random.
-soak-stdio: build bin/logbook-soak
-	bin/logbook-soak stdio -dur $(SOAK_DUR) -kill-mode mix
-	bin/logbook-soak stdio -dur $(SOAK_SERVER_DUR) -kill-mode mix -server
+soak-stdio: build bin/logbook-soak $(if $(SOAK_RACE),bin/logbook-race)
+	bin/logbook-soak stdio -bin $(SOAK_BIN) -dur $(SOAK_DUR) -kill-mode mix
+	bin/logbook-soak stdio -bin $(SOAK_BIN) -dur $(SOAK_SERVER_DUR) -kill-mode mix -server
 
 # soak-jetstream: three logbook server nodes on three nats-server processes,
 # nodes and servers killed, stopped and partitioned.
-soak-jetstream: build bin/logbook-soak bin/nats-server
-	bin/logbook-soak jetstream -dur $(SOAK_DUR)
+soak-jetstream: build bin/logbook-soak bin/nats-server $(if $(SOAK_RACE),bin/logbook-race)
+	bin/logbook-soak jetstream -bin $(SOAK_BIN) -dur $(SOAK_DUR)
 
 bin/logbook-soak:
 	$(GO) build -o $@ ./cmd/logbook-soak
+
+bin/logbook-race:
+	$(GO) build -race -o $@ ./cmd/logbook
 
 # bin/nats-server: the NATS server of the module go.mod requires (the one the
 # tests run in-process), built from the module cache: nothing is downloaded

@@ -2,9 +2,12 @@ package jetstream
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/logbook-dev/logbook/cmd/logbook-soak/logscan"
 )
 
 var markerRE = regexp.MustCompile(`soak-[A-Za-z0-9]+-\d+-\d+`)
@@ -14,6 +17,10 @@ var markerRE = regexp.MustCompile(`soak-[A-Za-z0-9]+-\d+-\d+`)
 // line beginning FAIL with what was lost, added or differs.
 func check(nodes []*node, rec *recorder, kills map[string]int, last uint64) int {
 	bad := 0
+	for _, l := range logscan.Scan(filepath.Join(filepath.Dir(nodes[0].db), "node*.log")) {
+		logf("FAIL a node crashed, logged a panic or raced: %s", l)
+		bad++
+	}
 	roots := map[string][]int{}
 	for _, n := range nodes {
 		out, errs, code := runCmd("verify", "--db", n.db)

@@ -376,18 +376,19 @@ func Run(args []string) (code int) {
 			return 2
 		}
 		dir = d
-		defer func() {
-			if code == 0 {
-				os.RemoveAll(d)
-			}
-		}()
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		fmt.Fprintln(os.Stderr, "jetstream:", err)
 		return 2
 	}
 	logf("jetstream soak (%s): seed %d, dir %s", *mode, *seed, dir)
 	if *mode == "cold" {
-		return min(cold(dir), 1)
+		code = min(cold(dir), 1)
+	} else {
+		code = chaos(dir)
 	}
-	return chaos(dir)
+	// Not deferred: a harness that panics keeps the directory too.
+	if code == 0 && *dirFlag == "" {
+		os.RemoveAll(dir)
+	}
+	return code
 }

@@ -57,11 +57,12 @@ type monitor struct {
 	maxDelay []time.Duration
 	maxSeq   []uint64
 	caught   []time.Time // when the node first held the stream's last (reset when behind)
+	lagging  []bool      // a LAG line was printed and the node has not caught up since
 }
 
 func startMonitor(c *cluster, nodes []*node, tokens []string, agentNode []int) *monitor {
 	m := &monitor{stop: make(chan struct{}), done: make(chan struct{}), size: make([]uint64, 3),
-		pending: make([][]seen, 3), maxDelay: make([]time.Duration, 3), maxSeq: make([]uint64, 3), caught: make([]time.Time, 3)}
+		pending: make([][]seen, 3), maxDelay: make([]time.Duration, 3), maxSeq: make([]uint64, 3), caught: make([]time.Time, 3), lagging: make([]bool, 3)}
 	tok := tokens[0]
 	go func() {
 		defer close(m.done)
@@ -88,8 +89,9 @@ func startMonitor(c *cluster, nodes []*node, tokens []string, agentNode []int) *
 				m.size[i] = sz
 				p := m.pending[i]
 				for len(p) > 0 && p[0].seq <= sz {
-					if d := now.Sub(p[0].at); d > 2*time.Second {
-						logf("LAG node%d held seq %d %v after the stream showed it", i, p[0].seq, d.Round(time.Millisecond))
+					if d := now.Sub(p[0].at); d > 2*time.Second && !m.lagging[i] {
+						logf("LAG node%d held seq %d %v after the stream showed it (once until it catches up)", i, p[0].seq, d.Round(time.Millisecond))
+						m.lagging[i] = true
 					}
 					if d := now.Sub(p[0].at); d > m.maxDelay[i] {
 						m.maxDelay[i], m.maxSeq[i] = d, p[0].seq
@@ -101,6 +103,7 @@ func startMonitor(c *cluster, nodes []*node, tokens []string, agentNode []int) *
 					if m.caught[i].IsZero() {
 						m.caught[i] = now
 					}
+					m.lagging[i] = false
 				} else {
 					m.caught[i] = time.Time{}
 				}

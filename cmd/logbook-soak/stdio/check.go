@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/logbook-dev/logbook/cmd/logbook-soak/logscan"
 )
 
 // event is one line of `logbook replay`.
@@ -54,6 +56,9 @@ func check() int {
 	}
 	logf("calls %d: %v; serve processes started %d, SIGKILLed or SIGSTOPped %d, SIGTERMed or stdin closed %d; server SIGKILLed %d; rebuild/snapshot/token add runs %d (SIGKILLed %d); tokens %d",
 		len(calls), counts, st.starts.Load(), st.kills.Load(), st.soft.Load(), st.srvKills.Load(), st.auxRuns.Load(), st.auxKills.Load(), len(tokens))
+	for _, l := range logscan.Scan(filepath.Join(*outDir, "*.stderr")) {
+		fail("a logbook process crashed, logged a panic or raced: %s", l)
+	}
 	o, e, ec := runBin("verify", "--db", *db)
 	if ec != 0 {
 		fail("verify exit %d: %s %s", ec, o, e)

@@ -488,7 +488,14 @@ func startServer() error {
 // runAux runs rebuild, snapshot or token add every 0.2–1 s until stop,
 // SIGKILLing half of those still running after a random 0–0.4 s. A snapshot
 // that completed must verify; a token add that completed must be in the log.
+// Their stderr goes to DIR/aux.stderr.
 func runAux(stop <-chan struct{}) {
+	auxLog, err := os.OpenFile(filepath.Join(*outDir, "aux.stderr"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		anomaly("aux.stderr: %v", err)
+		return
+	}
+	defer auxLog.Close()
 	for i := 1; ; i++ {
 		select {
 		case <-stop:
@@ -511,7 +518,7 @@ func runAux(stop <-chan struct{}) {
 		}
 		c := command(args...)
 		var out, errb bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errb
+		c.Stdout, c.Stderr = &out, io.MultiWriter(&errb, auxLog)
 		if err := c.Start(); err != nil {
 			anomaly("start %s: %v", args[0], err)
 			continue
@@ -576,22 +583,29 @@ func Run(args []string) (code int) {
 		fmt.Fprintf(os.Stderr, "stdio: %v (make build writes bin/logbook; -bin names another)\n", err)
 		return 2
 	}
-	if *outDir == "" {
+	made := *outDir == ""
+	if made {
 		d, err := os.MkdirTemp("", "logbook-soak-stdio-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stdio:", err)
 			return 2
 		}
 		*outDir = d
-		defer func() {
-			if code == 0 {
-				os.RemoveAll(d)
-			}
-		}()
 	} else if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "stdio:", err)
 		return 2
 	}
+	code = soak()
+	// Not deferred: a harness that panics keeps the directory too.
+	if code == 0 && made {
+		os.RemoveAll(*outDir)
+	}
+	return code
+}
+
+// soak runs the soak (or only its checks, -check-only) in the directory
+// set up and returns the exit code.
+func soak() int {
 	if *db == "" {
 		*db = filepath.Join(*outDir, "ledger.db")
 	}
