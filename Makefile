@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/logbook
 PKGS    := ./...
 
-.PHONY: build demo test test-browser docs-screenshots soak soak-stdio soak-jetstream bin/logbook-soak bin/logbook-race check bench bench-peers bench-server fuzz e2e-deps clean
+.PHONY: build demo test test-browser docs-screenshots soak soak-stdio soak-jetstream soak-faults soak-faults-skipped bin/logbook-soak bin/logbook-race check bench bench-peers bench-server fuzz e2e-deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/logbook
@@ -43,7 +43,7 @@ SOAK_SERVER_DUR ?= 1m
 SOAK_RACE       ?=
 SOAK_BIN        := $(if $(SOAK_RACE),bin/logbook-race,$(BIN))
 
-soak: soak-stdio soak-jetstream e2e-deps
+soak: soak-stdio soak-jetstream $(if $(filter 0,$(shell id -u)),soak-faults,soak-faults-skipped) e2e-deps
 	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite|TestServerKill9' ./cmd/logbook/
 
 # soak-stdio: agents over stdio (logbook serve) SIGKILLed, SIGTERMed,
@@ -52,6 +52,18 @@ soak: soak-stdio soak-jetstream e2e-deps
 soak-stdio: build bin/logbook-soak $(if $(SOAK_RACE),bin/logbook-race)
 	bin/logbook-soak stdio -bin $(SOAK_BIN) -dur $(SOAK_DUR) -kill-mode mix
 	bin/logbook-soak stdio -bin $(SOAK_BIN) -dur $(SOAK_SERVER_DUR) -kill-mode mix -server
+
+# soak-faults (root): the stdio soak with reboots (every logbook process
+# SIGKILLed, the next ones started in another boot, as the kernel's boot id
+# tells them: the journal recovered), then with the ledger file, and its
+# directory, made read-only and writable again (logbook run as nobody).
+soak-faults: build bin/logbook-soak $(if $(SOAK_RACE),bin/logbook-race)
+	bin/logbook-soak stdio -bin $(SOAK_BIN) -dur $(SOAK_SERVER_DUR) -kill-mode mix -reboots 6
+	bin/logbook-soak stdio -bin $(SOAK_BIN) -dur $(SOAK_SERVER_DUR) -kill-mode mix -perm file
+	bin/logbook-soak stdio -bin $(SOAK_BIN) -dur $(SOAK_SERVER_DUR) -kill-mode mix -perm dir
+
+soak-faults-skipped:
+	@echo "soak-faults skipped: it needs root (a mount namespace per process of another boot; logbook run as the user nobody)"
 
 # soak-jetstream: three logbook server nodes on three nats-server processes,
 # nodes and servers killed, stopped and partitioned.

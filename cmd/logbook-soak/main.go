@@ -26,6 +26,7 @@ Run a subcommand with -h for its flags.
 `
 
 func main() {
+	stdio.ExecInBoot()
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)

@@ -25,10 +25,12 @@ type event struct {
 	Payload  json.RawMessage `json:"payload"`
 }
 
-// runBin runs the binary to its end: its stdout, stderr and exit code (-1
-// if it could not be started).
+// runBin runs the binary to its end, in the current boot (not registered:
+// a reboot does not kill it): its stdout, stderr and exit code (-1 if it
+// could not be started).
 func runBin(args ...string) (string, string, int) {
 	c := command(args...)
+	inBoot(c)
 	var o, e bytes.Buffer
 	c.Stdout, c.Stderr = &o, &e
 	if err := c.Run(); c.ProcessState == nil {
@@ -54,8 +56,8 @@ func check() int {
 	for _, c := range calls {
 		counts[c.State]++
 	}
-	logf("calls %d: %v; serve processes started %d, SIGKILLed or SIGSTOPped %d, SIGTERMed or stdin closed %d; server SIGKILLed %d; rebuild/snapshot/token add runs %d (SIGKILLed %d); tokens %d",
-		len(calls), counts, st.starts.Load(), st.kills.Load(), st.soft.Load(), st.srvKills.Load(), st.auxRuns.Load(), st.auxKills.Load(), len(tokens))
+	logf("calls %d: %v; serve processes started %d, SIGKILLed or SIGSTOPped %d, SIGTERMed or stdin closed %d; server SIGKILLed %d; rebuild/snapshot/token add runs %d (SIGKILLed %d); tokens %d; reboots %d (%d with commits to recover); made read-only %d times",
+		len(calls), counts, st.starts.Load(), st.kills.Load(), st.soft.Load(), st.srvKills.Load(), st.auxRuns.Load(), st.auxKills.Load(), len(tokens), st.reboots.Load(), st.unrecovered.Load(), st.chmods.Load())
 	for _, l := range logscan.Scan(filepath.Join(*outDir, "*.stderr")) {
 		fail("a logbook process crashed, logged a panic or raced: %s", l)
 	}

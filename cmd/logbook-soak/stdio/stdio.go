@@ -44,6 +44,8 @@ var (
 	withSrv  = fs.Bool("server", false, "run a `logbook server` holding the file (the serve processes commit through it) and SIGKILL it at random")
 	aux      = fs.Bool("aux", true, "run rebuild (not with -server), snapshot and token add beside the agents, SIGKILLing half of them")
 	extraArg = fs.String("serve-args", "", "more arguments for each `logbook serve`, space-separated")
+	reboots  = fs.Int("reboots", 0, "reboots during the run, evenly spaced: every logbook process SIGKILLed at once, the next ones started in another boot (a boot id of their own; needs root); the first writer recovers the journal")
+	perm     = fs.String("perm", "", "file: the ledger file made read-only (0444) and writable again every 0.5–2 s; dir: its directory (0555), read-only from the start, the ledger made with no journal; the logbook processes run as the user nobody, for whom modes count (needs root)")
 	seed     = fs.Uint64("seed", 0, "seed of the random choices (default: the clock); timing still varies between runs")
 	noRun    = fs.Bool("check-only", false, "run nothing: check the ledger against DIR/calls.json of an earlier run")
 )
@@ -69,7 +71,7 @@ type call struct {
 
 // stats counts what the run did to the processes.
 type stats struct {
-	soft, kills, srvKills, auxKills, auxRuns, starts atomic.Int64
+	soft, kills, srvKills, auxKills, auxRuns, starts, reboots, unrecovered, chmods atomic.Int64
 }
 
 var st stats
@@ -96,12 +98,81 @@ func logf(f string, a ...any) {
 func anomaly(f string, a ...any) { anomalies.Add(1); logf("FAIL "+f, a...) }
 
 // command is the binary run with args, ended with the harness (a harness
-// killed by a timeout leaves no process behind).
+// killed by a timeout leaves no process behind), as the user nobody with
+// -perm. start (or runBin) starts it in the boot current then.
 func command(args ...string) *exec.Cmd {
 	c := exec.Command(*bin, args...)
 	c.Env = append(os.Environ(), "LOGBOOK_DB=")
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: nobody}
 	return c
+}
+
+// The logbook processes running, so that a reboot can SIGKILL them all at
+// once: start registers a process (under bootMu, read), done removes it;
+// a reboot holds bootMu, so that none starts meanwhile.
+var (
+	bootMu sync.RWMutex
+	liveMu sync.Mutex
+	live   = map[*exec.Cmd]func(){} // each process's kill (a serve process's marks it hard)
+	liveWG sync.WaitGroup
+)
+
+// start starts c in the current boot and registers it with kill, how a
+// reboot kills it (nil: SIGKILL); the caller calls done(c) once c.Wait
+// returned. The boot is chosen here, under bootMu, not when c was made: a
+// process made before a reboot and started after it is of the new boot.
+func start(c *exec.Cmd, kill func()) error {
+	bootMu.RLock()
+	defer bootMu.RUnlock()
+	inBoot(c)
+	if err := c.Start(); err != nil {
+		return err
+	}
+	if kill == nil {
+		kill = func() { c.Process.Kill() }
+	}
+	liveMu.Lock()
+	live[c] = kill
+	liveMu.Unlock()
+	liveWG.Add(1)
+	return nil
+}
+
+func done(c *exec.Cmd) {
+	liveMu.Lock()
+	delete(live, c)
+	liveMu.Unlock()
+	liveWG.Done()
+}
+
+// reboot k: every logbook process SIGKILLed and reaped, none started
+// meanwhile, then the next ones in boot k. A reader of the new boot must
+// be refused while the journal holds commits of the old one (or pass, if
+// it holds none).
+func reboot(k int) {
+	bootMu.Lock()
+	defer bootMu.Unlock()
+	liveMu.Lock()
+	for _, kill := range live {
+		kill()
+	}
+	liveMu.Unlock()
+	liveWG.Wait()
+	if err := newBoot(k); err != nil {
+		anomaly("reboot %d: %v", k, err)
+		return
+	}
+	st.reboots.Add(1)
+	o, e, ec := runBin("verify", "--db", *db)
+	switch {
+	case ec == 0:
+		logf("reboot %d: nothing to recover (verify passed before any writer of the new boot)", k)
+	case strings.Contains(e, "journal holds commits to recover"):
+		st.unrecovered.Add(1)
+		logf("reboot %d: verify refused until a writer recovers, as it should: %.200s", k, strings.TrimSpace(e))
+	default:
+		anomaly("reboot %d: verify of the new boot, before any writer: exit %d: %s %s", k, ec, o, e)
+	}
 }
 
 // proc is one logbook serve process.
@@ -142,12 +213,12 @@ func startServe(agent string) (*proc, error) {
 		return nil, err
 	}
 	c.Stderr = ef
-	if err := c.Start(); err != nil {
+	p := &proc{cmd: c, in: in, wait: map[int]chan json.RawMessage{}, dead: make(chan struct{})}
+	if err := start(c, func() { p.hard.Store(true); c.Process.Kill() }); err != nil {
 		ef.Close()
 		return nil, err
 	}
 	st.starts.Add(1)
-	p := &proc{cmd: c, in: in, wait: map[int]chan json.RawMessage{}, dead: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -168,6 +239,7 @@ func startServe(agent string) (*proc, error) {
 			}
 		}
 		c.Wait()
+		done(c)
 		ef.Close()
 		close(p.dead)
 	}()
@@ -473,12 +545,12 @@ func startServer() error {
 		return err
 	}
 	c.Stderr, c.Stdout = ef, ef
-	if err := c.Start(); err != nil {
+	if err := start(c, nil); err != nil {
 		ef.Close()
 		return fmt.Errorf("start logbook server: %w", err)
 	}
 	d := make(chan struct{})
-	go func() { c.Wait(); ef.Close(); close(d) }()
+	go func() { c.Wait(); done(c); ef.Close(); close(d) }()
 	srvMu.Lock()
 	srvCmd, srvDead = c, d
 	srvMu.Unlock()
@@ -519,39 +591,40 @@ func runAux(stop <-chan struct{}) {
 		c := command(args...)
 		var out, errb bytes.Buffer
 		c.Stdout, c.Stderr = &out, io.MultiWriter(&errb, auxLog)
-		if err := c.Start(); err != nil {
+		if err := start(c, nil); err != nil {
 			anomaly("start %s: %v", args[0], err)
 			continue
 		}
 		st.auxRuns.Add(1)
-		done := make(chan error, 1)
-		go func() { done <- c.Wait() }()
+		exited := make(chan error, 1)
+		go func() { exited <- c.Wait(); done(c) }()
 		killed := false
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(time.Duration(rnd(400)) * time.Millisecond):
 			if rnd(2) == 0 {
 				c.Process.Signal(syscall.SIGKILL)
 				killed = true
 				st.auxKills.Add(1)
 			}
-			<-done
+			<-exited
 		}
-		if killed {
+		if killed || c.ProcessState.ExitCode() == -1 { // -1: killed by a reboot
 			os.Remove(snap)
 			continue
 		}
 		if ec := c.ProcessState.ExitCode(); ec != 0 {
 			// Refusals while another process holds the file are expected.
-			if s := errb.String(); !strings.Contains(s, "lock") && !strings.Contains(s, "held") {
+			// So are those of a file or directory made read-only (-perm).
+			if s := errb.String(); !strings.Contains(s, "lock") && !strings.Contains(s, "held") && (*perm == "" || !strings.Contains(s, "permission denied")) {
 				logf("NOTE %s exit %d: %s", args[0], ec, strings.TrimSpace(s))
 			}
 			continue
 		}
 		switch kind {
 		case 1:
-			if o, err := command("verify", "--db", snap).CombinedOutput(); err != nil {
-				anomaly("snapshot %s does not verify: %v: %s", snap, err, o)
+			if o, e, ec := runBin("verify", "--db", snap); ec != 0 {
+				anomaly("snapshot %s does not verify: exit %d: %s %s", snap, ec, o, e)
 			} else {
 				os.Remove(snap)
 			}
@@ -609,6 +682,18 @@ func soak() int {
 	if *db == "" {
 		*db = filepath.Join(*outDir, "ledger.db")
 	}
+	if *perm != "" {
+		if err := setupPerm(); err != nil {
+			fmt.Fprintln(os.Stderr, "stdio:", err)
+			return 2
+		}
+	}
+	if *reboots > 0 {
+		if err := checkBoot(); err != nil {
+			fmt.Fprintln(os.Stderr, "stdio:", err)
+			return 2
+		}
+	}
 	statePath := filepath.Join(*outDir, "calls.json")
 	if *noRun {
 		b, err := os.ReadFile(statePath)
@@ -622,10 +707,26 @@ func soak() int {
 			return 2
 		}
 		calls, tokens = s.Calls, s.Tokens
+		// The check of a run with reboots is of the same machine, in its
+		// last boot: in the machine's, a reader is rightly refused the
+		// commits a process of that boot left in the journal.
+		if k := lastBoot(); k > 0 {
+			if err := checkBoot(); err != nil {
+				fmt.Fprintf(os.Stderr, "stdio: the run had reboots: %v\n", err)
+				return 2
+			}
+			bootFile.Store(filepath.Join(*outDir, fmt.Sprintf("boot-%d", k)))
+		}
 		return check()
 	}
-	logf("stdio soak: seed %d, dir %s, %d agents for %v, kills every ~%d ms (%s), server %v, aux %v",
-		*seed, *outDir, *nAgents, *dur, *killMs, *killMode, *withSrv, *aux)
+	logf("stdio soak: seed %d, dir %s, %d agents for %v, kills every ~%d ms (%s), server %v, aux %v, reboots %d, perm %q",
+		*seed, *outDir, *nAgents, *dur, *killMs, *killMode, *withSrv, *aux, *reboots, *perm)
+	if *perm == "dir" {
+		if err := dirFirst(); err != nil {
+			fmt.Fprintln(os.Stderr, "stdio:", err)
+			return 2
+		}
+	}
 	if *withSrv {
 		if err := startServer(); err != nil {
 			fmt.Fprintln(os.Stderr, "stdio:", err)
@@ -646,7 +747,26 @@ func soak() int {
 		auxWG.Add(1)
 		go func() { defer auxWG.Done(); runAux(stop) }()
 	}
-	for end := time.Now().Add(*dur); time.Now().Before(end); {
+	if *perm != "" {
+		auxWG.Add(1)
+		go func() { defer auxWG.Done(); togglePerm(stop) }()
+	}
+	t0, booted := time.Now(), 0
+	for end := t0.Add(*dur); time.Now().Before(end); {
+		if booted < *reboots && time.Since(t0) >= time.Duration(booted+1)**dur/time.Duration(*reboots+1) {
+			booted++
+			reboot(booted)
+			if *withSrv {
+				srvMu.Lock()
+				d := srvDead
+				srvMu.Unlock()
+				<-d
+				if err := startServer(); err != nil {
+					anomaly("%v", err)
+				}
+			}
+			continue
+		}
 		if *killMs == 0 {
 			time.Sleep(100 * time.Millisecond)
 			continue
