@@ -364,16 +364,21 @@ func (m *Tokens) List() ([]projections.Token, error) {
 	return out, err
 }
 
-// unanswered is the error of a request the server did not answer: a
-// change asked for (issue, revoke) may have been made if the request
-// reached the server before it stopped, and the caller must not take it
-// for undone (a token issued again is a second token).
-func (m *Tokens) unanswered(method string, err error) error {
+// unanswered is the error of a request to path the server did not
+// answer: a change asked for (issue, revoke, a snapshot) may have been made
+// if the request reached the server before it stopped, and the caller must
+// not take it for undone (a token issued again is a second token); the
+// error says where to look.
+func (m *Tokens) unanswered(method, path string, err error) error {
 	var op *net.OpError
 	if method == http.MethodGet || errors.As(err, &op) && op.Op == "dial" {
 		return fmt.Errorf("logbook server admin socket: %w", err)
 	}
-	return fmt.Errorf("logbook server admin socket: %w: the server did not answer, so whether it made the change is unknown (logbook token list shows the tokens as they are)", err)
+	look := "logbook token list shows the tokens as they are"
+	if path == "/snapshot" {
+		look = "a file at the snapshot's path is whole: it appears there only once complete and synced"
+	}
+	return fmt.Errorf("logbook server admin socket: %w: the server did not answer, so whether it made the change is unknown (%s)", err, look)
 }
 
 func (m *Tokens) call(method, path string, in, out any) error {
@@ -396,12 +401,12 @@ func (m *Tokens) call(method, path string, in, out any) error {
 	req.Header.Set(ledgerHeader, db)
 	resp, err := m.c.Do(req)
 	if err != nil {
-		return m.unanswered(method, err)
+		return m.unanswered(method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return m.unanswered(method, err)
+		return m.unanswered(method, path, err)
 	}
 	msg := string(bytes.TrimSpace(b))
 	switch resp.StatusCode {

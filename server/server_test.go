@@ -386,7 +386,8 @@ func startRun(t *testing.T, l *boltstore.Store, opts Options) (addr string, stop
 // TestAdminUnansweredChangeIsUnknown: a server that reads a token request
 // and stops before answering (killed mid-request) leaves the change's
 // outcome unknown, and the error says so; a listing, which changes
-// nothing, is a plain failure.
+// nothing, is a plain failure. So for a snapshot, whose error points at its
+// path rather than at the tokens.
 func TestAdminUnansweredChangeIsUnknown(t *testing.T) {
 	_, db := openStore(t, boltstore.Options{})
 	socket := filepath.Join(t.TempDir(), "a.sock")
@@ -423,5 +424,10 @@ func TestAdminUnansweredChangeIsUnknown(t *testing.T) {
 	}
 	if _, err := m.List(); err == nil || strings.Contains(err.Error(), "unknown") {
 		t.Errorf("list unanswered: %v; want a plain failure", err)
+	}
+	// A snapshot's error points at the snapshot, not at the tokens.
+	out := filepath.Join(t.TempDir(), "snap.db")
+	if _, ok, err := SnapshotThroughServer(db, socket, out); !ok || err == nil || !strings.Contains(err.Error(), "unknown") || !strings.Contains(err.Error(), "snapshot's path") || strings.Contains(err.Error(), "token") {
+		t.Errorf("snapshot unanswered: ok %v, %v; want its outcome said unknown, and the snapshot's path to look at", ok, err)
 	}
 }
