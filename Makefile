@@ -29,8 +29,9 @@ docs-screenshots: test-browser
 
 # soak: the soak harness (cmd/logbook-soak), then the crash-and-fault
 # suite long (hundreds of SIGKILLs of writing agents, full disk, foreign
-# locks, swapped files, 25 SIGKILLs of logbook server under load); `make
-# test` runs that suite short. The harness's runs take SOAK_DUR of faults
+# locks, swapped files, 25 SIGKILLs of logbook server under load, five
+# rounds of JetStream faults: TestFaultsLoseNothing); `make test` runs that
+# suite short. The harness's runs take SOAK_DUR of faults
 # each (about a minute more for start-up, calm and checks; SOAK_SERVER_DUR
 # for the stdio run through a logbook server): make soak-stdio SOAK_DUR=30m.
 # SOAK_RACE=1: the harness drives bin/logbook-race, logbook built with the
@@ -44,7 +45,7 @@ SOAK_RACE       ?=
 SOAK_BIN        := $(if $(SOAK_RACE),bin/logbook-race,$(BIN))
 
 soak: soak-stdio soak-jetstream $(if $(filter 0,$(shell id -u)),soak-faults,soak-faults-skipped) e2e-deps
-	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite|TestServerKill9' ./cmd/logbook/
+	LOGBOOK_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestFault|TestE2ELedgerSwapped|TestE2EDamaged|TestAuditWhileAgentsWrite|TestServerKill9' ./cmd/logbook/ ./ledger/jetstream/
 
 # soak-stdio: agents over stdio (logbook serve) SIGKILLed, SIGTERMed,
 # SIGSTOPped and cut off at random beside rebuild, snapshot and token add
