@@ -68,8 +68,7 @@ func check() int {
 	o, e, ec = runBin("replay", "--db", *db)
 	if ec != 0 {
 		fail("replay exit %d: %s", ec, e)
-		logf("FAIL: %d failures", bad)
-		return 1
+		return verdict(bad)
 	}
 	var evs []event
 	for _, l := range strings.Split(strings.TrimSpace(o), "\n") {
@@ -252,6 +251,12 @@ func check() int {
 		}
 	}
 	logf("checked: %d events, %d acknowledged writes, %d tasks, %d tokens", len(evs), okWrites, len(tl.Tasks), len(tokens))
+	return verdict(bad)
+}
+
+// verdict prints the run's last line, with bad failures, and returns its
+// exit code.
+func verdict(bad int) int {
 	if bad > 0 {
 		logf("FAIL: %d failures (the lines marked FAIL above); the ledger and the agents' logs are in %s", bad, *outDir)
 		return 1
