@@ -101,7 +101,7 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 			case status == http.StatusUnauthorized:
 				// Refused before anything ran: the token is unknown or
 				// was revoked (and the SDK's client sends nothing more).
-				return nil, fmt.Errorf("the logbook server refused the bridge's token (401: unknown or revoked); the call was not recorded, nor will any be until serve --connect runs with a valid token: %w", err)
+				return nil, fmt.Errorf("the logbook server refused the bridge's token (401: unknown or revoked); not recorded: restart the bridge with a valid token: %w", err)
 			case refusedForNow(int(status)):
 				// Turned away before anything ran, each time the bridge
 				// sent it (bearer), until waiting more would pass its
