@@ -24,16 +24,19 @@ const MaxIDLength = 32
 // digits (fmt's "%s%04d", in one allocation rather than three: every call
 // that records something formats an id or two).
 func FormatID(prefix string, n uint64) string {
+	var b [32]byte
+	return string(AppendID(b[:0], prefix, n))
+}
+
+// AppendID appends FormatID(prefix, n) to b.
+func AppendID(b []byte, prefix string, n uint64) []byte {
 	var digits [20]byte
 	d := strconv.AppendUint(digits[:0], n, 10)
-	var b strings.Builder
-	b.Grow(len(prefix) + max(4, len(d)))
-	b.WriteString(prefix)
+	b = append(b, prefix...)
 	for range 4 - min(4, len(d)) {
-		b.WriteByte('0')
+		b = append(b, '0')
 	}
-	b.Write(d)
-	return b.String()
+	return append(b, d...)
 }
 
 // ParseID returns the number of an id with the prefix, ok false otherwise.

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -38,6 +39,9 @@ var encoders = sync.Pool{New: func() any {
 // payloads and records a fold reads most go through their hand-written
 // readers first (fastcodec.go).
 func unmarshal(b []byte, v any) error {
+	if _, ok := v.(*Task); ok { // positional, without its id: decodeTask
+		return errors.New("decode payload: a task record is read by decodeTask")
+	}
 	if decodeFast(b, v) {
 		return nil
 	}

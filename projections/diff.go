@@ -155,7 +155,13 @@ func recordSeq(space string, v []byte) uint64 {
 	case spThoughts: // a block of thoughts: the latest of them
 		b, _ := decodeThoughts(nil, v)
 		return slices.Max(b[:])
-	case spTasks, spSessions, spFindings, spLearnings, spMemories:
+	case spTasks:
+		var t Task
+		if decodeTask(&t, 0, v, nil) != nil {
+			return 0
+		}
+		return t.Seq
+	case spSessions, spFindings, spLearnings, spMemories:
 	default:
 		return 0
 	}

@@ -3,22 +3,21 @@ package projections
 import (
 	"encoding/binary"
 	"math"
-	"unsafe"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 )
 
-// A fold decodes the payload of nearly every event, and decodes and
-// re-encodes the task it changes: through msgpack's generic reflection
-// reader that was a fifth of a rebuild. These hand-written readers and the
-// Task writer cover the forms this binary writes (a map of the fields by
-// their json names, strings as str, integers, float64, arrays of str).
-// Anything else — another key, a value of another type, a key twice, a
-// nil where a string was expected — makes a reader give up (ok false), and
-// the generic reader decodes the payload instead, exactly as before.
-// TestFastCodec and FuzzFastDecode check that both give the same values,
-// and that the writer gives the generic writer's bytes.
+// A fold decodes the payload of nearly every event: through msgpack's
+// generic reflection reader that was a fifth of a rebuild. These
+// hand-written readers cover the forms this binary writes (a map of the
+// fields by their json names, strings as str, integers, float64, arrays of
+// str). Anything else — another key, a value of another type, a key twice,
+// a nil where a string was expected — makes a reader give up (ok false),
+// and the generic reader decodes the payload instead, exactly as before.
+// TestFastCodec and FuzzFastDecode check that both give the same values.
+// A task's record, which the fold decodes and re-encodes for each task
+// event, has a reader and writer of its own (taskrecord.go).
 
 // fastDecoder is implemented by the payloads and records with a
 // hand-written reader. decodeFast reads b into the receiver, setting the
@@ -32,7 +31,7 @@ type mp struct {
 	b   []byte
 	off int
 	// s, if not empty, is b as a string, which str slices rather than
-	// allocating each string (Task.decodeFast).
+	// allocating each string (decodeTask).
 	s string
 }
 
@@ -479,67 +478,6 @@ func (p *taskCreatedPayload) decodeFast(b []byte) bool {
 	})
 }
 
-func (t *Task) decodeFast(b []byte) bool {
-	// The task's strings are slices of one copy of b: one allocation
-	// rather than one a field (a call that changes a task decodes it).
-	return t.decodeFrom(&mp{b: b, s: string(b)})
-}
-
-// decodeInPlace is decodeFast with the task's strings slices of b itself:
-// valid only as long as b is (TasksInPlace).
-func (t *Task) decodeInPlace(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	return t.decodeFrom(&mp{b: b, s: unsafe.String(unsafe.SliceData(b), len(b))})
-}
-
-func (t *Task) decodeFrom(r *mp) bool {
-	return r.fields(func(k []byte) (int, bool) {
-		switch string(k) {
-		case "task_id":
-			return 0, r.str(&t.ID)
-		case "title":
-			return 1, r.str(&t.Title)
-		case "description":
-			return 2, r.str(&t.Description)
-		case "project":
-			return 3, r.str(&t.Project)
-		case "status":
-			return 4, r.str(&t.Status)
-		case "priority":
-			return 5, r.str(&t.Priority)
-		case "progress":
-			return 6, r.int(&t.Progress)
-		case "assignee":
-			return 7, r.str(&t.Assignee)
-		case "labels":
-			return 8, r.strs(&t.Labels)
-		case "estimate_hours":
-			return 9, r.floatPtr(&t.EstimateHours)
-		case "created_at":
-			return 10, r.str(&t.CreatedAt)
-		case "updated_at":
-			return 11, r.str(&t.UpdatedAt)
-		case "created_by":
-			return 12, r.str(&t.CreatedBy)
-		case "updated_by":
-			return 13, r.str(&t.UpdatedBy)
-		case "parent_id":
-			return 14, r.str(&t.ParentID)
-		case "blocked_reason":
-			return 15, r.str(&t.BlockedReason)
-		case "sequence":
-			return 16, r.uint(&t.Sequence)
-		case "seq":
-			return 17, r.uint(&t.Seq)
-		case "created_seq":
-			return 18, r.uint(&t.CreatedSeq)
-		}
-		return 0, false
-	})
-}
-
 // The payload types with a fast reader, as the events package defines them.
 type (
 	thoughtPayload     events.ThoughtRecorded
@@ -557,8 +495,6 @@ func decodeFast(b []byte, v any) bool {
 		return tryFast(b, (*taskUpdatedPayload)(v))
 	case *events.TaskCreated:
 		return tryFast(b, (*taskCreatedPayload)(v))
-	case *Task:
-		return tryFast(b, v)
 	}
 	return false
 }
@@ -629,10 +565,18 @@ func (w *mw) int(v int64) {
 }
 
 func (w *mw) strs(ss []string) {
-	switch n := len(ss); {
-	case ss == nil:
+	if ss == nil {
 		w.b = append(w.b, 0xc0)
 		return
+	}
+	w.arrayLen(len(ss))
+	for _, s := range ss {
+		w.str(s)
+	}
+}
+
+func (w *mw) arrayLen(n int) {
+	switch {
 	case n < 16:
 		w.b = append(w.b, 0x90|byte(n))
 	case n <= math.MaxUint16:
@@ -640,74 +584,4 @@ func (w *mw) strs(ss []string) {
 	default:
 		w.b = binary.BigEndian.AppendUint32(append(w.b, 0xdd), uint32(n))
 	}
-	for _, s := range ss {
-		w.str(s)
-	}
-}
-
-func (w *mw) mapLen(n int) {
-	if n < 16 {
-		w.b = append(w.b, 0x80|byte(n))
-		return
-	}
-	w.b = binary.BigEndian.AppendUint16(append(w.b, 0xde), uint16(n))
-}
-
-// encodeTask is marshal(t): the fields in declaration order, those marked
-// omitempty left out when empty.
-func encodeTask(t *Task) []byte {
-	n := 16
-	for _, set := range []bool{t.EstimateHours != nil, t.ParentID != "", t.BlockedReason != ""} {
-		if set {
-			n++
-		}
-	}
-	w := mw{b: make([]byte, 0, 384+len(t.Title)+len(t.Description))}
-	w.mapLen(n)
-	field := func(name string) { w.str(name) }
-	field("task_id")
-	w.str(t.ID)
-	field("title")
-	w.str(t.Title)
-	field("description")
-	w.str(t.Description)
-	field("project")
-	w.str(t.Project)
-	field("status")
-	w.str(t.Status)
-	field("priority")
-	w.str(t.Priority)
-	field("progress")
-	w.int(int64(t.Progress))
-	field("assignee")
-	w.str(t.Assignee)
-	field("labels")
-	w.strs(t.Labels)
-	if t.EstimateHours != nil {
-		field("estimate_hours")
-		w.b = binary.BigEndian.AppendUint64(append(w.b, 0xcb), math.Float64bits(*t.EstimateHours))
-	}
-	field("created_at")
-	w.str(t.CreatedAt)
-	field("updated_at")
-	w.str(t.UpdatedAt)
-	field("created_by")
-	w.str(t.CreatedBy)
-	field("updated_by")
-	w.str(t.UpdatedBy)
-	if t.ParentID != "" {
-		field("parent_id")
-		w.str(t.ParentID)
-	}
-	if t.BlockedReason != "" {
-		field("blocked_reason")
-		w.str(t.BlockedReason)
-	}
-	field("sequence")
-	w.uint(t.Sequence)
-	field("seq")
-	w.uint(t.Seq)
-	field("created_seq")
-	w.uint(t.CreatedSeq)
-	return w.b
 }

@@ -146,7 +146,21 @@ func (f *folder) task(n uint64) (*Task, bool, error) {
 			f.tasks[n] = t // as stored: the chunk before wrote it
 		}
 	}
-	return load(f, f.tasks, spTasks, n)
+	if t, ok := f.tasks[n]; ok {
+		return t, true, nil
+	}
+	tasks, err := f.tx.Space(spTasks)
+	if err != nil {
+		return nil, false, err
+	}
+	t := new(Task)
+	if ok, err := getTask(tasks, n, t); err != nil || !ok {
+		return nil, false, err
+	}
+	if f.tasks != nil {
+		f.tasks[n] = t
+	}
+	return t, true, nil
 }
 
 // hasTask reports whether task n exists as the fold sees it (a batch's

@@ -67,7 +67,10 @@ import (
 //	   in the learnings' shingles
 //	20: folding leaves out the optional marks of Arabic and Hebrew (vowel
 //	   points, cantillation, the tatweel): "مَرْحَبًا" is the term "مرحبا"
-const Version = 20
+//	21: a task's record is positional, not a map keyed by field names, and
+//	   holds neither its id (its key's number) nor, until the task is
+//	   first updated, its updated_at, updated_by and seq (taskrecord.go)
+const Version = 21
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

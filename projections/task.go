@@ -241,8 +241,17 @@ func GetTask(tx *boltstore.Tx, id string) (t Task, ok bool, err error) {
 	if tasks == nil {
 		return t, false, err
 	}
-	ok, err = getRecord(tasks, u64(n), &t)
+	ok, err = getTask(tasks, n, &t)
 	return t, ok, err
+}
+
+// getTask reads task number n into t; false if there is none.
+func getTask(tasks *boltstore.Space, n uint64, t *Task) (bool, error) {
+	b := tasks.Get(u64(n))
+	if b == nil {
+		return false, nil
+	}
+	return true, decodeTask(t, n, b, nil)
 }
 
 // HasTask reports whether the task exists, without decoding it.
@@ -300,9 +309,13 @@ func Tasks(tx *boltstore.Tx, fn func(Task) bool) error {
 	if err != nil {
 		return err
 	}
-	return tasks.Scan(nil, false, func(_, v []byte) (bool, error) {
+	return tasks.Scan(nil, false, func(k, v []byte) (bool, error) {
 		var t Task
-		if err := decodeStored(v, &t); err != nil {
+		n, err := taskNumber(k)
+		if err == nil {
+			err = decodeTask(&t, n, v, nil)
+		}
+		if err != nil {
 			return false, err
 		}
 		return fn(t), nil
@@ -310,8 +323,9 @@ func Tasks(tx *boltstore.Tx, fn func(Task) bool) error {
 }
 
 // TasksInPlace calls fn for every task as Tasks does, each decoded in
-// place: its strings and labels point into the transaction's pages, valid
-// only until fn returns, and the *Task is reused for the next task. A
+// place: its strings and labels point into the transaction's pages (its
+// id into a buffer reused for the next task), valid only until fn
+// returns, and the *Task is reused for the next task. A
 // scan that keeps nothing of most tasks (task_list's filters) is spared a
 // copy of every record.
 func TasksInPlace(tx *boltstore.Tx, fn func(*Task) bool) error {
@@ -320,16 +334,25 @@ func TasksInPlace(tx *boltstore.Tx, fn func(*Task) bool) error {
 		return err
 	}
 	var t Task
-	return tasks.Scan(nil, false, func(_, v []byte) (bool, error) {
-		t = Task{}
-		if !t.decodeInPlace(v) {
-			t = Task{}
-			if err := decodeStored(v, &t); err != nil {
-				return false, err
-			}
+	var id []byte
+	return tasks.Scan(nil, false, func(k, v []byte) (bool, error) {
+		n, err := taskNumber(k)
+		if err == nil {
+			err = decodeTask(&t, n, v, &id)
+		}
+		if err != nil {
+			return false, err
 		}
 		return fn(&t), nil
 	})
+}
+
+// taskNumber is the task number of a tasks key.
+func taskNumber(k []byte) (uint64, error) {
+	if len(k) != 8 {
+		return 0, fmt.Errorf("tasks key %x: %w", k, boltstore.ErrDamaged)
+	}
+	return be64(k), nil
 }
 
 // Children returns the ids of the task's direct sub-tasks in creation order.
