@@ -49,8 +49,8 @@ const DefaultBridgeCallTimeout = time.Minute
 // that token, and forwards every tools/call, answering with the server's
 // result unchanged. Nothing is stored locally: the server records every
 // call, with the stdio client's clientInfo.name as its claim. A request
-// the server turns away without beginning it (429, 503) is sent again
-// after its Retry-After, within opts.CallTimeout for a call. A call the
+// the server turns away without beginning it (429, or 503 with
+// Retry-After) is sent again after its Retry-After, within opts.CallTimeout for a call. A call the
 // server cannot be reached for, or does not answer within
 // opts.CallTimeout, is answered with a JSON-RPC error. Bridge
 // returns as Server.Run does.
@@ -102,7 +102,7 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 				// Refused before anything ran: the token is unknown or
 				// was revoked (and the SDK's client sends nothing more).
 				return nil, fmt.Errorf("the logbook server refused the bridge's token (401: unknown or revoked); not recorded: restart the bridge with a valid token: %w", err)
-			case refusedForNow(int(status)):
+			case post.forNow.Load():
 				// Turned away before anything ran, each time the bridge
 				// sent it (bearer), until waiting more would pass its
 				// deadline. The agent reads the first sdkRoom characters;
@@ -267,11 +267,13 @@ type bearer struct {
 // posted is what became of the POST carrying a forwarded call: whether
 // the bridge sent it, and the HTTP status it was answered with (0: none).
 // A call whose POST never went out, or was refused with a 4xx (401, 403,
-// 400 for a header the SDK refuses, 429: before any tool runs) or a 503,
-// is not recorded; any other failure leaves its outcome unknown.
+// 400 for a header the SDK refuses, 429: before any tool runs) or a 503
+// refusing it for now (refusedForNow), is not recorded; any other failure
+// leaves its outcome unknown.
 type posted struct {
 	tried    atomic.Bool
 	status   atomic.Int32
+	forNow   atomic.Bool            // the last answer refused it for now
 	attempts atomic.Int32           // times sent
 	text     atomic.Pointer[string] // what the last refusal for now said
 }
@@ -300,13 +302,22 @@ func busyHint(status int) string {
 	return ": the server holds as many connections or request bodies as it may (--max-conns, --max-body-bytes)"
 }
 
-// refusedForNow reports whether status is a refusal of a request the
-// server did not begin, to be sent again shortly: 429 (logbook server:
-// the token has as many requests in flight as one may) and 503 (it holds
-// as many connections or request bodies as it may). HTTP has both mean
-// the request was not processed.
-func refusedForNow(status int) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+// refusedForNow reports whether resp refuses a request the server did
+// not begin, to be sent again shortly: 429 (logbook server: the token has
+// as many requests in flight as one may) and a 503 with Retry-After (it
+// holds as many connections or request bodies as it may; it gives each
+// such refusal a Retry-After). A 503 without one is no such refusal: a
+// proxy in front answers it when its upstream connection ended after the
+// request was sent (Envoy's "disconnect/reset before headers"), which
+// may have run the call, and a write sent again would run twice.
+func refusedForNow(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusServiceUnavailable:
+		return resp.Header.Get("Retry-After") != ""
+	}
+	return false
 }
 
 // Sending again a request refused for now: at most maxSends times in all,
@@ -377,7 +388,8 @@ func sendPost(next http.RoundTripper, r *http.Request, p *posted) (*http.Respons
 			return resp, err
 		}
 		p.status.Store(int32(resp.StatusCode))
-		if !refusedForNow(resp.StatusCode) {
+		p.forNow.Store(refusedForNow(resp))
+		if !p.forNow.Load() {
 			return resp, nil
 		}
 		text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))

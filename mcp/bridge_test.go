@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -388,3 +389,63 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestBridgeResendsOnlyWhatWasNeverBegun: a 503 is a refusal for now
+// (never begun, sent again) only as the logbook server writes its own,
+// with Retry-After (connections or bodies at their bound). A 503 without
+// it may come from a proxy in front whose upstream connection ended after
+// the request was sent (Envoy's "upstream connect error or
+// disconnect/reset before headers"): the call may have run. Before, the
+// bridge sent such a call again and task_create ran twice; it now sends
+// it once and answers that its outcome is unknown. A 503 with Retry-After
+// is still sent again.
+func TestBridgeResendsOnlyWhatWasNeverBegun(t *testing.T) {
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = f.do
+	h := s.HTTPHandler(HTTPOptions{Authenticate: func(context.Context, string) (*Identity, error) {
+		return &Identity{Agent: "a", Token: "sum-a"}, nil
+	}})
+	var ranThen503, refusedFirst atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		switch {
+		case bytes.Contains(body, []byte(`"title":"ran"`)) && ranThen503.Add(1) == 1:
+			// The upstream ran the call; its answer was lost on the way.
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			http.Error(w, "upstream connect error or disconnect/reset before headers", http.StatusServiceUnavailable)
+			return
+		case bytes.Contains(body, []byte(`"title":"later"`)) && refusedFirst.Add(1) == 1:
+			// The logbook server's own refusal for now: nothing ran.
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "too many connections to this server; try again shortly", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 10 * time.Second})
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	answer("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"ran","project":"p"}}}`)
+	if l := answer("2"); !strings.Contains(l, `"error"`) || !strings.Contains(l, "may or may not") {
+		t.Errorf("a call answered 503 without Retry-After: %s", clipLine(l))
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"later","project":"p"}}}`)
+	if l := answer("3"); strings.Contains(l, `"error"`) {
+		t.Errorf("a call refused for now once (503, Retry-After), then served: %s", clipLine(l))
+	}
+	titles := map[string]int{}
+	for _, c := range f.recorded() {
+		if c.Name == "task_create" {
+			var a struct{ Title string }
+			_ = json.Unmarshal(c.Args, &a)
+			titles[a.Title]++
+		}
+	}
+	if titles["ran"] != 1 || titles["later"] != 1 {
+		t.Errorf("task_create ran %v, want each title once", titles)
+	}
+}
