@@ -383,6 +383,10 @@ func sendPost(next http.RoundTripper, r *http.Request, p *posted) (*http.Respons
 	for sends := 1; ; sends++ {
 		p.tried.Store(true)
 		p.attempts.Add(1)
+		// What the send before was answered says nothing of this one: a
+		// send that fails once sent (its answer lost) may have run.
+		p.status.Store(0)
+		p.forNow.Store(false)
 		resp, err := next.RoundTrip(r)
 		if err != nil {
 			return resp, err

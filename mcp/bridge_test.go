@@ -449,3 +449,56 @@ func TestBridgeResendsOnlyWhatWasNeverBegun(t *testing.T) {
 		t.Errorf("task_create ran %v, want each title once", titles)
 	}
 }
+
+// TestBridgeResentCallLostIsUnknown: a call turned away for now (429),
+// sent again, and run by the server, whose answer is then lost (the
+// server killed, its connection closed), was answered "turned the call
+// away 2 times ... not recorded: call again shortly": the first send's
+// status was still what the bridge knew of the call. An agent calling
+// again would record it twice. Each send now forgets what the one before
+// was answered: the call's outcome is unknown, and said to be.
+func TestBridgeResentCallLostIsUnknown(t *testing.T) {
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = f.do
+	h := s.HTTPHandler(HTTPOptions{Authenticate: func(context.Context, string) (*Identity, error) {
+		return &Identity{Agent: "a", Token: "sum-a"}, nil
+	}})
+	var sends atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"title":"lost"`)) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if sends.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "this token has 1 requests in flight", http.StatusTooManyRequests)
+			return
+		}
+		// Run, then the server is gone before it answers.
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	}))
+	defer srv.Close()
+	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 10 * time.Second})
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	answer("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"lost","project":"p"}}}`)
+	if l := answer("2"); !strings.Contains(l, `"error"`) || !strings.Contains(l, "may or may not") || strings.Contains(l, "not recorded") {
+		t.Errorf("a call turned away, sent again, run and its answer lost: %s", clipLine(l))
+	}
+	if n := sends.Load(); n != 2 {
+		t.Errorf("sent %d times, want 2", n)
+	}
+	if n := len(f.recorded()); n != 1 {
+		t.Errorf("Do got %d calls, want 1", n)
+	}
+}
