@@ -117,6 +117,10 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 				// SDK's client sends without the Mcp-Name header the
 				// server then requires), 413 (too large).
 				return nil, fmt.Errorf("the logbook server refused the request (%d %s); the call was not recorded: %w", status, http.StatusText(int(status)), err)
+			case status >= 500:
+				// Reached, and answered with a failure (a proxy in front
+				// whose upstream ended, say): the call may have run.
+				return nil, fmt.Errorf("the logbook server (or a proxy) answered %d %s; the call may or may not have been recorded: %w", status, http.StatusText(int(status)), err)
 			case !post.tried.Load():
 				// Never sent: the connection to the server had ended
 				// (after a refusal, say) or the call timed out first.
