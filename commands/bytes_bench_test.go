@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // BenchmarkBytesPerThought records n thoughts through the service, one
@@ -25,7 +23,10 @@ import (
 //
 //	go test ./commands -run '^$' -bench BytesPerThought -benchtime 1x -v
 //
-// LOGBOOK_BENCH_THOUGHTS sets n (default 100,000). Each row of the log is
+// LOGBOOK_BENCH_THOUGHTS sets n (default 100,000); LOGBOOK_BENCH_CHARS,
+// if set, makes each thought that many characters of the peer benchmark's
+// prose (benchProse; bench/peers' sizes figures: 20, 300…) rather than its usual
+// thought. Each row of the log is
 // "bucket  pages B/thought  in-use B/thought  fill%".
 func BenchmarkBytesPerThought(b *testing.B) {
 	n := 100_000
@@ -35,6 +36,14 @@ func BenchmarkBytesPerThought(b *testing.B) {
 			b.Fatalf("LOGBOOK_BENCH_THOUGHTS=%q: want a count like 100000", env)
 		}
 		n = v
+	}
+	text := benchThoughtText
+	if env := os.Getenv("LOGBOOK_BENCH_CHARS"); env != "" {
+		chars, err := strconv.Atoi(env)
+		if err != nil || chars <= 0 {
+			b.Fatalf("LOGBOOK_BENCH_CHARS=%q: want a length like 300", env)
+		}
+		text = func(i int) string { return benchProse(i, chars) }
 	}
 	for b.Loop() {
 		h := newHarnessWith(b, Options{Agent: "bench-agent"}, boltstore.Options{Hold: true})
@@ -49,7 +58,7 @@ func BenchmarkBytesPerThought(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-					args, _ := json.Marshal(map[string]any{"task_id": task, "type": "analysis", "content": benchThoughtText(i)})
+					args, _ := json.Marshal(map[string]any{"task_id": task, "type": "analysis", "content": text(i)})
 					var code string
 					_, err := h.svc.Do(context.Background(), Call{Name: "thought_record", Command: cmd, Args: args, Client: "bench",
 						Encode: func(r any, err error) (string, []byte) { c, out := testEncode(r, err); code = c; return c, out }})
@@ -97,59 +106,7 @@ func benchThoughtText(i int) string {
 func reportUsage(b *testing.B, h *harness, n int, when string) int64 {
 	b.Helper()
 	h.l.Close()
-	fi, err := os.Stat(h.path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	db, err := bolt.Open(h.path, 0o600, nil) // not read-only: that would skip the freelist
-	if err != nil {
-		b.Fatal(err)
-	}
-	type row struct {
-		name        string
-		pages, used int
-	}
-	var rows []row
-	var used int64 // the high-water mark: pages ever allocated
-	ps := db.Info().PageSize
-	add := func(name string, bk *bolt.Bucket) {
-		s := bk.Stats()
-		pages := (s.BranchPageN + s.BranchOverflowN + s.LeafPageN + s.LeafOverflowN) * ps
-		rows = append(rows, row{name, pages, s.BranchInuse + s.LeafInuse})
-	}
-	err = db.View(func(tx *bolt.Tx) error {
-		used = tx.Size()
-		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
-			switch string(name) {
-			case "spaces", "merkle":
-				return bk.ForEachBucket(func(k []byte) error {
-					label := string(name) + "/" + string(k)
-					if string(name) == "merkle" {
-						label = fmt.Sprintf("merkle/level %d", k[0])
-					}
-					add(label, bk.Bucket(k))
-					return nil
-				})
-			}
-			add(string(name), bk)
-			return nil
-		})
-	})
-	st := db.Stats()
-	db.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	slices.SortFunc(rows, func(a, c row) int { return c.pages - a.pages })
-	per := func(v int) float64 { return float64(v) / float64(n) }
-	b.Logf("%s: file %d bytes, %.0f B/thought (pages used %.0f B/thought, of which free %.0f)", when, fi.Size(), per(int(fi.Size())),
-		per(int(used)), per(st.FreePageN*ps))
-	for _, r := range rows {
-		if r.pages == 0 {
-			continue
-		}
-		b.Logf("  %-28s %8.1f %8.1f %5.1f%%", r.name, per(r.pages), per(r.used), 100*float64(r.used)/float64(r.pages))
-	}
+	size := fileUsage(b, h.path, n, when)
 	l, err := boltstore.Open(h.path, h.lopts)
 	if err != nil {
 		b.Fatal(err)
@@ -160,5 +117,5 @@ func reportUsage(b *testing.B, h *harness, n int, when string) int64 {
 		b.Fatal(err)
 	}
 	h.svc = svc
-	return fi.Size()
+	return size
 }
