@@ -25,8 +25,10 @@ import (
 //
 // LOGBOOK_BENCH_THOUGHTS sets n (default 100,000); LOGBOOK_BENCH_CHARS,
 // if set, makes each thought that many characters of the peer benchmark's
-// prose (benchProse; bench/peers' sizes figures: 20, 300…) rather than its usual
-// thought. Each row of the log is
+// prose (benchProse; bench/peers' sizes figures: 20, 300…) rather than its
+// usual thought; LOGBOOK_BENCH_INFLIGHT sets the calls in flight (default
+// 8, as bench/peers; 1 is one agent's calls, a commit each). Each row of
+// the log is
 // "bucket  pages B/thought  in-use B/thought  fill%".
 func BenchmarkBytesPerThought(b *testing.B) {
 	n := 100_000
@@ -45,6 +47,14 @@ func BenchmarkBytesPerThought(b *testing.B) {
 		}
 		text = func(i int) string { return benchProse(i, chars) }
 	}
+	inFlight := 8
+	if env := os.Getenv("LOGBOOK_BENCH_INFLIGHT"); env != "" {
+		v, err := strconv.Atoi(env)
+		if err != nil || v <= 0 {
+			b.Fatalf("LOGBOOK_BENCH_INFLIGHT=%q: want a count of calls like 1", env)
+		}
+		inFlight = v
+	}
 	for b.Loop() {
 		h := newHarnessWith(b, Options{Agent: "bench-agent"}, boltstore.Options{Hold: true})
 		h.tampered = true // checked below, at the size measured
@@ -52,8 +62,8 @@ func BenchmarkBytesPerThought(b *testing.B) {
 		cmd := named("thought_record")
 		var next atomic.Int64
 		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
+		errs := make(chan error, inFlight)
+		for range inFlight {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -70,7 +70,9 @@ import (
 //	21: a task's record is positional, not a map keyed by field names, and
 //	   holds neither its id (its key's number) nor, until the task is
 //	   first updated, its updated_at, updated_by and seq (taskrecord.go)
-const Version = 21
+//	22: the full-text index's document table keeps 64 documents a block,
+//	   not 256, so its pages are packed as it is written (search/doctable.go)
+const Version = 22
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

@@ -25,7 +25,7 @@ func TestBatchStoresSame(t *testing.T) {
 			fmt.Sprintf("common word%d shared%d", i, i%7)))
 	}
 	// Findings by id, thoughts by seq, out of several blocks of the
-	// document table (256 documents each).
+	// document table (64 documents each).
 	gone := []search.Doc{docs[0], docs[149], docs[398], docs[3], docs[399], docs[1], docs[130], docs[397]}
 	run := func(ix *search.Index, flush func()) {
 		add := func(docs []search.Doc) {
