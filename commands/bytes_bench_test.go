@@ -59,34 +59,7 @@ func BenchmarkBytesPerThought(b *testing.B) {
 		h := newHarnessWith(b, Options{Agent: "bench-agent"}, boltstore.Options{Hold: true})
 		h.tampered = true // checked below, at the size measured
 		task := h.call("task_create", map[string]any{"title": "bench solo", "project": "bench"}, "OK")["task_id"].(string)
-		cmd := named("thought_record")
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, inFlight)
-		for range inFlight {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-					args, _ := json.Marshal(map[string]any{"task_id": task, "type": "analysis", "content": text(i)})
-					var code string
-					_, err := h.svc.Do(context.Background(), Call{Name: "thought_record", Command: cmd, Args: args, Client: "bench",
-						Encode: func(r any, err error) (string, []byte) { c, out := testEncode(r, err); code = c; return c, out }})
-					if err == nil && code != "OK" {
-						err = fmt.Errorf("thought_record #%d: %s", i, code)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		if err := <-errs; err != nil {
-			b.Fatal(err)
-		}
+		recordThoughts(b, h, task, n, inFlight, text)
 		live := h.fingerprint()
 		size := reportUsage(b, h, n, "fresh")
 		for round := 1; round <= 2; round++ {
@@ -103,6 +76,42 @@ func BenchmarkBytesPerThought(b *testing.B) {
 			b.ReportMetric(float64(after)/float64(size), fmt.Sprintf("size-after-rebuild%d/fresh", round))
 		}
 		b.ReportMetric(float64(size)/float64(n), "B/thought")
+	}
+}
+
+// recordThoughts records n thoughts on task, text(i) the i-th, through the
+// service, inFlight calls at a time (not through h.call: the harness's
+// order checks do not hold for calls made in parallel, and the ledger is
+// the caller's to check, h.tampered).
+func recordThoughts(tb testing.TB, h *harness, task string, n, inFlight int, text func(int) string) {
+	tb.Helper()
+	cmd := named("thought_record")
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, inFlight)
+	for range inFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				args, _ := json.Marshal(map[string]any{"task_id": task, "type": "analysis", "content": text(i)})
+				var code string
+				_, err := h.svc.Do(context.Background(), Call{Name: "thought_record", Command: cmd, Args: args, Client: "bench",
+					Encode: func(r any, err error) (string, []byte) { c, out := testEncode(r, err); code = c; return c, out }})
+				if err == nil && code != "OK" {
+					err = fmt.Errorf("thought_record #%d: %s", i, code)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		tb.Fatal(err)
 	}
 }
 
