@@ -152,7 +152,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			defer bodies.Release(n)
 		}
 		body, ok := readBody(w, r, opts)
-		if !ok || !batchWithin(w, body) {
+		if !ok || !oneValue(w, body) || !batchWithin(w, body) {
 			return
 		}
 		cw := &codedWriter{ResponseWriter: w, body: body}
@@ -515,6 +515,22 @@ const MaxBatch = 128
 // client could not tell apart: the SDK ran both and dropped the second's
 // answer unsaid); false if it did. Whether each message is one is left to
 // the SDK.
+// oneValue refuses a body that is not one JSON value with a JSON-RPC parse
+// error (-32700, id null, 400), as stdio answers a line that is not JSON.
+// The SDK's decoder read the first value of such a body and served it,
+// whatever followed (`{...}garbage`, `{...} {...}`: the second message
+// neither served nor refused), and refused one not JSON at all in plain
+// text.
+func oneValue(w http.ResponseWriter, body []byte) bool {
+	if len(body) == 0 || json.Valid(body) {
+		return true // (no body: the SDK answers it)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(errorResponse(nil, jsonrpc.CodeParseError, parseErrorMessage))
+	return false
+}
+
 func batchWithin(w http.ResponseWriter, body []byte) bool {
 	if !isBatch(body) {
 		return true

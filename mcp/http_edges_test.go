@@ -232,3 +232,29 @@ func TestHTTPProtocolVersionHeaderIsTheSessions(t *testing.T) {
 		t.Errorf("DELETE saying the session's revision: %d", code)
 	}
 }
+
+// TestHTTPBodyNotOneJSONValue: a body that is not one JSON value — a
+// message with bytes after it, two messages, a batch with bytes after it,
+// not JSON at all — is answered 400 with JSON-RPC error -32700 (id null),
+// as stdio answers a line that is not JSON, and nothing of it runs. Before,
+// the SDK served the first message of such a body and ignored the rest
+// (200), and refused one not JSON in plain text.
+func TestHTTPBodyNotOneJSONValue(t *testing.T) {
+	srv, f := httpFixture(t)
+	sid := openSessionAs(t, srv.URL, "full", "2025-03-26")
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`
+	for _, body := range []string{call + "garbage", call + " " + call, "[" + call + "]x", "{garbage", call + "\x00"} {
+		status, ctype, answer := batchPost(t, srv.URL, sid, body)
+		if status != http.StatusBadRequest || ctype != "application/json" ||
+			answer != `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}` {
+			t.Errorf("%q: %d %q %s; want 400, error -32700 with id null", body, status, ctype, answer)
+		}
+	}
+	if calls := f.recorded(); len(calls) != 0 {
+		t.Errorf("%d calls of refused bodies ran", len(calls))
+	}
+	// Whitespace around one value is one value.
+	if status, _, answer := batchPost(t, srv.URL, sid, " \n"+call+"\r\n "); status != http.StatusOK || strings.Contains(answer, `"error"`) {
+		t.Errorf("one message with whitespace around it: %d %s", status, answer)
+	}
+}
