@@ -63,15 +63,7 @@ func BenchmarkBytesPerThought(b *testing.B) {
 		live := h.fingerprint()
 		size := reportUsage(b, h, n, "fresh")
 		for round := 1; round <= 2; round++ {
-			if _, err := Rebuild(h.l, true, nil); err != nil {
-				b.Fatal(err)
-			}
-			if err := h.l.EmptyTrash(); err != nil {
-				b.Fatal(err)
-			}
-			if fp := h.fingerprint(); fp != live {
-				b.Fatalf("rebuilt projections differ from live ones (%x != %x)", fp, live)
-			}
+			rebuildSame(b, h, live)
 			after := reportUsage(b, h, n, fmt.Sprintf("rebuild %d", round))
 			b.ReportMetric(float64(after)/float64(size), fmt.Sprintf("size-after-rebuild%d/fresh", round))
 		}
@@ -79,13 +71,21 @@ func BenchmarkBytesPerThought(b *testing.B) {
 	}
 }
 
-// recordThoughts records n thoughts on task, text(i) the i-th, through the
-// service, inFlight calls at a time (not through h.call: the harness's
-// order checks do not hold for calls made in parallel, and the ledger is
-// the caller's to check, h.tampered).
+// recordThoughts records n thoughts on task, text(i) the i-th (callMany).
 func recordThoughts(tb testing.TB, h *harness, task string, n, inFlight int, text func(int) string) {
 	tb.Helper()
-	cmd := named("thought_record")
+	callMany(tb, h, "thought_record", n, inFlight, func(i int) map[string]any {
+		return map[string]any{"task_id": task, "type": "analysis", "content": text(i)}
+	})
+}
+
+// callMany makes n calls of tool, args(i) the i-th's arguments, through the
+// service, inFlight at a time (not through h.call: the harness's order
+// checks do not hold for calls made in parallel, and the ledger is the
+// caller's to check, h.tampered).
+func callMany(tb testing.TB, h *harness, tool string, n, inFlight int, args func(int) map[string]any) {
+	tb.Helper()
+	cmd := named(tool)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, inFlight)
@@ -94,12 +94,12 @@ func recordThoughts(tb testing.TB, h *harness, task string, n, inFlight int, tex
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				args, _ := json.Marshal(map[string]any{"task_id": task, "type": "analysis", "content": text(i)})
+				a, _ := json.Marshal(args(i))
 				var code string
-				_, err := h.svc.Do(context.Background(), Call{Name: "thought_record", Command: cmd, Args: args, Client: "bench",
+				_, err := h.svc.Do(context.Background(), Call{Name: tool, Command: cmd, Args: a, Client: "bench",
 					Encode: func(r any, err error) (string, []byte) { c, out := testEncode(r, err); code = c; return c, out }})
 				if err == nil && code != "OK" {
-					err = fmt.Errorf("thought_record #%d: %s", i, code)
+					err = fmt.Errorf("%s #%d: %s", tool, i, code)
 				}
 				if err != nil {
 					errs <- err
@@ -112,6 +112,21 @@ func recordThoughts(tb testing.TB, h *harness, task string, n, inFlight int, tex
 	close(errs)
 	if err := <-errs; err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// rebuildSame rebuilds h's projections as logbook rebuild does and fails tb
+// unless they are what was folded live (live, h.fingerprint's).
+func rebuildSame(tb testing.TB, h *harness, live uint64) {
+	tb.Helper()
+	if _, err := Rebuild(h.l, true, nil); err != nil {
+		tb.Fatal(err)
+	}
+	if err := h.l.EmptyTrash(); err != nil {
+		tb.Fatal(err)
+	}
+	if fp := h.fingerprint(); fp != live {
+		tb.Fatalf("rebuilt projections differ from live ones (%x != %x)", fp, live)
 	}
 }
 

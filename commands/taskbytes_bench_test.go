@@ -1,12 +1,8 @@
 package commands
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -25,45 +21,12 @@ func BenchmarkBytesPerTask(b *testing.B) {
 	for b.Loop() {
 		h := newHarnessWith(b, Options{Agent: "bench-agent"}, boltstore.Options{Hold: true})
 		h.tampered = true
-		cmd := named("task_create")
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-					args, _ := json.Marshal(map[string]any{"title": benchProse(i, 60), "project": "bench", "description": benchProse(i+1_000_000, 300)})
-					var code string
-					_, err := h.svc.Do(context.Background(), Call{Name: "task_create", Command: cmd, Args: args, Client: "bench",
-						Encode: func(r any, err error) (string, []byte) { c, out := testEncode(r, err); code = c; return c, out }})
-					if err == nil && code != "OK" {
-						err = fmt.Errorf("task_create #%d: %s", i, code)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		if err := <-errs; err != nil {
-			b.Fatal(err)
-		}
+		callMany(b, h, "task_create", n, 8, func(i int) map[string]any {
+			return map[string]any{"title": benchProse(i, 60), "project": "bench", "description": benchProse(i+1_000_000, 300)}
+		})
 		live := h.fingerprint()
 		size := reportUsage(b, h, n, "fresh")
-		if _, err := Rebuild(h.l, true, nil); err != nil {
-			b.Fatal(err)
-		}
-		if err := h.l.EmptyTrash(); err != nil {
-			b.Fatal(err)
-		}
-		if fp := h.fingerprint(); fp != live {
-			b.Fatalf("rebuilt projections differ from live ones (%x != %x)", fp, live)
-		}
+		rebuildSame(b, h, live)
 		reportUsage(b, h, n, "rebuilt")
 		b.ReportMetric(float64(size)/float64(n), "B/task")
 	}
