@@ -72,23 +72,7 @@ func TestHTTPUnknownMethodIsJSONRPC(t *testing.T) {
 	sid := openSession(t, srv.URL, "full")
 	send := func(sid, version, body string) (int, string, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer full")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		if version != "" {
-			req.Header.Set("MCP-Protocol-Version", version)
-		}
-		if version == sessionlessRevision {
-			setNewHeaders(req, body)
-		}
-		resp, err := testHTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := mcpRequest(t, http.MethodPost, srv.URL, "full", sid, version, body)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
@@ -235,16 +219,7 @@ func TestHTTPForeignHostIsBounded(t *testing.T) {
 // Content-Type and the body of the answer.
 func batchPost(tb testing.TB, url, sid, body string) (int, string, string) {
 	tb.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer full")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-03-26")
-	resp, err := testHTTP.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	resp := mcpRequest(tb, http.MethodPost, url, "full", sid, "2025-03-26", body)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)

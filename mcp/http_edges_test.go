@@ -68,26 +68,7 @@ func TestHTTPAnswersNoStore(t *testing.T) {
 	}
 	send := func(method, token, sid, version, body string) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		if version != "" {
-			req.Header.Set("MCP-Protocol-Version", version)
-		}
-		if version == sessionlessRevision {
-			setNewHeaders(req, body)
-		}
-		resp, err := testHTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		return mcpRequest(t, method, srv.URL, token, sid, version, body)
 	}
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
 	resp := send(http.MethodPost, "full", "", "", init)
@@ -158,34 +139,15 @@ func TestHTTPProtocolVersionHeaderIsTheSessions(t *testing.T) {
 	srv, f := httpFixture(t)
 	send := func(method, sid, version, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer full")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		if version != "" {
-			req.Header.Set("MCP-Protocol-Version", version)
-		}
-		resp, err := testHTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := mcpRequest(t, method, srv.URL, "full", sid, version, body)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
 	open := func(asked string) string {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+asked+`","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer full")
-		resp, err := testHTTP.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := mcpRequest(t, http.MethodPost, srv.URL, "full", "", "",
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+asked+`","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return resp.Header.Get("Mcp-Session-Id")

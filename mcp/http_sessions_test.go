@@ -23,21 +23,41 @@ func statefulPost(tb testing.TB, url, token, sid, body string) (int, string, str
 // statefulPostAs is statefulPost of revision version.
 func statefulPostAs(tb testing.TB, url, token, sid, version, body string) (int, string, string) {
 	tb.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if sid == "" {
+		version = ""
+	}
+	resp := mcpRequest(tb, http.MethodPost, url, token, sid, version, body)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
+}
+
+// mcpRequest sends one request to the MCP endpoint at url as a client of
+// the Streamable HTTP transport does, with token, session sid and header
+// MCP-Protocol-Version version where not "" (and the sessionless
+// revision's headers for it), through testHTTP.
+func mcpRequest(tb testing.TB, method, url, token, sid, version, body string) *http.Response {
+	tb.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	if version == sessionlessRevision {
+		setNewHeaders(req, body)
 	}
 	resp, err := testHTTP.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
+	return resp
 }
 
 // testHTTP bounds every request of these tests: a server that never
