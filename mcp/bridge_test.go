@@ -34,10 +34,7 @@ func TestBridgeCallTimeout(t *testing.T) {
 	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	defer ts.Close()
 
-	send, answer := runBridge(t, BridgeOptions{URL: ts.URL, Token: "t", CallTimeout: 200 * time.Millisecond})
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
-	answer("1")
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send, answer := openBridge(t, BridgeOptions{URL: ts.URL, Token: "t", CallTimeout: 200 * time.Millisecond})
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
 	if l := answer("2"); !strings.Contains(l, `"error"`) || !strings.Contains(l, "may or may not have been recorded") {
 		t.Errorf("a call the server never answers: %s", l)
@@ -46,6 +43,16 @@ func TestBridgeCallTimeout(t *testing.T) {
 
 // runBridge runs a Bridge with opts until the test ends, and returns how
 // to send it a line and wait for the answer of a given id.
+// openBridge is runBridge with the session open: initialize (2025-06-18)
+// answered, notifications/initialized sent.
+func openBridge(t *testing.T, opts BridgeOptions) (send func(string), answer func(id string) string) {
+	send, answer = runBridge(t, opts)
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	answer("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return send, answer
+}
+
 func runBridge(t *testing.T, opts BridgeOptions) (send func(string), answer func(id string) string) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -112,10 +119,7 @@ func TestBridgeTokenRefused(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	send, answer := runBridge(t, BridgeOptions{URL: ts.URL, Token: "t"})
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
-	answer("1")
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send, answer := openBridge(t, BridgeOptions{URL: ts.URL, Token: "t"})
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rec","arguments":{}}}`)
 	if l := answer("2"); strings.Contains(l, `"error"`) {
 		t.Fatalf("before the revocation: %s", l)
@@ -210,10 +214,7 @@ func clipLine(s string) string {
 // status.
 func TestBridgeRefusedRequest(t *testing.T) {
 	srv, f := httpFixture(t)
-	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "full"})
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
-	answer("1")
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "full"})
 	for i, params := range []string{`{}`, `{"name":""}`, `{"name":"","arguments":{"x":1}}`} {
 		id := itoa(i + 2)
 		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`)
@@ -234,10 +235,7 @@ func TestBridgeRefusedRequest(t *testing.T) {
 // sent, and not recorded.
 func TestBridgeUnsendableName(t *testing.T) {
 	srv, f := httpFixture(t)
-	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "full"})
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
-	answer("1")
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "full"})
 	for i, name := range []string{`a\nb`, `a\u0000b`, `tab\there\u007f`} {
 		id := itoa(i + 2)
 		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":{}}}`)
@@ -291,10 +289,7 @@ func TestBridgeRetriesRefusedForNow(t *testing.T) {
 	defer srv.Close()
 	defer close(done) // before the server's Close, which waits for its requests
 	var log syncBuffer
-	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
-	answer("1")
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 
 	// Another holder of the token has its one request in flight.
 	hold.Store(true)
@@ -425,10 +420,7 @@ func TestBridgeResendsOnlyWhatWasNeverBegun(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 10 * time.Second})
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
-	answer("1")
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 10 * time.Second})
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"ran","project":"p"}}}`)
 	if l := answer("2"); !strings.Contains(l, `"error"`) || !strings.Contains(l, "(or a proxy) answered 503 Service Unavailable; the call may or may not have been recorded") {
 		t.Errorf("a call answered 503 without Retry-After: %s", clipLine(l))
@@ -487,10 +479,7 @@ func TestBridgeResentCallLostIsUnknown(t *testing.T) {
 		conn.Close()
 	}))
 	defer srv.Close()
-	send, answer := runBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 10 * time.Second})
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
-	answer("1")
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 10 * time.Second})
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"lost","project":"p"}}}`)
 	if l := answer("2"); !strings.Contains(l, `"error"`) || !strings.Contains(l, "may or may not") || strings.Contains(l, "not recorded") {
 		t.Errorf("a call turned away, sent again, run and its answer lost: %s", clipLine(l))
