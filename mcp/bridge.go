@@ -50,10 +50,10 @@ const DefaultBridgeCallTimeout = time.Minute
 // result unchanged. Nothing is stored locally: the server records every
 // call, with the stdio client's clientInfo.name as its claim. A request
 // the server turns away without beginning it (429, or 503 with
-// Retry-After) is sent again after its Retry-After, within opts.CallTimeout for a call. A call the
-// server cannot be reached for, or does not answer within
-// opts.CallTimeout, is answered with a JSON-RPC error. Bridge
-// returns as Server.Run does.
+// Retry-After) is sent again after its Retry-After, a call's within
+// opts.CallTimeout. A call the server cannot be reached for, or does not
+// answer within opts.CallTimeout, is answered with a JSON-RPC error.
+// Bridge returns as Server.Run does.
 func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
