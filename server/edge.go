@@ -228,9 +228,9 @@ func (c *conns) refuseOver(h http.Handler) http.Handler {
 // be taken within it. The server's own WriteTimeout would bound the whole
 // answer instead, cutting short the event streams (the console's
 // verification, a sessionless subscriptions/listen) and long calls that
-// are meant to last; without any bound a client that asked for an answer and never read it held its connection,
-// its goroutine and (for a call) the drain for ever once the socket's
-// buffers were full.
+// are meant to last; without any bound a client that asked for an answer
+// and never read it held its connection, its goroutine and (for a call)
+// the drain for ever once the socket's buffers were full.
 //
 // No deadline is left set while the handler writes nothing: over HTTP/2
 // (TLS) a stream's write deadline is a timer that resets the stream when it
