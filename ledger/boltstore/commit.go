@@ -426,6 +426,9 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		var events [][]byte // what the commit appended
 		var before uint64   // the head's seq before it
 		ingested := false   // whether the catch-up brought events in
+		// recorded, if not nil, gives the outcome of the commit's journal
+		// record, written while bbolt writes the commit's pages.
+		var recorded chan error
 		err := update(db, func(btx *bolt.Tx) error {
 			start := time.Now()
 			tx, in, err := l.writeTx(btx)
@@ -474,8 +477,29 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 				}
 				inLog = true
 			}
+			if o.gen != nil && len(tx.appended) > 0 && tx.head.Seq-before == uint64(len(tx.appended)) && l.journalRecord(o, tx.appended) {
+				// The record goes to the journal and its flush waits on
+				// the disk while bbolt writes the pages, each on its own
+				// core; the calls are answered once both are done.
+				recorded = make(chan error, 1)
+				go func(g *generation) { recorded <- writeRecord(g) }(o.gen)
+			}
 			return tx.flush()
 		})
+		if recorded != nil {
+			rerr := <-recorded
+			if err != nil {
+				if err = retractRecord(o.gen, err); errors.Is(err, ErrOutcomeUnknown) {
+					o.broken = true
+					for _, r := range batch {
+						r.done <- err
+					}
+					return nil, answered + len(batch), err
+				}
+			} else {
+				err = l.journalEnd(o, rerr)
+			}
+		}
 		if failed >= 0 {
 			batch[failed].done <- ferr
 			answered++
@@ -513,7 +537,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(retries, 7))))
 			continue
 		}
-		if err == nil && o.gen != nil && head.Seq > before {
+		if err == nil && recorded == nil && o.gen != nil && head.Seq > before {
 			if head.Seq-before == uint64(len(events)) {
 				// Unsynced: durable once its journal record is.
 				err = l.journalCommit(o, events)

@@ -26,7 +26,8 @@ import (
 // to bbolt unsynced — the kernel's page cache has them, whole, for every
 // process and after any process dies — and each is made durable by one
 // record in a journal beside the file (<file>.journal): the events the
-// commit appended, written with one fdatasync into blocks written before.
+// commit appended, written with one fdatasync into blocks written before
+// (while bbolt writes the commit's pages: writeRecord).
 // The events are the ledger; everything else in a commit (Merkle nodes,
 // projections) is folded from them again.
 //
@@ -379,29 +380,59 @@ func pageSums(f *os.File, m []byte, pageSize int64) (root, free uint64, err erro
 // not fit), the generation's end (the file synced). Only an error means
 // the commit is not durable.
 func (l *Store) journalCommit(o *openFile, events [][]byte) error {
+	err := errNoRecord
+	if l.journalRecord(o, events) {
+		err = writeRecord(o.gen)
+	}
+	return l.journalEnd(o, err)
+}
+
+// errNoRecord: the commit's record was not written (journalRecord).
+var errNoRecord = errors.New("no journal record")
+
+// journalRecord encodes the record of a commit that appended events into
+// o's generation's buffer, and tells whether it is to be written: it fits
+// in the journal, and the file has one name. A file given another name
+// ends the generation now rather than at its 64th commit: an open through
+// that name cannot see this journal (Beside resolves symbolic links only),
+// and after a restart would write on over the checkpoint this header
+// holds.
+func (l *Store) journalRecord(o *openFile, events [][]byte) bool {
 	g := o.gen
 	g.buf = encodeRecord(g.buf[:0], g.salt, events)
+	return !o.linked && g.off+int64(len(g.buf)) <= journalSize
+}
+
+// writeRecord writes g's encoded record at its place and flushes it. It
+// touches only the journal, so it may run while the commit's pages go to
+// the file (commit): the record is the commit's durability, whatever
+// became of the file's unsynced pages, and is taken back (retractRecord)
+// if that commit fails.
+func writeRecord(g *generation) error {
+	_, err := g.f.WriteAt(g.buf, g.off)
+	if err == nil {
+		err = fdatasync(g.f)
+	}
+	return err
+}
+
+// journalEnd follows a commit whose record was written with the outcome
+// err (errNoRecord: not written): the record is the commit's durability;
+// or, where it failed, the generation's end (the file synced). Only an
+// error means the commit is not durable.
+func (l *Store) journalEnd(o *openFile, err error) error {
+	g := o.gen
 	g.commits++
-	// A file given another name meanwhile ends the generation now rather
-	// than at its 64th commit: an open through that name cannot see this
-	// journal (Beside resolves symbolic links only), and after a restart
-	// would write on over the checkpoint this header holds.
-	if !o.linked && g.off+int64(len(g.buf)) <= journalSize {
-		_, err := g.f.WriteAt(g.buf, g.off)
-		if err == nil {
-			err = fdatasync(g.f)
-		}
-		if err == nil {
-			g.off += int64(len(g.buf))
-			if g.commits >= genCommits {
-				// The commit is durable; a failed ending only lets
-				// the file go (the next open retires the header).
-				if err := l.nextGeneration(o); err != nil {
-					o.broken = true
-				}
+	if err == nil {
+		g.off += int64(len(g.buf))
+		if g.commits >= genCommits {
+			// The commit is durable; a failed ending only lets the file
+			// go (the next open retires the header).
+			if err := l.nextGeneration(o); err != nil {
+				o.broken = true
 			}
-			return nil
 		}
+		return nil
 	}
 	if err := l.endGeneration(o); err != nil {
 		// Its pages are in the file, unsynced, and its record may be in
@@ -410,6 +441,22 @@ func (l *Store) journalCommit(o *openFile, events [][]byte) error {
 		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	return nil
+}
+
+// retractRecord takes back the record written (or begun) for a commit
+// that then failed with the error failed: its salt zeroed and flushed, so that no
+// recovery ingests events no call was answered for. Where that fails the
+// record may stand, and the calls' outcome is unknown.
+func retractRecord(g *generation, failed error) error {
+	var zero [8]byte
+	_, err := g.f.WriteAt(zero[:], g.off)
+	if err == nil {
+		err = fdatasync(g.f)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w (and its journal record could not be taken back: %w)", ErrOutcomeUnknown, failed, err)
+	}
+	return failed
 }
 
 // nextGeneration ends o's generation and begins the next at the state now

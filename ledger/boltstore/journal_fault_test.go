@@ -560,3 +560,43 @@ func TestBesideNotRegularFile(t *testing.T) {
 		t.Fatalf("%d events, want 3", len(got))
 	}
 }
+
+// A commit's journal record is written while bbolt writes its pages, so a
+// commit that then fails (here: the file may not grow, RLIMIT_FSIZE) has a
+// record on disk for events no call was answered for. It must be taken
+// back: a machine that stops then must not bring the failed call's events
+// back in the next boot.
+func TestJournalRecordOfFailedCommitTakenBack(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	appendOne(t, l, 0)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var was syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &was); err != nil {
+		t.Fatal(err)
+	}
+	limit := was
+	limit.Cur = uint64(max(fi.Size(), journalSize))
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit); err != nil {
+		t.Skipf("cannot limit file sizes: %v", err)
+	}
+	var failed error
+	for i := 0; i < 200 && failed == nil; i++ {
+		failed = appendSized(l, 200<<10) // its record fits the journal
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &was); err != nil {
+		t.Fatal(err)
+	}
+	if failed == nil {
+		t.Fatal("no commit failed: the file grew past RLIMIT_FSIZE")
+	}
+	if !readHeader(t, path) {
+		t.Fatal("the journal no longer holds: the test shows nothing")
+	}
+	want := storedEvents(t, path, l)
+	if got := recoverImage(t, path); len(got) != len(want) {
+		t.Fatalf("%d events after the stop, want the %d acknowledged (the failed commit: %v)", len(got), len(want), failed)
+	}
+}
