@@ -152,7 +152,11 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			defer bodies.Release(n)
 		}
 		body, ok := readBody(w, r, opts)
-		if !ok || !oneValue(w, body) || !batchWithin(w, body) {
+		if !ok || !oneValue(w, body) || !idWithin(w, body) {
+			return
+		}
+		alone, ok := batchWithin(w, body)
+		if !ok {
 			return
 		}
 		cw := &codedWriter{ResponseWriter: w, body: body}
@@ -165,6 +169,10 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			return
 		}
 		serve := func(w http.ResponseWriter, r *http.Request) { sessions.serve(stateful, w, r) }
+		if alone && r.Header.Get("MCP-Protocol-Version") < unbatchedRevision {
+			serveBatch(w, r, body, serve)
+			return
+		}
 		serve(cw, r)
 		if cw.batch {
 			serveBatch(w, r, body, serve)
@@ -509,12 +517,34 @@ func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *
 // many.
 const MaxBatch = 128
 
-// batchWithin answers 400 with JSON-RPC error -32600 (id null: it answers
-// no one message), serving none of it, a batch of more than MaxBatch
-// messages, or one in which two requests share an id (whose answers the
-// client could not tell apart: the SDK ran both and dropped the second's
-// answer unsaid); false if it did. Whether each message is one is left to
-// the SDK.
+// idWithin answers 400 with JSON-RPC error -32600 (id null) a body of one
+// request whose id no request may carry (requestIDSpan: null, not a string
+// or a number, too long, given twice), as stdio answers it; false if it
+// did. The SDK took an id null for none (a plain-text 400 for a method
+// that wants one, a notification served for one that wants none), refused
+// an id of another type in plain text, and served the last of two ids.
+func idWithin(w http.ResponseWriter, body []byte) bool {
+	refusal := idRefusal(body)
+	if refusal == "" {
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(errorResponse(nil, jsonrpc.CodeInvalidRequest, refusal))
+	return false
+}
+
+// idRefusal is why message m's id is no request's (requestIDSpan); "" if it
+// is, or m is no object (a batch, or not a message: the SDK answers it).
+func idRefusal(m []byte) string {
+	m = bytes.TrimSpace(m)
+	if len(m) == 0 || m[0] != '{' {
+		return ""
+	}
+	_, _, _, refusal := requestIDSpan(m)
+	return refusal
+}
+
 // oneValue refuses a body that is not one JSON value with a JSON-RPC parse
 // error (-32700, id null, 400), as stdio answers a line that is not JSON.
 // The SDK's decoder read the first value of such a body and served it,
@@ -531,25 +561,39 @@ func oneValue(w http.ResponseWriter, body []byte) bool {
 	return false
 }
 
-func batchWithin(w http.ResponseWriter, body []byte) bool {
+// batchWithin answers 400 with JSON-RPC error -32600 (id null: it answers
+// no one message), serving none of it, a batch of more than MaxBatch
+// messages, or one in which two requests share an id (whose answers the
+// client could not tell apart: the SDK ran both and dropped the second's
+// answer unsaid); ok false if it did. alone: the batch holds a request
+// whose id no request may carry (idRefusal), which the SDK would take for
+// a notification and leave unanswered, so it is served a message at a time
+// (serveBatch), that one answered with its refusal, where batches are
+// served at all (revisions before unbatchedRevision). Whether each
+// message is one is left to the SDK.
+func batchWithin(w http.ResponseWriter, body []byte) (alone, ok bool) {
 	if !isBatch(body) {
-		return true
+		return false, true
 	}
 	var msgs []json.RawMessage
 	if json.Unmarshal(body, &msgs) != nil {
-		return true // not a batch after all: the SDK refuses it
+		return false, true // not a batch after all: the SDK refuses it
 	}
-	refuse := func(message string) bool {
+	refuse := func(message string) (bool, bool) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write(errorResponse(nil, jsonrpc.CodeInvalidRequest, message))
-		return false
+		return false, false
 	}
 	if len(msgs) > MaxBatch {
 		return refuse(fmt.Sprintf("a batch may hold at most %d messages; this one holds %d", MaxBatch, len(msgs)))
 	}
 	ids := make(map[jsonrpc.ID]bool, len(msgs))
 	for _, m := range msgs {
+		if idRefusal(m) != "" {
+			alone = true
+			continue
+		}
 		msg, err := jsonrpc.DecodeMessage(m)
 		req, ok := msg.(*jsonrpc.Request)
 		if err != nil || !ok || !req.IsCall() {
@@ -561,7 +605,7 @@ func batchWithin(w http.ResponseWriter, body []byte) bool {
 		}
 		ids[req.ID] = true
 	}
-	return true
+	return alone, true
 }
 
 // isBatch reports whether body is a JSON array (a JSON-RPC batch).
@@ -572,10 +616,12 @@ func isBatch(body []byte) bool {
 
 // serveBatch answers a batch that the SDK refused whole, before serving
 // any of it, because one of its messages was of a method the server does
-// not have or not valid for its method (checkRequest), as JSON-RPC 2.0
+// not have or not valid for its method (checkRequest), or that holds a
+// request whose id no request may carry (batchWithin), as JSON-RPC 2.0
 // answers a batch: each message is served by serve alone, in order, as if
 // it had been sent alone (so a request refused gets its -32601 or -32600
-// by its id, and the others run), and the answers to its requests are
+// by its id, one whose id is refused -32600 by id null, and the others
+// run), and the answers to its requests are
 // returned together in one array (200, application/json); a notification
 // gets no answer, even one not valid (a method that wants an id, sent
 // without one: 400 alone), and a batch that holds only notifications is
@@ -596,6 +642,11 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 	served := 0            // answers that are JSON-RPC
 	sid := r.Header.Get("Mcp-Session-Id")
 	for _, m := range msgs {
+		if refusal := idRefusal(m); refusal != "" {
+			answers = append(answers, errorResponse(nil, jsonrpc.CodeInvalidRequest, refusal))
+			served++
+			continue
+		}
 		one := r.Clone(r.Context())
 		one.Body, one.ContentLength = io.NopCloser(bytes.NewReader(m)), int64(len(m))
 		if sid != "" {
@@ -789,6 +840,11 @@ func bodyReserve(r *http.Request, max int64) int64 {
 
 // sessionlessRevision is the first protocol revision without sessions.
 const sessionlessRevision = "2026-07-28"
+
+// unbatchedRevision is the first protocol revision without batches: the
+// SDK refuses a batch whose request names it or a later one in its
+// MCP-Protocol-Version header (none: 2025-03-26).
+const unbatchedRevision = "2025-06-18"
 
 // errTokenCheck answers 500 without naming the cause (logged instead).
 var errTokenCheck = errors.New("the token could not be checked")

@@ -220,3 +220,89 @@ func TestHTTPBodyNotOneJSONValue(t *testing.T) {
 		t.Errorf("one message with whitespace around it: %d %s", status, answer)
 	}
 }
+
+// TestHTTPRequestIDRefusedAsOnStdio: a request whose id no request may
+// carry — null (MCP forbids it), not a string or a number, over 1,024
+// bytes, given twice — is answered over HTTP exactly as over stdio: JSON-RPC
+// error -32600 with id null (400), in a session, sessionless and before
+// initialize, and nothing of it runs; in a batch (revision 2025-03-26) it
+// gets that error as its entry and the batch's other messages are served. Before, HTTP answered an
+// id null in plain text (400), served a notification sent with one (202)
+// and dropped a request with one from a batch without an answer, refused an
+// id of another type in plain text and served the last of two ids, while
+// stdio served an id null and echoed it.
+func TestHTTPRequestIDRefusedAsOnStdio(t *testing.T) {
+	srv, f := httpFixture(t)
+	sid := openSessionAs(t, srv.URL, "full", "2025-03-26")
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	lines := []string{
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id" : null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"no/such"}`,
+		`{"jsonrpc":"2.0","id":true,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":{},"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":null,"id":3,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"` + strings.Repeat("z", maxIDBytes) + `","method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
+	}
+	for _, line := range lines {
+		c.send(line)
+		want := c.recvLine()
+		if !strings.Contains(want, `"id":null,"error":{"code":-32600`) {
+			t.Errorf("stdio: %.80s answered %s", line, want)
+		}
+		status, ctype, got := batchPost(t, srv.URL, sid, line)
+		if status != http.StatusBadRequest || ctype != "application/json" || got != want {
+			t.Errorf("in a session: %.80s: %d %q %s; want 400 %s", line, status, ctype, got, want)
+		}
+		resp := mcpRequest(t, http.MethodPost, srv.URL, "full", "", "", line)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || string(b) != want {
+			t.Errorf("before initialize: %.80s: %d %s; want 400 %s", line, resp.StatusCode, b, want)
+		}
+	}
+	for _, id := range []string{"null", "true"} {
+		resp := mcpRequest(t, http.MethodPost, srv.URL, "full", "", sessionlessRevision,
+			strings.Replace(newRequest(1, "tools/call", `"name":"server_ping","arguments":{}`), `"id":1`, `"id":`+id, 1))
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"id":null,"error":{"code":-32600`) {
+			t.Errorf("sessionless, id %s: %d %s; want 400, -32600 by id null", id, resp.StatusCode, b)
+		}
+	}
+	if calls := f.recorded(); len(calls) != 0 {
+		t.Errorf("%d calls of refused requests ran", len(calls))
+	}
+	// In a batch: an entry, in its place; the rest served.
+	status, _, body := batchPost(t, srv.URL, sid, `[{"jsonrpc":"2.0","id":7,"method":"ping"},`+lines[0]+`,`+lines[6]+`,{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}]`)
+	var answers []struct {
+		ID    any `json:"id"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &answers); err != nil || status != http.StatusOK || len(answers) != 4 ||
+		answers[0].ID != float64(7) || answers[0].Result == nil ||
+		answers[1].ID != nil || answers[1].Error == nil || answers[1].Error.Message != nullIDMessage ||
+		answers[2].ID != nil || answers[2].Error == nil || answers[2].Error.Message != badIDMessage ||
+		answers[3].ID != float64(8) || answers[3].Result == nil {
+		t.Errorf("a batch with refused ids: %d %s", status, body)
+	}
+	if calls := f.recorded(); len(calls) != 1 {
+		t.Errorf("%d calls ran, want 1 (the batch's valid one)", len(calls))
+	}
+	// A revision without batches refuses such a batch whole, as any other.
+	sid = openSessionAs(t, srv.URL, "full", "2025-06-18")
+	if status, _, body := statefulPost(t, srv.URL, "full", sid, `[`+lines[0]+`,{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}]`); status != http.StatusBadRequest || !strings.Contains(body, "batching is not supported") {
+		t.Errorf("a batch at 2025-06-18: %d %s", status, body)
+	}
+	if calls := f.recorded(); len(calls) != 1 {
+		t.Errorf("%d calls ran, want 1", len(calls))
+	}
+}

@@ -18,6 +18,39 @@ import (
 // id null), since echoing it is what a flood of huge ids would need.
 const maxIDBytes = 1024
 
+// How a request whose id cannot be answered is refused (-32600, id null),
+// on every transport (requestIDSpan).
+var (
+	badIDMessage  = invalidRequestMessage + ": the id must be one string or number of at most " + strconv.Itoa(maxIDBytes) + " bytes"
+	nullIDMessage = invalidRequestMessage + ": the id must not be null (MCP): a request's id is a string or a number, a notification has none"
+)
+
+// requestIDSpan finds the id of data (a JSON object, valid) if it is a
+// request: a message with a method and an id member. It returns the span
+// of the id's value and isRequest; refusal, if not "", is why the id is not
+// one a request may carry (-32600 with id null): not a string or a number,
+// longer than maxIDBytes, given more than once, or null, which MCP forbids
+// a request's id to be (JSON-RPC discourages it) and which no answer could
+// be told by. Both transports refuse such a request before the SDK sees it,
+// so that they answer it the same way: the SDK took an id null for none
+// (over HTTP: plain-text 400, or in a batch no answer at all).
+func requestIDSpan(data []byte) (start, end int, isRequest bool, refusal string) {
+	start, end, ids := topMember(data, "id", false)
+	if ids == 0 {
+		return 0, 0, false, ""
+	}
+	if _, _, methods := topMember(data, "method", true); methods == 0 {
+		return 0, 0, false, "" // an answer, not a request
+	}
+	switch id := validID(data[start:end]); {
+	case id == nil || ids > 1:
+		return start, end, true, badIDMessage
+	case string(id) == "null":
+		return start, end, true, nullIDMessage
+	}
+	return start, end, true, ""
+}
+
 // validID returns raw (without surrounding space) if it is a JSON-RPC id — a
 // JSON string, a number or null, at most maxIDBytes — else nil.
 func validID(raw []byte) json.RawMessage {

@@ -44,7 +44,7 @@ func (c *session) recvReply() reply {
 var collidingIDs = []string{
 	`1`, `1.0`, `1.5`, `"1"`, `"\u0031"`, `10`, `1e1`, `-0`, `0`,
 	`9007199254740993`, `9007199254740992`, `123456789012345678901234567890`, `1e400`,
-	`null`, `"a"`, `""`, `"` + strings.Repeat("z", maxIDBytes-2) + `"`,
+	`"a"`, `""`, `"` + strings.Repeat("z", maxIDBytes-2) + `"`,
 }
 
 // TestIDsKeptExactly pipelines tools/calls and pings under ids that collide
@@ -102,9 +102,11 @@ func keys(m map[string]int) []string {
 	return out
 }
 
-// TestInvalidIDs: an id that is not a string, a number or null, a repeated
-// id member, or an id over maxIDBytes is refused with -32600 (id null) and
-// reaches no tool.
+// TestInvalidIDs: an id that is not a string or a number, a repeated id
+// member, or an id over maxIDBytes is refused with -32600 (id null) and
+// reaches no tool; so is an id null, which MCP forbids a request (before,
+// stdio served it and echoed null, as no HTTP client could have it
+// served).
 func TestInvalidIDs(t *testing.T) {
 	f := &fakeDo{}
 	s, _ := newTestServer(t, f.do, Options{})
@@ -117,10 +119,18 @@ func TestInvalidIDs(t *testing.T) {
 		`{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{"name":"server_ping"}}`,
 		`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"server_ping"}}`,
 		`{"jsonrpc":"2.0","id":"` + strings.Repeat("z", maxIDBytes) + `","method":"tools/call","params":{"name":"server_ping"}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"server_ping"}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id" : null ,"method":"no/such"}`,
 	} {
 		c.send(line)
 		r := c.recvReply()
-		if string(r.ID) != "null" || r.Error == nil || r.Error.Code != -32600 {
+		want := badIDMessage
+		if strings.Contains(line, "null") {
+			want = nullIDMessage
+		}
+		if string(r.ID) != "null" || r.Error == nil || r.Error.Code != -32600 || r.Error.Message != want {
 			t.Errorf("%.80s answered %.200s", line, r.line)
 		}
 	}
@@ -155,7 +165,7 @@ func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
 // an error under that id at once (not silence); once the first is answered
 // the id is free again.
 func TestDuplicateInFlightID(t *testing.T) {
-	for _, id := range []string{`7`, `"x"`, `null`, `1.5`} {
+	for _, id := range []string{`7`, `"x"`, `1.5`} {
 		t.Run(id, func(t *testing.T) {
 			f := &fakeDo{}
 			g := newGate(f)

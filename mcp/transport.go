@@ -257,12 +257,12 @@ func (c *conn) decode(l line) (msg jsonrpc.Message, id json.RawMessage, fast boo
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage)
 		return nil, nil, false
 	}
-	start, end, ids := topMember(data, "id", false)
-	if _, _, methods := topMember(data, "method", true); ids > 0 && methods > 0 { // a request, not a notification
-		if id = validID(data[start:end]); id == nil || ids > 1 {
-			c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage+": the id must be one string, number or null of at most "+strconv.Itoa(maxIDBytes)+" bytes")
+	if start, end, isRequest, refusal := requestIDSpan(data); isRequest { // not a notification
+		if refusal != "" {
+			c.writeError(nil, jsonrpc.CodeInvalidRequest, refusal)
 			return nil, nil, false
 		}
+		id = validID(data[start:end])
 		c.lastID++
 		data = replaceSpan(data, start, end, internalID(c.lastID))
 	}

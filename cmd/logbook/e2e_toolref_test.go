@@ -353,8 +353,9 @@ const choices = `
   ` + "`ERR_INVALID_INPUT`" + ` (unknown tool, at ` + "`name`" + `) and recorded; ` + "`serve --connect`" + ` speaks that
   revision to the server, so through it the call gets a JSON-RPC error (-32020) saying it was not
   recorded. A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
-  than 1,000 levels gets -32600, by id where one can be read. Request ids (a string, a number or
-  null, at most 1,024 bytes; anything else gets -32600 with id null) are echoed byte for byte and
+  than 1,000 levels gets -32600, by id where one can be read. Request ids (a string or a number,
+  at most 1,024 bytes, given once; anything else, null included, which MCP forbids, gets -32600 with
+  id null, over HTTP too: 400, or in a batch its entry) are echoed byte for byte and
   compared as bytes: ` + "`1`, `1.0` and `\"1\"`" + ` are three ids. ` + "`notifications/cancelled`" + ` is ignored:
   a call that reached the server runs to its end, is recorded and answered.
 - **Identity.** ` + "`--agent`" + `, else ` + "`LOGBOOK_AGENT`" + `, else the client's ` + "`clientInfo.name`" + ` with
