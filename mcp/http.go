@@ -484,7 +484,10 @@ func (w *codedWriter) refused(text []byte) bool {
 // every request after initialize, and a server answer 400 to one invalid;
 // the SDK took any revision it knows, and served the request by the
 // session's. A request without the header is taken (the transport has a
-// server assume 2025-03-26 then, for clients older than the header).
+// server assume 2025-03-26 then, for clients older than the header). A
+// session that is gone (deleted, timed out, being ended) is left to be
+// answered 404, whatever the header says: the client, told so, opens
+// another.
 func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *sessionCap) bool {
 	sid, got := r.Header.Get("Mcp-Session-Id"), r.Header.Get("MCP-Protocol-Version")
 	ti := auth.TokenInfoFromContext(r.Context())
@@ -492,7 +495,7 @@ func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *
 		return true
 	}
 	want := sessions.version(ti.UserID, sid)
-	if want == "" || got == want {
+	if want == "" || got == want || !sessions.open(sid) {
 		return true
 	}
 	var id json.RawMessage

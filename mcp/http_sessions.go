@@ -156,14 +156,27 @@ func (c *sessionCap) negotiated(sid, version string) {
 }
 
 // version is the protocol revision negotiated in token's session sid; ""
-// if not known (not token's, closed, or no revision was read).
+// if not known (not token's, closed by the cap or being closed by it, or
+// no revision was read). A session closed otherwise (deleted, timed out)
+// may still be known until the next sweep: see open.
 func (c *sessionCap) version(token, sid string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s := c.byID[sid]; s != nil && s.token == token {
+	if s := c.byID[sid]; s != nil && s.token == token && !s.closing {
 		return s.version
 	}
 	return ""
+}
+
+// open reports whether session sid is open in the SDK's handler (it lists
+// every session, so this is for the rare request that needs it).
+func (c *sessionCap) open(sid string) bool {
+	for ss := range c.srv.Sessions() {
+		if ss.ID() == sid {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *sessionWriter) Flush() {

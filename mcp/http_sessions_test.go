@@ -207,3 +207,72 @@ func TestHTTPSessionsEvictedNotServed(t *testing.T) {
 		t.Errorf("a call in a session being ended answered %d %q, want 404", a.code, a.body)
 	}
 }
+
+// TestHTTPSessionGoneIs404WhateverTheRevision: a request naming a session
+// that is gone — deleted, or chosen to end by the cap and not yet closed —
+// is answered 404, as any request in it is, whatever revision its
+// MCP-Protocol-Version header names; a session open is told the revision
+// is not its own (400). Before, the header was checked against the
+// revision recorded for the session, which outlived it: 400 for a session
+// deleted or being ended, so that the client, not told its session was
+// gone, did not open another.
+func TestHTTPSessionGoneIs404WhateverTheRevision(t *testing.T) {
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = (&fakeDo{}).do
+	h := s.HTTPHandler(HTTPOptions{MaxSessionsPerToken: 1, Authenticate: func(context.Context, string) (*Identity, error) {
+		return &Identity{Agent: "a", Token: "sum-a"}, nil
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ping := `{"jsonrpc":"2.0","id":7,"method":"ping"}`
+	send := func(method, sid, version string) (int, string) {
+		t.Helper()
+		resp := mcpRequest(t, method, srv.URL, "a", sid, version, ping)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	sid := openSession(t, srv.URL, "a")
+	if code, body := send(http.MethodPost, sid, "2025-03-26"); code != http.StatusBadRequest {
+		t.Errorf("another revision in an open session: %d %s; want 400", code, body)
+	}
+	if code, _ := send(http.MethodDelete, sid, "2025-06-18"); code != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", code)
+	}
+	for _, v := range []string{"2025-06-18", "2025-03-26", "2025-11-25"} {
+		for _, method := range []string{http.MethodPost, http.MethodDelete} {
+			if code, body := send(method, sid, v); code != http.StatusNotFound {
+				t.Errorf("%s saying %s in a deleted session: %d %s; want 404", method, v, code, body)
+			}
+		}
+	}
+
+	// Chosen to end by the cap (one session per token), not yet closed.
+	sid = openSession(t, srv.URL, "a")
+	type answer struct {
+		code int
+		body string
+	}
+	var during []answer
+	evicting = func() {
+		for _, v := range []string{"2025-06-18", "2025-03-26"} {
+			code, body := send(http.MethodPost, sid, v)
+			during = append(during, answer{code, body})
+		}
+	}
+	defer func() { evicting = nil }()
+	openSession(t, srv.URL, "a")
+	evicting = nil
+	if len(during) != 2 {
+		t.Fatal("the first session was not chosen to end")
+	}
+	for i, a := range during {
+		if a.code != http.StatusNotFound {
+			t.Errorf("request %d in a session being ended: %d %s; want 404", i, a.code, a.body)
+		}
+	}
+	if code, body := send(http.MethodPost, sid, "2025-03-26"); code != http.StatusNotFound {
+		t.Errorf("another revision in a session ended: %d %s; want 404", code, body)
+	}
+}
