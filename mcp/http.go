@@ -159,13 +159,13 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		if !ok {
 			return
 		}
+		if !sameVersion(w, r, body, sessions) {
+			return
+		}
 		cw := &codedWriter{ResponseWriter: w, body: body}
 		defer cw.finish()
 		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
 			stateless.ServeHTTP(cw, r)
-			return
-		}
-		if !sameVersion(w, r, body, sessions) {
 			return
 		}
 		serve := func(w http.ResponseWriter, r *http.Request) { sessions.serve(stateful, w, r) }
@@ -483,11 +483,12 @@ func (w *codedWriter) refused(text []byte) bool {
 // (2025-06-18, 2025-11-25) has the client send the negotiated revision on
 // every request after initialize, and a server answer 400 to one invalid;
 // the SDK took any revision it knows, and served the request by the
-// session's. A request without the header is taken (the transport has a
-// server assume 2025-03-26 then, for clients older than the header). A
-// session that is gone (deleted, timed out, being ended) is left to be
-// answered 404, whatever the header says: the client, told so, opens
-// another.
+// session's. So is one of the sessionless revision naming a session (the
+// header alone chose the sessionless handler, which ignored the session).
+// A request without the header is taken (the transport has a server assume
+// 2025-03-26 then, for clients older than the header). A session that is
+// gone (deleted, timed out, being ended) is left to be answered 404,
+// whatever the header says: the client, told so, opens another.
 func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *sessionCap) bool {
 	sid, got := r.Header.Get("Mcp-Session-Id"), r.Header.Get("MCP-Protocol-Version")
 	ti := auth.TokenInfoFromContext(r.Context())
@@ -506,9 +507,13 @@ func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
+	hint := ""
+	if got >= sessionlessRevision {
+		hint = ", or the request without Mcp-Session-Id" // its revision has no sessions
+	}
 	_, _ = w.Write(errorResponse(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
-		"invalid request: the MCP-Protocol-Version header says %q, but this session negotiated %q at initialize: send that one; nothing of the request was served",
-		domain.Clip(got), want)))
+		"invalid request: the MCP-Protocol-Version header says %q, but this session negotiated %q at initialize: send that one%s; nothing of the request was served",
+		domain.Clip(got), want, hint)))
 	return false
 }
 

@@ -276,3 +276,43 @@ func TestHTTPSessionGoneIs404WhateverTheRevision(t *testing.T) {
 		t.Errorf("another revision in a session ended: %d %s; want 404", code, body)
 	}
 }
+
+// TestHTTPSessionlessRevisionInASession: a request of the sessionless
+// revision (2026-07-28) naming, in Mcp-Session-Id, an open session of an
+// older one is refused as any other revision not the session's (400,
+// -32600 by its id), nothing of it run; without the session, or naming
+// none of this token's that is open, it is served sessionless. Before, the
+// header alone chose the sessionless handler, which ignored the session:
+// the session's revision was never checked.
+func TestHTTPSessionlessRevisionInASession(t *testing.T) {
+	srv, f := httpFixture(t)
+	sid := openSession(t, srv.URL, "full")
+	call := newRequest(3, "tools/call", `"name":"server_ping","arguments":{}`)
+	send := func(token, sid string) (int, string) {
+		t.Helper()
+		resp := mcpRequest(t, http.MethodPost, srv.URL, token, sid, sessionlessRevision, call)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := send("full", sid)
+	if code != http.StatusBadRequest || !strings.Contains(body, `"id":3,"error":{"code":-32600`) ||
+		!strings.Contains(body, `negotiated \"2025-06-18\" at initialize: send that one, or the request without Mcp-Session-Id`) {
+		t.Errorf("2026-07-28 in a 2025-06-18 session: %d %s; want 400, -32600 by id 3", code, body)
+	}
+	if n := len(f.recorded()); n != 0 {
+		t.Errorf("%d calls ran", n)
+	}
+	if code, _, body := statefulPost(t, srv.URL, "full", sid, `{"jsonrpc":"2.0","id":4,"method":"ping"}`); code != http.StatusOK {
+		t.Errorf("the session after: %d %s", code, body)
+	}
+	// Served sessionless: no session named, another token's, one deleted.
+	other := openSession(t, srv.URL, "health")
+	resp := mcpRequest(t, http.MethodDelete, srv.URL, "full", sid, "2025-06-18", "")
+	resp.Body.Close()
+	for _, tc := range []struct{ token, sid string }{{"full", ""}, {"full", other}, {"full", sid}} {
+		if code, body := send(tc.token, tc.sid); code != http.StatusOK || !strings.Contains(body, `"result"`) {
+			t.Errorf("2026-07-28 naming %q: %d %s; want it served", tc.sid, code, body)
+		}
+	}
+}

@@ -434,8 +434,8 @@ const choices = `
   an unlisted tool answer alike; ` + "`ERR_READ_ONLY`" + ` comes after them, as on a ` + "`--read-only`" + ` server,
   the tool being listed. Requests refused over HTTP before any tool runs, none of them recorded: one
   in a session whose ` + "`MCP-Protocol-Version`" + ` header names another revision than the session
-  negotiated (400, -32600 by its id; no header is taken; a session gone is 404 whatever the
-  header), and a batch (revision 2025-03-26) in which
+  negotiated (400, -32600 by its id; no header is taken; 2026-07-28 naming an open session of another
+  revision too; a session gone is 404 whatever the header), and a batch (revision 2025-03-26) in which
   two requests share an id (400, -32600 with id null, none of it served), and a body that is not one
   JSON value — bytes after a message, two messages, not JSON — (400, -32700 with id null, as stdio
   answers a line that is not JSON). A call sent after
