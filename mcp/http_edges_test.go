@@ -1,9 +1,12 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -304,5 +307,42 @@ func TestHTTPRequestIDRefusedAsOnStdio(t *testing.T) {
 	}
 	if calls := f.recorded(); len(calls) != 1 {
 		t.Errorf("%d calls ran, want 1", len(calls))
+	}
+}
+
+// TestHTTPSubscriptionsListenEndsAtOnce: subscriptions/listen — the one
+// request the SDK answers with an event stream that could stay open, until
+// the client cancels it, holding a connection, one of the token's requests
+// in flight and a server's drain — is answered and its stream ended at
+// once, whatever notifications it asks for, sessionless or in a session:
+// the server offers none (no listChanged, no resources), so none is agreed
+// and the SDK has nothing to wait for. The token's one request in flight
+// is free again for the next. This guards that: a capability offered one
+// day would hold such a stream open, and `logbook server` would then have
+// to track it for shutdown, as it does the console's verification stream.
+func TestHTTPSubscriptionsListenEndsAtOnce(t *testing.T) {
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = (&fakeDo{}).do
+	h := s.HTTPHandler(HTTPOptions{MaxRequestsPerToken: 1, Authenticate: func(context.Context, string) (*Identity, error) {
+		return &Identity{Agent: "a", Token: "sum-a"}, nil
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	sid := openSession(t, srv.URL, "a")
+	every := `"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["file:///x","logbook://tasks"]}`
+	for _, tc := range []struct{ sid, version, body string }{
+		{"", sessionlessRevision, newRequest(5, "subscriptions/listen", every)},
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{` + every + `}}`},
+	} {
+		resp := mcpRequest(t, http.MethodPost, srv.URL, "a", tc.sid, tc.version, tc.body)
+		b, err := io.ReadAll(resp.Body) // to its end: the stream ended
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"id":5,"result"`) ||
+			strings.Contains(string(b), `"toolsListChanged":true`) || strings.Contains(string(b), "resourceSubscriptions") {
+			t.Errorf("subscriptions/listen (session %v): %d %v %s; want its answer at once, nothing agreed", tc.sid != "", resp.StatusCode, err, b)
+		}
+		if code, _ := post(t, srv.URL, "a", newRequest(6, "tools/call", `"name":"server_ping","arguments":{}`)); code != http.StatusOK {
+			t.Errorf("the next request of the token: %d, want 200 (its one slot free)", code)
+		}
 	}
 }
