@@ -128,6 +128,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	// header (the SDK requires it there), so the header picks the handler.
 	stateful, stateless := handler(false), handler(true)
 	sessions := newSessionCap(s.sdk, opts.MaxSessionsPerToken)
+	ids := newIDKeeper()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > opts.MaxBodyBytes {
 			// Refused on its headers (as the SDK words it once read): a
@@ -162,20 +163,21 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		if !sameVersion(w, r, body, sessions) {
 			return
 		}
-		cw := &codedWriter{ResponseWriter: w, body: body}
+		ew, er, eb := ids.exact(w, r, body)
+		cw := &codedWriter{ResponseWriter: ew, body: eb}
 		defer cw.finish()
 		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
-			stateless.ServeHTTP(cw, r)
+			stateless.ServeHTTP(cw, er)
 			return
 		}
 		serve := func(w http.ResponseWriter, r *http.Request) { sessions.serve(stateful, w, r) }
 		if alone && r.Header.Get("MCP-Protocol-Version") < unbatchedRevision {
-			serveBatch(w, r, body, serve)
+			serveBatch(w, r, body, serve, ids)
 			return
 		}
-		serve(cw, r)
+		serve(cw, er)
 		if cw.batch {
-			serveBatch(w, r, body, serve)
+			serveBatch(w, r, body, serve, ids)
 		}
 	})
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -499,12 +501,7 @@ func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *
 	if want == "" || got == want || !sessions.open(sid) {
 		return true
 	}
-	var id json.RawMessage
-	if msg, err := jsonrpc.DecodeMessage(body); err == nil {
-		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-			id, _ = json.Marshal(req.ID.Raw())
-		}
-	}
+	id := callID(body)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
 	hint := ""
@@ -573,12 +570,14 @@ func oneValue(w http.ResponseWriter, body []byte) bool {
 // no one message), serving none of it, a batch of more than MaxBatch
 // messages, or one in which two requests share an id (whose answers the
 // client could not tell apart: the SDK ran both and dropped the second's
-// answer unsaid); ok false if it did. alone: the batch holds a request
-// whose id no request may carry (idRefusal), which the SDK would take for
-// a notification and leave unanswered, so it is served a message at a time
-// (serveBatch), that one answered with its refusal, where batches are
-// served at all (revisions before unbatchedRevision). Whether each
-// message is one is left to the SDK.
+// answer unsaid; ids are compared as written, as on stdio: 1 and 1.0 are
+// two); ok false if it did. alone: the batch holds a request whose id no
+// request may carry (idRefusal), which the SDK would take for a
+// notification and leave unanswered, or one whose id the SDK would not
+// keep (sdkKeeps: two such ids may be one to it), so it is served a
+// message at a time (serveBatch), the first answered with its refusal, the
+// second under its id, where batches are served at all (revisions before
+// unbatchedRevision). Whether each message is one is left to the SDK.
 func batchWithin(w http.ResponseWriter, body []byte) (alone, ok bool) {
 	if !isBatch(body) {
 		return false, true
@@ -596,22 +595,22 @@ func batchWithin(w http.ResponseWriter, body []byte) (alone, ok bool) {
 	if len(msgs) > MaxBatch {
 		return refuse(fmt.Sprintf("a batch may hold at most %d messages; this one holds %d", MaxBatch, len(msgs)))
 	}
-	ids := make(map[jsonrpc.ID]bool, len(msgs))
+	ids := make(map[string]bool, len(msgs))
 	for _, m := range msgs {
 		if idRefusal(m) != "" {
 			alone = true
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(m)
-		req, ok := msg.(*jsonrpc.Request)
-		if err != nil || !ok || !req.IsCall() {
+		id := callID(m)
+		if id == nil {
 			continue
 		}
-		if ids[req.ID] {
+		if ids[string(id)] {
 			return refuse(fmt.Sprintf("invalid request: id %s is used by more than one request of this batch (each needs its own, to be told its answer); none of it was served",
-				domain.Clip(fmt.Sprint(req.ID.Raw()))))
+				domain.Clip(string(id))))
 		}
-		ids[req.ID] = true
+		ids[string(id)] = true
+		alone = alone || !sdkKeeps(id)
 	}
 	return alone, true
 }
@@ -639,7 +638,7 @@ func isBatch(body []byte) bool {
 // than as JSON-RPC (the session ended meanwhile: 404) has its answer
 // passed on as the batch's if no request got a JSON-RPC answer; else a
 // request so answered is given -32603 with the answer's text.
-func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(http.ResponseWriter, *http.Request)) {
+func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(http.ResponseWriter, *http.Request), ids *idKeeper) {
 	var msgs []json.RawMessage
 	if json.Unmarshal(body, &msgs) != nil {
 		http.Error(w, "the batch could not be read", http.StatusBadRequest) // the SDK read it
@@ -661,7 +660,8 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 			one.Header.Set("Mcp-Session-Id", sid)
 		}
 		a := &batchAnswer{header: http.Header{}}
-		cw := &codedWriter{ResponseWriter: a, body: m}
+		ew, one, em := ids.exact(a, one, m)
+		cw := &codedWriter{ResponseWriter: ew, body: em}
 		serve(cw, one)
 		cw.finish()
 		if opened := a.header.Get("Mcp-Session-Id"); opened != "" && sid == "" {
@@ -670,20 +670,16 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 			sid = opened
 			w.Header().Set("Mcp-Session-Id", sid)
 		}
-		msg, err := jsonrpc.DecodeMessage(m)
+		msg, err := jsonrpc.DecodeMessage(em) // (the message served: an id the SDK reads)
 		req, ok := msg.(*jsonrpc.Request)
 		call := err == nil && ok && req.IsCall()
 		if a.status == http.StatusAccepted || (!call && a.status == http.StatusBadRequest) {
 			continue // a notification, taken or (invalid: 400 alone) not: no answer
 		}
-		if strings.HasPrefix(a.header.Get("Content-Type"), "application/json") {
-			if resp, err := jsonrpc.DecodeMessage(a.body.Bytes()); err == nil {
-				if _, ok := resp.(*jsonrpc.Response); ok {
-					answers = append(answers, json.RawMessage(bytes.TrimSpace(a.body.Bytes())))
-					served++
-					continue
-				}
-			}
+		if strings.HasPrefix(a.header.Get("Content-Type"), "application/json") && isResponse(a.body.Bytes()) {
+			answers = append(answers, json.RawMessage(bytes.TrimSpace(a.body.Bytes())))
+			served++
+			continue
 		}
 		if plain == nil {
 			plain = a
@@ -693,9 +689,7 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 			if text == "" {
 				text = http.StatusText(cmp.Or(a.status, http.StatusOK))
 			}
-			if out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: text}}); err == nil {
-				answers = append(answers, out)
-			}
+			answers = append(answers, errorResponse(callID(m), jsonrpc.CodeInternalError, text))
 		}
 	}
 	switch {
@@ -713,6 +707,18 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+// isResponse reports whether data is one JSON-RPC response, whatever its
+// id (the client's, which the SDK may not read: idKeeper).
+func isResponse(data []byte) bool {
+	var r struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	b := bytes.TrimSpace(data)
+	return len(b) > 0 && b[0] == '{' && json.Unmarshal(b, &r) == nil && r.JSONRPC == "2.0" && (r.Result != nil) != (r.Error != nil)
 }
 
 // batchAnswer holds the answer to one message of a batch (serveBatch).

@@ -102,7 +102,7 @@ func TestHTTPBatchDuplicateIDs(t *testing.T) {
 	}
 	for _, tc := range []struct{ batch, id string }{
 		{`[` + call("1") + `,` + call("1") + `]`, "1"},
-		{`[{"jsonrpc":"2.0","id":"a","method":"ping"},` + call(`"a"`) + `]`, `a`},
+		{`[{"jsonrpc":"2.0","id":"a","method":"ping"},` + call(`"a"`) + `]`, `"a"`},
 		{`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":7,"method":"tasks/steal"}]`, "7"},
 	} {
 		status, ctype, body := batchPost(t, srv.URL, sid, tc.batch)
@@ -344,5 +344,95 @@ func TestHTTPSubscriptionsListenEndsAtOnce(t *testing.T) {
 		if code, _ := post(t, srv.URL, "a", newRequest(6, "tools/call", `"name":"server_ping","arguments":{}`)); code != http.StatusOK {
 			t.Errorf("the next request of the token: %d, want 200 (its one slot free)", code)
 		}
+	}
+}
+
+// TestHTTPIDsKeptExactly: over HTTP, as over stdio (TestIDsKeptExactly),
+// every request is answered under its id exactly as written — a call, a
+// ping, an unknown method, a refused revision, initialize, the stream of
+// subscriptions/listen, in a session, sessionless, and in a batch (2025-03-26) of ids that collide as numbers, each call run
+// once. Before, the SDK wrote an id back from its float64: 1.5 was
+// answered as 1, 9007199254740993 as 9007199254740992, a 30-digit id as
+// -9223372036854775808, 1e400 refused in plain text, "\u0031" as "1"; a
+// batch holding 1 and 1.5 was refused as sharing an id.
+func TestHTTPIDsKeptExactly(t *testing.T) {
+	srv, f := httpFixture(t)
+	sid := openSessionAs(t, srv.URL, "full", "2025-03-26")
+	call := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`
+	}
+	answerID := func(body string) string {
+		var r struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal([]byte(body), &r) != nil {
+			return "(not JSON)"
+		}
+		return string(r.ID)
+	}
+	for _, id := range collidingIDs {
+		for _, tc := range []struct{ what, body string }{
+			{"a call", call(id)},
+			{"a ping", `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`},
+			{"an unknown method", `{"jsonrpc":"2.0","id":` + id + `,"method":"no/such"}`},
+		} {
+			status, _, body := batchPost(t, srv.URL, sid, tc.body)
+			if got := answerID(body); status != http.StatusOK || got != id {
+				t.Errorf("%s, id %.40s: %d, answered under %.40s: %.200s", tc.what, id, status, got, body)
+			}
+		}
+		status, _, body := statefulPostAs(t, srv.URL, "full", sid, "2025-06-18", call(id))
+		if got := answerID(body); status != http.StatusBadRequest || got != id {
+			t.Errorf("another revision, id %.40s: %d, answered under %.40s", id, status, got)
+		}
+		resp := mcpRequest(t, http.MethodPost, srv.URL, "full", "", sessionlessRevision,
+			strings.Replace(newRequest(1, "tools/call", `"name":"server_ping","arguments":{}`), `"id":1`, `"id":`+id, 1))
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := answerID(string(b)); resp.StatusCode != http.StatusOK || got != id {
+			t.Errorf("sessionless, id %.40s: %d, answered under %.40s: %.200s", id, resp.StatusCode, got, b)
+		}
+	}
+	// initialize, and subscriptions/listen, whose stream names the request's
+	// id as its subscription's.
+	code, opened, body := statefulPostAs(t, srv.URL, "full", "", "",
+		`{"jsonrpc":"2.0","id":1.5,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	if got := answerID(body); code != http.StatusOK || opened == "" || got != "1.5" {
+		t.Errorf("initialize, id 1.5: %d %q, answered under %s", code, opened, got)
+	}
+	if code, _, body := statefulPost(t, srv.URL, "full", opened, call("1.5")); code != http.StatusOK || answerID(body) != "1.5" {
+		t.Errorf("a call in the session it opened: %d %.200s", code, body)
+	}
+	resp := mcpRequest(t, http.MethodPost, srv.URL, "full", "", sessionlessRevision,
+		strings.Replace(newRequest(1, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`), `"id":1`, `"id":-0`, 1))
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"id":-0,"result"`) || !strings.Contains(string(b), `"io.modelcontextprotocol/subscriptionId":-0`) || strings.Contains(string(b), "logbook-") {
+		t.Errorf("subscriptions/listen, id -0: %d %s", resp.StatusCode, b)
+	}
+	before := len(f.recorded())
+	var batch []string
+	for _, id := range collidingIDs {
+		batch = append(batch, call(id))
+	}
+	status, _, body := batchPost(t, srv.URL, sid, "["+strings.Join(batch, ",")+"]")
+	var answers []json.RawMessage
+	if err := json.Unmarshal([]byte(body), &answers); err != nil || status != http.StatusOK {
+		t.Fatalf("the batch: %d %.300s", status, body)
+	}
+	got := map[string]int{}
+	for _, a := range answers {
+		if strings.Contains(string(a), `"error"`) {
+			t.Errorf("in the batch: %.200s", a)
+		}
+		got[answerID(string(a))]++
+	}
+	for _, id := range collidingIDs {
+		if got[id] != 1 {
+			t.Errorf("the batch, id %.40s: %d answers, want 1", id, got[id])
+		}
+	}
+	if n := len(f.recorded()) - before; n != len(collidingIDs) {
+		t.Errorf("the batch ran %d calls, want %d", n, len(collidingIDs))
 	}
 }

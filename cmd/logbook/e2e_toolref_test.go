@@ -356,7 +356,7 @@ const choices = `
   than 1,000 levels gets -32600, by id where one can be read. Request ids (a string or a number,
   at most 1,024 bytes, given once; anything else, null included, which MCP forbids, gets -32600 with
   id null, over HTTP too: 400, or in a batch its entry) are echoed byte for byte and
-  compared as bytes: ` + "`1`, `1.0` and `\"1\"`" + ` are three ids. ` + "`notifications/cancelled`" + ` is ignored:
+  compared as bytes, over HTTP too (a batch's included): ` + "`1`, `1.0` and `\"1\"`" + ` are three ids. ` + "`notifications/cancelled`" + ` is ignored:
   a call that reached the server runs to its end, is recorded and answered.
 - **Identity.** ` + "`--agent`" + `, else ` + "`LOGBOOK_AGENT`" + `, else the client's ` + "`clientInfo.name`" + ` with
   control, format and other invisible characters (such as U+200B, U+202E, U+3164; the joiners
