@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -438,7 +439,7 @@ func (w *codedWriter) refused(text []byte) bool {
 	switch {
 	case bytes.HasPrefix(text, notHandled):
 		code = jsonrpc.CodeMethodNotFound
-	case bytes.HasPrefix(text, invalidRequest):
+	case bytes.HasPrefix(text, invalidRequest), bytes.HasPrefix(text, malformed):
 		code = jsonrpc.CodeInvalidRequest
 	default:
 		return false
@@ -448,6 +449,15 @@ func (w *codedWriter) refused(text []byte) bool {
 		h.Del("Content-Type")
 		h.Del("X-Content-Type-Options")
 		w.batch = true
+		return true
+	}
+	if bytes.HasPrefix(text, malformed) {
+		// Not a JSON-RPC message: answered as stdio answers such a line.
+		id, message := notAMessage(w.body)
+		h.Del("X-Content-Type-Options")
+		h.Set("Content-Type", "application/json")
+		w.ResponseWriter.WriteHeader(http.StatusBadRequest)
+		_, _ = w.ResponseWriter.Write(errorResponse(id, jsonrpc.CodeInvalidRequest, message))
 		return true
 	}
 	msg, err := jsonrpc.DecodeMessage(w.body)
@@ -595,6 +605,9 @@ func batchWithin(w http.ResponseWriter, body []byte) (alone, ok bool) {
 	if len(msgs) > MaxBatch {
 		return refuse(fmt.Sprintf("a batch may hold at most %d messages; this one holds %d", MaxBatch, len(msgs)))
 	}
+	if len(msgs) == 0 {
+		return refuse(invalidRequestMessage + ": the batch is empty") // as JSON-RPC 2.0 answers one
+	}
 	ids := make(map[string]bool, len(msgs))
 	for _, m := range msgs {
 		if idRefusal(m) != "" {
@@ -673,7 +686,7 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 		msg, err := jsonrpc.DecodeMessage(em) // (the message served: an id the SDK reads)
 		req, ok := msg.(*jsonrpc.Request)
 		call := err == nil && ok && req.IsCall()
-		if a.status == http.StatusAccepted || (!call && a.status == http.StatusBadRequest) {
+		if a.status == http.StatusAccepted || (!call && a.status == http.StatusBadRequest && !isResponse(a.body.Bytes())) {
 			continue // a notification, taken or (invalid: 400 alone) not: no answer
 		}
 		if strings.HasPrefix(a.header.Get("Content-Type"), "application/json") && isResponse(a.body.Bytes()) {
@@ -773,7 +786,24 @@ func (w *codedWriter) Flush() {
 var (
 	notHandled     = []byte("JSON RPC not handled: ")
 	invalidRequest = []byte("invalid request: ")
+	malformed      = []byte("malformed payload: ") // (readBatch: no JSON-RPC message)
 )
+
+// notAMessage is how stdio refuses body (one JSON value, not a batch),
+// which is no JSON-RPC message (conn.decode): -32600 by its id where one
+// can be read, else null.
+func notAMessage(body []byte) (json.RawMessage, string) {
+	b := bytes.TrimSpace(body)
+	if nestedDeeper(b, maxNesting) {
+		var sc idScanner
+		sc.feed(b)
+		return sc.result(), invalidRequestMessage + ": nested deeper than " + strconv.Itoa(maxNesting) + " levels"
+	}
+	if len(b) > 0 && b[0] == '{' {
+		return requestID(b), invalidRequestMessage
+	}
+	return nil, invalidRequestMessage
+}
 
 // anError is how the SDK writes a response's error.
 var anError = []byte(`"error":{`)

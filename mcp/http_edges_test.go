@@ -436,3 +436,50 @@ func TestHTTPIDsKeptExactly(t *testing.T) {
 		t.Errorf("the batch ran %d calls, want %d", n, len(collidingIDs))
 	}
 }
+
+// TestHTTPNotAMessageAsOnStdio: a body that is JSON but no JSON-RPC
+// message — not an object, no or another jsonrpc version, a method not a
+// string, nested deeper than 1,000 levels — is answered over HTTP exactly
+// as stdio answers the line: JSON-RPC error -32600 by its id where one can
+// be read, else null (400); in a batch (2025-03-26) each such message gets
+// that error as its entry and the others are served; an empty batch is
+// -32600 with id null, as JSON-RPC 2.0 answers it. Nothing of it runs.
+// Before, the SDK refused each in plain text ("malformed payload: ..."),
+// a batch whole for one such message.
+func TestHTTPNotAMessageAsOnStdio(t *testing.T) {
+	srv, f := httpFixture(t)
+	sid := openSessionAs(t, srv.URL, "full", "2025-03-26")
+	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	deep := strings.Repeat(`{"a":`, 1100) + "1" + strings.Repeat("}", 1100)
+	for _, line := range []string{
+		`42`, `"ping"`, `null`, `{}`, `{"foo":1}`,
+		`{"jsonrpc":"1.0","id":1,"method":"ping"}`,
+		`{"id":"x","method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":5}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"server_ping","arguments":` + deep + `}}`,
+	} {
+		c.send(line)
+		want := c.recvLine()
+		if !strings.Contains(want, `"error":{"code":-32600`) {
+			t.Errorf("stdio: %.60s answered %s", line, want)
+		}
+		status, ctype, got := batchPost(t, srv.URL, sid, line)
+		if status != http.StatusBadRequest || ctype != "application/json" || got != want {
+			t.Errorf("%.60s: %d %q %.200s; want 400 %s", line, status, ctype, got, want)
+		}
+	}
+	status, _, body := batchPost(t, srv.URL, sid, `[42,{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"server_ping","arguments":{}}},{"jsonrpc":"1.0","id":"b","method":"ping"}]`)
+	if status != http.StatusOK || !strings.HasPrefix(body, `[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}},{"jsonrpc":"2.0","id":1,"result":`) ||
+		!strings.HasSuffix(body, `,{"jsonrpc":"2.0","id":"b","error":{"code":-32600,"message":"Invalid Request"}}]`) {
+		t.Errorf("a batch with messages that are none: %d %.400s", status, body)
+	}
+	if status, _, body := batchPost(t, srv.URL, sid, `[]`); status != http.StatusBadRequest ||
+		body != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the batch is empty"}}` {
+		t.Errorf("an empty batch: %d %s", status, body)
+	}
+	if n := len(f.recorded()); n != 1 {
+		t.Errorf("%d calls ran, want 1 (the batch's)", n)
+	}
+}
