@@ -339,3 +339,23 @@ func TestHTTPBatchBounded(t *testing.T) {
 		t.Errorf("a batch of %d: %d, %d answers: %v", MaxBatch, status, len(answers), err)
 	}
 }
+
+// TestHTTPSessionlessArgumentsBeyondADouble pins what TOOLS.md says: at
+// revision 2026-07-28 (serve --connect's) a call whose arguments hold a
+// number beyond a double is refused by the SDK, which cannot read the
+// tool's name beside them (400, -32020 by its id), and not recorded; at
+// 2025-06-18, as over stdio, it is answered and recorded.
+func TestHTTPSessionlessArgumentsBeyondADouble(t *testing.T) {
+	srv, f := httpFixture(t)
+	resp := mcpRequest(t, http.MethodPost, srv.URL, "full", "", sessionlessRevision, newRequest(3, "tools/call", `"name":"task_get","arguments":{"task_id":1e400}`))
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"id":3,"error":{"code":-32020`) || len(f.recorded()) != 0 {
+		t.Errorf("2026-07-28: %d %s, %d recorded", resp.StatusCode, b, len(f.recorded()))
+	}
+	sid := openSession(t, srv.URL, "full")
+	code, _, body := statefulPost(t, srv.URL, "full", sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_get","arguments":{"task_id":1e400}}}`)
+	if code != http.StatusOK || !strings.Contains(body, `"id":4,"result"`) || len(f.recorded()) != 1 {
+		t.Errorf("2025-06-18: %d %.200s, %d recorded", code, body, len(f.recorded()))
+	}
+}
