@@ -274,8 +274,10 @@ func openClocked(t *testing.T) *boltstore.Store {
 }
 
 // refoldTx is refoldWith, txChunks Refold chunks per transaction of the
-// scratch file (as a rebuild folds them).
-func refoldTx(t *testing.T, src *boltstore.Store, batch, txChunks int) *boltstore.Store {
+// scratch file, each written out as it is folded (Fold, as a verifier's
+// refold) or all at once before the transaction commits (Add and Flush,
+// as a rebuild folds them).
+func refoldTx(t *testing.T, src *boltstore.Store, batch, txChunks int, once bool) *boltstore.Store {
 	t.Helper()
 	scratch := openFolded(t)
 	recs, root, event := logOf(src)
@@ -284,12 +286,16 @@ func refoldTx(t *testing.T, src *boltstore.Store, batch, txChunks int) *boltstor
 		err := scratch.Update(func(tx *boltstore.Tx) error {
 			for i := 0; i < txChunks && len(recs) > 0; i++ {
 				n := min(batch, len(recs))
-				if err := rf.Fold(tx, projections.Prepare(recs[:n]), root, event); err != nil {
+				fold := rf.Fold
+				if once {
+					fold = rf.Add
+				}
+				if err := fold(tx, projections.Prepare(recs[:n]), root, event); err != nil {
 					return err
 				}
 				recs = recs[n:]
 			}
-			return nil
+			return rf.Flush()
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -365,7 +371,8 @@ func TestDifferentialFold(t *testing.T) {
 				for _, batch := range []int{1, 7, 100000} {
 					check(fmt.Sprintf("fold batch %d", batch), refoldWith(t, live, batch, false), false)
 					check(fmt.Sprintf("refold batch %d", batch), refoldWith(t, live, batch, true), false)
-					check(fmt.Sprintf("refold batch %d, 3 to a tx", batch), refoldTx(t, live, batch, 3), false)
+					check(fmt.Sprintf("refold batch %d, 3 to a tx", batch), refoldTx(t, live, batch, 3, false), false)
+					check(fmt.Sprintf("refold batch %d, 3 to a tx written once", batch), refoldTx(t, live, batch, 3, true), false)
 				}
 				// All of it appended by another process, caught up at once
 				// (long enough to decode beside folding) or in steps.

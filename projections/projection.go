@@ -260,8 +260,8 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 // it reads a document it takes out (a superseded learning, a replaced
 // memory version) from its event.
 func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
-	_, err := foldPrepared(tx, &Prepared{Recs: recs}, root, event, carried{})
-	return err
+	var rf Refold
+	return rf.Fold(tx, &Prepared{Recs: recs}, root, event)
 }
 
 // A Refold folds a log, chunk after chunk, into projections that nothing
@@ -273,7 +273,13 @@ func Fold(tx *boltstore.Tx, recs []ledger.Record, root func(size uint64) (ledger
 // rather than reading them again. It keeps the tasks and blocks of one
 // chunk. The zero value is ready; after an error, or a transaction that
 // did not commit, Reset it.
-type Refold struct{ carried carried }
+type Refold struct {
+	carried carried
+	// Between Add and Flush: the folder of the transaction under way, and
+	// the seq it folded up to.
+	f       *folder
+	applied uint64
+}
 
 // carried is what a Refold's chunk hands the next: its tasks, and its
 // blocks by space then key, as it stored them.
@@ -282,50 +288,81 @@ type carried struct {
 	blocks map[string]map[string]*bufferedBlock
 }
 
-// Fold is Fold of p.Recs, with what Prepare worked out of them.
+// Fold folds p.Recs, with what Prepare worked out of them, and writes
+// them out: Add, then Flush.
 func (rf *Refold) Fold(tx *boltstore.Tx, p *Prepared, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
-	in := rf.carried
-	rf.carried = carried{}
-	out, err := foldPrepared(tx, p, root, event, in)
-	if err == nil {
-		rf.carried = out
+	if err := rf.Add(tx, p, root, event); err != nil {
+		return err
 	}
-	return err
+	return rf.Flush()
 }
 
-// Reset forgets what is carried: the next chunk reads it as stored.
-func (rf *Refold) Reset() { rf.carried = carried{} }
-
-// foldPrepared is Fold of p.Recs with what was prepared of them, taking a
-// task or a block from in (as stored) rather than reading it; it returns
-// the tasks and blocks it folded, as it stored them.
-func foldPrepared(tx *boltstore.Tx, p *Prepared, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error),
-	in carried) (carried, error) {
-	meta, err := tx.Space(spMeta)
-	if err != nil {
-		return carried{}, err
+// Add folds p.Recs, with what Prepare worked out of them, after the chunks
+// added since the last Flush, which must have been added in tx too; Flush
+// writes them out before tx commits. A transaction that folds several
+// chunks writes what they changed once (a task they all touch is encoded
+// and put once, not once a chunk), as CatchUp does. root and event serve
+// p's records (the chunks before them were folded with theirs).
+func (rf *Refold) Add(tx *boltstore.Tx, p *Prepared, root func(size uint64) (ledger.Hash, error), event func(seq uint64) (ledger.Record, error)) error {
+	f := rf.f
+	switch {
+	case f == nil:
+		meta, err := tx.Space(spMeta)
+		if err != nil {
+			return err
+		}
+		f = newFolder(tx, root, event, true)
+		f.carried, f.carriedBlocks = rf.carried.tasks, rf.carried.blocks
+		rf.f, rf.carried, rf.applied = f, carried{}, getU64(meta, keyApplied)
+	case f.tx != tx:
+		return errors.New("refold: a chunk added in another transaction than the chunks before it, not flushed")
 	}
-	applied := getU64(meta, keyApplied)
-	f := newFolder(tx, root, event, true)
-	f.pre, f.carried, f.carriedBlocks = p, in.tasks, in.blocks
+	f.root, f.event = root, event
+	f.prePrev, f.pre = f.pre, p
 	for _, r := range p.Recs {
-		if applied+1 != r.Seq {
-			return carried{}, fmt.Errorf("fold seq %d: projections are at seq %d", r.Seq, applied)
+		var err error
+		if rf.applied+1 != r.Seq {
+			err = fmt.Errorf("fold seq %d: projections are at seq %d", r.Seq, rf.applied)
+		} else {
+			err = f.apply(r)
 		}
-		if err := f.apply(r); err != nil {
-			return carried{}, err
+		if err != nil {
+			rf.f = nil // (tx is not to commit: nothing to carry)
+			return err
 		}
-		applied = r.Seq
+		rf.applied = r.Seq
 	}
-	if err := f.flush(); err != nil {
-		return carried{}, err
-	}
-	out := carried{tasks: f.tasks, blocks: map[string]map[string]*bufferedBlock{}}
-	for space, bb := range f.blockBufs {
-		out.blocks[space] = bb.written
-	}
-	return out, putU64(meta, keyApplied, applied)
+	return nil
 }
+
+// Flush writes out what the chunks added since the last Flush changed, in
+// key order, and the seq they were folded up to.
+func (rf *Refold) Flush() error {
+	f := rf.f
+	if f == nil {
+		return nil
+	}
+	rf.f = nil
+	if err := f.flush(); err != nil {
+		return err
+	}
+	meta, err := f.tx.Space(spMeta)
+	if err != nil {
+		return err
+	}
+	if err := putU64(meta, keyApplied, rf.applied); err != nil {
+		return err
+	}
+	rf.carried = carried{tasks: f.tasks, blocks: map[string]map[string]*bufferedBlock{}}
+	for space, bb := range f.blockBufs {
+		rf.carried.blocks[space] = bb.written
+	}
+	return nil
+}
+
+// Reset forgets what is carried, and what was added since the last
+// Flush: the next chunk reads the projections as stored.
+func (rf *Refold) Reset() { *rf = Refold{} }
 
 // apply dispatches on the event type, then offers the record to every open
 // audit session (after the type's own fold, so a session's start event is

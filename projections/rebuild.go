@@ -250,13 +250,32 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 		}
 	}()
 	var refold Refold
-	var prev []ledger.Record
-	// prevMem is prev's memory; folded, that of the chunks folded before
-	// it in the transaction under way: given back to the reading
-	// goroutine once it commits.
+	// near is the records of the chunks the transaction under way folded,
+	// after those of the chunk folded just before it (a lump of the index
+	// begun there).
+	var near [][]ledger.Record
+	// prevMem is the memory of the chunk folded last; folded, that of the
+	// chunks folded before it in the transaction under way: given back to
+	// the reading goroutine once it commits.
 	var prevMem chunkMem
 	var folded []chunkMem
-	// fold folds c in tx and reports its progress.
+	// An earlier event (the index reads a lump's events, and the one that
+	// recorded what it takes out): from near, else from the ledger.
+	event := func(seq uint64) (r ledger.Record, err error) {
+		for _, in := range slices.Backward(near) {
+			if n := len(in); n > 0 && seq >= in[0].Seq && seq <= in[n-1].Seq {
+				return in[seq-in[0].Seq], nil
+			}
+		}
+		err = l.View(func(tx *boltstore.Tx) error {
+			r, err = tx.Event(seq)
+			r.Raw = nil // valid only in this transaction
+			return err
+		})
+		return r, err
+	}
+	// fold folds c in tx, after the chunks folded in tx before it, and
+	// reports its progress.
 	fold := func(tx *boltstore.Tx, c foldChunk) error {
 		recs := c.pre.Recs
 		if len(recs) == 0 {
@@ -269,26 +288,10 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 			}
 			return h, nil
 		}
-		// An earlier event (the index reads a lump's events, and the
-		// one that recorded what it takes out): from this chunk or the
-		// one before (a lump begun there), else from the ledger.
-		event := func(seq uint64) (r ledger.Record, err error) {
-			for _, in := range [][]ledger.Record{recs, prev} {
-				if n := len(in); n > 0 && seq >= in[0].Seq && seq <= in[n-1].Seq {
-					return in[seq-in[0].Seq], nil
-				}
-			}
-			err = l.View(func(tx *boltstore.Tx) error {
-				r, err = tx.Event(seq)
-				r.Raw = nil // valid only in this transaction
-				return err
-			})
-			return r, err
-		}
-		if err := refold.Fold(tx, c.pre, root, event); err != nil {
+		near = append(near, recs)
+		if err := refold.Add(tx, c.pre, root, event); err != nil {
 			return err
 		}
-		prev = recs
 		if progress != nil {
 			progress(recs[len(recs)-1].Seq, c.head)
 		}
@@ -296,28 +299,33 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 	}
 	for c := range chunks {
 		// One transaction of the scratch file folds this chunk and the
-		// next ones, txChunks in all, waiting for them to be read: each
-		// commit writes the pages its chunks dirtied, and consecutive
-		// chunks dirty mostly the same.
+		// next ones, txChunks in all, waiting for them to be read, and
+		// writes what they changed once (Refold.Flush): each commit writes
+		// the pages its chunks dirtied, and consecutive chunks dirty
+		// mostly the same.
 		var cerr error
+		if n := len(near); n > 0 {
+			near = append(near[:0], near[n-1])
+		}
 		if err := scratch.Update(func(tx *boltstore.Tx) error {
 			for n := 1; ; n++ {
 				if err := fold(tx, c); err != nil {
 					return err
 				}
-				if len(c.pre.Recs) > 0 { // (else not prev)
+				if len(c.pre.Recs) > 0 { // (else not near's last)
 					folded = append(folded, prevMem)
 					prevMem = c.mem
 				}
 				if cerr = c.err; cerr != nil || n == txChunks {
-					return nil
+					break
 				}
 				next, ok := <-chunks
 				if !ok {
-					return nil
+					break
 				}
 				c = next
 			}
+			return refold.Flush()
 		}); err != nil {
 			return fmt.Errorf("refold: %w", err)
 		}
