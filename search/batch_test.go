@@ -3,6 +3,7 @@ package search_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/search"
@@ -140,5 +141,37 @@ func TestCountedAheadStoresSame(t *testing.T) {
 	}
 	if fmt.Sprint(*first) != fmt.Sprint(want) {
 		t.Errorf("the counts changed after the Counter counted more: %v", *first)
+	}
+}
+
+// TestCounterReuse: a Counter told to Reuse its arrays counts the next
+// documents as a new one would (a document longer than an array
+// included), into the arrays it had: counting the same documents again
+// allocates nothing (words seen before, none split).
+func TestCounterReuse(t *testing.T) {
+	var docs [][]search.Field
+	for i := range 600 {
+		docs = append(docs, []search.Field{{Name: "text", Text: fmt.Sprintf("retry the upload%d walrus Retry %d", i%7, i)}})
+	}
+	docs = append(docs, []search.Field{{Name: "text", Text: strings.Repeat("walrus ", 5000) + "tusk"}})
+	var c search.Counter
+	countAll := func() {
+		for _, fields := range slices.Backward(docs) {
+			got := c.Count(fields)
+			if want := search.CountTerms(fields); fmt.Sprint(got) != fmt.Sprint(*want) {
+				t.Fatalf("counted %v, want %v", got, *want)
+			}
+		}
+	}
+	countAll()
+	c.Reuse()
+	countAll()
+	if n := testing.AllocsPerRun(3, func() {
+		c.Reuse()
+		for _, fields := range docs {
+			c.Count(fields)
+		}
+	}); n != 0 {
+		t.Errorf("counting again after Reuse allocated %v times", n)
 	}
 }

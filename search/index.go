@@ -169,17 +169,27 @@ func CountTerms(fields []Field) *Counts {
 
 // A Counter counts the terms of one document after another, as Add does,
 // into arrays it allocates many documents at a time: the Counts it returns
-// stay valid (it never writes over them).
+// stay valid (it never writes over them) until Reuse.
 type Counter struct {
 	all     []string // every term of the document, in order of appearance
 	scratch []uint64 // the document's Freqs while counted
 	words   wordCache
 	terms   []string // room for the next documents' Terms
 	freqs   []uint64 // and Freqs
+	// The arrays counted into so far (terms, freqs: the last), from the
+	// first, and how many of them have been reused since Reuse.
+	slabs  []counterSlab
+	reused int
 }
 
-// counterSlab is how many terms a Counter's arrays take at a time.
-const counterSlab = 4096
+// counterSlab is one pair of a Counter's arrays.
+type counterSlab struct {
+	terms []string
+	freqs []uint64
+}
+
+// counterSlabLen is how many terms a Counter's arrays take at a time.
+const counterSlabLen = 4096
 
 // Count counts the terms of fields.
 func (c *Counter) Count(fields []Field) Counts {
@@ -188,13 +198,40 @@ func (c *Counter) Count(fields []Field) Counts {
 	c.scratch = out.Freqs
 	n := len(out.Terms)
 	if cap(c.terms)-len(c.terms) < n {
-		c.terms = make([]string, 0, max(counterSlab, n))
-		c.freqs = make([]uint64, 0, max(counterSlab, n))
+		c.nextSlab(n)
 	}
 	i := len(c.terms)
 	c.terms, c.freqs = append(c.terms, out.Terms...), append(c.freqs, out.Freqs...)
 	out.Terms, out.Freqs = c.terms[i:i+n:i+n], c.freqs[i:i+n:i+n]
 	return out
+}
+
+// nextSlab makes room for n terms: the next array counted into before
+// Reuse if it is big enough, else a new one.
+func (c *Counter) nextSlab(n int) {
+	for c.reused < len(c.slabs) {
+		sl := c.slabs[c.reused]
+		c.reused++
+		if cap(sl.terms) >= n {
+			c.terms, c.freqs = sl.terms[:0], sl.freqs[:0]
+			return
+		}
+	}
+	c.terms = make([]string, 0, max(counterSlabLen, n))
+	c.freqs = make([]uint64, 0, max(counterSlabLen, n))
+	c.slabs = append(c.slabs, counterSlab{c.terms, c.freqs})
+	c.reused = len(c.slabs)
+}
+
+// Reuse has c count the next documents into the arrays it counted the
+// ones before into, for a caller that no longer reads any Counts c
+// returned (a pass that counts batch after batch of documents): fewer
+// bytes allocated. c keeps what it learnt of the words it has seen.
+func (c *Counter) Reuse() {
+	for _, sl := range c.slabs {
+		clear(sl.terms[:cap(sl.terms)]) // (the terms are garbage to it now)
+	}
+	c.terms, c.freqs, c.reused = nil, nil, 0
 }
 
 // countInto fills c with the counts of fields, reusing c's slices, and all,
