@@ -242,11 +242,23 @@ func decodeEvent(raw []byte, dec *EventDecoder) (Event, error) {
 		return fail("subjects")
 	}
 	if ns > 0 {
+		// The subjects are slices of one string, a copy of the bytes that
+		// hold them (their headers between them): one allocation an event
+		// rather than one a subject, a good part of the objects a rebuild
+		// allocated.
+		start := d.off
+		for range ns {
+			if _, ok := d.strBytes(); !ok {
+				return fail("subject")
+			}
+		}
+		all := string(raw[start:d.off])
+		d.off = start
 		e.Subjects = dec.subjectList(int(ns))
-	}
-	for i := range e.Subjects {
-		if e.Subjects[i], ok = d.str(); !ok {
-			return fail("subject")
+		for i := range e.Subjects {
+			b, _ := d.strBytes() // (read above)
+			end := d.off - start
+			e.Subjects[i] = all[end-len(b) : end]
 		}
 	}
 	// The bins are slices of raw, whose length bounds them: nothing is
@@ -452,13 +464,7 @@ func (d *envelopeReader) int() (int64, bool) {
 	return v, true
 }
 
-// str reads a string: fixstr, or str 8 to 32.
-func (d *envelopeReader) str() (string, bool) {
-	b, ok := d.strBytes()
-	return string(b), ok
-}
-
-// name reads a string as str does, interned (names).
+// name reads a string as strBytes does, interned (names).
 func (d *envelopeReader) name() (string, bool) {
 	b, ok := d.strBytes()
 	if !ok {
@@ -467,7 +473,7 @@ func (d *envelopeReader) name() (string, bool) {
 	return names.intern(b), true
 }
 
-// strBytes reads a string as a slice of the input.
+// strBytes reads a string as a slice of the input: fixstr, or str 8 to 32.
 func (d *envelopeReader) strBytes() ([]byte, bool) {
 	c, ok := d.code()
 	if !ok {

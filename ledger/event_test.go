@@ -631,3 +631,27 @@ func TestNewerEnvelopeSaysSo(t *testing.T) {
 		t.Errorf("envelope %d: %v", EnvelopeVersion+1, err)
 	}
 }
+
+// TestDecodeEventSubjectsOneAllocation: an event's subjects cost one
+// allocation for their list and one for their bytes, however many there
+// are (an allocation a subject was a good part of a rebuild's objects),
+// and decode to what was encoded.
+func TestDecodeEventSubjectsOneAllocation(t *testing.T) {
+	allocs := func(subjects []string) float64 {
+		e := Event{Seq: 3, Time: time.UnixMilli(1_700_000_000_123).UTC(), Type: "task.updated", Actor: "claude", Subjects: subjects}
+		raw, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := DecodeEvent(raw); err != nil || !reflect.DeepEqual(got.Subjects, subjects) {
+			t.Fatalf("subjects %q decoded as %q, %v", subjects, got.Subjects, err)
+		}
+		return testing.AllocsPerRun(10, func() { DecodeEvent(raw) })
+	}
+	none := allocs(nil)
+	for _, subjects := range [][]string{{"T-0001"}, {"Θ-0001", "T-0001", "", "S-0001", strings.Repeat("x", 300)}} {
+		if n := allocs(subjects); n != none+2 {
+			t.Errorf("%d subjects: %v allocations, %v without", len(subjects), n, none)
+		}
+	}
+}
