@@ -20,3 +20,14 @@ func SetBetweenSwapTxs(fn func(n int) error, budget int) (restore func()) {
 	}
 	return func() { betweenSwapTxs, copyBudget = old, oldBudget }
 }
+
+// SetAfterRefoldTx has fn told how many chunks each transaction of a
+// rebuild's refold folded, until the returned func restores it.
+func SetAfterRefoldTx(fn func(chunks int)) (restore func()) {
+	old := afterRefoldTx
+	afterRefoldTx = fn
+	return func() { afterRefoldTx = old }
+}
+
+// TxChunks is how many chunks a transaction of a rebuild's refold folds.
+const TxChunks = txChunks

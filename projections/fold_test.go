@@ -320,6 +320,8 @@ func key(n uint64) []byte {
 // projections folded live, event by event. The log has what a chunk's
 // fold reads of other chunks: tasks updated and thoughts chained across
 // chunks, index lumps begun in the chunk before, texts of every length.
+// Each transaction of the refold folds TxChunks chunks (the last one
+// fewer), however fast they are read, and writes them out once.
 func TestRebuildChunksEqualLive(t *testing.T) {
 	l := openFolded(t)
 	s := func(v string) *string { return &v }
@@ -340,10 +342,26 @@ func TestRebuildChunksEqualLive(t *testing.T) {
 		appendRaw(t, l, projections.TypeToolCalled, 1, []string{on}, projections.ToolCalled{Tool: "thought_record", Outcome: "OK"})
 	}
 	live := fingerprintOf(t, l)
+	var head uint64
+	l.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil })
+	var txs []int // the chunks each transaction folded
+	defer projections.SetAfterRefoldTx(func(chunks int) { txs = append(txs, chunks) })()
 	for _, chunk := range []uint64{1, 3, 17, 64, 0} {
+		txs = txs[:0]
 		rebuild(t, l, chunk)
 		if got := fingerprintOf(t, l); got != live {
 			t.Fatalf("rebuilt %d events per chunk: fingerprint %x, live %x", chunk, got, live)
+		}
+		chunks := 1
+		if chunk > 0 {
+			chunks = int((head + chunk - 1) / chunk)
+		}
+		want := slices.Repeat([]int{projections.TxChunks}, chunks/projections.TxChunks)
+		if chunks%projections.TxChunks > 0 {
+			want = append(want, chunks%projections.TxChunks)
+		}
+		if !slices.Equal(txs, want) {
+			t.Errorf("rebuilt %d events per chunk: transactions folded %v chunks, want %v", chunk, txs, want)
 		}
 	}
 }

@@ -46,6 +46,10 @@ const (
 // each.
 const txChunks = 4
 
+// afterRefoldTx, when set (tests), is told how many chunks each
+// transaction of a rebuild's refold folded, once it committed.
+var afterRefoldTx func(chunks int)
+
 // RebuildOptions tune Rebuild.
 type RebuildOptions struct {
 	// Force rebuilds projections of this binary's version too; otherwise
@@ -304,6 +308,7 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 		// the pages its chunks dirtied, and consecutive chunks dirty
 		// mostly the same.
 		var cerr error
+		inTx := 0 // chunks with records this transaction folded
 		if n := len(near); n > 0 {
 			near = append(near[:0], near[n-1])
 		}
@@ -315,6 +320,7 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 				if len(c.pre.Recs) > 0 { // (else not near's last)
 					folded = append(folded, prevMem)
 					prevMem = c.mem
+					inTx++
 				}
 				if cerr = c.err; cerr != nil || n == txChunks {
 					break
@@ -328,6 +334,9 @@ func refoldInto(scratch, l *boltstore.Store, chunk uint64, progress func(done, t
 			return refold.Flush()
 		}); err != nil {
 			return fmt.Errorf("refold: %w", err)
+		}
+		if afterRefoldTx != nil {
+			afterRefoldTx(inTx)
 		}
 		if err := scratch.ReleaseMapped(); err != nil {
 			return err
