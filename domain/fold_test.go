@@ -160,3 +160,28 @@ func TestFoldCaseComposes(t *testing.T) {
 		}
 	}
 }
+
+// TestFullFoldRuneByRune: fullFold, which replaces only the runes of
+// fullFolds, is Unicode's full case folding (cases.Fold) of the whole
+// string, for every rune (its orbit's) between others that fold and
+// others that do not; foldRune's ASCII is the Unicode tables' too.
+func TestFullFoldRuneByRune(t *testing.T) {
+	fold := cases.Fold()
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		if r < utf8.RuneSelf && foldRune(r) != unicode.ToLower(unicode.ToUpper(r)) {
+			t.Errorf("foldRune(%U) = %U", r, foldRune(r))
+		}
+		f := foldRune(r)
+		if f < 0 {
+			continue
+		}
+		for _, s := range []string{string(f), "aß" + string(f) + "x", "x" + string(f) + "ﬀ" + string(f)} {
+			if got, want := fullFold(s), fold.String(s); got != want {
+				t.Fatalf("fullFold(%+q) = %+q, cases.Fold %+q", s, got, want)
+			}
+		}
+	}
+}
