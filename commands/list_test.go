@@ -400,3 +400,42 @@ func TestTasksInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIndexFoldASCII: the ASCII search, which compares only where the
+// word's first byte is in either case, finds a folded word exactly where
+// strings.Contains finds it in the text lowered: every text of up to 6
+// bytes of a small alphabet (letters of both cases, a digit, a dash) and
+// every word of up to 3.
+func TestIndexFoldASCII(t *testing.T) {
+	alphabet := "aAbB1-"
+	var all func(n int) []string
+	all = func(n int) []string {
+		if n == 0 {
+			return []string{""}
+		}
+		shorter := all(n - 1)
+		out := slices.Clone(shorter)
+		for _, s := range shorter {
+			if len(s) == n-1 {
+				for i := range len(alphabet) {
+					out = append(out, s+alphabet[i:i+1])
+				}
+			}
+		}
+		return out
+	}
+	var words []string
+	for _, w := range all(3) {
+		if w == strings.ToLower(w) {
+			words = append(words, w)
+		}
+	}
+	for _, text := range all(6) {
+		lowered := strings.ToLower(text)
+		for _, w := range words {
+			if got, want := indexFoldASCII(text, w), strings.Contains(lowered, w); got != want {
+				t.Fatalf("indexFoldASCII(%q, %q) = %v, want %v", text, w, got, want)
+			}
+		}
+	}
+}

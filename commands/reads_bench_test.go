@@ -126,3 +126,33 @@ func BenchmarkTrail(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchASCII times task_list's search of two words alone
+// (containsAll) over the ASCII titles (60 characters) and descriptions
+// (300) of the peer benchmark's 10,000 tasks, one in a hundred mentioning
+// kubernetes.
+//
+//	go test ./commands -run XXX -bench SearchASCII
+func BenchmarkSearchASCII(b *testing.B) {
+	type task struct{ title, desc string }
+	var tasks []task
+	for i := range 10_000 {
+		desc := benchProse(i+1_000_000, 300)
+		if i%100 == 7 {
+			desc += " Kubernetes"
+		}
+		tasks = append(tasks, task{benchProse(i, 60), desc})
+	}
+	words := []string{"kubernetes", "cache"}
+	for b.Loop() {
+		n := 0
+		for _, t := range tasks {
+			if containsAll(t.title, t.desc, words) {
+				n++
+			}
+		}
+		if n == 0 {
+			b.Fatal("nothing found")
+		}
+	}
+}

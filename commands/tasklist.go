@@ -202,13 +202,35 @@ func isASCII(s string) bool {
 
 // indexFoldASCII reports whether word, folded (as FoldCase folds), occurs
 // in the ASCII text as strings.ToLower would lower it: a word holding a
-// rune past ASCII cannot.
+// rune past ASCII cannot. It looks only where the word's first byte is,
+// in either case (strings.IndexByte, for each case, kept until passed):
+// comparing at every byte was most of a search of ASCII text.
 func indexFoldASCII(text, word string) bool {
 	if !isASCII(word) {
 		return false
 	}
+	if word == "" {
+		return true
+	}
+	first := [2]byte{word[0], word[0]} // the word is folded: lower case
+	if 'a' <= first[0] && first[0] <= 'z' {
+		first[1] -= 'a' - 'A'
+	}
+	next := [2]int{-1, -1} // where each case of first is next, from i; len(text) when nowhere
 	for i := 0; i+len(word) <= len(text); i++ {
-		j := 0
+		for c := range next {
+			if next[c] < i {
+				if k := strings.IndexByte(text[i:], first[c]); k >= 0 {
+					next[c] = i + k
+				} else {
+					next[c] = len(text)
+				}
+			}
+		}
+		if i = min(next[0], next[1]); i+len(word) > len(text) {
+			return false
+		}
+		j := 1
 		for j < len(word) && lowerASCII(text[i+j]) == word[j] {
 			j++
 		}
