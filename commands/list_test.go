@@ -439,3 +439,23 @@ func TestIndexFoldASCII(t *testing.T) {
 		}
 	}
 }
+
+// TestIsASCII: a byte past ASCII anywhere in a string of up to 24 bytes,
+// within the 8-byte words isASCII loads or after them, makes it not ASCII.
+func TestIsASCII(t *testing.T) {
+	for n := range 25 {
+		s := []byte(strings.Repeat("\x7f", n))
+		if !isASCII(string(s)) {
+			t.Errorf("%d ASCII bytes: not ASCII", n)
+		}
+		for i := range n {
+			for _, c := range []byte{0x80, 0xC3, 0xFF} {
+				s[i] = c
+				if isASCII(string(s)) {
+					t.Errorf("%x at %d of %d bytes: ASCII", c, i, n)
+				}
+				s[i] = 0x7f
+			}
+		}
+	}
+}
