@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 
@@ -121,15 +122,25 @@ func ReadCheckpoint(path, verifierPath string) (Checkpoint, error) {
 // few lines (a checkpoint's extension lines too).
 const maxNoteBytes = 1 << 20
 
-// ReadFile reads the file path, at most max bytes: a larger one (or a
-// device that never ends, /dev/zero) is an error saying it is not what
-// (a proof file, a checkpoint), never read on until memory runs out.
+// ReadFile reads the regular file path, at most max bytes: a larger one
+// is an error saying it is not what (a proof file, a checkpoint), never
+// read on until memory runs out, and so is what is not a regular file (a
+// device that never ends, /dev/zero; a named pipe, whose opening waited
+// for a writer, deaf to SIGTERM). The file is opened without blocking and
+// checked as opened, so what is read is what was checked.
 func ReadFile(path string, max int64, what string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file: not %s", path, what)
+	}
 	return ReadAtMost(f, max, path, what)
 }
 

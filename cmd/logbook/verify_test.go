@@ -412,11 +412,21 @@ func TestDamagedBranchKey(t *testing.T) {
 // a control character signed a checkpoint no verifier opens, prove
 // consistency --new past the head spoke of --size, and a --db path with a
 // newline in it split the error over two lines; check-proof /dev/zero (and
-// a checkpoint or key file of /dev/zero) read on until memory ran out.
+// a checkpoint or key file of /dev/zero) read on until memory ran out; a
+// named pipe as the proof, checkpoint, verifier or signer key file held
+// the command in its open for ever, deaf to SIGTERM (attack5).
 func TestAuditorBadValuesSayWhich(t *testing.T) {
 	path := healthyLedger(t, 0)
 	dir := t.TempDir()
 	skey := writeKey(t, dir)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.skey")
+	if err := os.WriteFile(big, bytes.Repeat([]byte{'\n'}, 1<<20+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -435,10 +445,18 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		{[]string{"root", "--db", path, "--from", "0", "--to", "1"}, "root: --from must be at least 1"},
 		{[]string{"verify", "--db", "a\nb"}, `verify: --db: stat a\nb: no such file or directory`},
 		{[]string{"root", "--db", "x\ry"}, `root: --db: stat x\ry:`},
-		// Files that never end are not read until memory runs out.
-		{[]string{"check-proof", "/dev/zero", "--root", strings.Repeat("ab", 32)}, "check-proof: /dev/zero is larger than 67108864 bytes: not a proof file"},
-		{[]string{"verify", "--db", path, "--checkpoint", "/dev/zero", "--vkey", vkeyOf(skey)}, "/dev/zero is larger than 1048576 bytes: not a checkpoint"},
-		{[]string{"checkpoint", "--db", path, "--key", "/dev/zero"}, "checkpoint: --key: /dev/zero is larger than 1048576 bytes: not a signer key"},
+		// Files that never end are not read until memory runs out, and
+		// named pipes no one writes are not waited on: each is refused, not
+		// being a regular file.
+		{[]string{"check-proof", "/dev/zero", "--root", strings.Repeat("ab", 32)}, "check-proof: /dev/zero is not a regular file: not a proof file"},
+		{[]string{"verify", "--db", path, "--checkpoint", "/dev/zero", "--vkey", vkeyOf(skey)}, "/dev/zero is not a regular file: not a checkpoint"},
+		{[]string{"checkpoint", "--db", path, "--key", "/dev/zero"}, "checkpoint: --key: /dev/zero is not a regular file: not a signer key"},
+		{[]string{"check-proof", fifo, "--root", strings.Repeat("ab", 32)}, "check-proof: " + fifo + " is not a regular file: not a proof file"},
+		{[]string{"check-proof", fifo, "--checkpoint", fifo, "--vkey", fifo}, fifo + " is not a regular file: not a verifier key"},
+		{[]string{"verify", "--db", path, "--checkpoint", fifo, "--vkey", vkeyOf(skey)}, fifo + " is not a regular file: not a checkpoint"},
+		{[]string{"checkpoint", "--db", path, "--key", fifo}, "checkpoint: --key: " + fifo + " is not a regular file: not a signer key"},
+		{[]string{"check-proof", dir, "--root", strings.Repeat("ab", 32)}, "check-proof: " + dir + " is not a regular file: not a proof file"},
+		{[]string{"checkpoint", "--db", path, "--key", big}, "checkpoint: --key: " + big + " is larger than 1048576 bytes: not a signer key"},
 	} {
 		r := run(t, c.args...)
 		wantExit(t, r, 2, strings.Join(c.args, " "))
