@@ -68,8 +68,12 @@ func (s SessionSummary) State() string {
 }
 
 // Sessions lists the audit sessions in id order, those on task only when
-// task is not empty.
+// task is not empty. A task that is not a task id (A-0001, T-1) is an
+// error naming it.
 func Sessions(tx *boltstore.Tx, task string) ([]SessionSummary, error) {
+	if _, ok := domain.ParseID(domain.TaskPrefix, task); task != "" && !ok {
+		return nil, fmt.Errorf("task %q is not a task id (T-0001)", task)
+	}
 	list := []SessionSummary{}
 	err := EachSession(tx, func(s projections.Session) {
 		if task == "" || s.TaskID == task {

@@ -3,6 +3,7 @@ package views
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
+
+var slugRE = regexp.MustCompile(domain.SlugPattern)
 
 // ErrNotFound is returned for an id the ledger does not hold.
 var ErrNotFound = errors.New("not found")
@@ -153,9 +156,13 @@ func taskStep(r ledger.Record) (Step, error) {
 
 // Tasks lists the tasks in creation order: those of project only when
 // project is not empty, and those in one of statuses only when statuses is
-// not empty. A status that is not one of domain.Statuses is an error
-// naming it.
+// not empty. A status that is not one of domain.Statuses, or a project
+// that is not a slug (no task can be in it: a typo, Billing for billing),
+// is an error naming it.
 func Tasks(tx *boltstore.Tx, project string, statuses []string) ([]projections.Task, error) {
+	if project != "" && !slugRE.MatchString(project) {
+		return nil, fmt.Errorf("project %q is not a project slug (%s)", project, domain.SlugPattern)
+	}
 	for _, st := range statuses {
 		if !slices.Contains(domain.Statuses, st) {
 			return nil, fmt.Errorf("unknown status %q (want %s)", st, strings.Join(domain.Statuses, ", "))

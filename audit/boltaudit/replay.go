@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -179,6 +180,23 @@ type Filter struct {
 	Task, Session, Actor string
 }
 
+// check refuses an id of the other kind or of no kind at all (a
+// session's as the task, T-1): it selects nothing by mistake rather than
+// because the ledger holds nothing of it. A well-formed id the ledger does
+// not hold selects nothing, as it should. Types are not checked: a newer
+// binary's are to be found too.
+func (f Filter) check() error {
+	for _, id := range []struct{ option, id, prefix, kind string }{
+		{"task", f.Task, domain.TaskPrefix, "a task id (T-0001)"},
+		{"session", f.Session, domain.SessionPrefix, "an audit session id (A-0001)"},
+	} {
+		if _, ok := domain.ParseID(id.prefix, id.id); id.id != "" && !ok {
+			return audit.BadOption(id.option, "%q is not %s", id.id, id.kind)
+		}
+	}
+	return nil
+}
+
 // Match reports whether r passes every field of f.
 func (f Filter) Match(r ledger.Record) bool {
 	return (len(f.Types) == 0 || slices.Contains(f.Types, r.Type)) &&
@@ -210,7 +228,7 @@ func (o ReplayOptions) Validate() error {
 	case o.Chunk == 0:
 		return audit.BadOption("chunk", "must be positive")
 	}
-	return nil
+	return o.Filter.check()
 }
 
 // Replay writes the events of l that opts.Filter selects to w as JSON

@@ -106,6 +106,21 @@ func TestReplay(t *testing.T) {
 		t.Errorf("--actor nobody: %d events", len(got))
 	}
 
+	// An id of the other kind or a malformed one is refused before
+	// anything is printed (attack5: each printed nothing, exit 0, as a
+	// ledger without such events would; --task A-0001 printed the
+	// session's events). --type takes any name: a newer binary's too.
+	for _, args := range [][]string{
+		{"--task", "A-0001"}, {"--task", "T-1"}, {"--task", "t-0001"},
+		{"--session", "T-0001"}, {"--session", "A-0001 "},
+	} {
+		r := run(t, append([]string{"replay", "--db", path}, args...)...)
+		wantExit(t, r, 2, "replay "+strings.Join(args, " "))
+		if !strings.Contains(r.stderr, args[0]+" ") || !strings.Contains(r.stderr, "is not a") || r.stdout != "" {
+			t.Errorf("replay %q: want one error naming %s and no stdout, got %s", args, args[0], r)
+		}
+	}
+
 	t.Run("broken link", func(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "ledger.db")
 		copyFile(t, path, bad)

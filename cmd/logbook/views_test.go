@@ -117,6 +117,11 @@ func TestViewsUnknownIDs(t *testing.T) {
 		{[]string{"show", "T-1"}, `"T-1" is neither`},
 		{[]string{"show"}, "want a task id"},
 		{[]string{"tasks", "--status", "done,finished"}, `unknown status "finished"`},
+		// A filter no task or session can pass is a mistake, not an empty
+		// list (attack5: both printed "no tasks", "no audit sessions").
+		{[]string{"tasks", "--project", "Billing"}, `project "Billing" is not a project slug`},
+		{[]string{"sessions", "--task", "A-0001"}, `task "A-0001" is not a task id`},
+		{[]string{"sessions", "--task", "T-1"}, `task "T-1" is not a task id`},
 	} {
 		r := run(t, append(c.args, "--db", path)...)
 		wantExit(t, r, 2, strings.Join(c.args, " "))
