@@ -13,10 +13,13 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -199,6 +202,34 @@ func SnapshotThroughServer(db, socket, out string) (rep boltstore.SnapshotReport
 	m := &Tokens{c: adminClient(socket, 0), db: db, socket: socket}
 	defer m.Close()
 	return rep, true, m.call(http.MethodPost, "/snapshot", snapshotRequest{Out: out}, &rep)
+}
+
+// unicodeOnly refuses a request (a struct of strings, string slices and
+// booleans) holding a string that is not valid UTF-8. JSON carries only
+// Unicode: json.Marshal writes each invalid byte as U+FFFD, and the server
+// would act on another name or path than the one given — token revoke
+// --agent $'a\xff' revoked the tokens of agent "a\uFFFD", token add
+// issued one for that agent, snapshot --out wrote at another path.
+func unicodeOnly(v reflect.Value) error {
+	switch v.Kind() {
+	case reflect.String:
+		if !utf8.ValidString(v.String()) {
+			return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalid, domain.Clip(v.String()))
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if err := unicodeOnly(v.Index(i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if err := unicodeOnly(v.Field(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // dialUnix connects to the Unix socket at path (any length: sockName),
@@ -384,6 +415,9 @@ func (m *Tokens) unanswered(method, path string, err error) error {
 func (m *Tokens) call(method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
+		if err := unicodeOnly(reflect.ValueOf(in)); err != nil {
+			return err
+		}
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err

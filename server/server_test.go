@@ -298,6 +298,54 @@ func TestAdminSocketOfAnotherLedger(t *testing.T) {
 	}
 }
 
+// TestAdminRequestsOnlyUnicode: a request through the admin socket that
+// holds a string of invalid UTF-8 is refused before it is sent, as the
+// file itself would refuse it. JSON carried it as U+FFFD (attack5): token
+// revoke --agent $'a\xff' revoked the tokens of agent "a\uFFFD", token add
+// issued one for that agent, snapshot --out wrote elsewhere.
+func TestAdminRequestsOnlyUnicode(t *testing.T) {
+	held, db := openStore(t, boltstore.Options{Hold: true})
+	if _, _, err := IssueToken(held, Issue{Agent: "a\uFFFD", Issuer: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(t.TempDir(), "admin.sock")
+	_, stop := startRun(t, held, Options{AdminSocket: socket})
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	m, err := OpenTokens(db, socket)
+	if err != nil || !m.ViaServer() {
+		t.Fatalf("OpenTokens: %v (through the server: %v)", err, m != nil && m.ViaServer())
+	}
+	defer m.Close()
+	for name, call := range map[string]func() error{
+		"revoke by agent": func() error { _, err := m.Revoke(Revoke{Agent: "a\xff", Issuer: "op"}); return err },
+		"revoke, issuer":  func() error { _, err := m.Revoke(Revoke{Agent: "a\uFFFD", Issuer: "op\xff"}); return err },
+		"issue":           func() error { _, _, err := m.Issue(Issue{Agent: "a\xff", Issuer: "op"}); return err },
+		"issue, a tool": func() error {
+			_, _, err := m.Issue(Issue{Agent: "b", Tools: []string{"task_get\xff"}, Issuer: "op"})
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not valid UTF-8") {
+			t.Errorf("%s: %v, want ErrInvalid: not valid UTF-8", name, err)
+		}
+	}
+	snap := filepath.Join(t.TempDir(), "snap\xff.db")
+	if _, ok, err := SnapshotThroughServer(db, socket, snap); !ok || !errors.Is(err, ErrInvalid) {
+		t.Errorf("snapshot at a path of invalid UTF-8: %v %v, want ErrInvalid", ok, err)
+	}
+	list, err := ListTokens(held)
+	if err != nil || len(list) != 1 || list[0].RevokedSeq != 0 {
+		t.Errorf("the tokens changed: %+v %v", list, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(snap)); len(entries) != 0 {
+		t.Errorf("the snapshot's directory holds %v", entries)
+	}
+}
+
 // TestAdminSocketInUse: a server given the admin socket another live
 // server answers on refuses to start, rather than take it over (and
 // remove it on exit); a socket left by a dead server is replaced.
