@@ -182,12 +182,13 @@ func ParseVerifierKey(text string) (note.Verifier, error) {
 
 // ValidKeyName is the note package's rule for key names, which
 // note.GenerateKey does not check but NewVerifier does: well-formed UTF-8,
-// no Unicode spaces, no '+'.
+// no Unicode spaces, no '+'; and no control character, which note.Open
+// refuses anywhere in a note: the name is on every signature line.
 func ValidKeyName(name string) bool {
 	if name == "" || !utf8.ValidString(name) || strings.Contains(name, "+") {
 		return false
 	}
-	return !strings.ContainsFunc(name, unicode.IsSpace)
+	return !strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || r < 0x20 })
 }
 
 // Keys is a new Ed25519 note key pair in the note text formats.
@@ -200,7 +201,7 @@ type Keys struct {
 // an *OptionError.
 func NewKeys(name string) (Keys, error) {
 	if !ValidKeyName(name) {
-		return Keys{}, BadOption("name", "%q: want a non-empty name without spaces or '+' (e.g. example.com/logbook)", name)
+		return Keys{}, BadOption("name", "%q: want a non-empty name without spaces, control characters or '+' (e.g. example.com/logbook)", name)
 	}
 	sk, vk, err := note.GenerateKey(rand.Reader, name)
 	return Keys{Signer: sk, Verifier: vk}, err

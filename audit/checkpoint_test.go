@@ -124,9 +124,29 @@ func TestKeys(t *testing.T) {
 	if _, err := audit.NewKeys("two words"); err == nil {
 		t.Error("a key name with a space")
 	}
-	for name, want := range map[string]bool{"example.com/log": true, "": false, "a+b": false, "a\tb": false, "\xff": false} {
+	// A control character: the key was made, but nothing it signs opens
+	// (note.Open refuses one anywhere in a note, its signature line too),
+	// and checkpoint spoke of an --origin not given (attack5).
+	for name, want := range map[string]bool{"example.com/log": true, "": false, "a+b": false, "a\tb": false, "\xff": false,
+		"a\x01b": false, "a\x1bb": false, "\x00": false, "é/log": true} {
 		if audit.ValidKeyName(name) != want {
 			t.Errorf("ValidKeyName(%q) = %v", name, !want)
+		}
+		if !want {
+			continue
+		}
+		keys, err := audit.NewKeys(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := audit.ParseSignerKey(keys.Signer)
+		v, _ := audit.ParseVerifierKey(keys.Verifier)
+		msg, err := audit.Checkpoint{Origin: "example.com/log", Size: 1}.Sign(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := audit.OpenCheckpoint(msg, v); err != nil {
+			t.Errorf("a checkpoint signed by key %q does not open: %v", name, err)
 		}
 	}
 	keys, err := audit.NewKeys("example.com/log")

@@ -249,7 +249,7 @@ func checkProof(c *call) func() error {
 }
 
 func keygen(c *call) func() error {
-	name := c.fs.String("name", "logbook", "key name: usually the log's origin, e.g. example.com/logbook (no spaces or '+')")
+	name := c.fs.String("name", "logbook", "key name: usually the log's origin, e.g. example.com/logbook (no spaces, control characters or '+')")
 	skey := c.fs.String("skey", "logbook.skey", "signer (private) key file to create")
 	vkey := c.fs.String("vkey", "logbook.vkey", "verifier (public) key file to create")
 	return func() error {
