@@ -200,6 +200,12 @@ func checkProof(c *call) func() error {
 		switch {
 		case c.arg() == "":
 			return errors.New("want a proof file (or - for stdin)")
+		// No tree of no events has a proof: 0 is a mistake in the
+		// options, not an invalid proof (it was exit 1, INVALID).
+		case c.isSet("size") && *size == 0:
+			return audit.BadOption("size", "must be at least 1: no proof is of a tree of no events")
+		case c.isSet("old-size") && *oldSize == 0:
+			return audit.BadOption("old-size", "must be at least 1: no proof is of a tree of no events")
 		case *cpPath != "" && (*rootHex != "" || c.isSet("size")):
 			return errors.New("--checkpoint and --root/--size exclude each other")
 		case *cpPath != "":

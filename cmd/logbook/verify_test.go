@@ -456,6 +456,9 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		{[]string{"verify", "--db", path, "--checkpoint", fifo, "--vkey", vkeyOf(skey)}, fifo + " is not a regular file: not a checkpoint"},
 		{[]string{"checkpoint", "--db", path, "--key", fifo}, "checkpoint: --key: " + fifo + " is not a regular file: not a signer key"},
 		{[]string{"check-proof", dir, "--root", strings.Repeat("ab", 32)}, "check-proof: " + dir + " is not a regular file: not a proof file"},
+		// A trusted size of 0 was exit 1, INVALID, as if the proof failed.
+		{[]string{"check-proof", "-", "--root", strings.Repeat("ab", 32), "--size", "0"}, "check-proof: --size must be at least 1"},
+		{[]string{"check-proof", "-", "--root", strings.Repeat("ab", 32), "--old-size", "0"}, "check-proof: --old-size must be at least 1"},
 		{[]string{"checkpoint", "--db", path, "--key", big}, "checkpoint: --key: " + big + " is larger than 1048576 bytes: not a signer key"},
 	} {
 		r := run(t, c.args...)
