@@ -274,6 +274,15 @@ func TestServeAgentRefused(t *testing.T) {
 			t.Errorf("LOGBOOK_AGENT=%q: exit %d, stdout %q, stderr %q; want 2 naming LOGBOOK_AGENT", agent, r.code, r.stdout, r.stderr)
 		}
 	}
+	// A flag given empty is not taken as left out (attack5): --connect ""
+	// opened the local ledger (.logbook/ledger.db, or --db) instead of
+	// bridging to the server, --agent "" set LOGBOOK_AGENT aside.
+	for _, args := range [][]string{{"--connect", ""}, {"--agent", ""}} {
+		r := runEnv(t, []string{"LOGBOOK_AGENT=alice"}, append([]string{"serve", "--db", db}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, args[0]+` "" names no`) || r.stdout != "" {
+			t.Errorf("serve %s '': exit %d, stdout %q, stderr %q; want 2 and why", args[0], r.code, r.stdout, r.stderr)
+		}
+	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("a refused serve created the ledger: %v", err)
 	}
