@@ -166,6 +166,9 @@ func Connect(ctx context.Context, d Dial, opts Options) (*Replica, func(), error
 	if err := d.checkFiles(); err != nil {
 		return nil, nil, err
 	}
+	if err := opts.check(); err != nil {
+		return nil, nil, err
+	}
 	opts = opts.withDefaults()
 	nc, err := d.connect(ctx, opts, d.options(d.Name, d.Creds, d.User, d.Password))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestAddFlags: the flags set the stream's options and how to reach its
@@ -83,6 +84,31 @@ func TestConnectFilesBounded(t *testing.T) {
 		_, _, err := Connect(context.Background(), d, Options{})
 		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("%+v: %v, want the file refused as not a regular file", d, err)
+		}
+	}
+}
+
+// TestConnectChecksTheStreamFirst: a stream name JetStream refuses, or a
+// replica count below 1 (or below 3 without AllowUnreplicated), is refused
+// before any server is dialled (attack5: with no server up, migrate
+// --stream a.b asked again for OpenWait, then said only that no server
+// answered; --replicas -1 reached the servers).
+func TestConnectChecksTheStreamFirst(t *testing.T) {
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Stream: "a.b"}, `stream name "a.b"`},
+		{Options{Stream: "a b"}, `stream name "a b"`},
+		{Options{Stream: ""}, `stream name ""`},
+		{Options{Stream: strings.Repeat("s", 65)}, "stream name"},
+		{Options{Stream: "s", Replicas: -1, AllowUnreplicated: true}, "-1 replicas"},
+		{Options{Stream: "s", Replicas: 1}, "1 replicas; a ledger needs 3"},
+	} {
+		c.opts.OpenWait = time.Nanosecond // nothing listens: dialling fails at once
+		_, _, err := Connect(context.Background(), Dial{URLs: "nats://127.0.0.1:1"}, c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.opts, err, c.want)
 		}
 	}
 }

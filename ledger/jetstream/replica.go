@@ -167,13 +167,10 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Replica, error) {
 }
 
 func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, error) {
-	if !streamName.MatchString(opts.Stream) {
-		return nil, fmt.Errorf("stream name %q: want 1-64 letters, digits, '-' or '_'", opts.Stream)
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	opts = opts.withDefaults()
-	if opts.Replicas < 3 && !opts.AllowUnreplicated {
-		return nil, fmt.Errorf("%w: %d replicas; a ledger needs 3 or more (AllowUnreplicated to accept fewer)", ErrStreamConfig, opts.Replicas)
-	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -198,6 +195,25 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 	}
 	r.known.Store(info.State.LastSeq)
 	return r, nil
+}
+
+// check says what is wrong with the stream o names, before any server is
+// asked (Connect checks it before it dials: a name JetStream refuses was
+// known only once a server answered, after up to OpenWait of retries
+// while none did): a name other than 1-64 letters, digits, '-' or '_', or
+// fewer replicas than 1, or than 3 without AllowUnreplicated. Zero
+// Replicas is the default, 3.
+func (o Options) check() error {
+	if !streamName.MatchString(o.Stream) {
+		return fmt.Errorf("stream name %q: want 1-64 letters, digits, '-' or '_'", o.Stream)
+	}
+	switch o = o.withDefaults(); {
+	case o.Replicas < 1:
+		return fmt.Errorf("%w: %d replicas; a stream is kept by at least 1 server", ErrStreamConfig, o.Replicas)
+	case o.Replicas < 3 && !o.AllowUnreplicated:
+		return fmt.Errorf("%w: %d replicas; a ledger needs 3 or more (AllowUnreplicated to accept fewer)", ErrStreamConfig, o.Replicas)
+	}
+	return nil
 }
 
 // withDefaults is o with the default of each setting left zero.
