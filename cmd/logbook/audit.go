@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/audit"
@@ -76,7 +75,7 @@ func replay(c *call) func() error {
 	c.fs.Uint64Var(&o.Chunk, "chunk", 4096, "events per read transaction")
 	return func() error {
 		if *types != "" {
-			o.Filter.Types = strings.Split(*types, ",")
+			o.Filter.Types = commaList(*types)
 		}
 		if err := o.Validate(); err != nil {
 			return err

@@ -99,6 +99,11 @@ func TestReplay(t *testing.T) {
 	want("--type", filter("--type", "task.updated,thought.recorded"), func(e replayEvent) bool {
 		return e.Type == "task.updated" || e.Type == "thought.recorded"
 	})
+	// A space after a comma is part of no type (attack5: " thought.recorded"
+	// matched nothing, and the replay left every thought out, exit 0).
+	want("--type with spaces", filter("--type", "task.updated, thought.recorded"), func(e replayEvent) bool {
+		return e.Type == "task.updated" || e.Type == "thought.recorded"
+	})
 	want("--task", filter("--task", "T-0002"), func(e replayEvent) bool { return slices.Contains(e.Subjects, "T-0002") })
 	want("--session", filter("--session", "A-0001"), func(e replayEvent) bool { return slices.Contains(e.Subjects, "A-0001") })
 	want("--actor", filter("--actor", "agent-a", "--type", "tool.called"), func(e replayEvent) bool { return e.Type == "tool.called" })

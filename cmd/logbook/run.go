@@ -187,6 +187,19 @@ func (c *call) arg() string {
 const defaultDB = ".logbook/ledger.db"
 
 // dbFlag adds --db with LOGBOOK_DB and the default.
+// commaList is the items of a comma-separated flag value, each trimmed of
+// spaces: "a, b" is a and b, as a person writes a list (--type with
+// "task.created, task.updated" matched no task.updated event: " task.updated"
+// is no type). "" is one empty item, as a flag given empty must not be
+// taken for one left out (token add --tools "").
+func commaList(s string) []string {
+	items := strings.Split(s, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return items
+}
+
 func (c *call) dbFlag() {
 	c.db = c.fs.String("db", cmp.Or(c.getenv("LOGBOOK_DB"), defaultDB), "ledger file (env LOGBOOK_DB)")
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/server"
@@ -86,8 +85,7 @@ func tokenAdd(c *call) func() error {
 		// meant for a few tools must never get them all.
 		var scope []string
 		if c.isSet("tools") {
-			for _, t := range strings.Split(*tools, ",") {
-				t = strings.TrimSpace(t)
+			for _, t := range commaList(*tools) {
 				if t == "" {
 					return fmt.Errorf("--tools %q names an empty tool; name each tool the token may call, or leave --tools out for a token of every tool", *tools)
 				}

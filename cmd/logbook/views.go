@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -22,7 +21,7 @@ func tasks(c *call) func() error {
 	return func() error {
 		var statuses []string
 		if *status != "" {
-			statuses = strings.Split(*status, ",")
+			statuses = commaList(*status)
 		}
 		var list []projections.Task
 		err := c.view(func(tx *boltstore.Tx) (err error) {
