@@ -194,7 +194,7 @@ func (s *Screen) TaskList(list []projections.Task) error {
 		return err
 	}
 	t := &Table{Header: []string{"ID", "STATUS", "PRIORITY", "PROGRESS", "ASSIGNEE", "TITLE"}, Flex: 5, Painted: 1,
-		Right: map[int]bool{3: true}}
+		Right: map[int]bool{3: true}, Names: []int{4}}
 	for _, task := range list {
 		t.Rows = append(t.Rows, []string{task.ID, task.Status, orDash(task.Priority),
 			fmt.Sprintf("%d%%", task.Progress), orDash(task.Assignee), task.Title})
@@ -226,7 +226,7 @@ func (s *Screen) Task(v *Task) error {
 		s.field("about", "%s", cut(d, s.Width-14))
 	}
 	s.printf("\nTimeline, oldest first (%s, %s):\n", domain.Plural(len(v.Timeline), "step"), domain.Plural(int(t.Thoughts), "thought"))
-	tb := &Table{Header: []string{"SEQ", "HASH", "TIME (UTC)", "ACTOR", "WHAT"}, Flex: 4, Wrap: 3, Painted: -1, Right: map[int]bool{0: true}}
+	tb := &Table{Header: []string{"SEQ", "HASH", "TIME (UTC)", "ACTOR", "WHAT"}, Flex: 4, Wrap: 3, Painted: -1, Right: map[int]bool{0: true}, Names: []int{3}}
 	for _, st := range v.Timeline {
 		tb.Rows = append(tb.Rows, []string{fmt.Sprint(st.Seq), shortHash(st.Hash), shortTime(st.Time), st.Actor, st.what()})
 	}

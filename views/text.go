@@ -91,7 +91,15 @@ type Table struct {
 	Wrap    int // > 1: the flex column wraps onto up to this many lines before it is cut
 	Painted int // index of the column painted by its value; -1: none
 	Right   map[int]bool
+	// Names are the columns of names (an assignee, an actor), up to 128
+	// characters each: they are cut at NameWidth columns, else one long
+	// name widened every line of the table past the screen, the flex column
+	// squeezed to its 10.
+	Names []int
 }
+
+// NameWidth is the widest a Names column is printed.
+const NameWidth = 24
 
 // Print prints t, columns padded to their widest cell.
 func (s *Screen) Print(t *Table) error {
@@ -100,6 +108,9 @@ func (s *Screen) Print(t *Table) error {
 		for i, c := range row {
 			widths[i] = max(widths[i], width(clean(c)))
 		}
+	}
+	for _, i := range t.Names {
+		widths[i] = min(widths[i], NameWidth)
 	}
 	used := 0
 	for i, w := range widths {

@@ -136,6 +136,33 @@ func TestTableWidth(t *testing.T) {
 	}
 }
 
+// TestTableNamesCut: a name column (an assignee, an actor: up to 128
+// characters) is cut at NameWidth, so a line still fits the screen and the
+// title keeps its room (attack5: one assignee of 128 characters, or of 100
+// Chinese ones, made every line of logbook tasks 170 to 250 columns wide,
+// every title cut to 10).
+func TestTableNamesCut(t *testing.T) {
+	for _, name := range []string{strings.Repeat("a", 128), strings.Repeat("宁", 100)} {
+		var b bytes.Buffer
+		s := &Screen{W: &b, Width: 100}
+		err := s.TaskList([]projections.Task{
+			{TaskState: projections.TaskState{ID: "T-0001", Status: "todo", Priority: "high", Assignee: name, Title: strings.Repeat("title ", 10)}},
+			{TaskState: projections.TaskState{ID: "T-0002", Status: "todo", Priority: "high", Assignee: "bob", Title: "short"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			if width(line) > 100 {
+				t.Errorf("a line %d columns wide on a screen of 100:\n%s", width(line), line)
+			}
+		}
+		if !strings.Contains(b.String(), strings.Repeat("title ", 5)) || !strings.Contains(b.String(), "…") {
+			t.Errorf("the title lost its room, or the name is not cut:\n%s", b.String())
+		}
+	}
+}
+
 // TestTokenListWidth: token list's columns are measured as a table's are,
 // in terminal columns: an agent's name may be any visible text (a Chinese
 // name, an accent written as a combining mark), and measured in
