@@ -4,8 +4,8 @@ package domain
 var ListSkills = Command{
 	Name: "skill_list",
 	Fields: []Field{
-		field("search", str("Case-insensitive substring of the skill's name or description.").length(0, 1000)),
-		field("capability", str("Exact capability the skill must declare.").length(0, 256)),
+		field("search", str("Case-insensitive substring of the skill's name or description.").length(0, 1000).text(Notes)),
+		field("capability", str("Exact capability the skill must declare.").length(0, 256).text(Notes)),
 	},
 }
 

@@ -57,6 +57,48 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestEveryTextIsChecked: every string argument that is free text — no
+// enum, pattern, date-time or id to constrain it — has a Text rule, so a
+// control character in it is refused (attack5: task_list's and skill_list's
+// search and skill_list's capability took NUL or an escape, the one
+// filtering nothing, the others everything, where knowledge_search's query
+// refused them).
+func TestEveryTextIsChecked(t *testing.T) {
+	var check func(cmd, path string, r *Rule)
+	check = func(cmd, path string, r *Rule) {
+		switch {
+		case r.Kind == Array && r.Items != nil:
+			check(cmd, path+"[]", r.Items)
+		case r.Kind == String && r.Text == AnyText && r.Enum == nil && r.Pattern == "" && !r.DateTime && r.IDOf == "":
+			t.Errorf("%s: %s is free text without a Text rule", cmd, path)
+		}
+	}
+	for _, c := range Commands {
+		for i := range c.Fields {
+			check(c.Name, c.Fields[i].Name, &c.Fields[i].Rule)
+		}
+	}
+	for _, c := range []struct {
+		cmd  *Command
+		args string
+	}{
+		{&ListTasks, `{"search":"a\u0000b"}`},
+		{&ListSkills, `{"search":"\u001b[2J"}`},
+		{&ListSkills, `{"capability":"x\u0085"}`},
+	} {
+		if err := c.cmd.ValidateJSON([]byte(c.args)); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("%s %s: %v, want invalid input", c.cmd.Name, c.args, err)
+		}
+	}
+	// A search of tabs and newlines, or of spaces only, is still words
+	// (or none): it filters as before.
+	for _, args := range []string{`{"search":"a\tb\nc"}`, `{"search":"   "}`, `{"search":""}`} {
+		if err := ListTasks.ValidateJSON([]byte(args)); err != nil {
+			t.Errorf("task_list %s: %v", args, err)
+		}
+	}
+}
+
 func TestPriorityRank(t *testing.T) {
 	for i, p := range []string{"critical", "high", "normal", "low", "urgent", ""} {
 		want := min(i, len(Priorities))

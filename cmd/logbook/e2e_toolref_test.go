@@ -230,7 +230,7 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 	b.WriteString("array items in all levels together (arrays without a `maxItems` included); more is invalid input.\n")
 	b.WriteString("Text is checked beyond its schema too: no string holds an unpaired UTF-16 surrogate escape; one-line\n")
 	b.WriteString("text (titles, names, labels, tags, summaries, `branch`, `query`, file paths) holds no control character\n")
-	b.WriteString("and other text (descriptions, content, reasons, details, tests, blockers) none but tab, newline and\n")
+	b.WriteString("and other text (descriptions, content, reasons, details, tests, blockers, searches) none but tab, newline and\n")
 	b.WriteString("carriage return; one-line text, `content`, `pattern` and `context` must not be only whitespace or\n")
 	b.WriteString("invisible characters (U+200B, U+FEFF, bidi marks…). An error quotes at most 64 characters of a name\n")
 	b.WriteString("the client sent (an argument, a key at any depth, a tool), then `…`: an issue's `path` too.\n\n")
