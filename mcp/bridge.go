@@ -96,7 +96,7 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 		var post posted
 		res, err := remote.CallTool(context.WithValue(callCtx, postedKey{}, &post), params)
 		if err != nil {
-			opts.Logger.Warn("forwarding a tool call failed", "tool", req.Params.Name, "err", err)
+			opts.Logger.Warn("forwarding a tool call failed", "tool", domain.Clip(req.Params.Name), "err", err)
 			switch status := post.status.Load(); {
 			case status == http.StatusUnauthorized:
 				// Refused before anything ran: the token is unknown or

@@ -233,10 +233,15 @@ func TestBridgeRefusedRequest(t *testing.T) {
 // to send; the bridge answered "could not be reached; the call may or may
 // not have been recorded", though it never left: it now says it was not
 // sent, and not recorded.
+//
+// The log names such a tool as an error quotes a name, at most 64
+// characters of it (attack5: the whole name was logged, 200 KB a line).
 func TestBridgeUnsendableName(t *testing.T) {
 	srv, f := httpFixture(t)
-	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "full"})
-	for i, name := range []string{`a\nb`, `a\u0000b`, `tab\there\u007f`} {
+	var logged syncBuffer
+	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "full", Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	long := "SECRET" + strings.Repeat("x", 100000) + `\u0001`
+	for i, name := range []string{`a\nb`, `a\u0000b`, `tab\there\u007f`, long} {
 		id := itoa(i + 2)
 		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":{}}}`)
 		l := answer(id)
@@ -246,6 +251,9 @@ func TestBridgeUnsendableName(t *testing.T) {
 	}
 	if n := len(f.recorded()); n != 0 {
 		t.Errorf("Do got %d calls, want none", n)
+	}
+	if log := logged.String(); !strings.Contains(log, "SECRET") || len(log) > 4096 {
+		t.Errorf("the log of the failed calls is %d bytes, holding the name whole or none of it:\n%.300s", len(log), log)
 	}
 }
 

@@ -235,7 +235,7 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 func (s *Server) reply(ctx context.Context, req *sdk.CallToolRequest) (reply []byte) {
 	defer func() { // stage recover
 		if p := recover(); p != nil {
-			s.log.Error("tool call panicked", "tool", req.Params.Name, "panic", p, "stack", string(debug.Stack()))
+			s.log.Error("tool call panicked", "tool", domain.Clip(req.Params.Name), "panic", p, "stack", string(debug.Stack()))
 			_, reply = internalReply()
 		}
 	}()

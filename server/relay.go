@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -846,7 +847,7 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 func (h *hub) run(guest *commands.Service, name string, args []byte, client string, first bool) (reply []byte, stillFirst bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			h.r.log.Error("relay: forwarded call panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
+			h.r.log.Error("relay: forwarded call panicked", "tool", domain.Clip(name), "panic", p, "stack", string(debug.Stack()))
 			reply, stillFirst = h.r.edge.Reply(nil, commands.ErrInternal), first
 		}
 	}()
