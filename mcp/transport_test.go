@@ -74,6 +74,7 @@ func TestSDKRefusalsCarryACode(t *testing.T) {
 		{false, `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`, -32600, "duplicate"},
 		{false, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":"x"}`, -32602, "unmarshaling"},
 		{false, `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"!!"}}`, -32602, ""},
+		{false, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":5,"arguments":{}}}`, -32602, "unmarshaling"},
 	} {
 		if !tc.before && !initialized {
 			c.initialize()
@@ -87,6 +88,27 @@ func TestSDKRefusalsCarryACode(t *testing.T) {
 		}
 	}
 	c.ping()
+}
+
+// TestToolNameNullOrMissingIsEmpty: a tools/call whose name is null or
+// missing is read as the empty name (the SDK decodes into a string), so it
+// is answered and recorded as the unknown tool "", as TOOLS.md says.
+func TestToolNameNullOrMissingIsEmpty(t *testing.T) {
+	f := &fakeDo{}
+	s, _ := newTestServer(t, f.do, Options{})
+	c := startSession(t, s)
+	c.initialize()
+	for _, params := range []string{`{"name":null,"arguments":{}}`, `{"arguments":{}}`} {
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`)
+		if r := c.recv(); r["result"] == nil {
+			t.Errorf("%s: got %v, want a tool result", params, r)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) != 2 || f.calls[0].Name != "" || f.calls[1].Name != "" {
+		t.Errorf("Do got %d calls (%+v), want two of the tool \"\"", len(f.calls), f.calls)
+	}
 }
 
 func TestBlankLinesIgnored(t *testing.T) {

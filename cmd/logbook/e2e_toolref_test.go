@@ -344,7 +344,8 @@ const choices = `
   call of each server process also appends ` + "`skills.loaded`" + ` (the skill files it loaded, with
   their SHA-256). Requests the MCP SDK itself refuses before any tool runs are answered but not
   recorded: a request other than ping before initialize and a second initialize (-32600), params
-  it cannot read, such as a non-string tool name (-32602), a missing params object (-32600), the same
+  it cannot read, such as a tool name of another type than a string (-32602; a ` + "`null`" + ` or missing name
+  is read as ` + "`\"\"`" + `, below), a missing params object (-32600), the same
   over HTTP, a request whose id is already in flight (-32600 under that id), a tools/call
   sent as a notification (no id, no answer), and over HTTP at revision 2026-07-28 a request whose
   ` + "`Mcp-Method`" + ` or ` + "`Mcp-Name`" + ` header is missing or differs from its body (400, -32020 under its id).
