@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,7 +41,20 @@ func AddFlags(fs *flag.FlagSet, getenv func(string) string) *Flags {
 	f := &Flags{Dial: Dial{Password: getenv("LOGBOOK_NATS_PASSWORD"), SysPassword: getenv("LOGBOOK_NATS_SYS_PASSWORD")}}
 	o, d := &f.Options, &f.Dial
 	fs.StringVar(&o.Stream, "stream", "", "JetStream stream holding the ledger (required with NATS servers; subject logbook.<stream>.events)")
-	fs.IntVar(&o.Replicas, "replicas", 3, "servers keeping the stream when it is created")
+	o.Replicas = 3
+	fs.Func("replicas", "how many `servers` keep the stream when it is created (default 3)", func(v string) error {
+		// Not IntVar: Options reads 0 as the default, 3, so --replicas 0
+		// would silently ask for 3.
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("want a whole number")
+		}
+		if n < 1 {
+			return fmt.Errorf("%d: a stream is kept by at least 1 server", n)
+		}
+		o.Replicas = n
+		return nil
+	})
 	fs.BoolVar(&o.AllowUnreplicated, "allow-unreplicated", false, "accept a stream on fewer than 3 servers (loses events with a disk)")
 	fs.StringVar(&d.Creds, "nats-creds", "", "NATS credentials file (JWT + nkey)")
 	fs.StringVar(&d.User, "nats-user", "", "NATS user (password from env LOGBOOK_NATS_PASSWORD)")

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,18 @@ func TestAddFlags(t *testing.T) {
 	}
 	if fs.Parse([]string{"--nats-password", "x"}) == nil {
 		t.Error("a password flag exists: passwords would show in argv")
+	}
+	// --replicas 0 asked for the default, 3, silently (Options reads 0 so).
+	for _, bad := range []string{"0", "-1", "x", "1.5"} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		AddFlags(fs, func(string) string { return "" })
+		if err := fs.Parse([]string{"--replicas", bad}); err == nil {
+			t.Errorf("--replicas %s accepted", bad)
+		}
+	}
+	if f := AddFlags(flag.NewFlagSet("x", flag.ContinueOnError), func(string) string { return "" }); f.Options.Replicas != 3 {
+		t.Errorf("--replicas not given: %d, want 3", f.Options.Replicas)
 	}
 }
 
