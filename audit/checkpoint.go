@@ -73,14 +73,14 @@ var errNoEvents = errors.New("a checkpoint of no events proves nothing (every lo
 // Sign returns the signed note of c: its text, a blank line and the
 // signature line. An origin that is not one non-empty line of UTF-8 with no
 // control character (what note.Open takes back: a note that holds one
-// could never be verified) is an *OptionError; a checkpoint of size 0,
+// could never be verified; nor a bidirectional one, unshown) is an *OptionError; a checkpoint of size 0,
 // which ParseCheckpoint refuses, an error saying so.
 func (c Checkpoint) Sign(s note.Signer) ([]byte, error) {
 	if c.Size == 0 {
 		return nil, fmt.Errorf("the ledger has no events: %w; sign one once it has some", errNoEvents)
 	}
-	if c.Origin == "" || !utf8.ValidString(c.Origin) || strings.ContainsFunc(c.Origin, func(r rune) bool { return r < 0x20 }) {
-		return nil, BadOption("origin", "%q: must be one non-empty line of UTF-8 text with no control characters", c.Origin)
+	if c.Origin == "" || !utf8.ValidString(c.Origin) || strings.ContainsFunc(c.Origin, unshown) {
+		return nil, BadOption("origin", "%q: must be one non-empty line of UTF-8 text with no control characters (bidirectional ones included)", c.Origin)
 	}
 	return note.Sign(&note.Note{Text: c.Text()}, s)
 }
@@ -183,12 +183,21 @@ func ParseVerifierKey(text string) (note.Verifier, error) {
 // ValidKeyName is the note package's rule for key names, which
 // note.GenerateKey does not check but NewVerifier does: well-formed UTF-8,
 // no Unicode spaces, no '+'; and no control character, which note.Open
-// refuses anywhere in a note: the name is on every signature line.
+// refuses anywhere in a note (the name is on every signature line), nor
+// one that would show the auditor other text (unshown).
 func ValidKeyName(name string) bool {
 	if name == "" || !utf8.ValidString(name) || strings.Contains(name, "+") {
 		return false
 	}
-	return !strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || r < 0x20 })
+	return !strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unshown(r) })
+}
+
+// unshown: a character a name or origin may not hold, one that note.Open
+// refuses (a C0 control) or that shows the auditor's terminal other text
+// than it holds (DEL, a C1 control, a bidirectional control: an override
+// shows "on" as "no", as SafeJSON says).
+func unshown(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // Keys is a new Ed25519 note key pair in the note text formats.

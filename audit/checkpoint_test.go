@@ -52,7 +52,7 @@ func TestCheckpointSignOpen(t *testing.T) {
 	// character or invalid UTF-8 was signed into a checkpoint no verifier
 	// could open).
 	for _, origin := range []string{"two\nlines", "", "tab\there", "cr\rhere", "nul\x00", "esc\x1b[0m", "bad \xff utf-8",
-		"example.com/log", "a space", "café", "del\x7f", " "} {
+		"example.com/log", "a space", "café", "del\x7f", " ", "gol/moc.elpmaxe\u202e", "c1\u009b"} {
 		signed, err := (audit.Checkpoint{Origin: origin, Size: 1}).Sign(s)
 		if err != nil {
 			var oe *audit.OptionError
@@ -60,6 +60,9 @@ func TestCheckpointSignOpen(t *testing.T) {
 				t.Errorf("origin %q: %v, want an *OptionError about origin", origin, err)
 			}
 			continue
+		}
+		if strings.ContainsAny(origin, "\x7f\u202e\u009b") {
+			t.Errorf("origin %q signed: it shows the auditor other text", origin)
 		}
 		if got, err := audit.OpenCheckpoint(signed, v); err != nil || got.Origin != origin {
 			t.Errorf("origin %q signed, but opens as %+v, %v", origin, got, err)
@@ -128,7 +131,10 @@ func TestKeys(t *testing.T) {
 	// (note.Open refuses one anywhere in a note, its signature line too),
 	// and checkpoint spoke of an --origin not given (attack5).
 	for name, want := range map[string]bool{"example.com/log": true, "": false, "a+b": false, "a\tb": false, "\xff": false,
-		"a\x01b": false, "a\x1bb": false, "\x00": false, "é/log": true} {
+		"a\x01b": false, "a\x1bb": false, "\x00": false, "é/log": true,
+		// Nor one that shows the auditor other text: an override, an
+		// isolate, a C1 control, DEL (attack5).
+		"a\u202eb": false, "a\u2066b": false, "a\u009bb": false, "a\x7fb": false} {
 		if audit.ValidKeyName(name) != want {
 			t.Errorf("ValidKeyName(%q) = %v", name, !want)
 		}
