@@ -39,6 +39,12 @@ func TestPagesNeedAToken(t *testing.T) {
 			t.Errorf("%s: status %d", path, res.StatusCode)
 		}
 	}
+	// But no listing of them (attack5: /static/ listed the directory).
+	for _, path := range []string{"/static/", "/static", "/static/./", "/static/x/"} {
+		if res, body := f.get(t, path, ""); res.StatusCode == http.StatusOK || strings.Contains(body, `href="console.css"`) {
+			t.Errorf("%s: status %d %.200q", path, res.StatusCode, body)
+		}
+	}
 }
 
 // navigate GETs path as a browser does when it was sent there from site

@@ -51,7 +51,9 @@ func New(opts Options) http.Handler {
 	c := &console{opts: opts, log: opts.Logger, pages: parsePages()}
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	// The three files by name only: a FileServer lists a directory, and
+	// the console lists nothing it does not mean to.
+	mux.Handle("GET /static/{file}", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
 	mux.HandleFunc("POST /logout", c.logout)
