@@ -283,6 +283,14 @@ func TestServeAgentRefused(t *testing.T) {
 			t.Errorf("serve %s '': exit %d, stdout %q, stderr %q; want 2 and why", args[0], r.code, r.stdout, r.stderr)
 		}
 	}
+	// A user or password in --connect's URL was ignored (attack5): it is
+	// refused, and never repeated.
+	for _, u := range []string{"http://alice:s3cret@127.0.0.1:1/mcp", "https://s3cret@h/mcp", "http://a:s3cret@[::1/mcp", "ftp://a:s3cret@h/"} {
+		r := runEnv(t, []string{"LOGBOOK_TOKEN=lbk_x"}, "serve", "--connect", u)
+		if r.code != 2 || strings.Contains(r.stderr, "s3cret") || !strings.Contains(r.stderr, "--connect") || r.stdout != "" {
+			t.Errorf("serve --connect %s: exit %d, stdout %q, stderr %q; want 2, the password not repeated", u, r.code, r.stdout, r.stderr)
+		}
+	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("a refused serve created the ledger: %v", err)
 	}

@@ -120,8 +120,16 @@ func (c *call) bridge(connect, tokenEnv string) error {
 		}
 	}
 	u, err := url.Parse(connect)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--connect %q is not an http(s) URL like http://127.0.0.1:7460/mcp", connect)
+	switch {
+	case err != nil:
+		// (url.Parse's error, and so the URL, may hold a password.)
+		return errors.New("--connect is not an http(s) URL like http://127.0.0.1:7460/mcp")
+	case u.User != nil:
+		// It would show in the process list, and be sent to no one: the
+		// bridge authenticates with the bearer token alone.
+		return fmt.Errorf("--connect %s://%s: a user or password in the URL is refused (it would show in the process list); the bridge's identity is its bearer token, in $%s", u.Scheme, u.Host, tokenEnv)
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("--connect %q is not an http(s) URL like http://127.0.0.1:7460/mcp", u.Redacted())
 	}
 	token := c.getenv(tokenEnv)
 	if token == "" {
