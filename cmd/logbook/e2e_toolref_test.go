@@ -355,7 +355,10 @@ const choices = `
   revision to the server, so through it the call gets a JSON-RPC error (-32020) saying it was not
   recorded. So is, at that revision and through ` + "`serve --connect`" + `, a call whose arguments hold a
   number beyond a double (` + "`1e400`" + `): the SDK cannot read the name beside them (400, -32020, not
-  recorded), where over stdio and older revisions it is answered and recorded. A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
+  recorded), where over stdio and older revisions it is answered and recorded. Through
+  ` + "`serve --connect`" + ` too, a tool name holding a control character (which the ` + "`Mcp-Name`" + ` header
+  cannot carry) is answered with a JSON-RPC error saying the call was not sent and not recorded,
+  where over stdio it is ` + "`ERR_INVALID_INPUT`" + ` (unknown tool) and recorded. A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
   than 1,000 levels gets -32600, by id where one can be read. Request ids (a string or a number,
   at most 1,024 bytes, given once; anything else, null included, which MCP forbids, gets -32600 with
   id null, over HTTP too: 400, or in a batch its entry) are echoed byte for byte and
