@@ -22,6 +22,10 @@ func (r *Rule) checkText(v *Value, path string, add func(path, msg string)) {
 	}
 }
 
+// Refuse returns why s breaks t, or "": the rule a tool's text argument
+// is checked by, for text that comes from elsewhere (a skill's file).
+func (t Text) Refuse(s string) string { return t.refuse(s) }
+
 // refuse returns why s breaks t, or "". The empty string is left to MinLen.
 func (t Text) refuse(s string) string {
 	if t == AnyText || s == "" {

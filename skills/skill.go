@@ -289,6 +289,11 @@ func parseSkill(folder string, data []byte) (Skill, string) {
 	if sk.Description = strings.TrimSpace(desc); sk.Description == "" {
 		return Skill{}, `missing required field "description" (it must be a non-empty string)`
 	}
+	// What agents are given is held to the rules of what they send: a
+	// description is prose, a version and each capability one line.
+	if why := domain.Prose.Refuse(sk.Description); why != "" {
+		return Skill{}, "description " + why
+	}
 
 	version, set, reason := stringField(fields, "version", true)
 	switch version = strings.TrimSpace(version); {
@@ -298,6 +303,8 @@ func parseSkill(folder string, data []byte) (Skill, string) {
 		version = DefaultVersion
 	case version == "":
 		return Skill{}, "version must not be empty (omit it for " + DefaultVersion + ")"
+	case domain.Line.Refuse(version) != "":
+		return Skill{}, "version " + domain.Line.Refuse(version)
 	}
 	sk.Version = version
 
@@ -346,6 +353,9 @@ func capabilities(n *yaml.Node) ([]string, string) {
 		v := strings.TrimSpace(c.Value)
 		if v == "" {
 			return nil, fmt.Sprintf("capabilities must be a list of strings, but item %d is empty (line %d)", i, c.Line)
+		}
+		if why := domain.Line.Refuse(v); why != "" {
+			return nil, fmt.Sprintf("capabilities: item %d %s (line %d)", i, why, c.Line)
 		}
 		caps = append(caps, v)
 	}

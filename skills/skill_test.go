@@ -194,6 +194,12 @@ func TestLoadSkillsSkipsMalformed(t *testing.T) {
 		{name: "capability is a list", folder: "a", content: "---\nname: a\ndescription: d\ncapabilities:\n  - [x]\n---\n", want: "but item 0 is a list (line 5)"},
 		{name: "capability is empty", folder: "a", content: "---\nname: a\ndescription: d\ncapabilities: [\"\"]\n---\n", want: "but item 0 is empty"},
 		{name: "capability is null", folder: "a", content: "---\nname: a\ndescription: d\ncapabilities: [~]\n---\n", want: "but item 0 is null"},
+		// What agents are given holds to the rules of what they send
+		// (attack5: NUL, ESC and others reached agents as written).
+		{name: "description with NUL", folder: "a", content: "---\nname: a\ndescription: \"d\\0e\"\n---\n", want: "description must not contain control characters other than tab"},
+		{name: "description with ESC", folder: "a", content: "---\nname: a\ndescription: \"\\e[31mred\"\n---\n", want: "description must not contain control characters"},
+		{name: "version with a newline", folder: "a", content: "---\nname: a\ndescription: d\nversion: \"1\\n2\"\n---\n", want: "version must not contain control characters"},
+		{name: "capability with a C1 control", folder: "a", content: "---\nname: a\ndescription: d\ncapabilities: [\"re\\x9bview\"]\n---\n", want: "capabilities: item 0 must not contain control characters"},
 		{
 			name:    "too big",
 			folder:  "a",
