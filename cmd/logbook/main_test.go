@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -289,6 +290,25 @@ func TestServeAgentRefused(t *testing.T) {
 		r := runEnv(t, []string{"LOGBOOK_TOKEN=lbk_x"}, "serve", "--connect", u)
 		if r.code != 2 || strings.Contains(r.stderr, "s3cret") || !strings.Contains(r.stderr, "--connect") || r.stdout != "" {
 			t.Errorf("serve --connect %s: exit %d, stdout %q, stderr %q; want 2, the password not repeated", u, r.code, r.stdout, r.stderr)
+		}
+	}
+	// So is every text flag given empty, in every command (noneEmpty):
+	// each was taken as left out, for its default.
+	for _, args := range [][]string{{"serve", "--skills", ""}, {"serve", "--connect", "http://127.0.0.1:1/mcp", "--token-env", ""},
+		{"server", "--admin-socket", ""}, {"token", "add", "--agent", "a", "--issuer", ""}, {"checkpoint", "--origin", ""},
+		{"replay", "--type", ""}, {"tasks", "--project", ""}, {"verify", "--db", ""}, {"migrate", "--stream", ""}} {
+		if !slices.Contains(args, "--db") && args[0] != "migrate" {
+			args = append(args, "--db", db)
+		}
+		r := runEnv(t, []string{"LOGBOOK_TOKEN=lbk_x"}, args...)
+		flagName := ""
+		for i, a := range args {
+			if i+1 < len(args) && args[i+1] == "" {
+				flagName = a
+			}
+		}
+		if r.code != 2 || !strings.Contains(r.stderr, flagName+` "" names no value`) || r.stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 naming %s", args, r.code, r.stdout, r.stderr, flagName)
 		}
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {

@@ -146,6 +146,9 @@ func (e *env) exec(ctx context.Context, sc subcommand, args []string) error {
 			return fmt.Errorf("%s: %v (see logbook %s --help)", c.fs.Name(), err, c.fs.Name())
 		}
 		if c.fs.NArg() == 0 {
+			if err := c.noneEmpty(); err != nil {
+				return err
+			}
 			return c.named(run())
 		}
 		if len(c.args) == sc.args {
@@ -153,6 +156,22 @@ func (e *env) exec(ctx context.Context, sc subcommand, args []string) error {
 		}
 		c.args, args = append(c.args, c.fs.Arg(0)), c.fs.Args()[1:]
 	}
+}
+
+// noneEmpty refuses a text flag given empty. Such a flag is an unset
+// variable (--connect "$URL"), never a choice: taken as left out, it
+// opened a local ledger instead of bridging to the server (--connect),
+// set LOGBOOK_AGENT aside (--agent), signed as the key's name (--origin),
+// recorded the OS user (--issuer), and so on (attack5).
+func (c *call) noneEmpty() (err error) {
+	c.fs.Visit(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok && err == nil {
+			if s, ok := g.Get().(string); ok && s == "" {
+				err = fmt.Errorf("%s: --%s \"\" names no value: give one, or leave --%s out (see logbook %s --help)", c.name, f.Name, f.Name, c.name)
+			}
+		}
+	})
+	return err
 }
 
 // named is err as the command's: its name first, and the options of an

@@ -58,17 +58,10 @@ func serve(c *call) func() error {
 	tokenEnv := c.fs.String("token-env", "LOGBOOK_TOKEN", "with --connect: the environment variable holding the bearer token")
 	return func() error {
 		agent := opts.Agent
-		// A flag given empty (an unset variable, --connect "$URL") is not
-		// taken as left out: --connect "" opened a local ledger, and the
-		// agent's calls were recorded there, not by the server; --agent ""
-		// set aside LOGBOOK_AGENT for the client's name.
+		// (A flag given empty is refused before: noneEmpty.)
 		switch {
-		case c.isSet("connect") && *connect == "":
-			return errors.New(`--connect "" names no server: give its URL, http://HOST:PORT/mcp, or leave --connect out to open a local ledger`)
 		case *connect != "":
 			return c.bridge(*connect, *tokenEnv)
-		case c.isSet("agent") && agent == "":
-			return errors.New(`--agent "" names no agent: give a name, or leave --agent out for LOGBOOK_AGENT or else the client's name`)
 		case *lockTimeout <= 0:
 			return errors.New("--lock-timeout must be positive")
 		}
