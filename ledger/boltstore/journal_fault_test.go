@@ -569,6 +569,7 @@ func TestBesideNotRegularFile(t *testing.T) {
 func TestJournalRecordOfFailedCommitTakenBack(t *testing.T) {
 	l, path, _ := journaled(t, Options{Hold: true})
 	appendOne(t, l, 0)
+	noCheckpoints(l)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
