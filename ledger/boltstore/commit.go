@@ -490,11 +490,14 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			rerr := <-recorded
 			if err != nil {
 				if err = retractRecord(o.gen, err); errors.Is(err, ErrOutcomeUnknown) {
+					// Unknown for the calls that ran; those after them
+					// (the commit held the file long enough) go to the
+					// next commit.
 					o.broken = true
-					for _, r := range batch {
+					for _, r := range batch[:ran] {
 						r.done <- err
 					}
-					return nil, answered + len(batch), err
+					return batch[ran:], answered + ran, err
 				}
 			} else {
 				err = l.journalEnd(o, rerr)
@@ -564,6 +567,9 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 				}
 			}
 			return batch[ran:], answered + ran, err
+		case errors.Is(err, ErrOutcomeUnknown):
+			// The commit's calls may be in the ledger; those after them
+			// never ran and go to the next commit.
 		default:
 			ran = len(batch) // the commit failed: every call gets its error
 		}

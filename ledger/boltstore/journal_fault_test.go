@@ -601,3 +601,50 @@ func TestJournalRecordOfFailedCommitTakenBack(t *testing.T) {
 		t.Fatalf("%d events after the stop, want the %d acknowledged (the failed commit: %v)", len(got), len(want), failed)
 	}
 }
+
+// A commit whose outcome is unknown is unknown for the calls it ran, not
+// for those after them in its batch, which never ran (it held the file
+// for maxHold first): those were answered ErrOutcomeUnknown too, though
+// certainly not in the ledger. They now go to the next commit.
+func TestOutcomeUnknownOnlyForCallsRun(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	appendOne(t, l, 0)
+	failSync(t, journalPath(path), 1)
+	failSync(t, path, 1)
+	// With the committer kept from the file, a (which fails, committing
+	// nothing) is taken by the idle committer, b and c queue behind it and
+	// form the next batch, in which b runs past maxHold: c is left out.
+	l.commitMu.Lock()
+	aErr := make(chan error, 1)
+	go func() { aErr <- l.Update(func(tx *Tx) error { return errors.New("a fails") }) }()
+	time.Sleep(50 * time.Millisecond)
+	for len(l.queue) > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	bErr, cErr := make(chan error, 1), make(chan error, 1)
+	go func() {
+		bErr <- l.Update(func(tx *Tx) error {
+			time.Sleep(3 * maxHold)
+			_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{"T-1"}, Payload: []byte{0x81, 0xa1, 'i', 1}})
+			return err
+		})
+	}()
+	for len(l.queue) < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	var cRan atomic.Bool
+	go func() { cErr <- l.Update(func(tx *Tx) error { cRan.Store(true); return nil }) }()
+	for len(l.queue) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	l.commitMu.Unlock()
+	if err := <-aErr; err == nil || err.Error() != "a fails" {
+		t.Fatalf("a: %v", err)
+	}
+	if err := <-bErr; !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("b, whose record and file syncs failed: %v, want ErrOutcomeUnknown", err)
+	}
+	if err := <-cErr; errors.Is(err, ErrOutcomeUnknown) && !cRan.Load() {
+		t.Fatalf("c, which never ran: %v", err)
+	}
+}
