@@ -24,11 +24,18 @@ import (
 // returns how many failed so far.
 func failSync(t *testing.T, name string, n int) *atomic.Int64 {
 	t.Helper()
+	return failSyncWhen(t, n, func(f *os.File) bool { return f.Name() == name })
+}
+
+// failSyncWhen makes the next n fdatasyncs for which fails is true fail
+// with EIO, and returns how many failed so far.
+func failSyncWhen(t *testing.T, n int, fails func(*os.File) bool) *atomic.Int64 {
+	t.Helper()
 	var left, failed atomic.Int64
 	left.Store(int64(n))
 	real := fdatasync
 	fdatasync = func(f *os.File) error {
-		if f.Name() == name && left.Add(-1) >= 0 {
+		if fails(f) && left.Add(-1) >= 0 {
 			failed.Add(1)
 			return syscall.EIO
 		}

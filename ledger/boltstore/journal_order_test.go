@@ -34,27 +34,26 @@ import (
 // and returns how many failed so far.
 func failSyncIn(t *testing.T, fn string, n int) *atomic.Int64 {
 	t.Helper()
-	var left, failed atomic.Int64
-	left.Store(int64(n))
-	real := fdatasync
-	fdatasync = func(f *os.File) error {
-		if syncCaller() == fn && left.Add(-1) >= 0 {
-			failed.Add(1)
-			return syscall.EIO
-		}
-		return real(f)
-	}
-	t.Cleanup(func() { fdatasync = real })
-	return &failed
+	return failSyncWhen(t, n, func(*os.File) bool { return syncCaller() == fn })
 }
 
 // syncCaller names the function of this package that called fdatasync
-// (through a test's replacement of it).
+// (through a test's replacement of it): the first caller that is not a
+// test's (a Test function's closure, failSync's).
 func syncCaller() string {
-	pc := make([]uintptr, 4)
-	n := runtime.Callers(3, pc) // runtime.Callers, syncCaller, the replacement
-	f, _ := runtime.CallersFrames(pc[:n]).Next()
-	return strings.TrimPrefix(f.Function, "github.com/logbook-dev/logbook/ledger/boltstore.")
+	pc := make([]uintptr, 8)
+	n := runtime.Callers(2, pc) // from syncCaller's caller
+	frames := runtime.CallersFrames(pc[:n])
+	for {
+		f, more := frames.Next()
+		name := strings.TrimPrefix(f.Function, "github.com/logbook-dev/logbook/ledger/boltstore.")
+		if !strings.HasPrefix(name, "Test") && !strings.HasPrefix(name, "failSync") {
+			return name
+		}
+		if !more {
+			return ""
+		}
+	}
 }
 
 // limitFileSize lowers RLIMIT_FSIZE to n bytes (no file of the process
