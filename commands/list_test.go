@@ -459,3 +459,99 @@ func TestIsASCII(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskListThroughIndex: task_list filtered by project, status,
+// priority, assignee and label, alone and together (which reads only the
+// tasks the task index names), answers the tasks that match and in the
+// order of the unfiltered list, after status moves, reassignments, label
+// and priority changes, with paging.
+func TestTaskListThroughIndex(t *testing.T) {
+	h := newHarness(t, Options{})
+	labels := []string{"backend", "frontend", "infra", "docs"}
+	var ids []string
+	for i := range 48 {
+		ids = append(ids, h.call("task_create", map[string]any{"title": "task", "project": []string{"core", "web", "ops"}[i%3],
+			"priority": domain.Priorities[i%4], "assignee": []string{"alice", "bob", "carol", "dave", "erin"}[i%5],
+			"labels": []string{labels[i%4], labels[(i/4)%4]}}, "OK")["task_id"].(string))
+	}
+	type filter = map[string]any
+	check := func(when string) {
+		t.Helper()
+		all := h.call("task_list", filter{"limit": 500}, "OK")
+		details := map[string]map[string]any{}
+		for _, id := range listed(t, all, "tasks") {
+			details[id] = h.call("task_get", filter{"task_id": id}, "OK")
+		}
+		matches := func(d, f filter) bool {
+			has := func(field string, vs any) bool {
+				for _, v := range list(t, vs) {
+					if d[field] == v {
+						return true
+					}
+				}
+				return false
+			}
+			for k, v := range f {
+				switch k {
+				case "project", "assignee":
+					if d[k] != v {
+						return false
+					}
+				case "status", "priority":
+					if !has(k, v) {
+						return false
+					}
+				case "label":
+					if !slices.Contains(list(t, d["labels"]), v) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		var filters []filter
+		for _, d := range details {
+			filters = append(filters, filter{"assignee": d["assignee"]}, filter{"status": []any{d["status"]}},
+				filter{"project": d["project"], "status": []any{d["status"], "todo"}}, filter{"priority": []any{d["priority"]}, "assignee": d["assignee"]})
+			for _, l := range list(t, d["labels"]) {
+				filters = append(filters, filter{"label": l, "project": d["project"]}, filter{"label": l})
+			}
+		}
+		filters = append(filters, filter{"assignee": "nobody"}, filter{"label": "none"}, filter{"project": "core", "status": []any{"done", "review"}})
+		for _, f := range filters {
+			want := []string{}
+			for _, id := range listed(t, all, "tasks") {
+				if matches(details[id], f) {
+					want = append(want, id)
+				}
+			}
+			f["limit"] = 500
+			if got := listed(t, h.call("task_list", f, "OK"), "tasks"); !slices.Equal(got, want) {
+				t.Errorf("%s: task_list %v = %v, want %v", when, f, got, want)
+			}
+			f["limit"], f["offset"] = 2, 1
+			page := h.call("task_list", f, "OK")
+			if got := listed(t, page, "tasks"); !slices.Equal(got, want[min(1, len(want)):min(3, len(want))]) || page["total_count"] != float64(len(want)) {
+				t.Errorf("%s: task_list %v = %v of %v, want %v of %d", when, f, got, page["total_count"], want, len(want))
+			}
+		}
+	}
+	check("created")
+	for i, id := range ids {
+		switch i % 6 {
+		case 0:
+			h.call("task_update", filter{"task_id": id, "status": "todo"}, "OK")
+			h.call("task_update", filter{"task_id": id, "status": "in_progress", "assignee": "frank"}, "OK")
+		case 1:
+			h.call("task_update", filter{"task_id": id, "labels": []string{"docs", "release"}}, "OK")
+		case 2:
+			h.call("task_update", filter{"task_id": id, "status": "cancelled", "labels": []string{}}, "OK")
+		case 3:
+			h.call("task_update", filter{"task_id": id, "priority": "critical", "assignee": "alice"}, "OK")
+		case 4:
+			h.call("task_update", filter{"task_id": id, "status": "todo"}, "OK")
+			h.call("task_update", filter{"task_id": id, "status": "blocked", "blocked_reason": "waiting"}, "OK")
+		}
+	}
+	check("updated")
+}

@@ -4,6 +4,7 @@ package commands
 
 import (
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -22,9 +23,12 @@ func cpuTime(b *testing.B) time.Duration {
 
 // BenchmarkTaskList times task_list's handler in a read transaction (which
 // holds the file's shared lock: writers of every process wait that long)
-// over 10,000 tasks of a 60-character title and a 300-character
-// description, one in a hundred mentioning kubernetes: no filter, filters,
-// and a search of two words.
+// over 10,000 tasks as the peer benchmark makes them (bench/peers,
+// taskArgs: three in four in project bench, every priority, two of five
+// labels, eight assignees, a 60-character title and a 300-character
+// description, one in a hundred mentioning kubernetes), one in ten moved to
+// todo: no filter, a project, a status, the peer benchmark's filters
+// (priority, label and assignee), and a search of two words.
 //
 //	go test ./commands -run XXX -bench TaskList
 func BenchmarkTaskList(b *testing.B) {
@@ -38,13 +42,28 @@ func BenchmarkTaskList(b *testing.B) {
 		}
 		return s
 	}
+	labels := []string{"backend", "frontend", "infra", "docs", "security"}
+	priorities := []string{"low", "normal", "high", "critical"}
+	peerFilter := ListTasksInput{Priority: []string{"high", "critical"}, Label: "infra", Assignee: "agent-2", SortBy: "created"}
+	var peerMatches int
 	for i := range 10_000 {
 		desc := text(i+1_000_000, 300)
 		if i%100 == 7 {
 			desc += " Kubernetes"
 		}
-		h.call("task_create", map[string]any{"title": text(i, 60), "project": "bench", "description": desc,
-			"labels": []string{"infra"}, "priority": "high"}, "OK")
+		project := "bench"
+		if i%4 == 0 {
+			project = "ops"
+		}
+		ls := []string{labels[i%5], labels[(i+1+((i>>3)%4))%5]}
+		id := h.call("task_create", map[string]any{"title": text(i, 60), "project": project, "description": desc,
+			"labels": ls, "priority": priorities[i%4], "assignee": fmt.Sprint("agent-", i%8)}, "OK")["task_id"]
+		if i%10 == 0 {
+			h.call("task_update", map[string]any{"task_id": id, "status": "todo"}, "OK")
+		}
+		if i%8 == 2 && (i%4 >= 2) && slices.Contains(ls, "infra") {
+			peerMatches++
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -52,7 +71,9 @@ func BenchmarkTaskList(b *testing.B) {
 		want int
 	}{
 		{"all", ListTasksInput{}, 10_000},
-		{"filter", ListTasksInput{Label: "infra", Priority: []string{"high"}}, 10_000},
+		{"project", ListTasksInput{Project: "bench"}, 7_500},
+		{"status", ListTasksInput{Status: []string{"todo"}}, 1_000},
+		{"filter", peerFilter, peerMatches},
 		{"search", ListTasksInput{Search: "kubernetes cache"}, 100},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -74,8 +74,11 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 	// The matching tasks' sort keys, 24 bytes each: sorted, and only the
 	// page's tasks read again, rather than every matching task kept whole.
 	var order []listKey
-	// Decoded in place: nothing of a task is kept but numbers.
-	err = projections.TasksInPlace(tx.lt, func(t *projections.Task) bool {
+	// Decoded in place: nothing of a task is kept but numbers. Only the
+	// tasks the indexed filters name are read (perhaps more: each filter
+	// is checked here).
+	filter := projections.TaskFilter{Project: in.Project, Status: in.Status, Priority: in.Priority, Assignee: in.Assignee, Label: in.Label}
+	err = projections.TasksMatching(tx.lt, filter, func(t *projections.Task) bool {
 		switch {
 		case in.Project != "" && t.Project != in.Project,
 			len(in.Status) > 0 && !slices.Contains(in.Status, t.Status),

@@ -186,6 +186,10 @@ func keyName(space string, k []byte) string {
 			return fmt.Sprintf("%s positions %d…%d", domain.FormatID(domain.TaskPrefix, task), first, first+1<<thoughtBlockBits-1)
 		}
 	}
+	if space == spTasks && isIndexKey(k) { // a block's task index entry
+		first := be64(k) &^ 63
+		return "index of " + domain.FormatID(domain.TaskPrefix, max(first, 1)) + "…" + domain.FormatID(domain.TaskPrefix, first+63)
+	}
 	if len(k) == 8 {
 		n := be64(k)
 		switch space {

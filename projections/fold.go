@@ -37,6 +37,9 @@ type folder struct {
 	carriedBlocks map[string]map[string]*bufferedBlock
 	sessions      map[uint64]*Session
 	dirtyTasks    map[uint64]bool
+	// Every folder: what each task read or carried is indexed by as stored
+	// (taskindex.go), until the fold stores it again.
+	indexed       map[uint64]indexed
 	dirtySessions map[uint64]bool
 	indexBuf      *writeBuffer  // the full-text index's writes (knowledge.go)
 	indexBatch    *search.Batch // the index's term entries and stats
@@ -121,21 +124,21 @@ func (f *folder) counter(key string) (uint64, error) {
 }
 
 // seenNumber records that id number n of the counter key is taken (in a
-// batch, written at flush).
-func (f *folder) seenNumber(key string, n uint64) error {
+// batch, written at flush); above: n is above every number taken before.
+func (f *folder) seenNumber(key string, n uint64) (above bool, err error) {
 	v, err := f.counter(key)
 	if err != nil || n <= v {
-		return err
+		return false, err
 	}
 	if f.counters != nil {
 		f.counters[key], f.dirtyCounters[key] = n, true
-		return nil
+		return true, nil
 	}
 	meta, err := f.tx.Space(spMeta)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return putU64(meta, key, n)
+	return true, putU64(meta, key, n)
 }
 
 // task returns task number n; ok is false if there is none.
@@ -144,6 +147,7 @@ func (f *folder) task(n uint64) (*Task, bool, error) {
 		delete(f.carried, n)
 		if _, mine := f.tasks[n]; !mine {
 			f.tasks[n] = t // as stored: the chunk before wrote it
+			f.indexedAs(n, t)
 		}
 	}
 	if t, ok := f.tasks[n]; ok {
@@ -157,6 +161,7 @@ func (f *folder) task(n uint64) (*Task, bool, error) {
 	if ok, err := getTask(tasks, n, t); err != nil || !ok {
 		return nil, false, err
 	}
+	f.indexedAs(n, t)
 	if f.tasks != nil {
 		f.tasks[n] = t
 	}
@@ -210,7 +215,10 @@ func (f *folder) setTask(n uint64, t *Task) error {
 	if err != nil {
 		return err
 	}
-	return putRecord(tasks, u64(n), t)
+	if err := putRecord(tasks, u64(n), t); err != nil {
+		return err
+	}
+	return f.reindex([]uint64{n}, func(uint64) *Task { return t })
 }
 
 // session returns session number n; ok is false if there is none.
@@ -259,10 +267,19 @@ func (f *folder) flush() error {
 			return err
 		}
 		tasks.AppendOnly() // in key order, as writeOnly's batches
-		for _, n := range slices.Sorted(maps.Keys(f.dirtyTasks)) {
-			if err := putRecord(tasks, u64(n), f.tasks[n]); err != nil {
+		ns := slices.Sorted(maps.Keys(f.dirtyTasks))
+		for len(ns) > 0 {
+			// A block's tasks, then its index entry after them.
+			i := 0
+			for ; i < len(ns) && ns[i]>>6 == ns[0]>>6; i++ {
+				if err := putRecord(tasks, u64(ns[i]), f.tasks[ns[i]]); err != nil {
+					return err
+				}
+			}
+			if err := f.reindex(ns[:i], func(n uint64) *Task { return f.tasks[n] }); err != nil {
 				return err
 			}
+			ns = ns[i:]
 		}
 		clear(f.dirtyTasks)
 	}
@@ -338,7 +355,7 @@ func putNumbered(f *folder, prefix, counter, space, id string, rec any) (uint64,
 	if !ok {
 		return 0, fmt.Errorf("bad id %q", id)
 	}
-	if err := f.seenNumber(counter, n); err != nil {
+	if _, err := f.seenNumber(counter, n); err != nil {
 		return 0, err
 	}
 	sp, err := f.tx.Space(space)

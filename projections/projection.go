@@ -72,7 +72,10 @@ import (
 //	   first updated, its updated_at, updated_by and seq (taskrecord.go)
 //	22: the full-text index's document table keeps 64 documents a block,
 //	   not 256, so its pages are packed as it is written (search/doctable.go)
-const Version = 22
+//	23: the task index, the tasks by project, status, priority, assignee
+//	   and label, a key per block of 64 in the tasks space, which a
+//	   filtered task_list reads (taskindex.go)
+const Version = 23
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,

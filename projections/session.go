@@ -53,7 +53,7 @@ func applySessionStarted(f *folder, r ledger.Record) error {
 	if !ok {
 		return fmt.Errorf("bad session id %q", p.SessionID)
 	}
-	if err := f.seenNumber(counterSession, n); err != nil {
+	if _, err := f.seenNumber(counterSession, n); err != nil {
 		return err
 	}
 	s := &Session{SessionStarted: p, StartedAt: FormatTime(r.Time), StartSeq: r.Seq, Seq: r.Seq}

@@ -11,7 +11,7 @@ import (
 )
 
 const (
-	spTasks      = "tasks"       // task number → Task
+	spTasks      = "tasks"       // task number → Task; and the task index (taskindex.go)
 	spTaskEvents = "task_events" // task number ‖ seq → nothing: the task.updated events that changed it (its task.created is Task.CreatedSeq)
 	spChildren   = "children"    // parent number ‖ child number → nothing
 	spProjects   = "projects"    // project name → Project
@@ -155,8 +155,17 @@ func applyTaskCreated(f *folder, r ledger.Record) error {
 	if !ok {
 		return fmt.Errorf("bad task id %q", t.ID)
 	}
-	if err := f.seenNumber(counterTask, n); err != nil {
+	above, err := f.seenNumber(counterTask, n)
+	if err != nil {
 		return err
+	}
+	// A number a log creates twice (not above every one before): the
+	// task as stored is what its index entries were made of (setTask). A
+	// number above them all has no task yet.
+	if !above {
+		if _, _, err := f.task(n); err != nil {
+			return err
+		}
 	}
 	if err := f.countTask(t.Project); err != nil {
 		return err
@@ -310,6 +319,9 @@ func Tasks(tx *boltstore.Tx, fn func(Task) bool) error {
 		return err
 	}
 	return tasks.Scan(nil, false, func(k, v []byte) (bool, error) {
+		if isIndexKey(k) { // a block's index entry
+			return true, nil
+		}
 		var t Task
 		n, err := taskNumber(k)
 		if err == nil {
@@ -336,6 +348,9 @@ func TasksInPlace(tx *boltstore.Tx, fn func(*Task) bool) error {
 	var t Task
 	var id []byte
 	return tasks.Scan(nil, false, func(k, v []byte) (bool, error) {
+		if isIndexKey(k) { // a block's index entry
+			return true, nil
+		}
 		n, err := taskNumber(k)
 		if err == nil {
 			err = decodeTask(&t, n, v, &id)

@@ -121,7 +121,7 @@ func putThought(f *folder, id string, seq uint64) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("bad id %q", id)
 	}
-	if err := f.seenNumber(counterThought, n); err != nil {
+	if _, err := f.seenNumber(counterThought, n); err != nil {
 		return 0, err
 	}
 	// In a batch, through a blockBuffer as task_thoughts: a block of
