@@ -233,7 +233,9 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 	b.WriteString("and other text (descriptions, content, reasons, details, tests, blockers, searches) none but tab, newline and\n")
 	b.WriteString("carriage return; one-line text, `content`, `pattern` and `context` must not be only whitespace or\n")
 	b.WriteString("invisible characters (U+200B, U+FEFF, bidi marks…). An error quotes at most 64 characters of a name\n")
-	b.WriteString("the client sent (an argument, a key at any depth, a tool), then `…`: an issue's `path` too.\n\n")
+	b.WriteString("the client sent (an argument, a key at any depth, a tool), then `…`: an issue's `path` too.\n")
+	b.WriteString("`metadata` is free-form: its keys and strings are kept as sent, control characters included, and\n")
+	b.WriteString("only its size and depth are bounded (the views and the console blank what a terminal would act on).\n\n")
 
 	b.WriteString("At initialize the server sends these instructions, for the model to read before any tool:\n\n")
 	for _, line := range strings.Split(mcp.Instructions, "\n") {
