@@ -281,9 +281,7 @@ func TestBridgeRetriesRefusedForNow(t *testing.T) {
 		}
 		return f.do(ctx, call)
 	}
-	h := s.HTTPHandler(HTTPOptions{MaxRequestsPerToken: 1, Authenticate: func(context.Context, string) (*Identity, error) {
-		return &Identity{Agent: "a", Token: "sum-a"}, nil // every bridge, one token
-	}})
+	h := s.HTTPHandler(HTTPOptions{MaxRequestsPerToken: 1, Authenticate: agentA}) // every bridge, one token
 	var refusals atomic.Int32
 	refused := make(chan struct{}, 100)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -406,9 +404,7 @@ func TestBridgeResendsOnlyWhatWasNeverBegun(t *testing.T) {
 	f := &fakeDo{}
 	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
 	s.do = f.do
-	h := s.HTTPHandler(HTTPOptions{Authenticate: func(context.Context, string) (*Identity, error) {
-		return &Identity{Agent: "a", Token: "sum-a"}, nil
-	}})
+	h := s.HTTPHandler(HTTPOptions{Authenticate: agentA})
 	var ranThen503, refusedFirst atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -461,9 +457,7 @@ func TestBridgeResentCallLostIsUnknown(t *testing.T) {
 	f := &fakeDo{}
 	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
 	s.do = f.do
-	h := s.HTTPHandler(HTTPOptions{Authenticate: func(context.Context, string) (*Identity, error) {
-		return &Identity{Agent: "a", Token: "sum-a"}, nil
-	}})
+	h := s.HTTPHandler(HTTPOptions{Authenticate: agentA})
 	var sends atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

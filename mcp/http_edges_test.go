@@ -1,12 +1,9 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -321,13 +318,7 @@ func TestHTTPRequestIDRefusedAsOnStdio(t *testing.T) {
 // day would hold such a stream open, and `logbook server` would then have
 // to track it for shutdown, as it does the console's verification stream.
 func TestHTTPSubscriptionsListenEndsAtOnce(t *testing.T) {
-	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
-	s.do = (&fakeDo{}).do
-	h := s.HTTPHandler(HTTPOptions{MaxRequestsPerToken: 1, Authenticate: func(context.Context, string) (*Identity, error) {
-		return &Identity{Agent: "a", Token: "sum-a"}, nil
-	}})
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, _ := oneAgentServer(t, HTTPOptions{MaxRequestsPerToken: 1})
 	sid := openSession(t, srv.URL, "a")
 	every := `"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["file:///x","logbook://tasks"]}`
 	for _, tc := range []struct{ sid, version, body string }{

@@ -161,9 +161,7 @@ func TestHTTPSessionsEvictedNotServed(t *testing.T) {
 		}
 		return f.do(ctx, call)
 	}
-	h := s.HTTPHandler(HTTPOptions{MaxSessionsPerToken: 1, Authenticate: func(context.Context, string) (*Identity, error) {
-		return &Identity{Agent: "a", Token: "sum-a"}, nil
-	}})
+	h := s.HTTPHandler(HTTPOptions{MaxSessionsPerToken: 1, Authenticate: agentA})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	first := openSession(t, srv.URL, "a")
@@ -217,13 +215,7 @@ func TestHTTPSessionsEvictedNotServed(t *testing.T) {
 // deleted or being ended, so that the client, not told its session was
 // gone, did not open another.
 func TestHTTPSessionGoneIs404WhateverTheRevision(t *testing.T) {
-	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
-	s.do = (&fakeDo{}).do
-	h := s.HTTPHandler(HTTPOptions{MaxSessionsPerToken: 1, Authenticate: func(context.Context, string) (*Identity, error) {
-		return &Identity{Agent: "a", Token: "sum-a"}, nil
-	}})
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, _ := oneAgentServer(t, HTTPOptions{MaxSessionsPerToken: 1})
 	ping := `{"jsonrpc":"2.0","id":7,"method":"ping"}`
 	send := func(method, sid, version string) (int, string) {
 		t.Helper()

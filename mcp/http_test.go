@@ -44,6 +44,24 @@ func httpFixture(tb testing.TB) (*httptest.Server, *fakeDo) {
 	return srv, f
 }
 
+// agentA authenticates every token as agent a.
+func agentA(context.Context, string) (*Identity, error) {
+	return &Identity{Agent: "a", Token: "sum-a"}, nil
+}
+
+// oneAgentServer is an HTTPHandler with opts on a fake Do, every token
+// agent a (agentA), behind httptest.
+func oneAgentServer(tb testing.TB, opts HTTPOptions) (*httptest.Server, *fakeDo) {
+	tb.Helper()
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = f.do
+	opts.Authenticate = agentA
+	srv := httptest.NewServer(s.HTTPHandler(opts))
+	tb.Cleanup(srv.Close)
+	return srv, f
+}
+
 // post sends one sessionless (2026-07-28) request and returns the status and body.
 func post(tb testing.TB, url, token, body string) (int, string) {
 	tb.Helper()
@@ -197,14 +215,7 @@ func BenchmarkHTTPHandler(b *testing.B) {
 // answered 408 and the connection let go, where only the headers were
 // bounded.
 func TestHTTPSlowBody(t *testing.T) {
-	f := &fakeDo{}
-	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
-	s.do = f.do
-	h := s.HTTPHandler(HTTPOptions{BodyTimeout: 300 * time.Millisecond, Authenticate: func(context.Context, string) (*Identity, error) {
-		return &Identity{Agent: "a", Token: "sum-a"}, nil
-	}})
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, _ := oneAgentServer(t, HTTPOptions{BodyTimeout: 300 * time.Millisecond})
 
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
@@ -239,12 +250,7 @@ func TestHTTPSlowBody(t *testing.T) {
 // took MaxBodyBytes of that room and waited for a body it would never
 // read whole until BodyTimeout, then answered 408.
 func TestHTTPBodyAnnouncedTooLarge(t *testing.T) {
-	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
-	s.do = (&fakeDo{}).do
-	h := s.HTTPHandler(HTTPOptions{MaxBodyBytes: 1000, MaxBodiesBytes: 1001, BodyTimeout: 2 * time.Second,
-		Authenticate: func(context.Context, string) (*Identity, error) { return &Identity{Agent: "a", Token: "sum-a"}, nil }})
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, _ := oneAgentServer(t, HTTPOptions{MaxBodyBytes: 1000, MaxBodiesBytes: 1001, BodyTimeout: 2 * time.Second})
 
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
@@ -289,7 +295,7 @@ func TestHTTPBodiesBounded(t *testing.T) {
 		return f.do(ctx, call)
 	}
 	h := s.HTTPHandler(HTTPOptions{MaxBodyBytes: 1000, MaxBodiesBytes: 2000, BodyTimeout: 500 * time.Millisecond,
-		Authenticate: func(context.Context, string) (*Identity, error) { return &Identity{Agent: "a", Token: "sum-a"}, nil }})
+		Authenticate: agentA})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
