@@ -197,7 +197,7 @@ func ValidKeyName(name string) bool {
 // than it holds (DEL, a C1 control, a bidirectional control: an override
 // shows "on" as "no", as SafeJSON says).
 func unshown(r rune) bool {
-	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r)
+	return r < 0x20 || r == 0x7f || isC1OrBidi(r)
 }
 
 // Keys is a new Ed25519 note key pair in the note text formats.

@@ -15,12 +15,16 @@ import (
 // so only strings change. It is on replay's path for every event (see
 // rewrite).
 func SafeJSON(b []byte) []byte {
-	return rewrite(b, &c1OrBidi, func(r rune) bool { return (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r) },
+	return rewrite(b, &c1OrBidi, isC1OrBidi,
 		func(out []byte, r rune) []byte {
 			const hex = "0123456789abcdef" // every such r is in the BMP: one \u escape
 			return append(out, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
 		})
 }
+
+// isC1OrBidi: a C1 control or a bidirectional control, what a terminal
+// acts on or shows reordered though encoding/json leaves it as it is.
+func isC1OrBidi(r rune) bool { return (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r) }
 
 // NoBidi returns text b (a page, an event of the console) with each
 // bidirectional control character replaced by a space: an override that

@@ -9,7 +9,7 @@ import (
 func (r *Rule) checkText(v *Value, path string, add func(path, msg string)) {
 	switch v.kind {
 	case String:
-		if msg := r.Text.refuse(v.text); msg != "" {
+		if msg := r.Text.Refuse(v.text); msg != "" {
 			add(path, msg)
 		}
 	case Array:
@@ -22,12 +22,10 @@ func (r *Rule) checkText(v *Value, path string, add func(path, msg string)) {
 	}
 }
 
-// Refuse returns why s breaks t, or "": the rule a tool's text argument
-// is checked by, for text that comes from elsewhere (a skill's file).
-func (t Text) Refuse(s string) string { return t.refuse(s) }
-
-// refuse returns why s breaks t, or "". The empty string is left to MinLen.
-func (t Text) refuse(s string) string {
+// Refuse returns why s breaks t, or "": the rule of a tool's text
+// arguments, and of text that comes from elsewhere (a skill's file). The
+// empty string is left to MinLen.
+func (t Text) Refuse(s string) string {
 	if t == AnyText || s == "" {
 		return ""
 	}

@@ -303,8 +303,9 @@ func parseSkill(folder string, data []byte) (Skill, string) {
 		version = DefaultVersion
 	case version == "":
 		return Skill{}, "version must not be empty (omit it for " + DefaultVersion + ")"
-	case domain.Line.Refuse(version) != "":
-		return Skill{}, "version " + domain.Line.Refuse(version)
+	}
+	if why := domain.Line.Refuse(version); why != "" {
+		return Skill{}, "version " + why
 	}
 	sk.Version = version
 
