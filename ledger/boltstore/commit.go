@@ -153,7 +153,7 @@ type openFile struct {
 	info os.FileInfo
 	// linked: the path's stat at the current commit (checkSameFile) found
 	// the file with more than one name (hard links): a generation ends at
-	// its next commit (journalCommit).
+	// its next commit (journalRecord).
 	linked bool
 	// start is when this hold began (zero for the held file).
 	start time.Time
@@ -542,8 +542,9 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		}
 		if err == nil && recorded == nil && o.gen != nil && head.Seq > before {
 			if head.Seq-before == uint64(len(events)) {
-				// Unsynced: durable once its journal record is.
-				err = l.journalCommit(o, events)
+				// Its record was not written (journalRecord: no room, or
+				// the file has another name): the generation ends.
+				err = l.journalEnd(o, errNoRecord)
 			} else {
 				// Events came in other than by Append (Tx.Ingest), which
 				// the journal does not record: the file is synced.

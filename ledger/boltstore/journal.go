@@ -375,18 +375,6 @@ func pageSums(f *os.File, m []byte, pageSize int64) (root, free uint64, err erro
 	return root, free, err
 }
 
-// journalCommit makes o's last commit, which appended events, durable:
-// one record and one fdatasync; or, where that fails (or the record does
-// not fit), the generation's end (the file synced). Only an error means
-// the commit is not durable.
-func (l *Store) journalCommit(o *openFile, events [][]byte) error {
-	err := errNoRecord
-	if l.journalRecord(o, events) {
-		err = writeRecord(o.gen)
-	}
-	return l.journalEnd(o, err)
-}
-
 // errNoRecord: the commit's record was not written (journalRecord).
 var errNoRecord = errors.New("no journal record")
 
