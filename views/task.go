@@ -154,14 +154,23 @@ func taskStep(r ledger.Record) (Step, error) {
 	return st, nil
 }
 
+// CheckProject refuses a project filter that no project could be named:
+// not a slug. "" (every project) passes.
+func CheckProject(project string) error {
+	if project != "" && !slugRE.MatchString(project) {
+		return fmt.Errorf("project %q is not a project slug (%s)", domain.Clip(project), domain.SlugPattern)
+	}
+	return nil
+}
+
 // Tasks lists the tasks in creation order: those of project only when
 // project is not empty, and those in one of statuses only when statuses is
 // not empty. A status that is not one of domain.Statuses, or a project
 // that is not a slug (no task can be in it: a typo, Billing for billing),
 // is an error naming it.
 func Tasks(tx *boltstore.Tx, project string, statuses []string) ([]projections.Task, error) {
-	if project != "" && !slugRE.MatchString(project) {
-		return nil, fmt.Errorf("project %q is not a project slug (%s)", project, domain.SlugPattern)
+	if err := CheckProject(project); err != nil {
+		return nil, err
 	}
 	for _, st := range statuses {
 		if !slices.Contains(domain.Statuses, st) {

@@ -84,7 +84,7 @@ func bearer(r *http.Request) string {
 // verification stream and proofs, which a script or a download asks for.
 func (c *console) unauthorized(w http.ResponseWriter, r *http.Request, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="logbook"`)
-	if strings.HasPrefix(r.URL.Path, "/proofs/") || r.URL.Path == "/ledger/verify" {
+	if scripted(r) {
 		http.Error(w, "a token is required", http.StatusUnauthorized)
 		return
 	}

@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
@@ -134,13 +139,69 @@ func (c *console) render(w http.ResponseWriter, code int, name string, p page) {
 	w.Write(audit.NoBidi(b.Bytes()))
 }
 
+// problem is what the error page shows.
+type problem struct{ Heading, Says string }
+
+// notFound answers a request for something the ledger does not hold (an
+// id, a project, an event beyond its head): 404.
 func (c *console) notFound(w http.ResponseWriter, r *http.Request, msg string) {
-	c.render(w, http.StatusNotFound, "error", page{Title: "Not found", Authed: true, Data: msg})
+	c.refuse(w, r, http.StatusNotFound, "Not found", msg)
+}
+
+// badRequest answers a request the console cannot read (a parameter it
+// does not take, given twice, or not of its form, an id not an id): 400,
+// whatever the ledger holds.
+func (c *console) badRequest(w http.ResponseWriter, r *http.Request, msg string) {
+	c.refuse(w, r, http.StatusBadRequest, "Bad request", msg)
+}
+
+// refuse answers code with msg: in plain text to what a script or a
+// download asks for (scripted), else as the error page.
+func (c *console) refuse(w http.ResponseWriter, r *http.Request, code int, title, msg string) {
+	if scripted(r) {
+		http.Error(w, msg, code)
+		return
+	}
+	c.render(w, code, "error", page{Title: title, Authed: true, Data: problem{title, msg}})
+}
+
+// scripted reports whether r asks for what a script or a download reads
+// (the verification stream, a proof file), which gets its refusals in
+// plain text, not as a page.
+func scripted(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/proofs/") || r.URL.Path == "/ledger/verify"
+}
+
+// query reads r's query parameters: names only (token, which authed takes
+// before any page, aside), each at most once, and nothing malformed. A
+// query that breaks this is answered 400, naming what is wrong, and ok is
+// false: a parameter the console would ignore (a misspelt "sise") or
+// read one of (the first of two) would show the user another page than
+// the one asked for, with nothing to say so.
+func (c *console) query(w http.ResponseWriter, r *http.Request, names ...string) (q url.Values, ok bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		c.badRequest(w, r, "The address's query is malformed: "+domain.Clip(err.Error())+".")
+		return nil, false
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(names, k) && len(names) == 0:
+			c.badRequest(w, r, fmt.Sprintf("This page takes no parameter; %q is not one.", domain.Clip(k)))
+			return nil, false
+		case !slices.Contains(names, k):
+			c.badRequest(w, r, fmt.Sprintf("This page takes only %s; %q is not one.", strings.Join(names, ", "), domain.Clip(k)))
+			return nil, false
+		case len(q[k]) > 1:
+			c.badRequest(w, r, fmt.Sprintf("The parameter %s is given %d times; give it once.", k, len(q[k])))
+			return nil, false
+		}
+	}
+	return q, true
 }
 
 // fail answers an internal failure: the cause goes to the log only.
 func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.Error("console: read the ledger", "path", r.URL.Path, "err", err)
-	c.render(w, http.StatusInternalServerError, "error", page{Title: "Error", Authed: true,
-		Data: "The ledger could not be read; the cause is in the server's log."})
+	c.refuse(w, r, http.StatusInternalServerError, "Error", "The ledger could not be read; the cause is in the server's log.")
 }

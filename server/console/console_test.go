@@ -208,13 +208,18 @@ func TestSessionsShowRoots(t *testing.T) {
 	}
 }
 
-// TestNotFound: unknown ids and addresses are 404 pages; other methods are
-// refused.
+// TestNotFound: unknown ids, projects and addresses are 404 pages; other
+// methods are refused.
 func TestNotFound(t *testing.T) {
 	f := newFixture(t)
-	for _, path := range []string{"/tasks/T-0099", "/tasks/nonsense", "/sessions/A-0099", "/sessions/T-0001", "/nowhere"} {
-		if res, _ := f.get(t, path, testToken); res.StatusCode != http.StatusNotFound {
-			t.Errorf("%s: status %d, want 404", path, res.StatusCode)
+	for path, says := range map[string]string{
+		"/tasks/T-0099":    "The ledger has no task T-0099.",
+		"/sessions/A-0099": "The ledger has no audit session A-0099.",
+		"/?project=nope":   "The ledger has no task in project nope.",
+		"/nowhere":         "There is no page at this address.",
+	} {
+		if res, body := f.get(t, path, testToken); res.StatusCode != http.StatusNotFound || !strings.Contains(body, says) {
+			t.Errorf("%s: status %d, want 404 saying %q", path, res.StatusCode, says)
 		}
 	}
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
@@ -222,6 +227,48 @@ func TestNotFound(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		if res, _ := do(t, req); res.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("%s: status %d, want 405", m, res.StatusCode)
+		}
+	}
+}
+
+// TestBadParameters: a page asked for with what it cannot read — an id
+// not an id, a parameter it does not take, one given twice, one not of
+// its form, a query that does not parse — is answered 400 saying what is
+// wrong, whatever the ledger holds, and never taken as the page without
+// it: pages as the error page, the proof downloads and the verification
+// stream in plain text.
+func TestBadParameters(t *testing.T) {
+	f := newFixture(t)
+	huge := strings.Repeat("9", 4000)
+	for path, says := range map[string]string{
+		"/tasks/nonsense":             "That is not a task id (T-0001).",
+		"/tasks/T-1":                  "That is not a task id (T-0001).",
+		"/tasks/A-0001":               "That is not a task id (T-0001).",
+		"/sessions/T-0001":            "That is not an audit session id (A-0001).",
+		"/sessions/A-" + huge:         "That is not an audit session id (A-0001).",
+		"/?project=":                  "project= names no project",
+		"/?project=Core":              `project &#34;Core&#34; is not a project slug`,
+		"/?project=core&project=docs": "The parameter project is given 2 times",
+		"/?projet=core":               `This page takes only project; &#34;projet&#34; is not one.`,
+		"/?project=%zz":               "The address&#39;s query is malformed",
+		"/?project=core;x=1":          "The address&#39;s query is malformed",
+		"/tasks/T-0001?x=1":           `This page takes no parameter; &#34;x&#34; is not one.`,
+		"/sessions?offset=-1":         `This page takes no parameter; &#34;offset&#34; is not one.`,
+		"/sessions/A-0001?x":          `This page takes no parameter`,
+		"/ledger?verify=1":            `This page takes no parameter`,
+		"/ledger/verify?x=1":          `This page takes no parameter; "x" is not one.`,
+		"/proofs/1?sise=3":            `This page takes only size; "sise" is not one.`,
+		"/proofs/1?size=3&size=4":     "The parameter size is given 2 times",
+		"/proofs/1?size=" + huge:      "the size must be a positive integer",
+		"/proofs/" + huge:             "the seq must be a positive integer",
+		"/proofs/-1":                  "the seq must be a positive integer",
+		"/proofs/1?size=1.0":          "the size must be a positive integer",
+		"/proofs/7?size=3":            "seq 7 is beyond the tree size 3",
+		"/proofs/1?size=%":            "The address's query is malformed",
+	} {
+		res, body := f.get(t, path, testToken)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, says) {
+			t.Errorf("%s: status %d %.300q, want 400 saying %q", path, res.StatusCode, body, says)
 		}
 	}
 }
@@ -289,10 +336,11 @@ func TestProofDownload(t *testing.T) {
 	}{
 		"/proofs/0": {400, "the seq must be a positive integer"}, "/proofs/x": {400, "the seq must be a positive integer"},
 		"/proofs/1?size=-1": {400, "the size must be a positive integer"}, "/proofs/1?size=0": {400, "the size must be a positive integer"},
-		"/proofs/1?size=":                {400, "the size must be a positive integer"},
-		"/proofs/" + itoa(head+1):        {404, "seq " + itoa(head+1) + " is beyond the tree size " + itoa(head)},
-		"/proofs/5?size=4":               {404, "seq 5 is beyond the tree size 4"},
-		"/proofs/1?size=" + itoa(head+1): {404, "size " + itoa(head+1) + " is beyond the head " + itoa(head)},
+		"/proofs/1?size=":         {400, "the size must be a positive integer"},
+		"/proofs/" + itoa(head+1): {404, "seq " + itoa(head+1) + " is beyond the tree size " + itoa(head)},
+		"/proofs/5?size=4":        {400, "seq 5 is beyond the tree size 4"},
+		"/proofs/" + itoa(head+2) + "?size=" + itoa(head+1): {400, "is beyond the tree size"},
+		"/proofs/1?size=" + itoa(head+1):                    {404, "size " + itoa(head+1) + " is beyond the head " + itoa(head)},
 	} {
 		if res, body := f.get(t, q, testToken); res.StatusCode != want.code || !strings.Contains(body, want.says) {
 			t.Errorf("%s: status %d %q, want %d %q", q, res.StatusCode, body, want.code, want.says)

@@ -49,7 +49,20 @@ type boardData struct {
 // board is the task board: one column per status, in the order of a task's
 // life, tasks in creation order.
 func (c *console) board(w http.ResponseWriter, r *http.Request) {
-	project := r.URL.Query().Get("project")
+	q, ok := c.query(w, r, "project")
+	if !ok {
+		return
+	}
+	project := q.Get("project")
+	switch {
+	case q.Has("project") && project == "":
+		c.badRequest(w, r, "project= names no project; leave it out for every project's tasks.")
+		return
+	}
+	if err := views.CheckProject(project); err != nil {
+		c.badRequest(w, r, "The "+err.Error()+".")
+		return
+	}
 	d := boardData{Project: project}
 	err := c.opts.Store.View(func(tx *boltstore.Tx) error {
 		if err := projections.Current(tx); err != nil {
@@ -86,6 +99,10 @@ func (c *console) board(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	if project != "" && !slices.Contains(d.Projects, project) {
+		c.notFound(w, r, "The ledger has no task in project "+project+".")
+		return
+	}
 	slices.Sort(d.Projects)
 	c.render(w, http.StatusOK, "board", page{Title: "Board", Nav: "board", Authed: true, Data: d})
 }
@@ -98,8 +115,11 @@ type taskData struct {
 
 func (c *console) task(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if _, ok := c.query(w, r); !ok {
+		return
+	}
 	if _, ok := domain.ParseID(domain.TaskPrefix, id); !ok {
-		c.notFound(w, r, "That is not a task id (T-0001).")
+		c.badRequest(w, r, "That is not a task id (T-0001).")
 		return
 	}
 	var d taskData
@@ -133,6 +153,9 @@ type sessionsData struct {
 }
 
 func (c *console) sessions(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.query(w, r); !ok {
+		return
+	}
 	var d sessionsData
 	err := c.opts.Store.View(func(tx *boltstore.Tx) error {
 		var err error
@@ -151,8 +174,11 @@ func (c *console) sessions(w http.ResponseWriter, r *http.Request) {
 
 func (c *console) session(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if _, ok := c.query(w, r); !ok {
+		return
+	}
 	if _, ok := domain.ParseID(domain.SessionPrefix, id); !ok {
-		c.notFound(w, r, "That is not an audit session id (A-0001).")
+		c.badRequest(w, r, "That is not an audit session id (A-0001).")
 		return
 	}
 	var s *views.Session
@@ -179,6 +205,9 @@ type ledgerData struct {
 }
 
 func (c *console) ledger(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.query(w, r); !ok {
+		return
+	}
 	var d ledgerData
 	err := c.opts.Store.View(func(tx *boltstore.Tx) error {
 		var err error

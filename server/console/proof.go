@@ -15,16 +15,25 @@ import (
 // ?size= events (default: all of them now), the file `logbook prove
 // inclusion` writes and `logbook check-proof` checks.
 func (c *console) proof(w http.ResponseWriter, r *http.Request) {
+	q, ok := c.query(w, r, "size")
+	if !ok {
+		return
+	}
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil || seq == 0 {
-		http.Error(w, "the seq must be a positive integer", http.StatusBadRequest)
+		c.badRequest(w, r, "the seq must be a positive integer")
 		return
 	}
 	var size uint64
-	q := r.URL.Query()
 	if q.Has("size") {
 		if size, err = strconv.ParseUint(q.Get("size"), 10, 64); err != nil || size == 0 {
-			http.Error(w, "the size must be a positive integer", http.StatusBadRequest)
+			c.badRequest(w, r, "the size must be a positive integer")
+			return
+		}
+		if seq > size {
+			// Whatever the ledger holds: no tree of size events has
+			// event seq.
+			c.badRequest(w, r, fmt.Sprintf("seq %d is beyond the tree size %d: a proof of event %[1]d is in a tree of at least %[1]d events", seq, size))
 			return
 		}
 	}
@@ -38,8 +47,10 @@ func (c *console) proof(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if oe := (*audit.OptionError)(nil); errors.As(err, &oe) {
-		// "size 99 is beyond the head 45", "seq 9 is beyond the tree size 4"
-		http.Error(w, "no such proof: "+oe.Error(), http.StatusNotFound)
+		// The request was well formed (checked above) but asks for
+		// events the ledger does not hold (yet): "size 99 is beyond the
+		// head 45", "seq 46 is beyond the tree size 45".
+		c.notFound(w, r, "no such proof: "+oe.Error())
 		return
 	}
 	var raw []byte

@@ -27,6 +27,9 @@ type progress struct {
 // `logbook verify --json`) or one "failure" (the check could not run). A
 // client that goes away cancels the run.
 func (c *console) verify(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.query(w, r); !ok {
+		return
+	}
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
