@@ -388,7 +388,9 @@ func readBody(w http.ResponseWriter, r *http.Request, opts HTTPOptions) ([]byte,
 // a client reads an answer of another status as the transport failing); a
 // notification of a method the server does not have is accepted (202,
 // no body), as the Streamable HTTP transport answers every notification it
-// takes, and ignored, as on stdio. (Revision 2026-07-28 has the SDK answer
+// takes, and ignored, as on stdio; so is one of a method that wants an
+// id (tools/call, initialize) sent without it, which JSON-RPC makes a
+// notification, not served. (Revision 2026-07-28 has the SDK answer
 // an unknown method itself: 404 with -32601, as SEP-2575 requires.) A batch
 // (revision 2025-03-26 only) the SDK refuses whole for one of its messages
 // is left to serveBatch (batch).
@@ -467,9 +469,10 @@ func (w *codedWriter) refused(text []byte) bool {
 	}
 	h.Del("X-Content-Type-Options")
 	if !req.IsCall() {
-		if code != jsonrpc.CodeMethodNotFound {
-			return false // a request without its id: not taken, 400
-		}
+		// A notification, of a method the server does not have or of one
+		// that wants an id (tools/call sent without one): JSON-RPC answers
+		// no notification, and stdio ignores it unserved; the transport
+		// takes every notification with 202.
 		h.Del("Content-Type")
 		w.ResponseWriter.WriteHeader(http.StatusAccepted)
 		return true
@@ -643,8 +646,8 @@ func isBatch(body []byte) bool {
 // by its id, one whose id is refused -32600 by id null, and the others
 // run), and the answers to its requests are
 // returned together in one array (200, application/json); a notification
-// gets no answer, even one not valid (a method that wants an id, sent
-// without one: 400 alone), and a batch that holds only notifications is
+// gets no answer (one of a method that wants an id, sent without one,
+// too: 202 alone), and a batch that holds only notifications is
 // answered 202. A session its initialize
 // opens is the one the messages after it are served in, and is named by
 // the answer. A message answered otherwise

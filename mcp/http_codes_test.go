@@ -65,10 +65,11 @@ func TestHTTPSDKRefusalsCarryACode(t *testing.T) {
 // all of them got the SDK's plain-text 400 (revisions before 2026-07-28,
 // with or without a session; a notification on 2026-07-28 too), which a
 // client reads as the transport failing rather than as the server's answer.
-// A request without the id its method needs is still refused 400, and the
+// A request without the id its method needs is a notification, taken (202)
+// and not served, as stdio ignores it (it was a plain-text 400); the
 // sessionless revision keeps the SDK's 404 with -32601 for an unknown call.
 func TestHTTPUnknownMethodIsJSONRPC(t *testing.T) {
-	srv, _ := httpFixture(t)
+	srv, f := httpFixture(t)
 	sid := openSession(t, srv.URL, "full")
 	send := func(sid, version, body string) (int, string, string) {
 		t.Helper()
@@ -91,8 +92,15 @@ func TestHTTPUnknownMethodIsJSONRPC(t *testing.T) {
 		{sid, "2025-06-18", `{"jsonrpc":"2.0","method":"notifications/steal"}`, 202, 0, ""},
 		{"", "", `{"jsonrpc":"2.0","method":"notifications/steal","params":{}}`, 202, 0, ""},
 		{"", sessionlessRevision, `{"jsonrpc":"2.0","method":"notifications/steal"}`, 202, 0, ""},
-		// Unchanged: a request missing its id, the sessionless revision's 404.
-		{sid, "2025-06-18", `{"jsonrpc":"2.0","method":"tools/list"}`, 400, 0, "missing id"},
+		// A method that wants an id, sent without one, is a notification
+		// to JSON-RPC: taken unserved, as stdio ignores it (was a
+		// plain-text 400 "missing id").
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","method":"tools/list"}`, 202, 0, ""},
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"task_create","arguments":{"title":"t","project":"p"}}}`, 202, 0, ""},
+		{sid, "2025-06-18", `{"jsonrpc":"2.0","method":"initialize","params":{}}`, 202, 0, ""},
+		{"", "", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"task_create","arguments":{}}}`, 202, 0, ""},
+		{"", sessionlessRevision, strings.Replace(newRequest(13, "tools/call", `"name":"task_create","arguments":{"title":"t","project":"p"}`), `"id":13,`, "", 1), 202, 0, ""},
+		// Unchanged: the sessionless revision's 404.
 		{"", sessionlessRevision, newRequest(11, "tasks/steal", ""), 404, -32601, "tasks/steal"},
 	} {
 		status, ctype, body := send(tc.sid, tc.version, tc.line)
@@ -115,9 +123,12 @@ func TestHTTPUnknownMethodIsJSONRPC(t *testing.T) {
 			t.Errorf("%s: 202 with a body %q", tc.line, body)
 		}
 	}
-	// The session still serves.
+	// The session still serves, and no notification-shaped call ran.
 	if status, _, body := send(sid, "2025-06-18", `{"jsonrpc":"2.0","id":12,"method":"tools/list","params":{}}`); status != 200 || !strings.Contains(body, `"tools"`) {
 		t.Errorf("tools/list after: %d %.200s", status, body)
+	}
+	if calls := len(f.recorded()); calls != 0 {
+		t.Errorf("%d tool calls ran; want none", calls)
 	}
 }
 

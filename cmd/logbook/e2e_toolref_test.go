@@ -349,7 +349,7 @@ const choices = `
   it cannot read, such as a tool name of another type than a string (-32602; a ` + "`null`" + ` or missing name
   is read as ` + "`\"\"`" + `, below), a missing params object (-32600), the same
   over HTTP, a request whose id is already in flight (-32600 under that id), a tools/call
-  sent as a notification (no id, no answer), and over HTTP at revision 2026-07-28 a request whose
+  sent as a notification (no id, no answer; over HTTP 202 with no body), and over HTTP at revision 2026-07-28 a request whose
   ` + "`Mcp-Method`" + ` or ` + "`Mcp-Name`" + ` header is missing or differs from its body (400, -32020 under its id).
   That revision cannot carry a tool name ` + "`\"\"`" + `: the SDK takes the empty ` + "`Mcp-Name`" + ` for a missing one, so
   such a call is refused there, not recorded, while over stdio and older revisions it is answered
