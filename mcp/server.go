@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/logbook-dev/logbook/commands"
@@ -134,10 +135,37 @@ func New(svc *commands.Service, opts Options) *Server {
 			if method == "tools/list" {
 				return listTools(ctx, method, req, next)
 			}
+			if refused, err := s.lifecycle(method, req); refused {
+				return nil, err
+			}
 			return next(ctx, method, req)
 		}
 	})
 	return s
+}
+
+// lifecycle answers, in the SDK's place, a client's initialize sent again
+// in a session already initialized (-32600, as the SDK answers it) and
+// an initialized notification sent before initialize (ignored, as the SDK
+// ignores it): the SDK logs each at ERROR, and a client's mistake is no
+// failure of the server's, which an operator's alert on ERROR would be
+// woken for. Logged at Debug, nothing of the request quoted. (Two
+// initializes racing in one session may still reach the SDK both.)
+func (s *Server) lifecycle(method string, req sdk.Request) (refused bool, err error) {
+	ss, ok := req.GetSession().(*sdk.ServerSession)
+	if !ok {
+		return false, nil
+	}
+	switch init := ss.InitializeParams() != nil; {
+	case method == "initialize" && init:
+		s.log.Debug("a client sent initialize again in its session; refused")
+		return true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: `duplicate "initialize" received: this session is initialized already`}
+	case method == "notifications/initialized" && !init:
+		s.log.Debug("a client sent notifications/initialized before initialize; ignored")
+		return true, nil
+	}
+	return false, nil
 }
 
 // allTools is every tool, in the contract's order.

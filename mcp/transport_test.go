@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -88,6 +90,44 @@ func TestSDKRefusalsCarryACode(t *testing.T) {
 		}
 	}
 	c.ping()
+}
+
+// TestLifecycleMistakesAreNotServerErrors: a client's initialize sent
+// again in its session, and its initialized notification sent before
+// initialize, are the client's mistakes: the second initialize is
+// refused -32600 as before, and the session goes on, but neither is
+// logged at ERROR (the SDK logged both so), over stdio and HTTP.
+func TestLifecycleMistakesAreNotServerErrors(t *testing.T) {
+	again := `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`
+	refused := func(how string, r map[string]any) {
+		t.Helper()
+		if e, _ := r["error"].(map[string]any); e == nil || e["code"] != float64(-32600) || !strings.Contains(fmt.Sprint(e["message"]), "duplicate") {
+			t.Errorf("%s: second initialize answered %v, want -32600 duplicate", how, r)
+		}
+	}
+	s, logs := newTestServer(t, (&fakeDo{}).do, Options{})
+	c := startSession(t, s)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
+	c.send(again)
+	refused("stdio", c.recv())
+	c.ping()
+
+	var httpLogs syncBuffer
+	hs := New(nil, Options{Logger: slog.New(slog.NewTextHandler(&httpLogs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	hs.do = (&fakeDo{}).do
+	srv := httptest.NewServer(hs.HTTPHandler(HTTPOptions{Authenticate: agentA}))
+	t.Cleanup(srv.Close)
+	sid := openSession(t, srv.URL, "full")
+	_, _, body := statefulPost(t, srv.URL, "full", sid, again)
+	var r map[string]any
+	json.Unmarshal([]byte(body), &r)
+	refused("HTTP", r)
+	for how, l := range map[string]string{"stdio": logs.String(), "HTTP": httpLogs.String()} {
+		if strings.Contains(l, "level=ERROR") {
+			t.Errorf("%s: a client's mistake logged at ERROR:\n%s", how, l)
+		}
+	}
 }
 
 // TestToolNameNullOrMissingIsEmpty: a tools/call whose name is null or
