@@ -4,15 +4,18 @@ import (
 	"container/list"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/mcp"
 )
 
@@ -70,7 +73,7 @@ const writeChunk = 64 << 10
 func newHTTPServer(h http.Handler, opts Options, log *slog.Logger) *http.Server {
 	cs := &conns{max: int64(opts.MaxConns)}
 	return &http.Server{
-		Handler:           baseHeaders(boundWrites(boundBody(cs.refuseOver(loopbackHost(h)), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout)),
+		Handler:           baseHeaders(boundWrites(boundBody(cs.refuseOver(loopbackHost(unambiguous(h))), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout)),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readHeaderTimeout + opts.BodyTimeout,
 		IdleTimeout:       2 * time.Minute,
@@ -314,6 +317,45 @@ func loopbackHost(h http.Handler) http.Handler {
 			w.Header().Set("Connection", "close")
 			http.Error(w, "this server answers only to a loopback host name (localhost, 127.0.0.1, [::1])", http.StatusForbidden)
 			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// onceHeaders are the headers the server decides by — who calls (a
+// token), what the body is, which session, revision, method and tool, and
+// where a browser's request comes from — each of which net/http reads the
+// first of.
+var onceHeaders = []string{"Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name",
+	"Origin", "Sec-Fetch-Site"}
+
+// unambiguous refuses, on every route and before any token is checked, a
+// request the server could read otherwise than its sender (or a proxy in
+// front) meant: one of onceHeaders given more than once (400; a token
+// after another was ignored, so a proxy that checked the last one let the
+// first through), or a body in a Content-Encoding (gzip: 415, with
+// Accept-Encoding: identity, as RFC 9110 §15.5.16 says), which the server
+// does not decode and used to read as sent: compressed JSON was a parse
+// error, and a body marked gzip but sent plain was served. Nothing of
+// such a request is read; its connection is closed.
+func unambiguous(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, name := range onceHeaders {
+			if n := len(r.Header.Values(name)); n > 1 {
+				w.Header().Set("Connection", "close")
+				http.Error(w, fmt.Sprintf("the request carries %d %s headers: send one; nothing of it was served", n, name), http.StatusBadRequest)
+				return
+			}
+		}
+		for _, coding := range r.Header.Values("Content-Encoding") {
+			for c := range strings.SplitSeq(coding, ",") {
+				if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+					w.Header().Set("Connection", "close")
+					w.Header().Set("Accept-Encoding", "identity")
+					http.Error(w, fmt.Sprintf("the request body is in Content-Encoding %q, which this server does not decode: send it unencoded; nothing of it was served", domain.Clip(c)), http.StatusUnsupportedMediaType)
+					return
+				}
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

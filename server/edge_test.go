@@ -561,3 +561,80 @@ func TestClosedWaitingStaysClosed(t *testing.T) {
 		t.Error("c is let in by closing a again, though a is closed and b serves a request")
 	}
 }
+
+// TestAmbiguousRequestRefused: on every route, a request giving a header
+// the server decides by more than once, or a body in a Content-Encoding
+// the server does not decode, is refused before anything of it is served
+// (400, 415), and nothing is recorded. Before, net/http's first value was
+// taken: a valid token followed by another called the tools as the first
+// (a proxy checking the last one let it through), two Content-Types, two
+// sessions or revisions chose by the first; and a body marked gzip was
+// read as sent, so a plain body so marked was served and recorded.
+func TestAmbiguousRequestRefused(t *testing.T) {
+	l, _ := openStore(t, boltstore.Options{Hold: true})
+	tok, _, _ := IssueToken(l, Issue{Agent: "a", Issuer: "op"})
+	other, _, _ := IssueToken(l, Issue{Agent: "b", Issuer: "op"})
+	addr, stop := startRun(t, l, Options{})
+	defer stop()
+	head := func() (seq uint64) {
+		l.View(func(tx *boltstore.Tx) error { seq = tx.Head().Seq; return nil })
+		return seq
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"t","project":"p"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	send := func(method, path, body string, header http.Header) (int, string, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "task_create")
+		for k, v := range header {
+			req.Header[http.CanonicalHeaderKey(k)] = v
+		}
+		res, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b), res.Header
+	}
+	// The request as sent is served (the control).
+	if code, body, _ := send("POST", "/mcp", call, nil); code != http.StatusOK || !strings.Contains(body, `\"ok\":true`) {
+		t.Fatalf("the control call: %d %.300s", code, body)
+	}
+	before := head()
+	for _, path := range []string{"/mcp", "/", "/ledger", "/healthz", "/login"} {
+		for name, vals := range map[string][]string{
+			"Authorization":        {"Bearer " + tok, "Bearer " + other},
+			"Content-Type":         {"application/json", "text/plain"},
+			"Mcp-Session-Id":       {"a", "b"},
+			"Mcp-Protocol-Version": {"2026-07-28", "2025-06-18"},
+			"Mcp-Method":           {"tools/call", "tools/call"},
+			"Mcp-Name":             {"task_create", "task_get"},
+			"Origin":               {"http://" + addr, "http://evil.example"},
+			"Sec-Fetch-Site":       {"same-origin", "cross-site"},
+		} {
+			code, body, _ := send("POST", path, call, http.Header{name: vals})
+			if code != http.StatusBadRequest || !strings.Contains(body, "the request carries 2 "+name+" headers") {
+				t.Errorf("%s, %s twice: %d %.200s, want 400", path, name, code, body)
+			}
+		}
+		for _, coding := range []string{"gzip", "deflate, gzip", "br", "identity, gzip"} {
+			code, body, h := send("POST", path, call, http.Header{"Content-Encoding": {coding}})
+			if code != http.StatusUnsupportedMediaType || h.Get("Accept-Encoding") != "identity" || !strings.Contains(body, "does not decode") {
+				t.Errorf("%s, Content-Encoding %s: %d %v %.200s, want 415 with Accept-Encoding: identity", path, coding, code, h, body)
+			}
+		}
+	}
+	if h := head(); h != before {
+		t.Errorf("refused requests appended %d events", h-before)
+	}
+	// identity is no encoding.
+	if code, body, _ := send("POST", "/mcp", call, http.Header{"Content-Encoding": {"identity"}}); code != http.StatusOK || !strings.Contains(body, `\"ok\":true`) {
+		t.Errorf("Content-Encoding: identity: %d %.300s", code, body)
+	}
+}
