@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -122,8 +123,9 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 				// whose upstream ended, say): the call may have run.
 				return nil, fmt.Errorf("the logbook server (or a proxy) answered %d %s; the call may or may not have been recorded: %w", status, http.StatusText(int(status)), err)
 			case !post.tried.Load():
-				// Never sent: the connection to the server had ended
-				// (after a refusal, say) or the call timed out first.
+				// Never sent: no connection could be made (the server
+				// down or restarting), the connection to the server had
+				// ended (after a refusal, say) or the call timed out first.
 				return nil, fmt.Errorf("the call was not sent to the logbook server, and was not recorded: %w", err)
 			}
 			return nil, fmt.Errorf("the logbook server could not be reached; the call may or may not have been recorded: %w", err)
@@ -393,6 +395,11 @@ func sendPost(next http.RoundTripper, r *http.Request, p *posted) (*http.Respons
 		p.forNow.Store(false)
 		resp, err := next.RoundTrip(r)
 		if err != nil {
+			if dialFailed(err) {
+				// No connection was made (the server is down or
+				// restarting: connection refused): nothing was sent.
+				p.tried.Store(false)
+			}
 			return resp, err
 		}
 		p.status.Store(int32(resp.StatusCode))
@@ -425,6 +432,15 @@ func sendPost(next http.RoundTripper, r *http.Request, p *posted) (*http.Respons
 		r = r.Clone(ctx)
 		r.Body = body
 	}
+}
+
+// dialFailed reports whether err is a failure to connect to the server at
+// all (net/http's dial: connection refused, no route, no such host), after
+// which nothing of the request was sent. A connection that failed once
+// made (reset, closed mid-answer) is not: the request may have run.
+func dialFailed(err error) bool {
+	oe, ok := errors.AsType[*net.OpError](err)
+	return ok && oe.Op == "dial"
 }
 
 // validHeaderValues is net/http's own check of header values (no control

@@ -228,6 +228,24 @@ func TestBridgeRefusedRequest(t *testing.T) {
 	}
 }
 
+// TestBridgeServerDown: a call forwarded once the server has gone (its
+// port refuses connections: stopped, restarting) was never sent, and the
+// bridge says so: it answered "could not be reached; the call may or may
+// not have been recorded", sending the agent to look for a call that
+// cannot be there.
+func TestBridgeServerDown(t *testing.T) {
+	srv, f := httpFixture(t)
+	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "full", CallTimeout: 10 * time.Second})
+	srv.Close()
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"t","project":"p"}}}`)
+	if l := answer("2"); !strings.Contains(l, `"error"`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "was not sent to the logbook server, and was not recorded") {
+		t.Errorf("a call to a server that is down: %s", clipLine(l))
+	}
+	if n := len(f.recorded()); n != 0 {
+		t.Errorf("Do got %d calls, want none", n)
+	}
+}
+
 // TestBridgeUnsendableName: a tool name holding a control character goes
 // into the Mcp-Name header the SDK's client sets, which net/http refuses
 // to send; the bridge answered "could not be reached; the call may or may
