@@ -1,7 +1,9 @@
 package console
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,7 +24,14 @@ const maxTokenBytes = 512
 // (loginPrompt).
 func (c *console) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if q := r.URL.Query(); q.Has("token") {
+		if q, err := url.ParseQuery(r.URL.RawQuery); err == nil && q.Has("token") {
+			if len(q["token"]) > 1 {
+				// Which one would log the browser in is not for the
+				// console to guess (query answers the rest of a page's
+				// parameters, a malformed query included).
+				c.badRequest(w, r, fmt.Sprintf("The parameter token is given %d times; give it once.", len(q["token"])))
+				return
+			}
 			tok := q.Get("token")
 			if !openedHere(r) {
 				c.loginPrompt(w, tok)
@@ -48,10 +57,14 @@ func (c *console) authed(h http.HandlerFunc) http.Handler {
 			return
 		}
 		if c.accept(w, r, tok) {
-			h(w, r)
+			h(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, true)))
 		}
 	})
 }
+
+// authedKey marks a request's context once its token is accepted: its
+// refusals show the console's navigation and logout.
+type authedKey struct{}
 
 // accept checks tok, answering the request itself (401 or 500) when false.
 func (c *console) accept(w http.ResponseWriter, r *http.Request, tok string) bool {
@@ -152,6 +165,9 @@ func (c *console) endSession(r *http.Request) {
 }
 
 func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.query(w, r); !ok {
+		return
+	}
 	c.render(w, http.StatusOK, "login", page{Title: "Log in", Data: loginForm{}})
 }
 
@@ -169,6 +185,10 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	if n := len(r.PostForm["token"]); n > 1 {
+		c.badRequest(w, r, fmt.Sprintf("The form gives a token %d times; give one.", n))
 		return
 	}
 	tok := strings.TrimSpace(r.PostForm.Get("token"))

@@ -351,3 +351,30 @@ func TestLoginForm(t *testing.T) {
 		t.Errorf("login page: status %d", res.StatusCode)
 	}
 }
+
+// TestTokenGivenTwice: an address or login form giving two tokens is
+// refused 400, no cookie set, rather than logging the browser in with the
+// first: which one was meant is not the console's to guess. A refusal
+// before any token is accepted shows no logout button. The login page
+// takes no parameter (a token in its address is not read).
+func TestTokenGivenTwice(t *testing.T) {
+	f := newFixture(t)
+	for _, site := range []string{"none", "cross-site"} {
+		res, body := f.navigate(t, "/?token="+testToken+"&token=lbk_other", site)
+		if res.StatusCode != http.StatusBadRequest || len(res.Cookies()) != 0 || !strings.Contains(body, "The parameter token is given 2 times") {
+			t.Errorf("Sec-Fetch-Site %s, two tokens in the address: status %d, cookies %v", site, res.StatusCode, res.Cookies())
+		}
+		if strings.Contains(body, `action="/logout"`) {
+			t.Errorf("Sec-Fetch-Site %s: a refusal before login shows the logout button", site)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/login", strings.NewReader(url.Values{"token": {testToken, "lbk_other"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, body := do(t, req)
+	if res.StatusCode != http.StatusBadRequest || len(res.Cookies()) != 0 || !strings.Contains(body, "The form gives a token 2 times") {
+		t.Errorf("two tokens in the form: status %d, cookies %v", res.StatusCode, res.Cookies())
+	}
+	if res, body := f.get(t, "/login?token="+testToken, ""); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "This page takes no parameter") {
+		t.Errorf("/login?token=: status %d", res.StatusCode)
+	}
+}

@@ -162,7 +162,7 @@ func (c *console) refuse(w http.ResponseWriter, r *http.Request, code int, title
 		http.Error(w, msg, code)
 		return
 	}
-	c.render(w, code, "error", page{Title: title, Authed: true, Data: problem{title, msg}})
+	c.render(w, code, "error", page{Title: title, Authed: r.Context().Value(authedKey{}) != nil, Data: problem{title, msg}})
 }
 
 // scripted reports whether r asks for what a script or a download reads
