@@ -24,11 +24,15 @@ const maxTokenBytes = 512
 // (loginPrompt).
 func (c *console) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if q, err := url.ParseQuery(r.URL.RawQuery); err == nil && q.Has("token") {
+		q, ok := c.parseQuery(w, r)
+		if !ok {
+			return
+		}
+		if q.Has("token") {
 			if len(q["token"]) > 1 {
 				// Which one would log the browser in is not for the
 				// console to guess (query answers the rest of a page's
-				// parameters, a malformed query included).
+				// parameters).
 				c.badRequest(w, r, fmt.Sprintf("The parameter token is given %d times; give it once.", len(q["token"])))
 				return
 			}

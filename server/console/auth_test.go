@@ -377,4 +377,10 @@ func TestTokenGivenTwice(t *testing.T) {
 	if res, body := f.get(t, "/login?token="+testToken, ""); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "This page takes no parameter") {
 		t.Errorf("/login?token=: status %d", res.StatusCode)
 	}
+	// A token beside a query that does not parse: 400, not logged in
+	// with what could be read of it.
+	res, body = f.navigate(t, "/?token="+testToken+"&x=%zz", "none")
+	if res.StatusCode != http.StatusBadRequest || len(res.Cookies()) != 0 || !strings.Contains(body, "The address&#39;s query is malformed") {
+		t.Errorf("a token in a malformed query: status %d, cookies %v", res.StatusCode, res.Cookies())
+	}
 }

@@ -179,9 +179,7 @@ func scripted(r *http.Request) bool {
 // read one of (the first of two) would show the user another page than
 // the one asked for, with nothing to say so.
 func (c *console) query(w http.ResponseWriter, r *http.Request, names ...string) (q url.Values, ok bool) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		c.badRequest(w, r, "The address's query is malformed: "+domain.Clip(err.Error())+".")
+	if q, ok = c.parseQuery(w, r); !ok {
 		return nil, false
 	}
 	for _, k := range slices.Sorted(maps.Keys(q)) {
@@ -196,6 +194,16 @@ func (c *console) query(w http.ResponseWriter, r *http.Request, names ...string)
 			c.badRequest(w, r, fmt.Sprintf("The parameter %s is given %d times; give it once.", k, len(q[k])))
 			return nil, false
 		}
+	}
+	return q, true
+}
+
+// parseQuery is r's query, or, if it does not parse, false, answered 400.
+func (c *console) parseQuery(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		c.badRequest(w, r, "The address's query is malformed: "+domain.Clip(err.Error())+".")
+		return nil, false
 	}
 	return q, true
 }
