@@ -167,7 +167,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		ew, er, eb := ids.exact(w, r, body)
 		cw := &codedWriter{ResponseWriter: ew, body: eb}
 		defer cw.finish()
-		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
+		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision || namesRevision(body) {
 			stateless.ServeHTTP(cw, er)
 			return
 		}
@@ -883,6 +883,30 @@ func bodyReserve(r *http.Request, max int64) int64 {
 		return r.ContentLength
 	}
 	return max + 1
+}
+
+// namesRevision reports whether body is one request whose params' _meta
+// names its protocol revision, as only the sessionless revision's do
+// (SEP-2575). Such a request goes to the stateless handler whatever its
+// MCP-Protocol-Version header says, for the SDK's answer there: served if
+// the header names the same revision, else 400 with -32020, the header
+// missing or not matching. Without the header, or with an older one, the
+// stateful handler answered -32022 "protocol version 2025-03-26 (or the
+// header's) is not supported by this server", beside a list that holds it,
+// and logged a warning for each such request.
+func namesRevision(body []byte) bool {
+	if !bytes.Contains(body, []byte("protocolVersion")) || isBatch(body) {
+		return false // (the usual request: no decoding)
+	}
+	// Maps, not structs: their keys are matched exactly, as the SDK
+	// matches them (encoding/json matches a struct's fields in any case).
+	var msg, params, meta map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) != nil || msg["id"] == nil ||
+		json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["_meta"], &meta) != nil {
+		return false
+	}
+	_, ok := meta[sdk.MetaKeyProtocolVersion]
+	return ok
 }
 
 // sessionlessRevision is the first protocol revision without sessions.

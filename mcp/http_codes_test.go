@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -368,5 +369,45 @@ func TestHTTPSessionlessArgumentsBeyondADouble(t *testing.T) {
 	code, _, body := statefulPost(t, srv.URL, "full", sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_get","arguments":{"task_id":1e400}}}`)
 	if code != http.StatusOK || !strings.Contains(body, `"id":4,"result"`) || len(f.recorded()) != 1 {
 		t.Errorf("2025-06-18: %d %.200s, %d recorded", code, body, len(f.recorded()))
+	}
+}
+
+// TestRevisionInMetaNotHeader: a request whose _meta names the sessionless
+// revision (2026-07-28) but whose MCP-Protocol-Version header does not —
+// none, or an older one — is answered as that revision answers a header
+// not matching its _meta: 400 with -32020 by its id, nothing served. It
+// was answered -32022 "protocol version \"2025-03-26\" is not supported by
+// this server" (the header's default, or the header's revision) beside a
+// list of supported revisions holding it, and a warning logged for each.
+func TestRevisionInMetaNotHeader(t *testing.T) {
+	var logs syncBuffer
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	s.do = f.do
+	srv := httptest.NewServer(s.HTTPHandler(HTTPOptions{Authenticate: agentA}))
+	t.Cleanup(srv.Close)
+	call := newRequest(7, "tools/call", `"name":"server_ping","arguments":{}`)
+	for _, tc := range []struct{ version, says string }{
+		{"", `Mcp-Protocol-Version header is required`},
+		{"2025-06-18", `Mcp-Protocol-Version header \"2025-06-18\" does not match`},
+		{"2024-11-05", `Mcp-Protocol-Version header \"2024-11-05\" does not match`},
+	} {
+		resp := mcpRequest(t, http.MethodPost, srv.URL, "t", "", tc.version, call)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var r struct {
+			ID    any            `json:"id"`
+			Error map[string]any `json:"error"`
+		}
+		json.Unmarshal(b, &r)
+		if resp.StatusCode != http.StatusBadRequest || r.ID != float64(7) || r.Error == nil || r.Error["code"] != float64(-32020) || !strings.Contains(string(b), tc.says) {
+			t.Errorf("header %q: %d %s; want 400, -32020 saying %s", tc.version, resp.StatusCode, b, tc.says)
+		}
+	}
+	if n := len(f.recorded()); n != 0 {
+		t.Errorf("Do got %d calls, want none", n)
+	}
+	if l := logs.String(); l != "" {
+		t.Errorf("logged:\n%s", l)
 	}
 }
