@@ -56,7 +56,7 @@ func fdLimit() uint64 {
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
 		return 0
 	}
-	return rl.Cur
+	return uint64(rl.Cur) // int64 on some BSDs
 }
 
 // readHeaderTimeout bounds how long a request's headers may take to arrive.
