@@ -239,7 +239,7 @@ func TestAuditorCommandErrors(t *testing.T) {
 // serving process. Open now finds the loop before anything reads a key:
 // every command says the file is damaged (exit 1, one line).
 func TestDamagedPageLoop(t *testing.T) {
-	healthy := healthyLedger(t, 2000) // an events tree three pages deep
+	healthy := sharedHealthyLedger(t, 2000) // an events tree three pages deep
 	for _, c := range []struct {
 		name        string
 		bucket      []string
@@ -274,8 +274,8 @@ func TestDamagedPageLoop(t *testing.T) {
 // held itself, and rebuild walked it until memory ran out (attack review).
 // Open now refuses a root that is another tree's root or page.
 func TestDamagedSpaceRoot(t *testing.T) {
-	small := healthyLedger(t, 0)  // every tree one leaf
-	big := healthyLedger(t, 2000) // an events tree three pages deep, spaces two
+	small := healthyLedger(t, 0)        // every tree one leaf
+	big := sharedHealthyLedger(t, 2000) // an events tree three pages deep, spaces two
 	for _, c := range []struct {
 		name string
 		to   func(f *os.File, pageSize int, roots map[string]uint64) uint64
@@ -381,7 +381,7 @@ func TestDamagedFreelist(t *testing.T) {
 // session 7), while prove and show of those keys failed. verify now checks
 // that every page's keys lie in the range its parent's keys give it.
 func TestDamagedBranchKey(t *testing.T) {
-	healthy := healthyLedger(t, 2000) // an events tree three pages deep
+	healthy := sharedHealthyLedger(t, 2000) // an events tree three pages deep
 	for _, c := range []struct {
 		name        string
 		bucket      []string
