@@ -25,23 +25,36 @@ func refText(rng *rand.Rand, n int) string {
 	return strings.Join(w, " ")
 }
 
-// refSearch ranks docs against query by the BM25 the package documents,
-// computed from each document's counted terms alone: the k best, by score
-// then newest seq.
-func refSearch(docs []search.Doc, query string, f search.Filter) []search.Hit {
-	terms := search.Terms(query)
-	counts := make([]*search.Counts, len(docs))
-	df := map[string]int{}
-	total := 0
+// refIndex is the reference's view of documents: each one's counted terms
+// and, for each term, how many documents hold it. Counted once for the
+// documents, not again for each query.
+type refIndex struct {
+	docs   []search.Doc
+	counts []*search.Counts
+	df     map[string]int
+	total  int
+}
+
+func newRefIndex(docs []search.Doc) *refIndex {
+	r := &refIndex{docs: docs, counts: make([]*search.Counts, len(docs)), df: map[string]int{}}
 	for i, d := range docs {
-		counts[i] = search.CountTerms(d.Fields)
-		total += int(counts[i].Length)
-		for _, t := range counts[i].Terms {
-			df[t]++
+		r.counts[i] = search.CountTerms(d.Fields)
+		r.total += int(r.counts[i].Length)
+		for _, t := range r.counts[i].Terms {
+			r.df[t]++
 		}
 	}
+	return r
+}
+
+// search ranks the documents against query by the BM25 the package
+// documents, computed from each document's counted terms alone: the k best,
+// by score then newest seq.
+func (r *refIndex) search(query string, f search.Filter) []search.Hit {
+	terms := search.Terms(query)
+	docs, counts, df := r.docs, r.counts, r.df
 	n := float64(len(docs))
-	avg := float64(total) / n
+	avg := float64(r.total) / n
 	var hits []search.Hit
 	for i, d := range docs {
 		if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, d.Kind) || f.Project != "" && d.Project != f.Project || f.AsOfSeq != 0 && d.Seq > f.AsOfSeq {
@@ -109,6 +122,7 @@ func TestSearchMatchesReference(t *testing.T) {
 			}
 			left = append(left, d)
 		}
+		ref := newRefIndex(left)
 		for range 200 {
 			q := refText(rng, 4)
 			f := search.Filter{Limit: []int{0, 1, 2, 3, 10, 100}[rng.IntN(6)]}
@@ -125,7 +139,7 @@ func TestSearchMatchesReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := refSearch(left, q, f)
+			want := ref.search(q, f)
 			if len(got) != len(want) {
 				t.Fatalf("seed %d %q %+v: %d hits, want %d:\n%v\n%v", seed, q, f, len(got), len(want), scores(got), scores(want))
 			}
