@@ -403,7 +403,8 @@ const choices = `
   exists. The code stays reserved.
 - **task_get.** ` + "`as_of_seq`" + ` beyond the ledger head is invalid input; 0 (or any seq before the
   task existed) is ` + "`ERR_TASK_NOT_FOUND`" + `.
-- **task_list.** An unknown project gives an empty list. ` + "`created_after`/`created_before`" + ` are
+- **task_list.** An unknown project gives an empty list. An empty ` + "`status`" + ` or ` + "`priority`" + ` list, and a
+  ` + "`search`" + ` of no words (empty, or only spaces), filter nothing, as if left out. ` + "`created_after`/`created_before`" + ` are
   exclusive RFC 3339 date-times (offsets up to ±23:59; a leap second, 23:59:60 UTC, is taken as the last
   instant of its day). ` + "`search`" + ` words may be split between title and description. Ties in any sort
   are broken by creation order, ascending. ` + "`updated`" + ` and ` + "`created`" + ` sort by ledger sequence.
@@ -416,15 +417,20 @@ const choices = `
 - **skill_list.** An empty ` + "`search`" + ` or ` + "`capability`" + ` filters nothing, as if left out (no skill
   declares an empty capability).
 - **task_next_actions.** Without ` + "`project`" + ` and without ` + "`--project`" + `, all projects
-  (` + "`project: null`" + ` in the answer).
+  (` + "`project: null`" + ` in the answer). ` + "`limit`" + ` bounds ` + "`next_actions`" + ` only: with ` + "`include_blocked`" + `,
+  ` + "`blocked`" + ` lists every blocked task of the project (of every project, without one), in creation
+  order, and is ` + "`[]`" + ` when there is none.
 - **thought_record.** ` + "`type`" + ` and ` + "`content`" + ` are required. ` + "`invalid_links`" + ` of
   thought_record_list are chain positions within each thought's own task.
 - **Sessions.** A session's leaves are its start event, then the events concerning its task (and,
   deep, the task's descendants) — task and thought events and tool.called events naming the task —
-  and thoughts recorded with its id. Other sessions' start and finalize events are not leaves.
+  and thoughts recorded with its id. The start call's own tool.called names the task, so it is the
+  second leaf; a call naming no task (such as ` + "`task_list`" + `, or ` + "`merkle_root`" + ` with only a
+  ` + "`session_id`" + `) is none. Other sessions' start and finalize events are not leaves.
   ` + "`merkle_finalize`" + ` with ` + "`task_id`" + ` seals the start event and the leaves concerning that
   task, so no root is empty. ` + "`merkle_root`" + ` of an open session reports ` + "`as_of_seq`" + ` = the
-  head before the call's own record; of a finalized one, the finalize event's seq.
+  head before the call's own record; of a finalized one, the finalize event's seq (and ` + "`as_of`" + ` its
+  ` + "`finalized_at`" + `).
 - **audit_verify_chain.** By task: the task's own events and its thoughts (not the tool.called
   events naming it). ` + "`broken_links`" + ` entries also carry ` + "`problem`" + ` (content changed, link
   broken, missing event, …). ` + "`total_records`" + ` counts the records expected, missing ones

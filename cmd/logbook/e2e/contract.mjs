@@ -126,6 +126,14 @@ async function fail(label, name, args, code, details = {}) {
   const env = await call(label, name, args);
   if (!check(env.ok === false && env.error.code === code, `${label}: ${code}`, env.ok ? env.data : env.error)) return env;
   const d = env.error.details || {};
+  // CONTRACT.md §2: the details each code carries, whatever the case.
+  for (const k of DETAILS[code] ?? []) check(Object.hasOwn(d, k), `${label}: details.${k} (CONTRACT.md §2)`, d);
+  if (code === 'ERR_INVALID_INPUT') {
+    check(Array.isArray(d.issues) && d.issues.length > 0 && d.issues.every((i) => typeof i.path === 'string' && typeof i.message === 'string' && i.message.length > 0),
+      `${label}: details.issues are [{path, message}]`, d.issues);
+  }
+  if (code === 'ERR_INVALID_TRANSITION') check(typeof d.from === 'string' && typeof d.to === 'string' && Array.isArray(d.allowed), `${label}: details from, to, allowed[]`, d);
+  if (code === 'ERR_WRITEBACK_REQUIRED') check(eq(d.missing_fields, ['thought_record']), `${label}: details.missing_fields`, d);
   for (const [k, v] of Object.entries(details)) {
     if (typeof v === 'function') check(v(d[k]), `${label}: details.${k}`, d);
     else check(JSON.stringify(d[k]) === JSON.stringify(v), `${label}: details.${k} = ${JSON.stringify(v)}`, d);
@@ -133,6 +141,13 @@ async function fail(label, name, args, code, details = {}) {
   return env;
 }
 
+// DETAILS is CONTRACT.md §2's details column: the fields each code names.
+const DETAILS = {
+  ERR_INVALID_INPUT: ['issues'], ERR_TASK_NOT_FOUND: ['task_id'], ERR_PROJECT_NOT_FOUND: ['project'],
+  ERR_SESSION_NOT_FOUND: ['session_id'], ERR_INVALID_TRANSITION: ['from', 'to', 'allowed'], ERR_TASK_CLOSED: ['task_id', 'status'],
+  ERR_WRITEBACK_REQUIRED: ['task_id', 'missing_fields'], ERR_CIRCULAR_DEPENDENCY: ['task_id', 'parent_id'],
+  ERR_ALREADY_FINALIZED: ['session_id'], ERR_FORBIDDEN: ['tool'], ERR_DUPLICATE: ['existing_id'], ERR_STORAGE: ['reason'],
+};
 const issueAt = (path) => (issues) => Array.isArray(issues) && issues.some((i) => i.path === path || String(i.path).startsWith(path));
 const rfc3339utc = (s) => typeof s === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/.test(s);
 const hex64 = (s) => typeof s === 'string' && /^[0-9a-f]{64}$/.test(s);
@@ -821,6 +836,176 @@ async function edges2() {
   check(ks.count === 0 && ks2.count === 1, 'knowledge: as_of_seq hides what came after', [ks.count, ks2.count]);
 }
 
+// round6 reads CONTRACT.md line by line for what the cases above leave out:
+// ids across the ledger, the actor and times in every object that reports
+// them, the warning on the resulting state, blocked reasons, the list
+// filters' empty values and time offsets, next_actions' blocked list, which
+// calls' events are a session's leaves, a session with nothing but its start,
+// the ledger root server_health reports, and calls made concurrently.
+async function round6() {
+  const R = P + '-r6';
+  const num = (id) => Number(id.slice(id.indexOf('-') + 1));
+  // ---- ids: one number sequence per prefix across the whole ledger; a
+  // failed call takes none
+  const a = await ok('r6.id.a', 'task_create', { title: 'a', project: R });
+  await fail('r6.id.fail', 'task_create', { title: 'b', project: R, priority: 'urgent' }, 'ERR_INVALID_INPUT', { issues: issueAt('priority') });
+  await fail('r6.id.fail.parent', 'task_create', { title: 'b', project: R, parent_id: 'T-999999' }, 'ERR_TASK_NOT_FOUND');
+  const b = await ok('r6.id.b', 'task_create', { title: 'b', project: R + '-other' });
+  check(num(b.task_id) === num(a.task_id) + 1 && b.sequence === 1, 'ids: the next task id across projects, none taken by failed creates', [a.task_id, b.task_id]);
+  const th1 = await ok('r6.id.th1', 'thought_record', { task_id: a.task_id, type: 'plan', content: 'one' });
+  await fail('r6.id.th.fail', 'thought_record', { task_id: a.task_id, type: 'plan', content: 'x', session_id: 'A-999999' }, 'ERR_SESSION_NOT_FOUND', { session_id: 'A-999999' });
+  const th2 = await ok('r6.id.th2', 'thought_record', { task_id: b.task_id, type: 'plan', content: 'two' });
+  check(num(th2.thought_id) === num(th1.thought_id) + 1, 'ids: the next thought id across tasks', [th1.thought_id, th2.thought_id]);
+  const s1 = await ok('r6.id.s1', 'audit_session_start', { task_id: a.task_id, auditor_id: 'r6' });
+  await fail('r6.id.s.fail', 'audit_session_start', { task_id: a.task_id, auditor_id: 'r6', scope: 'all' }, 'ERR_INVALID_INPUT', { issues: issueAt('scope') });
+  const s2 = await ok('r6.id.s2', 'audit_session_start', { task_id: b.task_id, auditor_id: 'r6' });
+  check(num(s2.session_id) === num(s1.session_id) + 1, 'ids: the next session id across tasks', [s1.session_id, s2.session_id]);
+
+  // ---- the actor and the times each object reports, the same everywhere
+  const g = await ok('r6.get', 'task_get', { task_id: a.task_id });
+  check(g.created_at === a.created_at && g.updated_at === a.created_at && g.created_by === opts.agent && g.updated_by === opts.agent && g.seq === a.seq,
+    'task: created_at/updated_at/created_by/updated_by/seq as task_create answered', [a, g]);
+  const li = (await ok('r6.list.item', 'task_list', { project: R })).tasks.find((x) => x.task_id === a.task_id);
+  check(li && li.created_at === g.created_at && li.updated_at === g.updated_at && li.project === R, 'task_list: the times task_get reports', li);
+  check(th1.recorded_by === opts.agent && th1.task_id === a.task_id && th1.type === 'plan', 'thought: recorded_by is the caller identity', th1);
+  const tl = await ok('r6.thl', 'thought_record_list', { task_id: a.task_id });
+  const tli = tl.thoughts[0];
+  check(tli && tli.recorded_at === th1.recorded_at && tli.recorded_by === th1.recorded_by && tli.hash === th1.hash && tli.previous_hash === null && tli.chain_position === 1 && tli.content === 'one',
+    'thought_record_list: the thought as thought_record answered', [th1, tli]);
+  const u = await ok('r6.upd', 'task_update', { task_id: a.task_id, title: 'a2' });
+  const gu = await ok('r6.get.upd', 'task_get', { task_id: a.task_id });
+  check(u.updated_by === opts.agent && gu.updated_at === u.updated_at && gu.seq === u.seq && u.seq > a.seq && gu.created_at === a.created_at,
+    'task_update: updated_at, updated_by and seq as task_get then reports', [u, gu]);
+  const past = await ok('r6.get.past', 'task_get', { task_id: a.task_id, as_of_seq: a.seq });
+  check(past.title === 'a' && past.updated_at === a.created_at && past.seq === a.seq, 'task_get as_of_seq: updated_at and seq as of then', past);
+
+  // ---- task_update: the warning is on the resulting state
+  const w1 = await ok('r6.warn.todo', 'task_update', { task_id: a.task_id, status: 'todo', progress: 100 });
+  check(eq(w1.warnings, ['progress is 100 but status is todo']), 'update: progress warning in todo', w1.warnings);
+  const w2 = await ok('r6.warn.title', 'task_update', { task_id: a.task_id, title: 'a3' });
+  check(eq(w2.warnings, ['progress is 100 but status is todo']) && w2.progress === 100, 'update: the warning follows the resulting state, whatever was changed', w2);
+  await ok('r6.ip', 'task_update', { task_id: a.task_id, status: 'in_progress' });
+  const w3 = await ok('r6.review', 'task_update', { task_id: a.task_id, status: 'review' });
+  check(eq(w3.warnings, []), 'update: no progress warning in review', w3.warnings);
+  // blocked: another reason while blocked replaces it; leaving blocked with one is refused
+  const c = await ok('r6.bl.mk', 'task_create', { title: 'c', project: R });
+  await ok('r6.bl.todo', 'task_update', { task_id: c.task_id, status: 'todo' });
+  const bl1 = await ok('r6.bl', 'task_update', { task_id: c.task_id, status: 'blocked', blocked_reason: 'first' });
+  const bl2 = await ok('r6.bl.again', 'task_update', { task_id: c.task_id, status: 'blocked', blocked_reason: 'second' });
+  const gbl = await ok('r6.bl.get', 'task_get', { task_id: c.task_id });
+  check(bl2.status === 'blocked' && bl2.previous_status === undefined && bl2.seq > bl1.seq && gbl.blocked_reason === 'second', 'update: a new blocked_reason while blocked replaces it, status unchanged', [bl2, gbl.blocked_reason]);
+  const bl3 = await ok('r6.bl.reason.only', 'task_update', { task_id: c.task_id, blocked_reason: 'third' });
+  check(bl3.seq > bl2.seq && (await ok('r6.bl.get3', 'task_get', { task_id: c.task_id })).blocked_reason === 'third', 'update: blocked_reason alone on a blocked task', bl3);
+  await fail('r6.bl.leave.reason', 'task_update', { task_id: c.task_id, status: 'todo', blocked_reason: 'x' }, 'ERR_INVALID_INPUT', { issues: issueAt('blocked_reason') });
+  const gbl2 = await ok('r6.bl.get.after', 'task_get', { task_id: c.task_id });
+  check(gbl2.status === 'blocked' && gbl2.blocked_reason === 'third' && gbl2.seq === bl3.seq, 'update: leaving blocked with a blocked_reason changed nothing', gbl2);
+
+  // ---- task_list: an empty filter filters nothing; times with an offset
+  const all = await ok('r6.list.all', 'task_list', { project: R, sort_by: 'created', sort_order: 'asc' });
+  for (const [k, v] of [['status', []], ['priority', []], ['search', '   ']]) {
+    const r = await ok(`r6.list.empty.${k}`, 'task_list', { project: R, sort_by: 'created', sort_order: 'asc', [k]: v });
+    check(r.total_count === all.total_count && eq(r.tasks.map((x) => x.task_id), all.tasks.map((x) => x.task_id)), `task_list: ${k} ${JSON.stringify(v)} filters nothing`, r.total_count);
+  }
+  // the same instant written with an offset: the same answer
+  const at = Date.parse(g.created_at);
+  const shifted = new Date(at + 2 * 3600e3).toISOString().replace('Z', '+02:00');
+  for (const k of ['created_after', 'created_before']) {
+    const z = await ok(`r6.list.${k}.z`, 'task_list', { project: R, [k]: g.created_at });
+    const o = await ok(`r6.list.${k}.offset`, 'task_list', { project: R, [k]: shifted });
+    check(eq(z.tasks.map((x) => x.task_id), o.tasks.map((x) => x.task_id)) && !z.tasks.some((x) => x.task_id === a.task_id), `task_list: ${k} is exclusive and reads an offset`, [g.created_at, shifted, z.total_count, o.total_count]);
+  }
+
+  // ---- next_actions: the blocked list is the project's blocked tasks, in
+  // creation order; limit bounds the suggestions only
+  const NB = R + '-nb';
+  const nb = [];
+  for (const [i, pr] of ['low', 'critical', 'normal'].entries()) {
+    const t = await ok(`r6.nb.mk${i}`, 'task_create', { title: `nb${i}`, project: NB, priority: pr });
+    await ok(`r6.nb.todo${i}`, 'task_update', { task_id: t.task_id, status: 'todo' });
+    nb.push(t.task_id);
+  }
+  const nt = await ok('r6.nb.mk.todo', 'task_create', { title: 'nbt', project: NB });
+  await ok('r6.nb.todo.t', 'task_update', { task_id: nt.task_id, status: 'todo' });
+  for (const i of [2, 0, 1]) await ok(`r6.nb.block${i}`, 'task_update', { task_id: nb[i], status: 'blocked', blocked_reason: `why ${i}` });
+  const n1 = await ok('r6.nb.next', 'task_next_actions', { project: NB, include_blocked: true, limit: 1 });
+  check(eq(n1.next_actions.map((x) => x.task_id), [nt.task_id]) && n1.count === 1, 'next: blocked tasks are not suggested', n1);
+  check(eq((n1.blocked ?? []).map((x) => [x.task_id, x.blocked_reason]), nb.map((id, i) => [id, `why ${i}`])), 'next: blocked lists every blocked task of the project in creation order, limit notwithstanding', n1.blocked);
+  const n2 = await ok('r6.nb.next.none', 'task_next_actions', { project: R + '-other', include_blocked: true });
+  check(eq(n2.blocked, []) && eq(n2.next_actions, []) && n2.count === 0 && n2.project === R + '-other', 'next: blocked [] when asked and none', n2);
+
+  // ---- sessions: which calls' events are leaves
+  const SR = R + '-s';
+  const root = (await ok('r6.s.root', 'task_create', { title: 'root', project: SR })).task_id;
+  const sh = await ok('r6.s.shallow', 'audit_session_start', { task_id: root, auditor_id: 'r6' });
+  const dp = await ok('r6.s.deep', 'audit_session_start', { task_id: root, auditor_id: 'r6', scope: 'deep' });
+  const leaves = async (l) => [(await ok(`${l}.sh`, 'merkle_root', { session_id: sh.session_id })).leaf_count, (await ok(`${l}.dp`, 'merkle_root', { session_id: dp.session_id })).leaf_count];
+  let kid;
+  const steps = [
+    // [label, tool, args, how it is expected to answer, leaves added to shallow, to deep]
+    ['read', 'task_get', { task_id: root }, 'ok', 1, 1], // its tool.called names the task
+    ['failed', 'task_update', { task_id: root, status: 'done' }, 'ERR_INVALID_TRANSITION', 1, 1],
+    ['invalid', 'task_update', { task_id: root, progress: 101 }, 'ERR_INVALID_INPUT', 1, 1],
+    ['unnamed', 'task_list', { project: SR }, 'ok', 0, 0], // names no task
+    ['write', 'task_update', { task_id: root, progress: 7 }, 'ok', 2, 2], // task.updated and its tool.called
+    ['kid', 'task_create', { title: 'kid', project: SR }, 'ok', 1, 2], // parent_id below: the call names the task; the kid's event is a descendant's
+    ['kid.update', 'task_update', { task_id: null, progress: 1 }, 'ok', 0, 2],
+    ['kid.thought', 'thought_record', { task_id: null, type: 'plan', content: 'k' }, 'ok', 0, 2],
+    ['thought', 'thought_record', { task_id: root, type: 'plan', content: 'r' }, 'ok', 2, 2],
+  ];
+  for (const [l, tool, args0, want, dsh, ddp] of steps) {
+    const args = { ...args0 };
+    if (l === 'kid') args.parent_id = root;
+    if (args.task_id === null) args.task_id = kid;
+    const [a0, b0] = await leaves(`r6.s.${l}.before`);
+    const env = await call(`r6.s.${l}`, tool, args);
+    check((env.ok ? 'ok' : env.error.code) === want, `r6.s.${l}: ${want}`, env);
+    if (l === 'kid') kid = env.data.task_id;
+    const [a1, b1] = await leaves(`r6.s.${l}.after`);
+    check(a1 - a0 === dsh && b1 - b0 === ddp, `session leaves: ${l} (${tool}) adds ${dsh} to shallow, ${ddp} to deep`, [a1 - a0, b1 - b0]);
+  }
+  const ssh = await ok('r6.s.fin.again.mk', 'merkle_finalize', { session_id: sh.session_id });
+  await fail('r6.s.fin.again.task', 'merkle_finalize', { session_id: sh.session_id, task_id: root }, 'ERR_ALREADY_FINALIZED', { session_id: sh.session_id });
+  const rr = await ok('r6.s.root.final', 'merkle_root', { session_id: sh.session_id });
+  check(rr.as_of === ssh.finalized_at && rr.as_of_seq === ssh.ledger_size, 'merkle_root of a finalized session: as_of is finalized_at, as_of_seq the finalize event', [rr, ssh]);
+  // a session on a task nothing else happens to: its start event and the
+  // start call's tool.called (which names the task), then the finalize event
+  const lone = (await ok('r6.lone.mk', 'task_create', { title: 'lone', project: SR })).task_id;
+  await ok('r6.lone.cancel', 'task_update', { task_id: lone, status: 'cancelled' });
+  const ls = await ok('r6.lone.start', 'audit_session_start', { task_id: lone, auditor_id: 'r6' }); // a closed task may be audited
+  const lf = await ok('r6.lone.fin', 'merkle_finalize', { session_id: ls.session_id });
+  const lv = await ok('r6.lone.verify', 'audit_verify_chain', { session_id: ls.session_id, full_trace: true });
+  check(lf.leaf_count === 2 && lf.tree_depth === 1 && lf.first_seq === ls.start_seq && lf.last_seq === ls.start_seq + 1 && lf.ledger_size === ls.start_seq + 2,
+    'finalize: a session with only its start call', lf);
+  check(eq(lv.hashes.map((x) => x.seq), [ls.start_seq, ls.start_seq + 1]) && mth(lv.hashes.map((x) => x.hash)) === lf.merkle_root && lv.merkle_valid === true, 'finalize: the root over those two leaves', [lv.hashes, lf.merkle_root]);
+
+  // ---- server_health: the ledger it reports is the ledger verified
+  const h = await ok('r6.health', 'server_health', {});
+  const whole = await ok('r6.health.trace', 'audit_verify_chain', { full_trace: true });
+  const upTo = whole.hashes.filter((x) => x.seq <= h.ledger.head_seq);
+  check(upTo.length === h.ledger.head_seq && mth(upTo.map((x) => x.hash)) === h.ledger.root && upTo.at(-1).hash === h.ledger.head_hash,
+    'health: ledger.root is RFC 9162 over events 1..head_seq, head_hash the last one', [h.ledger, upTo.length]);
+  check(h.projections.applied_seq === h.ledger.head_seq && h.db.open === true && isInt(h.db.size_bytes) && h.db.size_bytes > 0 && typeof h.version === 'string' && h.version.length > 0 &&
+    ['ok', 'degraded'].includes(h.status) && h.middleware.stages.every((x) => typeof x === 'string'), 'health: fields and types', h);
+
+  // ---- thought_record: metadata up to 16 KiB as compact JSON
+  await ok('r6.meta.16k', 'thought_record', { task_id: root, type: 'plan', content: 'm', metadata: { big: 'x'.repeat(16384 - 10) } });
+  await fail('r6.meta.16k+1', 'thought_record', { task_id: root, type: 'plan', content: 'm', metadata: { big: 'x'.repeat(16384 - 9) } }, 'ERR_INVALID_INPUT', { issues: issueAt('metadata') });
+
+  // ---- calls in flight together: ids, sequences and chain positions
+  // still one each, in one order
+  const CP = R + '-cc';
+  const made = await Promise.all(Array.from({ length: 12 }, (_, i) => ok(`r6.cc.mk${i}`, 'task_create', { title: `cc${i}`, project: CP })));
+  const byId = [...made].sort((x, y) => num(x.task_id) - num(y.task_id));
+  check(byId.every((x, i) => x.sequence === i + 1 && (i === 0 || (num(x.task_id) === num(byId[i - 1].task_id) + 1 && x.seq > byId[i - 1].seq))),
+    'concurrent creates: consecutive ids, sequences 1..n, in ledger order', byId.map((x) => [x.task_id, x.sequence, x.seq]));
+  const ths = await Promise.all(Array.from({ length: 12 }, (_, i) => ok(`r6.cc.th${i}`, 'thought_record', { task_id: byId[0].task_id, type: 'analysis', content: `c${i}` })));
+  const byPos = [...ths].sort((x, y) => x.chain_position - y.chain_position);
+  check(byPos.every((x, i) => x.chain_position === i + 1 && x.previous_hash === (i === 0 ? null : byPos[i - 1].hash) && (i === 0 || x.seq > byPos[i - 1].seq)),
+    'concurrent thoughts: one chain, positions 1..n in ledger order', byPos.map((x) => [x.chain_position, x.seq]));
+  const cv = await ok('r6.cc.verify', 'thought_record_list', { task_id: byId[0].task_id, verify_chain: true });
+  check(cv.chain_valid === true && eq(cv.invalid_links, []) && cv.thought_count === 12, 'concurrent thoughts: the chain verifies', cv.invalid_links);
+}
+
 async function unknownTool() {
   let res, err;
   try { res = await client.callTool({ name: 'no_such_tool', arguments: {} }); } catch (e) { err = e; }
@@ -904,6 +1089,7 @@ try {
   await edges();
   await edges2();
   await stateMachine();
+  await round6();
   }
   await client.close();
 } catch (e) {
