@@ -24,7 +24,8 @@ import (
 // over stdio, `logbook server` over Streamable HTTP with a bearer token, and
 // `logbook serve --connect` bridging stdio to that server. Every case must
 // answer the same code on all three. The read-only (a --read-only server, a
-// read-only token) and --project modes run their own cases. Needs node and `make e2e-deps`, unless LOGBOOK_SKIP_NODE=1.
+// read-only token) and --project (serve --project, server --project over HTTP
+// and through serve --connect) modes run their own cases. Needs node and `make e2e-deps`, unless LOGBOOK_SKIP_NODE=1.
 func TestContractTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	node := e2eNode(t, "the contract test")
@@ -65,14 +66,14 @@ func TestContractTypeScriptClient(t *testing.T) {
 	}
 
 	// The stdio runs go alongside the HTTP ones: they share nothing.
-	var direct map[string]string
+	var direct, directProject map[string]string
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		direct = contract("stdio", nil, stdio("full")...)
 		contract("stdio --read-only", nil, stdio("read-only", "--read-only")...)
-		contract("stdio --project", nil, stdio("project=home", "--project", "home")...)
+		directProject = contract("stdio --project", nil, stdio("project=home", "--project", "home")...)
 	}()
 	defer wg.Wait()
 
@@ -97,7 +98,36 @@ func TestContractTypeScriptClient(t *testing.T) {
 		t.Fatalf("read-only server exited %d:\n%s", code, ro.stderr.String())
 	}
 
+	// A server started with --project: its default project, over HTTP and
+	// through serve --connect, each on a ledger of its own (the cases
+	// expect a project with no task yet).
+	var projectModes []map[string]string
+	for _, bridge := range []bool{false, true} {
+		pdb := filepath.Join(t.TempDir(), "l.db")
+		ps := startHTTPServer(t, pdb, "--project", "home")
+		ptoken, _ := addToken(t, pdb, "--agent", "http-agent")
+		if bridge {
+			projectModes = append(projectModes, contract("serve --connect, server --project", []string{"LOGBOOK_TOKEN=" + ptoken}, "--bin", bin,
+				"--mode", "project=home", "--agent", "http-agent", "--serve-args=--connect,"+ps.url))
+		} else {
+			projectModes = append(projectModes, contract("http, server --project", nil, "--url", ps.url, "--token", ptoken, "--mode", "project=home", "--agent", "http-agent"))
+		}
+		if code := ps.stop(); code != 0 {
+			t.Fatalf("--project server exited %d:\n%s", code, ps.stderr.String())
+		}
+	}
+
 	wg.Wait()
+	for i, name := range []string{"http, server --project", "serve --connect, server --project"} {
+		for _, k := range slices.Sorted(maps.Keys(directProject)) {
+			if directProject[k] != projectModes[i][k] {
+				t.Errorf("--project case %s: stdio answers %s, %s answers %q", k, directProject[k], name, projectModes[i][k])
+			}
+		}
+		if len(projectModes[i]) != len(directProject) {
+			t.Errorf("%s ran %d cases, stdio --project %d", name, len(projectModes[i]), len(directProject))
+		}
+	}
 	for _, other := range []struct {
 		name     string
 		outcomes map[string]string
