@@ -1004,6 +1004,21 @@ async function round6() {
     'concurrent thoughts: one chain, positions 1..n in ledger order', byPos.map((x) => [x.chain_position, x.seq]));
   const cv = await ok('r6.cc.verify', 'thought_record_list', { task_id: byId[0].task_id, verify_chain: true });
   check(cv.chain_valid === true && eq(cv.invalid_links, []) && cv.thought_count === 12, 'concurrent thoughts: the chain verifies', cv.invalid_links);
+
+  // ---- the default limits cap: 50 tasks, 20 suggestions, 100 thoughts
+  const DL = R + '-dl';
+  const dl = await Promise.all(Array.from({ length: 51 }, (_, i) => ok(`r6.dl.mk${i}`, 'task_create', { title: `dl${i}`, project: DL })));
+  await Promise.all(dl.slice(0, 21).map((x, i) => ok(`r6.dl.todo${i}`, 'task_update', { task_id: x.task_id, status: 'todo' })));
+  const l50 = await ok('r6.dl.list', 'task_list', { project: DL });
+  check(l50.returned_count === 50 && l50.tasks.length === 50 && l50.total_count === 51 && l50.limit === 50, 'task_list: limit 50 by default', [l50.returned_count, l50.total_count]);
+  const n20 = await ok('r6.dl.next', 'task_next_actions', { project: DL });
+  check(n20.count === 20 && n20.next_actions.length === 20, 'task_next_actions: limit 20 by default', n20.count);
+  const n21 = await ok('r6.dl.next.100', 'task_next_actions', { project: DL, limit: 100 });
+  check(n21.count === 21 && eq(n21.next_actions.slice(0, 20), n20.next_actions), 'task_next_actions: the default page is the first 20', n21.count);
+  await Promise.all(Array.from({ length: 101 }, (_, i) => ok(`r6.dl.th${i}`, 'thought_record', { task_id: dl[0].task_id, type: 'plan', content: `t${i}` })));
+  const t100 = await ok('r6.dl.thl', 'thought_record_list', { task_id: dl[0].task_id, verify_chain: true });
+  check(t100.thought_count === 101 && t100.thoughts.length === 100 && t100.thoughts.every((x, i) => x.chain_position === i + 1) && t100.chain_valid === true,
+    'thought_record_list: limit 100 by default, the first in ledger order', [t100.thought_count, t100.thoughts.length]);
 }
 
 async function unknownTool() {
