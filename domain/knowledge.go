@@ -8,7 +8,7 @@ var SearchKnowledge = Command{
 	Name: "knowledge_search",
 	Fields: []Field{
 		field("query", str("Words to search for; they are stemmed, so \"failing tests\" finds \"test failed\".").length(1, 1000).text(Line)),
-		field("kinds", array("Only these kinds; default: all.", enum("", KnowledgeKinds...), 4)),
+		field("kinds", array("Only these kinds; default: all.", enum("A kind.", KnowledgeKinds...), 4)),
 		field("project", projectSlug("Only knowledge of this project, which must have a task; default: the server's --project, else every project.")),
 		field("cross_project", boolean("Search every project, the server's --project notwithstanding; not with project.").byDefault(false)),
 		field("limit", integer("Maximum number of hits.").rng(1, 100).byDefault(10)),

@@ -15,7 +15,7 @@ func findingTools() []*tool {
 				prop("task_id", str("The task the finding was made on.")),
 				prop("project", str("The task's project.")),
 				prop("category", str("Kind of finding.")),
-				prop("files", array("The files, each in one spelling (segments joined by \"/\", no \".\" segment), duplicates removed.", str(""))),
+				prop("files", array("The files, each in one spelling (segments joined by \"/\", no \".\" segment), duplicates removed.", str("A repository-relative path."))),
 				prop("hash", str("Hash of the ledger event that recorded the finding.")),
 				prop("recorded_at", str("RFC 3339 UTC.")),
 				prop("recorded_by", str("Agent that recorded the finding.")),

@@ -13,7 +13,7 @@ func learningTools() []*tool {
 			out: object("",
 				prop("learning_id", str("Id of the learning, e.g. \"L-0001\".")),
 				prop("project", str("Project of the learning.")),
-				prop("tags", array("The tags, duplicates removed.", str(""))),
+				prop("tags", array("The tags, duplicates removed.", str("A tag."))),
 				prop("supersedes", str("The learning this one replaced, when supersedes was given; absent otherwise.").optional()),
 				prop("hash", str("Hash of the ledger event that recorded the learning.")),
 				prop("recorded_at", str("RFC 3339 UTC.")),

@@ -82,7 +82,8 @@ func listTools(t *testing.T, a *agent) []listedTool {
 }
 
 // undescribed returns the paths of the properties under schema s (nested
-// objects and array items included) that have no description.
+// objects and array items included) and of the array items that have no
+// description.
 func undescribed(s map[string]any, path string) []string {
 	var missing []string
 	props, _ := s["properties"].(map[string]any)
@@ -95,6 +96,11 @@ func undescribed(s map[string]any, path string) []string {
 		missing = append(missing, undescribed(p, at)...)
 	}
 	if items, ok := s["items"].(map[string]any); ok {
+		// An array's items are described too, as every other array's are
+		// ("A label.").
+		if d, _ := items["description"].(string); strings.TrimSpace(d) == "" {
+			missing = append(missing, path+"[]")
+		}
 		missing = append(missing, undescribed(items, path+"[]")...)
 	}
 	return missing
