@@ -84,6 +84,9 @@ func TestContractTypeScriptClient(t *testing.T) {
 	overHTTP := contract("http", nil, "--url", s.url, "--token", token, "--mode", "full", "--agent", "http-agent")
 	bridged := contract("serve --connect", []string{"LOGBOOK_TOKEN=" + token}, "--bin", bin, "--mode", "full", "--agent", "http-agent",
 		"--serve-args=--connect,"+s.url)
+	// The contract's older revision, asked for at initialize: the same
+	// answers over HTTP (whose requests then carry it in a header).
+	older := contract("http, protocol 2025-06-18", nil, "--url", s.url, "--token", token, "--mode", "full", "--agent", "http-agent", "--protocol", "2025-06-18")
 	contract("http read-only token", nil, "--url", s.url, "--token", roToken, "--mode", "read-only", "--agent", "http-agent")
 	if code := s.stop(); code != 0 {
 		t.Fatalf("server exited %d:\n%s", code, s.stderr.String())
@@ -131,7 +134,7 @@ func TestContractTypeScriptClient(t *testing.T) {
 	for _, other := range []struct {
 		name     string
 		outcomes map[string]string
-	}{{"http", overHTTP}, {"serve --connect", bridged}} {
+	}{{"http", overHTTP}, {"serve --connect", bridged}, {"http, protocol 2025-06-18", older}} {
 		for _, k := range slices.Sorted(maps.Keys(direct)) {
 			if direct[k] != other.outcomes[k] {
 				t.Errorf("case %s: stdio answers %s, %s answers %q", k, direct[k], other.name, other.outcomes[k])

@@ -25,6 +25,7 @@ const { values: opts } = parseArgs({
     mode: { type: 'string' }, // full (default), read-only, project=NAME (the server runs with --project NAME)
     agent: { type: 'string' }, // the identity the server must record
     'serve-args': { type: 'string' }, // extra serve flags, comma-separated
+    protocol: { type: 'string' }, // the protocol revision to ask for at initialize (default: the SDK's latest)
   },
 });
 
@@ -34,6 +35,35 @@ function check(cond, what, detail) {
   summary.checks++;
   if (!cond) summary.failures.push(detail === undefined ? what : `${what}: ${JSON.stringify(detail)}`);
   return cond;
+}
+
+// forceProtocol wraps a transport so that the initialize request asks for
+// revision v, and records the revision the server answers with.
+let negotiated;
+function forceProtocol(inner, v) {
+  let initID;
+  const tap = {
+    async start() {
+      inner.onmessage = (msg, extra) => {
+        if (msg.id !== undefined && msg.id === initID && msg.result) negotiated = msg.result.protocolVersion;
+        tap.onmessage?.(msg, extra);
+      };
+      inner.onclose = () => tap.onclose?.();
+      inner.onerror = (e) => tap.onerror?.(e);
+      return inner.start();
+    },
+    async send(msg, options) {
+      if (msg.method === 'initialize') {
+        initID = msg.id;
+        msg = { ...msg, params: { ...msg.params, protocolVersion: v } };
+      }
+      return inner.send(msg, options);
+    },
+    async close() { return inner.close(); },
+    get sessionId() { return inner.sessionId; },
+    setProtocolVersion(ver) { inner.setProtocolVersion?.(ver); },
+  };
+  return tap;
 }
 
 let client;
@@ -52,7 +82,9 @@ async function connect() {
       stderr: 'ignore',
     });
   }
+  if (opts.protocol) transport = forceProtocol(transport, opts.protocol);
   await client.connect(transport);
+  if (opts.protocol) check(negotiated === opts.protocol, `initialize: protocol ${opts.protocol} negotiated`, negotiated);
   const instructions = client.getInstructions();
   check(typeof instructions === 'string' && instructions.startsWith('logbook keeps a tamper-evident record'), 'initialize: the instructions for the model', instructions);
   // The SDK checks every later structuredContent against the tool's
