@@ -367,6 +367,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("a header value holds a control character (the SDK's client puts the tool name in Mcp-Name)")
 	}
 	resp, err := sendPost(next, r, p)
+	if err == nil {
+		resp = perRequest(r, resp)
+	}
 	if l, _ := r.Context().Value(listedKey{}).(*listed); l != nil && err == nil {
 		// tools/list: its answer as the server wrote it (verbatimSchema).
 		b := new(bytes.Buffer)
@@ -441,6 +444,68 @@ func sendPost(next http.RoundTripper, r *http.Request, p *posted) (*http.Respons
 func dialFailed(err error) bool {
 	oe, ok := errors.AsType[*net.OpError](err)
 	return ok && oe.Op == "dial"
+}
+
+// perRequest gives a plain 4xx answer to a POSTed request (no JSON-RPC
+// error in it: the logbook server's 413 for a body past --max-body-bytes,
+// refused on its headers, its 408 for a body late, a proxy's 403) the form
+// of a JSON-RPC error answering that request, which it is: the server
+// refused that request alone. The SDK's client takes such a plain answer
+// for a broken connection and sends nothing more, and every later call of
+// the agent was answered "not sent", until the bridge was restarted. A 401
+// (the token refused: nothing more is sent, and the agent is told to
+// restart the bridge), a 404 (a session the server no longer has) and a
+// 429 (sent again, sendPost) keep their meaning.
+func perRequest(r *http.Request, resp *http.Response) *http.Response {
+	switch code := resp.StatusCode; {
+	case code < 400 || code >= 500, code == http.StatusUnauthorized, code == http.StatusNotFound, code == http.StatusTooManyRequests:
+		return resp
+	}
+	text, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(text))
+	var answer struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(text, &answer) == nil && len(answer.Error) > 0 {
+		return resp // a JSON-RPC error already: the SDK's client reads it
+	}
+	id := postedID(r)
+	if id == nil {
+		return resp
+	}
+	said := domain.ClipAt(strings.TrimSpace(strings.ToValidUTF8(string(text), "\uFFFD")), 256)
+	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+		"code": -32600, "message": fmt.Sprintf("%d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), said)}})
+	if err != nil {
+		return resp
+	}
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = int64(len(msg))
+	resp.Body = io.NopCloser(bytes.NewReader(msg))
+	return resp
+}
+
+// postedID is the JSON-RPC id of the request r carries (requestID), nil
+// for none (a notification) or a body that cannot be read again.
+func postedID(r *http.Request) json.RawMessage {
+	if r.GetBody == nil {
+		return nil
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if err != nil || len(data) == 0 || data[0] != '{' || !json.Valid(data) {
+		return nil
+	}
+	if id := requestID(data); string(id) != "null" {
+		return id
+	}
+	return nil
 }
 
 // validHeaderValues is net/http's own check of header values (no control

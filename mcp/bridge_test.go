@@ -511,3 +511,78 @@ func TestBridgeResentCallLostIsUnknown(t *testing.T) {
 		t.Errorf("Do got %d calls, want 1", n)
 	}
 }
+
+// TestBridgeSurvivesARefusedRequest: a request the logbook server refuses
+// at the HTTP level with a plain answer, no JSON-RPC error in it (413, a
+// body past --max-body-bytes, refused on its headers; 408, a body late),
+// made the go-sdk's client behind the bridge take its connection for
+// broken: the call was answered "refused; not recorded", and so was every
+// later call of the agent ("not sent to the logbook server"), until the
+// bridge was restarted. A call within serve's own 4 MiB could meet the
+// server's 4 MiB bound through the bridge, which adds the client's name to
+// it. The refusal is now the one call's, and the bridge serves the next.
+func TestBridgeSurvivesARefusedRequest(t *testing.T) {
+	srv, f := oneAgentServer(t, HTTPOptions{MaxBodyBytes: 4000})
+	quiet := slog.New(slog.DiscardHandler)
+	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "t", Logger: quiet})
+	big := strings.Repeat("x", 5000)
+	for i := range 3 {
+		id := itoa(2 + 2*i)
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"task_list","arguments":{"search":"` + big + `"}}}`)
+		if l := answer(id); !strings.Contains(l, `"error"`) || !strings.Contains(l, "(413 Request Entity Too Large); the call was not recorded") {
+			t.Errorf("a call past the server's body bound: %s", clipLine(l))
+		}
+		id = itoa(3 + 2*i)
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}`)
+		if l := answer(id); strings.Contains(l, `"error"`) {
+			t.Errorf("the call after it: %s", clipLine(l))
+		}
+	}
+	if n := len(f.recorded()); n != 3 {
+		t.Errorf("Do got %d calls, want the 3 pings", n)
+	}
+
+	// The class: any plain 4xx but 401 (the token refused: nothing more is
+	// sent), 404 (a session the server no longer has) and 429 (sent again).
+	sdkSrv := sdk.NewServer(&sdk.Implementation{Name: "plain", Version: "1"}, nil)
+	var ran atomic.Int32
+	sdkSrv.AddTool(&sdk.Tool{Name: "rec", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			ran.Add(1)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return sdkSrv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var call struct {
+			Params struct {
+				Arguments struct {
+					Status int `json:"status"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &call) == nil && call.Params.Arguments.Status != 0 {
+			http.Error(w, "refused", call.Params.Arguments.Status)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	send, answer = openBridge(t, BridgeOptions{URL: ts.URL, Token: "t", Logger: quiet})
+	for i, status := range []int{400, 403, 405, 408, 413, 415, 422} {
+		id := itoa(10 + 2*i)
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"rec","arguments":{"status":` + itoa(status) + `}}}`)
+		if l := answer(id); !strings.Contains(l, `"error"`) || !strings.Contains(l, "("+itoa(status)+" ") || !strings.Contains(l, "the call was not recorded") {
+			t.Errorf("a call refused %d: %s", status, clipLine(l))
+		}
+		id = itoa(11 + 2*i)
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"rec","arguments":{}}}`)
+		if l := answer(id); strings.Contains(l, `"error"`) {
+			t.Errorf("the call after one refused %d: %s", status, clipLine(l))
+		}
+	}
+	if n := ran.Load(); n != 7 {
+		t.Errorf("the tool ran %d times, want 7", n)
+	}
+}

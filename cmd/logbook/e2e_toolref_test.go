@@ -360,7 +360,11 @@ const choices = `
   recorded), where over stdio and older revisions it is answered and recorded. Through
   ` + "`serve --connect`" + ` too, a tool name holding a control character (which the ` + "`Mcp-Name`" + ` header
   cannot carry) is answered with a JSON-RPC error saying the call was not sent and not recorded,
-  where over stdio it is ` + "`ERR_INVALID_INPUT`" + ` (unknown tool) and recorded. A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
+  where over stdio it is ` + "`ERR_INVALID_INPUT`" + ` (unknown tool) and recorded. And a call whose request, as
+  ` + "`serve --connect`" + ` forwards it, is over the server's ` + "`--max-body-bytes`" + ` (4 MiB by default; the bridge adds
+  the stdio client's name to each call, so a message within a few hundred bytes of stdio's own 4 MiB may
+  be) is refused there (413) and not recorded, and answered with a JSON-RPC error saying so, where over
+  stdio it is answered and recorded; the bridge serves the calls after it. A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
   than 1,000 levels gets -32600, by id where one can be read. Request ids (a string or a number,
   at most 1,024 bytes, given once; anything else, null included, which MCP forbids, gets -32600 with
   id null, over HTTP too: 400, or in a batch its entry) are echoed byte for byte and
