@@ -446,19 +446,20 @@ func dialFailed(err error) bool {
 	return ok && oe.Op == "dial"
 }
 
-// perRequest gives a plain 4xx answer to a POSTed request (no JSON-RPC
-// error in it: the logbook server's 413 for a body past --max-body-bytes,
-// refused on its headers, its 408 for a body late, a proxy's 403) the form
-// of a JSON-RPC error answering that request, which it is: the server
-// refused that request alone. The SDK's client takes such a plain answer
-// for a broken connection and sends nothing more, and every later call of
-// the agent was answered "not sent", until the bridge was restarted. A 401
-// (the token refused: nothing more is sent, and the agent is told to
-// restart the bridge), a 404 (a session the server no longer has) and a
-// 429 (sent again, sendPost) keep their meaning.
+// perRequest gives a plain 4xx or 5xx answer to a POSTed request (no
+// JSON-RPC error in it: the logbook server's 413 for a body past
+// --max-body-bytes, refused on its headers, its 408 for a body late, a
+// proxy's 403 or 501) the form of a JSON-RPC error answering that request,
+// which it is: the server refused, or failed, that request alone. The SDK's
+// client takes such a plain answer (but 500, 502, 503, 504 and 429) for a
+// broken connection and sends nothing more, and every later call of the
+// agent was answered "not sent", until the bridge was restarted. A 401 (the
+// token refused: nothing more is sent, and the agent is told to restart the
+// bridge) and a 404 (a session the server no longer has) keep their
+// meaning. The status stays, for forward to tell the agent what it means.
 func perRequest(r *http.Request, resp *http.Response) *http.Response {
 	switch code := resp.StatusCode; {
-	case code < 400 || code >= 500, code == http.StatusUnauthorized, code == http.StatusNotFound, code == http.StatusTooManyRequests:
+	case code < 400, code == http.StatusUnauthorized, code == http.StatusNotFound:
 		return resp
 	}
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
