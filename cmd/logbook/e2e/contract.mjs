@@ -99,10 +99,161 @@ async function connect() {
   // The schemas as the server writes them, members in its order (the
   // required arguments first), on every transport: serve --connect listed
   // them re-encoded with their members sorted.
+  schemaMatches(tools);
   const tc = tools.find((t) => t.name === 'task_create');
   check(eq(Object.keys(tc?.inputSchema ?? {}), ['type', 'properties', 'required', 'additionalProperties']) &&
     eq(Object.keys(tc.inputSchema.properties), ['title', 'project', 'description', 'parent_id', 'priority', 'labels', 'assignee', 'estimate_hours']),
     'tools/list: task_create inputSchema members in the server\'s order', tc && Object.keys(tc.inputSchema.properties));
+}
+
+// CONTRACT lists, for each of the contract's 14 tools, the arguments and
+// result fields CONTRACT.md names, as "name:type" with the rules it states:
+// ! required, =a|b enum, d=default, lo..hi a range (numbers) or a length
+// (strings, arrays' items count with #), [type] the items. schemaMatches
+// holds the published schemas to it: a field the contract names that the
+// schema lacks, types differently or bounds otherwise is a failure.
+const ENUM = {
+  status: 'backlog|todo|in_progress|blocked|review|done|cancelled', priority: 'low|normal|high|critical',
+  type: 'plan|analysis|decision|reflection|discovery|risk|blockers',
+};
+const CONTRACT = {
+  task_create: {
+    in: ['title:string! 1..256', 'project:string!', 'description:string ..8000', 'parent_id:string', `priority:string =${ENUM.priority} d=normal`,
+      'labels:array[string 1..64] #..20', 'assignee:string 1..128 d=unassigned', 'estimate_hours:number 0..1000'],
+    out: ['task_id:string', 'status:string', 'created_at:string', 'created_by:string', 'sequence:integer', 'seq:integer'],
+  },
+  task_update: {
+    in: ['task_id:string!', `status:string =${ENUM.status}`, 'progress:integer 0..100', 'title:string 1..256', 'description:string ..8000',
+      `priority:string =${ENUM.priority}`, 'assignee:string 1..128', 'labels:array[string 1..64] #..20', 'blocked_reason:string'],
+    out: ['task_id:string', 'status:string', 'progress:integer', 'updated_at:string', 'updated_by:string', 'previous_status:string', 'warnings:array[string]', 'seq:integer'],
+  },
+  task_get: {
+    in: ['task_id:string!', 'include_thought_trail:boolean d=false', 'include_dependents:boolean d=false', 'as_of_seq:integer'],
+    out: ['task_id:string', 'title:string', 'description:string', 'project:string', 'status:string', 'priority:string', 'progress:integer',
+      'assignee:string', 'labels:array[string]', 'estimate_hours:number', 'created_at:string', 'updated_at:string', 'created_by:string',
+      'updated_by:string', 'parent_id:string', 'blocked_reason:string', 'sequence:integer', 'seq:integer', 'thought_trail:array[string]', 'dependents:array[string]'],
+  },
+  task_list: {
+    in: ['project:string', `status:array[string =${ENUM.status}]`, `priority:array[string =${ENUM.priority}]`, 'assignee:string', 'label:string',
+      'created_after:string', 'created_before:string', 'search:string', 'limit:integer 1..500 d=50', 'offset:integer 0..',
+      'sort_by:string =created|updated|priority|progress d=updated', 'sort_order:string =asc|desc d=desc'],
+    out: ['tasks:array[object]', 'total_count:integer', 'returned_count:integer', 'offset:integer', 'limit:integer'],
+    items: { tasks: ['task_id:string', 'title:string', 'project:string', 'status:string', 'priority:string', 'progress:integer', 'assignee:string', 'created_at:string', 'updated_at:string'] },
+  },
+  task_next_actions: {
+    in: ['project:string', 'limit:integer 1..100 d=20', 'include_blocked:boolean d=false'],
+    out: ['next_actions:array[object]', 'count:integer', 'project:string', 'blocked:array[object]'],
+    items: {
+      next_actions: ['task_id:string', 'title:string', 'priority:string', 'assignee:string', 'estimate_hours:number', 'parent_id:string', 'dependencies_unmet:integer'],
+      blocked: ['task_id:string', 'title:string', 'blocked_reason:string'],
+    },
+  },
+  thought_record: {
+    // type and content: required, as TOOLS.md says (the contract marks
+    // only task_id, but gives type no default and content a least length)
+    in: ['task_id:string!', `type:string! =${ENUM.type}`, 'content:string! 1..5000', 'session_id:string', 'branch:string ..256', 'commit_sha:string',
+      'tests_run:array[string] #..100', 'blockers:array[string] #..50', 'metadata:object'],
+    out: ['thought_id:string', 'task_id:string', 'type:string', 'hash:string', 'previous_hash:string', 'recorded_at:string', 'recorded_by:string', 'chain_position:integer', 'seq:integer'],
+  },
+  thought_record_list: {
+    in: ['task_id:string', 'session_id:string', `type:string =${ENUM.type}`, 'limit:integer 1..500 d=100', 'verify_chain:boolean d=false'],
+    out: ['task_id:string', 'session_id:string', 'thought_count:integer', 'thoughts:array[object]', 'chain_valid:boolean', 'invalid_links:array[integer]'],
+    items: { thoughts: ['thought_id:string', 'task_id:string', 'type:string', 'content:string', 'hash:string', 'previous_hash:string', 'recorded_at:string', 'recorded_by:string', 'chain_position:integer'] },
+  },
+  audit_session_start: {
+    in: ['task_id:string!', 'auditor_id:string! 1..128', 'reason:string ..1000', 'scope:string =shallow|deep d=shallow'],
+    out: ['session_id:string', 'task_id:string', 'auditor_id:string', 'started_at:string', 'scope:string', 'start_seq:integer'],
+  },
+  merkle_finalize: {
+    in: ['session_id:string!', 'task_id:string'],
+    out: ['session_id:string', 'merkle_root:string', 'tree_depth:integer', 'leaf_count:integer', 'first_seq:integer', 'last_seq:integer', 'finalized_at:string',
+      'frozen:boolean', 'ledger_size:integer', 'ledger_root:string'],
+  },
+  merkle_root: {
+    in: ['session_id:string!'],
+    out: ['session_id:string', 'merkle_root:string', 'leaf_count:integer', 'is_finalized:boolean', 'as_of:string', 'as_of_seq:integer'],
+  },
+  audit_verify_chain: {
+    in: ['session_id:string', 'task_id:string', 'full_trace:boolean d=false'],
+    out: ['session_id:string', 'task_id:string', 'chain_valid:boolean', 'total_records:integer', 'integrity_score:number', 'broken_links:array[object]',
+      'verified_at:string', 'merkle_valid:boolean', 'hashes:array[object]'],
+    items: { broken_links: ['position:integer', 'expected_hash:string', 'actual_hash:string'], hashes: ['seq:integer', 'hash:string'] },
+  },
+  skill_list: {
+    in: ['search:string', 'capability:string'],
+    out: ['skills:array[object]', 'total_count:integer'],
+    items: { skills: ['name:string', 'version:string', 'description:string', 'capabilities:array[string]', 'path:string'] },
+  },
+  server_ping: { in: [], out: ['timestamp:string'] },
+  server_health: {
+    in: [],
+    out: ['status:string', 'mode:string', 'uptime_ms:integer', 'version:string', 'timestamp:string', 'db:object', 'ledger:object', 'projections:object',
+      'middleware:object', 'tools:object', 'skills:object'],
+    items: {
+      db: ['open:boolean', 'path:string', 'format_version:any', 'size_bytes:integer'], ledger: ['head_seq:integer', 'head_hash:string', 'root:string'],
+      projections: ['version:any', 'applied_seq:integer'], middleware: ['stages:array[string]'], tools: ['registered:integer'], skills: ['loaded:integer', 'skipped:array[object]'],
+    },
+  },
+};
+
+// types is a schema's type as a list, "null" left out.
+const types = (s) => [s?.type ?? []].flat().filter((t) => t !== 'null');
+
+// fieldMatches checks one "name:type rules" of the contract against the
+// schema of that name.
+function fieldMatches(where, spec, sch, required) {
+  const [, name, typ, bang, inner, rest] = /^(\w+):(\w+)(!?)(?:\[([^\]]*)\])?(.*)$/.exec(spec);
+  const req = bang === '!';
+  const rules = rest.trim() ? rest.trim().split(' ') : [];
+  const what = `tools/list: ${where}.${name}`;
+  if (!check(sch !== undefined, `${what} published (CONTRACT.md names it)`)) return;
+  if (typ !== 'any') check(eq(types(sch), [typ]), `${what} is ${typ}`, sch.type);
+  if (required) check(required.includes(name) === req, `${what} ${req ? 'required' : 'optional'}`, required);
+  if (inner !== undefined) {
+    const [itemType, ...itemRules] = inner.split(' ');
+    check(eq(types(sch.items), [itemType]), `${what}[] is ${itemType}`, sch.items);
+    for (const r of itemRules) rule(`${what}[]`, r, sch.items, itemType);
+  }
+  for (const r of rules) rule(what, r, sch, typ);
+}
+
+function rule(what, r, sch, typ) {
+  if (r.startsWith('=')) {
+    const want = r.slice(1).split('|');
+    check(eq(sch.enum, want), `${what}: enum ${want.join('|')}`, sch.enum);
+  } else if (r.startsWith('d=')) {
+    const want = r.slice(2);
+    check(String(sch.default) === want, `${what}: default ${want}`, sch.default);
+  } else if (r.includes('..')) {
+    const items = r.startsWith('#');
+    const [lo, hi] = r.replace('#', '').split('..').map((x) => (x === '' ? undefined : Number(x)));
+    const [kLo, kHi] = items ? ['minItems', 'maxItems'] : typ === 'string' ? ['minLength', 'maxLength'] : ['minimum', 'maximum'];
+    if (lo !== undefined) check(sch[kLo] === lo || (lo === 0 && kLo === 'minLength' && sch[kLo] === undefined), `${what}: ${kLo} ${lo}`, sch[kLo]);
+    if (hi !== undefined) check(sch[kHi] === hi, `${what}: ${kHi} ${hi}`, sch[kHi]);
+  }
+}
+
+// schemaMatches holds every contract tool's published schemas to CONTRACT.
+function schemaMatches(tools) {
+  for (const [name, c] of Object.entries(CONTRACT)) {
+    const t = tools.find((x) => x.name === name);
+    if (!check(t !== undefined, `tools/list: ${name} listed`)) continue;
+    const ins = t.inputSchema;
+    check(ins.type === 'object' && ins.additionalProperties === false, `tools/list: ${name} inputSchema an object refusing unknown keys`, ins);
+    for (const spec of c.in) fieldMatches(`${name} in`, spec, ins.properties?.[spec.split(':')[0]], ins.required ?? []);
+    // no argument beyond the contract's but those TOOLS.md documents
+    check(Object.keys(ins.properties ?? {}).every((k) => c.in.some((spec) => spec.split(':')[0] === k)), `tools/list: ${name} takes the contract's arguments`, Object.keys(ins.properties ?? {}));
+    check(t.outputSchema?.type === 'object', `tools/list: ${name} outputSchema an object`);
+    const data = t.outputSchema?.properties?.data;
+    for (const spec of c.out) {
+      const f = spec.split(':')[0];
+      fieldMatches(`${name} out`, spec, data?.properties?.[f]);
+      for (const sub of c.items?.[f] ?? []) {
+        const at = data?.properties?.[f];
+        fieldMatches(`${name} out ${f}`, sub, (at?.items ?? at)?.properties?.[sub.split(':')[0]]);
+      }
+    }
+  }
 }
 
 // call returns the envelope, after checking it is the same JSON in
