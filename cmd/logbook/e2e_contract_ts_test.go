@@ -31,6 +31,25 @@ func TestContractTypeScriptClient(t *testing.T) {
 	node := e2eNode(t, "the contract test")
 	bin := e2eBinary(t)
 	skills := e2eSkills(t)
+	// receipts gathers what each run's calls' tool.called events must say,
+	// by ledger file, checked once its process has let the file go.
+	var receiptsMu sync.Mutex
+	receipts := map[string][]receipt{}
+	dbOf := map[string]string{} // a server's URL: its ledger file
+	ledgerOf := func(args []string) string {
+		if db := argAfter(args, "--db"); db != "" {
+			return db
+		}
+		if url := argAfter(args, "--url"); url != "" {
+			return dbOf[url]
+		}
+		for _, a := range args {
+			if bridge, ok := strings.CutPrefix(a, "--serve-args=--connect,"); ok {
+				return dbOf[bridge]
+			}
+		}
+		return ""
+	}
 	contract := func(name string, env []string, args ...string) map[string]string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -46,6 +65,7 @@ func TestContractTypeScriptClient(t *testing.T) {
 			Checks   int               `json:"checks"`
 			Failures []string          `json:"failures"`
 			Outcomes map[string]string `json:"outcomes"`
+			Receipts []receipt         `json:"receipts"`
 		}
 		if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
 			t.Errorf("%s: contract.mjs (%v) printed no JSON summary: %v\nstdout:\n%s\nstderr:\n%s", name, runErr, err, e2eTrunc(stdout.String(), 4000), e2eTrunc(stderr.String(), 4000))
@@ -58,6 +78,14 @@ func TestContractTypeScriptClient(t *testing.T) {
 			t.Errorf("%s: contract.mjs exited with %v and no failures\nstderr:\n%s", name, runErr, e2eTrunc(stderr.String(), 4000))
 		}
 		t.Logf("%s: %d checks, %d cases", name, sum.Checks, len(sum.Outcomes))
+		if db := ledgerOf(args); db != "" {
+			for i := range sum.Receipts {
+				sum.Receipts[i].run = name
+			}
+			receiptsMu.Lock()
+			receipts[db] = append(receipts[db], sum.Receipts...)
+			receiptsMu.Unlock()
+		}
 		return sum.Outcomes
 	}
 	stdio := func(mode string, flags ...string) []string {
@@ -79,6 +107,7 @@ func TestContractTypeScriptClient(t *testing.T) {
 
 	db := filepath.Join(t.TempDir(), "l.db")
 	s := startHTTPServer(t, db)
+	dbOf[s.url] = db
 	token, _ := addToken(t, db, "--agent", "http-agent")
 	roToken, _ := addToken(t, db, "--agent", "http-agent", "--read-only")
 	overHTTP := contract("http", nil, "--url", s.url, "--token", token, "--mode", "full", "--agent", "http-agent")
@@ -95,6 +124,7 @@ func TestContractTypeScriptClient(t *testing.T) {
 
 	rodb := filepath.Join(t.TempDir(), "l.db")
 	ro := startHTTPServer(t, rodb, "--read-only")
+	dbOf[ro.url] = rodb
 	roServerToken, _ := addToken(t, rodb, "--agent", "http-agent")
 	contract("http --read-only", nil, "--url", ro.url, "--token", roServerToken, "--mode", "read-only", "--agent", "http-agent")
 	if code := ro.stop(); code != 0 {
@@ -108,6 +138,7 @@ func TestContractTypeScriptClient(t *testing.T) {
 	for _, bridge := range []bool{false, true} {
 		pdb := filepath.Join(t.TempDir(), "l.db")
 		ps := startHTTPServer(t, pdb, "--project", "home")
+		dbOf[ps.url] = pdb
 		ptoken, _ := addToken(t, pdb, "--agent", "http-agent")
 		if bridge {
 			projectModes = append(projectModes, contract("serve --connect, server --project", []string{"LOGBOOK_TOKEN=" + ptoken}, "--bin", bin,
@@ -121,6 +152,12 @@ func TestContractTypeScriptClient(t *testing.T) {
 	}
 
 	wg.Wait()
+	// Every call's tool.called event says what the client saw: the tool,
+	// the SHA-256 of its arguments' canonical form, the outcome and the
+	// SHA-256 of the reply's text item (CONTRACT.md §1), on every way in.
+	for _, db := range slices.Sorted(maps.Keys(receipts)) {
+		checkReceipts(t, db, receipts[db])
+	}
 	for i, name := range []string{"http, server --project", "serve --connect, server --project"} {
 		for _, k := range slices.Sorted(maps.Keys(directProject)) {
 			if directProject[k] != projectModes[i][k] {
@@ -144,4 +181,52 @@ func TestContractTypeScriptClient(t *testing.T) {
 			t.Errorf("%s ran %d cases, stdio %d", other.name, len(other.outcomes), len(direct))
 		}
 	}
+}
+
+// receipt is what a call's tool.called event must say, as the client saw
+// the call (contract.mjs's summary.receipts).
+type receipt struct {
+	Label   string `json:"label"`
+	Tool    string `json:"tool"`
+	Args    string `json:"args_sha256"`
+	Result  string `json:"result_sha256"`
+	Outcome string `json:"outcome"`
+	run     string
+}
+
+// checkReceipts checks that the ledger db holds a tool.called event for
+// each receipt, each event matching one receipt at most.
+func checkReceipts(t *testing.T, db string, rs []receipt) {
+	t.Helper()
+	r := run(t, "replay", "--db", db, "--type", "tool.called")
+	if r.code != 0 {
+		t.Fatalf("replay %s: %v", db, r)
+	}
+	events := map[receipt]int{}
+	for line := range strings.Lines(r.stdout) {
+		var e struct {
+			Payload receipt `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("replay line %q: %v", line, err)
+		}
+		events[e.Payload]++
+	}
+	for _, rc := range rs {
+		k := receipt{Tool: rc.Tool, Args: rc.Args, Result: rc.Result, Outcome: rc.Outcome}
+		if events[k] == 0 {
+			t.Errorf("%s, case %s: no tool.called event of %s with args_sha256 %s, outcome %s, result_sha256 %s (the text item the client got)",
+				rc.run, rc.Label, rc.Tool, rc.Args, rc.Outcome, rc.Result)
+			continue
+		}
+		events[k]--
+	}
+}
+
+// argAfter is the value following flag in args, "" if none.
+func argAfter(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
 }

@@ -29,7 +29,20 @@ const { values: opts } = parseArgs({
   },
 });
 
-const summary = { ok: false, transport: opts.url ? 'http' : 'stdio', checks: 0, failures: [], outcomes: {} };
+const summary = { ok: false, transport: opts.url ? 'http' : 'stdio', checks: 0, failures: [], outcomes: {}, receipts: [] };
+
+// jcs is the RFC 8785 canonical form of a JSON value: members sorted by
+// UTF-16 code units, no space, numbers and strings as ECMAScript writes
+// them (CONTRACT.md §1: tool.called holds the SHA-256 of the canonical
+// arguments).
+function jcs(v) {
+  if (Array.isArray(v)) return `[${v.map(jcs).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${jcs(v[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+const sha256 = (s) => createHash('sha256').update(s, 'utf8').digest('hex');
 
 function check(cond, what, detail) {
   summary.checks++;
@@ -271,6 +284,9 @@ async function call(label, name, args) {
   // --connect passed on the serverInfo the go-sdk adds for its client).
   check(res._meta === undefined, `${label}: no _meta`, res._meta);
   summary.outcomes[label] = env.ok ? 'ok' : env.error.code;
+  // The receipt of the call: what its tool.called event must say
+  // (checked against the ledger by TestContractTypeScriptClient).
+  summary.receipts.push({ label, tool: name, args_sha256: sha256(jcs(args ?? {})), result_sha256: sha256(res.content[0].text), outcome: env.ok ? 'OK' : env.error.code });
   if (!env.ok) {
     check(typeof env.error.message === 'string' && env.error.message.length > 0, `${label}: an error message`);
     check(env.error.details === undefined || (typeof env.error.details === 'object' && env.error.details !== null), `${label}: details an object`, env.error);
@@ -1294,5 +1310,6 @@ try {
   summary.failures.push(`aborted: ${e && e.stack || e}`);
 }
 summary.ok = summary.failures.length === 0;
-console.log(JSON.stringify(summary, null, 1));
-process.exit(summary.ok ? 0 : 1);
+// Written whole before the exit: a pipe takes 64 KiB at a time, and
+// process.exit does not wait for the rest.
+process.stdout.write(JSON.stringify(summary, null, 1) + '\n', () => process.exit(summary.ok ? 0 : 1));
