@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
@@ -81,6 +82,7 @@ func TestContractTypeScriptClient(t *testing.T) {
 		if db := ledgerOf(args); db != "" {
 			for i := range sum.Receipts {
 				sum.Receipts[i].run = name
+				sum.Receipts[i].Actor = argAfter(args, "--agent")
 			}
 			receiptsMu.Lock()
 			receipts[db] = append(receipts[db], sum.Receipts...)
@@ -191,7 +193,12 @@ type receipt struct {
 	Args    string `json:"args_sha256"`
 	Result  string `json:"result_sha256"`
 	Outcome string `json:"outcome"`
-	run     string
+	// Actor is the identity the run's server must record (its --agent, or
+	// the token's agent), Client the client's name it must record beside
+	// it (client over stdio, client_claim over HTTP and through a bridge).
+	Actor  string `json:"actor"`
+	Client string `json:"client"`
+	run    string
 }
 
 // checkReceipts checks that the ledger db holds a tool.called event for
@@ -205,18 +212,24 @@ func checkReceipts(t *testing.T, db string, rs []receipt) {
 	events := map[receipt]int{}
 	for line := range strings.Lines(r.stdout) {
 		var e struct {
-			Payload receipt `json:"payload"`
+			Actor   string `json:"actor"`
+			Payload struct {
+				receipt
+				ClientClaim string `json:"client_claim"`
+			} `json:"payload"`
 		}
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("replay line %q: %v", line, err)
 		}
-		events[e.Payload]++
+		k := e.Payload.receipt
+		k.Actor, k.Client = e.Actor, cmp.Or(k.Client, e.Payload.ClientClaim)
+		events[k]++
 	}
 	for _, rc := range rs {
-		k := receipt{Tool: rc.Tool, Args: rc.Args, Result: rc.Result, Outcome: rc.Outcome}
+		k := receipt{Tool: rc.Tool, Args: rc.Args, Result: rc.Result, Outcome: rc.Outcome, Actor: rc.Actor, Client: rc.Client}
 		if events[k] == 0 {
-			t.Errorf("%s, case %s: no tool.called event of %s with args_sha256 %s, outcome %s, result_sha256 %s (the text item the client got)",
-				rc.run, rc.Label, rc.Tool, rc.Args, rc.Outcome, rc.Result)
+			t.Errorf("%s, case %s: no tool.called event of %s by %s (client %s) with args_sha256 %s, outcome %s, result_sha256 %s (the text item the client got)",
+				rc.run, rc.Label, rc.Tool, rc.Actor, rc.Client, rc.Args, rc.Outcome, rc.Result)
 			continue
 		}
 		events[k]--

@@ -79,9 +79,10 @@ function forceProtocol(inner, v) {
   return tap;
 }
 
+const CLIENT = 'contract-client';
 let client;
 async function connect() {
-  client = new Client({ name: 'contract-client', version: '1.0.0' });
+  client = new Client({ name: CLIENT, version: '1.0.0' });
   let transport;
   if (opts.url) {
     transport = new StreamableHTTPClientTransport(new URL(opts.url), {
@@ -286,7 +287,7 @@ async function call(label, name, args) {
   summary.outcomes[label] = env.ok ? 'ok' : env.error.code;
   // The receipt of the call: what its tool.called event must say
   // (checked against the ledger by TestContractTypeScriptClient).
-  summary.receipts.push({ label, tool: name, args_sha256: sha256(jcs(args ?? {})), result_sha256: sha256(res.content[0].text), outcome: env.ok ? 'OK' : env.error.code });
+  summary.receipts.push({ label, tool: name, args_sha256: sha256(jcs(args ?? {})), result_sha256: sha256(res.content[0].text), outcome: env.ok ? 'OK' : env.error.code, client: CLIENT });
   if (!env.ok) {
     check(typeof env.error.message === 'string' && env.error.message.length > 0, `${label}: an error message`);
     check(env.error.details === undefined || (typeof env.error.details === 'object' && env.error.details !== null), `${label}: details an object`, env.error);
