@@ -198,7 +198,15 @@ type receipt struct {
 	// it (client over stdio, client_claim over HTTP and through a bridge).
 	Actor  string `json:"actor"`
 	Client string `json:"client"`
-	run    string
+	// Subjects are the ids the arguments name (task_id, parent_id,
+	// session_id), the events a session's leaves are chosen by.
+	Subjects []string `json:"subjects"`
+	run      string
+}
+
+// key is what a receipt and its event must have in common.
+func (r receipt) key() string {
+	return strings.Join([]string{r.Tool, r.Args, r.Result, r.Outcome, r.Actor, r.Client, strings.Join(slices.Sorted(slices.Values(r.Subjects)), ",")}, "|")
 }
 
 // checkReceipts checks that the ledger db holds a tool.called event for
@@ -209,11 +217,12 @@ func checkReceipts(t *testing.T, db string, rs []receipt) {
 	if r.code != 0 {
 		t.Fatalf("replay %s: %v", db, r)
 	}
-	events := map[receipt]int{}
+	events := map[string]int{}
 	for line := range strings.Lines(r.stdout) {
 		var e struct {
-			Actor   string `json:"actor"`
-			Payload struct {
+			Actor    string   `json:"actor"`
+			Subjects []string `json:"subjects"`
+			Payload  struct {
 				receipt
 				ClientClaim string `json:"client_claim"`
 			} `json:"payload"`
@@ -222,17 +231,16 @@ func checkReceipts(t *testing.T, db string, rs []receipt) {
 			t.Fatalf("replay line %q: %v", line, err)
 		}
 		k := e.Payload.receipt
-		k.Actor, k.Client = e.Actor, cmp.Or(k.Client, e.Payload.ClientClaim)
-		events[k]++
+		k.Actor, k.Client, k.Subjects = e.Actor, cmp.Or(k.Client, e.Payload.ClientClaim), e.Subjects
+		events[k.key()]++
 	}
 	for _, rc := range rs {
-		k := receipt{Tool: rc.Tool, Args: rc.Args, Result: rc.Result, Outcome: rc.Outcome, Actor: rc.Actor, Client: rc.Client}
-		if events[k] == 0 {
-			t.Errorf("%s, case %s: no tool.called event of %s by %s (client %s) with args_sha256 %s, outcome %s, result_sha256 %s (the text item the client got)",
-				rc.run, rc.Label, rc.Tool, rc.Actor, rc.Client, rc.Args, rc.Outcome, rc.Result)
+		if events[rc.key()] == 0 {
+			t.Errorf("%s, case %s: no tool.called event of %s by %s (client %s) naming %v with args_sha256 %s, outcome %s, result_sha256 %s (the text item the client got)",
+				rc.run, rc.Label, rc.Tool, rc.Actor, rc.Client, rc.Subjects, rc.Args, rc.Outcome, rc.Result)
 			continue
 		}
-		events[k]--
+		events[rc.key()]--
 	}
 }
 
