@@ -476,8 +476,11 @@ func perRequest(r *http.Request, resp *http.Response) *http.Response {
 		return resp
 	}
 	said := domain.ClipAt(strings.TrimSpace(strings.ToValidUTF8(string(text), "\uFFFD")), 256)
+	// -32603: the code forward's own error is answered with, which the
+	// agent got for such a refusal before (the SDK passes a JSON-RPC
+	// error's code on to it).
 	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
-		"code": -32600, "message": fmt.Sprintf("%d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), said)}})
+		"code": -32603, "message": fmt.Sprintf("%d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), said)}})
 	if err != nil {
 		return resp
 	}

@@ -530,7 +530,7 @@ func TestBridgeSurvivesARefusedRequest(t *testing.T) {
 	for i := range 3 {
 		id := itoa(2 + 2*i)
 		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"task_list","arguments":{"search":"` + big + `"}}}`)
-		if l := answer(id); !strings.Contains(l, `"error"`) || !strings.Contains(l, "(413 Request Entity Too Large); the call was not recorded") {
+		if l := answer(id); !strings.Contains(l, `"code":-32603`) || !strings.Contains(l, "(413 Request Entity Too Large); the call was not recorded") {
 			t.Errorf("a call past the server's body bound: %s", clipLine(l))
 		}
 		id = itoa(3 + 2*i)
@@ -578,7 +578,7 @@ func TestBridgeSurvivesARefusedRequest(t *testing.T) {
 		if status >= 500 {
 			said = "the call may or may not have been recorded"
 		}
-		if l := answer(id); !strings.Contains(l, `"error"`) || !strings.Contains(l, itoa(status)+" "+http.StatusText(status)) || !strings.Contains(l, said) {
+		if l := answer(id); !strings.Contains(l, `"code":-32603`) || !strings.Contains(l, itoa(status)+" "+http.StatusText(status)) || !strings.Contains(l, said) {
 			t.Errorf("a call refused %d: %s", status, clipLine(l))
 		}
 		id = itoa(11 + 2*i)
