@@ -412,6 +412,8 @@ func (s *Service) storageError(tool string, err error) error {
 		reason = fmt.Sprintf("an event failed this node's integrity checks at seq %d (damaged, foreign or rewritten, as a replicated log's may be: see the server's log): nothing of this call was recorded, and nothing more is until it is resolved", ie.Seq)
 	case errors.Is(err, boltstore.ErrSyncFailed):
 		reason = "the disk failed a sync of the ledger file: this process commits no more; restart it (opening the ledger recovers it from its journal)"
+	case errors.Is(err, boltstore.ErrDiskFull):
+		reason = "the disk is full (no space left for the ledger file, or it may grow no more: a quota or a file size limit): nothing of this call was recorded; calls succeed again once there is room, without a restart"
 	case errors.Is(err, projections.ErrNoProjections):
 		reason = "the ledger file holds no projections (a rebuild that did not finish dropped them) and this server could not fold them again from the log (see its log); run logbook rebuild on the ledger file"
 	case errors.Is(err, projections.ErrVersionChanged):

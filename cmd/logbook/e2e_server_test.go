@@ -152,7 +152,12 @@ type envelope struct {
 
 // callHTTP calls a tool and decodes the envelope of its result.
 func callHTTP(cs *sdk.ClientSession, tool string, args any) (envelope, error) {
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
+	return callHTTPCtx(context.Background(), cs, tool, args)
+}
+
+// callHTTPCtx is callHTTP within ctx (a call's deadline).
+func callHTTPCtx(ctx context.Context, cs *sdk.ClientSession, tool string, args any) (envelope, error) {
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return envelope{}, err
 	}

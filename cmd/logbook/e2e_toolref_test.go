@@ -392,7 +392,9 @@ const choices = `
   the same answer (its reason says so), and the process then answers ` + "`ERR_STORAGE`" + ` to every call
   until it is restarted (opening the ledger recovers it from its journal). So does a call whose
   events a NATS JetStream stream (` + "`logbook server --store`" + `) neither took nor refused in time. Any other
-  ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded. A call that finds the file holding no
+  ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded: on a full disk (or a ledger file that may
+  grow no more) its reason says "the disk is full", and calls succeed again once there is room,
+  the process not restarted. A call that finds the file holding no
   projections (a ` + "`logbook rebuild`" + ` killed during its swap) waits while the process folds them
   again from the log (seconds on a large ledger), then runs.
 - **task_update.** A closed task answers ` + "`ERR_TASK_CLOSED`" + ` even for a request that would

@@ -218,7 +218,8 @@ func TestFaultKillAgentsAtRandom(t *testing.T) {
 }
 
 // TestFaultDiskFull: the ledger's file cannot grow (RLIMIT_FSIZE on the
-// server): calls that need more room get ERR_STORAGE and leave nothing,
+// server): calls that need more room get ERR_STORAGE saying the disk is
+// full (it said "the ledger could not commit") and leave nothing,
 // the server stays up, and once there is room again calls succeed. Every
 // acknowledged thought is in the ledger, which verifies.
 func TestFaultDiskFull(t *testing.T) {
@@ -252,6 +253,7 @@ func TestFaultDiskFull(t *testing.T) {
 			acks = append(acks, a)
 		case "ERR_STORAGE":
 			full++
+			diskFullReason(t, "thought_record", r.Env.Error.Details)
 		default:
 			t.Fatalf("a call on a full disk: %s", r.Result)
 		}
@@ -269,6 +271,19 @@ func TestFaultDiskFull(t *testing.T) {
 	srv.closeStdin()
 	<-srv.exited
 	checkAcks(t, db, acks)
+}
+
+// diskFullReason checks that an ERR_STORAGE answer's reason says the disk
+// is full.
+func diskFullReason(t *testing.T, who string, details json.RawMessage) {
+	t.Helper()
+	var d struct {
+		Reason string `json:"reason"`
+	}
+	json.Unmarshal(details, &d)
+	if !strings.Contains(d.Reason, "disk is full") {
+		t.Errorf("%s: ERR_STORAGE on a full disk with the reason %q, which does not say the disk is full", who, d.Reason)
+	}
 }
 
 // TestFaultForeignLock: another process holds the ledger's lock longer

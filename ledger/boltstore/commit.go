@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -629,7 +631,27 @@ func (l *Store) catchUp(o *openFile) error {
 // taken from the queue), and the committer ran the same batch again and
 // again on the same damage, its callers waiting forever.
 func update(db *bolt.DB, fn func(*bolt.Tx) error) error {
-	return guard(func() error { return db.Update(fn) })
+	err := guard(func() error { return db.Update(fn) })
+	if err != nil && noRoom(err) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
+
+// noRoom tells whether err is a write or a growth of the file refused for
+// want of room: ENOSPC, EDQUOT, or EFBIG (a file size limit:
+// RLIMIT_FSIZE). bbolt reports a growth of the file that failed by the
+// errno's text alone ("file resize error: %s"): that text is read too.
+func noRoom(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG} {
+		if errors.Is(err, errno) {
+			return true
+		}
+		if msg := err.Error(); strings.HasPrefix(msg, "file resize error: ") && strings.HasSuffix(msg, ": "+errno.Error()) {
+			return true
+		}
+	}
+	return false
 }
 
 func safeRun(fn func(*Tx) error, tx *Tx) (err error) {

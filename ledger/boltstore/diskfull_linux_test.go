@@ -1,10 +1,15 @@
 package boltstore
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger"
+	"golang.org/x/sys/unix"
 )
 
 // The file cannot grow (RLIMIT_FSIZE at its size): a generation's pin
@@ -53,5 +58,125 @@ func TestJournalFileCannotGrowFailedCommitEndsGeneration(t *testing.T) {
 		if got := recoverImage(t, path); len(got) != len(storedEvents(t, path, nil)) {
 			t.Errorf("hold %v: recovery found %d events", hold, len(got))
 		}
+	}
+}
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted at
+// the end of the test, or skips the test where it cannot (not root).
+func mountTmpfs(t *testing.T, size int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fillDisk writes a file in dir until its file system has no space left,
+// and returns its name: removing it frees the space.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	name := filepath.Join(dir, "filler")
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 64<<10)
+	for n := len(block); n > 0; n /= 2 {
+		for err == nil {
+			_, err = f.Write(block[:n])
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("fill the disk: %v", err)
+		}
+		err = nil
+	}
+	return name
+}
+
+// A Store on a file system that is full (a tmpfs), held or sharing the
+// file, its journal made before the disk filled or not (the journal, 1 MiB
+// of zeros written once, is then the file that cannot be made): commits
+// fail with ErrDiskFull and leave nothing, however many; once space is
+// freed the next commit succeeds, on the same Store; the journal is never
+// more than its size; a stop at any point recovers every acknowledged
+// event; and the ledger opens again.
+func TestDiskFullTmpfs(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		hold, journal bool
+	}{
+		{"held", true, true},
+		{"shared", false, true},
+		{"held, no journal yet", true, false},
+		{"shared, no journal yet", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if !NoSyncSupported() {
+				t.Skip("no boot id here: no journal")
+			}
+			mnt := mountTmpfs(t, 4<<20)
+			path := filepath.Join(mnt, "ledger.db")
+			l, err := Open(path, Options{Create: true, Hold: c.hold})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if c.journal {
+				appendOne(t, l, 0)
+			}
+			filler := fillDisk(t, mnt)
+			acked := len(storedEvents(t, path, l))
+			full := 0
+			for i := 0; i < 2000 && full < 20; i++ {
+				switch err := appendSized(l, 4<<10); {
+				case err == nil:
+					acked++
+				case errors.Is(err, ErrDiskFull):
+					full++
+				default:
+					t.Fatalf("commit %d on a full disk: %v, want ErrDiskFull", i, err)
+				}
+			}
+			if full == 0 {
+				t.Fatal("no commit failed: the disk never filled")
+			}
+			if got := len(storedEvents(t, path, l)); got != acked {
+				t.Fatalf("%d events, %d acknowledged", got, acked)
+			}
+			if got := recoverImage(t, path); len(got) != acked {
+				t.Fatalf("a stop while full: %d events recovered, %d acknowledged", len(got), acked)
+			}
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				if err := appendSized(l, 4<<10); err != nil {
+					t.Fatalf("commit %d after the space was freed: %v", i, err)
+				}
+				acked++
+			}
+			if fi, err := os.Stat(journalPath(path)); err != nil || fi.Size() > journalSize {
+				t.Fatalf("the journal: %v (%d bytes)", err, fi.Size())
+			}
+			if got := recoverImage(t, path); len(got) != acked {
+				t.Fatalf("a stop after: %d events recovered, %d acknowledged", len(got), acked)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(storedEvents(t, path, nil)); got != acked {
+				t.Fatalf("reopened: %d events, %d acknowledged", got, acked)
+			}
+		})
 	}
 }

@@ -70,6 +70,11 @@ var (
 	// cause (a bbolt page that is not what it claims, a read past the end of
 	// a truncated file).
 	ErrDamaged = errors.New("ledger file is damaged")
+	// ErrDiskFull: a commit found no room for its pages — the file
+	// system is full, or the ledger file may grow no more (a quota, a
+	// file size limit) — and left nothing; commits succeed again once
+	// there is room (noRoom).
+	ErrDiskFull = errors.New("the disk is full")
 )
 
 // Options tune Open. The zero value opens an existing ledger for writing.

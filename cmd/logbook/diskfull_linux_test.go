@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"golang.org/x/sys/unix"
+)
+
+// A ledger on a file system that is really full (a small tmpfs, which
+// needs root to mount; the tests skip without): calls get ERR_STORAGE
+// saying the disk is full, leave nothing, wait no longer than their
+// deadline, and succeed again once space is freed, without a restart; the
+// ledger, and a copy taken while full, verify; the journal beside it stays
+// its size and is taken by the next open.
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted at
+// the end of the test, or skips the test where it cannot (not root).
+func mountTmpfs(t *testing.T, size int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// mountExt4 makes an ext4 file system of size bytes in a file and mounts
+// it (a loop device) on a new directory, unmounted at the end of the test,
+// or skips the test where it cannot (not root, no mkfs.ext4, no loop
+// device).
+func mountExt4(t *testing.T, size int64) string {
+	t.Helper()
+	img, dir := filepath.Join(t.TempDir(), "ext4.img"), filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, size); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Skipf("cannot make an ext4 file system: %v %s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "loop", img, dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount an ext4 file system (needs root and a loop device): %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("unmount %s: %v %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillDisk writes a file in dir until the file system has no space left,
+// and returns its name: removing it frees the space.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	name := filepath.Join(dir, "filler")
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 64<<10)
+	for n := len(block); n > 0; n /= 2 {
+		for {
+			if _, err = f.Write(block[:n]); err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("fill the disk: %v", err)
+		}
+	}
+	return name
+}
+
+// thoughtCount is how many thought.recorded events the ledger at db holds.
+func thoughtCount(t *testing.T, db string) int {
+	t.Helper()
+	l, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	n := 0
+	err = l.View(func(tx *boltstore.Tx) error {
+		return tx.Scan(1, tx.Head().Seq+1, func(r ledger.Record) error {
+			if r.Type == "thought.recorded" {
+				n++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// answer is a thought_record's answer: its envelope's parts.
+type answer struct {
+	OK            bool
+	Code          string
+	Data, Details json.RawMessage
+}
+
+// callDeadline is how long a call on a full disk may take to be answered.
+const callDeadline = 20 * time.Second
+
+// fillAndFree fills the disk at mnt while each of calls, one agent's
+// thought_record each, runs until it has had 10 calls refused in a row;
+// every answer must come within callDeadline (a call that returns an error
+// had none), OK or ERR_STORAGE saying the disk is full. Then, the agents
+// idle, a copy of the ledger at db must verify; the filler removed, each
+// agent's next 5 calls must succeed. It returns the acknowledged thoughts.
+func fillAndFree(t *testing.T, mnt, db string, calls []func(content string) (answer, error)) []ack {
+	t.Helper()
+	filler := fillDisk(t, mnt)
+	var mu sync.Mutex
+	var acks []ack
+	full := 0
+	call := func(i int, content string) (ok bool) {
+		a, err := calls[i](content)
+		if err != nil {
+			t.Errorf("agent %d: %v", i, err)
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case a.OK:
+			var k ack
+			if err := json.Unmarshal(a.Data, &k); err != nil || k.Seq == 0 {
+				t.Errorf("agent %d: answer %s: %v", i, a.Data, err)
+			}
+			acks = append(acks, k)
+			return true
+		case a.Code == "ERR_STORAGE":
+			full++
+			diskFullReason(t, fmt.Sprintf("agent %d", i), a.Details)
+		default:
+			t.Errorf("agent %d on a full disk: %s %s", i, a.Code, a.Details)
+		}
+		return false
+	}
+	content := strings.Repeat("the disk is full ", 100)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n, refused := 0, 0; refused < 10 && n < 2000 && !t.Failed(); n++ {
+				if call(i, content) {
+					refused = 0
+				} else {
+					refused++
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%d thoughts acknowledged, %d calls refused on the full disk", len(acks), full)
+	if full == 0 {
+		t.Fatal("no call was refused: the disk never filled")
+	}
+	copied := filepath.Join(t.TempDir(), "copy.db")
+	copyFile(t, db, copied)
+	wantExit(t, run(t, "verify", "--db", copied), 0, "verify a copy taken while the disk was full")
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range 5 {
+				if !call(i, fmt.Sprintf("room again %d", n)) {
+					t.Errorf("agent %d: call %d after the space was freed refused", i, n)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if fi, err := os.Stat(db + ".journal"); err != nil || fi.Size() > 1<<20 {
+		t.Errorf("the journal: %v, %d bytes", err, fi.Size())
+	}
+	return acks
+}
+
+// checkFullLedger checks the ledger at db once its process is gone: every
+// acknowledged thought in it as told, no other (a refused call left none),
+// and it verifies (checkAcks).
+func checkFullLedger(t *testing.T, db string, acks []ack) {
+	t.Helper()
+	checkAcks(t, db, acks)
+	if n := thoughtCount(t, db); n != len(acks) {
+		t.Errorf("%d thoughts in the ledger, %d acknowledged: a refused call left one", n, len(acks))
+	}
+}
+
+// TestDiskFullServer: `logbook server` holds its file (a journal
+// generation runs across its commits) while four agents write over HTTP
+// until the file system it is on (a tmpfs, an ext4 in a loop device) is
+// full (fillAndFree); SIGKILLed after, it
+// leaves a ledger holding every acknowledged thought and no other, which
+// verifies.
+func TestDiskFullServer(t *testing.T) {
+	t.Parallel()
+	t.Run("tmpfs", func(t *testing.T) { diskFullServer(t, mountTmpfs(t, 8<<20)) })
+	t.Run("ext4", func(t *testing.T) { diskFullServer(t, mountExt4(t, 32<<20)) })
+}
+
+func diskFullServer(t *testing.T, mnt string) {
+	db := filepath.Join(mnt, "ledger.db")
+	srv := startHTTPServer(t, db)
+	calls := make([]func(string) (answer, error), 4)
+	for i := range calls {
+		token, _ := addToken(t, db, "--agent", fmt.Sprintf("agent-%d", i))
+		cs, err := connectHTTP(t, srv.url, token, "diskfull", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created struct {
+			TaskID string `json:"task_id"`
+		}
+		mustOK(t, cs, "task_create", map[string]any{"title": "fill the disk", "project": "full"}, &created)
+		calls[i] = func(content string) (answer, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), callDeadline)
+			defer cancel()
+			env, err := callHTTPCtx(ctx, cs, "thought_record", map[string]any{"task_id": created.TaskID, "type": "analysis", "content": content})
+			return answer{env.OK, env.Error.Code, env.Data, env.Error.Details}, err
+		}
+	}
+	acks := fillAndFree(t, mnt, db, calls)
+	srv.kill()
+	checkFullLedger(t, db, acks)
+}
+
+// TestDiskFullServe: two `logbook serve` processes on one ledger (the
+// second commits through the first, the hub), an agent on each, write
+// until the tmpfs it is on is full (fillAndFree); closed, they leave a
+// ledger holding every acknowledged thought and no other, which verifies.
+func TestDiskFullServe(t *testing.T) {
+	t.Parallel()
+	mnt := mountTmpfs(t, 8<<20)
+	db := filepath.Join(mnt, "ledger.db")
+	var servers []*e2eServer
+	calls := make([]func(string) (answer, error), 2)
+	for i := range calls {
+		srv := startE2E(t, e2eConfig{DB: db, Agent: fmt.Sprintf("agent-%d", i)})
+		servers = append(servers, srv)
+		srv.initialize("2025-11-25")
+		var created struct {
+			TaskID string `json:"task_id"`
+		}
+		srv.ok("task_create", map[string]any{"title": "fill the disk", "project": "full"}, &created)
+		calls[i] = func(content string) (answer, error) {
+			ch := srv.callToolAsync("thought_record", e2eJSON(t, map[string]any{"task_id": created.TaskID, "type": "analysis", "content": content}))
+			select {
+			case m, ok := <-ch:
+				if !ok {
+					return answer{}, errors.New("the process exited")
+				}
+				r := parseE2EReply(t, "thought_record", m)
+				a := answer{OK: r.Env.OK, Code: r.code(), Data: r.Env.Data}
+				if r.Env.Error != nil {
+					a.Details = r.Env.Error.Details
+				}
+				return a, nil
+			case <-time.After(callDeadline):
+				return answer{}, fmt.Errorf("no answer within %v", callDeadline)
+			}
+		}
+	}
+	acks := fillAndFree(t, mnt, db, calls)
+	for _, srv := range servers {
+		srv.closeStdin()
+		<-srv.exited
+	}
+	checkFullLedger(t, db, acks)
+}
