@@ -166,9 +166,12 @@ type openFile struct {
 	// committer lets it go and opens the file afresh.
 	broken bool
 	// gen is the journal generation its commits go to, if any; nojournal:
-	// none could begin on it (journal.go).
+	// none could begin on it (journal.go), and how many commits go synced
+	// before one is tried again (a journal that could not be made on a
+	// full disk can be once there is room; the held file is kept for the
+	// process's lifetime).
 	gen       *generation
-	nojournal bool
+	nojournal int
 }
 
 // session opens the file once and commits batch, then further batches for
@@ -405,11 +408,14 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 				return nil, answered + len(batch), err
 			}
 		}
-		if o.gen == nil && !o.nojournal && !unpinned && l.journaling() && l.beginGeneration(o) != nil {
+		if o.gen == nil && o.nojournal > 0 {
+			o.nojournal--
+		} else if o.gen == nil && !unpinned && l.journaling() && l.beginGeneration(o) != nil {
 			// Not journaled (synced as before) if it cannot begin — once
 			// the header it may have written is retired: commits without
-			// the pin reuse the pages of its checkpoint.
-			o.nojournal = true
+			// the pin reuse the pages of its checkpoint — for as many
+			// commits as a generation's.
+			o.nojournal = genCommits
 			if err := l.retireStale(o); err != nil {
 				for _, r := range batch {
 					r.done <- err

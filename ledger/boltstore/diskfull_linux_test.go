@@ -107,9 +107,11 @@ func fillDisk(t *testing.T, dir string) string {
 // file, its journal made before the disk filled or not (the journal, 1 MiB
 // of zeros written once, is then the file that cannot be made): commits
 // fail with ErrDiskFull and leave nothing, however many; once space is
-// freed the next commit succeeds, on the same Store; the journal is never
-// more than its size; a stop at any point recovers every acknowledged
-// event; and the ledger opens again.
+// freed the next commit succeeds, on the same Store, and a generation's
+// worth later commits go through the journal again (held, the journal
+// that could not be made was never tried again: every commit synced until
+// a restart); the journal is never more than its size; a stop at any
+// point recovers every acknowledged event; and the ledger opens again.
 func TestDiskFullTmpfs(t *testing.T) {
 	for _, c := range []struct {
 		name          string
@@ -159,11 +161,19 @@ func TestDiskFullTmpfs(t *testing.T) {
 			if err := os.Remove(filler); err != nil {
 				t.Fatal(err)
 			}
-			for i := range 5 {
+			// A generation's worth: a journal that could not be made then
+			// is tried again.
+			for i := range genCommits + 2 {
 				if err := appendSized(l, 4<<10); err != nil {
 					t.Fatalf("commit %d after the space was freed: %v", i, err)
 				}
 				acked++
+			}
+			l.commitMu.Lock()
+			journaling := l.open != nil && l.open.gen != nil
+			l.commitMu.Unlock()
+			if c.hold && !journaling {
+				t.Errorf("held, %d commits after the space was freed, none runs a journal generation: synced, two flushes each, until a restart", genCommits+2)
 			}
 			if fi, err := os.Stat(journalPath(path)); err != nil || fi.Size() > journalSize {
 				t.Fatalf("the journal: %v (%d bytes)", err, fi.Size())
