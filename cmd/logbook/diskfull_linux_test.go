@@ -308,3 +308,77 @@ func TestDiskFullServe(t *testing.T) {
 	}
 	checkFullLedger(t, db, acks)
 }
+
+// TestDiskFullServerKilled: `logbook server` SIGKILLed while the disk is
+// full (its journal generation running) leaves a ledger that verifies on
+// the full disk, and that a new server opens there (settling the journal
+// writes nothing that needs room); it answers OK or ERR_STORAGE saying the
+// disk is full, then OK once the filler is removed. Every acknowledged
+// thought is in the ledger and no other.
+func TestDiskFullServerKilled(t *testing.T) {
+	t.Parallel()
+	mnt := mountTmpfs(t, 8<<20)
+	db := filepath.Join(mnt, "ledger.db")
+	srv := startHTTPServer(t, db)
+	token, _ := addToken(t, db, "--agent", "agent")
+	var acks []ack
+	var task string
+	// call makes one thought_record through srv, and says whether it was
+	// refused as the disk being full.
+	call := func(srv *httpServer) (refused bool) {
+		cs, err := connectHTTP(t, srv.url, token, "diskfull", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		if task == "" {
+			var created struct {
+				TaskID string `json:"task_id"`
+			}
+			mustOK(t, cs, "task_create", map[string]any{"title": "fill the disk", "project": "full"}, &created)
+			task = created.TaskID
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), callDeadline)
+		defer cancel()
+		env, err := callHTTPCtx(ctx, cs, "thought_record", map[string]any{"task_id": task, "type": "analysis", "content": strings.Repeat("full ", 400)})
+		switch {
+		case err != nil:
+			t.Fatalf("thought_record: %v", err)
+		case env.OK:
+			var a ack
+			if err := json.Unmarshal(env.Data, &a); err != nil || a.Seq == 0 {
+				t.Fatalf("answer %s: %v", env.Data, err)
+			}
+			acks = append(acks, a)
+		case env.Error.Code == "ERR_STORAGE":
+			diskFullReason(t, "thought_record", env.Error.Details)
+			return true
+		default:
+			t.Fatalf("thought_record on a full disk: %s %s", env.Error.Code, env.Error.Details)
+		}
+		return false
+	}
+	call(srv)
+	filler := fillDisk(t, mnt)
+	refused := 0
+	for i := 0; i < 2000 && refused < 5; i++ {
+		if call(srv) {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no call was refused: the disk never filled")
+	}
+	srv.kill()
+	wantExit(t, run(t, "verify", "--db", db), 0, "verify on the full disk after a SIGKILL")
+	srv = startHTTPServer(t, db)
+	call(srv)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if call(srv) {
+		t.Fatal("a call after the space was freed refused")
+	}
+	srv.kill()
+	checkFullLedger(t, db, acks)
+}
