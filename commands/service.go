@@ -400,6 +400,9 @@ func (s *Service) storageError(tool string, err error) error {
 		reason, unknown = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered"+mayBeRecorded, true
 	case errors.Is(err, boltstore.ErrOutcomeUnknown):
 		reason, unknown = "the disk failed while this call was made durable (see the server's log)"+mayBeRecorded, true
+		if errors.Is(err, boltstore.ErrDiskFull) {
+			reason = "the disk is full, and " + reason
+		}
 	case errors.Is(err, boltstore.ErrAppendUnknown):
 		reason, unknown = "the replicated log (NATS JetStream) neither took nor refused this call's events in time (see the server's log)"+mayBeRecorded, true
 	case errors.Is(err, boltstore.ErrLogGone):

@@ -394,7 +394,9 @@ const choices = `
   events a NATS JetStream stream (` + "`logbook server --store`" + `) neither took nor refused in time. Any other
   ` + "`ERR_STORAGE`" + ` means nothing of the call was recorded: on a full disk (or a ledger file that may
   grow no more) its reason says "the disk is full", and calls succeed again once there is room,
-  the process not restarted. A call that finds the file holding no
+  the process not restarted (on a copy-on-write file system, btrfs, where even an overwrite needs
+  room, a full disk may also leave a call's outcome unknown: its reason then begins "the disk is
+  full, and"). A call that finds the file holding no
   projections (a ` + "`logbook rebuild`" + ` killed during its swap) waits while the process folds them
   again from the log (seconds on a large ledger), then runs.
 - **task_update.** A closed task answers ` + "`ERR_TASK_CLOSED`" + ` even for a request that would

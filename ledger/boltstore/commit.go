@@ -637,8 +637,14 @@ func (l *Store) catchUp(o *openFile) error {
 // taken from the queue), and the committer ran the same batch again and
 // again on the same damage, its callers waiting forever.
 func update(db *bolt.DB, fn func(*bolt.Tx) error) error {
-	err := guard(func() error { return db.Update(fn) })
-	if err != nil && noRoom(err) {
+	return guard(func() error { return db.Update(fn) })
+}
+
+// diskFull is err, the answer to a call, wrapped as ErrDiskFull where a
+// write or a growth of a file (the ledger's, its journal's) was refused
+// for want of room (noRoom).
+func diskFull(err error) error {
+	if err != nil && noRoom(err) && !errors.Is(err, ErrDiskFull) {
 		return fmt.Errorf("%w: %w", ErrDiskFull, err)
 	}
 	return err

@@ -70,10 +70,12 @@ var (
 	// cause (a bbolt page that is not what it claims, a read past the end of
 	// a truncated file).
 	ErrDamaged = errors.New("ledger file is damaged")
-	// ErrDiskFull: a commit found no room for its pages — the file
-	// system is full, or the ledger file may grow no more (a quota, a
-	// file size limit) — and left nothing; commits succeed again once
-	// there is room (noRoom).
+	// ErrDiskFull: a commit found no room — for its pages, or for its
+	// journal record or header (on a copy-on-write file system an
+	// overwrite needs room too) — the file system being full, or the
+	// file may grow no more (a quota, a file size limit): it left nothing
+	// (unless the error is ErrOutcomeUnknown too); commits succeed again
+	// once there is room (noRoom).
 	ErrDiskFull = errors.New("the disk is full")
 )
 
@@ -720,7 +722,7 @@ func (l *Store) Update(fn func(*Tx) error) error {
 	}
 	r := &request{fn: fn, done: make(chan error, 1), deadline: time.Now().Add(l.opts.LockTimeout)}
 	if l.direct(r) {
-		return <-r.done
+		return diskFull(<-r.done)
 	}
 	return l.send(r)
 }
@@ -736,11 +738,11 @@ func (l *Store) send(r *request) error {
 	// committer has stopped, nothing will answer a request it did not take.
 	select {
 	case err := <-r.done:
-		return err
+		return diskFull(err)
 	case <-l.done:
 		select {
 		case err := <-r.done: // answered before it stopped
-			return err
+			return diskFull(err)
 		default:
 			return ErrClosed
 		}
