@@ -495,8 +495,13 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			return tx.flush()
 		})
 		if recorded != nil {
-			rerr := <-recorded
-			if err != nil {
+			switch rerr := <-recorded; {
+			case err == nil:
+				err = l.journalEnd(o, rerr)
+			case errors.Is(rerr, errRecordUnwritten):
+				// The commit failed, and no byte of its record was
+				// written: nothing to take back.
+			default:
 				if err = retractRecord(o.gen, err); errors.Is(err, ErrOutcomeUnknown) {
 					// Unknown for the calls that ran; those after them
 					// (the commit held the file long enough) go to the
@@ -508,8 +513,6 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 					}
 					return batch[ran:], answered + ran, err
 				}
-			} else {
-				err = l.journalEnd(o, rerr)
 			}
 		}
 		if failed >= 0 {

@@ -190,3 +190,32 @@ func TestDiskFullTmpfs(t *testing.T) {
 		})
 	}
 }
+
+// A commit that fails whose journal record's write wrote nothing (a full
+// copy-on-write file system refuses even an overwrite, as btrfs does;
+// here RLIMIT_FSIZE below the record's place) has no record to take back.
+// Taking it back failed the same way, and the commit was answered
+// ErrOutcomeUnknown, though certainly not in the ledger: it is a failed
+// commit (ErrDiskFull), and the next commits, with room, succeed.
+func TestJournalUnwrittenRecordNotTakenBack(t *testing.T) {
+	l, path, _ := journaled(t, Options{Hold: true})
+	appendOne(t, l, 0)
+	appendOne(t, l, 1)
+	restore := limitFileSize(t, journalRecords)
+	err := appendSized(l, 1000)
+	restore()
+	switch {
+	case err == nil:
+		t.Fatal("the commit succeeded under RLIMIT_FSIZE")
+	case errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, ErrDiskFull):
+		t.Fatalf("a commit whose record was not written: %v, want ErrDiskFull and not ErrOutcomeUnknown", err)
+	}
+	appendOne(t, l, 2)
+	want := storedEvents(t, path, l)
+	if len(want) != 3 {
+		t.Fatalf("%d events, want 3", len(want))
+	}
+	if got := recoverImage(t, path); len(got) != len(want) {
+		t.Fatalf("%d events recovered, want %d", len(got), len(want))
+	}
+}

@@ -397,12 +397,20 @@ func (l *Store) journalRecord(o *openFile, events [][]byte) bool {
 // became of the file's unsynced pages, and is taken back (retractRecord)
 // if that commit fails.
 func writeRecord(g *generation) error {
-	_, err := g.f.WriteAt(g.buf, g.off)
+	n, err := g.f.WriteAt(g.buf, g.off)
+	if err != nil && n == 0 {
+		return fmt.Errorf("%w: %w", errRecordUnwritten, err)
+	}
 	if err == nil {
 		err = fdatasync(g.f)
 	}
 	return err
 }
+
+// errRecordUnwritten: writeRecord's write wrote no byte of the record (a
+// full copy-on-write file system refuses even an overwrite), so there is
+// nothing to take back if its commit fails.
+var errRecordUnwritten = errors.New("the journal record was not written")
 
 // journalEnd follows a commit whose record was written with the outcome
 // err (errNoRecord: not written): the record is the commit's durability;
