@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/logbook-dev/logbook/domain"
@@ -52,8 +54,11 @@ const DefaultBridgeCallTimeout = time.Minute
 // call, with the stdio client's clientInfo.name as its claim. A request
 // the server turns away without beginning it (429, or 503 with
 // Retry-After) is sent again after its Retry-After, a call's within
-// opts.CallTimeout. A call the server cannot be reached for, or does not
-// answer within opts.CallTimeout, is answered with a JSON-RPC error.
+// opts.CallTimeout. A call the server gives no answer of its own (not
+// reached, refused at the HTTP level, no answer within opts.CallTimeout)
+// is answered with a JSON-RPC error whose code says whether it was
+// recorded (callFailure); a URL that is no logbook MCP endpoint is an
+// error at once (connectFailure).
 // Bridge returns as Server.Run does.
 func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer) error {
 	if opts.Logger == nil {
@@ -74,11 +79,8 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 	client := sdk.NewClient(&sdk.Implementation{Name: "logbook-bridge", Version: opts.Version}, &sdk.ClientOptions{Logger: quiet})
 	var hello posted // the initialize POST: a refused token is told apart
 	remote, err := client.Connect(context.WithValue(ctx, postedKey{}, &hello), &sdk.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: httpc, DisableStandaloneSSE: true}, nil)
-	switch {
-	case err != nil && hello.status.Load() == http.StatusUnauthorized:
-		return fmt.Errorf("connect to %s: the logbook server refused the bridge's token (401: unknown or revoked; logbook token add issues one): %w", opts.URL, err)
-	case err != nil:
-		return fmt.Errorf("connect to %s: %w", opts.URL, err)
+	if err != nil {
+		return connectFailure(opts.URL, &hello, err)
 	}
 	defer remote.Close()
 
@@ -98,37 +100,12 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 		res, err := remote.CallTool(context.WithValue(callCtx, postedKey{}, &post), params)
 		if err != nil {
 			opts.Logger.Warn("forwarding a tool call failed", "tool", domain.Clip(req.Params.Name), "err", err)
-			switch status := post.status.Load(); {
-			case status == http.StatusUnauthorized:
-				// Refused before anything ran: the token is unknown or
-				// was revoked (and the SDK's client sends nothing more).
-				return nil, fmt.Errorf("the logbook server refused the bridge's token (401: unknown or revoked); not recorded: restart the bridge with a valid token: %w", err)
-			case post.forNow.Load():
-				// Turned away before anything ran, each time the bridge
-				// sent it (bearer), until waiting more would pass its
-				// deadline. The agent reads the first sdkRoom characters;
-				// the operator, the log.
-				opts.Logger.Warn("the logbook server turned a call away for now, each time it was sent"+busyHint(int(status)),
-					"tool", req.Params.Name, "status", status, "sends", post.attempts.Load(), "server_said", post.said())
-				return nil, fmt.Errorf("the logbook server turned the call away %d times (%d %s: %s); not recorded: call again shortly: %w",
-					post.attempts.Load(), status, http.StatusText(int(status)), busyReason(int(status)), err)
-			case status >= 400 && status < 500:
-				// Refused before any tool ran: 403 (a Host or Origin
-				// refused), 400 (say, a call with no tool name, which the
-				// SDK's client sends without the Mcp-Name header the
-				// server then requires), 413 (too large).
-				return nil, fmt.Errorf("the logbook server refused the request (%d %s); the call was not recorded: %w", status, http.StatusText(int(status)), err)
-			case status >= 500:
-				// Reached, and answered with a failure (a proxy in front
-				// whose upstream ended, say): the call may have run.
-				return nil, fmt.Errorf("the logbook server (or a proxy) answered %d %s; the call may or may not have been recorded: %w", status, http.StatusText(int(status)), err)
-			case !post.tried.Load():
-				// Never sent: no connection could be made (the server
-				// down or restarting), the connection to the server had
-				// ended (after a refusal, say) or the call timed out first.
-				return nil, fmt.Errorf("the call was not sent to the logbook server, and was not recorded: %w", err)
+			if post.forNow.Load() {
+				status := int(post.status.Load())
+				opts.Logger.Warn("the logbook server turned a call away for now, each time it was sent"+busyHint(status),
+					"tool", domain.Clip(req.Params.Name), "status", status, "sends", post.attempts.Load(), "server_said", post.said())
 			}
-			return nil, fmt.Errorf("the logbook server could not be reached; the call may or may not have been recorded: %w", err)
+			return nil, callFailure(&post, err)
 		}
 		return asDirect(verbatim(res)), nil
 	}
@@ -168,6 +145,124 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 		}
 	})
 	return serveStdio(ctx, local, in, out, opts.MaxMessageBytes, opts.Logger, nil)
+}
+
+// The JSON-RPC error codes serve --connect answers a tools/call with when
+// the logbook server gave it no answer of its own (a refusal the server
+// wrote as a JSON-RPC error, such as -32020, is passed on with its code).
+// They are public API, documented in TOOLS.md: add, never renumber.
+const (
+	// CodeBridgeTokenRefused: the server refused the bridge's token (401:
+	// unknown or revoked). Not recorded; no later call will be.
+	CodeBridgeTokenRefused = -32031
+	// CodeBridgeRefused: the server refused the request before any tool
+	// ran (a 4xx: 403, 413, 400...). Not recorded.
+	CodeBridgeRefused = -32032
+	// CodeBridgeBusy: the server turned the call away for now (429, 503
+	// with Retry-After) each time the bridge sent it, until its deadline.
+	// Not recorded; call again shortly.
+	CodeBridgeBusy = -32033
+	// CodeBridgeNotSent: the call never left the bridge (no connection
+	// could be made, a tool name no header can carry). Not recorded.
+	CodeBridgeNotSent = -32034
+	// CodeBridgeUnknown: the call was sent and no answer of the server's
+	// came (the connection lost, no answer within the deadline, a 5xx
+	// from the server or a proxy). It may or may not have been recorded.
+	CodeBridgeUnknown = -32035
+)
+
+// callFailure is the JSON-RPC error a forwarded call that got no result
+// is answered with: what became of it (post), whether it was recorded,
+// what to do. The agent reads the first sdkRoom characters; the SDK's
+// own words (err) are logged, not sent.
+func callFailure(post *posted, err error) error {
+	status := int(post.status.Load())
+	text := fmt.Sprintf("%d %s", status, http.StatusText(status))
+	said := "" // what the server said, after what the agent must read
+	if s := post.said(); s != "" && !post.rpc.Load() {
+		said = ": " + s
+	}
+	fail := func(code int64, format string, args ...any) error {
+		return &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	}
+	switch rpc, isRPC := errors.AsType[*jsonrpc.Error](err); {
+	case status >= 200 && status < 300 && isRPC:
+		// The server's own answer, a JSON-RPC error: passed on as such.
+		return rpc
+	case status == http.StatusUnauthorized:
+		// Refused before anything ran: the token is unknown or was
+		// revoked; every later call will be too.
+		return fail(CodeBridgeTokenRefused, "the logbook server refused the bridge's token (401: unknown or revoked); not recorded: restart the bridge with a valid token")
+	case post.forNow.Load():
+		// Turned away before anything ran, each time the bridge sent it
+		// (bearer), until waiting more would pass its deadline.
+		return fail(CodeBridgeBusy, "the logbook server turned the call away %d times (%d %s: %s); not recorded: call again shortly",
+			post.attempts.Load(), status, http.StatusText(status), busyReason(status))
+	case status >= 400 && status < 500:
+		// Refused before any tool ran: 403 (a Host or Origin refused),
+		// 400 (say, a call with no tool name, which the SDK's client
+		// sends without the Mcp-Name header the server then requires),
+		// 413 (too large). A refusal the server wrote as a JSON-RPC
+		// error keeps its code and message.
+		if isRPC && post.rpc.Load() {
+			return fail(rpc.Code, "the logbook server refused the request (%s); the call was not recorded: %s", text, rpc.Message)
+		}
+		return fail(CodeBridgeRefused, "the logbook server refused the request (%s); the call was not recorded%s", text, said)
+	case status >= 300:
+		// Reached, and answered with a failure (a proxy in front whose
+		// upstream ended, say): the call may have run.
+		return fail(CodeBridgeUnknown, "the logbook server (or a proxy) answered %s; the call may or may not have been recorded%s", text, said)
+	case !post.tried.Load():
+		// Never sent: no connection could be made (the server down or
+		// restarting), or a header net/http refuses to send.
+		return fail(CodeBridgeNotSent, "the call was not sent to the logbook server, and was not recorded: %s", notSentReason(err))
+	case errors.Is(err, context.DeadlineExceeded):
+		return fail(CodeBridgeUnknown, "the logbook server did not answer in time; the call may or may not have been recorded")
+	}
+	return fail(CodeBridgeUnknown, "the connection to the logbook server failed before its answer; the call may or may not have been recorded")
+}
+
+// notSentReason says, in a few words, why a call was not sent.
+func notSentReason(err error) string {
+	if errors.Is(err, errUnsendable) {
+		return errUnsendable.Error()
+	}
+	return "no connection to the server could be made"
+}
+
+// connectFailure is the error the bridge ends with when it could not open
+// its session with the server at url: what was found there (hello, the
+// last POST), and what to do.
+func connectFailure(url string, hello *posted, err error) error {
+	status := int(hello.status.Load())
+	kind := ""
+	if k := hello.kind.Load(); k != nil && *k != "" {
+		kind = " (" + *k + ")"
+	}
+	const endpoint = "a logbook server's MCP endpoint is http[s]://HOST:PORT/mcp"
+	switch {
+	case status == http.StatusUnauthorized:
+		return fmt.Errorf("connect to %s: the logbook server refused the bridge's token (401: unknown or revoked; logbook token add issues one): %w", url, err)
+	case !hello.tried.Load():
+		return fmt.Errorf("connect to %s: nothing answers there (is logbook server running, on that port?): %w", url, err)
+	case errors.Is(err, http.ErrSchemeMismatch):
+		return fmt.Errorf("connect to %s: not a logbook MCP endpoint: the server there speaks plain HTTP, not HTTPS (%s): %w", url, endpoint, err)
+	case errors.As(err, new(*tls.CertificateVerificationError)):
+		return fmt.Errorf("connect to %s: the server's TLS certificate is not trusted here: %w", url, err)
+	case status >= 300:
+		// What it said, when it is a few words of text (not a page).
+		said := hello.said()
+		if said == http.StatusText(status) || kind != "" && !strings.Contains(kind, "text/plain") {
+			said = ""
+		}
+		if said != "" {
+			said = ": " + strconv.Quote(domain.ClipAt(said, 128))
+		}
+		return fmt.Errorf("connect to %s: not a logbook MCP endpoint: it answered the bridge's POST %d %s%s%s (%s)", url, status, http.StatusText(status), kind, said, endpoint)
+	case status >= 200:
+		return fmt.Errorf("connect to %s: not a logbook MCP endpoint: it answered the bridge's POST %d %s%s, not with an MCP message (%s)", url, status, http.StatusText(status), kind, endpoint)
+	}
+	return fmt.Errorf("connect to %s: %w", url, err)
 }
 
 // verbatim gives a forwarded result's structuredContent as the server sent
@@ -273,18 +368,20 @@ type bearer struct {
 // posted is what became of the POST carrying a forwarded call: whether
 // the bridge sent it, and the HTTP status it was answered with (0: none).
 // A call whose POST never went out, or was refused with a 4xx (401, 403,
-// 400 for a header the SDK refuses, 429: before any tool runs) or a 503
-// refusing it for now (refusedForNow), is not recorded; any other failure
-// leaves its outcome unknown.
+// 400 for a header the SDK refuses, 413, 429: before any tool runs) or a
+// 503 refusing it for now (refusedForNow), is not recorded; any other
+// failure leaves its outcome unknown (callFailure).
 type posted struct {
 	tried    atomic.Bool
 	status   atomic.Int32
 	forNow   atomic.Bool            // the last answer refused it for now
 	attempts atomic.Int32           // times sent
-	text     atomic.Pointer[string] // what the last refusal for now said
+	text     atomic.Pointer[string] // what the last failure answer said
+	rpc      atomic.Bool            // that answer was a JSON-RPC error of the server's
+	kind     atomic.Pointer[string] // the last answer's Content-Type
 }
 
-// said is what the server's last refusal for now said.
+// said is what the server's last failure answer (a status not 2xx) said.
 func (p *posted) said() string {
 	if t := p.text.Load(); t != nil {
 		return *t
@@ -348,6 +445,9 @@ func retryWait(resp *http.Response) time.Duration {
 
 type postedKey struct{}
 
+// errUnsendable is a request net/http would refuse to send.
+var errUnsendable = errors.New("a header value holds a control character (the SDK's client puts the tool name in Mcp-Name)")
+
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
@@ -364,12 +464,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if !validHeaderValues(r.Header) {
 		// net/http refuses it before dialling: never sent.
-		return nil, errors.New("a header value holds a control character (the SDK's client puts the tool name in Mcp-Name)")
+		return nil, errUnsendable
 	}
 	resp, err := sendPost(next, r, p)
-	if err == nil {
-		resp = perRequest(r, resp)
-	}
 	if l, _ := r.Context().Value(listedKey{}).(*listed); l != nil && err == nil {
 		// tools/list: its answer as the server wrote it (verbatimSchema).
 		b := new(bytes.Buffer)
@@ -406,14 +503,21 @@ func sendPost(next http.RoundTripper, r *http.Request, p *posted) (*http.Respons
 			return resp, err
 		}
 		p.status.Store(int32(resp.StatusCode))
+		kind := resp.Header.Get("Content-Type")
+		p.kind.Store(&kind)
 		p.forNow.Store(refusedForNow(resp))
-		if !p.forNow.Load() {
+		p.rpc.Store(false)
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 			return resp, nil
 		}
-		text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		text, _ := io.ReadAll(io.LimitReader(resp.Body, maxFailureBody))
 		resp.Body.Close()
 		said := domain.ClipAt(strings.TrimSpace(strings.ToValidUTF8(string(text), "\uFFFD")), 256)
 		p.text.Store(&said)
+		if !p.forNow.Load() {
+			resp.Body = io.NopCloser(bytes.NewReader(asRPCError(text, p, resp)))
+			return resp, nil
+		}
 		resp.Body = io.NopCloser(bytes.NewReader(text))
 		wait := retryWait(resp)
 		deadline, timed := ctx.Deadline()
@@ -437,6 +541,30 @@ func sendPost(next http.RoundTripper, r *http.Request, p *posted) (*http.Respons
 	}
 }
 
+// maxFailureBody bounds what is read of an answer whose status is not 2xx:
+// the server's refusals are a line of text or one JSON-RPC error.
+const maxFailureBody = 64 << 10
+
+// asRPCError gives the SDK's client a failure answer (a status not 2xx)
+// as a JSON-RPC error: the server's own when the body is one (p.rpc: the
+// SDK passes its code on, -32020 say), else one made of what the body
+// said. The SDK's client ends its connection on a failure answer that is
+// no JSON-RPC error (but for 429, 500, 502, 503, 504): one 401, 403 or
+// 413 answered every later call of the bridge "not sent". Given one, it
+// only fails the request.
+func asRPCError(body []byte, p *posted, resp *http.Response) []byte {
+	if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+		if r, ok := msg.(*jsonrpc.Response); ok && r.Error != nil {
+			p.rpc.Store(true)
+			return body
+		}
+	}
+	made, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "error": map[string]any{
+		"code": CodeBridgeRefused, "message": fmt.Sprintf("%d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), p.said())}})
+	resp.ContentLength = int64(len(made))
+	return made
+}
+
 // dialFailed reports whether err is a failure to connect to the server at
 // all (net/http's dial: connection refused, no route, no such host), after
 // which nothing of the request was sent. A connection that failed once
@@ -444,72 +572,6 @@ func sendPost(next http.RoundTripper, r *http.Request, p *posted) (*http.Respons
 func dialFailed(err error) bool {
 	oe, ok := errors.AsType[*net.OpError](err)
 	return ok && oe.Op == "dial"
-}
-
-// perRequest gives a plain 4xx or 5xx answer to a POSTed request (no
-// JSON-RPC error in it: the logbook server's 413 for a body past
-// --max-body-bytes, refused on its headers, its 408 for a body late, a
-// proxy's 403 or 501) the form of a JSON-RPC error answering that request,
-// which it is: the server refused, or failed, that request alone. The SDK's
-// client takes such a plain answer (but 500, 502, 503, 504 and 429) for a
-// broken connection and sends nothing more, and every later call of the
-// agent was answered "not sent", until the bridge was restarted. A 401 (the
-// token refused: nothing more is sent, and the agent is told to restart the
-// bridge) and a 404 (a session the server no longer has) keep their
-// meaning. The status stays, for forward to tell the agent what it means.
-func perRequest(r *http.Request, resp *http.Response) *http.Response {
-	switch code := resp.StatusCode; {
-	case code < 400, code == http.StatusUnauthorized, code == http.StatusNotFound:
-		return resp
-	}
-	text, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(text))
-	var answer struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(text, &answer) == nil && len(answer.Error) > 0 {
-		return resp // a JSON-RPC error already: the SDK's client reads it
-	}
-	id := postedID(r)
-	if id == nil {
-		return resp
-	}
-	said := domain.ClipAt(strings.TrimSpace(strings.ToValidUTF8(string(text), "\uFFFD")), 256)
-	// -32603: the code forward's own error is answered with, which the
-	// agent got for such a refusal before (the SDK passes a JSON-RPC
-	// error's code on to it).
-	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
-		"code": -32603, "message": fmt.Sprintf("%d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), said)}})
-	if err != nil {
-		return resp
-	}
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Header.Del("Content-Length")
-	resp.ContentLength = int64(len(msg))
-	resp.Body = io.NopCloser(bytes.NewReader(msg))
-	return resp
-}
-
-// postedID is the JSON-RPC id of the request r carries (requestID), nil
-// for none (a notification) or a body that cannot be read again.
-func postedID(r *http.Request) json.RawMessage {
-	if r.GetBody == nil {
-		return nil
-	}
-	body, err := r.GetBody()
-	if err != nil {
-		return nil
-	}
-	defer body.Close()
-	data, err := io.ReadAll(body)
-	if err != nil || len(data) == 0 || data[0] != '{' || !json.Valid(data) {
-		return nil
-	}
-	if id := requestID(data); string(id) != "null" {
-		return id
-	}
-	return nil
 }
 
 // validHeaderValues is net/http's own check of header values (no control

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,7 +37,7 @@ func TestBridgeCallTimeout(t *testing.T) {
 
 	send, answer := openBridge(t, BridgeOptions{URL: ts.URL, Token: "t", CallTimeout: 200 * time.Millisecond})
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
-	if l := answer("2"); !strings.Contains(l, `"error"`) || !strings.Contains(l, "may or may not have been recorded") {
+	if l := answer("2"); !strings.Contains(l, `"error":{"code":-32035,`) || !strings.Contains(l, "may or may not have been recorded") {
 		t.Errorf("a call the server never answers: %s", l)
 	}
 }
@@ -128,8 +129,9 @@ func TestBridgeTokenRefused(t *testing.T) {
 	for _, id := range []string{"3", "4"} {
 		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"rec","arguments":{}}}`)
 		l := answer(id)
-		if !strings.Contains(l, `"error"`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "not recorded") ||
-			id == "3" && !strings.Contains(l, "restart the bridge with a valid token") { // whole, within sdkRoom
+		// Each, the bridge's connection kept (not "not sent": the SDK's
+		// client ended it on the first 401), within sdkRoom.
+		if !strings.Contains(l, `"error":{"code":-32031,`) || !strings.Contains(l, "restart the bridge with a valid token") {
 			t.Errorf("call %s, its token refused: %s", id, l)
 		}
 	}
@@ -219,7 +221,7 @@ func TestBridgeRefusedRequest(t *testing.T) {
 		id := itoa(i + 2)
 		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`)
 		l := answer(id)
-		if !strings.Contains(l, `"error"`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "(400 Bad Request); the call was not recorded") {
+		if !strings.Contains(l, `"error":{"code":-32020,`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "(400 Bad Request); the call was not recorded") {
 			t.Errorf("tools/call %s through the bridge: %s", params, l)
 		}
 	}
@@ -238,7 +240,7 @@ func TestBridgeServerDown(t *testing.T) {
 	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "full", CallTimeout: 10 * time.Second})
 	srv.Close()
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"t","project":"p"}}}`)
-	if l := answer("2"); !strings.Contains(l, `"error"`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "was not sent to the logbook server, and was not recorded") {
+	if l := answer("2"); !strings.Contains(l, `"error":{"code":-32034,`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "was not sent to the logbook server, and was not recorded") {
 		t.Errorf("a call to a server that is down: %s", clipLine(l))
 	}
 	if n := len(f.recorded()); n != 0 {
@@ -263,7 +265,7 @@ func TestBridgeUnsendableName(t *testing.T) {
 		id := itoa(i + 2)
 		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":{}}}`)
 		l := answer(id)
-		if !strings.Contains(l, `"error"`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "was not sent to the logbook server, and was not recorded") {
+		if !strings.Contains(l, `"error":{"code":-32034,`) || strings.Contains(l, "may or may not") || !strings.Contains(l, "was not sent to the logbook server, and was not recorded") {
 			t.Errorf("tools/call %s through the bridge: %s", name, l)
 		}
 	}
@@ -530,7 +532,7 @@ func TestBridgeSurvivesARefusedRequest(t *testing.T) {
 	for i := range 3 {
 		id := itoa(2 + 2*i)
 		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"task_list","arguments":{"search":"` + big + `"}}}`)
-		if l := answer(id); !strings.Contains(l, `"code":-32603`) || !strings.Contains(l, "(413 Request Entity Too Large); the call was not recorded") {
+		if l := answer(id); !strings.Contains(l, `"code":-32032`) || !strings.Contains(l, "(413 Request Entity Too Large); the call was not recorded") {
 			t.Errorf("a call past the server's body bound: %s", clipLine(l))
 		}
 		id = itoa(3 + 2*i)
@@ -574,11 +576,11 @@ func TestBridgeSurvivesARefusedRequest(t *testing.T) {
 	for i, status := range []int{400, 403, 405, 408, 413, 415, 422, 501, 505} {
 		id := itoa(10 + 2*i)
 		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"rec","arguments":{"status":` + itoa(status) + `}}}`)
-		said := "the call was not recorded"
+		code, said := `"code":-32032`, "the call was not recorded"
 		if status >= 500 {
-			said = "the call may or may not have been recorded"
+			code, said = `"code":-32035`, "the call may or may not have been recorded"
 		}
-		if l := answer(id); !strings.Contains(l, `"code":-32603`) || !strings.Contains(l, itoa(status)+" "+http.StatusText(status)) || !strings.Contains(l, said) {
+		if l := answer(id); !strings.Contains(l, code) || !strings.Contains(l, itoa(status)+" "+http.StatusText(status)) || !strings.Contains(l, said) {
 			t.Errorf("a call refused %d: %s", status, clipLine(l))
 		}
 		id = itoa(11 + 2*i)
@@ -589,5 +591,84 @@ func TestBridgeSurvivesARefusedRequest(t *testing.T) {
 	}
 	if n := ran.Load(); n != 9 {
 		t.Errorf("the tool ran %d times, want 9", n)
+	}
+}
+
+// TestBridgeFailureCodes: each way a forwarded call can fail is answered
+// with its own documented JSON-RPC code (TOOLS.md, "serve --connect"),
+// saying whether the call was recorded, never the bare -32603 every one
+// of them got; and a failure answer that is no JSON-RPC error (401, 403,
+// 413 as plain text) no longer ends the bridge's connection to the
+// server: the SDK's client closed it, and every later call was answered
+// "not sent".
+func TestBridgeFailureCodes(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "failing", Version: "1"}, nil)
+	var ran atomic.Int32
+	for _, name := range []string{"ok", "cut"} {
+		srv.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				ran.Add(1)
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ran"}}}, nil
+			})
+	}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string
+			Params struct{ Name string }
+		}
+		json.Unmarshal(body, &msg)
+		name := msg.Params.Name
+		switch status, _ := strconv.Atoi(strings.TrimPrefix(name, "s")); {
+		case status != 0:
+			if status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "0")
+			}
+			http.Error(w, "said "+name, status)
+		case name == "cut":
+			// The call runs, and its answer is lost: the connection
+			// closes before it.
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		default:
+			h.ServeHTTP(w, r)
+		}
+	}))
+	defer ts.Close()
+	send, answer := openBridge(t, BridgeOptions{URL: ts.URL, Token: "t", CallTimeout: 5 * time.Second})
+	id := 1
+	call := func(name string) string {
+		id++
+		send(`{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"tools/call","params":{"name":"` + name + `","arguments":{}}}`)
+		return answer(itoa(id))
+	}
+	for _, c := range []struct {
+		tool, code, says string
+	}{
+		{"s401", "-32031", "refused the bridge's token (401: unknown or revoked); not recorded"},
+		{"s403", "-32032", "refused the request (403 Forbidden); the call was not recorded: said s403"},
+		{"s413", "-32032", "refused the request (413 Request Entity Too Large); the call was not recorded"},
+		{"s404", "-32032", "refused the request (404 Not Found); the call was not recorded"},
+		{"s429", "-32033", "turned the call away"},
+		{"s500", "-32035", "answered 500 Internal Server Error; the call may or may not have been recorded"},
+		{"s501", "-32035", "answered 501 Not Implemented; the call may or may not have been recorded"},
+		{"s502", "-32035", "answered 502 Bad Gateway; the call may or may not have been recorded"},
+		{"cut", "-32035", "failed before its answer; the call may or may not have been recorded"},
+		// The server's own JSON-RPC error, at 200: passed on.
+		{"nope", "-32602", `"message":"unknown tool \"nope\""`},
+	} {
+		l := call(c.tool)
+		if !strings.Contains(l, `"error":{"code":`+c.code+`,`) || !strings.Contains(l, c.says) {
+			t.Errorf("%s: %s\nwant code %s saying %q", c.tool, l, c.code, c.says)
+		}
+		// The bridge goes on serving.
+		if l := call("ok"); !strings.Contains(l, `"text":"ran"`) {
+			t.Errorf("a call after %s: %s", c.tool, l)
+		}
 	}
 }

@@ -359,11 +359,11 @@ const choices = `
   number beyond a double (` + "`1e400`" + `): the SDK cannot read the name beside them (400, -32020, not
   recorded), where over stdio and older revisions it is answered and recorded. Through
   ` + "`serve --connect`" + ` too, a tool name holding a control character (which the ` + "`Mcp-Name`" + ` header
-  cannot carry) is answered with a JSON-RPC error saying the call was not sent and not recorded,
+  cannot carry) is answered with a JSON-RPC error (-32034) saying the call was not sent and not recorded,
   where over stdio it is ` + "`ERR_INVALID_INPUT`" + ` (unknown tool) and recorded. And a call whose request, as
   ` + "`serve --connect`" + ` forwards it, is over the server's ` + "`--max-body-bytes`" + ` (4 MiB by default; the bridge adds
   the stdio client's name to each call, so a message within a few hundred bytes of stdio's own 4 MiB may
-  be) is refused there (413) and not recorded, and answered with a JSON-RPC error saying so, where over
+  be) is refused there (413) and not recorded, and answered with a JSON-RPC error saying so (-32032), where over
   stdio it is answered and recorded; the bridge serves the calls after it. A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
   than 1,000 levels gets -32600, by id where one can be read. Request ids (a string or a number,
   at most 1,024 bytes, given once; anything else, null included, which MCP forbids, gets -32600 with
@@ -399,6 +399,31 @@ const choices = `
   full, and"). A call that finds the file holding no
   projections (a ` + "`logbook rebuild`" + ` killed during its swap) waits while the process folds them
   again from the log (seconds on a large ledger), then runs.
+- **` + "`serve --connect`" + `.** The bridge answers each tools/call with the server's own answer: its
+  result (a call out of a scoped token's tools is ` + "`ERR_FORBIDDEN`" + `, recorded, as over HTTP), or a
+  JSON-RPC error the server wrote, passed on with its code (-32020 above, say). A call the server
+  gave no answer of its own gets a JSON-RPC error whose code says what became of it (its message
+  says so too, and what to do; the bridge's stderr has the details), and the bridge goes on serving:
+  - -32031: the server refused the bridge's token (401: unknown, or revoked since the bridge
+    started; every later call will be refused too: restart the bridge with a valid token). Not recorded.
+  - -32032: the server refused the request before any tool ran (another 4xx: 413, a call larger
+    than its ` + "`--max-body-bytes`" + `; 403, a ` + "`Host`" + ` it refuses). Not recorded.
+  - -32033: the server turned the call away for now (429, or 503 with ` + "`Retry-After`" + `) each time the
+    bridge sent it, until the call's minute was up. Not recorded: call again shortly.
+  - -32034: the call was never sent (no connection could be made: the server stopped or
+    restarting; a tool name no header can carry). Not recorded.
+  - -32035: the call was sent and no answer came (the connection failed: the server killed
+    mid-call; no answer within a minute; a 5xx from the server or a proxy in front). It may or may
+    not have been recorded: look for what it writes before calling again.
+
+  ` + "`tools/list`" + ` is answered from the list the server gave when the bridge connected, after a
+  revocation too: it is the server's list for that token, which the client already has and which
+  reveals nothing, and every call still goes to the server, which decides (-32031). ` + "`serve --connect`" + `
+  to a URL where no logbook MCP endpoint answers exits 2 before serving, saying what it found there:
+  nothing (connection refused), not a logbook MCP endpoint (the status and content type it
+  answered the bridge's POST with: 405 for ` + "`http://HOST:PORT/`" + ` rather than ` + "`/mcp`" + `, 200 and JSON for
+  ` + "`/healthz`" + `, a plain HTTP server given an ` + "`https://`" + ` URL, the 400 of an HTTPS server given an
+  ` + "`http://`" + ` one), a TLS certificate not trusted, or the token refused (401).
 - **task_update.** A closed task answers ` + "`ERR_TASK_CLOSED`" + ` even for a request that would
   change nothing. ` + "`blocked_reason`" + ` on a task that is not (becoming) blocked is invalid input.
   ` + "`status: \"blocked\"`" + ` needs a non-blank ` + "`blocked_reason`" + ` in the same request even on a task
