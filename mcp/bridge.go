@@ -214,7 +214,8 @@ func callFailure(post *posted, err error) error {
 		return fail(CodeBridgeUnknown, "the logbook server (or a proxy) answered %s; the call may or may not have been recorded%s", text, said)
 	case !post.tried.Load():
 		// Never sent: no connection could be made (the server down or
-		// restarting), or a header net/http refuses to send.
+		// restarting), a header net/http refuses to send, or the SDK's
+		// client has ended its connection.
 		return fail(CodeBridgeNotSent, "the call was not sent to the logbook server, and was not recorded: %s", notSentReason(err))
 	case errors.Is(err, context.DeadlineExceeded):
 		return fail(CodeBridgeUnknown, "the logbook server did not answer in time; the call may or may not have been recorded")
@@ -224,8 +225,13 @@ func callFailure(post *posted, err error) error {
 
 // notSentReason says, in a few words, why a call was not sent.
 func notSentReason(err error) string {
-	if errors.Is(err, errUnsendable) {
+	switch {
+	case errors.Is(err, errUnsendable):
 		return errUnsendable.Error()
+	case errors.Is(err, sdk.ErrConnectionClosed):
+		// The SDK's client ended its connection (an answer it could
+		// not read, the log says which): it sends nothing more.
+		return "its session with the server ended: restart the bridge"
 	}
 	return "no connection to the server could be made"
 }

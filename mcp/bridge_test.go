@@ -672,3 +672,40 @@ func TestBridgeFailureCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestBridgeSessionEnded: an answer the SDK's client cannot read (a proxy
+// in front garbling it) ends its connection for good. That call was sent
+// and answered, so it may have run; every later one is never sent, and
+// was answered "no connection to the server could be made", though the
+// server may be up: it now says the bridge's session ended, and to
+// restart the bridge.
+func TestBridgeSessionEnded(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "garbled", Version: "1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "ok", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ran"}}}, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if strings.Contains(string(body), `"garbled"`) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, "not JSON")
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	send, answer := openBridge(t, BridgeOptions{URL: ts.URL, Token: "t"})
+	for i, c := range []struct{ tool, code, says string }{
+		{"garbled", "-32035", "may or may not have been recorded"},
+		{"ok", "-32034", "was not recorded: its session with the server ended: restart the bridge"},
+	} {
+		id := itoa(i + 2)
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + c.tool + `","arguments":{}}}`)
+		if l := answer(id); !strings.Contains(l, `"error":{"code":`+c.code+`,`) || !strings.Contains(l, c.says) {
+			t.Errorf("%s: %s\nwant code %s saying %q", c.tool, l, c.code, c.says)
+		}
+	}
+}

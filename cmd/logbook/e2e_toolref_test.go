@@ -411,7 +411,8 @@ const choices = `
   - -32033: the server turned the call away for now (429, or 503 with ` + "`Retry-After`" + `) each time the
     bridge sent it, until the call's minute was up. Not recorded: call again shortly.
   - -32034: the call was never sent (no connection could be made: the server stopped or
-    restarting; a tool name no header can carry). Not recorded.
+    restarting; a tool name no header can carry; the bridge's session with the server ended,
+    after an answer it could not read, the call that got it -32035: restart the bridge). Not recorded.
   - -32035: the call was sent and no answer came (the connection failed: the server killed
     mid-call; no answer within a minute; a 5xx from the server or a proxy in front). It may or may
     not have been recorded: look for what it writes before calling again.
