@@ -2,6 +2,7 @@ package commands
 
 import (
 	"cmp"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,6 +21,25 @@ func listed(t *testing.T, d map[string]any, field string) []string {
 		ids = append(ids, obj(t, x)["task_id"].(string))
 	}
 	return ids
+}
+
+// agreesWithTaskGet checks that a list item holds exactly the fields named,
+// each equal to what task_get reports for the same task (CONTRACT.md §1:
+// every domain object, a list's item too, reports the seq of the event that
+// last changed it).
+func agreesWithTaskGet(t *testing.T, h *harness, item map[string]any, fields ...string) {
+	t.Helper()
+	got := h.call("task_get", map[string]any{"task_id": item["task_id"]}, "OK")
+	for _, f := range fields {
+		if v, ok := item[f]; !ok || v != got[f] {
+			t.Errorf("%s item %s = %v (present %v), task_get says %v", item["task_id"], f, v, ok, got[f])
+		}
+	}
+	for f := range item {
+		if !slices.Contains(fields, f) {
+			t.Errorf("%s item has %s, not expected", item["task_id"], f)
+		}
+	}
 }
 
 func TestTaskList(t *testing.T) {
@@ -126,11 +146,9 @@ func TestTaskList(t *testing.T) {
 		d := h.call("task_list", map[string]any{"sort_by": "created", "sort_order": "asc"}, "OK")
 		for i, x := range list(t, d["tasks"]) {
 			row, tk := obj(t, x), tasks[i]
-			got := h.call("task_get", map[string]any{"task_id": tk.id}, "OK")
-			for _, f := range []string{"task_id", "title", "project", "status", "priority", "progress", "assignee", "created_at", "updated_at"} {
-				if row[f] != got[f] {
-					t.Errorf("%s row %s = %v, task_get says %v", tk.id, f, row[f], got[f])
-				}
+			agreesWithTaskGet(t, h, row, "task_id", "title", "project", "status", "priority", "progress", "assignee", "created_at", "updated_at", "seq")
+			if row["seq"] != tk.seq {
+				t.Errorf("%s row seq = %v, its last task_create or task_update answered %v", tk.id, row["seq"], tk.seq)
 			}
 		}
 	})
@@ -262,6 +280,20 @@ func TestNextActions(t *testing.T) {
 	}
 	if b := obj(t, list(t, d["blocked"])[0]); b["blocked_reason"] != "vendor E" || b["title"] != "E" {
 		t.Errorf("blocked entry %v", b)
+	}
+	for _, x := range list(t, d["next_actions"]) {
+		a := maps.Clone(obj(t, x))
+		delete(a, "dependencies_unmet") // checked above; task_get has none
+		fields := []string{"task_id", "title", "priority", "assignee", "seq"}
+		for _, f := range []string{"estimate_hours", "parent_id"} { // present when set
+			if _, ok := a[f]; ok {
+				fields = append(fields, f)
+			}
+		}
+		agreesWithTaskGet(t, h, a, fields...)
+	}
+	for _, x := range list(t, d["blocked"]) {
+		agreesWithTaskGet(t, h, obj(t, x), "task_id", "title", "blocked_reason", "seq")
 	}
 	if d["count"] != 6.0 || d["project"] != "na" {
 		t.Errorf("count %v project %v", d["count"], d["project"])

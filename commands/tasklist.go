@@ -42,6 +42,7 @@ type TaskSummary struct {
 	Assignee  string `json:"assignee"`
 	CreatedAt string `json:"created_at"`
 	UpdatedAt string `json:"updated_at"`
+	Seq       uint64 `json:"seq"`
 }
 
 // ListTasksResult is task_list's answer.
@@ -116,7 +117,7 @@ func (s *Service) ListTasks(tx *Tx, in ListTasksInput) (*ListTasksResult, error)
 			return nil, fmt.Errorf("task_list: task %s: %w", id, boltstore.ErrDamaged)
 		}
 		res.Tasks = append(res.Tasks, TaskSummary{TaskID: t.ID, Title: t.Title, Project: t.Project, Status: t.Status,
-			Priority: t.Priority, Progress: t.Progress, Assignee: t.Assignee, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt})
+			Priority: t.Priority, Progress: t.Progress, Assignee: t.Assignee, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Seq: t.Seq})
 	}
 	res.ReturnedCount = len(res.Tasks)
 	return res, nil
@@ -277,6 +278,7 @@ type NextAction struct {
 	EstimateHours     *float64 `json:"estimate_hours,omitempty"`
 	ParentID          string   `json:"parent_id,omitempty"`
 	DependenciesUnmet int      `json:"dependencies_unmet"`
+	Seq               uint64   `json:"seq"`
 }
 
 // BlockedTask is one blocked task with its reason.
@@ -284,6 +286,7 @@ type BlockedTask struct {
 	TaskID        string `json:"task_id"`
 	Title         string `json:"title"`
 	BlockedReason string `json:"blocked_reason"`
+	Seq           uint64 `json:"seq"`
 }
 
 // NextActionsResult is task_next_actions' answer. Project is null when the
@@ -332,7 +335,7 @@ func (s *Service) NextActions(tx *Tx, in NextActionsInput) (*NextActionsResult, 
 			todo = append(todo, t)
 		case "blocked":
 			if in.IncludeBlocked {
-				res.Blocked = append(res.Blocked, BlockedTask{TaskID: t.ID, Title: t.Title, BlockedReason: t.BlockedReason})
+				res.Blocked = append(res.Blocked, BlockedTask{TaskID: t.ID, Title: t.Title, BlockedReason: t.BlockedReason, Seq: t.Seq})
 			}
 		}
 		return true
@@ -347,7 +350,7 @@ func (s *Service) NextActions(tx *Tx, in NextActionsInput) (*NextActionsResult, 
 	})
 	for _, t := range todo[:min(limit, len(todo))] {
 		res.NextActions = append(res.NextActions, NextAction{TaskID: t.ID, Title: t.Title, Priority: t.Priority,
-			Assignee: t.Assignee, EstimateHours: t.EstimateHours, ParentID: t.ParentID, DependenciesUnmet: unmet[t.ID]})
+			Assignee: t.Assignee, EstimateHours: t.EstimateHours, ParentID: t.ParentID, DependenciesUnmet: unmet[t.ID], Seq: t.Seq})
 	}
 	res.Count = len(res.NextActions)
 	return res, nil

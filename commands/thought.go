@@ -125,6 +125,7 @@ type ThoughtView struct {
 	RecordedAt    string  `json:"recorded_at"`
 	RecordedBy    string  `json:"recorded_by"`
 	ChainPosition uint64  `json:"chain_position"`
+	Seq           uint64  `json:"seq"`
 }
 
 // ListThoughtsResult is thought_record_list's answer.
@@ -193,7 +194,7 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 	for _, th := range all[:min(limit, len(all))] {
 		res.Thoughts = append(res.Thoughts, ThoughtView{ThoughtID: th.ThoughtID, TaskID: th.TaskID, Type: th.Type,
 			Content: th.Content, Hash: th.Hash, PreviousHash: nullable(string(th.PreviousHash)), RecordedAt: th.RecordedAt,
-			RecordedBy: th.RecordedBy, ChainPosition: th.ChainPosition})
+			RecordedBy: th.RecordedBy, ChainPosition: th.ChainPosition, Seq: th.Seq})
 	}
 	if in.VerifyChain {
 		res.InvalidLinks = []uint64{}

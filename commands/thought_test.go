@@ -131,8 +131,10 @@ func TestThoughtList(t *testing.T) {
 		}
 		for i, x := range got {
 			row, rec := obj(t, x), th[c.want[i]]
-			for _, f := range []string{"thought_id", "task_id", "type", "content", "hash", "previous_hash", "recorded_at", "recorded_by", "chain_position"} {
-				if row[f] != rec[f] {
+			// Every field thought_record answered (seq included: CONTRACT.md
+			// §1), and the content it was given.
+			for f := range rec {
+				if v, ok := row[f]; !ok || v != rec[f] {
 					t.Errorf("%v: row %d %s = %v, recorded %v", c.args, i, f, row[f], rec[f])
 				}
 			}

@@ -248,7 +248,7 @@ func TestToolOutputs(t *testing.T) {
 		}
 		tasks := list(t, d["tasks"])
 		for _, x := range tasks {
-			wantKeys(t, "task_list row", obj(t, x), "task_id", "title", "project", "status", "priority", "progress", "assignee", "created_at", "updated_at")
+			wantKeys(t, "task_list row", obj(t, x), "task_id", "title", "project", "status", "priority", "progress", "assignee", "created_at", "updated_at", "seq")
 		}
 		// Default sort: updated, descending. T-0001 was updated last.
 		if got := obj(t, tasks[0])["task_id"]; got != root {
@@ -263,7 +263,7 @@ func TestToolOutputs(t *testing.T) {
 			t.Errorf("task_next_actions = %v", d)
 		}
 		na := obj(t, list(t, d["next_actions"])[0])
-		wantKeys(t, "next action", na, "task_id", "title", "priority", "assignee", "dependencies_unmet")
+		wantKeys(t, "next action", na, "task_id", "title", "priority", "assignee", "dependencies_unmet", "seq")
 		if na["dependencies_unmet"] != 1.0 {
 			t.Errorf("next action = %v, want 1 unmet dependency", na)
 		}
@@ -274,14 +274,14 @@ func TestToolOutputs(t *testing.T) {
 			t.Errorf("task_next_actions = %v", d)
 		}
 		na = obj(t, list(t, d["next_actions"])[0])
-		wantKeys(t, "next action with estimate and parent", na, "task_id", "title", "priority", "assignee", "estimate_hours", "parent_id", "dependencies_unmet")
+		wantKeys(t, "next action with estimate and parent", na, "task_id", "title", "priority", "assignee", "estimate_hours", "parent_id", "dependencies_unmet", "seq")
 		h.call("task_update", map[string]any{"task_id": child, "status": "blocked", "blocked_reason": "waiting"}, "OK")
 		d = h.call("task_next_actions", map[string]any{"include_blocked": true}, "OK")
 		bl := list(t, d["blocked"])
 		if len(bl) != 1 {
 			t.Fatalf("blocked = %v", bl)
 		}
-		wantKeys(t, "blocked", obj(t, bl[0]), "task_id", "title", "blocked_reason")
+		wantKeys(t, "blocked", obj(t, bl[0]), "task_id", "title", "blocked_reason", "seq")
 	})
 
 	var session string
@@ -308,7 +308,7 @@ func TestToolOutputs(t *testing.T) {
 		d := h.call("thought_record_list", map[string]any{}, "OK")
 		wantKeys(t, "thought_record_list", d, "thought_count", "thoughts")
 		th := obj(t, list(t, d["thoughts"])[0])
-		wantKeys(t, "thought", th, "thought_id", "task_id", "type", "content", "hash", "previous_hash", "recorded_at", "recorded_by", "chain_position")
+		wantKeys(t, "thought", th, "thought_id", "task_id", "type", "content", "hash", "previous_hash", "recorded_at", "recorded_by", "chain_position", "seq")
 		d = h.call("thought_record_list", map[string]any{"task_id": root, "session_id": session, "verify_chain": true}, "OK")
 		wantKeys(t, "thought_record_list verify", d, "task_id", "session_id", "thought_count", "thoughts", "chain_valid", "invalid_links")
 		if d["chain_valid"] != true || !reflect.DeepEqual(d["invalid_links"], []any{}) {

@@ -45,6 +45,7 @@ func thoughtTools() []*tool {
 						prop("recorded_at", str("RFC 3339 UTC time of recording.")),
 						prop("recorded_by", str("Agent that recorded the thought.")),
 						prop("chain_position", integer("Position in the task's chain, from 1.")),
+						prop("seq", integer("Ledger sequence of the event that recorded the thought.")),
 					)...,
 				))),
 				prop("chain_valid", boolean("With verify_chain: whether every listed link and hash holds.").orNull()),

@@ -456,6 +456,12 @@ const choices = `
   order, and is ` + "`[]`" + ` when there is none.
 - **thought_record.** ` + "`type`" + ` and ` + "`content`" + ` are required. ` + "`invalid_links`" + ` of
   thought_record_list are chain positions within each thought's own task.
+- **seq.** Each task and thought of a list (` + "`task_list`" + `'s ` + "`tasks`" + `, ` + "`task_next_actions`" + `'
+  ` + "`next_actions`" + ` and ` + "`blocked`" + `, ` + "`thought_record_list`" + `'s ` + "`thoughts`" + `) reports its ` + "`seq`" + `, as §1
+  asks of every domain object though the per-tool lists leave it out: a task's is the one ` + "`task_get`" + `
+  reports at that moment, a thought's the one ` + "`thought_record`" + ` returned. An audit session's is
+  ` + "`start_seq`" + ` (its start event) and, once sealed, ` + "`merkle_finalize`" + `'s ` + "`ledger_size`" + ` (the finalize
+  event's); skills are not ledger objects and have none.
 - **Sessions.** A session's leaves are its start event, then the events concerning its task (and,
   deep, the task's descendants) — task and thought events and tool.called events naming the task —
   and thoughts recorded with its id. The start call's own tool.called names the task, so it is the

@@ -114,6 +114,69 @@ func maskVolatile(v any) any {
 	return v
 }
 
+// listsGivenSeq are the lists whose items the first release gave without
+// their seq, by tool (CONTRACT.md §1: every domain object, a list's item
+// too, reports the seq of the event that last changed it). The golden
+// answers lack it, and are history: checkAddedSinceV1 checks it and takes
+// it out before an answer is compared with them.
+var listsGivenSeq = map[string][]string{
+	"task_list": {"tasks"}, "task_next_actions": {"next_actions", "blocked"}, "thought_record_list": {"thoughts"},
+}
+
+// checkAddedSinceV1 checks the seq of each item of got's lists (a masked
+// envelope answering q) and deletes it: a task's must be the seq the golden
+// task_get of that task (at the head) reports, a thought's that of the
+// event the thought's hash is the hash of, in the fixture ledger.
+func checkAddedSinceV1(t *testing.T, q v1Query, got any, golden v1Golden, fixture string) {
+	t.Helper()
+	data, _ := got.(map[string]any)["data"].(map[string]any)
+	for _, field := range listsGivenSeq[q.Tool] {
+		items, _ := data[field].([]any)
+		for _, x := range items {
+			item := x.(map[string]any)
+			seq, ok := item["seq"].(float64)
+			if !ok {
+				t.Errorf("%s: a %s item without its seq: %v", q.Name, field, item)
+				continue
+			}
+			delete(item, "seq")
+			if q.Tool != "thought_record_list" {
+				g, _ := golden.Answers["task_get "+item["task_id"].(string)].(map[string]any)
+				d, _ := g["data"].(map[string]any)
+				if d == nil || d["seq"] != seq {
+					t.Errorf("%s: %s's seq %v, task_get says %v", q.Name, item["task_id"], seq, d["seq"])
+				}
+				continue
+			}
+			if hash := eventHash(t, fixture, uint64(seq)); hash != item["hash"] {
+				t.Errorf("%s: %s's seq %v is event %s, not the thought's %v", q.Name, item["thought_id"], seq, hash, item["hash"])
+			}
+		}
+	}
+}
+
+// eventHash is the hash of the event at seq in a copy of the ledger at path.
+func eventHash(t *testing.T, path string, seq uint64) string {
+	t.Helper()
+	cp := filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, path, cp)
+	l, err := boltstore.Open(cp, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var hash string
+	err = l.View(func(tx *boltstore.Tx) error {
+		rec, err := tx.Event(seq)
+		hash = rec.Hash.String()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("event %d: %v", seq, err)
+	}
+	return hash
+}
+
 // answerOn asks one query of a fresh copy of the ledger at path: every call
 // appends its own audit record, so each query sees exactly the fixture.
 func answerOn(t *testing.T, path string, q v1Query) (env map[string]any, stderr string) {
@@ -202,6 +265,7 @@ func TestUpgradeFromV1(t *testing.T) {
 				t.Errorf("no rebuild logged on opening a v1 ledger; stderr:\n%s", stderr)
 			}
 			got := maskVolatile(jsonRoundTrip(t, env))
+			checkAddedSinceV1(t, q, got, golden, fixture)
 			if want := golden.Answers[q.Name]; !reflect.DeepEqual(got, want) {
 				gb, _ := json.MarshalIndent(got, "", "  ")
 				wb, _ := json.MarshalIndent(want, "", "  ")
