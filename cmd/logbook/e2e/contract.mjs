@@ -130,6 +130,9 @@ const ENUM = {
   status: 'backlog|todo|in_progress|blocked|review|done|cancelled', priority: 'low|normal|high|critical',
   type: 'plan|analysis|decision|reflection|discovery|risk|blockers',
 };
+// A list's items are domain objects too: their seq (CONTRACT.md §1, "Every
+// domain object also reports the ledger seq of the event that last changed
+// it") is listed with them, though the per-tool lists leave it out.
 const CONTRACT = {
   task_create: {
     in: ['title:string! 1..256', 'project:string!', 'description:string ..8000', 'parent_id:string', `priority:string =${ENUM.priority} d=normal`,
@@ -152,14 +155,14 @@ const CONTRACT = {
       'created_after:string', 'created_before:string', 'search:string', 'limit:integer 1..500 d=50', 'offset:integer 0..',
       'sort_by:string =created|updated|priority|progress d=updated', 'sort_order:string =asc|desc d=desc'],
     out: ['tasks:array[object]', 'total_count:integer', 'returned_count:integer', 'offset:integer', 'limit:integer'],
-    items: { tasks: ['task_id:string', 'title:string', 'project:string', 'status:string', 'priority:string', 'progress:integer', 'assignee:string', 'created_at:string', 'updated_at:string'] },
+    items: { tasks: ['task_id:string', 'title:string', 'project:string', 'status:string', 'priority:string', 'progress:integer', 'assignee:string', 'created_at:string', 'updated_at:string', 'seq:integer'] },
   },
   task_next_actions: {
     in: ['project:string', 'limit:integer 1..100 d=20', 'include_blocked:boolean d=false'],
     out: ['next_actions:array[object]', 'count:integer', 'project:string', 'blocked:array[object]'],
     items: {
-      next_actions: ['task_id:string', 'title:string', 'priority:string', 'assignee:string', 'estimate_hours:number', 'parent_id:string', 'dependencies_unmet:integer'],
-      blocked: ['task_id:string', 'title:string', 'blocked_reason:string'],
+      next_actions: ['task_id:string', 'title:string', 'priority:string', 'assignee:string', 'estimate_hours:number', 'parent_id:string', 'dependencies_unmet:integer', 'seq:integer'],
+      blocked: ['task_id:string', 'title:string', 'blocked_reason:string', 'seq:integer'],
     },
   },
   thought_record: {
@@ -172,7 +175,7 @@ const CONTRACT = {
   thought_record_list: {
     in: ['task_id:string', 'session_id:string', `type:string =${ENUM.type}`, 'limit:integer 1..500 d=100', 'verify_chain:boolean d=false'],
     out: ['task_id:string', 'session_id:string', 'thought_count:integer', 'thoughts:array[object]', 'chain_valid:boolean', 'invalid_links:array[integer]'],
-    items: { thoughts: ['thought_id:string', 'task_id:string', 'type:string', 'content:string', 'hash:string', 'previous_hash:string', 'recorded_at:string', 'recorded_by:string', 'chain_position:integer'] },
+    items: { thoughts: ['thought_id:string', 'task_id:string', 'type:string', 'content:string', 'hash:string', 'previous_hash:string', 'recorded_at:string', 'recorded_by:string', 'chain_position:integer', 'seq:integer'] },
   },
   audit_session_start: {
     in: ['task_id:string!', 'auditor_id:string! 1..128', 'reason:string ..1000', 'scope:string =shallow|deep d=shallow'],
@@ -518,11 +521,18 @@ async function lists() {
   check(all.limit === 50 && all.offset === 0, 'list: default limit 50 offset 0', { limit: all.limit, offset: all.offset });
   check(all.total_count === 5 && all.returned_count === 5, 'list: counts', all);
   check(eq(all.tasks.map((t) => t.task_id), [...ids].reverse()), 'list: default updated desc', all.tasks.map((t) => t.task_id));
-  hasKeys('list.item', all.tasks[0], ['task_id', 'title', 'project', 'status', 'priority', 'progress', 'assignee', 'created_at', 'updated_at']);
+  hasKeys('list.item', all.tasks[0], ['task_id', 'title', 'project', 'status', 'priority', 'progress', 'assignee', 'created_at', 'updated_at', 'seq']);
+  // §1: each item's seq is the task's, the one task_create answered
+  check(eq(all.tasks.map((t) => t.seq), [...made].reverse().map((m) => m.seq)), 'list: each item\'s seq is its task_create seq', all.tasks.map((t) => [t.task_id, t.seq]));
   // update the first: updated desc puts it first, created desc does not
-  await ok('list.touch', 'task_update', { task_id: ids[0], progress: 10 });
+  const touch = await ok('list.touch', 'task_update', { task_id: ids[0], progress: 10 });
   const upd = await ok('list.updated', 'task_list', { project: L });
   check(upd.tasks[0].task_id === ids[0], 'list: updated desc puts the last changed first', upd.tasks.map((t) => t.task_id));
+  check(upd.tasks[0].seq === touch.seq && touch.seq > made[0].seq, 'list: an updated task\'s seq moves to its task_update seq', [upd.tasks[0].seq, touch.seq]);
+  for (const [i, t] of upd.tasks.entries()) {
+    const g = await ok(`list.seq.get.${i}`, 'task_get', { task_id: t.task_id });
+    check(t.seq === g.seq && t.updated_at === g.updated_at, `list: ${t.task_id}'s seq is the one task_get reports`, [t.seq, g.seq]);
+  }
   const cr = await ok('list.created.asc', 'task_list', { project: L, sort_by: 'created', sort_order: 'asc' });
   check(eq(cr.tasks.map((t) => t.task_id), ids), 'list: created asc', cr.tasks.map((t) => t.task_id));
   const pr = await ok('list.priority.desc', 'task_list', { project: L, sort_by: 'priority' });
@@ -579,7 +589,7 @@ async function next(L, ids) {
   const kid2 = await ok('next.mk.kid2', 'task_create', { title: 'kid2', project: N, parent_id: c.task_id });
   const bl = await ok('next.mk.bl', 'task_create', { title: 'bl', project: N });
   for (const [i, t] of [a, b, c, kid, bl].entries()) await ok(`next.todo.${i}`, 'task_update', { task_id: t.task_id, status: 'todo' });
-  await ok('next.block', 'task_update', { task_id: bl.task_id, status: 'blocked', blocked_reason: 'why not' });
+  const block = await ok('next.block', 'task_update', { task_id: bl.task_id, status: 'blocked', blocked_reason: 'why not' });
   await ok('next.cancel.kid2', 'task_update', { task_id: kid2.task_id, status: 'cancelled' });
   const n = await ok('next.default', 'task_next_actions', { project: N });
   hasKeys('next', n, ['next_actions', 'count', 'project']);
@@ -592,11 +602,16 @@ async function next(L, ids) {
   check(nb && nb.estimate_hours === 3 && nb.assignee === 'unassigned', 'next: estimate_hours, assignee', nb);
   const nk = n.next_actions.find((x) => x.task_id === kid.task_id);
   check(nk && nk.parent_id === c.task_id, 'next: parent_id', nk);
-  hasKeys('next.item', nb, ['task_id', 'title', 'priority', 'assignee', 'dependencies_unmet']);
+  hasKeys('next.item', nb, ['task_id', 'title', 'priority', 'assignee', 'dependencies_unmet', 'seq']);
+  for (const [i, x] of n.next_actions.entries()) {
+    const g = await ok(`next.seq.get.${i}`, 'task_get', { task_id: x.task_id });
+    check(x.seq === g.seq, `next: ${x.task_id}'s seq is the one task_get reports`, [x.seq, g.seq]);
+  }
   check(n.blocked === undefined || n.blocked === null, 'next: no blocked unless asked', n.blocked);
   const nbk = await ok('next.blocked', 'task_next_actions', { project: N, include_blocked: true, limit: 1 });
   check(nbk.count === 1 && nbk.next_actions.length === 1 && nbk.next_actions[0].task_id === b.task_id, 'next: limit', nbk);
   check(Array.isArray(nbk.blocked) && nbk.blocked.length === 1 && nbk.blocked[0].task_id === bl.task_id && nbk.blocked[0].blocked_reason === 'why not' && nbk.blocked[0].title === 'bl', 'next: blocked list', nbk.blocked);
+  check(nbk.blocked[0]?.seq === block.seq, 'next: a blocked item\'s seq is its blocking task_update seq', [nbk.blocked[0]?.seq, block.seq]);
   await fail('next.unknown', 'task_next_actions', { project: 'no-such-project-zz' }, 'ERR_PROJECT_NOT_FOUND', { project: 'no-such-project-zz' });
   await fail('next.limit0', 'task_next_actions', { limit: 0 }, 'ERR_INVALID_INPUT', { issues: issueAt('limit') });
   await fail('next.limit101', 'task_next_actions', { limit: 101 }, 'ERR_INVALID_INPUT', { issues: issueAt('limit') });
@@ -653,7 +668,8 @@ async function thoughts() {
   hasKeys('thl', l, ['thought_count', 'thoughts']);
   check(l.task_id === t, 'thl: task_id echoed', l.task_id);
   check(l.thought_count === 3 && eq(l.thoughts.map((x) => x.thought_id), [r1.thought_id, r2.thought_id, r3.thought_id]), 'thl: ledger order', l.thoughts.map((x) => x.thought_id));
-  hasKeys('thl.item', l.thoughts[0], ['thought_id', 'task_id', 'type', 'content', 'hash', 'previous_hash', 'recorded_at', 'recorded_by', 'chain_position']);
+  hasKeys('thl.item', l.thoughts[0], ['thought_id', 'task_id', 'type', 'content', 'hash', 'previous_hash', 'recorded_at', 'recorded_by', 'chain_position', 'seq']);
+  check(eq(l.thoughts.map((x) => x.seq), [r1.seq, r2.seq, r3.seq]), 'thl: each item\'s seq is its thought_record seq', l.thoughts.map((x) => x.seq));
   check(l.thoughts[1].hash === r2.hash && l.thoughts[0].content === 'step one', 'thl: same hash as at record', l.thoughts[1]);
   check(l.chain_valid === undefined || l.chain_valid === null, 'thl: no chain_valid unless asked', l);
   const lim = await ok('thl.limit', 'thought_record_list', { task_id: t, limit: 2 });
