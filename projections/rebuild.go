@@ -91,11 +91,11 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	// projections' pages take the new ones), else in the temp dir. The
 	// name is short whatever the ledger's (a long one left no room for a
 	// suffix) and says what wrote it.
-	const pattern = ".logbook-rebuild-*"
-	scratch, err := boltstore.OpenScratch(filepath.Dir(l.Path()), pattern)
+	const prefix = ".logbook-rebuild-"
+	scratch, err := boltstore.OpenScratch(filepath.Dir(l.Path()), prefix, "")
 	if err != nil {
 		var err2 error
-		if scratch, err2 = boltstore.OpenScratch("", pattern); err2 != nil {
+		if scratch, err2 = boltstore.OpenScratch("", prefix, ""); err2 != nil {
 			return res, fmt.Errorf("rebuild: no room for the scratch file beside the ledger (%w) nor in the temp dir (%w)", err, err2)
 		}
 	}

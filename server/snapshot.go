@@ -46,7 +46,13 @@ func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapsh
 	}
 	// Written under a temporary name, linked into place once its
 	// projections are built.
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".snapshot-*")
+	// Named after this process (boltstore.CreateOwnTemp), so a later
+	// snapshot to out removes what a killed one left: this file, or
+	// boltstore's copy named after it.
+	dir, prefix := filepath.Dir(out), "."+filepath.Base(out)+".snapshot-"
+	boltstore.RemoveDeadTemps(dir, prefix)
+	boltstore.RemoveDeadTemps(dir, "."+prefix)
+	tmp, err := boltstore.CreateOwnTemp(dir, prefix, "")
 	if err != nil {
 		return res, err
 	}

@@ -91,7 +91,7 @@ func (p *logPass) openScratch() error {
 	// held open for the whole refold rather than reopened for every chunk
 	// (fold releases the pages each chunk mapped, as closing the file did).
 	var err error
-	if p.scratch, err = boltstore.OpenScratch(p.v.opts.ScratchDir, "logbook-verify-*.db"); err != nil {
+	if p.scratch, err = boltstore.OpenScratch(p.v.opts.ScratchDir, "logbook-verify-", ".db"); err != nil {
 		return err
 	}
 	return p.scratch.Update(projections.Reset)

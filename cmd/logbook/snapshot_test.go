@@ -1,10 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestSnapshot(t *testing.T) {
@@ -64,4 +69,68 @@ func TestRebuild(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "rebuilt projections (version ") {
 		t.Errorf("rebuild: %s", r.stdout)
 	}
+}
+
+// TestSnapshotKilledLeavesNoCopy: logbook snapshot killed with SIGKILL
+// (which runs no clean-up) leaves its temporary files next to --out (its
+// copy, or its refold's scratch file); the next snapshot to the same --out
+// removes them, leaving alone those of a process still running. Before,
+// each killed snapshot could leave a whole copy of the ledger behind, under
+// a random name no later run looked for.
+func TestSnapshotKilledLeavesNoCopy(t *testing.T) {
+	path := sharedHealthyLedger(t, 2000)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "copy.db")
+	// A running snapshot's file: this process is alive, its file unlocked.
+	live := filepath.Join(dir, fmt.Sprintf(".copy.db.snapshot-%d-1", os.Getpid()))
+	if err := os.WriteFile(live, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	left := func() map[string]bool {
+		names := map[string]bool{}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if n := e.Name(); n != "copy.db" && n != filepath.Base(live) {
+				names[n] = true
+			}
+		}
+		return names
+	}
+	for killed, runs := 0, 0; killed < 3; runs++ {
+		if runs == 50 {
+			t.Fatalf("%d of %d snapshots killed at work", killed, runs)
+		}
+		before := left()
+		cmd := exec.Command(logbookBin, "snapshot", "--db", path, "--out", out)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Killed as soon as it has made a file (or written out).
+	wait:
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); runtime.Gosched() {
+			if _, err := os.Stat(out); err == nil {
+				break
+			}
+			for n := range left() {
+				if !before[n] {
+					break wait
+				}
+			}
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		if _, err := os.Stat(out); err == nil {
+			os.Remove(out)
+		} else if len(left()) > 0 {
+			killed++
+		}
+	}
+	wantExit(t, run(t, "snapshot", "--db", path, "--out", out), 0, "snapshot after killed ones")
+	if l := left(); len(l) != 0 {
+		t.Errorf("killed snapshots' files left behind: %v", l)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live process's file was removed: %v", err)
+	}
+	wantExit(t, run(t, "verify", "--db", out), 0, "verify the snapshot")
 }

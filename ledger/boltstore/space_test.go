@@ -67,7 +67,7 @@ func TestSpaceGetAgreesWithBolt(t *testing.T) {
 // the copied ones.
 func TestSpaceLookupsAfterSwap(t *testing.T) {
 	l := openTest(t)
-	scratch, err := OpenScratch(t.TempDir(), "s-*")
+	scratch, err := OpenScratch(t.TempDir(), "s-", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,12 +18,15 @@ import (
 var bucketStaging = []byte("staging")
 
 // OpenScratch creates a scratch Store (Options.Scratch: held, never synced)
-// in a new file in dir (the system temp dir if ""), named after pattern as
-// os.CreateTemp names files, and removes the file's name as soon as it is
-// open: the file lives as long as the Store is open. Only a process killed
-// in the milliseconds between leaves it behind, under that name.
-func OpenScratch(dir, pattern string) (*Store, error) {
-	f, err := os.CreateTemp(dir, pattern)
+// in a new file in dir (the system temp dir if ""), named prefix, this
+// process's pid, "-", random, suffix (CreateOwnTemp), and removes the
+// file's name as soon as it is open: the file lives as long as the Store
+// is open. A process killed in the moment between leaves it behind, under
+// that name: the next OpenScratch with the same prefix in dir removes it
+// (RemoveDeadTemps).
+func OpenScratch(dir, prefix, suffix string) (*Store, error) {
+	RemoveDeadTemps(dir, prefix)
+	f, err := CreateOwnTemp(dir, prefix, suffix)
 	if err != nil {
 		return nil, fmt.Errorf("scratch: %w", err)
 	}

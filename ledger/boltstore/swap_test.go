@@ -37,7 +37,7 @@ func ledgerAndScratch(t *testing.T) (dir string, l, scratch *Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	scratch, err = OpenScratch(dir, "scratch-*")
+	scratch, err = OpenScratch(dir, "scratch-", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestUpdateSeries(t *testing.T) {
 // works (commits) without one.
 func TestOpenScratchLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenScratch(dir, "x-*")
+	s, err := OpenScratch(dir, "x-", "")
 	if err != nil {
 		t.Fatal(err)
 	}
