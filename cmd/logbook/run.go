@@ -324,10 +324,17 @@ func checkPath(what, path string, mustExist bool) error {
 		return fmt.Errorf("%s: %v", what, err)
 	}
 	if !mustExist {
-		if dir := filepath.Dir(path); dir != "" {
-			if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-				return fmt.Errorf("%s: %s is not a directory", what, dir)
-			}
+		// A file to create: its directory must be there (else the error
+		// would name whatever temporary file was to be written first).
+		dir := filepath.Dir(path)
+		fi, err := os.Stat(dir)
+		switch {
+		case os.IsNotExist(err):
+			return fmt.Errorf("%s: directory %s does not exist", what, dir)
+		case err != nil:
+			return fmt.Errorf("%s: %v", what, err)
+		case !fi.IsDir():
+			return fmt.Errorf("%s: %s is not a directory", what, dir)
 		}
 	}
 	return nil

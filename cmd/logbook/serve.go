@@ -37,13 +37,13 @@ func (c *call) prepare(opts commands.Options, limit bool) error {
 	if err := commands.CheckProject(opts.Project); err != nil {
 		return fmt.Errorf("--project %v", err)
 	}
-	if err := checkPath("--db", *c.db, false); err != nil {
-		return err
-	}
 	if *c.db == defaultDB {
 		if err := os.MkdirAll(filepath.Dir(defaultDB), 0o700); err != nil {
 			return fmt.Errorf("%v", err)
 		}
+	}
+	if err := checkPath("--db", *c.db, false); err != nil {
+		return err
 	}
 	mcp.TuneCollector(c.getenv, limit)
 	return nil

@@ -460,6 +460,13 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		{[]string{"check-proof", "-", "--root", strings.Repeat("ab", 32), "--size", "0"}, "check-proof: --size must be at least 1"},
 		{[]string{"check-proof", "-", "--root", strings.Repeat("ab", 32), "--old-size", "0"}, "check-proof: --old-size must be at least 1"},
 		{[]string{"checkpoint", "--db", path, "--key", big}, "checkpoint: --key: " + big + " is larger than 1048576 bytes: not a signer key"},
+		// A file to create in a directory that is not there: the directory
+		// is named (snapshot named its temporary file, ".x.db.snapshot-…").
+		{[]string{"snapshot", "--db", path, "--out", filepath.Join(dir, "none", "x.db")}, "snapshot: --out: directory " + filepath.Join(dir, "none") + " does not exist"},
+		{[]string{"prove", "inclusion", "--db", path, "--seq", "1", "--out", filepath.Join(dir, "none", "p.json")}, "prove inclusion: --out: directory " + filepath.Join(dir, "none") + " does not exist"},
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--out", filepath.Join(dir, "none", "c")}, "checkpoint: --out: directory " + filepath.Join(dir, "none") + " does not exist"},
+		{[]string{"serve", "--db", filepath.Join(dir, "none", "l.db")}, "serve: --db: directory " + filepath.Join(dir, "none") + " does not exist"},
+		{[]string{"server", "--db", filepath.Join(dir, "none", "l.db")}, "server: --db: directory " + filepath.Join(dir, "none") + " does not exist"},
 	} {
 		r := run(t, c.args...)
 		wantExit(t, r, 2, strings.Join(c.args, " "))
