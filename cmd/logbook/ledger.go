@@ -33,6 +33,10 @@ func snapshot(c *call) func() error {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("--out %s exists; refusing to overwrite it", *out)
 		}
+		if errors.Is(err, boltstore.ErrDiskFull) {
+			// Not the temporary file's name, which the operator never gave.
+			return fmt.Errorf("--out %s: %w (or the file may grow no more): no room for the copy; nothing was written", *out, boltstore.ErrDiskFull)
+		}
 		if err != nil {
 			return err
 		}

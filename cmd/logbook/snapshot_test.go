@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -133,4 +134,30 @@ func TestSnapshotKilledLeavesNoCopy(t *testing.T) {
 		t.Errorf("a live process's file was removed: %v", err)
 	}
 	wantExit(t, run(t, "verify", "--db", out), 0, "verify the snapshot")
+}
+
+// TestSnapshotNoRoom: a snapshot with no room for its copy (here the file
+// may grow no more: RLIMIT_FSIZE, as on a full disk) exits 2 saying the
+// disk is full about --out, not about a temporary file the operator never
+// named ("snapshot: snapshot: write: file resize error: truncate
+// ..copy.db.snapshot-….tmp-…: file too large" before), and leaves nothing.
+func TestSnapshotNoRoom(t *testing.T) {
+	path := sharedHealthyLedger(t, 2000)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "copy.db")
+	cmd := exec.Command("sh", "-c", `ulimit -f 100 && exec "$0" snapshot --db "$1" --out "$2"`, logbookBin, path, out)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("snapshot under a file size limit: %v, want exit 2\n%s", err, stderr.String())
+	}
+	want := "logbook: snapshot: --out " + out + ": the disk is full (or the file may grow no more): no room for the copy; nothing was written\n"
+	if stderr.String() != want {
+		t.Errorf("stderr %q\nwant   %q", stderr.String(), want)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
 }

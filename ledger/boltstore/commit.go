@@ -656,14 +656,17 @@ func diskFull(err error) error {
 // noRoom tells whether err is a write or a growth of the file refused for
 // want of room: ENOSPC, EDQUOT, or EFBIG (a file size limit:
 // RLIMIT_FSIZE). bbolt reports a growth of the file that failed by the
-// errno's text alone ("file resize error: %s"): that text is read too.
+// errno's text alone ("file resize error: %s"): that text is read too,
+// at any depth of err's chain (a snapshot's "snapshot: write: %w").
 func noRoom(err error) bool {
 	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG} {
 		if errors.Is(err, errno) {
 			return true
 		}
-		if msg := err.Error(); strings.HasPrefix(msg, "file resize error: ") && strings.HasSuffix(msg, ": "+errno.Error()) {
-			return true
+		for e := err; e != nil; e = errors.Unwrap(e) {
+			if msg := e.Error(); strings.HasPrefix(msg, "file resize error: ") && strings.HasSuffix(msg, ": "+errno.Error()) {
+				return true
+			}
 		}
 	}
 	return false

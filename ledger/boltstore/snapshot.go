@@ -37,16 +37,18 @@ type SnapshotReport struct {
 // hold every writer for as long as that takes; they are state derived from
 // the log, which the copy's owner derives again. The copy is in the source's
 // file format (the same stored nodes). The file appears at dst only
-// once it is complete and synced. Errors are I/O, or ErrDamaged for an
-// event or node the source's head covers that it does not hold; the source
-// is never written.
-func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) (SnapshotReport, error) {
+// once it is complete and synced. Errors are I/O (ErrDiskFull when there
+// was no room for the copy), or ErrDamaged for an event or node the
+// source's head covers that it does not hold; the source is never written.
+func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) (rep SnapshotReport, err error) {
+	// No room for the copy (its file system full, or the file may grow no
+	// more) is ErrDiskFull, as it is for a commit.
+	defer func() { err = diskFull(err) }()
 	if opts.Chunk == 0 {
 		opts.Chunk = 1 << 14
 	}
 	opts.Chunk = min(opts.Chunk, maxSeq) // as Verify's: no wrapping around
 
-	var rep SnapshotReport
 	if _, err := os.Lstat(dst); err == nil {
 		return rep, fmt.Errorf("snapshot to %s: %w", dst, os.ErrExist)
 	} else if !errors.Is(err, os.ErrNotExist) {
