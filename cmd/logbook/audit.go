@@ -42,8 +42,15 @@ func verify(c *call) func() error {
 			}
 			opts.Checkpoint = &cp
 		}
-		if fi, err := os.Stat(opts.ScratchDir); opts.ScratchDir != "" && (err != nil || !fi.IsDir()) {
-			return fmt.Errorf("--scratch %s is not a directory", opts.ScratchDir)
+		if opts.ScratchDir != "" {
+			switch fi, err := os.Stat(opts.ScratchDir); {
+			case os.IsNotExist(err):
+				return fmt.Errorf("--scratch %s does not exist", opts.ScratchDir)
+			case err != nil:
+				return fmt.Errorf("--scratch: %v", err)
+			case !fi.IsDir():
+				return fmt.Errorf("--scratch %s is not a directory", opts.ScratchDir)
+			}
 		}
 		opts.Projections = !*noProj
 		return c.with(true, func(l *boltstore.Store) error {

@@ -444,6 +444,8 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		{[]string{"root", "--db", path, "--from", "2", "--to", "0"}, "root: --to must be at least from (2)"},
 		{[]string{"root", "--db", path, "--from", "0", "--to", "1"}, "root: --from must be at least 1"},
 		{[]string{"verify", "--db", "a\nb"}, `verify: --db: stat a\nb: no such file or directory`},
+		{[]string{"verify", "--db", path, "--scratch", filepath.Join(dir, "nodir")}, "verify: --scratch " + filepath.Join(dir, "nodir") + " does not exist"},
+		{[]string{"verify", "--db", path, "--scratch", path}, "verify: --scratch " + path + " is not a directory"},
 		{[]string{"root", "--db", "x\ry"}, `root: --db: stat x\ry:`},
 		// Files that never end are not read until memory runs out, and
 		// named pipes no one writes are not waited on: each is refused, not

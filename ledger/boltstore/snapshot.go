@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -305,10 +306,16 @@ func tempPrefix(dst string) string { return "." + filepath.Base(dst) + ".tmp-" }
 
 // removeStaleCopies removes what killed snapshots to dst left behind: their
 // hidden temporary files, which nobody holds locked any more (a live
-// snapshot's copy is open in bbolt, which locks it).
+// snapshot's copy is open in bbolt, which locks it). Names are matched by
+// their prefix, not as a glob pattern: dst's name may hold * or [.
 func removeStaleCopies(dst string) {
-	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(dst), tempPrefix(dst)+"*"))
-	for _, path := range stale {
+	dir, prefix := filepath.Dir(dst), tempPrefix(dst)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
 		if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
 			if tryLock(f) {
 				os.Remove(path)

@@ -45,3 +45,31 @@ func TestSnapshotRemovesStaleCopies(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// TestSnapshotStaleCopiesByPrefix: a snapshot's name may hold the
+// characters of a glob pattern; the stale copies it removes are its own
+// (their names begin with its temporary prefix), never another snapshot's
+// that the pattern would have matched (snap*.db's ".snap*.db.tmp-*" matches
+// ".snapX.db.tmp-1", the copy of a snapshot to snapX.db).
+func TestSnapshotStaleCopiesByPrefix(t *testing.T) {
+	l := openTest(t)
+	appendN(t, l, 5)
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "snap*.db")
+	other := filepath.Join(dir, tempPrefix(filepath.Join(dir, "snapX.db"))+"1")
+	own := filepath.Join(dir, tempPrefix(dst)+"2")
+	for _, p := range []string{other, own} {
+		if err := os.WriteFile(p, []byte("left"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Snapshot(context.Background(), dst, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another snapshot's copy was removed: %v", err)
+	}
+	if _, err := os.Stat(own); !os.IsNotExist(err) {
+		t.Errorf("the snapshot's own stale copy is still there: %v", err)
+	}
+}
