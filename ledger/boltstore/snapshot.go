@@ -315,12 +315,6 @@ func removeStaleCopies(dst string) {
 		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
-		if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
-			if tryLock(f) {
-				os.Remove(path)
-			}
-			f.Close()
-		}
+		removeUnlocked(filepath.Join(dir, e.Name()))
 	}
 }
