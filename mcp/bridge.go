@@ -451,6 +451,29 @@ func retryWait(resp *http.Response) time.Duration {
 
 type postedKey struct{}
 
+// cancelNotice tells whether r carries notifications/cancelled. The SDK's
+// client sends it once a call's deadline has passed, after the call has
+// returned and with the call's context values (its posted): what it is
+// answered (202, or a 429 or 403 of its own) says nothing of the call,
+// which may have run, and must not be read as the call's answer
+// (callFailure would say "not recorded", and the agent call again).
+func cancelNotice(r *http.Request) bool {
+	if r.GetBody == nil {
+		return false // the SDK's client always gives one
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return false
+	}
+	defer body.Close()
+	// A notification is small; a call's body may be up to the server's
+	// limit, and is not read past this.
+	head, _ := io.ReadAll(io.LimitReader(body, 4<<10))
+	msg, err := jsonrpc.DecodeMessage(head)
+	req, ok := msg.(*jsonrpc.Request)
+	return err == nil && ok && !req.ID.IsValid() && req.Method == methodCancelled
+}
+
 // errUnsendable is a request net/http would refuse to send.
 var errUnsendable = errors.New("a header value holds a control character (the SDK's client puts the tool name in Mcp-Name)")
 
@@ -465,7 +488,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 		return next.RoundTrip(r)
 	}
 	p, _ := r.Context().Value(postedKey{}).(*posted)
-	if p == nil {
+	if p == nil || cancelNotice(r) {
 		p = new(posted)
 	}
 	if !validHeaderValues(r.Header) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/logbook-dev/logbook/commands"
@@ -709,3 +711,61 @@ func TestBridgeSessionEnded(t *testing.T) {
 		}
 	}
 }
+
+// A call whose deadline passes may have run; the SDK's client then sends
+// notifications/cancelled with the call's context values, after the call
+// returned. What that notification was answered (403 here; a 429 when the
+// token's requests in flight are full, as they are when calls time out)
+// was read as the call's answer, and the call told "not recorded" (-32032,
+// -32033), so the agent would make it again: half the runs on the old
+// code. It is -32035 (may or may not be recorded) whatever the notice
+// gets; the RoundTrip part fails on the old code every time.
+func TestBridgeCancelNoticeIsNotTheCallsAnswer(t *testing.T) {
+	for _, status := range []int{http.StatusForbidden, http.StatusTooManyRequests, http.StatusUnauthorized} {
+		var post posted
+		post.tried.Store(true) // the call's POST, sent, its answer lost
+		b := bearer{token: "t", next: roundTrip(func(*http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: status, Header: http.Header{"Retry-After": {"9"}}, Body: io.NopCloser(strings.NewReader("no"))}, nil
+		})}
+		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), postedKey{}, &post), time.Second)
+		notice := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"context deadline exceeded"}}`
+		r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://x/mcp", strings.NewReader(notice))
+		if resp, err := b.RoundTrip(r); err == nil {
+			resp.Body.Close()
+		}
+		cancel()
+		var rpc *jsonrpc.Error
+		if !errors.As(callFailure(&post, context.DeadlineExceeded), &rpc) || rpc.Code != CodeBridgeUnknown {
+			t.Errorf("a timed-out call whose notifications/cancelled got %d: %v", status, rpc)
+		}
+	}
+
+	release := make(chan struct{})
+	defer close(release)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "stalled", Version: "1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			<-release
+			return &sdk.CallToolResult{}, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if strings.Contains(string(body), methodCancelled) {
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	send, answer := openBridge(t, BridgeOptions{URL: ts.URL, Token: "t", CallTimeout: 200 * time.Millisecond})
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	if l := answer("2"); !strings.Contains(l, `"error":{"code":-32035,`) {
+		t.Errorf("a call that timed out, its cancellation refused: %s", l)
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
