@@ -25,8 +25,17 @@ func CreateOwnTemp(dir, prefix, suffix string) (*os.File, error) {
 // files named as CreateOwnTemp names them with prefix whose process is gone
 // and which no process holds locked (a Store open on one holds it). It
 // removes nothing else, and reports nothing: what it cannot remove stays.
-// A process in another pid namespace sharing dir looks gone: its file is
-// still spared while it is locked.
+// A process in another pid namespace sharing dir (a container sharing the
+// ledger's directory or the temp dir) looks gone: its file is spared only
+// while it is locked, so one of its files may be removed in the moments
+// it is not: a scratch file between its creation and its Store's open
+// (OpenScratch then fails, or goes on with the name already gone); a
+// snapshot's copy before bbolt opens it, between its copy and its refold,
+// and between the refold and its link to --out (that snapshot fails,
+// nothing written at --out). Neither the ledger nor a finished file is
+// touched: only a run in flight in another namespace can fail. A pid
+// reused since its file was made spares the file until that process too
+// is gone.
 func RemoveDeadTemps(dir, prefix string) {
 	if dir == "" {
 		dir = os.TempDir()
