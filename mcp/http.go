@@ -985,6 +985,8 @@ func (e *forbiddenError) Error() string {
 // quietHandler passes the SDK's log records on one level down: its Info
 // records (a session connected, initialized) come once per HTTP session,
 // i.e. per request in the sessionless protocol, and are debug detail here.
+// So are the records of a client's mistakes (clientMistakes), which the
+// SDK logs at ERROR: no failure of the server's.
 type quietHandler struct{ slog.Handler }
 
 func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
@@ -992,8 +994,25 @@ func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = quieter(r.Level)
+	if r.Level = quieter(r.Level); clientMistakes[r.Message] {
+		if r.Level = slog.LevelDebug; !h.Handler.Enabled(ctx, r.Level) {
+			return nil
+		}
+	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// clientMistakes are the SDK's ERROR records of what a client sent out of
+// turn, which it checks before any middleware (lifecycle answers the
+// others by the session's state): a call before initialize (stdio), one
+// of the methods the sessionless revision removed (initialize, ping) sent
+// at that revision (any token holder over HTTP), notifications/initialized
+// sent twice. Each was an ERROR record per request, that an operator's
+// alert would fire on and anyone could fill the log with.
+var clientMistakes = map[string]bool{
+	"method invalid during initialization": true,
+	"method removed in the new protocol":   true,
+	"duplicate initialized notification":   true,
 }
 
 func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {

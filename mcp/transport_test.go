@@ -96,7 +96,10 @@ func TestSDKRefusalsCarryACode(t *testing.T) {
 // again in its session, and its initialized notification sent before
 // initialize, are the client's mistakes: the second initialize is
 // refused -32600 as before, and the session goes on, but neither is
-// logged at ERROR (the SDK logged both so), over stdio and HTTP.
+// logged at ERROR (the SDK logged both so), over stdio and HTTP; nor are
+// a second initialized notification, a call before initialize (stdio)
+// and ping at the sessionless revision (HTTP), which the SDK also logged
+// at ERROR (three records on the old code).
 func TestLifecycleMistakesAreNotServerErrors(t *testing.T) {
 	again := `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}`
 	refused := func(how string, r map[string]any) {
@@ -111,7 +114,15 @@ func TestLifecycleMistakesAreNotServerErrors(t *testing.T) {
 	c.initialize()
 	c.send(again)
 	refused("stdio", c.recv())
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`) // a second time
 	c.ping()
+	// A call before initialize, which the SDK refuses before any
+	// middleware (and logged at ERROR, as the two below).
+	early := startSession(t, s)
+	early.send(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+	if r := early.recv(); r["error"] == nil {
+		t.Errorf("tools/list before initialize answered %v, want an error", r)
+	}
 
 	var httpLogs syncBuffer
 	hs := New(nil, Options{Logger: slog.New(slog.NewTextHandler(&httpLogs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -123,6 +134,11 @@ func TestLifecycleMistakesAreNotServerErrors(t *testing.T) {
 	var r map[string]any
 	json.Unmarshal([]byte(body), &r)
 	refused("HTTP", r)
+	// A method the sessionless revision removed, sent at that revision.
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"a","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	if code, _, body := statefulPostAs(t, srv.URL, "full", "x", "2026-07-28", `{"jsonrpc":"2.0","id":4,"method":"ping","params":{`+meta+`}}`); !strings.Contains(body, `"code":-32601`) {
+		t.Errorf("ping at 2026-07-28 answered %d %s, want -32601", code, body)
+	}
 	for how, l := range map[string]string{"stdio": logs.String(), "HTTP": httpLogs.String()} {
 		if strings.Contains(l, "level=ERROR") {
 			t.Errorf("%s: a client's mistake logged at ERROR:\n%s", how, l)
