@@ -282,6 +282,10 @@ func reply(w http.ResponseWriter, err error, v any) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 	case errors.Is(err, ErrNoToken):
 		http.Error(w, err.Error(), http.StatusNotFound)
+	case errors.Is(err, boltstore.ErrDiskFull):
+		// A snapshot's copy found no room: the client says so as it
+		// does without a server, not by the copy's temporary name.
+		http.Error(w, err.Error(), http.StatusInsufficientStorage)
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	default:
@@ -450,6 +454,8 @@ func (m *Tokens) call(method, path string, in, out any) error {
 		return fmt.Errorf("%w%s", ErrInvalid, strings.TrimPrefix(msg, ErrInvalid.Error()))
 	case http.StatusNotFound:
 		return ErrNoToken
+	case http.StatusInsufficientStorage:
+		return fmt.Errorf("logbook server: %w%s", boltstore.ErrDiskFull, strings.TrimPrefix(msg, boltstore.ErrDiskFull.Error()))
 	case http.StatusConflict:
 		return fmt.Errorf("%w (%s): %s; name its own --admin-socket, or the --db it serves", ErrOtherLedger, m.socket, msg)
 	}

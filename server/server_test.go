@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -477,5 +478,38 @@ func TestAdminUnansweredChangeIsUnknown(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "snap.db")
 	if _, ok, err := SnapshotThroughServer(db, socket, out); !ok || err == nil || !strings.Contains(err.Error(), "unknown") || !strings.Contains(err.Error(), "snapshot's path") || strings.Contains(err.Error(), "token") {
 		t.Errorf("snapshot unanswered: ok %v, %v; want its outcome said unknown, and the snapshot's path to look at", ok, err)
+	}
+}
+
+// TestSnapshotThroughServerNoRoom: a snapshot through a running server
+// whose copy finds no room (here a file size limit) is ErrDiskFull, as
+// one without a server is (so logbook snapshot says "--out OUT: the disk
+// is full ... nothing was written"), not the server's text naming the
+// copy's temporary file ("logbook server: the disk is full: snapshot:
+// init copy: file resize error: truncate DIR/..copy.db.tmp-…").
+func TestSnapshotThroughServerNoRoom(t *testing.T) {
+	held, db := openStore(t, boltstore.Options{Hold: true})
+	socket := filepath.Join(t.TempDir(), "admin.sock")
+	_, stop := startRun(t, held, Options{AdminSocket: socket})
+	defer stop()
+	out := filepath.Join(t.TempDir(), "copy.db")
+	var was syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &was); err != nil {
+		t.Fatal(err)
+	}
+	limit := was
+	limit.Cur = 16 << 10 // a new bbolt file's four pages, no more
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit); err != nil {
+		t.Skipf("cannot limit file sizes: %v", err)
+	}
+	_, ok, err := SnapshotThroughServer(db, socket, out)
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &was); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || !errors.Is(err, boltstore.ErrDiskFull) {
+		t.Errorf("a snapshot through the server with no room: %v %v, want ErrDiskFull", ok, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
 	}
 }
