@@ -507,7 +507,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 					// (the commit held the file long enough) go to the
 					// next commit.
 					o.broken = true
-					l.failedCommitEnds(o)
+					l.endGeneration(o) // as after any failed commit, below
 					for _, r := range batch[:ran] {
 						r.done <- err
 					}
@@ -585,7 +585,17 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			// never ran and go to the next commit.
 		default:
 			ran = len(batch) // the commit failed: every call gets its error
-			l.failedCommitEnds(o)
+			// Its generation, if one runs, ends: the pin keeps every
+			// page the generation's commits freed from reuse, so that on
+			// a file that cannot grow (a full disk, a size limit) each
+			// later commit would need new pages at the end of the file
+			// and fail too, however small, until space appeared (a
+			// process holding the file keeps its generation across
+			// commits). Ended, the next commit reuses those pages in a
+			// generation of its own. An ending that fails is answered by
+			// the next commit (retireStale; a failed sync: ErrSyncFailed);
+			// these calls keep the commit's error.
+			l.endGeneration(o)
 		}
 		for _, r := range batch[:ran] {
 			r.done <- err
@@ -593,21 +603,6 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		return batch[ran:], answered + ran, err
 	}
 	return nil, answered, nil
-}
-
-// failedCommitEnds ends o's generation, if one runs, after a commit that
-// failed: its pin keeps every page the generation's commits freed from
-// reuse, so that on a file that cannot grow (a full disk, a size limit)
-// each later commit of the generation would need new pages at the end of
-// the file and fail too, however small, until space appeared (a process
-// holding the file keeps its generation across commits and sessions).
-// Ended, the next commit reuses those pages, in a generation of its own.
-// An ending that fails is answered by the next commit (retireStale, a
-// failed sync: ErrSyncFailed); the failed commit's calls keep its error.
-func (l *Store) failedCommitEnds(o *openFile) {
-	if o.gen != nil {
-		l.endGeneration(o)
-	}
 }
 
 // catchUp commits, alone, what the replicated log holds past the file's

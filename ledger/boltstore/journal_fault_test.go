@@ -573,7 +573,7 @@ func TestBesideNotRegularFile(t *testing.T) {
 // record on disk for events no call was answered for. It must be taken
 // back: a machine that stops then must not bring the failed call's events
 // back in the next boot. The failed commit then ends its generation
-// (failedCommitEnds), retiring the header: the ledger and journal are
+// (commit.go), retiring the header: the ledger and journal are
 // taken as they stand once the take-back is flushed, before that.
 func TestJournalRecordOfFailedCommitTakenBack(t *testing.T) {
 	l, path, _ := journaled(t, Options{Hold: true})
