@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -60,7 +59,6 @@ func (l *Store) Snapshot(ctx context.Context, dst string, opts SnapshotOptions) 
 	if err := l.View(func(tx *Tx) error { format = tx.Format(); return nil }); err != nil {
 		return rep, fmt.Errorf("snapshot: %w", err)
 	}
-	removeStaleCopies(dst)
 	tmp, err := os.CreateTemp(filepath.Dir(dst), tempPrefix(dst)+"*")
 	if err != nil {
 		return rep, fmt.Errorf("snapshot: %w", err)
@@ -301,20 +299,8 @@ func copyBucket(dst, src *bolt.Bucket) error {
 	})
 }
 
-// tempPrefix names the hidden files a snapshot to dst is built in.
+// tempPrefix names the hidden files a snapshot to dst is built in. The
+// binary's dst is always a temporary name of server.Snapshot's, unique per
+// run and carrying its process's pid, so a copy a killed run left is
+// removed there (RemoveDeadTemps), not here.
 func tempPrefix(dst string) string { return "." + filepath.Base(dst) + ".tmp-" }
-
-// removeStaleCopies removes what killed snapshots to dst left behind: their
-// hidden temporary files, which nobody holds locked any more (a live
-// snapshot's copy is open in bbolt, which locks it). Names are matched by
-// their prefix, not as a glob pattern: dst's name may hold * or [.
-func removeStaleCopies(dst string) {
-	dir, prefix := filepath.Dir(dst), tempPrefix(dst)
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
-			continue
-		}
-		removeUnlocked(filepath.Join(dir, e.Name()))
-	}
-}

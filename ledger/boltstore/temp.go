@@ -51,17 +51,12 @@ func RemoveDeadTemps(dir, prefix string) {
 		if !ok || !found || err != nil || pid <= 0 || !e.Type().IsRegular() || syscall.Kill(pid, 0) != syscall.ESRCH {
 			continue
 		}
-		removeUnlocked(filepath.Join(dir, e.Name()))
-	}
-}
-
-// removeUnlocked removes the file at path unless a process holds it locked
-// (a Store open on it, a snapshot's copy being written).
-func removeUnlocked(path string) {
-	if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
-		if tryLock(f) {
-			os.Remove(path)
+		path := filepath.Join(dir, e.Name())
+		if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+			if tryLock(f) {
+				os.Remove(path)
+			}
+			f.Close()
 		}
-		f.Close()
 	}
 }
