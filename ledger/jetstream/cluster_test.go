@@ -1,9 +1,11 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,14 +32,69 @@ type cluster struct {
 	sync    string            // the jetstream sync_interval setting
 }
 
-// freePort is a loopback port nothing listens on now.
+// freePort is a loopback port nothing listens on now, outside the
+// kernel's ephemeral range, and never handed out before in this process.
+// A port the kernel picked (bind to port 0) and freed again can be picked
+// for anyone else's socket before the server binds it: a connect from
+// another test package, or a listener on port 0. A NATS server whose port
+// is taken never becomes ready (it logs the error and waits), which failed
+// a CI run after a minute ("server n1 not ready"). The kernel never picks
+// a port outside its ephemeral range, and ports handed out here are kept
+// for the life of the process (a stopped server restarts on its own).
 func freePort(fatal func(...any)) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	lo, hi := portsOutsideEphemeral()
+	if lo == 0 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	start := lo + rand.IntN(hi-lo)
+	for k := range hi - lo {
+		p := lo + (start-lo+k)%(hi-lo)
+		if portsGiven[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		portsGiven[p] = true
+		return p
+	}
+	fatal(fmt.Sprintf("no free loopback port in [%d, %d)", lo, hi))
+	return 0
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// portsOutsideEphemeral is a range [lo, hi) of ports below or above the
+// kernel's ephemeral range (ip_local_port_range), or 0, 0 if it cannot
+// tell or the range leaves too little room on both sides.
+func portsOutsideEphemeral() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil {
+		return 0, 0
+	}
+	switch {
+	case first >= 12000:
+		return 10000, first
+	case last <= 63000:
+		return last + 1, 65536
+	}
+	return 0, 0
 }
 
 // startCluster starts n servers (n = 1: a standalone server, no routes)
@@ -148,14 +205,45 @@ func (c *cluster) start(i int) {
 		c.fatal(err)
 	}
 	c.opts[i] = opts
+	log := &startLog{}
+	s.SetLoggerV2(log, false, false, false)
 	s.Start()
 	// A bound for a wedged server, not a measure: under the whole suite's
-	// -race load on two cores a server took over 10 s to listen.
-	if !s.ReadyForConnections(time.Minute) {
-		c.fatal(fmt.Sprintf("server n%d not ready", i))
+	// -race load on two cores a server took over 10 s to listen. A server
+	// that cannot listen logs it (Fatalf) and waits; that ends the wait.
+	for end := time.Now().Add(time.Minute); !s.ReadyForConnections(100 * time.Millisecond); {
+		if fatal := log.fatal(); fatal != "" || time.Now().After(end) {
+			s.Shutdown()
+			c.fatal(fmt.Sprintf("server n%d not ready: %s", i, cmp.Or(fatal, "no error logged")))
+		}
 	}
 	c.servers[i] = s
 }
+
+// startLog keeps what a server logs at Fatalf, for start to report; the
+// rest is dropped, as with no logger.
+type startLog struct {
+	mu     sync.Mutex
+	fatals []string
+}
+
+func (l *startLog) fatal() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.fatals, "; ")
+}
+
+func (l *startLog) Fatalf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fatals = append(l.fatals, fmt.Sprintf(format, v...))
+}
+
+func (*startLog) Noticef(string, ...any) {}
+func (*startLog) Warnf(string, ...any)   {}
+func (*startLog) Errorf(string, ...any)  {}
+func (*startLog) Debugf(string, ...any)  {}
+func (*startLog) Tracef(string, ...any)  {}
 
 func (c *cluster) stop(i int) {
 	if s := c.servers[i]; s != nil {
