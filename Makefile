@@ -91,6 +91,8 @@ e2e-deps:
 check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
+	GOOS=darwin $(GO) vet $(PKGS)
+	GOOS=freebsd $(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	$(MAKE) test
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command logbook-soak is the crash-and-fault soak of logbook, run from
 // outside: it drives the built binaries (bin/logbook, and bin/nats-server for
 // the JetStream soak) as agents and operators would, kills them at random,

@@ -102,17 +102,6 @@ func TestJournalHeaderSyncFails(t *testing.T) {
 	}
 }
 
-// appendSized commits one event of a payload of n bytes.
-func appendSized(l *Store, n int) error {
-	payload := make([]byte, n)
-	payload[0] = 0xc6 // msgpack bin 32
-	payload[1], payload[2], payload[3], payload[4] = byte((n-5)>>24), byte((n-5)>>16), byte((n-5)>>8), byte(n-5)
-	return l.Update(func(tx *Tx) error {
-		_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Subjects: []string{"T-1"}, Payload: payload})
-		return err
-	})
-}
-
 // bbolt remaps its file when it outgrows the mapping, and a remap waits
 // for every read transaction: the pin's too, held by the committer that
 // waits. So no generation may run while its commits can grow the file past

@@ -154,34 +154,6 @@ func TestSoundFilesPassTreeChecks(t *testing.T) {
 	}
 }
 
-// Nor is a file recovered after a stopped machine (a journal generation
-// under way, its pages kept, lost or torn) called damaged.
-func TestSoundFilesAfterPowerLoss(t *testing.T) {
-	l, path, checkpoint := journaled(t, Options{Hold: true})
-	rng := rand.New(rand.NewPCG(3, 5))
-	for i := range 90 {
-		if err := randomCommit(rng, l, i); err != nil {
-			t.Fatalf("commit %d: %v", i, err)
-		}
-	}
-	soundChecks(t, l, "with a generation under way")
-	for round := range 4 {
-		setBoot(t, fmt.Sprintf("boot-after-%d", round))
-		img := powerLoss(t, rng, checkpoint, path, t.TempDir())
-		r, err := Open(img, Options{})
-		if err != nil {
-			t.Fatalf("round %d: recover: %v", round, err)
-		}
-		soundChecks(t, r, fmt.Sprintf("round %d: recovered", round))
-		if _, err := r.Verify(context.Background(), VerifyOptions{}); err != nil {
-			t.Fatalf("round %d: verify after recovery: %v", round, err)
-		}
-		r.Close()
-		soundFile(t, img, fmt.Sprintf("round %d: recovered, closed", round))
-	}
-	setBoot(t, mustBoot(t))
-}
-
 // A freelist of 0xFFFF pages or more (its count the first of its ids, on
 // overflow pages) is read as bbolt writes it: a file of 1 KiB pages, one
 // value of 70,000 of them deleted.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package jetstream is the replicated soak: three nats-server processes
 // (sync_interval: always) and three `logbook server` nodes on one stream,
 // agents writing through every node over Streamable HTTP (the go-sdk

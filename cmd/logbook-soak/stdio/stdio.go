@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package stdio is the stdio soak: agents drive `logbook serve` processes
 // over stdio while the harness kills them at random (SIGKILL, or stdin
 // closed, SIGTERM, SIGSTOP with -kill-mode mix), optionally kills a `logbook
