@@ -183,7 +183,12 @@ func (c *cluster) config(i int) string {
 	b.WriteString(`accounts {
   SYS: { users: [{ user: sys, password: sys }] }
   APP: { jetstream: enabled, users: [{ user: app, password: app },
-    { user: noturn, password: noturn, permissions: { publish: { deny: "logbook.*.turn" }, subscribe: { deny: "logbook.*.turn" } } }] }
+    { user: noturn, password: noturn, permissions: { publish: { deny: "logbook.*.turn" }, subscribe: { deny: "logbook.*.turn" } } },
+    { user: noappend, password: noappend, permissions: { publish: { deny: "logbook.*.events" } } },
+    { user: nodirect, password: nodirect, permissions: { publish: { deny: "$JS.API.DIRECT.GET.>" } } },
+    { user: noleaderget, password: noleaderget, permissions: { publish: { deny: "$JS.API.STREAM.MSG.GET.>" } } },
+    { user: noinfo, password: noinfo, permissions: { publish: { deny: "$JS.API.STREAM.INFO.>" } } },
+    { user: noanswers, password: noanswers, permissions: { subscribe: { deny: "_INBOX.>" } } }] }
 }
 system_account: SYS
 `)

@@ -94,6 +94,13 @@
 //     appended last, which decides its next append without reading. A
 //     user denied the subject only loses the turns: Open sends itself a
 //     probe there and logs a warning if it does not come back.
+//   - A user the servers deny a subject the ledger needs (publishing on
+//     the stream's subject, its API, subscribing to the answers) is
+//     refused at Open with ErrDenied naming it (rights.go): the servers
+//     drop what is denied and say so only asynchronously, so its appends
+//     and reads would each wait out ResolveWithin unanswered. Open tries
+//     each (the append names another stream, which the stream refuses
+//     without storing it) and flushes, after which a denial has arrived.
 //   - One Replica serves one Store (its calls are serialised by the store's
 //     committer).
 //

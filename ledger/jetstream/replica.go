@@ -188,6 +188,10 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 		return nil, err
 	}
 	r.replies.SetPendingLimits(-1, -1)
+	if err := r.checkRights(); err != nil {
+		r.replies.Unsubscribe()
+		return nil, err
+	}
 	r.id = nuid.Next()
 	if err := r.listenTurns(); err != nil {
 		r.replies.Unsubscribe()
@@ -280,6 +284,13 @@ func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, erro
 	var err error
 	for wait := time.Second; ; wait *= 2 {
 		s, err = r.lookupOrCreate(ctx, min(wait, r.opts.Timeout))
+		if unanswered(err) {
+			if d := r.denied(); d != nil {
+				// Unanswered because the request, or its answer, was
+				// denied: asking again cannot help.
+				err = d
+			}
+		}
 		if err == nil || !(unanswered(err) || starting(err)) || ctx.Err() != nil || time.Now().After(giveUp) {
 			break
 		}
