@@ -149,6 +149,29 @@ func (d Dial) checkFiles() error {
 	return nil
 }
 
+// check refuses settings that are half given or contradict each other: a
+// client certificate without its key, or a key without one (nats.go said
+// "error loading client certificate: open : no such file or directory"),
+// both a credentials file and a user for the same login (which one the
+// servers took was nats.go's choice), a user without a password (an
+// unset LOGBOOK_NATS_PASSWORD was sent as an empty one: "Authorization
+// Violation"). Before any server is dialled.
+func (d Dial) check() error {
+	switch {
+	case (d.TLSCert == "") != (d.TLSKey == ""):
+		return errors.New("--nats-tls-cert and --nats-tls-key go together: give the client certificate and its key, or neither")
+	case d.Creds != "" && d.User != "":
+		return errors.New("--nats-creds and --nats-user both say who logs in to NATS: give one")
+	case d.SysCreds != "" && d.SysUser != "":
+		return errors.New("--nats-sys-creds and --nats-sys-user both say who logs in to NATS as the system user: give one")
+	case d.User != "" && d.Password == "":
+		return fmt.Errorf("--nats-user %s: LOGBOOK_NATS_PASSWORD is not set: set it to the user's password", d.User)
+	case d.SysUser != "" && d.SysPassword == "":
+		return fmt.Errorf("--nats-sys-user %s: LOGBOOK_NATS_SYS_PASSWORD is not set: set it to the user's password", d.SysUser)
+	}
+	return nil
+}
+
 // connect connects to d's servers with nopts. While none of them accepts
 // a connection it asks again, each time waiting twice as long (from 250ms
 // up to 2s), for up to opts.OpenWait: servers and logbook nodes started
@@ -178,6 +201,9 @@ func Connect(ctx context.Context, d Dial, opts Options) (*Replica, func(), error
 		return nil, nil, err
 	}
 	if err := d.checkFiles(); err != nil {
+		return nil, nil, err
+	}
+	if err := d.check(); err != nil {
 		return nil, nil, err
 	}
 	if err := opts.check(); err != nil {

@@ -101,6 +101,38 @@ func TestConnectFilesBounded(t *testing.T) {
 	}
 }
 
+// TestConnectRefusesHalfGivenLogins: a client certificate without its key
+// (or a key without one), a credentials file beside a user (for the NATS
+// user or the system user), a user whose password variable is not set,
+// are refused before any server is dialled, naming the flags. (A
+// certificate without its key reached nats.go, which said "error loading
+// client certificate: open : no such file or directory"; a user without
+// a password was sent with an empty one, "Authorization Violation"; a
+// creds file and a user were both sent, the servers choosing.)
+func TestConnectRefusesHalfGivenLogins(t *testing.T) {
+	pem := filepath.Join(t.TempDir(), "f.pem")
+	if err := os.WriteFile(pem, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		d    Dial
+		want string
+	}{
+		{Dial{TLSCert: pem}, "--nats-tls-cert and --nats-tls-key go together"},
+		{Dial{TLSKey: pem}, "--nats-tls-cert and --nats-tls-key go together"},
+		{Dial{Creds: pem, User: "u", Password: "pw"}, "--nats-creds and --nats-user"},
+		{Dial{SysCreds: pem, SysUser: "sys", SysPassword: "pw"}, "--nats-sys-creds and --nats-sys-user"},
+		{Dial{User: "u"}, "LOGBOOK_NATS_PASSWORD is not set"},
+		{Dial{User: "u", Password: "pw", SysUser: "sys"}, "LOGBOOK_NATS_SYS_PASSWORD is not set"},
+	} {
+		c.d.URLs = "nats://127.0.0.1:1"
+		_, _, err := Connect(context.Background(), c.d, Options{Stream: "s", OpenWait: time.Nanosecond})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("case %d: %v, want %q", i, err, c.want)
+		}
+	}
+}
+
 // TestConnectChecksTheStreamFirst: a stream name JetStream refuses, or a
 // replica count below 1 (or below 3 without AllowUnreplicated), is refused
 // before any server is dialled (attack5: with no server up, migrate
