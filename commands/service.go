@@ -405,6 +405,8 @@ func (s *Service) storageError(tool string, err error) error {
 		}
 	case errors.Is(err, boltstore.ErrAppendUnknown):
 		reason, unknown = "the replicated log (NATS JetStream) neither took nor refused this call's events in time (see the server's log)"+mayBeRecorded, true
+	case errors.Is(err, boltstore.ErrLogUnreachable):
+		reason = "the replicated log's (the NATS JetStream stream's) servers did not answer this node in time (down, unreachable from it, or electing a leader: see the server's log): nothing of this call was recorded; call again once they answer"
 	case errors.Is(err, boltstore.ErrLogGone):
 		reason = "the replicated log (the NATS JetStream stream) no longer exists: it was deleted while this server ran, and is never made again by logbook (see the server's log). Nothing of this call was recorded, and nothing more is until the stream is restored or this node's copy is migrated into a new one (logbook migrate)"
 	case errors.Is(err, boltstore.ErrLogUnsafe):

@@ -196,6 +196,12 @@ var ErrLogGone = errors.New("the replicated log no longer exists")
 // catches up nothing (returned wrapped) until they are restored.
 var ErrLogUnsafe = errors.New("the replicated log's settings can lose or rewrite events")
 
+// ErrLogUnreachable: the replicated log's servers did not serve a
+// catch-up in time (down, unreachable, electing a leader) and gave no
+// verdict: nothing was appended; the next call may succeed (returned
+// wrapped, by CatchUp).
+var ErrLogUnreachable = errors.New("the replicated log's servers did not serve it in time")
+
 // ErrAppendUnknown: a Replica could not tell whether an append reached the
 // replicated log. Its events may appear there later (the next catch-up
 // ingests them): the commit's calls may or may not be in the ledger.

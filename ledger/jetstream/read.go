@@ -351,6 +351,9 @@ type unservedError struct{ error }
 
 func (e *unservedError) Unwrap() error { return e.error }
 
+// Is makes a catch-up that gave up on the servers boltstore.ErrLogUnreachable.
+func (e *unservedError) Is(target error) bool { return target == boltstore.ErrLogUnreachable }
+
 // behind explains a catch-up that could not reach what the stream holds:
 // the stream lost events this node holds (an *ledger.IntegrityError), or
 // it was deleted (boltstore.ErrLogGone), or the servers did not serve it
