@@ -11,7 +11,8 @@
 // Invariants:
 //   - The stream is file-backed, replicated (3 by default; 1 only with
 //     Options.AllowUnreplicated), DenyDelete and DenyPurge, without age,
-//     count or size limits, rollups, TTLs, counters or async persistence.
+//     count or size limits (a message's size among them), rollups, TTLs,
+//     counters or async persistence, and not sealed.
 //     Open creates it so, or refuses an existing stream that is not so, or
 //     whose messages do not start at 1 without a gap. Settings edited to
 //     unsafe ones while a node runs are seen in the next stream info it

@@ -18,7 +18,10 @@ import (
 // then fail with boltstore.ErrLogUnsafe, naming the setting, and commit
 // nothing, until the settings are restored. Before, only the next node to
 // open the stream saw them; running nodes went on appending. (The servers
-// refuse to turn deny_delete or deny_purge off, and rollups on.)
+// refuse to turn deny_delete or deny_purge off, and rollups on. A stream
+// sealed, or its message size capped, was not seen as unsafe at all: every
+// call, or every large one, was refused by the servers and answered "the
+// ledger could not commit".)
 func TestSettingsEditedWhileRunning(t *testing.T) {
 	c := sharedCluster(t)
 	dir := t.TempDir()
@@ -39,6 +42,10 @@ func TestSettingsEditedWhileRunning(t *testing.T) {
 		// wants: the edit itself loses the events, which no node can
 		// undo (restored, its next catch-up reports them missing).
 		{"retention", func(c *jetstream.StreamConfig) { c.Retention = jetstream.InterestPolicy }, nil},
+		// An event larger than max_msg_size is refused, one call in some.
+		{"max_msg_size", func(c *jetstream.StreamConfig) { c.MaxMsgSize = 1 << 10 }, func(c *jetstream.StreamConfig) { c.MaxMsgSize = -1 }},
+		// A sealed stream takes no more appends, and is never unsealed.
+		{"sealed", func(c *jetstream.StreamConfig) { c.Sealed = true }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stream := fmt.Sprintf("edited%d", i)

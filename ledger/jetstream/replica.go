@@ -386,6 +386,8 @@ func (r *Replica) checkConfig(c jetstream.StreamConfig) error {
 	check(c.MaxMsgs <= 0, "max_msgs set")
 	check(c.MaxBytes <= 0, "max_bytes set")
 	check(c.MaxMsgsPerSubject <= 0, "max_msgs_per_subject set")
+	check(c.MaxMsgSize <= 0, "max_msg_size set (larger events refused)")
+	check(!c.Sealed, "sealed (it takes no more appends, and is never unsealed: logbook migrate a node's copy into a new stream to go on)")
 	check(!c.AllowRollup, "rollups allowed")
 	check(!c.AllowMsgTTL && c.SubjectDeleteMarkerTTL == 0, "message TTLs allowed")
 	check(!c.AllowMsgCounter, "a counter stream")

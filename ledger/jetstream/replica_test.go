@@ -219,6 +219,8 @@ func TestOpenRefusesUnsafeStreams(t *testing.T) {
 		{"unreplicated", func() { cfg.Replicas = 1 }},
 		{"memory", func() { cfg.Storage = 1 }},
 		{"not atomic", func() { cfg.AllowAtomicPublish = false }},
+		{"sealed", func() { cfg.Sealed = true }},
+		{"message size capped", func() { cfg.MaxMsgSize = 1024 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg = good.streamConfig()
