@@ -193,6 +193,21 @@ func (d Dial) connect(ctx context.Context, opts Options, nopts []nats.Option) (*
 	}
 }
 
+// connectHint says what to do about a connection the servers refused:
+// a login they do not know (login names the flags that give it), TLS
+// asked of a server without it, or a server that requires it.
+func connectHint(err error, login string) string {
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
+		return " (the servers refused the login: check " + login + ")"
+	case errors.Is(err, nats.ErrSecureConnWanted):
+		return " (a tls:// URL, or --nats-tls-*, to a server that offers no TLS: use nats://, or enable tls on the server)"
+	case errors.Is(err, nats.ErrSecureConnRequired):
+		return " (the server requires TLS: use tls:// URLs, with --nats-tls-ca if its certificate is not publicly trusted)"
+	}
+	return ""
+}
+
 // Connect connects to the servers as d says and opens the stream
 // (opts.SystemConn is the system user's connection, if d names one). The
 // returned close ends the replica and its connections.
@@ -212,12 +227,13 @@ func Connect(ctx context.Context, d Dial, opts Options) (*Replica, func(), error
 	opts = opts.withDefaults()
 	nc, err := d.connect(ctx, opts, d.options(d.Name, d.Creds, d.User, d.Password))
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w", d.URLs, err)
+		return nil, nil, fmt.Errorf("connect to %s: %w%s", d.URLs, err, connectHint(err, "--nats-user with LOGBOOK_NATS_PASSWORD, or --nats-creds"))
 	}
 	if d.SysCreds != "" || d.SysUser != "" {
 		if opts.SystemConn, err = d.connect(ctx, opts, d.options(d.Name+" (sync check)", d.SysCreds, d.SysUser, d.SysPassword)); err != nil {
 			nc.Close()
-			return nil, nil, fmt.Errorf("connect to %s as the system user: %w", d.URLs, err)
+			return nil, nil, fmt.Errorf("connect to %s as the system user: %w%s", d.URLs, err,
+				connectHint(err, "--nats-sys-user with LOGBOOK_NATS_SYS_PASSWORD, or --nats-sys-creds"))
 		}
 	}
 	rep, err := Open(ctx, nc, opts)

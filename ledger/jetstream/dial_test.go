@@ -157,3 +157,26 @@ func TestConnectChecksTheStreamFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectSaysWhatToCheck: a login the servers refuse names the flags
+// and variables that give it (the NATS user's or the system user's), and
+// tls:// to a server without TLS says to use nats://. (Each said only
+// "nats: Authorization Violation" or "nats: secure connection not
+// available".)
+func TestConnectSaysWhatToCheck(t *testing.T) {
+	c := sharedCluster(t)
+	url := c.url(0)
+	for _, tc := range []struct {
+		d    Dial
+		want string
+	}{
+		{Dial{URLs: url, User: "app", Password: "wrong"}, "check --nats-user with LOGBOOK_NATS_PASSWORD, or --nats-creds"},
+		{Dial{URLs: url, User: "app", Password: "app", SysUser: "sys", SysPassword: "wrong"}, "check --nats-sys-user with LOGBOOK_NATS_SYS_PASSWORD"},
+		{Dial{URLs: "tls" + strings.TrimPrefix(url, "nats"), User: "app", Password: "app"}, "use nats://"},
+	} {
+		_, _, err := Connect(context.Background(), tc.d, Options{Stream: "hint", OpenWait: time.Nanosecond})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "wrong") {
+			t.Errorf("%s: %v; want %q, and no password", tc.d.URLs, err, tc.want)
+		}
+	}
+}

@@ -215,7 +215,7 @@ func (o Options) check() error {
 	case o.Replicas < 1:
 		return fmt.Errorf("%w: %d replicas; a stream is kept by at least 1 server", ErrStreamConfig, o.Replicas)
 	case o.Replicas < 3 && !o.AllowUnreplicated:
-		return fmt.Errorf("%w: %d replicas; a ledger needs 3 or more (AllowUnreplicated to accept fewer)", ErrStreamConfig, o.Replicas)
+		return fmt.Errorf("%w: %d replicas; a ledger needs 3 or more (AllowUnreplicated, --allow-unreplicated, to accept fewer)", ErrStreamConfig, o.Replicas)
 	}
 	return nil
 }
