@@ -282,8 +282,10 @@ func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, erro
 	giveUp := time.Now().Add(r.opts.OpenWait)
 	var s jetstream.Stream
 	var err error
-	for wait := time.Second; ; wait *= 2 {
-		s, err = r.lookupOrCreate(ctx, min(wait, r.opts.Timeout))
+	noJetStream := false // whether no server took a request (ErrNoResponders)
+	for wait := time.Second; ; wait = min(2*wait, r.opts.Timeout) {
+		sent := time.Now()
+		s, err = r.lookupOrCreate(ctx, wait)
 		if unanswered(err) {
 			if d := r.denied(); d != nil {
 				// Unanswered because the request, or its answer, was
@@ -294,14 +296,24 @@ func (r *Replica) ensureStream(ctx context.Context) (*jetstream.StreamInfo, erro
 		if err == nil || !(unanswered(err) || starting(err)) || ctx.Err() != nil || time.Now().After(giveUp) {
 			break
 		}
-		r.opts.Logf("stream %s: %v (a cluster still starting answers nothing, or cannot place a stream yet); asking again", r.opts.Stream, err)
-		if starting(err) {
-			// An answer, at once: pause before asking again.
-			select {
-			case <-ctx.Done():
-			case <-time.After(min(wait, r.opts.Timeout) / 4):
-			}
+		why := "a cluster still starting answers nothing, or cannot place a stream yet"
+		if errors.Is(err, nats.ErrNoResponders) {
+			noJetStream = true
+			why = "no server runs JetStream for this user's account: still starting, or not enabled"
 		}
+		r.opts.Logf("stream %s: %v (%s); asking again", r.opts.Stream, err, why)
+		// An answer at once (a refusal while the cluster starts; no
+		// responders, at once too) pauses before asking again: asked
+		// again at once, it was asked some 200,000 times a second, each
+		// logged, for OpenWait.
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait/4 - time.Since(sent)):
+		}
+	}
+	if err != nil && noJetStream {
+		return nil, fmt.Errorf("stream %s: %w (no server ran JetStream for this user's account within %v: enable it on the NATS servers, jetstream { … }, and for the account, jetstream: enabled)",
+			r.opts.Stream, err, r.opts.OpenWait)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", r.opts.Stream, err)
