@@ -184,6 +184,69 @@ func TestServerCopyRefusedExitsTwo(t *testing.T) {
 	}
 }
 
+// TestServerRefusesUnusableStreams: a node whose NATS user may not append
+// to the stream, or whose stream is sealed, exits 2 at start naming what
+// is wrong and what to do, its stdout empty, no password in what it says,
+// no local copy made. (The first started, and every call waited 30 s to
+// be answered ERR_STORAGE "may have been recorded"; the second started,
+// and every call was refused "the ledger could not commit".)
+func TestServerRefusesUnusableStreams(t *testing.T) {
+	url := natsServer(t)
+	dir := t.TempDir()
+	denied := runEnv(t, []string{"LOGBOOK_NATS_PASSWORD=noappend"}, "server", "--db", filepath.Join(dir, "denied.db"), "--listen", "127.0.0.1:0",
+		"--store", url, "--stream", "s", "--replicas", "1", "--allow-unreplicated", "--nats-user", "noappend")
+	if strings.Contains(denied.stderr, "noappend") { // the user's password
+		t.Errorf("a denied user's start: %s; want no password", denied)
+	}
+	if strings.Contains(denied.stderr, "noappend") { // the user's password
+		t.Errorf("a denied user's start: %s; want no password", denied)
+	}
+	nc, err := nats.Connect(url, nats.UserInfo("app", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cfg := natsjs.StreamConfig{Name: "sealed", Subjects: []string{"logbook.sealed.events"}, Storage: natsjs.FileStorage, Replicas: 1,
+		DenyDelete: true, DenyPurge: true, AllowDirect: true, AllowAtomicPublish: true}
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Sealed = true
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
+	sealed := run(t, "server", "--db", filepath.Join(dir, "sealed.db"), "--listen", "127.0.0.1:0",
+		"--store", url, "--stream", "sealed", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app")
+	for _, c := range []struct {
+		what string
+		r    result
+		want []string
+	}{
+		{"a user denied the stream's subject", denied, []string{`"logbook.s.events"`, "allow its user to publish to logbook.s.events"}},
+		{"a sealed stream", sealed, []string{"sealed", "logbook migrate"}},
+	} {
+		if c.r.code != 2 || c.r.stdout != "" {
+			t.Errorf("%s: %s; want exit 2, nothing on stdout", c.what, c.r)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(c.r.stderr, w) {
+				t.Errorf("%s: %s; want it to say %q", c.what, c.r, w)
+			}
+		}
+	}
+	for _, db := range []string{"denied.db", "sealed.db"} {
+		if _, err := os.Stat(filepath.Join(dir, db)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v; want no local copy made", db, err)
+		}
+	}
+}
+
 // TestServerCopyCutShortIsCreated: a node whose local copy's creation was
 // cut short (an empty file, as a kill -9 right after creating it leaves)
 // starts as on no file: Open creates such a file. Reading the copy's head

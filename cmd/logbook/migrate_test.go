@@ -24,7 +24,8 @@ func natsServer(t *testing.T) string {
 jetstream { store_dir: %q, sync_interval: always }
 accounts {
   SYS: { users: [{ user: sys, password: sys }] }
-  APP: { jetstream: enabled, users: [{ user: app, password: app }] }
+  APP: { jetstream: enabled, users: [{ user: app, password: app },
+    { user: noappend, password: noappend, permissions: { publish: { deny: "logbook.*.events" } } }] }
 }
 system_account: SYS
 `, filepath.Join(dir, "js")), 0o600)
