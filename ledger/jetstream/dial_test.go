@@ -134,10 +134,11 @@ func TestConnectRefusesHalfGivenLogins(t *testing.T) {
 }
 
 // TestConnectChecksTheStreamFirst: a stream name JetStream refuses, or a
-// replica count below 1 (or below 3 without AllowUnreplicated), is refused
+// replica count below 1 (or below 3 without AllowUnreplicated) or above 5, is refused
 // before any server is dialled (attack5: with no server up, migrate
 // --stream a.b asked again for OpenWait, then said only that no server
-// answered; --replicas -1 reached the servers).
+// answered; --replicas -1 reached the servers; attack9: --replicas 7 too,
+// refused by them, "maximum replicas is 5", after OpenWait if none was up).
 func TestConnectChecksTheStreamFirst(t *testing.T) {
 	for _, c := range []struct {
 		opts Options
@@ -149,6 +150,7 @@ func TestConnectChecksTheStreamFirst(t *testing.T) {
 		{Options{Stream: strings.Repeat("s", 65)}, "stream name"},
 		{Options{Stream: "s", Replicas: -1, AllowUnreplicated: true}, "-1 replicas"},
 		{Options{Stream: "s", Replicas: 1}, "1 replicas; a ledger needs 3"},
+		{Options{Stream: "s", Replicas: 7}, "7 replicas; NATS keeps a stream on at most 5 servers"},
 	} {
 		c.opts.OpenWait = time.Nanosecond // nothing listens: dialling fails at once
 		_, _, err := Connect(context.Background(), Dial{URLs: "nats://127.0.0.1:1"}, c.opts)

@@ -205,7 +205,8 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 // asked (Connect checks it before it dials: a name JetStream refuses was
 // known only once a server answered, after up to OpenWait of retries
 // while none did): a name other than 1-64 letters, digits, '-' or '_', or
-// fewer replicas than 1, or than 3 without AllowUnreplicated. Zero
+// fewer replicas than 1, or than 3 without AllowUnreplicated, or more
+// than NATS allows (the servers said so only once they answered). Zero
 // Replicas is the default, 3.
 func (o Options) check() error {
 	if !streamName.MatchString(o.Stream) {
@@ -214,11 +215,17 @@ func (o Options) check() error {
 	switch o = o.withDefaults(); {
 	case o.Replicas < 1:
 		return fmt.Errorf("%w: %d replicas; a stream is kept by at least 1 server", ErrStreamConfig, o.Replicas)
+	case o.Replicas > maxReplicas:
+		return fmt.Errorf("%w: %d replicas; NATS keeps a stream on at most %d servers", ErrStreamConfig, o.Replicas, maxReplicas)
 	case o.Replicas < 3 && !o.AllowUnreplicated:
 		return fmt.Errorf("%w: %d replicas; a ledger needs 3 or more (AllowUnreplicated, --allow-unreplicated, to accept fewer)", ErrStreamConfig, o.Replicas)
 	}
 	return nil
 }
+
+// maxReplicas is the most servers NATS keeps a stream on (its
+// StreamMaxReplicas): a stream asked for more is refused by the servers.
+const maxReplicas = 5
 
 // withDefaults is o with the default of each setting left zero.
 func (o Options) withDefaults() Options {
