@@ -61,8 +61,9 @@ func mountLoop(t *testing.T, fstype string, size int64) string {
 	if err := os.Truncate(img, size); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mkfs."+fstype, "-q", "-f", img).CombinedOutput(); err != nil {
-		if out, err = exec.Command("mkfs."+fstype, "-q", "-F", img).CombinedOutput(); err != nil {
+	// -f forces mkfs.btrfs, -F mkfs.ext4 (each refuses the other's flag).
+	if _, err := exec.Command("mkfs."+fstype, "-q", "-f", img).CombinedOutput(); err != nil {
+		if out, err := exec.Command("mkfs."+fstype, "-q", "-F", img).CombinedOutput(); err != nil {
 			t.Skipf("cannot make a %s file system: %v %s", fstype, err, out)
 		}
 	}
