@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -179,6 +180,11 @@ func (d Dial) check() error {
 // leave a node that started first to exit, told that no server is there.
 func (d Dial) connect(ctx context.Context, opts Options, nopts []nats.Option) (*nats.Conn, error) {
 	giveUp := time.Now().Add(opts.OpenWait)
+	// What the servers send of their own (a permissions violation, a slow
+	// consumer) goes to the node's log, not to stderr in nats.go's words.
+	nopts = append(slices.Clip(nopts), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		opts.Logf("the NATS servers said: %v", err)
+	}))
 	for pause := 250 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
 		nc, err := nats.Connect(d.URLs, nopts...)
 		if err == nil || !errors.Is(err, nats.ErrNoServers) || time.Now().Add(pause).After(giveUp) {

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -509,7 +510,7 @@ func (r *Replica) leaderLost(sent time.Time) {
 	}
 	r.lost.CompareAndSwap(0, sent.UnixNano())
 	since := r.lost.Load()
-	server := r.nc.ConnectedServerName()
+	server := cmp.Or(r.nc.ConnectedServerName(), "(none: disconnected)")
 	if since == 0 || time.Duration(now-since) < r.opts.LeaderWait || !r.lost.CompareAndSwap(since, now) {
 		r.tracef("leader lost through %s since %v ago", server, time.Duration(now-since).Round(time.Millisecond))
 		return
