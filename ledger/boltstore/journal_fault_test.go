@@ -629,11 +629,13 @@ func TestOutcomeUnknownOnlyForCallsRun(t *testing.T) {
 	// With the committer kept from the file, a (which fails, committing
 	// nothing) is taken by the idle committer, b and c queue behind it and
 	// form the next batch, in which b runs past maxHold: c is left out.
+	// a is queued here, not by a goroutine of its own, which may not have
+	// run yet when b is queued (a sleep stood for it: under load b came
+	// first, and the batches were not those described).
 	l.commitMu.Lock()
-	aErr := make(chan error, 1)
-	go func() { aErr <- l.Update(func(tx *Tx) error { return errors.New("a fails") }) }()
-	time.Sleep(50 * time.Millisecond)
-	for len(l.queue) > 0 {
+	a := &request{fn: func(tx *Tx) error { return errors.New("a fails") }, done: make(chan error, 1), deadline: time.Now().Add(l.opts.LockTimeout)}
+	l.queue <- a
+	for len(l.queue) > 0 || !l.shared.lent() { // taken, and its session begun (past drain)
 		time.Sleep(time.Millisecond)
 	}
 	bErr, cErr := make(chan error, 1), make(chan error, 1)
@@ -653,7 +655,7 @@ func TestOutcomeUnknownOnlyForCallsRun(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	l.commitMu.Unlock()
-	if err := <-aErr; err == nil || err.Error() != "a fails" {
+	if err := <-a.done; err == nil || err.Error() != "a fails" {
 		t.Fatalf("a: %v", err)
 	}
 	if err := <-bErr; !errors.Is(err, ErrOutcomeUnknown) {
@@ -662,4 +664,12 @@ func TestOutcomeUnknownOnlyForCallsRun(t *testing.T) {
 	if err := <-cErr; errors.Is(err, ErrOutcomeUnknown) && !cRan.Load() {
 		t.Fatalf("c, which never ran: %v", err)
 	}
+}
+
+// lent reports whether a committer's session lends its handle: it has
+// taken its batch and opened the file.
+func (s *sharedDB) lent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.db != nil
 }
