@@ -317,7 +317,12 @@ func TestBridgeRetriesRefusedForNow(t *testing.T) {
 	defer srv.Close()
 	defer close(done) // before the server's Close, which waits for its requests
 	var log syncBuffer
-	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	// The call served after two refusals has the default deadline, a
+	// minute: with a deadline of 3 s it had to be sent a third time, after
+	// its Retry-After of 1 s each time, before 2 s had passed, the held
+	// request released and ended by then, which a loaded machine may not do.
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	send, answer := openBridge(t, BridgeOptions{URL: srv.URL, Token: "x", Logger: logger})
 
 	// Another holder of the token has its one request in flight.
 	hold.Store(true)
@@ -354,6 +359,9 @@ func TestBridgeRetriesRefusedForNow(t *testing.T) {
 	}
 
 	// Held past the call's deadline: answered, not recorded, saying why.
+	// Through a bridge whose calls wait 10 s: sent again once at least
+	// unless the first refusal took 9 s.
+	send, answer = openBridge(t, BridgeOptions{URL: srv.URL, Token: "x", CallTimeout: 10 * time.Second, Logger: logger})
 	hold.Store(true)
 	go func() {
 		code, _ := post(t, srv.URL, "x", newRequest(10, "tools/call", `"name":"task_list","arguments":{}`))
