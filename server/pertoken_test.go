@@ -69,30 +69,38 @@ func TestTokenCannotFillConnections(t *testing.T) {
 		return sid
 	}
 	sid := open(a)
-	// Two calls of the token whose bodies are announced and never sent. One
-	// may find the token's count not yet down from the notification just
-	// answered (a request's slot is given back once its handler returns,
-	// just after its answer is sent), and be answered 429 at once: it is
-	// sent again until two are held.
-	for held, tries := 0, 0; held < 2; tries++ {
-		if tries == 100 {
-			t.Fatal("no call of the token held after 100 tries")
+	// Two calls of the token whose bodies are announced and never sent,
+	// held until the body's deadline. One may find the token's count not
+	// yet down from a request just answered (a request's slot is given back
+	// once its handler returns, just after its answer is sent), and be
+	// answered 429 at once: each is watched, and one answered is replaced.
+	// (A read that waited 200 ms for an answer stood for the watch: on a
+	// loaded machine a 429 came later, the call was counted held, and no
+	// third request was ever turned away.)
+	var conns []net.Conn
+	defer func() { // before stop, which would wait for them
+		for _, c := range conns {
+			c.Close()
 		}
+	}()
+	hold := func() (answered <-chan struct{}) {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
+		conns = append(conns, c) // held open to the end
 		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
 			"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: 100\r\n\r\n{", addr, a, sid)
-		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		if n, _ := c.Read(make([]byte, 1)); n > 0 {
-			c.Close() // answered: not held
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		defer c.Close() // held open to the end
-		held++
+		ch := make(chan struct{})
+		go func() {
+			if n, _ := c.Read(make([]byte, 1)); n > 0 {
+				c.Close() // answered: not held
+				close(ch)
+			}
+		}()
+		return ch
 	}
+	held := []<-chan struct{}{hold(), hold()}
 	// The third: 429 once both are in flight (they are served as they
 	// come, so it may come before them; until the cap holds, it is a call
 	// answered).
@@ -104,6 +112,13 @@ func TestTokenCannotFillConnections(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			break
+		}
+		for i, answered := range held {
+			select {
+			case <-answered:
+				held[i] = hold()
+			default:
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
