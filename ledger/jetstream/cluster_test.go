@@ -18,6 +18,7 @@ import (
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // cluster is a real NATS JetStream cluster in this process, on loopback:
@@ -144,7 +145,10 @@ var shared struct {
 }
 
 // sharedCluster is one 3-node cluster (sync always) for the tests that do
-// not stop servers, each on streams of its own; TestMain shuts it down.
+// not stop servers, each on streams of its own, deleted when the test
+// ends; TestMain shuts it down. (Kept, a test's streams were there for its
+// next run in the process: with go test -count=2 every test on the shared
+// cluster failed its second run, its events in the stream twice.)
 func sharedCluster(tb testing.TB) *cluster {
 	shared.once.Do(func() {
 		dir, err := os.MkdirTemp("", "logbook-jetstream-")
@@ -154,7 +158,33 @@ func sharedCluster(tb testing.TB) *cluster {
 		shared.dir = dir
 		shared.c = newCluster(func(args ...any) { panic(fmt.Sprint(args...)) }, dir, 3, "always")
 	})
+	nc := shared.c.connect(tb, 0, "app")
+	tb.Cleanup(func() { deleteStreams(tb, nc) }) // before nc's Close: cleanups run last first
 	return shared.c
+}
+
+// deleteStreams deletes every stream of nc's account.
+func deleteStreams(tb testing.TB, nc *nats.Conn) {
+	tb.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang bound
+	defer cancel()
+	names := js.StreamNames(ctx)
+	var all []string
+	for name := range names.Name() {
+		all = append(all, name)
+	}
+	if err := names.Err(); err != nil {
+		tb.Fatalf("list the streams: %v", err)
+	}
+	for _, name := range all {
+		if err := js.DeleteStream(ctx, name); err != nil {
+			tb.Fatalf("delete stream %s: %v", name, err)
+		}
+	}
 }
 
 func TestMain(m *testing.M) {

@@ -34,7 +34,7 @@ func TestFollowKeepsAReaderCaughtUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, func() error {
+	eventually(t, time.Minute, func() error {
 		var seq uint64
 		reader.store.View(func(tx *boltstore.Tx) error { seq = tx.Head().Seq; return nil })
 		if seq != 10 || folded.Load() != 10 {
