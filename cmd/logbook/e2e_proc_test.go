@@ -10,7 +10,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,57 +41,22 @@ var (
 	e2eBinErr  error
 )
 
-// e2eBinary builds ./cmd/logbook once per test binary, with the race
-// detector when the tests run with it, so that data races in the server
-// under real concurrent stdio load fail the tests too.
+// e2eBinary is the binary under test with the race detector when the tests
+// run with it (built once, in TestMain's directory), so that data races in
+// the server under real concurrent stdio load fail the tests too; without
+// -race it is TestMain's build. Nothing outlives the run: a directory of
+// builds shared between runs in os.TempDir() filled the disk with a binary
+// per checkout, and one made by another user (root, then a CI user) made
+// every test here fail to build into it.
 func e2eBinary(t testing.TB) string {
 	t.Helper()
+	if !e2eRace {
+		return logbookBin
+	}
 	e2eBinOnce.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil && os.Getenv("GOROOT") != "" {
-			goTool, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
-		}
-		if err != nil {
-			e2eBinErr = fmt.Errorf("the end-to-end tests build the binary with the go command: %v", err)
-			return
-		}
-		// One binary per source tree and race mode, replaced atomically, so
-		// that runs leave nothing behind and concurrent runs do not collide.
-		wd, err := os.Getwd()
-		if err != nil {
-			e2eBinErr = err
-			return
-		}
-		key := sha256.Sum256([]byte(wd))
-		dir := filepath.Join(os.TempDir(), "logbook-e2e-bin")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			e2eBinErr = err
-			return
-		}
-		name := fmt.Sprintf("logbook-%x", key[:6])
-		if e2eRace {
-			name += "-race"
-		}
-		tmp, err := os.CreateTemp(dir, name+".building-*")
-		if err != nil {
-			e2eBinErr = err
-			return
-		}
-		tmp.Close()
-		args := []string{"build", "-o", tmp.Name()}
-		if e2eRace {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command(goTool, append(args, ".")...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.Remove(tmp.Name())
-			e2eBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		e2eBinPath = filepath.Join(dir, name)
-		if err := os.Rename(tmp.Name(), e2eBinPath); err != nil {
-			os.Remove(tmp.Name())
-			e2eBinErr = err
+		e2eBinPath = filepath.Join(testDir, "logbook-race")
+		if out, err := exec.Command("go", "build", "-race", "-o", e2eBinPath, ".").CombinedOutput(); err != nil {
+			e2eBinErr = fmt.Errorf("go build -race: %v\n%s", err, out)
 		}
 	})
 	if e2eBinErr != nil {
