@@ -63,7 +63,7 @@ func TestE2ETypeScriptClient(t *testing.T) {
 	bin := e2eBinary(t)
 	work := t.TempDir()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang bound; client.mjs's own is 4 minutes
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "client.mjs", "--bin", bin, "--skills", e2eSkills(t), "--dir", work)
 	cmd.Dir = "e2e"

@@ -33,7 +33,7 @@ func TestServersShareAStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Node B learns the token from the stream (it follows every second).
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(e2eTimeout) // a hang bound: it learns it within about a second
 	var csB interface{ Close() error }
 	for {
 		cs, err := connectHTTP(t, b.url, token, "alice", "")
@@ -59,7 +59,7 @@ func TestServersShareAStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	for deadline := time.Now().Add(e2eTimeout); ; {
 		var listed struct {
 			Tasks []any `json:"tasks"`
 		}

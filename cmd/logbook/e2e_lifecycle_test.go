@@ -117,7 +117,7 @@ func TestE2ESignals(t *testing.T) {
 		if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		if code := s.waitExit(10 * time.Second); code != 0 {
+		if code := s.waitExit(e2eTimeout); code != 0 {
 			t.Fatalf("idle server exited %d on SIGTERM", code)
 		}
 	})

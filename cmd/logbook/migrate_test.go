@@ -42,7 +42,9 @@ system_account: SYS
 		t.Fatal(err)
 	}
 	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	// A bound for a wedged server, not a measure: under the whole suite's
+	// -race load on two cores a NATS server took over 10 s to listen.
+	if !s.ReadyForConnections(time.Minute) {
 		t.Fatal("nats server not ready")
 	}
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })

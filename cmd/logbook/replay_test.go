@@ -290,7 +290,7 @@ func TestHugeChunk(t *testing.T) {
 	for _, path := range []string{healthyLedger(t, 3), v1} {
 		head := headOf(t, path)
 		for _, chunk := range []string{"18446744073709551615", "18446744073709551614", "9223372036854775809", "4611686018427387905"} {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout) // a bound for a spin, for four runs
 			out, err := exec.CommandContext(ctx, logbookBin, "verify", "--db", path, "--chunk", chunk).CombinedOutput()
 			if err != nil {
 				t.Errorf("verify --chunk %s: %v\n%s", chunk, err, out)
