@@ -151,7 +151,7 @@ func TestRelayMalformedFrames(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Write(junk)
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		c.SetReadDeadline(time.Now().Add(time.Minute))
 		if b, err := io.ReadAll(c); (err != nil && !errors.Is(err, syscall.ECONNRESET)) || len(b) != 0 {
 			t.Errorf("%q: answered %q, %v; want the connection closed", junk, b, err)
 		}
@@ -215,7 +215,7 @@ func rawFollower(t *testing.T, db string, hub *relayProcess, edit func(*hello)) 
 	if _, err := writeFrame(c, frameHello, b); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(time.Minute))
 	kind, b, err := readFrame(c, maxFrame)
 	c.SetReadDeadline(time.Time{})
 	var w welcome
@@ -405,7 +405,7 @@ func TestRelayFollowerStopsReading(t *testing.T) {
 	}
 	// What it gets when it reads: whole answers, then the end (perhaps
 	// in the middle of one: never another frame after a cut one).
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(time.Minute))
 	n := 0
 	for {
 		kind, _, err := readFrame(c, maxFrame)
@@ -447,7 +447,7 @@ func TestRelayTooManyConnections(t *testing.T) {
 	dev, ino, _ := fileID(db)
 	hi, _ := json.Marshal(hello{Proto: relayProto, Build: hub.relay.build, Dev: dev, Ino: ino})
 	writeFrame(c, frameHello, hi)
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(time.Minute))
 	if b, err := io.ReadAll(c); (err != nil && !errors.Is(err, syscall.ECONNRESET)) || len(b) != 0 {
 		t.Errorf("a third connection: %q %v, want it closed unwelcomed", b, err)
 	}

@@ -41,7 +41,7 @@ func holdFlock(t *testing.T, path string) *os.File {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) { // a hang bound
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
@@ -91,7 +91,7 @@ func TestLockTakesOverParkedWait(t *testing.T) {
 	var f *os.File
 	go func() {
 		var err error
-		f, err = lockedOpener(5*time.Second, false)(path, os.O_RDWR, 0o600)
+		f, err = lockedOpener(time.Minute, false)(path, os.O_RDWR, 0o600)
 		got <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -138,7 +138,7 @@ func TestLockParkedWaitOnReplacedFile(t *testing.T) {
 	var f *os.File
 	go func() {
 		var err error
-		f, err = lockedOpener(5*time.Second, false)(path, os.O_RDWR, 0o600)
+		f, err = lockedOpener(time.Minute, false)(path, os.O_RDWR, 0o600)
 		got <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
