@@ -68,12 +68,9 @@ func (p *relayProcess) isHub() bool {
 // peer of another uid is refused.
 func TestCheckPeer(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "s")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenUnixAt(t, sock)
 	defer ln.Close()
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	c, err := dialUnix(context.Background(), sock, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +143,7 @@ func TestRelayMalformedFrames(t *testing.T) {
 		{0, 0, 0, 3, frameCall, 0, 0},
 		{0, 0, 0, 2, frameHello, '{'},
 	} {
-		c, err := net.Dial("unix", SocketPath(db))
+		c, err := dialUnix(context.Background(), SocketPath(db), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +203,7 @@ func rawFollower(t *testing.T, db string, hub *relayProcess, edit func(*hello)) 
 	if edit != nil {
 		edit(&hi)
 	}
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: SocketPath(db), Net: "unix"})
+	c, err := dialUnix(context.Background(), SocketPath(db), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +436,7 @@ func TestRelayTooManyConnections(t *testing.T) {
 	hub := startRelayProcess(t, db, "hub", os.Geteuid())
 	_, c1 := rawFollower(t, db, hub, nil)
 	rawFollower(t, db, hub, nil)
-	c, err := net.Dial("unix", SocketPath(db))
+	c, err := dialUnix(context.Background(), SocketPath(db), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -384,12 +384,7 @@ func TestAdminSocketInUse(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	// A socket file nobody answers on (a server killed) is replaced.
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
+	listenUnixAt(t, socket).Close()
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() { done <- run(ctx, second, socket, ready) }()
 	select {
@@ -442,10 +437,7 @@ func startRun(t *testing.T, l *boltstore.Store, opts Options) (addr string, stop
 func TestAdminUnansweredChangeIsUnknown(t *testing.T) {
 	_, db := openStore(t, boltstore.Options{})
 	socket := filepath.Join(t.TempDir(), "a.sock")
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenUnixAt(t, socket)
 	defer ln.Close()
 	go func() {
 		for {
@@ -514,4 +506,25 @@ func TestSnapshotThroughServerNoRoom(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
 		t.Errorf("left behind: %v", entries)
 	}
+}
+
+// listenUnixAt listens on a Unix socket at path, however long the test's
+// temporary directory makes it: a path past the 108 bytes of sun_path
+// (TMPDIR a long directory) is named through its folder's descriptor, as
+// the server's own sockets are (sockName). Unlinking on Close is off: the
+// name it was bound as may be the descriptor's.
+func listenUnixAt(t *testing.T, path string) *net.UnixListener {
+	t.Helper()
+	name, done, err := sockName(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	ln, err := net.Listen("unix", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false)
+	return ul
 }

@@ -346,12 +346,7 @@ func TestRelayStaleSocket(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "stale.db")
 	sock := server.SocketPath(db)
 	// A socket file with no one listening.
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
+	listenUnixAt(t, sock).Close()
 	hub := relayStart(t, db, "hub", "c")
 	relayTask(t, hub, "first")
 	waitStderr(t, hub, hubLine)
@@ -373,10 +368,7 @@ func TestRelayStaleSocket(t *testing.T) {
 func TestRelayNoHubWithoutTheLock(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "impostor.db")
-	ln, err := net.Listen("unix", server.SocketPath(db))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenUnixAt(t, server.SocketPath(db))
 	defer ln.Close()
 	accepted := make(chan struct{}, 1)
 	go func() {
@@ -411,10 +403,7 @@ func TestRelayFallsBackToTheFile(t *testing.T) {
 	}
 	defer lock.Release()
 	// A listener that refuses every hello, as a hub of another build does.
-	ln, err := net.Listen("unix", server.SocketPath(db))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenUnixAt(t, server.SocketPath(db))
 	defer ln.Close()
 	go func() {
 		for {
@@ -439,4 +428,29 @@ func TestRelayFallsBackToTheFile(t *testing.T) {
 	if n := relayThoughts(t, db)["agent"]; n != 1 {
 		t.Errorf("%d thoughts stored, want 1", n)
 	}
+}
+
+// listenUnixAt listens on a Unix socket at path; one past the 108 bytes of
+// a socket's name (a long TMPDIR: "bind: invalid argument") is named
+// through its folder's descriptor (Linux), as logbook names its own then.
+// Unlinking on Close is off: the name it was bound as may be the
+// descriptor's.
+func listenUnixAt(t *testing.T, path string) *net.UnixListener {
+	t.Helper()
+	name := path
+	if len(path) > 107 {
+		dir, err := os.Open(filepath.Dir(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dir.Close()
+		name = fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path))
+	}
+	ln, err := net.Listen("unix", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false)
+	return ul
 }
