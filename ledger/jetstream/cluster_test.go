@@ -426,11 +426,15 @@ func (c *cluster) connectVia(tb testing.TB, url, user string) *nats.Conn {
 			urls = append(urls, u)
 		}
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.UserInfo(user, user), nats.MaxReconnects(-1),
-		nats.DontRandomize(), nats.ReconnectWait(50*time.Millisecond), nats.Timeout(2*time.Second))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	// A connection attempt is given 2 s (nats.Timeout: a reconnect through
+	// a stalled server moves on after it), and the first is made again
+	// until one succeeds: on a loaded machine a handshake can take longer.
+	var nc *nats.Conn
+	eventually(tb, time.Minute, func() (err error) {
+		nc, err = nats.Connect(strings.Join(urls, ","), nats.UserInfo(user, user), nats.MaxReconnects(-1),
+			nats.DontRandomize(), nats.ReconnectWait(50*time.Millisecond), nats.Timeout(2*time.Second))
+		return err
+	})
 	tb.Cleanup(nc.Close)
 	return nc
 }
