@@ -17,17 +17,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/logbook-dev/logbook/cmd/logbook-soak/ports"
 	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 )
 
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := ports.Free()
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // natsProc is one nats-server process of the cluster, configured from its

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +28,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/logbook-dev/logbook/cmd/logbook-soak/ports"
 )
 
 var (
@@ -535,13 +536,11 @@ var (
 )
 
 func startServer() error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := ports.Free()
 	if err != nil {
 		return err
 	}
-	addr := l.Addr().String()
-	l.Close()
-	c := command("server", "--db", *db, "--listen", addr)
+	c := command("server", "--db", *db, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 	ef, err := os.OpenFile(filepath.Join(*outDir, "server.stderr"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
