@@ -68,7 +68,9 @@ func Serve(ctx context.Context, led Ledger, opts Options) error {
 		// catch up.)
 		err := l.Update(func(*boltstore.Tx) error { return nil })
 		if errors.As(err, new(*ledger.IntegrityError)) {
-			return fmt.Errorf("the local copy %s and the stream disagree: %w", led.DB, err)
+			return fmt.Errorf("the local copy %s and the stream disagree: %w. Nothing was changed; which to keep is yours to decide: "+
+				"the stream's (move the copy aside; the node then starts a new copy from the stream) or the copy's "+
+				"(logbook verify it, then logbook migrate --from it into a new stream)", led.DB, err)
 		}
 		if err != nil && opts.Logger != nil {
 			opts.Logger.Warn("catching up with the stream before serving", "err", err)

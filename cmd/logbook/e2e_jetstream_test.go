@@ -160,7 +160,8 @@ func TestServerRefusesCopyLongerThanStream(t *testing.T) {
 		t.Fatalf("server exited %d:\n%s", fresh.code, fresh.stderr.String())
 	}
 	r = run(t, start...)
-	if r.code != 2 || !strings.Contains(r.stderr, "and the stream disagree") || !strings.Contains(r.stderr, "the stream ends at seq 0") {
+	if r.code != 2 || !strings.Contains(r.stderr, "and the stream disagree") || !strings.Contains(r.stderr, "the stream ends at seq 0") ||
+		!strings.Contains(r.stderr, "move the copy aside") || !strings.Contains(r.stderr, "migrate --from it into a new stream") {
 		t.Errorf("want exit 2 naming the gap, got %v", r)
 	}
 }
