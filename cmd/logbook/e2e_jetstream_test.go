@@ -265,3 +265,90 @@ func TestServerCopyCutShortIsCreated(t *testing.T) {
 		t.Fatalf("server exited %d:\n%s", code, s.stderr.String())
 	}
 }
+
+// TestNodeCopyNotWrittenAlone: a node's local copy, its node stopped, is
+// refused (exit 2, saying what to do, the file unchanged) by every command
+// that would write it without the stream — serve --db, server --db without
+// --store, token add --db — since what they acknowledged would be in no
+// one's ledger: the copy forks, and the next --store start refuses it.
+// (Each served and wrote.) Readers read it, rebuild rewrites its
+// projections, a snapshot of it is a plain ledger served alone, and the
+// node starts again on it.
+func TestNodeCopyNotWrittenAlone(t *testing.T) {
+	url := natsServer(t)
+	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "node.db")
+	nats := []string{"--store", url, "--stream", "team", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
+	s := startHTTPServer(t, db, nats...)
+	addToken(t, db, "--agent", "alice") // through the node's admin socket
+	if s.stop() != 0 {
+		t.Fatalf("server exited %d:\n%s", s.code, s.stderr.String())
+	}
+	head := func(path string) uint64 {
+		t.Helper()
+		l, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		var seq uint64
+		l.View(func(tx *boltstore.Tx) error { seq = tx.Head().Seq; return nil })
+		return seq
+	}
+	held := head(db)
+	if held == 0 {
+		t.Fatal("the node's copy holds no event")
+	}
+	for _, args := range [][]string{
+		{"serve", "--db", db, "--agent", "bob", "--skills", e2eSkills(t)},
+		{"server", "--db", db, "--listen", "127.0.0.1:0", "--skills", e2eSkills(t)},
+		{"token", "add", "--db", db, "--agent", "bob", "--issuer", "test-operator"},
+	} {
+		r := run(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, db+" is the local copy of stream team") ||
+			!strings.Contains(r.stderr, "written alone it would fork from the stream") || !strings.Contains(r.stderr, "--stream team") ||
+			!strings.Contains(r.stderr, "logbook snapshot --db "+db+" --out NEW") || r.stdout != "" {
+			t.Errorf("%s %s: %s; want exit 2 saying it is the stream's copy and what to do", args[0], args[1], r)
+		}
+		if got := head(db); got != held {
+			t.Fatalf("%s %s: the copy's head went from %d to %d", args[0], args[1], held, got)
+		}
+	}
+	wantExit(t, run(t, "verify", "--db", db), 0, "verify the node's copy")
+	wantExit(t, run(t, "replay", "--db", db), 0, "replay the node's copy")
+	wantExit(t, run(t, "rebuild", "--db", db), 0, "rebuild the node's copy's projections")
+	if got := head(db); got != held {
+		t.Fatalf("rebuild: the copy's head went from %d to %d", held, got)
+	}
+	alone := filepath.Join(dir, "alone.db")
+	wantExit(t, run(t, "snapshot", "--db", db, "--out", alone), 0, "snapshot the node's copy")
+	if _, err := os.Stat(alone + ".stream"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the snapshot is marked as a node's copy: %v", err)
+	}
+	wantExit(t, run(t, "token", "add", "--db", alone, "--agent", "bob", "--issuer", "test-operator"), 0, "token add on the snapshot")
+	if got := head(alone); got <= held {
+		t.Errorf("the snapshot, written alone, holds %d events, want more than %d", got, held)
+	}
+	// The node starts again on its copy: it and the stream agree.
+	s = startHTTPServer(t, db, nats...)
+	addToken(t, db, "--agent", "carol")
+	if s.stop() != 0 {
+		t.Fatalf("server exited %d:\n%s", s.code, s.stderr.String())
+	}
+	wantExit(t, run(t, "verify", "--db", db), 0, "verify the node's copy")
+	// Started as another stream's copy (one that exists: a node made
+	// it), it is refused.
+	other := []string{"--store", url, "--stream", "other", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
+	if o := startHTTPServer(t, filepath.Join(dir, "other.db"), other...); o.stop() != 0 {
+		t.Fatalf("server exited %d:\n%s", o.code, o.stderr.String())
+	}
+	held = head(db)
+	r := run(t, append([]string{"server", "--db", db, "--listen", "127.0.0.1:0", "--skills", e2eSkills(t)}, other...)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "is the local copy of stream team") || !strings.Contains(r.stderr, "not of stream other") {
+		t.Errorf("a node started on another stream: %s; want exit 2", r)
+	}
+	if got := head(db); got != held {
+		t.Errorf("a node started on another stream: the copy's head went from %d to %d", held, got)
+	}
+}

@@ -232,7 +232,9 @@ func (c *call) ledgerFlags() {
 // jsonFlag adds --json.
 func (c *call) jsonFlag(usage string) { c.json = c.fs.Bool("json", false, usage) }
 
-// openOptions checks --db and --lock-timeout: the file must exist.
+// openOptions checks --db and --lock-timeout: the file must exist. A
+// command that writes the file (rebuild) appends no events: it may then
+// rewrite a node's local copy too (boltstore.Options.NoAppend).
 func (c *call) openOptions(readOnly bool) (boltstore.Options, error) {
 	if err := checkPath("--db", *c.db, true); err != nil {
 		return boltstore.Options{}, err
@@ -240,7 +242,7 @@ func (c *call) openOptions(readOnly bool) (boltstore.Options, error) {
 	if *c.lockTimeout <= 0 {
 		return boltstore.Options{}, errors.New("--lock-timeout must be positive")
 	}
-	return boltstore.Options{ReadOnly: readOnly, LockTimeout: *c.lockTimeout}, nil
+	return boltstore.Options{ReadOnly: readOnly, NoAppend: !readOnly, LockTimeout: *c.lockTimeout}, nil
 }
 
 // with opens the existing ledger, runs fn on it and closes it.

@@ -21,6 +21,9 @@ type memLog struct {
 	events [][]byte
 }
 
+// Name is the log's name, which a copy's marker keeps.
+func (m *memLog) Name() string { return "mem" }
+
 func (m *memLog) CatchUp(tx *Tx) error {
 	m.mu.Lock()
 	pending := m.events[tx.Head().Seq:]

@@ -92,6 +92,7 @@ func (l *Store) writeTx(btx *bolt.Tx) (tx *Tx, ingested bool, err error) {
 	tx = newTx(btx)
 	tx.tail = &l.tail
 	tx.now = l.opts.Now
+	tx.noAppend = l.opts.NoAppend
 	// Free a little of what rebuilds discarded: a bounded cost, nothing
 	// once the trash is empty.
 	if _, err := tx.emptyTrash(128 << 10); err != nil {

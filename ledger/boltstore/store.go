@@ -93,8 +93,15 @@ type Options struct {
 	// Replica, if set, is a replicated log this file is a local copy of
 	// (another storage engine, shared by many nodes): every write
 	// transaction first ingests what it holds past the local head, and
-	// commits only once the events it appended are in it.
+	// commits only once the events it appended are in it. Open marks the
+	// file as its copy (<file>.stream, nodecopy.go) before its first
+	// commit, and refuses one marked as another log's copy.
 	Replica Replica
+	// NoAppend opens the file to write anything but events (Tx.Append and
+	// Tx.Ingest fail with ErrNoAppend), as a rebuild of the projections
+	// does: it may open a replicated log's local copy without a Replica
+	// (nothing it writes can fork it), which a writer may not (ErrNodeCopy).
+	NoAppend bool
 	// NoSync skips the fsync of each commit, only for a Store with a
 	// Replica and Hold: the replicated log keeps every acknowledged event
 	// durably and this file is a copy of it. A process that dies leaves
@@ -183,6 +190,9 @@ type Replica interface {
 	// log back, never by appending again blindly; one it cannot resolve is
 	// ErrAppendUnknown (wrapped).
 	Append(head ledger.Head, events [][]byte) error
+	// Name names the log (a stream's name: no address, no secret); the
+	// copy's marker keeps it (nodecopy.go).
+	Name() string
 }
 
 // ErrLogGone: the replicated log itself no longer exists (deleted while
@@ -263,10 +273,16 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Scratch && (!opts.Hold || opts.ReadOnly) {
 		return nil, errors.New("open ledger: a scratch file needs Hold: one process writes it for the Store's lifetime")
 	}
+	if opts.NoAppend && opts.Replica != nil {
+		return nil, errors.New("open ledger: NoAppend is for a Store without a Replica (a node's copy appends what its log holds)")
+	}
 	if err := danglingLink(path); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	if err := leftBesideLink(path); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if err := checkNodeCopy(path, opts); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	l := &Store{path: path, opts: opts, quiet: quietHold}
@@ -297,17 +313,33 @@ func Open(path string, opts Options) (*Store, error) {
 	// A file that exists but is empty is one whose creation was cut short
 	// (bbolt writes its first pages right after creating it): create it.
 	fi, err := os.Stat(path)
-	if err != nil || fi.Size() == 0 {
-		if (err != nil && !errors.Is(err, os.ErrNotExist)) || !opts.Create || opts.ReadOnly {
-			if err == nil {
-				err = fmt.Errorf("%w: %s is empty", ErrNotLedger, path)
-			}
-			return nil, fmt.Errorf("open ledger: %w", err)
+	missing := err != nil || fi.Size() == 0
+	if missing && ((err != nil && !errors.Is(err, os.ErrNotExist)) || !opts.Create || opts.ReadOnly) {
+		if err == nil {
+			err = fmt.Errorf("%w: %s is empty", ErrNotLedger, path)
 		}
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	// A replicated log's copy is marked before its first commit (its
+	// creation, or once the file is found to be a ledger): written alone it
+	// would fork (nodecopy.go).
+	markCopy := func() error {
+		if opts.Replica == nil || opts.ReadOnly {
+			return nil
+		}
+		if err := markNodeCopy(path, opts.Replica.Name()); err != nil {
+			return fmt.Errorf("open ledger: %w", err)
+		}
+		return nil
+	}
+	if missing {
 		// A missing folder is not made: say so, rather than (openDB) that
 		// the file was deleted or replaced.
 		if _, err := os.Stat(filepath.Dir(path)); err != nil {
 			return nil, fmt.Errorf("create ledger: %w", err)
+		}
+		if err := markCopy(); err != nil {
+			return nil, err
 		}
 		l.create = true
 		err := l.withDB(false, func(db *bolt.DB, _ *os.File) error { return db.Update(initFile(opts.Format)) })
@@ -345,6 +377,9 @@ func Open(path string, opts Options) (*Store, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if err := markCopy(); err != nil {
+		return nil, err
 	}
 	if marked && !opts.NoSync && !opts.ReadOnly {
 		// Unsynced commits of a process gone during this boot, whole in

@@ -40,6 +40,7 @@ type Tx struct {
 	// transaction's own.
 	tail     *leafTail
 	appended [][]byte // stored bytes of the events Append added, in order
+	noAppend bool     // Options.NoAppend: Append and Ingest are refused
 	// live are the spaces looked up so far, by name: a call asks for the
 	// same few spaces dozens of times, and each lookup made a Space, a
 	// cursor and its stack (DropSpaces and CopySpaces clear it).
@@ -90,6 +91,9 @@ func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
 	if !tx.btx.Writable() {
 		return ledger.Record{}, ErrReadOnly // (a read's Tx has no clock either)
 	}
+	if tx.noAppend {
+		return ledger.Record{}, ErrNoAppend
+	}
 	e.Envelope = 0 // the current envelope version, whatever e was read with
 	e.Seq = tx.head.Seq + 1
 	e.Prev = tx.head.Hash
@@ -114,6 +118,9 @@ func (tx *Tx) Append(e ledger.Event) (ledger.Record, error) {
 func (tx *Tx) Ingest(raw []byte) (ledger.Record, error) {
 	if !tx.btx.Writable() {
 		return ledger.Record{}, ErrReadOnly
+	}
+	if tx.noAppend {
+		return ledger.Record{}, ErrNoAppend
 	}
 	want := tx.head.Seq + 1
 	r, err := ledger.DecodeRecord(raw)

@@ -147,13 +147,19 @@ func markUnsynced(path string) error {
 	if err != nil {
 		return fmt.Errorf("NoSync needs %w", err)
 	}
-	marker := unsyncedMarker(path)
+	return writeMarker(unsyncedMarker(path), append(boot, '\n'))
+}
+
+// writeMarker durably writes a marker beside the ledger: the file (a
+// temporary one renamed in place: a reader sees all of it or none) and its
+// directory entry synced.
+func writeMarker(marker string, content []byte) error {
 	tmp := marker + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(boot, '\n'))
+	_, err = f.Write(content)
 	err = errors.Join(err, f.Sync(), f.Close())
 	if err == nil {
 		err = os.Rename(tmp, marker)

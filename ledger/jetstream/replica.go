@@ -523,3 +523,7 @@ func (r *Replica) leaderLost(sent time.Time) {
 }
 
 var _ boltstore.Replica = (*Replica)(nil)
+
+// Name is the stream's name (boltstore.Replica): a local copy's marker
+// keeps it.
+func (r *Replica) Name() string { return r.opts.Stream }

@@ -1,0 +1,107 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// A Store with a Replica keeps a copy of a replicated log that other nodes
+// append to: written by a Store without it, the file would take events the
+// log never gets, acknowledged to their callers, and fork from it (the
+// next node start refuses the copy, and what was acknowledged meanwhile is
+// in no one's ledger). So a node marks its file, durably and before its
+// first commit, with a file beside it (<file>.stream) naming the log
+// (Replica.Name); Open refuses to write a marked file without a Replica
+// (ErrNodeCopy) — readers, and a Store that appends nothing
+// (Options.NoAppend, a rebuild of the projections), are unaffected — and
+// refuses a node whose Replica names another log than the marker. The
+// marker is never removed by a logbook: a snapshot of the file is a plain
+// ledger, to use alone. (It is beside the file, not in it: the format is
+// unchanged, and a logbook older than the marker does not know it.)
+
+// streamSuffix names the marker of a replicated log's local copy.
+const streamSuffix = ".stream"
+
+// streamMarker is the marker path of the ledger file at path (Beside:
+// every name of the file shares it).
+func streamMarker(path string) string { return Beside(path, streamSuffix) }
+
+// ErrNodeCopy: the file is a replicated log's local copy (a node's,
+// marked <file>.stream), and Open was asked to write it without that
+// log's Replica: it would fork from the log. Nothing was written.
+var ErrNodeCopy = errors.New("the ledger file is a node's local copy of a replicated log")
+
+// ErrNoAppend: Tx.Append or Tx.Ingest on a Store opened with
+// Options.NoAppend. The commit is rolled back.
+var ErrNoAppend = errors.New("this ledger was opened to append no events (Options.NoAppend)")
+
+// nodeCopyOf is the name of the replicated log whose copy the file at path
+// is, from its marker; ok is false if it has none.
+func nodeCopyOf(path string) (name string, ok bool, err error) {
+	f, err := openBeside(streamMarker(path), os.O_RDONLY)
+	if err != nil || f == nil {
+		return "", false, err
+	}
+	defer f.Close()
+	// A name is a few dozen bytes: what is past 4 KiB is not one.
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", true, err
+	}
+	return strings.TrimSpace(string(b)), true, nil
+}
+
+// checkNodeCopy refuses to open the file at path as opts ask if that could
+// fork a node's copy from its log: written without a Replica, or as the
+// copy of another log than its marker names. It writes nothing.
+func checkNodeCopy(path string, opts Options) error {
+	if opts.ReadOnly || (opts.Replica == nil && opts.NoAppend) {
+		return nil
+	}
+	name, ok, err := nodeCopyOf(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: its marker: %v", ErrNodeCopy, err)
+	case !ok:
+		return nil
+	case opts.Replica == nil:
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: %s was the local copy of stream %s (a logbook server --store node's; %s says so) and is gone: "+
+				"a ledger written alone there would be taken for it; if no node uses it any more, remove %s", ErrNodeCopy, path, quoted(name), streamMarker(path), streamMarker(path))
+		}
+		return fmt.Errorf("%w: %s is the local copy of stream %s (a logbook server --store node's; %s says so): written alone it would fork from the stream; "+
+			"start it with --store … --stream %s, or take a copy to use alone: logbook snapshot --db %s --out NEW", ErrNodeCopy, path, quoted(name), streamMarker(path), quoted(name), path)
+	case name != opts.Replica.Name():
+		return fmt.Errorf("%w: %s is the local copy of stream %s (%s says so), not of stream %s: nothing was changed; start it with --stream %s, "+
+			"or, if stream %s holds its log (logbook migrate), take a copy for it: logbook snapshot --db %s --out NEW, and start the node on NEW",
+			ErrNodeCopy, path, quoted(name), streamMarker(path), quoted(opts.Replica.Name()), quoted(name), quoted(opts.Replica.Name()), path)
+	}
+	return nil
+}
+
+// quoted is a stream name as said in a message: as it is if it is one a
+// stream may have (letters, digits, '-', '_'), else quoted.
+func quoted(name string) string {
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return strconv.Quote(name)
+		}
+	}
+	if name == "" {
+		return `""`
+	}
+	return name
+}
+
+// markNodeCopy durably marks the file at path as the local copy of the
+// replicated log named name, unless it is already.
+func markNodeCopy(path, name string) error {
+	if _, ok, err := nodeCopyOf(path); ok || err != nil {
+		return err // checkNodeCopy checked the name
+	}
+	return writeMarker(streamMarker(path), []byte(name+"\n"))
+}
