@@ -279,8 +279,8 @@ func TestNodeCopyNotWrittenAlone(t *testing.T) {
 	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "node.db")
-	nats := []string{"--store", url, "--stream", "team", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
-	s := startHTTPServer(t, db, nats...)
+	node := []string{"--store", url, "--stream", "team", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
+	s := startHTTPServer(t, db, node...)
 	addToken(t, db, "--agent", "alice") // through the node's admin socket
 	if s.stop() != 0 {
 		t.Fatalf("server exited %d:\n%s", s.code, s.stderr.String())
@@ -331,24 +331,45 @@ func TestNodeCopyNotWrittenAlone(t *testing.T) {
 		t.Errorf("the snapshot, written alone, holds %d events, want more than %d", got, held)
 	}
 	// The node starts again on its copy: it and the stream agree.
-	s = startHTTPServer(t, db, nats...)
+	s = startHTTPServer(t, db, node...)
 	addToken(t, db, "--agent", "carol")
 	if s.stop() != 0 {
 		t.Fatalf("server exited %d:\n%s", s.code, s.stderr.String())
 	}
 	wantExit(t, run(t, "verify", "--db", db), 0, "verify the node's copy")
-	// Started as another stream's copy (one that exists: a node made
-	// it), it is refused.
-	other := []string{"--store", url, "--stream", "other", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
-	if o := startHTTPServer(t, filepath.Join(dir, "other.db"), other...); o.stop() != 0 {
-		t.Fatalf("server exited %d:\n%s", o.code, o.stderr.String())
+	// Started as another stream's copy, it is refused, and that stream is
+	// not made — for a copy holding no event yet either (the node made
+	// it, then refused the copy).
+	empty := filepath.Join(dir, "empty.db")
+	l, err := boltstore.Open(empty, boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	held = head(db)
-	r := run(t, append([]string{"server", "--db", db, "--listen", "127.0.0.1:0", "--skills", e2eSkills(t)}, other...)...)
-	if r.code != 2 || !strings.Contains(r.stderr, "is the local copy of stream team") || !strings.Contains(r.stderr, "not of stream other") {
-		t.Errorf("a node started on another stream: %s; want exit 2", r)
+	l.Close()
+	if err := os.WriteFile(empty+".stream", []byte("team\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if got := head(db); got != held {
-		t.Errorf("a node started on another stream: the copy's head went from %d to %d", held, got)
+	for _, copy := range []string{db, empty} {
+		held = head(copy)
+		r := run(t, "server", "--db", copy, "--listen", "127.0.0.1:0", "--skills", e2eSkills(t),
+			"--store", url, "--stream", "other", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app")
+		if r.code != 2 || !strings.Contains(r.stderr, "is the local copy of stream team") || !strings.Contains(r.stderr, "not of stream other") {
+			t.Errorf("a node started on another stream: %s; want exit 2", r)
+		}
+		if got := head(copy); got != held {
+			t.Errorf("a node started on another stream: the copy's head went from %d to %d", held, got)
+		}
+	}
+	nc, err := nats.Connect(url, nats.UserInfo("app", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Stream(context.Background(), "other"); !errors.Is(err, natsjs.ErrStreamNotFound) {
+		t.Errorf("a stream was made for a copy refused: %v", err)
 	}
 }

@@ -185,6 +185,13 @@ func serveHTTP(c *call) func() error {
 		noSync := *store != "" && !*fsync && boltstore.NoSyncSupported()
 		led := server.Ledger{DB: *c.db, Skills: *skillsDir, Version: version, Tools: topts, NoSync: noSync}
 		if *store != "" {
+			// A copy of another stream is refused before the stream
+			// is looked up (and made, if it does not exist).
+			if nf.Options.Stream != "" {
+				if err := boltstore.CheckNodeCopy(*c.db, nf.Options.Stream); err != nil {
+					return err
+				}
+			}
 			// A copy that holds events came from the stream: a stream
 			// that is gone is not made again for it.
 			held, err := copyHolds(*c.db)

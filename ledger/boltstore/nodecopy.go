@@ -59,26 +59,37 @@ func nodeCopyOf(path string) (name string, ok bool, err error) {
 // fork a node's copy from its log: written without a Replica, or as the
 // copy of another log than its marker names. It writes nothing.
 func checkNodeCopy(path string, opts Options) error {
-	if opts.ReadOnly || (opts.Replica == nil && opts.NoAppend) {
+	switch {
+	case opts.ReadOnly || (opts.Replica == nil && opts.NoAppend):
 		return nil
+	case opts.Replica != nil:
+		return CheckNodeCopy(path, opts.Replica.Name())
 	}
+	return CheckNodeCopy(path, "")
+}
+
+// CheckNodeCopy is Open's check of the file at path for a writer: as the
+// local copy of the replicated log named stream, or alone if stream is "".
+// A node calls it before it connects to the log (which may make it), so
+// that nothing is changed anywhere for a copy refused. It writes nothing.
+func CheckNodeCopy(path, stream string) error {
 	name, ok, err := nodeCopyOf(path)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: its marker: %v", ErrNodeCopy, err)
 	case !ok:
 		return nil
-	case opts.Replica == nil:
+	case stream == "":
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%w: %s was the local copy of stream %s (a logbook server --store node's; %s says so) and is gone: "+
 				"a ledger written alone there would be taken for it; if no node uses it any more, remove %s", ErrNodeCopy, path, quoted(name), streamMarker(path), streamMarker(path))
 		}
 		return fmt.Errorf("%w: %s is the local copy of stream %s (a logbook server --store node's; %s says so): written alone it would fork from the stream; "+
 			"start it with --store … --stream %s, or take a copy to use alone: logbook snapshot --db %s --out NEW", ErrNodeCopy, path, quoted(name), streamMarker(path), quoted(name), path)
-	case name != opts.Replica.Name():
+	case name != stream:
 		return fmt.Errorf("%w: %s is the local copy of stream %s (%s says so), not of stream %s: nothing was changed; start it with --stream %s, "+
 			"or, if stream %s holds its log (logbook migrate), take a copy for it: logbook snapshot --db %s --out NEW, and start the node on NEW",
-			ErrNodeCopy, path, quoted(name), streamMarker(path), quoted(opts.Replica.Name()), quoted(name), quoted(opts.Replica.Name()), path)
+			ErrNodeCopy, path, quoted(name), streamMarker(path), quoted(stream), quoted(name), quoted(stream), path)
 	}
 	return nil
 }
