@@ -436,15 +436,15 @@ func TestCallsRideOutTheirServersFault(t *testing.T) {
 // Timeout, and the connection moved a Timeout late (after 17s with the
 // defaults, now 11s; in chaos runs a node with no calls of its own stayed
 // behind the stream through the whole of a 17-18s SIGSTOP of a NATS
-// server). Here (Timeout 6s, LeaderWait 5.5s, ResolveWithin 10s: the
-// connection moves after one unanswered read, about 6s, where it moved
-// after two, 12s, past ResolveWithin; a margin of seconds either way on a
-// loaded machine) the catch-up gave up before: "no server served them
+// server). Here (Timeout 8s, LeaderWait 7.5s, ResolveWithin 14s: the
+// connection moves after one unanswered read, about 8s, where it moved
+// after two, 16s, past ResolveWithin; 6s of margin for a loaded machine,
+// 2s the other way) the catch-up gave up before: "no server served them
 // within …", nothing appended.
 func TestCatchUpMovesOffAStalledServer(t *testing.T) {
 	c := startCluster(t, 3, "always")
 	dir := t.TempDir()
-	opts := Options{Stream: "stalledread", Timeout: 6 * time.Second, LeaderWait: 5500 * time.Millisecond, ResolveWithin: 10 * time.Second}
+	opts := Options{Stream: "stalledread", Timeout: 8 * time.Second, LeaderWait: 7500 * time.Millisecond, ResolveWithin: 14 * time.Second}
 	cable := startProxy(t, fmt.Sprintf("127.0.0.1:%d", c.ports[0]))
 	anc := c.connectVia(t, cable.url(), "app")
 	a := openNode(t, filepath.Join(dir, "a.db"), anc, openReplica(t, anc, opts, hooks{}))
