@@ -139,6 +139,7 @@ func TestStorageErrorOutcome(t *testing.T) {
 		{fmt.Errorf("catch up: %w: stream team was deleted", boltstore.ErrLogGone), false, "stream) no longer exists"},
 		{fmt.Errorf("catch up: %w: max_msgs set", boltstore.ErrLogUnsafe), false, "settings were changed while this server ran"},
 		{fmt.Errorf("catch up: %w: nats: timeout", boltstore.ErrLogUnreachable), false, "servers did not answer this node in time"},
+		{fmt.Errorf("open ledger: %w: x.db is the local copy of stream s", boltstore.ErrNodeCopy), false, "nothing of this call was recorded"},
 	} {
 		var se *StorageError
 		if err := h.svc.storageError("task_create", c.err); !errors.As(err, &se) || se.Unknown != c.unknown || !strings.Contains(se.Reason, c.reason) {

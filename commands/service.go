@@ -430,6 +430,8 @@ func (s *Service) storageError(tool string, err error) error {
 				reason = "the ledger file is held by " + who + " (timed out)"
 			}
 		}
+	case errors.Is(err, boltstore.ErrNodeCopy):
+		reason = "the ledger file became a logbook server node's local copy of a replicated log (NATS JetStream; <file>.stream names the stream) after this process opened it: written alone it would fork from the stream, so nothing of this call was recorded, and nothing more is by this process; reach the ledger through a node (logbook serve --connect URL)"
 	case errors.Is(err, boltstore.ErrClosed):
 		reason = "the server is shutting down"
 	case errors.Is(err, boltstore.ErrReplaced):

@@ -15,7 +15,8 @@ import (
 // next node start refuses the copy, and what was acknowledged meanwhile is
 // in no one's ledger). So a node marks its file, durably and before its
 // first commit, with a file beside it (<file>.stream) naming the log
-// (Replica.Name); Open refuses to write a marked file without a Replica
+// (Replica.Name); Open, and every writer each time it takes the file's
+// lock (lockedNodeCopy), refuses to write a marked file without a Replica
 // (ErrNodeCopy) — readers, and a Store that appends nothing
 // (Options.NoAppend, a rebuild of the projections), are unaffected — and
 // refuses a node whose Replica names another log than the marker. The
@@ -108,11 +109,36 @@ func quoted(name string) string {
 	return name
 }
 
+// lockedNodeCopy is what a writer does about the marker once it holds the
+// file's lock, every time it takes it: a node marks the file, durably and
+// before it commits anything (unless it is marked already, as its log's
+// copy: another log's is refused); any other writer but a NoAppend one is
+// refused a marked file. Checked at Open only, a marker made afterwards
+// went unseen: a logbook serve (which takes the lock for each commit)
+// started on a plain ledger that a node then made its copy went on
+// writing it alone once the node stopped, acknowledging calls the stream
+// never got (the node's next start refused the forked copy). Under the
+// lock, a node and another writer cannot both decide from a file that
+// neither has marked yet.
+func (l *Store) lockedNodeCopy() error {
+	name := ""
+	switch {
+	case l.opts.Replica != nil:
+		name = l.opts.Replica.Name()
+	case l.opts.NoAppend:
+		return nil
+	}
+	if err := CheckNodeCopy(l.path, name); err != nil || name == "" {
+		return err
+	}
+	return markNodeCopy(l.path, name)
+}
+
 // markNodeCopy durably marks the file at path as the local copy of the
 // replicated log named name, unless it is already.
 func markNodeCopy(path, name string) error {
 	if _, ok, err := nodeCopyOf(path); ok || err != nil {
-		return err // checkNodeCopy checked the name
+		return err // lockedNodeCopy, or Open, checked the name
 	}
 	return writeMarker(streamMarker(path), []byte(name+"\n"))
 }

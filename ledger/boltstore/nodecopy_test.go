@@ -242,3 +242,37 @@ func TestNodeCopyMarkerBesideLinkTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeCopyMarkedWhileOpenRefused: a plain Store opened before a node
+// made the file its copy (a logbook serve, which takes the lock for each
+// commit, left running while a node started on its file and stopped) is
+// refused its next commit, ErrNodeCopy, and the file is left as the node
+// left it; its reads go on. Fails before lockedNodeCopy: the marker was
+// checked at Open only, and the plain Store appended alone to the copy.
+func TestNodeCopyMarkedWhileOpenRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "node.db")
+	plain, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	// A node takes the (still empty) file as its copy, appends, stops.
+	log := &memLog{}
+	nodeCopy(t, path, log, 1)
+	before, _ := os.ReadFile(path)
+	err = plain.Update(func(tx *Tx) error {
+		_, err := tx.Append(ledger.Event{Type: "test.alone"})
+		return err
+	})
+	if !errors.Is(err, ErrNodeCopy) || !strings.Contains(err.Error(), "--stream mem") {
+		t.Fatalf("a plain Store committed to a node's copy marked since it was opened: %v; want ErrNodeCopy", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("the refused commit changed the file")
+	}
+	if err := plain.View(func(tx *Tx) error { return nil }); err != nil {
+		t.Errorf("a read of the copy: %v", err)
+	}
+	// A node opened on the file afterwards still finds it its log's.
+	nodeCopy(t, path, log, 1)
+}

@@ -320,26 +320,18 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	// A replicated log's copy is marked before its first commit (its
-	// creation, or once the file is found to be a ledger): written alone it
-	// would fork (nodecopy.go).
-	markCopy := func() error {
-		if opts.Replica == nil || opts.ReadOnly {
-			return nil
-		}
-		if err := markNodeCopy(path, opts.Replica.Name()); err != nil {
-			return fmt.Errorf("open ledger: %w", err)
-		}
-		return nil
-	}
 	if missing {
 		// A missing folder is not made: say so, rather than (openDB) that
 		// the file was deleted or replaced.
 		if _, err := os.Stat(filepath.Dir(path)); err != nil {
 			return nil, fmt.Errorf("create ledger: %w", err)
 		}
-		if err := markCopy(); err != nil {
-			return nil, err
+		// A node's copy is marked before the file is made (and again
+		// checked under the lock: lockedNodeCopy).
+		if opts.Replica != nil {
+			if err := markNodeCopy(path, opts.Replica.Name()); err != nil {
+				return nil, fmt.Errorf("open ledger: %w", err)
+			}
 		}
 		l.create = true
 		err := l.withDB(false, func(db *bolt.DB, _ *os.File) error { return db.Update(initFile(opts.Format)) })
@@ -377,9 +369,6 @@ func Open(path string, opts Options) (*Store, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	if err := markCopy(); err != nil {
-		return nil, err
 	}
 	if marked && !opts.NoSync && !opts.ReadOnly {
 		// Unsynced commits of a process gone during this boot, whole in
@@ -588,6 +577,15 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 		OpenFile: func(path string, flag int, mode os.FileMode) (f *os.File, err error) {
 			if f, err = open(path, flag, mode); err != nil {
 				return nil, err
+			}
+			// A writer checks, or makes, a node copy's marker under the
+			// lock: a marker made since the Store was opened is seen
+			// before anything more is written (nodecopy.go).
+			if !readOnly {
+				if err = l.lockedNodeCopy(); err != nil {
+					f.Close()
+					return nil, err
+				}
 			}
 			// Locked, not yet read: a journal that holds is settled
 			// first (journal.go) — or, beside a file this open creates
