@@ -68,9 +68,16 @@ func Serve(ctx context.Context, led Ledger, opts Options) error {
 		// catch up.)
 		err := l.Update(func(*boltstore.Tx) error { return nil })
 		if errors.As(err, new(*ledger.IntegrityError)) {
-			return fmt.Errorf("the local copy %s and the stream disagree: %w. Nothing was changed; which to keep is yours to decide: "+
+			// Nothing was committed: a marker this start made is taken
+			// back, and the file is as it was (a plain ledger given to a
+			// node by mistake stays usable alone).
+			changed := "Nothing was changed"
+			if uerr := l.UnmarkForked(); uerr != nil {
+				changed = fmt.Sprintf("Nothing was written to the copy, but it stays marked as the stream's (%v)", uerr)
+			}
+			return fmt.Errorf("the local copy %s and the stream disagree: %w. %s; which to keep is yours to decide: "+
 				"the stream's (move the copy aside; the node then starts a new copy from the stream) or the copy's "+
-				"(logbook verify it, then logbook migrate --from it into a new stream)", led.DB, err)
+				"(logbook verify it, then logbook migrate --from it into a new stream)", led.DB, err, changed)
 		}
 		if err != nil && opts.Logger != nil {
 			opts.Logger.Warn("catching up with the stream before serving", "err", err)

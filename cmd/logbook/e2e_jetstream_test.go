@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -372,4 +373,45 @@ func TestNodeCopyNotWrittenAlone(t *testing.T) {
 	if _, err := js.Stream(context.Background(), "other"); !errors.Is(err, natsjs.ErrStreamNotFound) {
 		t.Errorf("a stream was made for a copy refused: %v", err)
 	}
+}
+
+// TestServerLeavesAPlainLedgerGivenByMistake: an operator's own ledger
+// given to a node by mistake (logbook server --store … --db on it, with a
+// stream that is not its log) is refused, the copy and the stream
+// disagreeing, and left as it was: not marked as the stream's copy, so a
+// plain writer still opens it. Before, the start marked it (<file>.stream)
+// for ever while saying nothing was changed, and every writer but a node
+// of that stream was refused it.
+func TestServerLeavesAPlainLedgerGivenByMistake(t *testing.T) {
+	url := natsServer(t)
+	t.Setenv("LOGBOOK_NATS_PASSWORD", "app")
+	args := []string{"--store", url, "--stream", "team", "--replicas", "1", "--allow-unreplicated", "--nats-user", "app"}
+	// The stream exists, here made by a node starting with no copy.
+	node := startHTTPServer(t, filepath.Join(t.TempDir(), "node.db"), args...)
+	if node.stop() != 0 {
+		t.Fatalf("server exited %d:\n%s", node.code, node.stderr.String())
+	}
+	db := filepath.Join(t.TempDir(), "mine.db")
+	w := newLedger(t, db, "alice")
+	w.call("task_create", map[string]any{"title": "t", "project": "p"})
+	w.l.Close()
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, append([]string{"server", "--db", db, "--listen", "127.0.0.1:0", "--skills", e2eSkills(t)}, args...)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "and the stream disagree") || !strings.Contains(r.stderr, "Nothing was changed") {
+		t.Fatalf("want exit 2 saying the copy and stream disagree and nothing was changed, got %v", r)
+	}
+	if _, err := os.Stat(db + ".stream"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the plain ledger was left marked as the stream's copy: %v", err)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Error("the refused start changed the ledger file")
+	}
+	l, err := boltstore.Open(db, boltstore.Options{})
+	if err != nil {
+		t.Fatalf("the plain ledger, opened to write after the refused start: %v", err)
+	}
+	l.Close()
 }

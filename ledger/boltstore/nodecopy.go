@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -131,14 +132,39 @@ func (l *Store) lockedNodeCopy() error {
 	if err := CheckNodeCopy(l.path, name); err != nil || name == "" {
 		return err
 	}
-	return markNodeCopy(l.path, name)
+	return l.markNodeCopy(name)
 }
 
-// markNodeCopy durably marks the file at path as the local copy of the
-// replicated log named name, unless it is already.
-func markNodeCopy(path, name string) error {
-	if _, ok, err := nodeCopyOf(path); ok || err != nil {
+// markNodeCopy durably marks the Store's file as the local copy of the
+// replicated log named name, unless it is already, and remembers whether
+// it made the marker (UnmarkForked).
+func (l *Store) markNodeCopy(name string) error {
+	if _, ok, err := nodeCopyOf(l.path); ok || err != nil {
 		return err // lockedNodeCopy, or Open, checked the name
 	}
-	return writeMarker(streamMarker(path), []byte(name+"\n"))
+	if err := writeMarker(streamMarker(l.path), []byte(name+"\n")); err != nil {
+		return err
+	}
+	l.markMade.Store(true)
+	return nil
+}
+
+// UnmarkForked removes the marker this Store made (none: it does
+// nothing), for a node whose first catch-up found the file and its log
+// disagree, before any commit of the Store (the caller's to know:
+// server.Serve's first Update failed on an IntegrityError, rolled back):
+// the file is then left as the node found it. A plain ledger given to a
+// node by mistake (logbook server --store … --db on an operator's own
+// file, and a stream that is not its log) was marked for ever, and
+// refused to every writer but a node, by a start that changed nothing
+// else. The lock is still held (Hold): no writer sees the file between.
+func (l *Store) UnmarkForked() error {
+	if !l.markMade.Load() {
+		return nil
+	}
+	if err := os.Remove(streamMarker(l.path)); err != nil {
+		return err
+	}
+	l.markMade.Store(false)
+	return syncDir(filepath.Dir(streamMarker(l.path)))
 }

@@ -276,3 +276,49 @@ func TestNodeCopyMarkedWhileOpenRefused(t *testing.T) {
 	// A node opened on the file afterwards still finds it its log's.
 	nodeCopy(t, path, log, 1)
 }
+
+// TestUnmarkForked: a node's Store takes back the marker it made (its
+// file a plain ledger before), and only that one: a file marked before it
+// was opened stays marked.
+func TestUnmarkForked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mine.db")
+	plain, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, plain, 2)
+	plain.Close()
+	log := &memLog{}
+	l, err := Open(path, Options{Hold: true, Replica: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + ".stream"); err != nil {
+		t.Fatalf("the node's open made no marker: %v", err)
+	}
+	if err := l.UnmarkForked(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, err := os.Stat(path + ".stream"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the marker this Store made was left: %v", err)
+	}
+	if _, err := Open(path, Options{}); err != nil {
+		t.Errorf("the plain ledger, unmarked: %v", err)
+	}
+	// Marked before: left as it is.
+	log = &memLog{}
+	path = filepath.Join(t.TempDir(), "node.db")
+	nodeCopy(t, path, log, 1)
+	l, err = Open(path, Options{Hold: true, Replica: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.UnmarkForked(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if b, err := os.ReadFile(path + ".stream"); err != nil || string(b) != "mem\n" {
+		t.Errorf("a marker made before the Store opened: %q, %v; want it kept", b, err)
+	}
+}

@@ -167,6 +167,8 @@ type Store struct {
 	syncFailed error
 	// nomap: the journal's mapping was refused (ENOMEM): no journal.
 	nomap atomic.Bool
+	// markMade: this Store made its file's node-copy marker (nodecopy.go).
+	markMade atomic.Bool
 	// generationBegun, if set, is called once a generation's header is
 	// durable, before its first unsynced commit: tests copy the file
 	// there, as a stopped machine's disk would have it.
@@ -329,7 +331,7 @@ func Open(path string, opts Options) (*Store, error) {
 		// A node's copy is marked before the file is made (and again
 		// checked under the lock: lockedNodeCopy).
 		if opts.Replica != nil {
-			if err := markNodeCopy(path, opts.Replica.Name()); err != nil {
+			if err := l.markNodeCopy(opts.Replica.Name()); err != nil {
 				return nil, fmt.Errorf("open ledger: %w", err)
 			}
 		}
