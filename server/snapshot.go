@@ -44,6 +44,12 @@ func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapsh
 	if _, err := os.Lstat(out); err == nil {
 		return res, fmt.Errorf("%s: %w", out, os.ErrExist)
 	}
+	// A node's copy was at out (moved aside, its marker left): the
+	// snapshot, a ledger to use alone, would be taken for that copy and
+	// refused to every writer but the node.
+	if err := boltstore.CheckNodeCopy(out, ""); err != nil {
+		return res, err
+	}
 	// Written under a temporary name, linked into place once its
 	// projections are built.
 	// Named after this process (boltstore.CreateOwnTemp), so a later

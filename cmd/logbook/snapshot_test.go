@@ -161,3 +161,23 @@ func TestSnapshotNoRoom(t *testing.T) {
 		t.Errorf("left behind: %v", entries)
 	}
 }
+
+// TestSnapshotBesideANodeCopysMarker: a snapshot is a ledger to use alone;
+// at a path beside which a node's copy left its marker (<out>.stream: the
+// copy moved aside), every writer but that node would then be refused it.
+// The snapshot is refused, saying so, and nothing is written.
+func TestSnapshotBesideANodeCopysMarker(t *testing.T) {
+	path := sharedHealthyLedger(t, 2000)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "copy.db")
+	if err := os.WriteFile(out+".stream", []byte("team\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "snapshot", "--db", path, "--out", out)
+	if r.code != 2 || !strings.Contains(r.stderr, "was the local copy of stream team") || !strings.Contains(r.stderr, "remove "+out+".stream") {
+		t.Fatalf("snapshot beside a node copy's marker: %v, want exit 2 naming the marker", r)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
+	}
+}
