@@ -131,15 +131,7 @@ func TestServerRefusesCopyLongerThanStream(t *testing.T) {
 	if s.stop() != 0 {
 		t.Fatalf("server exited %d:\n%s", s.code, s.stderr.String())
 	}
-	nc, err := nats.Connect(url, nats.UserInfo("app", "app"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := natsjs.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := appJetStream(t, url)
 	if err := js.DeleteStream(context.Background(), "gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -200,18 +192,7 @@ func TestServerRefusesUnusableStreams(t *testing.T) {
 	if strings.Contains(denied.stderr, "noappend") { // the user's password
 		t.Errorf("a denied user's start: %s; want no password", denied)
 	}
-	if strings.Contains(denied.stderr, "noappend") { // the user's password
-		t.Errorf("a denied user's start: %s; want no password", denied)
-	}
-	nc, err := nats.Connect(url, nats.UserInfo("app", "app"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := natsjs.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := appJetStream(t, url)
 	ctx := context.Background()
 	cfg := natsjs.StreamConfig{Name: "sealed", Subjects: []string{"logbook.sealed.events"}, Storage: natsjs.FileStorage, Replicas: 1,
 		DenyDelete: true, DenyPurge: true, AllowDirect: true, AllowAtomicPublish: true}
@@ -361,15 +342,7 @@ func TestNodeCopyNotWrittenAlone(t *testing.T) {
 			t.Errorf("a node started on another stream: the copy's head went from %d to %d", held, got)
 		}
 	}
-	nc, err := nats.Connect(url, nats.UserInfo("app", "app"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := natsjs.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := appJetStream(t, url)
 	if _, err := js.Stream(context.Background(), "other"); !errors.Is(err, natsjs.ErrStreamNotFound) {
 		t.Errorf("a stream was made for a copy refused: %v", err)
 	}
@@ -414,4 +387,20 @@ func TestServerLeavesAPlainLedgerGivenByMistake(t *testing.T) {
 		t.Fatalf("the plain ledger, opened to write after the refused start: %v", err)
 	}
 	l.Close()
+}
+
+// appJetStream is a JetStream client of natsServer's APP account at url,
+// closed when the test ends.
+func appJetStream(t *testing.T, url string) natsjs.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.UserInfo("app", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
