@@ -434,9 +434,10 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		var events [][]byte // what the commit appended
 		var before uint64   // the head's seq before it
 		ingested := false   // whether the catch-up brought events in
-		// recorded, if not nil, gives the outcome of the commit's journal
-		// record, written while bbolt writes the commit's pages.
-		var recorded chan error
+		// recorded: the commit's journal record was written (before bbolt
+		// writes the commit's pages), with the outcome recordErr; it is
+		// flushed once bbolt has written them.
+		recorded, recordErr := false, error(nil)
 		err := update(db, func(btx *bolt.Tx) error {
 			start := time.Now()
 			tx, in, err := l.writeTx(btx)
@@ -486,16 +487,18 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 				inLog = true
 			}
 			if o.gen != nil && len(tx.appended) > 0 && tx.head.Seq-before == uint64(len(tx.appended)) && l.journalRecord(o, tx.appended) {
-				// The record goes to the journal and its flush waits on
-				// the disk while bbolt writes the pages, each on its own
-				// core; the calls are answered once both are done.
-				recorded = make(chan error, 1)
-				go func(g *generation) { recorded <- writeRecord(g) }(o.gen)
+				// The record goes to the journal's page cache now, bbolt's
+				// pages after it, and one flush of the journal then makes
+				// the commit durable; the calls are answered after it.
+				recorded, recordErr = true, writeRecord(o.gen)
 			}
 			return tx.flush()
 		})
-		if recorded != nil {
-			switch rerr := <-recorded; {
+		if recorded && recordErr == nil && err == nil {
+			recordErr = syncRecord(o.gen)
+		}
+		if recorded {
+			switch rerr := recordErr; {
 			case err == nil:
 				err = l.journalEnd(o, rerr)
 			case errors.Is(rerr, errRecordUnwritten):
@@ -552,7 +555,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(retries, 7))))
 			continue
 		}
-		if err == nil && recorded == nil && o.gen != nil && head.Seq > before {
+		if err == nil && !recorded && o.gen != nil && head.Seq > before {
 			if head.Seq-before == uint64(len(events)) {
 				// Its record was not written (journalRecord: no room, or
 				// the file has another name): the generation ends.

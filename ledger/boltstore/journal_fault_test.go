@@ -557,7 +557,7 @@ func TestBesideNotRegularFile(t *testing.T) {
 	}
 }
 
-// A commit's journal record is written while bbolt writes its pages, so a
+// A commit's journal record is written before bbolt writes its pages, so a
 // commit that then fails (here: the file may not grow, RLIMIT_FSIZE) has a
 // record on disk for events no call was answered for. It must be taken
 // back: a machine that stops then must not bring the failed call's events

@@ -24,13 +24,13 @@ import (
 	"github.com/logbook-dev/logbook/ledger"
 )
 
-// A commit's journal record is written and flushed on a goroutine of its
-// own while bbolt writes the commit's pages (writeRecord): these tests
+// A commit's journal record is written before bbolt writes the commit's
+// pages and flushed after them (writeRecord, syncRecord): these tests
 // stop the machine, kill the process or fail the disk between the two, in
 // either order, and at the take-back of a record whose commit failed.
 
 // failSyncIn makes the next n fdatasyncs that the function fn of this
-// package (by name: "writeRecord", "retractRecord") calls fail with EIO,
+// package (by name: "syncRecord", "retractRecord") calls fail with EIO,
 // and returns how many failed so far.
 func failSyncIn(t *testing.T, fn string, n int) *atomic.Int64 {
 	t.Helper()
@@ -183,7 +183,7 @@ func TestJournalRecordSyncFails(t *testing.T) {
 	for i := range 3 {
 		appendOne(t, l, i)
 	}
-	failed := failSyncIn(t, "writeRecord", 1)
+	failed := failSyncIn(t, "syncRecord", 1)
 	appendOne(t, l, 3)
 	if failed.Load() != 1 {
 		t.Fatal("no record's flush failed")
@@ -207,14 +207,14 @@ func TestJournalRecordSyncFails(t *testing.T) {
 }
 
 // A stop between a commit's record reaching the disk and bbolt writing the
-// commit's meta page — in either order, since they run at once — brings
-// back the ledger with the unanswered commit or without it, never a broken
-// chain: the record flushed and the file as it was before the commit (the
-// machine stopped: recovery from the checkpoint and the records, the
-// commit in; a process killed, this boot: the file as it is, the commit
-// out); the file's commit written and its record not (the machine
-// stopped: out; killed: in). For commits across generations, their first
-// and last ones included.
+// commit's meta page — in either order, since the kernel may write the
+// file's unsynced pages back at any time — brings back the ledger with the
+// unanswered commit or without it, never a broken chain: the record flushed
+// and the file as it was before the commit (the machine stopped: recovery
+// from the checkpoint and the records, the commit in; a process killed,
+// this boot: the file as it is, the commit out); the file's commit written
+// and its record not (the machine stopped: out; killed: in). For commits
+// across generations, their first and last ones included.
 func TestJournalStopBetweenRecordAndMeta(t *testing.T) {
 	l, path, _ := journaled(t, Options{Hold: true})
 	dir := t.TempDir()
@@ -234,7 +234,7 @@ func TestJournalStopBetweenRecordAndMeta(t *testing.T) {
 	real := fdatasync
 	fdatasync = func(f *os.File) error {
 		err := real(f)
-		if err == nil && syncCaller() == "writeRecord" {
+		if err == nil && syncCaller() == "syncRecord" {
 			copyErr, flushedFrom = copyPlain(journalPath(path), flushed), checkpoint
 		}
 		return err
