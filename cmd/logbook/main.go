@@ -24,7 +24,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stdin, done := pollable(os.Stdin)
+	err := Run(ctx, os.Args[1:], stdin, os.Stdout, os.Stderr)
+	done()
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "logbook:", oneLine(err.Error()))
