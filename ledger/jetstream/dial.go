@@ -173,6 +173,22 @@ func (d Dial) check() error {
 	return nil
 }
 
+// unused says which passwords the environment gives that nothing uses:
+// a password is sent only with its user (--nats-user, --nats-sys-user), so
+// one set without it is a login the operator meant and the servers never
+// see — said in the node's log, since an environment may well hold it for
+// other commands.
+func (d Dial) unused() []string {
+	var notes []string
+	if d.Password != "" && d.User == "" {
+		notes = append(notes, "LOGBOOK_NATS_PASSWORD is set but not used: it is sent only with --nats-user")
+	}
+	if d.SysPassword != "" && d.SysUser == "" {
+		notes = append(notes, "LOGBOOK_NATS_SYS_PASSWORD is set but not used: it is sent only with --nats-sys-user")
+	}
+	return notes
+}
+
 // connect connects to d's servers with nopts. While none of them accepts
 // a connection it asks again, each time waiting twice as long (from 250ms
 // up to 2s), for up to opts.OpenWait: servers and logbook nodes started
@@ -231,6 +247,9 @@ func Connect(ctx context.Context, d Dial, opts Options) (*Replica, func(), error
 		return nil, nil, err
 	}
 	opts = opts.withDefaults()
+	for _, note := range d.unused() {
+		opts.Logf("%s", note)
+	}
 	nc, err := d.connect(ctx, opts, d.options(d.Name, d.Creds, d.User, d.Password))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w%s", d.URLs, err, connectHint(err, "--nats-user with LOGBOOK_NATS_PASSWORD, or --nats-creds"))

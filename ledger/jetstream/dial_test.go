@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -179,6 +180,42 @@ func TestConnectSaysWhatToCheck(t *testing.T) {
 		_, _, err := Connect(context.Background(), tc.d, Options{Stream: "hint", OpenWait: time.Nanosecond})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "wrong") {
 			t.Errorf("%s: %v; want %q, and no password", tc.d.URLs, err, tc.want)
+		}
+	}
+}
+
+// A password the environment gives without its user is sent to no server:
+// Connect says so in the log, and says nothing of one that is used.
+func TestConnectNotesUnusedPasswords(t *testing.T) {
+	for i, c := range []struct {
+		d    Dial
+		want []string
+	}{
+		{Dial{Password: "pw"}, []string{"LOGBOOK_NATS_PASSWORD is set but not used"}},
+		{Dial{SysPassword: "pw", User: "u", Password: "pw"}, []string{"LOGBOOK_NATS_SYS_PASSWORD is set but not used"}},
+		{Dial{Password: "pw", SysPassword: "pw"}, []string{"LOGBOOK_NATS_PASSWORD is set but not used", "LOGBOOK_NATS_SYS_PASSWORD is set but not used"}},
+		{Dial{User: "u", Password: "pw", SysUser: "s", SysPassword: "pw"}, nil},
+		{Dial{}, nil},
+	} {
+		c.d.URLs = "nats://127.0.0.1:1"
+		var logged []string
+		logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+		if _, _, err := Connect(context.Background(), c.d, Options{Stream: "s", OpenWait: time.Nanosecond, Logf: logf}); err == nil {
+			t.Fatalf("case %d: connected to nothing", i)
+		}
+		var notes []string
+		for _, l := range logged {
+			if strings.Contains(l, "is set but not used") {
+				notes = append(notes, l)
+			}
+		}
+		if len(notes) != len(c.want) {
+			t.Fatalf("case %d: logged %q, want %q", i, notes, c.want)
+		}
+		for j, w := range c.want {
+			if !strings.HasPrefix(notes[j], w) {
+				t.Errorf("case %d: logged %q, want %q", i, notes[j], w)
+			}
 		}
 	}
 }
