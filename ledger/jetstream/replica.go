@@ -178,18 +178,21 @@ func open(ctx context.Context, nc *nats.Conn, opts Options, h hooks) (*Replica, 
 	}
 	r := &Replica{nc: nc, js: js, opts: opts, subject: Subject(opts.Stream),
 		getSubj: "$JS.API.DIRECT.GET." + opts.Stream, msgGetSubj: "$JS.API.STREAM.MSG.GET." + opts.Stream, inbox: nc.NewRespInbox(), hooks: h}
-	info, err := r.ensureStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.checkSync(ctx, info); err != nil {
-		return nil, err
-	}
 	if r.replies, err = nc.SubscribeSync(r.inbox + ".*"); err != nil {
 		return nil, err
 	}
 	r.replies.SetPendingLimits(-1, -1)
+	// The rights first: a user denied them left a new stream made and
+	// empty (a migrate refused after it created the stream).
 	if err := r.checkRights(); err != nil {
+		r.replies.Unsubscribe()
+		return nil, err
+	}
+	info, err := r.ensureStream(ctx)
+	if err == nil {
+		err = r.checkSync(ctx, info)
+	}
+	if err != nil {
 		r.replies.Unsubscribe()
 		return nil, err
 	}

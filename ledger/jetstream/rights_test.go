@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestOpenRefusesDeniedUser: a NATS user denied a subject a ledger needs
@@ -49,5 +51,31 @@ func TestOpenRefusesDeniedUser(t *testing.T) {
 	n := openNode(t, filepath.Join(t.TempDir(), "allowed.db"), anc, allowed)
 	if seq, err := n.appendSeq("alice", "after the probes"); err != nil || seq != 1 {
 		t.Fatalf("append by the allowed user: seq %d, %v; want 1", seq, err)
+	}
+}
+
+// A user refused for want of a right makes no stream: a migrate (or a
+// node's first start) refused left a new, empty stream behind, which the
+// next migrate into that name then had to find empty.
+func TestOpenDeniedMakesNoStream(t *testing.T) {
+	c := sharedCluster(t)
+	js, err := jetstream.New(c.connect(t, 0, "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{"noappend", "nodirect", "noleaderget", "noinfo", "noanswers"} {
+		stream := "fresh_" + user
+		nc := c.connect(t, 1, user)
+		r, err := open(context.Background(), nc, Options{Stream: stream, OpenWait: 5 * time.Second, Logf: func(string, ...any) {}}, hooks{})
+		if err == nil {
+			r.Close()
+			t.Fatalf("user %s: opened", user)
+		}
+		if !errors.Is(err, ErrDenied) {
+			t.Errorf("user %s: %v, want ErrDenied", user, err)
+		}
+		if _, err := js.Stream(context.Background(), stream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Errorf("user %s: stream %s after the refusal: %v, want none", user, stream, err)
+		}
 	}
 }
