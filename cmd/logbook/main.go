@@ -24,7 +24,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	stdin, done := pollable(os.Stdin)
+	stdin, done := pollable(os.Stdin, os.Stdout, os.Stderr)
 	err := Run(ctx, os.Args[1:], stdin, os.Stdout, os.Stderr)
 	done()
 	stop()

@@ -25,8 +25,9 @@ import (
 // process that launched logbook may share (its reads would then fail with
 // EAGAIN): a pipe is opened again (/proc/self/fd), a new open pipe of its
 // own; a socket cannot be, and is set back to blocking by done, unless it
-// was non-blocking already.
-func pollable(f *os.File) (r *os.File, done func()) {
+// was non-blocking already — nor is it made non-blocking if it is one of
+// outs too (stdout, stderr), written as blocking files.
+func pollable(f *os.File, outs ...*os.File) (r *os.File, done func()) {
 	done = func() {}
 	// The descriptor, not by f.Fd(), which sets a pollable f blocking.
 	fd := -1
@@ -57,6 +58,11 @@ func pollable(f *os.File) (r *os.File, done func()) {
 		}
 		return os.NewFile(uintptr(r), f.Name()), done
 	case unix.S_IFSOCK:
+		if sameAsAny(st, outs) {
+			// The socket is stdout too (inetd, socat): non-blocking, it
+			// would fail stdout's writes with EAGAIN once its buffer fills.
+			return f, done
+		}
 		r, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return f, done
@@ -71,4 +77,23 @@ func pollable(f *os.File) (r *os.File, done func()) {
 		return os.NewFile(uintptr(r), f.Name()), done
 	}
 	return f, done
+}
+
+// sameAsAny reports whether any of files is the file st describes.
+func sameAsAny(st unix.Stat_t, files []*os.File) bool {
+	for _, f := range files {
+		c, err := f.SyscallConn()
+		if err != nil {
+			continue
+		}
+		var ost unix.Stat_t
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &ost) }); err != nil || serr != nil {
+			continue
+		}
+		if ost.Dev == st.Dev && ost.Ino == st.Ino {
+			return true
+		}
+	}
+	return false
 }

@@ -101,6 +101,32 @@ func TestPollableStdinSocket(t *testing.T) {
 	}
 }
 
+// A socket that is stdout too (inetd, socat) is left blocking: stdout's
+// writes, as a blocking file's, would fail with EAGAIN once its buffer
+// filled.
+func TestPollableStdinSocketAlsoStdout(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := os.NewFile(uintptr(fds[0]), "/dev/stdin")
+	defer in.Close()
+	defer unix.Close(fds[1])
+	dup, err := unix.FcntlInt(uintptr(fds[0]), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := os.NewFile(uintptr(dup), "/dev/stdout")
+	defer out.Close()
+	if r, _ := pollable(in, out); r != in {
+		r.Close()
+		t.Fatal("the socket that is stdout too was made non-blocking")
+	}
+	if fl, err := unix.FcntlInt(uintptr(fds[0]), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
+		t.Fatalf("flags %#x, %v; want blocking", fl, err)
+	}
+}
+
 // Anything but a readable pipe or socket is used as it is: a file, a device, the
 // write side of a pipe.
 func TestPollableStdinOthers(t *testing.T) {

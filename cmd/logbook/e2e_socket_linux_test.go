@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// logbook serve over stdio given as sockets: one socket pair for stdin and
+// another for stdout, as Node.js launches its children, and one socket for
+// both, as inetd or socat do. The client writes many requests before it
+// reads an answer, so the server's answers fill the socket and its writes
+// wait: a stdout made non-blocking under a file written as blocking (stdin
+// read through the poller, the socket being stdout too) failed them with
+// EAGAIN.
+func TestServeOverSockets(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			in, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := in
+			if !shared {
+				if out, err = unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The test's own ends read and written through the poller, so
+			// that their deadlines hold.
+			for _, fd := range []int{in[0], out[0]} {
+				if err := unix.SetNonblock(fd, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			childIn, childOut := os.NewFile(uintptr(in[1]), "stdin"), os.NewFile(uintptr(out[1]), "stdout")
+			client := os.NewFile(uintptr(in[0]), "client")
+			answers := client
+			if !shared {
+				answers = os.NewFile(uintptr(out[0]), "answers")
+				defer answers.Close()
+			}
+			defer client.Close()
+			cmd := exec.Command(e2eBinary(t), "serve", "--db", filepath.Join(t.TempDir(), "l.db"), "--agent", "sock")
+			cmd.Stdin, cmd.Stdout = childIn, childOut
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			childIn.Close()
+			if !shared {
+				childOut.Close()
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			ended := false
+			defer func() {
+				if !ended {
+					cmd.Process.Kill()
+					<-exited
+				}
+			}()
+			if err := answers.SetReadDeadline(time.Now().Add(time.Minute)); err != nil { // a hang bound
+				t.Fatal(err)
+			}
+			rd := bufio.NewReaderSize(answers, 1<<20)
+			next := func() map[string]any {
+				t.Helper()
+				line, err := rd.ReadBytes('\n')
+				if err != nil {
+					t.Fatalf("reading an answer: %v\nstderr: %s", err, stderr.String())
+				}
+				var m map[string]any
+				if err := json.Unmarshal(line, &m); err != nil {
+					t.Fatalf("answer %q: %v", line, err)
+				}
+				return m
+			}
+			if err := client.SetWriteDeadline(time.Now().Add(time.Minute)); err != nil { // a hang bound
+				t.Fatal(err)
+			}
+			send := func(s string) {
+				t.Helper()
+				if _, err := client.Write([]byte(s + "\n")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			if m := next(); m["result"] == nil {
+				t.Fatalf("initialize: %v", m)
+			}
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			const n = 60
+			// The answers are read from a second on: until then the
+			// server's writes fill the socket and wait.
+			type read struct {
+				bytes int
+				err   error
+			}
+			got := make(chan read, 1)
+			go func() {
+				time.Sleep(time.Second)
+				total := 0
+				for range n {
+					line, err := rd.ReadBytes('\n')
+					if err != nil {
+						got <- read{total, fmt.Errorf("reading an answer: %w", err)}
+						return
+					}
+					var m struct {
+						Error  any `json:"error"`
+						Result struct {
+							IsError bool `json:"isError"`
+						} `json:"result"`
+					}
+					if err := json.Unmarshal(line, &m); err != nil || m.Error != nil || m.Result.IsError {
+						got <- read{total, fmt.Errorf("answer %.200q: %v", line, err)}
+						return
+					}
+					total += len(line)
+				}
+				got <- read{total, nil}
+			}()
+			for i := 1; i <= n; i++ {
+				if i%2 == 0 {
+					send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i))
+				} else {
+					send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"task_create","arguments":{"title":"t%d","project":"sock"}}}`, i, i))
+				}
+			}
+			r := <-got
+			if r.err != nil {
+				t.Fatalf("%v\nstderr: %s", r.err, stderr.String())
+			}
+			if r.bytes < 1<<20 {
+				t.Fatalf("%d bytes of answers: too few to fill the socket", r.bytes)
+			}
+			client.Close()
+			select {
+			case err := <-exited:
+				ended = true
+				if err != nil {
+					t.Fatalf("serve: %v\nstderr: %s", err, stderr.String())
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("serve did not end with its stdin")
+			}
+			if strings.Contains(stderr.String(), "EAGAIN") || strings.Contains(stderr.String(), "temporarily unavailable") {
+				t.Fatalf("stderr: %s", stderr.String())
+			}
+		})
+	}
+}
