@@ -154,9 +154,9 @@ func refillWait(spent time.Duration) time.Duration {
 type openFile struct {
 	db   *bolt.DB
 	file *os.File
-	// info is file's, taken at its first commit: the path must still name
+	// id is file's, taken at its first commit: the path must still name
 	// that file at every commit (checkSameFile).
-	info os.FileInfo
+	id *pathStat
 	// linked: the path's stat at the current commit (checkSameFile) found
 	// the file with more than one name (hard links): a generation ends at
 	// its next commit (journalRecord).

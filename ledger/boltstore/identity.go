@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
@@ -274,21 +275,50 @@ func (l *Store) checkSameFile(o *openFile) error {
 		// Its owner's alone, whose name OpenScratch removes at once.
 		return nil
 	}
-	fi, err := os.Stat(l.path)
+	ps, err := statPath(l.path)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrReplaced, l.path, err)
 	}
-	if o.info == nil {
+	if o.id == nil {
 		// An open file's identity (device, inode) never changes.
-		if o.info, err = o.file.Stat(); err != nil {
+		fi, err := o.file.Stat()
+		if err != nil {
 			return fmt.Errorf("stat open ledger: %w", err)
 		}
+		id := statOf(fi)
+		o.id = &id
 	}
-	if !os.SameFile(fi, o.info) {
+	if ps.dev != o.id.dev || ps.ino != o.id.ino {
 		return fmt.Errorf("%w: %s is no longer the file this process opened", ErrReplaced, l.path)
 	}
-	o.size, o.linked = fi.Size(), hardLinks(fi) > 1
+	o.size, o.linked = ps.size, ps.links > 1
 	return nil
+}
+
+// pathStat is what checkSameFile reads of a file: its identity, size and
+// number of names.
+type pathStat struct {
+	dev, ino uint64
+	size     int64
+	links    uint64
+}
+
+// statOf is fi's pathStat.
+func statOf(fi os.FileInfo) pathStat {
+	ps := pathStat{size: fi.Size(), links: 1}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ps.dev, ps.ino, ps.links = uint64(st.Dev), uint64(st.Ino), uint64(st.Nlink)
+	}
+	return ps
+}
+
+// statPathPortable is statPath through os.Stat.
+func statPathPortable(path string) (pathStat, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return pathStat{}, err
+	}
+	return statOf(fi), nil
 }
 
 // guard runs fn, turning what a damaged file makes bbolt do — panic on a
