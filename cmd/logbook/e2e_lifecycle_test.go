@@ -80,12 +80,13 @@ func TestE2EStdinEOF(t *testing.T) {
 	}
 }
 
-// TestE2ESignals: SIGTERM or SIGINT with calls in flight and stdin still
-// open: the server answers every call it had read, takes no more, exits 0,
-// and the ledger holds exactly the calls answered.
+// TestE2ESignals: SIGTERM, SIGINT or SIGHUP (the terminal or session
+// gone) with calls in flight and stdin still open: the server answers
+// every call it had read, takes no more, exits 0, and the ledger holds
+// exactly the calls answered.
 func TestE2ESignals(t *testing.T) {
 	t.Parallel()
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "signal.db")
 			s := startE2E(t, e2eConfig{DB: db, Agent: "signalled", Env: []string{"LOGBOOK_LOG=debug"}})

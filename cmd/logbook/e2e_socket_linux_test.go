@@ -160,3 +160,76 @@ func TestServeOverSockets(t *testing.T) {
 		})
 	}
 }
+
+// A shell running logbook serve | cat on a socket that is its stdin and
+// stdout (inetd, socat, ssh): cat writes to the socket logbook reads, and
+// must keep blocking writes. Made non-blocking for logbook's reads, the
+// socket failed cat's writes with EAGAIN once the client read slower than
+// the answers came ("cat: write error: Resource temporarily unavailable",
+// 4 answers of 199).
+func TestServeInAPipelineOverASocket(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	client, child := os.NewFile(uintptr(fds[0]), "client"), os.NewFile(uintptr(fds[1]), "child")
+	defer client.Close()
+	script := fmt.Sprintf("%q serve --db %q 2>/dev/null | cat", e2eBinary(t), filepath.Join(t.TempDir(), "l.db"))
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Stdin, cmd.Stdout = child, child
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	ended := false
+	defer func() {
+		if !ended {
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	const n = 200
+	var req strings.Builder
+	req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	req.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&req, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", i)
+	}
+	if err := client.SetDeadline(time.Now().Add(time.Minute)); err != nil { // a hang bound
+		t.Fatal(err)
+	}
+	if _, err := client.Write([]byte(req.String())); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the answers fill the socket; cat's writes wait
+	rd := bufio.NewReaderSize(client, 1<<20)
+	for i := 1; i <= n; i++ {
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("answer %d of %d: %v\nstderr: %s", i, n, err, stderr.String())
+		}
+		var m struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal(line, &m); err != nil || m.Result == nil {
+			t.Fatalf("answer %d: %.200q, %v", i, line, err)
+		}
+	}
+	unix.Shutdown(fds[0], unix.SHUT_WR)
+	select {
+	case err := <-exited:
+		ended = true
+		if err != nil {
+			t.Fatalf("the pipeline: %v\nstderr: %s", err, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the pipeline did not end with its stdin")
+	}
+}

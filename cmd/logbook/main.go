@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	stdin, done := pollable(os.Stdin, os.Stdout, os.Stderr)
 	err := Run(ctx, os.Args[1:], stdin, os.Stdout, os.Stderr)
 	done()

@@ -129,6 +129,9 @@ func (c *call) bridge(connect, tokenEnv string) error {
 		return fmt.Errorf("--connect needs a bearer token in $%s (logbook token add prints one)", tokenEnv)
 	}
 	log := newLogger(c.env)
+	// As serve's: a client that closes its end of stdout ends the bridge
+	// with the write's error, not by SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 	log.Info("bridging", "url", u.Redacted())
 	if err := mcp.Bridge(c.ctx, mcp.BridgeOptions{URL: connect, Token: token, Version: version, Logger: log}, c.stdin, c.stdout); err != nil {
 		return fmt.Errorf("%v", err)

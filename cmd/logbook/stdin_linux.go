@@ -21,12 +21,15 @@ import (
 // poller, the waiting reader holds neither: 330–360 → 275–285 µs of CPU a
 // task_create over stdio, p50 unchanged.
 //
-// The non-blocking flag belongs to the open pipe or socket, which the
-// process that launched logbook may share (its reads would then fail with
+// The non-blocking flag belongs to the open pipe or socket, which other
+// processes may share (their reads and writes would then fail with
 // EAGAIN): a pipe is opened again (/proc/self/fd), a new open pipe of its
-// own; a socket cannot be, and is set back to blocking by done, unless it
-// was non-blocking already — nor is it made non-blocking if it is one of
-// outs too (stdout, stderr), written as blocking files.
+// own; a socket cannot be. It is made non-blocking only where no one else
+// is seen to have it — not one of outs (stdout, stderr, written as
+// blocking files), not open in the parent process (Node.js closes its
+// children's ends once they started; a shell running a pipeline keeps
+// them) — and is set back to blocking by done, unless it was non-blocking
+// already.
 func pollable(f *os.File, outs ...*os.File) (r *os.File, done func()) {
 	done = func() {}
 	// The descriptor, not by f.Fd(), which sets a pollable f blocking.
@@ -58,9 +61,12 @@ func pollable(f *os.File, outs ...*os.File) (r *os.File, done func()) {
 		}
 		return os.NewFile(uintptr(r), f.Name()), done
 	case unix.S_IFSOCK:
-		if sameAsAny(st, outs) {
-			// The socket is stdout too (inetd, socat): non-blocking, it
-			// would fail stdout's writes with EAGAIN once its buffer fills.
+		if sameAsAny(st, outs) || heldByParent(st.Ino) {
+			// The socket is stdout too (inetd, socat, ssh), or the
+			// process that started logbook has it (a shell running
+			// logbook serve | tee, whose tee writes to it): non-blocking,
+			// it would fail their writes, as a blocking file's, with
+			// EAGAIN once its buffer fills.
 			return f, done
 		}
 		r, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
@@ -92,6 +98,24 @@ func sameAsAny(st unix.Stat_t, files []*os.File) bool {
 			continue
 		}
 		if ost.Dev == st.Dev && ost.Ino == st.Ino {
+			return true
+		}
+	}
+	return false
+}
+
+// heldByParent reports whether the parent process has the socket with
+// inode ino open, or whether that cannot be told (its descriptors not
+// readable: another user's process).
+func heldByParent(ino uint64) bool {
+	dir := "/proc/" + strconv.Itoa(os.Getppid()) + "/fd"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return true
+	}
+	want := "socket:[" + strconv.FormatUint(ino, 10) + "]"
+	for _, e := range entries {
+		if target, err := os.Readlink(dir + "/" + e.Name()); err == nil && target == want {
 			return true
 		}
 	}
