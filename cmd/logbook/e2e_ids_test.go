@@ -73,46 +73,56 @@ func TestE2EIDsKeptExactly(t *testing.T) {
 
 // TestE2EClosedStdout: a client that closes its end of the server's stdout
 // does not kill the server by SIGPIPE: it says why on stderr and exits with
-// an exit code.
+// an exit code. So does the bridge (serve --connect), which SIGPIPE killed.
 func TestE2EClosedStdout(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(logbookBin, "serve", "--db", filepath.Join(t.TempDir(), "pipe.db"), "--skills", "../../fixtures/skills")
-	cmd.Env = append(os.Environ(), "LOGBOOK_DB=", "LOGBOOK_AGENT=")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
-	defer in.Close()
-	// Calls in flight when the pipe breaks, and the handshake.
-	for i := range 4 {
-		fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`+"\n", i)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(60 * time.Second): // a hang guard, not a timing assertion
-		cmd.Process.Kill()
-		t.Fatalf("serve did not exit after its stdout closed\nstderr:\n%s", stderr)
-	}
-	var ee *exec.ExitError
-	if err == nil || !errors.As(err, &ee) {
-		t.Fatalf("serve exited with %v, want an exit code", err)
-	}
-	if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
-		t.Fatalf("serve was killed by signal %v\nstderr:\n%s", ws.Signal(), stderr)
-	}
-	if !strings.Contains(stderr.String(), "broken pipe") {
-		t.Errorf("stderr does not say why:\n%s", stderr)
+	db := filepath.Join(t.TempDir(), "pipe.db")
+	s := startHTTPServer(t, filepath.Join(t.TempDir(), "server.db"))
+	token, _ := addToken(t, s.db, "--agent", "bridged")
+	for name, args := range map[string][]string{
+		"serve":  {"serve", "--db", db, "--skills", "../../fixtures/skills"},
+		"bridge": {"serve", "--connect", s.url, "--token-env", "LB_T"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(logbookBin, args...)
+			cmd.Env = append(os.Environ(), "LOGBOOK_DB=", "LOGBOOK_AGENT=", "LB_T="+token)
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stderr := &lockedBuffer{}
+			cmd.Stderr = stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			out.Close()
+			defer in.Close()
+			// Calls in flight when the pipe breaks, and the handshake.
+			for i := range 4 {
+				fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`+"\n", i)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(60 * time.Second): // a hang guard, not a timing assertion
+				cmd.Process.Kill()
+				t.Fatalf("%s did not exit after its stdout closed\nstderr:\n%s", name, stderr)
+			}
+			var ee *exec.ExitError
+			if err == nil || !errors.As(err, &ee) {
+				t.Fatalf("%s exited with %v, want an exit code", name, err)
+			}
+			if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
+				t.Fatalf("%s was killed by signal %v\nstderr:\n%s", name, ws.Signal(), stderr)
+			}
+			if !strings.Contains(stderr.String(), "broken pipe") {
+				t.Errorf("stderr does not say why:\n%s", stderr)
+			}
+		})
 	}
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,24 +53,11 @@ func TestServeOverSockets(t *testing.T) {
 			defer client.Close()
 			cmd := exec.Command(e2eBinary(t), "serve", "--db", filepath.Join(t.TempDir(), "l.db"), "--agent", "sock")
 			cmd.Stdin, cmd.Stdout = childIn, childOut
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			stderr, wait := startWaited(t, cmd)
 			childIn.Close()
 			if !shared {
 				childOut.Close()
 			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			ended := false
-			defer func() {
-				if !ended {
-					cmd.Process.Kill()
-					<-exited
-				}
-			}()
 			if err := answers.SetReadDeadline(time.Now().Add(time.Minute)); err != nil { // a hang bound
 				t.Fatal(err)
 			}
@@ -145,14 +134,8 @@ func TestServeOverSockets(t *testing.T) {
 				t.Fatalf("%d bytes of answers: too few to fill the socket", r.bytes)
 			}
 			client.Close()
-			select {
-			case err := <-exited:
-				ended = true
-				if err != nil {
-					t.Fatalf("serve: %v\nstderr: %s", err, stderr.String())
-				}
-			case <-time.After(time.Minute):
-				t.Fatal("serve did not end with its stdin")
+			if err := wait(); err != nil {
+				t.Fatalf("serve, its stdin closed: %v\nstderr: %s", err, stderr.String())
 			}
 			if strings.Contains(stderr.String(), "EAGAIN") || strings.Contains(stderr.String(), "temporarily unavailable") {
 				t.Fatalf("stderr: %s", stderr.String())
@@ -180,21 +163,8 @@ func TestServeInAPipelineOverASocket(t *testing.T) {
 	script := fmt.Sprintf("%q serve --db %q 2>/dev/null | cat", e2eBinary(t), filepath.Join(t.TempDir(), "l.db"))
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Stdin, cmd.Stdout = child, child
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stderr, wait := startWaited(t, cmd)
 	child.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	ended := false
-	defer func() {
-		if !ended {
-			cmd.Process.Kill()
-			<-exited
-		}
-	}()
 	const n = 200
 	var req strings.Builder
 	req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
@@ -223,13 +193,40 @@ func TestServeInAPipelineOverASocket(t *testing.T) {
 		}
 	}
 	unix.Shutdown(fds[0], unix.SHUT_WR)
-	select {
-	case err := <-exited:
-		ended = true
-		if err != nil {
-			t.Fatalf("the pipeline: %v\nstderr: %s", err, stderr.String())
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the pipeline did not end with its stdin")
+	if err := wait(); err != nil {
+		t.Fatalf("the pipeline, its stdin closed: %v\nstderr: %s", err, stderr.String())
 	}
+}
+
+// startWaited starts cmd, keeping its stderr, and returns that and wait:
+// cmd's exit error, once it exits within a minute (killed then, and said
+// so). The test's end kills it if it still runs.
+func startWaited(t *testing.T, cmd *exec.Cmd) (*lockedBuffer, func() error) {
+	t.Helper()
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var once sync.Once
+	var werr error
+	wait := func() error {
+		once.Do(func() {
+			select {
+			case werr = <-exited:
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+				<-exited
+				werr = errors.New("still running after a minute (killed)")
+			}
+		})
+		return werr
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		wait()
+	})
+	return stderr, wait
 }
