@@ -32,16 +32,14 @@ import (
 // already.
 func pollable(f *os.File, outs ...*os.File) (r *os.File, done func()) {
 	done = func() {}
-	// The descriptor, not by f.Fd(), which sets a pollable f blocking.
+	// The descriptor, read without f.Fd(), which would set a pollable f
+	// blocking.
 	fd := -1
 	if c, err := f.SyscallConn(); err == nil {
 		c.Control(func(d uintptr) { fd = int(d) })
 	}
 	var st unix.Stat_t
-	if fd < 0 {
-		return f, done
-	}
-	if err := unix.Fstat(fd, &st); err != nil {
+	if fd < 0 || unix.Fstat(fd, &st) != nil {
 		return f, done
 	}
 	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
