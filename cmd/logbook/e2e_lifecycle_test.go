@@ -80,6 +80,24 @@ func TestE2EStdinEOF(t *testing.T) {
 	}
 }
 
+// TestE2ENohup: started with SIGHUP ignored (nohup), serve keeps ignoring
+// it: the session's end does not end it (Notify for SIGHUP would undo the
+// ignoring).
+func TestE2ENohup(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, e2eConfig{DB: filepath.Join(t.TempDir(), "nohup.db"), Agent: "nohup", IgnoreHUP: true})
+	s.initialize("2025-11-25")
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	s.ping() // still serving
+	s.ok("task_create", map[string]any{"title": "after the hangup", "project": "nohup"}, nil)
+	s.closeStdin()
+	if code := s.waitExit(e2eTimeout); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, e2eTrunc(s.stderr.String(), 4000))
+	}
+}
+
 // TestE2ESignals: SIGTERM, SIGINT or SIGHUP (the terminal or session
 // gone) with calls in flight and stdin still open: the server answers
 // every call it had read, takes no more, exits 0, and the ledger holds

@@ -84,6 +84,8 @@ type e2eConfig struct {
 	ReadOnly bool
 	Env      []string // extra KEY=VALUE
 	Args     []string // extra flags of serve
+	// IgnoreHUP starts serve with SIGHUP ignored, as nohup does.
+	IgnoreHUP bool
 }
 
 // e2eMessage is one JSON-RPC message from the server.
@@ -159,6 +161,9 @@ func startE2E(t testing.TB, cfg e2eConfig) *e2eServer {
 	}
 	args = append(args, cfg.Args...)
 	cmd := exec.Command(e2eBinary(t), args...)
+	if cfg.IgnoreHUP {
+		cmd = exec.Command("sh", append([]string{"-c", `trap "" HUP; exec "$@"`, "sh", e2eBinary(t)}, args...)...)
+	}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LOGBOOK_") && !strings.HasPrefix(kv, "GORACE=") {
 			cmd.Env = append(cmd.Env, kv)

@@ -23,7 +23,13 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		// The session gone ends logbook as SIGTERM does, unless it was
+		// started to outlive it (nohup): Notify would undo the ignoring.
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	stdin, done := pollable(os.Stdin, os.Stdout, os.Stderr)
 	err := Run(ctx, os.Args[1:], stdin, os.Stdout, os.Stderr)
 	done()

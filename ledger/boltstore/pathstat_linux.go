@@ -19,8 +19,10 @@ import (
 func statPath(path string) (pathStat, error) {
 	var st unix.Statx_t
 	err := unix.Statx(unix.AT_FDCWD, path, unix.AT_STATX_SYNC_AS_STAT, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_SIZE|unix.STATX_NLINK, &st)
-	if errors.Is(err, unix.ENOSYS) {
-		return statPathPortable(path) // a kernel older than 4.11
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		// A kernel older than 4.11, or a sandbox refusing statx (older
+		// container seccomp profiles say EPERM).
+		return statPathPortable(path)
 	}
 	if err != nil {
 		return pathStat{}, &os.PathError{Op: "statx", Path: path, Err: err}

@@ -59,7 +59,9 @@ func TestOpenRefusesDeniedUser(t *testing.T) {
 // next migrate into that name then had to find empty.
 func TestOpenDeniedMakesNoStream(t *testing.T) {
 	c := sharedCluster(t)
-	js, err := jetstream.New(c.connect(t, 0, "app"))
+	anc := c.connect(t, 0, "app")
+	openReplica(t, anc, Options{Stream: "fresh_allowed", OpenWait: 5 * time.Second}, hooks{}) // JetStream ready
+	js, err := jetstream.New(anc)
 	if err != nil {
 		t.Fatal(err)
 	}
