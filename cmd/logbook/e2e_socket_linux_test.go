@@ -144,57 +144,91 @@ func TestServeOverSockets(t *testing.T) {
 	}
 }
 
-// A shell running logbook serve | cat on a socket that is its stdin and
+// logbook serve | cat on a socket that is both the pipeline's stdin and
 // stdout (inetd, socat, ssh): cat writes to the socket logbook reads, and
-// must keep blocking writes. Made non-blocking for logbook's reads, the
-// socket failed cat's writes with EAGAIN once the client read slower than
+// must keep blocking writes. The socket set non-blocking for logbook's
+// reads failed cat's writes with EAGAIN once the client read slower than
 // the answers came ("cat: write error: Resource temporarily unavailable",
-// 4 answers of 199).
+// 4 answers of 199) — with a shell as logbook's parent, and with the
+// pipeline's two processes started side by side by the client (siblings).
 func TestServeInAPipelineOverASocket(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		t.Fatal(err)
-	}
-	client, child := os.NewFile(uintptr(fds[0]), "client"), os.NewFile(uintptr(fds[1]), "child")
-	defer client.Close()
-	script := fmt.Sprintf("%q serve --db %q 2>/dev/null | cat", e2eBinary(t), filepath.Join(t.TempDir(), "l.db"))
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Stdin, cmd.Stdout = child, child
-	stderr, wait := startWaited(t, cmd)
-	child.Close()
-	const n = 200
-	var req strings.Builder
-	req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
-	req.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
-	for i := 2; i <= n; i++ {
-		fmt.Fprintf(&req, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", i)
-	}
-	if err := client.SetDeadline(time.Now().Add(time.Minute)); err != nil { // a hang bound
-		t.Fatal(err)
-	}
-	if _, err := client.Write([]byte(req.String())); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second) // the answers fill the socket; cat's writes wait
-	rd := bufio.NewReaderSize(client, 1<<20)
-	for i := 1; i <= n; i++ {
-		line, err := rd.ReadBytes('\n')
-		if err != nil {
-			t.Fatalf("answer %d of %d: %v\nstderr: %s", i, n, err, stderr.String())
-		}
-		var m struct {
-			Result json.RawMessage `json:"result"`
-		}
-		if err := json.Unmarshal(line, &m); err != nil || m.Result == nil {
-			t.Fatalf("answer %d: %.200q, %v", i, line, err)
-		}
-	}
-	unix.Shutdown(fds[0], unix.SHUT_WR)
-	if err := wait(); err != nil {
-		t.Fatalf("the pipeline, its stdin closed: %v\nstderr: %s", err, stderr.String())
+	for _, layout := range []string{"shell", "siblings"} {
+		t.Run(layout, func(t *testing.T) {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.SetNonblock(fds[0], true); err != nil {
+				t.Fatal(err)
+			}
+			client, child := os.NewFile(uintptr(fds[0]), "client"), os.NewFile(uintptr(fds[1]), "child")
+			defer client.Close()
+			db := filepath.Join(t.TempDir(), "l.db")
+			var waits []func() error
+			var stderrs []*lockedBuffer
+			if layout == "shell" {
+				cmd := exec.Command("sh", "-c", fmt.Sprintf("%q serve --db %q 2>/dev/null | cat", e2eBinary(t), db))
+				cmd.Stdin, cmd.Stdout = child, child
+				stderr, wait := startWaited(t, cmd)
+				waits, stderrs = append(waits, wait), append(stderrs, stderr)
+			} else {
+				pr, pw, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				serve := exec.Command(e2eBinary(t), "serve", "--db", db)
+				serve.Stdin, serve.Stdout = child, pw
+				cat := exec.Command("cat")
+				cat.Stdin, cat.Stdout = pr, child
+				for _, cmd := range []*exec.Cmd{serve, cat} {
+					stderr, wait := startWaited(t, cmd)
+					waits, stderrs = append(waits, wait), append(stderrs, stderr)
+				}
+				pr.Close()
+				pw.Close()
+			}
+			child.Close()
+			said := func() string {
+				var b strings.Builder
+				for _, s := range stderrs {
+					b.WriteString(e2eTrunc(s.String(), 2000))
+				}
+				return b.String()
+			}
+			const n = 200
+			var req strings.Builder
+			req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+			req.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+			for i := 2; i <= n; i++ {
+				fmt.Fprintf(&req, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", i)
+			}
+			if err := client.SetDeadline(time.Now().Add(time.Minute)); err != nil { // a hang bound
+				t.Fatal(err)
+			}
+			if _, err := client.Write([]byte(req.String())); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Second) // the answers fill the socket; cat's writes wait
+			rd := bufio.NewReaderSize(client, 1<<20)
+			for i := 1; i <= n; i++ {
+				line, err := rd.ReadBytes('\n')
+				if err != nil {
+					t.Fatalf("answer %d of %d: %v\nstderr: %s", i, n, err, said())
+				}
+				var m struct {
+					Result json.RawMessage `json:"result"`
+				}
+				if err := json.Unmarshal(line, &m); err != nil || m.Result == nil {
+					t.Fatalf("answer %d: %.200q, %v", i, line, err)
+				}
+			}
+			unix.Shutdown(fds[0], unix.SHUT_WR)
+			for _, wait := range waits {
+				if err := wait(); err != nil {
+					t.Fatalf("the pipeline, its stdin closed: %v\nstderr: %s", err, said())
+				}
+			}
+		})
 	}
 }
 

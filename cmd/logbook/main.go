@@ -30,7 +30,7 @@ func main() {
 		sigs = append(sigs, syscall.SIGHUP)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
-	stdin, done := pollable(os.Stdin, os.Stdout, os.Stderr)
+	stdin, done := pollable(os.Stdin)
 	err := Run(ctx, os.Args[1:], stdin, os.Stdout, os.Stderr)
 	done()
 	stop()

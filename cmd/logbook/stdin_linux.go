@@ -1,16 +1,20 @@
 package main
 
 import (
+	"io"
 	"os"
 	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// pollable returns a file reading what f reads, through the runtime's
-// poller where f is a pipe or a socket (an MCP client's stdin: a pipe,
-// or a socket as Node.js launches its children), and what to call when
-// done with it; f itself otherwise, or where that cannot be had.
+// pollable returns a reader of what f reads, through the runtime's poller
+// where f is a pipe or a socket (an MCP client's stdin: a pipe, or a
+// socket as Node.js launches its children), and what to call when done
+// with it; f itself otherwise, or where that cannot be had.
 //
 // The process's stdin is a blocking descriptor, and a read of it holds a
 // thread and its processor in the system call between calls. With two
@@ -21,16 +25,16 @@ import (
 // poller, the waiting reader holds neither: 330–360 → 275–285 µs of CPU a
 // task_create over stdio, p50 unchanged.
 //
-// The non-blocking flag belongs to the open pipe or socket, which other
-// processes may share (their reads and writes would then fail with
-// EAGAIN): a pipe is opened again (/proc/self/fd), a new open pipe of its
-// own; a socket cannot be. It is made non-blocking only where no one else
-// is seen to have it — not one of outs (stdout, stderr, written as
-// blocking files), not open in the parent process (Node.js closes its
-// children's ends once they started; a shell running a pipeline keeps
-// them) — and is set back to blocking by done, unless it was non-blocking
-// already.
-func pollable(f *os.File, outs ...*os.File) (r *os.File, done func()) {
+// The pipe or socket stays blocking for everyone else: its non-blocking
+// flag belongs to the open pipe or socket, which other processes may share
+// — a shell running logbook serve | tee on a socket that is its stdin and
+// stdout, whose tee's writes would fail with EAGAIN. A pipe is opened
+// again (/proc/self/fd), a new open pipe of its own, non-blocking. A
+// socket cannot be: it is read with recv(MSG_DONTWAIT), which waits for
+// nothing whatever the flag, through the poller, with which it is
+// registered by setting the flag for the few system calls that takes, at
+// start, and clearing it again.
+func pollable(f *os.File) (r io.Reader, done func()) {
 	done = func() {}
 	// The descriptor, read without f.Fd(), which would set a pollable f
 	// blocking.
@@ -57,65 +61,71 @@ func pollable(f *os.File, outs ...*os.File) (r *os.File, done func()) {
 			unix.Close(r)
 			return f, done
 		}
-		return os.NewFile(uintptr(r), f.Name()), done
+		pf := os.NewFile(uintptr(r), f.Name())
+		return pf, func() { pf.Close() }
 	case unix.S_IFSOCK:
-		if sameAsAny(st, outs) || heldByParent(st.Ino) {
-			// The socket is stdout too (inetd, socat, ssh), or the
-			// process that started logbook has it (a shell running
-			// logbook serve | tee, whose tee writes to it): non-blocking,
-			// it would fail their writes, as a blocking file's, with
-			// EAGAIN once its buffer fills.
-			return f, done
-		}
 		r, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return f, done
 		}
-		if fl&unix.O_NONBLOCK == 0 {
-			if err := unix.SetNonblock(r, true); err != nil {
-				unix.Close(r)
-				return f, done
-			}
-			done = func() { unix.SetNonblock(fd, false) }
+		blocking := fl&unix.O_NONBLOCK == 0
+		if blocking && unix.SetNonblock(r, true) != nil {
+			unix.Close(r)
+			return f, done
 		}
-		return os.NewFile(uintptr(r), f.Name()), done
+		pf := os.NewFile(uintptr(r), f.Name()) // non-blocking: registered with the poller
+		if blocking {
+			unix.SetNonblock(r, false)
+		}
+		rc, err := pf.SyscallConn()
+		if err != nil {
+			pf.Close()
+			return f, done
+		}
+		return &dontWait{f: pf, rc: rc}, func() { pf.Close() }
 	}
 	return f, done
 }
 
-// sameAsAny reports whether any of files is the file st describes.
-func sameAsAny(st unix.Stat_t, files []*os.File) bool {
-	for _, f := range files {
-		c, err := f.SyscallConn()
-		if err != nil {
-			continue
-		}
-		var ost unix.Stat_t
-		var serr error
-		if err := c.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &ost) }); err != nil || serr != nil {
-			continue
-		}
-		if ost.Dev == st.Dev && ost.Ino == st.Ino {
-			return true
-		}
-	}
-	return false
+// dontWait reads a socket with recv(MSG_DONTWAIT), waiting in the poller
+// while there is nothing to read.
+type dontWait struct {
+	f  *os.File
+	rc syscall.RawConn
 }
 
-// heldByParent reports whether the parent process has the socket with
-// inode ino open, or whether that cannot be told (its descriptors not
-// readable: another user's process).
-func heldByParent(ino uint64) bool {
-	dir := "/proc/" + strconv.Itoa(os.Getppid()) + "/fd"
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return true
+func (d *dontWait) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
 	}
-	want := "socket:[" + strconv.FormatUint(ino, 10) + "]"
-	for _, e := range entries {
-		if target, err := os.Readlink(dir + "/" + e.Name()); err == nil && target == want {
+	var n int
+	var rerr error
+	err := d.rc.Read(func(fd uintptr) bool {
+		for {
+			r, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)
+			switch errno {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false // wait in the poller
+			case 0:
+				n, rerr = int(r), nil
+			default:
+				n, rerr = 0, errno
+			}
 			return true
 		}
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case rerr != nil:
+		return 0, &os.PathError{Op: "read", Path: d.f.Name(), Err: rerr}
+	case n == 0:
+		return 0, io.EOF
 	}
-	return false
+	return n, nil
 }
+
+// SetReadDeadline bounds the reads to come, as os.File's does.
+func (d *dontWait) SetReadDeadline(t time.Time) error { return d.f.SetReadDeadline(t) }
