@@ -303,11 +303,12 @@ type pathStat struct {
 	links    uint64
 }
 
-// statOf is fi's pathStat.
+// statOf is fi's pathStat; its names counted as the journal counts them
+// (hardLinks).
 func statOf(fi os.FileInfo) pathStat {
-	ps := pathStat{size: fi.Size(), links: 1}
+	ps := pathStat{size: fi.Size(), links: hardLinks(fi)}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ps.dev, ps.ino, ps.links = uint64(st.Dev), uint64(st.Ino), uint64(st.Nlink)
+		ps.dev, ps.ino = uint64(st.Dev), uint64(st.Ino)
 	}
 	return ps
 }
