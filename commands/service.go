@@ -405,6 +405,8 @@ func (s *Service) storageError(tool string, err error) error {
 		}
 	case errors.Is(err, boltstore.ErrAppendUnknown):
 		reason, unknown = "the replicated log (NATS JetStream) neither took nor refused this call's events in time (see the server's log)"+mayBeRecorded, true
+	case errors.Is(err, boltstore.ErrLogDenied):
+		reason = "the replicated log's (the NATS JetStream stream's) servers deny this node's NATS user a subject the ledger needs (its rights were changed: see the server's log for which): nothing of this call was recorded; calls succeed again once the user is allowed it"
 	case errors.Is(err, boltstore.ErrLogUnreachable):
 		reason = "the replicated log's (the NATS JetStream stream's) servers did not answer this node in time (down, unreachable from it, or electing a leader: see the server's log): nothing of this call was recorded; call again once they answer"
 	case errors.Is(err, boltstore.ErrLogGone):

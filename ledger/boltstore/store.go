@@ -208,6 +208,13 @@ var ErrLogGone = errors.New("the replicated log no longer exists")
 // catches up nothing (returned wrapped) until they are restored.
 var ErrLogUnsafe = errors.New("the replicated log's settings can lose or rewrite events")
 
+// ErrLogDenied: the replicated log's servers deny this node's user
+// something the log needs (appending to it, reading it, the answers): at
+// open, or taken away while the node ran. The servers dropped what was
+// denied: nothing of the call was appended (returned wrapped, naming what
+// was denied).
+var ErrLogDenied = errors.New("the replicated log's servers deny this node's user a subject it needs")
+
 // ErrLogUnreachable: the replicated log's servers did not serve a
 // catch-up in time (down, unreachable, electing a leader) and gave no
 // verdict: nothing was appended; the next call may succeed (returned

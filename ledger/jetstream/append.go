@@ -140,6 +140,13 @@ func (r *Replica) Append(head ledger.Head, events [][]byte) error {
 			// Transient: nothing of this attempt landed; read back for
 			// earlier ones.
 			r.leaderLost(sent)
+		case errors.Is(err, ErrDenied):
+			// Dropped by the servers: nothing of this attempt landed,
+			// nor of any other unless an earlier one was ambiguous
+			// (read back, then, as for a refusal).
+			if !ambiguous {
+				return fmt.Errorf("append after seq %d: %w", head.Seq, err)
+			}
 		default:
 			ambiguous = true
 			r.leaderLost(sent)
@@ -251,9 +258,9 @@ func (r *Replica) readBack(head uint64, id string, events [][]byte) (bool, error
 // the first carrying the expected last sequence, and returns the sequence
 // the servers acknowledged for the last.
 func (r *Replica) publish(attempt int, expected uint64, id string, events [][]byte) (uint64, error) {
-	var unsent, unanswered bool
+	var unsent, noAnswer bool
 	if r.hooks.lose != nil {
-		if unsent, unanswered = r.hooks.lose(attempt); unsent {
+		if unsent, noAnswer = r.hooks.lose(attempt); unsent {
 			return 0, nats.ErrTimeout
 		}
 	}
@@ -267,6 +274,7 @@ func (r *Replica) publish(attempt int, expected uint64, id string, events [][]by
 		batch = nuid.Next()
 	}
 	var reply *nats.Msg
+	before := r.nc.LastError()
 	for i, data := range events {
 		m := nats.NewMsg(r.subject)
 		m.Data = data
@@ -289,9 +297,13 @@ func (r *Replica) publish(attempt int, expected uint64, id string, events [][]by
 		}
 		var err error
 		if reply, err = r.nc.RequestMsg(m, r.opts.Timeout); err != nil {
+			if d := r.deniedSince(before, r.subject); d != nil && unanswered(err) {
+				// Dropped by the servers, unstored.
+				err = fmt.Errorf("stream %s: %w", r.opts.Stream, d)
+			}
 			return 0, err
 		}
-		if unanswered {
+		if noAnswer {
 			return 0, nats.ErrTimeout
 		}
 	}

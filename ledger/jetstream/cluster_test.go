@@ -629,3 +629,25 @@ func (p *proxy) resume() {
 		close(p.stalled)
 	}
 }
+
+// setPermissions gives user the permissions p (nil: all) on every server,
+// through a configuration reload, as an operator would.
+func (c *cluster) setPermissions(tb testing.TB, user string, p *server.Permissions) {
+	tb.Helper()
+	for i, s := range c.servers {
+		o := c.opts[i].Clone()
+		found := false
+		for _, u := range o.Users {
+			if u.Username == user {
+				u.Permissions, found = p, true
+			}
+		}
+		if !found {
+			tb.Fatalf("no user %s in the configuration", user)
+		}
+		if err := s.ReloadOptions(o); err != nil {
+			tb.Fatal(err)
+		}
+		c.opts[i] = o
+	}
+}

@@ -102,6 +102,10 @@
 //     and reads would each wait out ResolveWithin unanswered. Open tries
 //     each (the append names another stream, which the stream refuses
 //     without storing it) and flushes, after which a denial has arrived.
+//     A right to append or read taken away while the node runs fails its
+//     next append or catch-up with ErrDenied (boltstore.ErrLogDenied:
+//     nothing appended) at its first unanswered request, a Timeout, not as
+//     unknown after ResolveWithin (deniedSince).
 //   - One Replica serves one Store (its calls are serialised by the store's
 //     committer).
 //

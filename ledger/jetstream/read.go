@@ -31,6 +31,7 @@ func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err 
 	r.reqID++
 	reply := r.inbox + "." + strconv.FormatUint(r.reqID, 10)
 	body := fmt.Appendf(nil, `{"seq":%d,"batch":%d}`, from, n)
+	before := r.nc.LastError()
 	if err := r.nc.PublishRequest(r.getSubj, reply, body); err != nil {
 		return nil, 0, err
 	}
@@ -38,6 +39,9 @@ func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err 
 	for {
 		m, err := r.replies.NextMsg(max(time.Until(deadline), time.Millisecond))
 		if err != nil {
+			if d := r.deniedSince(before, r.getSubj); d != nil && unanswered(err) {
+				err = fmt.Errorf("stream %s: %w", r.opts.Stream, d)
+			}
 			return msgs, 0, err
 		}
 		if m.Subject != reply {
@@ -96,7 +100,7 @@ func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 	}
 	start := time.Now()
 	if err := r.catchUp(tx); err != nil {
-		if !errors.As(err, new(*ledger.IntegrityError)) {
+		if !errors.As(err, new(*ledger.IntegrityError)) && !errors.Is(err, ErrDenied) {
 			// Nothing served what the stream holds within the timeout:
 			// the server this connection holds may be cut off.
 			r.leaderLost(start)
@@ -315,8 +319,12 @@ const leaderReadTimeout = time.Second
 // jetstream.ErrMsgNotFound if it holds none there.
 func (r *Replica) leaderGet(seq uint64) (message, error) {
 	body := fmt.Appendf(nil, `{"seq":%d}`, seq)
+	before := r.nc.LastError()
 	reply, err := r.nc.Request(r.msgGetSubj, body, min(r.opts.Timeout, leaderReadTimeout))
 	if err != nil {
+		if d := r.deniedSince(before, r.msgGetSubj); d != nil && unanswered(err) {
+			err = fmt.Errorf("stream %s: %w", r.opts.Stream, d)
+		}
 		return message{}, err
 	}
 	var resp msgGetResponse

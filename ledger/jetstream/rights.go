@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/nats-io/nats.go"
 )
 
-// ErrDenied: the servers deny the NATS user a subject the ledger needs.
-var ErrDenied = errors.New("the NATS user is denied a subject the ledger needs")
+// ErrDenied: the servers deny the NATS user a subject the ledger needs
+// (boltstore.ErrLogDenied: the commands say so, and that nothing of the
+// call was recorded).
+var ErrDenied = boltstore.ErrLogDenied
 
 // Rights. A server denying a client a subject (its user's permissions)
 // drops what the client publishes there, or subscribes it to nothing, and
@@ -20,7 +23,13 @@ var ErrDenied = errors.New("the NATS user is denied a subject the ledger needs")
 // though nothing could land; denied the stream's API, a node retried its
 // start for OpenWait and exited saying only that time was up. So Open
 // checks what a ledger needs, and a request left unanswered at Open is
-// checked for a denial (ErrDenied, naming the subject).
+// checked for a denial (ErrDenied, naming the subject). So is a request
+// left unanswered later (deniedSince): rights taken away while a node runs
+// (the servers' configuration reloaded) fail its next append or read at
+// its first unanswered request, not after ResolveWithin as an append
+// whose outcome is unknown — the servers dropped it, nothing landed.
+// (A subscription taken away, the answers', is said once, when it is
+// removed, and is not told apart from servers that do not answer.)
 
 // expectedStream is the header with which a publish names the stream it is
 // meant for: one that names another is refused unstored. Open's probe of
@@ -43,7 +52,26 @@ func needs(stream string) string {
 // after the denied publish or subscription: call it after a flush (or an
 // unanswered request) that followed them.
 func (r *Replica) denied(subjects ...string) error {
+	return r.deniedBy(r.nc.LastError(), subjects...)
+}
+
+// deniedSince is denied for a denial that arrived after before, the
+// connection's LastError when the request now unanswered was sent: each
+// violation the servers report is a new error value, so one from before
+// the request (a right since given back) is not taken for its cause.
+func (r *Replica) deniedSince(before error, subjects ...string) error {
 	err := r.nc.LastError()
+	if !errors.Is(err, nats.ErrPermissionViolation) || err == before {
+		// (err is then a pointer, so == compares identities, and
+		// before of another type compares unequal.)
+		return nil
+	}
+	return r.deniedBy(err, subjects...)
+}
+
+// deniedBy is ErrDenied if err is a permissions violation naming one of
+// subjects (any, if none is given); else nil.
+func (r *Replica) deniedBy(err error, subjects ...string) error {
 	if !errors.Is(err, nats.ErrPermissionViolation) {
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -79,5 +81,47 @@ func TestOpenDeniedMakesNoStream(t *testing.T) {
 		if _, err := js.Stream(context.Background(), stream); !errors.Is(err, jetstream.ErrStreamNotFound) {
 			t.Errorf("user %s: stream %s after the refusal: %v, want none", user, stream, err)
 		}
+	}
+}
+
+// TestRightsRevokedWhileRunning: a user whose right to append, or to read
+// the stream, is taken away while its node runs (the servers' configuration
+// reloaded) gets ErrDenied at its next call, naming the subject, saying that
+// nothing was appended — not, after ResolveWithin, that the append's
+// outcome is unknown (the servers dropped it: nothing could land), nor that
+// the servers did not answer. Given back, the rights serve the next call.
+func TestRightsRevokedWhileRunning(t *testing.T) {
+	for _, tc := range []struct {
+		name, subject string
+		deny          server.SubjectPermission
+	}{
+		{"append", Subject("revoked"), server.SubjectPermission{Deny: []string{"logbook.*.events"}}},
+		{"read", "$JS.API.DIRECT.GET.revoked", server.SubjectPermission{Deny: []string{"$JS.API.DIRECT.GET.>"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startCluster(t, 1, "always")
+			nc := c.connect(t, 0, "app")
+			// A short Timeout and ResolveWithin: what is checked is the
+			// error, not how long it took (the old one came after both).
+			opts := Options{Stream: "revoked", Replicas: 1, AllowUnreplicated: true, Timeout: 2 * time.Second, ResolveWithin: 4 * time.Second}
+			rep := openReplica(t, nc, opts, hooks{})
+			n := openNode(t, filepath.Join(t.TempDir(), "node.db"), nc, rep)
+			if seq, err := n.appendSeq("alice", "before"); err != nil || seq != 1 {
+				t.Fatalf("append before the revocation: seq %d, %v", seq, err)
+			}
+			c.setPermissions(t, "app", &server.Permissions{Publish: &tc.deny})
+			// A writer that appended last reads the stream again before
+			// its next append once headCheckEvery has passed.
+			time.Sleep(2 * headCheckEvery)
+			_, err := n.appendSeq("alice", "revoked")
+			if !errors.Is(err, ErrDenied) || errors.Is(err, boltstore.ErrAppendUnknown) || errors.Is(err, boltstore.ErrLogUnreachable) ||
+				!strings.Contains(err.Error(), tc.subject) {
+				t.Fatalf("append with the %s right revoked: %v; want ErrDenied naming %s, and no other verdict", tc.name, err, tc.subject)
+			}
+			c.setPermissions(t, "app", nil)
+			if seq, err := n.appendSeq("alice", "after"); err != nil || seq != 2 {
+				t.Fatalf("append with the right given back: seq %d, %v; want 2 (nothing of the refused one landed)", seq, err)
+			}
+		})
 	}
 }
