@@ -187,37 +187,75 @@ func encodeRecord(dst []byte, salt uint64, events [][]byte) []byte {
 
 // readRecords returns the events of the generation salt's records in the
 // journal body b (the file from journalRecords), in order, up to the first
-// that is not whole: a record cut short was never acknowledged.
-func readRecords(b []byte, salt uint64) [][]byte {
+// that is not whole: a record cut short was never acknowledged. One that is
+// not whole with a whole record of the generation after it was not cut
+// short by a stop (a record is written only once the one before it is on
+// disk): the journal was damaged since, and recovering without it would
+// drop acknowledged commits in silence — that is ErrDamaged. (A damaged
+// last record cannot be told from one cut short.)
+func readRecords(b []byte, salt uint64) ([][]byte, error) {
 	var out [][]byte
-	for len(b) >= 16 && binary.LittleEndian.Uint64(b) == salt {
-		n := int(binary.LittleEndian.Uint32(b[8:]))
-		if n < 4 || n > len(b)-20 {
+	at, records := 0, 0
+	for {
+		n, ok := recordAt(b[at:], salt)
+		if !ok {
 			break
 		}
-		rec := b[:12+n]
-		if xxhash.Sum64(rec) != binary.LittleEndian.Uint64(b[12+n:]) {
-			break
-		}
-		body := rec[12:]
+		body := b[at+12 : at+12+n]
 		count := binary.LittleEndian.Uint32(body)
 		body = body[4:]
 		var evs [][]byte
 		for range count {
 			if len(body) < 4 {
-				return out // cannot be: the hash matched
+				return nil, fmt.Errorf("%w: journal record %d (at byte %d) holds fewer events than it counts", ErrDamaged, records+1, journalRecords+at)
 			}
 			m := int(binary.LittleEndian.Uint32(body))
 			if m > len(body)-4 {
-				return out
+				return nil, fmt.Errorf("%w: journal record %d (at byte %d) holds an event longer than itself", ErrDamaged, records+1, journalRecords+at)
 			}
 			evs = append(evs, body[4:4+m])
 			body = body[4+m:]
 		}
 		out = append(out, evs...)
-		b = b[12+n+8:]
+		at += 12 + n + 8
+		records++
 	}
-	return out
+	if later := laterRecord(b, at+1, salt); later >= 0 {
+		return nil, fmt.Errorf("%w: journal record %d (at byte %d) is damaged, yet a whole record of its generation follows it (at byte %d): "+
+			"recovering would drop commits that were acknowledged; nothing was written", ErrDamaged, records+1, journalRecords+at, journalRecords+later)
+	}
+	return out, nil
+}
+
+// recordAt reports whether b starts with a whole record of the generation
+// salt, and its body's length.
+func recordAt(b []byte, salt uint64) (n int, ok bool) {
+	if len(b) < 16 || binary.LittleEndian.Uint64(b) != salt {
+		return 0, false
+	}
+	n = int(binary.LittleEndian.Uint32(b[8:]))
+	if n < 4 || n > len(b)-20 {
+		return 0, false
+	}
+	return n, xxhash.Sum64(b[:12+n]) == binary.LittleEndian.Uint64(b[12+n:])
+}
+
+// laterRecord is where the first whole record of the generation salt at or
+// after from begins in b, or -1.
+func laterRecord(b []byte, from int, salt uint64) int {
+	var s [8]byte
+	binary.LittleEndian.PutUint64(s[:], salt)
+	for from < len(b) {
+		i := bytes.Index(b[from:], s[:])
+		if i < 0 {
+			return -1
+		}
+		if _, ok := recordAt(b[from+i:], salt); ok {
+			return from + i
+		}
+		from += i + 1
+	}
+	return -1
 }
 
 // generation is the journal of the hold that writes it.
@@ -665,7 +703,7 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	}
 	h, ok := decodeHeader(first)
 	if !ok {
-		return nil, nil
+		return nil, damagedHeader(jf, jpath, first)
 	}
 	boot, err := bootID()
 	if err != nil {
@@ -702,7 +740,10 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	events := readRecords(body, h.salt)
+	events, err := readRecords(body, h.salt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", jpath, err)
+	}
 	// T, written back into both meta slots: bbolt opens the file as it
 	// was on disk at the checkpoint.
 	for slot := int64(0); slot < 2; slot++ {
@@ -717,6 +758,32 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	}
 	keep = true
 	return &recovery{f: jf, events: events}, nil
+}
+
+// damagedHeader tells a journal whose first bytes, first, hold no header
+// (decodeHeader) from one whose header was damaged: a retired header is
+// zeros, and one cut short by a stop (written before any record of its
+// generation) has no record after it. Bytes there with whole records of
+// the generation their salt names after them were a header that held: its
+// commits cannot be recovered without it, and are not dropped in silence
+// (ErrDamaged).
+func damagedHeader(jf *os.File, jpath string, first []byte) error {
+	if !slices.ContainsFunc(first, func(c byte) bool { return c != 0 }) || len(first) < 16 {
+		return nil
+	}
+	salt := binary.LittleEndian.Uint64(first[8:])
+	if salt == 0 {
+		return nil
+	}
+	body, err := io.ReadAll(io.NewSectionReader(jf, journalRecords, journalSize-journalRecords))
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if at := laterRecord(body, 0, salt); at >= 0 {
+		return fmt.Errorf("%w: %s: its header is damaged, yet records of its generation follow it (the first at byte %d): "+
+			"the commits they hold cannot be recovered without it, nor dropped; nothing was written", ErrDamaged, jpath, journalRecords+at)
+	}
+	return nil
 }
 
 // replay ingests r's events past db's head in one synced commit, and

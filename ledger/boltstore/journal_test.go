@@ -211,14 +211,14 @@ func TestJournalTornRecord(t *testing.T) {
 	}
 	h, _ := decodeHeader(j)
 	body := j[journalRecords:]
-	if n := len(readRecords(body, h.salt)); n != 5 {
-		t.Fatalf("the journal holds %d events, want 5", n)
+	if evs, err := readRecords(body, h.salt); len(evs) != 5 || err != nil {
+		t.Fatalf("the journal holds %d events (%v), want 5", len(evs), err)
 	}
 	// The last record's last byte, torn.
 	end := 0
 	for b := body; ; {
 		n := int(uint32(b[8]) | uint32(b[9])<<8 | uint32(b[10])<<16 | uint32(b[11])<<24)
-		if len(readRecords(b[12+n+8:], h.salt)) == 0 {
+		if _, ok := recordAt(b[12+n+8:], h.salt); !ok {
 			end += 12 + n + 8
 			break
 		}
@@ -246,6 +246,82 @@ func TestJournalTornRecord(t *testing.T) {
 		if !bytes.Equal(got[i], want[i]) {
 			t.Fatalf("event %d differs", i+1)
 		}
+	}
+}
+
+// A journal damaged after it was written — a record other than the last,
+// any byte of it (its salt, its length, its events, its sum), or the
+// header of a generation whose records follow — is not taken for a record
+// or a header cut short by a stop: recovering without it would drop
+// acknowledged commits in silence (it did: a writer's Open ingested the
+// records before the damaged one, and verify then passed). Open refuses
+// with ErrDamaged and writes nothing, to the file or the journal.
+func TestJournalDamagedNotTakenForTorn(t *testing.T) {
+	l, path, checkpoint := journaled(t, Options{Hold: true})
+	for i := range 5 {
+		appendOne(t, l, i)
+	}
+	j, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := decodeHeader(j)
+	// Where records 2 and 3 begin.
+	var starts []int
+	for at := journalRecords; ; {
+		n, ok := recordAt(j[at:], h.salt)
+		if !ok {
+			break
+		}
+		starts = append(starts, at)
+		at += 12 + n + 8
+	}
+	if len(starts) != 5 {
+		t.Fatalf("%d records, want 5", len(starts))
+	}
+	second, third := starts[1], starts[2]
+	for _, tc := range []struct {
+		name string
+		at   int
+	}{
+		{"record salt", second},
+		{"record length", second + 9},
+		{"record events", second + 20},
+		{"record sum", third - 1},
+		{"header magic", 0},
+		{"header boot", 20},
+		{"header meta", 8 + 8 + 1 + 64 + 4 + 40},
+		{"header sum", headerLen - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := bytes.Clone(j)
+			bad[tc.at] ^= 0x40
+			dir := t.TempDir()
+			img := filepath.Join(dir, "ledger.db")
+			copyFile(t, checkpoint, img)
+			if err := os.WriteFile(journalPath(img), bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.ReadFile(img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			setBoot(t, "another-boot")
+			defer setBoot(t, mustBoot(t))
+			r, err := Open(img, Options{})
+			if err == nil {
+				r.Close()
+				t.Fatalf("opened, recovering %d events; want ErrDamaged", len(storedEvents(t, img, nil)))
+			}
+			if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "nothing was written") {
+				t.Fatalf("open: %v; want ErrDamaged saying nothing was written", err)
+			}
+			after, _ := os.ReadFile(img)
+			jafter, _ := os.ReadFile(journalPath(img))
+			if !bytes.Equal(before, after) || !bytes.Equal(bad, jafter) {
+				t.Fatal("the refused open changed the file or its journal")
+			}
+		})
 	}
 }
 
