@@ -2,9 +2,14 @@ package boltstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestSpaceGetAgreesWithBolt: Get, which seeks with a cursor it keeps,
@@ -118,4 +123,65 @@ func TestSpaceLookupsAfterSwap(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSpaceWalkRefusesBucket: a space holds no bucket, so a walk of one
+// (Range, Scan either way) that meets a key made a bucket — a damaged
+// page's flag — says ErrDamaged rather than give it as a key with an empty
+// value, which verify's comparison of the projections took for the empty
+// value the refold holds there and passed the file. Keys put empty (nil)
+// in the same transaction, which bbolt also gives nil, are keys.
+func TestSpaceWalkRefusesBucket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Update(func(tx *Tx) error {
+		sp, err := tx.Space("test")
+		if err != nil {
+			return err
+		}
+		for _, k := range []string{"a", "b", "c"} {
+			if err := sp.Put([]byte(k), nil); err != nil {
+				return err
+			}
+		}
+		return walkAll(sp)
+	})
+	if err != nil {
+		t.Fatalf("walks of keys put empty in the transaction: %v", err)
+	}
+	l.Close()
+	editFile(t, path, func(btx *bolt.Tx) error {
+		sp := btx.Bucket(bucketSpaces).Bucket([]byte("test"))
+		if err := sp.Delete([]byte("b")); err != nil {
+			return err
+		}
+		_, err := sp.CreateBucket([]byte("b"))
+		return err
+	})
+	l = openPath(t, path, Options{})
+	l.View(func(tx *Tx) error {
+		sp, err := tx.Space("test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, walk := range []func() error{
+			func() error { return sp.Range(nil, nil, func(k, v []byte) (bool, error) { return true, nil }) },
+			func() error { return sp.Scan(nil, false, func(k, v []byte) (bool, error) { return true, nil }) },
+			func() error { return sp.Scan(nil, true, func(k, v []byte) (bool, error) { return true, nil }) },
+		} {
+			if err := walk(); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), `space "test" holds a bucket (key 62)`) {
+				t.Errorf("walk %d over a space holding a bucket: %v; want ErrDamaged naming it", i, err)
+			}
+		}
+		return nil
+	})
+}
+
+// walkAll walks sp every way, keys only.
+func walkAll(sp *Space) error {
+	each := func(k, v []byte) (bool, error) { return true, nil }
+	return errors.Join(sp.Range(nil, nil, each), sp.Scan(nil, false, each), sp.Scan(nil, true, each))
 }

@@ -25,6 +25,9 @@ func (s *Space) Range(begin, end []byte, fn func(k, v []byte) (bool, error)) err
 		if err := inOrder(prev, k, false); err != nil {
 			return err
 		}
+		if err := s.notBucket(k, v); err != nil {
+			return err
+		}
 		if n++; n%releaseEvery == 0 {
 			releaseMapped(s.b.Tx())
 		}

@@ -503,7 +503,8 @@ func (tx *Tx) checkSize(size uint64) error {
 // the log (projections). It commits with the events of the same
 // transaction. Keys iterate in byte order.
 type Space struct {
-	b *bolt.Bucket
+	b    *bolt.Bucket
+	name string
 	// get is the cursor Get seeks with, made on its first call: bbolt's
 	// own Get makes a cursor, and grows its stack, for every call.
 	get *bolt.Cursor
@@ -535,7 +536,7 @@ func (tx *Tx) Space(name string) (*Space, error) {
 	if len(tx.spaceBlock) == cap(tx.spaceBlock) {
 		tx.spaceBlock = make([]Space, 0, 8)
 	}
-	tx.spaceBlock = append(tx.spaceBlock, Space{b: b})
+	tx.spaceBlock = append(tx.spaceBlock, Space{b: b, name: name})
 	sp := &tx.spaceBlock[len(tx.spaceBlock)-1]
 	if tx.live == nil {
 		tx.live = make(map[string]*Space)
@@ -616,6 +617,9 @@ func (s *Space) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, er
 		if err := inOrder(prev, k, reverse); err != nil {
 			return err
 		}
+		if err := s.notBucket(k, v); err != nil {
+			return err
+		}
 		if n%releaseEvery == 0 {
 			releaseMapped(s.b.Tx())
 		}
@@ -629,6 +633,17 @@ func (s *Space) Scan(prefix []byte, reverse bool, fn func(k, v []byte) (bool, er
 		} else {
 			k, v = c.Next()
 		}
+	}
+	return nil
+}
+
+// notBucket is ErrDamaged if the key k a cursor gave with the value v is
+// a bucket (bbolt gives a bucket's key a nil value): a space holds none,
+// and a walk that took it for a key with an empty value would pass a
+// damaged file (verify's comparison of the projections did).
+func (s *Space) notBucket(k, v []byte) error {
+	if v == nil && s.b.Bucket(k) != nil {
+		return fmt.Errorf("%w: space %q holds a bucket (key %x): spaces hold none", ErrDamaged, s.name, k)
 	}
 	return nil
 }
