@@ -164,6 +164,28 @@ func Current(tx *boltstore.Tx) error {
 	return fmt.Errorf("%w: stored version %d, this binary's %d", ErrVersionChanged, version, Version)
 }
 
+// foldedPastHead is ErrDamaged if the projections were folded from events
+// past the log's head, applied: the log held them and no longer does (cut
+// short, its head moved back). Folding on would fold other events under
+// their seqs; a rebuild would refold the shorter log and wipe out the one
+// trace of what it lost; so neither is done.
+func foldedPastHead(tx *boltstore.Tx, applied uint64) error {
+	if head := tx.Head().Seq; applied > head {
+		return fmt.Errorf("%w: the projections were folded from the log up to seq %d, but the log ends at seq %d: "+
+			"events it held are gone (logbook verify says which); nothing was folded or rebuilt", boltstore.ErrDamaged, applied, head)
+	}
+	return nil
+}
+
+// checkFolded is foldedPastHead for the state tx holds.
+func checkFolded(tx *boltstore.Tx) error {
+	_, applied, err := State(tx)
+	if err != nil {
+		return err
+	}
+	return foldedPastHead(tx, applied)
+}
+
 // CatchUp folds the events after the last applied one, at most limit of
 // them (0: all), and returns how many it folded.
 func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
@@ -172,6 +194,9 @@ func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {
 	}
 	_, applied, err := State(tx)
 	if err != nil {
+		return 0, err
+	}
+	if err := foldedPastHead(tx, applied); err != nil {
 		return 0, err
 	}
 	end := tx.Head().Seq + 1
@@ -240,6 +265,9 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 		return err
 	}
 	if applied := getU64(meta, keyApplied); applied+1 != r.Seq {
+		if applied >= r.Seq {
+			return fmt.Errorf("apply seq %d: %w", r.Seq, foldedPastHead(tx, applied))
+		}
 		return fmt.Errorf("apply seq %d: projections are at seq %d", r.Seq, applied)
 	}
 	f := newFolder(tx, nil, nil, false)

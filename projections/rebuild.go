@@ -91,6 +91,11 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	// projections' pages take the new ones), else in the temp dir. The
 	// name is short whatever the ledger's (a long one left no room for a
 	// suffix) and says what wrote it.
+	// A log cut short is refused before the refold, and again under the
+	// hold that swaps.
+	if err := l.View(checkFolded); err != nil {
+		return res, err
+	}
 	const prefix = ".logbook-rebuild-"
 	scratch, err := boltstore.OpenScratch(filepath.Dir(l.Path()), prefix, "")
 	if err != nil {
@@ -126,6 +131,9 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 		var err error
 		res.Held, err = l.UpdateSeries(func(tx *boltstore.Tx) (done bool, err error) {
 			if !dropping {
+				if err := checkFolded(tx); err != nil {
+					return false, err
+				}
 				if !opts.Force {
 					if need, err := NeedsRebuild(tx); err != nil {
 						return false, err
