@@ -63,7 +63,12 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 		code, reply = call.Encode(result, herr)
 		return nil
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, boltstore.ErrLocked):
+		// The file was not had within the lock timeout: the write path
+		// would wait it out again (twice the timeout a call).
+		return nil, true, s.storageError(call.Name, err)
+	case err != nil:
 		return nil, false, nil
 	}
 	sum := sha256.Sum256(reply)

@@ -3,9 +3,12 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	bolt "go.etcd.io/bbolt"
@@ -182,4 +185,44 @@ func TestPaddedMerkleNodeIsStorageDamage(t *testing.T) {
 	if storage == 0 {
 		t.Error("no call noticed the padded nodes")
 	}
+}
+
+// TestReadAsideWaitsForTheLockOnce: a read answered aside (its own read
+// transaction) that finds the file locked by another process past the
+// lock timeout answers ERR_STORAGE saying so, having waited once: it fell
+// back to the write path, which waited as long again (an attack review
+// measured twice --lock-timeout for six read tools).
+func TestReadAsideWaitsForTheLockOnce(t *testing.T) {
+	h := newHarnessWith(t, Options{}, boltstore.Options{LockTimeout: 50 * time.Millisecond})
+	id := h.call("task_create", map[string]any{"title": "locked out", "project": "lock"}, "OK")["task_id"].(string)
+	f, err := os.OpenFile(h.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]string{
+		"task_list":           `{}`,
+		"task_next_actions":   `{}`,
+		"thought_record_list": `{"task_id":"` + id + `"}`,
+		"merkle_root":         `{}`,
+		"audit_verify_chain":  `{}`,
+		"knowledge_search":    `{"query":"locked"}`,
+		"task_get":            `{"task_id":"` + id + `"}`,
+	}
+	for tool, args := range reads {
+		opens := h.l.Opens()
+		_, err := h.svc.Do(t.Context(), Call{Name: tool, Command: named(tool), Args: []byte(args), Encode: testEncode})
+		var se *StorageError
+		if !errors.As(err, &se) || !strings.Contains(se.Reason, "locked by another process") {
+			t.Errorf("%s with the file locked: %v; want ERR_STORAGE saying it is locked", tool, err)
+		}
+		if n := h.l.Opens() - opens; n != 1 {
+			t.Errorf("%s with the file locked: waited for the lock %d times, want once", tool, n)
+		}
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	h.call("task_list", map[string]any{}, "OK")
 }
