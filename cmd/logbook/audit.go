@@ -28,7 +28,7 @@ func verify(c *call) func() error {
 	noProj := c.fs.Bool("no-projections", false, "skip the projection check")
 	opts := boltaudit.Options{Progress: c.progress("verify")}
 	c.fs.StringVar(&opts.ScratchDir, "scratch", "", "directory for the scratch projections (default: the system temp dir)")
-	c.fs.Uint64Var(&opts.Chunk, "chunk", 1<<12, "events per read transaction (and per commit of the refold); larger chunks hold more in memory under verify's 64 MiB heap limit (8192 took about 1.2x the CPU when measured, under the earlier 48 MiB limit)")
+	decimalVar(c.fs, &opts.Chunk, "chunk", 1<<12, "events per read transaction (and per commit of the refold); larger chunks hold more in memory under verify's 64 MiB heap limit (8192 took about 1.2x the CPU when measured, under the earlier 48 MiB limit)")
 	return func() error {
 		switch {
 		case opts.Chunk == 0:
@@ -71,15 +71,15 @@ func verify(c *call) func() error {
 func replay(c *call) func() error {
 	c.ledgerFlags()
 	var o boltaudit.ReplayOptions
-	c.fs.Uint64Var(&o.From, "from", 1, "first seq")
-	c.fs.Uint64Var(&o.To, "to", 0, "last seq, inclusive (default: the head; with --follow, no end)")
+	decimalVar(c.fs, &o.From, "from", 1, "first seq")
+	decimalVar(c.fs, &o.To, "to", 0, "last seq, inclusive (default: the head; with --follow, no end)")
 	types := c.fs.String("type", "", "only these event types, comma-separated (e.g. task.created,thought.recorded)")
 	c.fs.StringVar(&o.Filter.Task, "task", "", "only events concerning this task id (e.g. T-0001)")
 	c.fs.StringVar(&o.Filter.Session, "session", "", "only events concerning this audit session id (e.g. A-0001)")
 	c.fs.StringVar(&o.Filter.Actor, "actor", "", "only events of this actor")
 	c.fs.BoolVar(&o.Follow, "follow", false, "keep printing new events as they are appended")
 	c.fs.DurationVar(&o.Interval, "interval", 200*time.Millisecond, "with --follow, how often to look for new events")
-	c.fs.Uint64Var(&o.Chunk, "chunk", 4096, "events per read transaction")
+	decimalVar(c.fs, &o.Chunk, "chunk", 4096, "events per read transaction")
 	return func() error {
 		if *types != "" {
 			o.Filter.Types = commaList(*types)
@@ -100,9 +100,9 @@ func replay(c *call) func() error {
 func root(c *call) func() error {
 	c.ledgerFlags()
 	var o boltaudit.RootOptions
-	c.fs.Uint64Var(&o.Size, "size", 0, "root of the first N events (default: the head)")
-	c.fs.Uint64Var(&o.From, "from", 0, "first seq of a range")
-	c.fs.Uint64Var(&o.To, "to", 0, "last seq of a range, inclusive")
+	decimalVar(c.fs, &o.Size, "size", 0, "root of the first N events (default: the head)")
+	decimalVar(c.fs, &o.From, "from", 0, "first seq of a range")
+	decimalVar(c.fs, &o.To, "to", 0, "last seq of a range, inclusive")
 	c.jsonFlag("print JSON")
 	return func() error {
 		o.SizeKnown, o.Range = c.isSet("size"), c.isSet("from") || c.isSet("to")
@@ -158,10 +158,10 @@ func proveKind(kind string) func(c *call) func() error {
 	return func(c *call) func() error {
 		c.ledgerFlags()
 		req := boltaudit.ProofRequest{Kind: kind}
-		c.fs.Uint64Var(&req.Seq, "seq", 0, "inclusion: the event's seq")
-		size := c.fs.Uint64("size", 0, "inclusion: the tree size (default: the head)")
-		c.fs.Uint64Var(&req.Old, "old", 0, "consistency: the old tree size")
-		newSize := c.fs.Uint64("new", 0, "consistency: the new tree size (default: the head)")
+		decimalVar(c.fs, &req.Seq, "seq", 0, "inclusion: the event's seq")
+		size := decimalFlag[uint64](c.fs, "size", 0, "inclusion: the tree size (default: the head)")
+		decimalVar(c.fs, &req.Old, "old", 0, "consistency: the old tree size")
+		newSize := decimalFlag[uint64](c.fs, "new", 0, "consistency: the new tree size (default: the head)")
 		out := c.fs.String("out", "", "write the proof to this new file (default: stdout); an existing one is never replaced")
 		return func() error {
 			// prove --help lists the flags of both proofs; each takes its own.
@@ -194,9 +194,9 @@ func proveKind(kind string) func(c *call) func() error {
 
 func checkProof(c *call) func() error {
 	rootHex := c.fs.String("root", "", "trusted root (hex) of the tree the proof is for (the new tree, for consistency)")
-	size := c.fs.Uint64("size", 0, "trusted size of that tree")
+	size := decimalFlag[uint64](c.fs, "size", 0, "trusted size of that tree")
 	oldRootHex := c.fs.String("old-root", "", "consistency: trusted old root (default: the proof's, reported as such)")
-	oldSize := c.fs.Uint64("old-size", 0, "consistency: trusted old size")
+	oldSize := decimalFlag[uint64](c.fs, "old-size", 0, "consistency: trusted old size")
 	cpPath := c.fs.String("checkpoint", "", "take the trusted root and size from this signed checkpoint")
 	vkeyPath := c.fs.String("vkey", "", "verifier key of the checkpoint's signer")
 	c.jsonFlag("print JSON")
@@ -291,7 +291,7 @@ func checkpoint(c *call) func() error {
 	c.ledgerFlags()
 	key := c.fs.String("key", "", "signer key file from logbook keygen (required)")
 	origin := c.fs.String("origin", "", "origin line: the log's name (default: the key's name)")
-	size := c.fs.Uint64("size", 0, "sign the ledger as of this size (default: its head)")
+	size := decimalFlag[uint64](c.fs, "size", 0, "sign the ledger as of this size (default: its head)")
 	out := c.fs.String("out", "", "write the checkpoint to this new file (default: stdout); an existing one is never replaced")
 	c.jsonFlag("print a JSON object instead of the checkpoint text")
 	return func() error {

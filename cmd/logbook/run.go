@@ -127,7 +127,7 @@ func (e *env) exec(ctx context.Context, sc subcommand, args []string) error {
 	c := &call{ctx: ctx, env: e, name: sc.name, fs: flag.NewFlagSet(sc.name, flag.ContinueOnError)}
 	c.fs.Usage = func() {
 		fmt.Fprintf(c.fs.Output(), "Usage: logbook %s [flags]\n\n%s\n\nFlags:\n", cmp.Or(sc.use, sc.name), sc.help)
-		c.fs.PrintDefaults()
+		printDefaults(c.fs)
 	}
 	run := sc.setup(c)
 	if slices.ContainsFunc(args, isHelp) {
