@@ -37,6 +37,6 @@ var ListThoughts = Command{
 		field("session_id", sessionID("Only thoughts recorded into this audit session.")),
 		field("type", enum("Only thoughts of this kind (see thought_record's type).", ThoughtTypes...)),
 		field("limit", integer("Maximum number of thoughts to return (the first ones in ledger order).").rng(1, 500).byDefault(100)),
-		field("verify_chain", boolean("Also re-hash each listed thought and check its link to the one before; reports chain_valid and invalid_links.").byDefault(false)),
+		field("verify_chain", boolean("Also re-hash every thought that matches (all of them, not only the limit listed) and check its link to the one before; reports chain_valid and invalid_links.").byDefault(false)),
 	},
 }

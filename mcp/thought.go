@@ -48,8 +48,8 @@ func thoughtTools() []*tool {
 						prop("seq", integer("Ledger sequence of the event that recorded the thought.")),
 					)...,
 				))),
-				prop("chain_valid", boolean("With verify_chain: whether every listed link and hash holds.").orNull()),
-				prop("invalid_links", array("Chain positions whose link or hash does not hold, with verify_chain.", integer("A chain position.")).orNull()),
+				prop("chain_valid", boolean("With verify_chain: whether the link and hash of every thought that matches (listed or not) hold.").orNull()),
+				prop("invalid_links", array("Chain positions (of any thought that matches, listed or not) whose link or hash does not hold, with verify_chain.", integer("A chain position.")).orNull()),
 			),
 		},
 	}
