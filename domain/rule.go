@@ -22,7 +22,8 @@ const (
 	// AnyText takes any string.
 	AnyText Text = iota
 	// Line is a single line: no control characters at all (NUL, newline,
-	// DEL, C1), and not blank.
+	// DEL, C1), no line or paragraph separator (U+2028, U+2029), and not
+	// blank.
 	Line
 	// Prose may span lines: tab, newline and carriage return are allowed,
 	// other control characters are not; it must not be blank.

@@ -30,6 +30,12 @@ func (t Text) Refuse(s string) string {
 		return ""
 	}
 	for _, c := range s {
+		if t == Line && (c == '\u2028' || c == '\u2029') {
+			// Not control characters, but line breaks wherever Unicode
+			// is laid out (and in JavaScript source): a one-line value
+			// shown as two.
+			return "must not contain line or paragraph separators (U+2028, U+2029)"
+		}
 		if !unicode.IsControl(c) || (t != Line && (c == '\t' || c == '\n' || c == '\r')) {
 			continue
 		}

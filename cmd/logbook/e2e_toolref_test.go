@@ -229,7 +229,7 @@ func renderToolReference(t *testing.T, specs []mcp.ToolSpec) []byte {
 		domain.MaxDepth, thousands(domain.MaxValues))
 	b.WriteString("array items in all levels together (arrays without a `maxItems` included); more is invalid input.\n")
 	b.WriteString("Text is checked beyond its schema too: no string holds an unpaired UTF-16 surrogate escape; one-line\n")
-	b.WriteString("text (titles, names, labels, tags, summaries, `branch`, `query`, file paths) holds no control character\n")
+	b.WriteString("text (titles, names, labels, tags, summaries, `branch`, `query`, file paths) holds no control character nor line or paragraph separator (U+2028, U+2029)\n")
 	b.WriteString("and other text (descriptions, content, reasons, details, tests, blockers, searches) none but tab, newline and\n")
 	b.WriteString("carriage return; one-line text, `content`, `pattern` and `context` must not be only whitespace or\n")
 	b.WriteString("invisible characters (U+200B, U+FEFF, bidi marks…). An error quotes at most 64 characters of a name\n")
