@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/audit"
@@ -148,7 +149,10 @@ func prove(ctx context.Context, e *env, args []string) error {
 	if isHelp(kind) {
 		return e.exec(ctx, subcommand{name: "prove", use: "prove inclusion|consistency", help: proveHelp, setup: proveKind("")}, args)
 	}
-	if kind != audit.ProofInclusion && kind != audit.ProofConsistency {
+	switch {
+	case strings.HasPrefix(kind, "-"):
+		return fmt.Errorf("prove: the kind of proof comes first, before %s: logbook prove inclusion|consistency [flags]", kind)
+	case kind != audit.ProofInclusion && kind != audit.ProofConsistency:
 		return fmt.Errorf("prove: unknown proof %q: want inclusion or consistency", kind)
 	}
 	return e.exec(ctx, subcommand{name: "prove " + kind, help: proveHelp, setup: proveKind(kind)}, args[1:])

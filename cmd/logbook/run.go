@@ -314,6 +314,11 @@ func checkPath(what, path string, mustExist bool) error {
 	if path == "" || strings.ContainsRune(path, 0) {
 		return fmt.Errorf("%s: invalid path %q", what, path)
 	}
+	if path == "-" && !mustExist {
+		// check-proof - reads stdin: a file named "-" made here would
+		// be taken for stdout.
+		return fmt.Errorf("%s -: \"-\" names stdin or stdout here, not a file to make (a command that prints does so without %s)", what, what)
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():

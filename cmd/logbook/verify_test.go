@@ -479,6 +479,11 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		{[]string{"snapshot", "--db", path, "--out", filepath.Join(dir, "none", "x.db")}, "snapshot: --out: directory " + filepath.Join(dir, "none") + " does not exist"},
 		{[]string{"prove", "inclusion", "--db", path, "--seq", "1", "--out", filepath.Join(dir, "none", "p.json")}, "prove inclusion: --out: directory " + filepath.Join(dir, "none") + " does not exist"},
 		{[]string{"checkpoint", "--db", path, "--key", skey, "--out", filepath.Join(dir, "none", "c")}, "checkpoint: --out: directory " + filepath.Join(dir, "none") + " does not exist"},
+		// "-" is stdin to check-proof: no file of that name is made.
+		{[]string{"prove", "inclusion", "--db", path, "--seq", "1", "--out", "-"}, `prove inclusion: --out -: "-" names stdin or stdout here, not a file to make (a command that prints does so without --out)`},
+		{[]string{"checkpoint", "--db", path, "--key", skey, "--out", "-"}, `checkpoint: --out -: "-" names stdin or stdout here`},
+		{[]string{"snapshot", "--db", path, "--out", "-"}, `snapshot: --out -: "-" names stdin or stdout here`},
+		{[]string{"serve", "--db", "-"}, `serve: --db -: "-" names stdin or stdout here`},
 		{[]string{"serve", "--db", filepath.Join(dir, "none", "l.db")}, "serve: --db: directory " + filepath.Join(dir, "none") + " does not exist"},
 		{[]string{"server", "--db", filepath.Join(dir, "none", "l.db")}, "server: --db: directory " + filepath.Join(dir, "none") + " does not exist"},
 	} {
