@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -677,6 +678,9 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 		return nil, nil, fmt.Errorf("%w: %s: %v", ErrNotLedger, l.path, err)
 	case errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return nil, nil, fmt.Errorf("%w: %s: %v", ErrDamaged, l.path, err)
+	}
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == l.path {
+		return nil, nil, err // (it names the file: "open x.db: permission denied")
 	}
 	return nil, nil, fmt.Errorf("open %s: %w", l.path, err)
 }
