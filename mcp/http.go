@@ -164,10 +164,14 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		if !sameVersion(w, r, body, sessions) {
 			return
 		}
+		sessionless := r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision || namesRevision(body)
+		if sessionless && !sessionNamed(w, r, sessions) {
+			return
+		}
 		ew, er, eb := ids.exact(w, r, body)
 		cw := &codedWriter{ResponseWriter: ew, body: eb}
 		defer cw.finish()
-		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision || namesRevision(body) {
+		if sessionless {
 			stateless.ServeHTTP(cw, er)
 			return
 		}
@@ -503,7 +507,9 @@ func (w *codedWriter) refused(text []byte) bool {
 // A request without the header is taken (the transport has a server assume
 // 2025-03-26 then, for clients older than the header). A session that is
 // gone (deleted, timed out, being ended) is left to be answered 404,
-// whatever the header says: the client, told so, opens another.
+// whatever the header says: the client, told so, opens another (by the
+// SDK's stateful handler, or for the sessionless handler by sessionNamed,
+// which also refuses another token's session, 403).
 func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *sessionCap) bool {
 	sid, got := r.Header.Get("Mcp-Session-Id"), r.Header.Get("MCP-Protocol-Version")
 	ti := auth.TokenInfoFromContext(r.Context())
@@ -527,6 +533,37 @@ func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *
 	return false
 }
 
+// sessionNamed refuses a request bound for the sessionless handler whose
+// Mcp-Session-Id names no session of its token's that is open, as the
+// stateful handler refuses any request naming it (sessionCap.lookup): 404
+// "session not found" for a session never opened or gone (deleted, timed
+// out, ended by the cap), the answer a request of any other revision gets
+// (sameVersion), upon which a client opens another; 403 "session user
+// mismatch" for another token's; nothing of the request served (false).
+// The sessionless handler ignores the header: it ran such a request, a
+// tools/call recorded as the caller's, whatever session it named. A
+// request naming its token's own open session is left to sameVersion
+// (400 for another revision than the session's); one naming none passes.
+func sessionNamed(w http.ResponseWriter, r *http.Request, sessions *sessionCap) bool {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		return true
+	}
+	token := ""
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		token = ti.UserID
+	}
+	switch sessions.lookup(token, sid) {
+	case http.StatusNotFound:
+		http.Error(w, sessionNotFound, http.StatusNotFound)
+		return false
+	case http.StatusForbidden:
+		http.Error(w, sessionMismatch, http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
 // MaxBatch is how many messages a JSON-RPC batch (revision 2025-03-26)
 // may hold. The SDK holds several kilobytes per message of a batch while
 // serving it (a batch of 90,000 pings, 3.6 MB, took the server from 47 MB
@@ -535,32 +572,26 @@ func sameVersion(w http.ResponseWriter, r *http.Request, body []byte, sessions *
 // many.
 const MaxBatch = 128
 
-// idWithin answers 400 with JSON-RPC error -32600 (id null) a body of one
-// request whose id no request may carry (requestIDSpan: null, not a string
-// or a number, too long, given twice), as stdio answers it; false if it
-// did. The SDK took an id null for none (a plain-text 400 for a method
-// that wants one, a notification served for one that wants none), refused
-// an id of another type in plain text, and served the last of two ids.
+// idWithin answers 400 with a JSON-RPC error a body of one message that
+// is no message (messageRefusal): a request whose id no request may carry
+// (null, not a string or a number, too long, given twice: -32600, id
+// null), a member given twice, a method no string, neither a request nor
+// an answer (-32600 by its id), a member of params given twice (-32602),
+// as stdio answers each; false if it did. The SDK took an id null for none
+// (a plain-text 400 for a method that wants one, a notification served for
+// one that wants none), refused an id of another type in plain text,
+// served the last of two ids or of two methods, answered a method null
+// -32601, and took an id without a method for an answer (202, never
+// answered).
 func idWithin(w http.ResponseWriter, body []byte) bool {
-	refusal := idRefusal(body)
+	id, code, refusal := messageRefusal(body)
 	if refusal == "" {
 		return true
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write(errorResponse(nil, jsonrpc.CodeInvalidRequest, refusal))
+	_, _ = w.Write(errorResponse(id, code, refusal))
 	return false
-}
-
-// idRefusal is why message m's id is no request's (requestIDSpan); "" if it
-// is, or m is no object (a batch, or not a message: the SDK answers it).
-func idRefusal(m []byte) string {
-	m = bytes.TrimSpace(m)
-	if len(m) == 0 || m[0] != '{' {
-		return ""
-	}
-	_, _, _, refusal := requestIDSpan(m)
-	return refusal
 }
 
 // oneValue refuses a body that is not one JSON value with a JSON-RPC parse
@@ -585,7 +616,7 @@ func oneValue(w http.ResponseWriter, body []byte) bool {
 // client could not tell apart: the SDK ran both and dropped the second's
 // answer unsaid; ids are compared as written, as on stdio: 1 and 1.0 are
 // two); ok false if it did. alone: the batch holds a request whose id no
-// request may carry (idRefusal), which the SDK would take for a
+// request may carry (messageRefusal), which the SDK would take for a
 // notification and leave unanswered, or one whose id the SDK would not
 // keep (sdkKeeps: two such ids may be one to it), so it is served a
 // message at a time (serveBatch), the first answered with its refusal, the
@@ -613,7 +644,7 @@ func batchWithin(w http.ResponseWriter, body []byte) (alone, ok bool) {
 	}
 	ids := make(map[string]bool, len(msgs))
 	for _, m := range msgs {
-		if idRefusal(m) != "" {
+		if _, _, refusal := messageRefusal(m); refusal != "" {
 			alone = true
 			continue
 		}
@@ -665,8 +696,8 @@ func serveBatch(w http.ResponseWriter, r *http.Request, body []byte, serve func(
 	served := 0            // answers that are JSON-RPC
 	sid := r.Header.Get("Mcp-Session-Id")
 	for _, m := range msgs {
-		if refusal := idRefusal(m); refusal != "" {
-			answers = append(answers, errorResponse(nil, jsonrpc.CodeInvalidRequest, refusal))
+		if id, code, refusal := messageRefusal(m); refusal != "" {
+			answers = append(answers, errorResponse(id, code, refusal))
 			served++
 			continue
 		}

@@ -450,10 +450,18 @@ func TestHTTPNotAMessageAsOnStdio(t *testing.T) {
 		`{"id":"x","method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":1.5,"method":5}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"server_ping","arguments":` + deep + `}}`,
+		// The SDK read the last of two members, answered a method null
+		// -32601, and took an id without a method for an answer (202).
+		`{"jsonrpc":"2.0","id":3,"method":null}`,
+		`{"jsonrpc":"2.0","id":4}`,
+		`{"jsonrpc":"2.0","id":5,"params":{}}`,
+		`{"jsonrpc":"2.0","id":6,"result":1,"error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"ping","method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"server_ping","name":"task_create","arguments":{}}}`,
 	} {
 		c.send(line)
 		want := c.recvLine()
-		if !strings.Contains(want, `"error":{"code":-32600`) {
+		if !strings.Contains(want, `"error":{"code":-3260`) {
 			t.Errorf("stdio: %.60s answered %s", line, want)
 		}
 		status, ctype, got := batchPost(t, srv.URL, sid, line)
@@ -461,9 +469,9 @@ func TestHTTPNotAMessageAsOnStdio(t *testing.T) {
 			t.Errorf("%.60s: %d %q %.200s; want 400 %s", line, status, ctype, got, want)
 		}
 	}
-	status, _, body := batchPost(t, srv.URL, sid, `[42,{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"server_ping","arguments":{}}},{"jsonrpc":"1.0","id":"b","method":"ping"}]`)
+	status, _, body := batchPost(t, srv.URL, sid, `[42,{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"server_ping","arguments":{}}},{"jsonrpc":"1.0","id":"b","method":"ping"},{"jsonrpc":"2.0","id":"c","method":"ping","method":"tools/call"}]`)
 	if status != http.StatusOK || !strings.HasPrefix(body, `[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}},{"jsonrpc":"2.0","id":1,"result":`) ||
-		!strings.HasSuffix(body, `,{"jsonrpc":"2.0","id":"b","error":{"code":-32600,"message":"Invalid Request"}}]`) {
+		!strings.HasSuffix(body, `,{"jsonrpc":"2.0","id":"b","error":{"code":-32600,"message":"Invalid Request"}},{"jsonrpc":"2.0","id":"c","error":{"code":-32600,"message":"Invalid Request: member \"method\" given more than once"}}]`) {
 		t.Errorf("a batch with messages that are none: %d %.400s", status, body)
 	}
 	if status, _, body := batchPost(t, srv.URL, sid, `[]`); status != http.StatusBadRequest ||

@@ -67,7 +67,7 @@ func (c *sessionCap) serve(h http.Handler, w http.ResponseWriter, r *http.Reques
 		if !c.begin(ti.UserID, sid, busy) {
 			// Chosen to end, not yet closed: answered as it will be once
 			// closed, rather than run in a session closing under it.
-			http.Error(w, "session not found", http.StatusNotFound)
+			http.Error(w, sessionNotFound, http.StatusNotFound)
 			return
 		}
 		if busy {
@@ -166,6 +166,37 @@ func (c *sessionCap) version(token, sid string) string {
 		return s.version
 	}
 	return ""
+}
+
+// Session lookup failures, answered as the SDK's stateful handler answers
+// them (its lookupSession), in plain text.
+const (
+	sessionNotFound = "session not found"     // 404
+	sessionMismatch = "session user mismatch" // 403
+)
+
+// lookup is the status the SDK's stateful handler answers a request of
+// token naming session sid with, if it does not serve it (its
+// lookupSession): 404 if no session sid is open (never opened, deleted,
+// timed out, ended or being ended by the cap), 403 if it is another
+// token's; 0 if it is token's own and open. Every session the stateful
+// handler opens is recorded (serve) before its id is answered, so one not
+// recorded is none the client was told of.
+func (c *sessionCap) lookup(token, sid string) int {
+	c.mu.Lock()
+	s := c.byID[sid]
+	known, owner := s != nil && !s.closing, ""
+	if s != nil {
+		owner = s.token
+	}
+	c.mu.Unlock()
+	switch {
+	case !known || !c.open(sid):
+		return http.StatusNotFound
+	case owner != token:
+		return http.StatusForbidden
+	}
+	return 0
 }
 
 // open reports whether session sid is open in the SDK's handler (it lists

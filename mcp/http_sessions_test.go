@@ -272,10 +272,12 @@ func TestHTTPSessionGoneIs404WhateverTheRevision(t *testing.T) {
 // TestHTTPSessionlessRevisionInASession: a request of the sessionless
 // revision (2026-07-28) naming, in Mcp-Session-Id, an open session of an
 // older one is refused as any other revision not the session's (400,
-// -32600 by its id), nothing of it run; without the session, or naming
-// none of this token's that is open, it is served sessionless. Before, the
-// header alone chose the sessionless handler, which ignored the session:
-// the session's revision was never checked.
+// -32600 by its id), nothing of it run; without the session it is served
+// sessionless, and naming another token's session or one deleted it is
+// refused as any revision is (403, 404: see
+// TestHTTPSessionlessNamingNoSessionOfItsOwn). Before, the header alone
+// chose the sessionless handler, which ignored the session: the session's
+// revision was never checked.
 func TestHTTPSessionlessRevisionInASession(t *testing.T) {
 	srv, f := httpFixture(t)
 	sid := openSession(t, srv.URL, "full")
@@ -298,13 +300,21 @@ func TestHTTPSessionlessRevisionInASession(t *testing.T) {
 	if code, _, body := statefulPost(t, srv.URL, "full", sid, `{"jsonrpc":"2.0","id":4,"method":"ping"}`); code != http.StatusOK {
 		t.Errorf("the session after: %d %s", code, body)
 	}
-	// Served sessionless: no session named, another token's, one deleted.
+	// Served sessionless naming no session; refused naming another
+	// token's (403) or one deleted (404), as any revision is.
 	other := openSession(t, srv.URL, "health")
 	resp := mcpRequest(t, http.MethodDelete, srv.URL, "full", sid, "2025-06-18", "")
 	resp.Body.Close()
-	for _, tc := range []struct{ token, sid string }{{"full", ""}, {"full", other}, {"full", sid}} {
-		if code, body := send(tc.token, tc.sid); code != http.StatusOK || !strings.Contains(body, `"result"`) {
-			t.Errorf("2026-07-28 naming %q: %d %s; want it served", tc.sid, code, body)
+	for _, tc := range []struct {
+		sid  string
+		code int
+	}{{"", http.StatusOK}, {other, http.StatusForbidden}, {sid, http.StatusNotFound}} {
+		code, body := send("full", tc.sid)
+		if code != tc.code || (code == http.StatusOK) != strings.Contains(body, `"result"`) {
+			t.Errorf("2026-07-28 naming %q: %d %s; want %d", tc.sid, code, body, tc.code)
 		}
+	}
+	if n := len(f.recorded()); n != 1 {
+		t.Errorf("%d calls ran, want the one naming no session", n)
 	}
 }

@@ -80,35 +80,16 @@ func requestID(data []byte) json.RawMessage {
 // how many times it occurs (the span is the first's). With first set it
 // stops at the first occurrence.
 func topMember(data []byte, name string, first bool) (start, end, n int) {
-	i := skipSpace(data, 1)
-	if i >= len(data) || data[i] == '}' {
-		return 0, 0, 0
-	}
-	for {
-		keyEnd := valueEnd(data, i)
-		text, _, plain := plainText(data, i)
-		match := plain && string(text) == name
-		if !plain {
-			var ok bool
-			if match, ok = escapedKeyIs(data[i:keyEnd], name); !ok {
-				return start, end, n
-			}
-		}
-		i = skipSpace(data, skipSpace(data, keyEnd)+1) // past ':'
-		vEnd := valueEnd(data, i)
-		if match {
+	eachMember(data, func(ks, ke, vs, ve int) bool {
+		if keyIs(data[ks:ke], name) {
 			if n++; n == 1 {
-				start, end = i, vEnd
-				if first {
-					return start, end, n
-				}
+				start, end = vs, ve
 			}
+			return !first
 		}
-		if i = skipSpace(data, vEnd); i >= len(data) || data[i] != ',' {
-			return start, end, n
-		}
-		i = skipSpace(data, i+1)
-	}
+		return true
+	})
+	return start, end, n
 }
 
 // escapedKeyIs reports whether key, a JSON string that is not plain

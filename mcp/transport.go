@@ -257,6 +257,10 @@ func (c *conn) decode(l line) (msg jsonrpc.Message, id json.RawMessage, fast boo
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage)
 		return nil, nil, false
 	}
+	if code, refusal := shapeRefusal(data); refusal != "" {
+		c.writeError(requestID(data), code, refusal)
+		return nil, nil, false
+	}
 	if start, end, isRequest, refusal := requestIDSpan(data); isRequest { // not a notification
 		if refusal != "" {
 			c.writeError(nil, jsonrpc.CodeInvalidRequest, refusal)

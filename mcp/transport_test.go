@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
@@ -136,8 +137,11 @@ func TestLifecycleMistakesAreNotServerErrors(t *testing.T) {
 	refused("HTTP", r)
 	// A method the sessionless revision removed, sent at that revision.
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"a","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
-	if code, _, body := statefulPostAs(t, srv.URL, "full", "x", "2026-07-28", `{"jsonrpc":"2.0","id":4,"method":"ping","params":{`+meta+`}}`); !strings.Contains(body, `"code":-32601`) {
-		t.Errorf("ping at 2026-07-28 answered %d %s, want -32601", code, body)
+	resp := mcpRequest(t, http.MethodPost, srv.URL, "full", "", "2026-07-28", `{"jsonrpc":"2.0","id":4,"method":"ping","params":{`+meta+`}}`)
+	pinged, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(pinged), `"code":-32601`) {
+		t.Errorf("ping at 2026-07-28 answered %d %s, want -32601", resp.StatusCode, pinged)
 	}
 	for how, l := range map[string]string{"stdio": logs.String(), "HTTP": httpLogs.String()} {
 		if strings.Contains(l, "level=ERROR") {
@@ -184,7 +188,19 @@ func TestInvalidRequests(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batches are not supported"}}`},
 		{`42`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
 		{`"ping"`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
-		{`{"foo":1}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
+		{`{"foo":1}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: neither a request (no method) nor a response (an id, and a result or an error)"}}`},
+		// A member given twice, a method no string, an id with neither a
+		// method nor one answer: refused by id (the SDK read the last copy,
+		// answered -32601 for a method null, or never answered).
+		{`{"jsonrpc":"2.0","id":1,"method":null}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid Request: method is not a string"}}`},
+		{`{"jsonrpc":"2.0","method":null}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: method is not a string"}}`},
+		{`{"jsonrpc":"2.0","id":2}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid Request: neither a request (no method) nor a response (an id, and a result or an error)"}}`},
+		{`{"jsonrpc":"2.0","id":"p","params":{}}`, `{"jsonrpc":"2.0","id":"p","error":{"code":-32600,"message":"Invalid Request: neither a request (no method) nor a response (an id, and a result or an error)"}}`},
+		{`{"jsonrpc":"2.0","id":4,"result":1,"error":{"code":1,"message":"x"}}`, `{"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"Invalid Request: neither a request (no method) nor a response (an id, and a result or an error)"}}`},
+		{`{"jsonrpc":"2.0","id":6,"method":"ping","method":"tools/call"}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid Request: member \"method\" given more than once"}}`},
+		{`{"jsonrpc":"2.0","id":6,"method":"ping","\u006dethod":"tools/call"}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid Request: member \"method\" given more than once"}}`},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"server_ping","name":"task_create","arguments":{}}}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Invalid params: member \"name\" given more than once"}}`},
+		{`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_create","arguments":{},"arguments":{"title":"t"}}}`, `{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"Invalid params: member \"arguments\" given more than once"}}`},
 		{`{"id":7,"method":"ping"}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid Request"}}`},
 		{`{"jsonrpc":"1.0","id":"a","method":"ping"}`, `{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"Invalid Request"}}`},
 		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the id must be one string or number of at most 1024 bytes"}}`},

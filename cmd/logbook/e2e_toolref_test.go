@@ -489,11 +489,13 @@ const choices = `
   the tool being listed. Requests refused over HTTP before any tool runs, none of them recorded: one
   in a session whose ` + "`MCP-Protocol-Version`" + ` header names another revision than the session
   negotiated (400, -32600 by its id; no header is taken; 2026-07-28 naming an open session of another
-  revision too; a session gone is 404 whatever the header), and a batch (revision 2025-03-26) in which
+  revision too; a session gone is 404 whatever the header, another token's 403, the sessionless revision's requests included), and a batch (revision 2025-03-26) in which
   two requests share an id (400, -32600 with id null, none of it served), and a body that is not one
   JSON value — bytes after a message, two messages, not JSON — (400, -32700 with id null, as stdio
-  answers a line that is not JSON), and one that is JSON but no JSON-RPC message (400, -32600 by its
-  id, else null, as stdio answers it; in a batch its entry, the others served; an empty batch, id null). A call sent after
+  answers a line that is not JSON), and one that is JSON but no JSON-RPC message — a method not a string, null
+  included, a member given twice, an id with neither a method nor one of result and error — (400, -32600 by its
+  id, else null, or -32602 for a member of params given twice, as stdio answers it; in a batch its entry, the
+  others served; an empty batch, id null). A call sent after
   initialize is answered but before ` + "`notifications/initialized`" + ` is served, as on stdio: over
   HTTP the two are separate requests, in no order the transport fixes.
 - **finding_record.** Ids ` + "`F-0001`" + ` on. A finding is one ` + "`finding.recorded`" + ` event and is never

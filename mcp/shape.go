@@ -1,0 +1,148 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The shape of a JSON-RPC message, checked by both transports before the
+// SDK sees it (shapeRefusal). The SDK reads a message through a struct:
+// a member given twice was read as its last copy ({"method":"ping",
+// "method":"tools/call"} ran the call, and a gateway reading the first
+// would have let a ping through); a method null was read as "" and
+// answered -32601; a message with an id but neither a method nor one of
+// result and error (or both) was read as an answer to nothing and never
+// answered, the client waiting on it for good.
+
+// Members whose copies shapeRefusal counts.
+const (
+	memberJSONRPC = iota
+	memberID
+	memberMethod
+	memberParams
+	memberResult
+	memberError
+	envelopeMembers
+)
+
+var memberNames = [envelopeMembers]string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// shapeRefusal is why the JSON object m (valid JSON, starting with '{') is
+// no JSON-RPC message, with the code to answer it with: -32600 for a member
+// given twice, a method that is no string, or neither a request (a method)
+// nor an answer (an id and one of result and error); -32602 for a member
+// of params given twice. "" if none of these. (A bad id is requestIDSpan's
+// to refuse; the rest of a message's form is the SDK's.)
+func shapeRefusal(m []byte) (code int64, refusal string) {
+	var n [envelopeMembers]int
+	var method, params []byte
+	eachMember(m, func(ks, ke, vs, ve int) bool {
+		key, value := m[ks:ke], m[vs:ve]
+		for i, name := range memberNames {
+			if keyIs(key, name) {
+				if n[i]++; i == memberMethod {
+					method = value
+				} else if i == memberParams {
+					params = value
+				}
+			}
+		}
+		return true
+	})
+	for i, c := range n {
+		if c > 1 && i != memberID { // (an id twice: requestIDSpan)
+			return jsonrpc.CodeInvalidRequest, invalidRequestMessage + `: member "` + memberNames[i] + `" given more than once`
+		}
+	}
+	switch {
+	case n[memberMethod] == 1 && method[0] != '"':
+		return jsonrpc.CodeInvalidRequest, invalidRequestMessage + ": method is not a string"
+	case n[memberMethod] == 0 && (n[memberID] == 0 || n[memberResult]+n[memberError] != 1):
+		return jsonrpc.CodeInvalidRequest, invalidRequestMessage + ": neither a request (no method) nor a response (an id, and a result or an error)"
+	}
+	if len(params) > 0 && params[0] == '{' {
+		var seen [][]byte
+		dup := ""
+		eachMember(params, func(ks, ke, _, _ int) bool {
+			k := memberKey(params[ks:ke])
+			for _, s := range seen {
+				if bytes.Equal(s, k) {
+					dup = string(k)
+					return false
+				}
+			}
+			seen = append(seen, k)
+			return true
+		})
+		if dup != "" {
+			b, _ := json.Marshal(dup)
+			return jsonrpc.CodeInvalidParams, "Invalid params: member " + string(b) + " given more than once"
+		}
+	}
+	return 0, ""
+}
+
+// messageRefusal is why the message m (one of a batch, or a body) is no
+// JSON-RPC message, with the id and code to answer it with, as stdio's
+// decode answers it: its shape first (shapeRefusal, by its id), then its id
+// (requestIDSpan, id null). "" if neither, or m is no object (a batch, or
+// not a message: the SDK answers it).
+func messageRefusal(m []byte) (id json.RawMessage, code int64, refusal string) {
+	m = bytes.TrimSpace(m)
+	if len(m) == 0 || m[0] != '{' {
+		return nil, 0, ""
+	}
+	if code, refusal := shapeRefusal(m); refusal != "" {
+		return requestID(m), code, refusal
+	}
+	if _, _, _, refusal := requestIDSpan(m); refusal != "" {
+		return nil, jsonrpc.CodeInvalidRequest, refusal
+	}
+	return nil, 0, ""
+}
+
+// eachMember calls fn with the spans of each top-level member of the JSON
+// object data (valid JSON, starting with '{'): its key as written (quoted,
+// maybe escaped) and its value, until fn returns false.
+func eachMember(data []byte, fn func(keyStart, keyEnd, valueStart, valueEnd int) bool) {
+	i := skipSpace(data, 1)
+	if i >= len(data) || data[i] == '}' {
+		return
+	}
+	for {
+		keyStart, keyEnd := i, valueEnd(data, i)
+		i = skipSpace(data, skipSpace(data, keyEnd)+1) // past ':'
+		vEnd := valueEnd(data, i)
+		if !fn(keyStart, keyEnd, i, vEnd) {
+			return
+		}
+		if i = skipSpace(data, vEnd); i >= len(data) || data[i] != ',' {
+			return
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
+// keyIs reports whether key, a JSON string as written, is name.
+func keyIs(key []byte, name string) bool {
+	if text, _, plain := plainText(key, 0); plain {
+		return string(text) == name
+	}
+	is, _ := escapedKeyIs(key, name)
+	return is
+}
+
+// memberKey is key, a JSON string as written, decoded (as written if it
+// does not decode: valid JSON always does).
+func memberKey(key []byte) []byte {
+	if text, _, plain := plainText(key, 0); plain {
+		return text
+	}
+	var s string
+	if json.Unmarshal(key, &s) != nil {
+		return key
+	}
+	return []byte(s)
+}
