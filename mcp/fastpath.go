@@ -95,37 +95,14 @@ func decodeRequest(data []byte) (*jsonrpc.Request, bool) {
 // accepts, in order: its key and its value's bytes. It returns false if a
 // key is not a plain string (see plainString) or f returns false.
 func members(data []byte, f func(key, val []byte) bool) bool {
-	if len(data) < 2 || data[0] != '{' {
-		return false
+	it := memberIter{data: data}
+	for it.next() {
+		key, _, ok := plainText(data, it.keyStart)
+		if !ok || !f(key, data[it.valueStart:it.valueEnd]) {
+			return false
+		}
 	}
-	i := skipSpace(data, 1)
-	if i < len(data) && data[i] == '}' {
-		return true
-	}
-	for {
-		key, next, ok := plainText(data, i)
-		if !ok {
-			return false
-		}
-		if i = skipSpace(data, next); i >= len(data) || data[i] != ':' {
-			return false
-		}
-		i = skipSpace(data, i+1)
-		end := valueEnd(data, i)
-		if end <= i || !f(key, data[i:end]) {
-			return false
-		}
-		if i = skipSpace(data, end); i >= len(data) {
-			return false
-		}
-		if data[i] == '}' {
-			return true
-		}
-		if data[i] != ',' {
-			return false
-		}
-		i = skipSpace(data, i+1)
-	}
+	return !it.bad
 }
 
 // plainString reads the JSON string starting at data[i] if it is printable

@@ -80,15 +80,16 @@ func requestID(data []byte) json.RawMessage {
 // how many times it occurs (the span is the first's). With first set it
 // stops at the first occurrence.
 func topMember(data []byte, name string, first bool) (start, end, n int) {
-	eachMember(data, func(ks, ke, vs, ve int) bool {
-		if keyIs(data[ks:ke], name) {
+	for it := (memberIter{data: data}); it.next(); {
+		if keyIs(data[it.keyStart:it.keyEnd], name) {
 			if n++; n == 1 {
-				start, end = vs, ve
+				start, end = it.valueStart, it.valueEnd
 			}
-			return !first
+			if first {
+				break
+			}
 		}
-		return true
-	})
+	}
 	return start, end, n
 }
 

@@ -38,19 +38,19 @@ var memberNames = [envelopeMembers]string{"jsonrpc", "id", "method", "params", "
 func shapeRefusal(m []byte) (code int64, refusal string) {
 	var n [envelopeMembers]int
 	var method, params []byte
-	eachMember(m, func(ks, ke, vs, ve int) bool {
-		key, value := m[ks:ke], m[vs:ve]
+	for it := (memberIter{data: m}); it.next(); {
+		key := m[it.keyStart:it.keyEnd]
 		for i, name := range memberNames {
 			if keyIs(key, name) {
 				if n[i]++; i == memberMethod {
-					method = value
+					method = m[it.valueStart:it.valueEnd]
 				} else if i == memberParams {
-					params = value
+					params = m[it.valueStart:it.valueEnd]
 				}
+				break
 			}
 		}
-		return true
-	})
+	}
 	for i, c := range n {
 		if c > 1 && i != memberID { // (an id twice: requestIDSpan)
 			return jsonrpc.CodeInvalidRequest, invalidRequestMessage + `: member "` + memberNames[i] + `" given more than once`
@@ -63,25 +63,30 @@ func shapeRefusal(m []byte) (code int64, refusal string) {
 		return jsonrpc.CodeInvalidRequest, invalidRequestMessage + ": neither a request (no method) nor a response (an id, and a result or an error)"
 	}
 	if len(params) > 0 && params[0] == '{' {
-		var seen [][]byte
-		dup := ""
-		eachMember(params, func(ks, ke, _, _ int) bool {
-			k := memberKey(params[ks:ke])
-			for _, s := range seen {
-				if bytes.Equal(s, k) {
-					dup = string(k)
-					return false
-				}
-			}
-			seen = append(seen, k)
-			return true
-		})
-		if dup != "" {
+		if dup := twiceGiven(params); dup != "" {
 			b, _ := json.Marshal(dup)
 			return jsonrpc.CodeInvalidParams, "Invalid params: member " + string(b) + " given more than once"
 		}
 	}
 	return 0, ""
+}
+
+// twiceGiven is the first member name the JSON object obj gives twice,
+// "" if none. (An object's members are few: params' are name, arguments
+// and _meta.)
+func twiceGiven(obj []byte) string {
+	var buf [8][]byte
+	seen := buf[:0]
+	for it := (memberIter{data: obj}); it.next(); {
+		k := memberKey(obj[it.keyStart:it.keyEnd])
+		for _, s := range seen {
+			if bytes.Equal(s, k) {
+				return string(k)
+			}
+		}
+		seen = append(seen, k)
+	}
+	return ""
 }
 
 // messageRefusal is why the message m (one of a batch, or a body) is no
@@ -103,26 +108,61 @@ func messageRefusal(m []byte) (id json.RawMessage, code int64, refusal string) {
 	return nil, 0, ""
 }
 
-// eachMember calls fn with the spans of each top-level member of the JSON
-// object data (valid JSON, starting with '{'): its key as written (quoted,
-// maybe escaped) and its value, until fn returns false.
-func eachMember(data []byte, fn func(keyStart, keyEnd, valueStart, valueEnd int) bool) {
-	i := skipSpace(data, 1)
-	if i >= len(data) || data[i] == '}' {
-		return
-	}
-	for {
-		keyStart, keyEnd := i, valueEnd(data, i)
-		i = skipSpace(data, skipSpace(data, keyEnd)+1) // past ':'
-		vEnd := valueEnd(data, i)
-		if !fn(keyStart, keyEnd, i, vEnd) {
-			return
+// memberIter walks the top-level members of the JSON object data: each
+// next gives the spans of a member's key as written (quoted, maybe
+// escaped) and of its value. On bytes that are no JSON object (the fast
+// path reads lines before they are checked) it stops where they stop
+// making one, bad set.
+type memberIter struct {
+	data                                   []byte
+	at                                     int // where the next member's key begins; 0 before the first
+	keyStart, keyEnd, valueStart, valueEnd int
+	bad                                    bool
+}
+
+func (it *memberIter) next() bool {
+	d := it.data
+	i := it.at
+	switch {
+	case i == 0:
+		if len(d) < 2 || d[0] != '{' {
+			it.bad = true
+			return false
 		}
-		if i = skipSpace(data, vEnd); i >= len(data) || data[i] != ',' {
-			return
+		if i = skipSpace(d, 1); i < len(d) && d[i] == '}' {
+			return false
 		}
-		i = skipSpace(data, i+1)
+	default:
+		if i = skipSpace(d, i); i < len(d) && d[i] == '}' {
+			return false
+		}
+		if i >= len(d) || d[i] != ',' {
+			it.bad = true
+			return false
+		}
+		i = skipSpace(d, i+1)
 	}
+	if i >= len(d) || d[i] != '"' {
+		it.bad = true
+		return false
+	}
+	it.keyStart, it.keyEnd = i, valueEnd(d, i)
+	if i = skipSpace(d, it.keyEnd); i >= len(d) || d[i] != ':' {
+		it.bad = true
+		return false
+	}
+	it.valueStart = skipSpace(d, i+1)
+	if it.valueStart >= len(d) {
+		it.bad = true
+		return false
+	}
+	it.valueEnd = valueEnd(d, it.valueStart)
+	if it.valueEnd <= it.valueStart {
+		it.bad = true
+		return false
+	}
+	it.at = it.valueEnd
+	return true
 }
 
 // keyIs reports whether key, a JSON string as written, is name.
