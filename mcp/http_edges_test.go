@@ -456,6 +456,7 @@ func TestHTTPNotAMessageAsOnStdio(t *testing.T) {
 		`{"jsonrpc":"2.0","id":4}`,
 		`{"jsonrpc":"2.0","id":5,"params":{}}`,
 		`{"jsonrpc":"2.0","id":6,"result":1,"error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"b":1,"a":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"a":10}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"ping","method":"tools/call","params":{"name":"server_ping","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"server_ping","name":"task_create","arguments":{}}}`,
 	} {

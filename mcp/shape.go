@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -32,61 +33,76 @@ var memberNames = [envelopeMembers]string{"jsonrpc", "id", "method", "params", "
 // shapeRefusal is why the JSON object m (valid JSON, starting with '{') is
 // no JSON-RPC message, with the code to answer it with: -32600 for a member
 // given twice, a method that is no string, or neither a request (a method)
-// nor an answer (an id and one of result and error); -32602 for a member
-// of params given twice. "" if none of these. (A bad id is requestIDSpan's
-// to refuse; the rest of a message's form is the SDK's.)
-func shapeRefusal(m []byte) (code int64, refusal string) {
+// nor an answer (an id and one of result and error, a null one counting as
+// absent, as some libraries write it); -32602 for a member of params given
+// twice. "" if none of these. byID: the answer may carry m's id — not for
+// what claims to answer (a result or an error): its id is one of the
+// client's own requests, which the error would seem to answer. (A bad id
+// of a request is requestIDSpan's to refuse; the rest of a message's form
+// is the SDK's.)
+func shapeRefusal(m []byte) (code int64, refusal string, byID bool) {
 	var n [envelopeMembers]int
 	var method, params []byte
 	for it := (memberIter{data: m}); it.next(); {
-		key := m[it.keyStart:it.keyEnd]
-		for i, name := range memberNames {
-			if keyIs(key, name) {
-				if n[i]++; i == memberMethod {
-					method = m[it.valueStart:it.valueEnd]
-				} else if i == memberParams {
-					params = m[it.valueStart:it.valueEnd]
-				}
-				break
-			}
+		value := m[it.valueStart:it.valueEnd]
+		i := slices.Index(memberNames[:], string(memberKey(m[it.keyStart:it.keyEnd])))
+		switch {
+		case i < 0, (i == memberResult || i == memberError) && string(value) == "null":
+			continue
+		case i == memberMethod:
+			method = value
+		case i == memberParams:
+			params = value
 		}
+		n[i]++
 	}
+	answer := n[memberMethod] == 0 && n[memberResult]+n[memberError] > 0
 	for i, c := range n {
-		if c > 1 && i != memberID { // (an id twice: requestIDSpan)
-			return jsonrpc.CodeInvalidRequest, invalidRequestMessage + `: member "` + memberNames[i] + `" given more than once`
+		if c > 1 && (i != memberID || n[memberMethod] == 0) { // (a request's id twice: requestIDSpan)
+			return jsonrpc.CodeInvalidRequest, invalidRequestMessage + `: member "` + memberNames[i] + `" given more than once`, !answer && i != memberID
 		}
 	}
 	switch {
 	case n[memberMethod] == 1 && method[0] != '"':
-		return jsonrpc.CodeInvalidRequest, invalidRequestMessage + ": method is not a string"
+		return jsonrpc.CodeInvalidRequest, invalidRequestMessage + ": method is not a string", true
 	case n[memberMethod] == 0 && (n[memberID] == 0 || n[memberResult]+n[memberError] != 1):
-		return jsonrpc.CodeInvalidRequest, invalidRequestMessage + ": neither a request (no method) nor a response (an id, and a result or an error)"
+		return jsonrpc.CodeInvalidRequest, invalidRequestMessage + ": neither a request (no method) nor a response (an id, and a result or an error)", !answer
 	}
 	if len(params) > 0 && params[0] == '{' {
 		if dup := twiceGiven(params); dup != "" {
 			b, _ := json.Marshal(dup)
-			return jsonrpc.CodeInvalidParams, "Invalid params: member " + string(b) + " given more than once"
+			return jsonrpc.CodeInvalidParams, "Invalid params: member " + string(b) + " given more than once", true
 		}
 	}
-	return 0, ""
+	return 0, "", false
 }
 
-// twiceGiven is the first member name the JSON object obj gives twice,
-// "" if none. (An object's members are few: params' are name, arguments
-// and _meta.)
+// twiceGiven is the first member name (in key order) the JSON object obj
+// gives twice, "" if none: O(n log n) in its members, which the client
+// chooses (params' are usually name, arguments and _meta).
 func twiceGiven(obj []byte) string {
 	var buf [8][]byte
-	seen := buf[:0]
+	keys := buf[:0]
 	for it := (memberIter{data: obj}); it.next(); {
-		k := memberKey(obj[it.keyStart:it.keyEnd])
-		for _, s := range seen {
-			if bytes.Equal(s, k) {
-				return string(k)
-			}
+		keys = append(keys, memberKey(obj[it.keyStart:it.keyEnd]))
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	for i := 1; i < len(keys); i++ {
+		if bytes.Equal(keys[i-1], keys[i]) {
+			return string(keys[i])
 		}
-		seen = append(seen, k)
 	}
 	return ""
+}
+
+// shapeAnswer is shapeRefusal with the id to answer by (null unless
+// byID).
+func shapeAnswer(m []byte) (id json.RawMessage, code int64, refusal string) {
+	code, refusal, byID := shapeRefusal(m)
+	if refusal != "" && byID {
+		id = requestID(m)
+	}
+	return id, code, refusal
 }
 
 // messageRefusal is why the message m (one of a batch, or a body) is no
@@ -96,11 +112,11 @@ func twiceGiven(obj []byte) string {
 // not a message: the SDK answers it).
 func messageRefusal(m []byte) (id json.RawMessage, code int64, refusal string) {
 	m = bytes.TrimSpace(m)
-	if len(m) == 0 || m[0] != '{' {
-		return nil, 0, ""
+	if len(m) == 0 || m[0] != '{' || nestedDeeper(m, maxNesting) {
+		return nil, 0, "" // (nested too deep: answered as such, by its id)
 	}
-	if code, refusal := shapeRefusal(m); refusal != "" {
-		return requestID(m), code, refusal
+	if id, code, refusal := shapeAnswer(m); refusal != "" {
+		return id, code, refusal
 	}
 	if _, _, _, refusal := requestIDSpan(m); refusal != "" {
 		return nil, jsonrpc.CodeInvalidRequest, refusal

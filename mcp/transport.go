@@ -257,8 +257,8 @@ func (c *conn) decode(l line) (msg jsonrpc.Message, id json.RawMessage, fast boo
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, invalidRequestMessage)
 		return nil, nil, false
 	}
-	if code, refusal := shapeRefusal(data); refusal != "" {
-		c.writeError(requestID(data), code, refusal)
+	if id, code, refusal := shapeAnswer(data); refusal != "" {
+		c.writeError(id, code, refusal)
 		return nil, nil, false
 	}
 	if start, end, isRequest, refusal := requestIDSpan(data); isRequest { // not a notification

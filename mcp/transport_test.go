@@ -196,10 +196,14 @@ func TestInvalidRequests(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":null}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: method is not a string"}}`},
 		{`{"jsonrpc":"2.0","id":2}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid Request: neither a request (no method) nor a response (an id, and a result or an error)"}}`},
 		{`{"jsonrpc":"2.0","id":"p","params":{}}`, `{"jsonrpc":"2.0","id":"p","error":{"code":-32600,"message":"Invalid Request: neither a request (no method) nor a response (an id, and a result or an error)"}}`},
-		{`{"jsonrpc":"2.0","id":4,"result":1,"error":{"code":1,"message":"x"}}`, `{"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"Invalid Request: neither a request (no method) nor a response (an id, and a result or an error)"}}`},
+		// An answer's id is the client's own request's: the error is not
+		// sent under it, which would seem to answer that request.
+		{`{"jsonrpc":"2.0","id":4,"result":1,"error":{"code":1,"message":"x"}}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: neither a request (no method) nor a response (an id, and a result or an error)"}}`},
 		{`{"jsonrpc":"2.0","id":6,"method":"ping","method":"tools/call"}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid Request: member \"method\" given more than once"}}`},
 		{`{"jsonrpc":"2.0","id":6,"method":"ping","\u006dethod":"tools/call"}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid Request: member \"method\" given more than once"}}`},
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"server_ping","name":"task_create","arguments":{}}}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Invalid params: member \"name\" given more than once"}}`},
+		{`{"jsonrpc":"2.0","id":9,"result":{},"id":10}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: member \"id\" given more than once"}}`},
+		{`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"b":1,"a":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"a":10}}`, `{"jsonrpc":"2.0","id":12,"error":{"code":-32602,"message":"Invalid params: member \"a\" given more than once"}}`},
 		{`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_create","arguments":{},"arguments":{"title":"t"}}}`, `{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"Invalid params: member \"arguments\" given more than once"}}`},
 		{`{"id":7,"method":"ping"}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid Request"}}`},
 		{`{"jsonrpc":"1.0","id":"a","method":"ping"}`, `{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"Invalid Request"}}`},
@@ -214,6 +218,9 @@ func TestInvalidRequests(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", tt.line, got, tt.want)
 		}
 	}
+	// An answer whose error is null (as some libraries write one) is an
+	// answer: not refused (the next line is the ping's).
+	c.send(`{"jsonrpc":"2.0","id":11,"result":{},"error":null}`)
 	c.ping()
 }
 
