@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -671,6 +672,10 @@ func removeJournal(path string) error {
 type recovery struct {
 	f      *os.File
 	events [][]byte
+	// present: the events are a generation's whose header no longer
+	// decodes (headerless), which the file must already hold: checked,
+	// not ingested, and the header retired (by a writer) if it does.
+	present, readOnly bool
 }
 
 // settleJournal runs in openDB's file hook, with the lock taken and
@@ -703,7 +708,12 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	}
 	h, ok := decodeHeader(first)
 	if !ok {
-		return nil, damagedHeader(jf, jpath, first)
+		events, err := headerless(jf, jpath, first)
+		if err != nil || len(events) == 0 {
+			return nil, err
+		}
+		keep = true
+		return &recovery{f: jf, events: events, present: true, readOnly: readOnly}, nil
 	}
 	boot, err := bootID()
 	if err != nil {
@@ -760,36 +770,42 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	return &recovery{f: jf, events: events}, nil
 }
 
-// damagedHeader tells a journal whose first bytes, first, hold no header
-// (decodeHeader) from one whose header was damaged: a retired header is
-// zeros, and one cut short by a stop (written before any record of its
-// generation) has no record after it. Bytes there with whole records of
-// the generation their salt names after them were a header that held: its
-// commits cannot be recovered without it, and are not dropped in silence
-// (ErrDamaged).
-func damagedHeader(jf *os.File, jpath string, first []byte) error {
+// headerless reads a journal whose first bytes, first, hold no header
+// (decodeHeader): a retired header is zeros, and nothing follows a header
+// cut short as it was first written (no record before it is on disk). A
+// header cut short as it was retired or replaced — after the file was
+// synced — leaves bytes there, maybe its salt, with its generation's
+// records after it: those records' events are returned, for replay to
+// check that the file holds them all (present). Ones the file lacks (a
+// header that held, damaged since) cannot be recovered without it, nor
+// dropped in silence: ErrDamaged. Records of that salt damaged are
+// ErrDamaged too (readRecords).
+func headerless(jf *os.File, jpath string, first []byte) ([][]byte, error) {
 	if !slices.ContainsFunc(first, func(c byte) bool { return c != 0 }) || len(first) < 16 {
-		return nil
+		return nil, nil
 	}
 	salt := binary.LittleEndian.Uint64(first[8:])
 	if salt == 0 {
-		return nil
+		return nil, nil
 	}
 	body, err := io.ReadAll(io.NewSectionReader(jf, journalRecords, journalSize-journalRecords))
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return nil, fmt.Errorf("journal: %w", err)
 	}
-	if at := laterRecord(body, 0, salt); at >= 0 {
-		return fmt.Errorf("%w: %s: its header is damaged, yet records of its generation follow it (the first at byte %d): "+
-			"the commits they hold cannot be recovered without it, nor dropped; nothing was written", ErrDamaged, jpath, journalRecords+at)
+	events, err := readRecords(body, salt)
+	if err != nil {
+		return nil, fmt.Errorf("%s (its header no longer reads): %w", jpath, err)
 	}
-	return nil
+	return events, nil
 }
 
 // replay ingests r's events past db's head in one synced commit, and
 // retires the journal's header.
 func (r *recovery) replay(db *bolt.DB) error {
 	defer r.f.Close()
+	if r.present {
+		return r.check(db)
+	}
 	err := update(db, func(btx *bolt.Tx) error {
 		tx := newTx(btx)
 		for _, raw := range r.events {
@@ -801,6 +817,37 @@ func (r *recovery) replay(db *bolt.DB) error {
 	})
 	if err != nil {
 		return fmt.Errorf("recover from %s: %w", r.f.Name(), err)
+	}
+	return retireHeader(r.f)
+}
+
+// check makes sure the file holds every event of r (a headerless journal's
+// records, at their seqs, byte for byte), then retires the header (a
+// writer). The events of a header cut short as it was retired are all
+// there; some missing means the header held and was damaged since.
+func (r *recovery) check(db *bolt.DB) error {
+	err := db.View(func(btx *bolt.Tx) error {
+		tx := newTx(btx)
+		for _, raw := range r.events {
+			e, err := ledger.DecodeRecord(raw)
+			if err != nil {
+				return fmt.Errorf("a record's event does not decode: %v", err)
+			}
+			if e.Seq > tx.head.Seq {
+				return fmt.Errorf("they hold event %d, past the file's head %d", e.Seq, tx.head.Seq)
+			}
+			if got, err := tx.Event(e.Seq); err != nil || !bytes.Equal(got.Raw, raw) {
+				return fmt.Errorf("they hold event %d, which the file holds otherwise", e.Seq)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %s: its header no longer reads, and records of its generation follow it: %v; "+
+			"the commits they hold cannot be recovered without it, nor dropped; nothing was written", ErrDamaged, r.f.Name(), err)
+	}
+	if r.readOnly {
+		return nil
 	}
 	return retireHeader(r.f)
 }
