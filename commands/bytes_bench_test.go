@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // BenchmarkBytesPerThought records n thoughts through the service, one
@@ -119,7 +120,7 @@ func callMany(tb testing.TB, h *harness, tool string, n, inFlight int, args func
 // unless they are what was folded live (live, h.fingerprint's).
 func rebuildSame(tb testing.TB, h *harness, live uint64) {
 	tb.Helper()
-	if _, err := Rebuild(h.l, true, nil); err != nil {
+	if _, err := Rebuild(h.l, projections.RebuildOptions{Force: true}); err != nil {
 		tb.Fatal(err)
 	}
 	if err := h.l.EmptyTrash(); err != nil {

@@ -223,7 +223,7 @@ func TestRandomCallsConcurrent(t *testing.T) {
 				t.Errorf("%d tool.called events for %d calls", n, 4+workers*calls)
 			}
 			live := h.fingerprint()
-			if _, err := Rebuild(h.l, true, nil); err != nil {
+			if _, err := Rebuild(h.l, projections.RebuildOptions{Force: true}); err != nil {
 				t.Fatal(err)
 			}
 			if rebuilt := h.fingerprint(); rebuilt != live {

@@ -125,7 +125,7 @@ func (h *harness) checkToolCalls() {
 func (h *harness) checkRebuild() {
 	h.t.Helper()
 	live := h.fingerprint()
-	if _, err := Rebuild(h.l, true, nil); err != nil {
+	if _, err := Rebuild(h.l, projections.RebuildOptions{Force: true}); err != nil {
 		h.t.Fatalf("rebuild: %v", err)
 	}
 	if rebuilt := h.fingerprint(); rebuilt != live {

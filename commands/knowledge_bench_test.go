@@ -113,7 +113,7 @@ func BenchmarkKnowledgeIndex(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "µs-p99")
 
 			t0 := time.Now()
-			if _, err := Rebuild(h.l, true, nil); err != nil {
+			if _, err := Rebuild(h.l, projections.RebuildOptions{Force: true}); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(time.Since(t0).Seconds(), "s-rebuild")

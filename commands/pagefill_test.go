@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/logbook-dev/logbook/projections"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -284,7 +285,7 @@ func TestKnowledgeDocTablePacked(t *testing.T) {
 		h.call("thought_record", map[string]any{"task_id": task, "type": "analysis", "content": benchThoughtText(i)}, "OK")
 	}
 	live := closedLeaves(t, h)['d']
-	if _, err := Rebuild(h.l, true, nil); err != nil {
+	if _, err := Rebuild(h.l, projections.RebuildOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	rebuilt := closedLeaves(t, h)['d']

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -102,7 +103,7 @@ func TestConcurrentRebuilds(t *testing.T) {
 				}
 				defer l.Close()
 				if force {
-					_, err = Rebuild(l, true, nil)
+					_, err = Rebuild(l, projections.RebuildOptions{Force: true})
 				} else {
 					_, err = New(l, Options{Agent: "starter"})
 				}

@@ -343,7 +343,7 @@ func TestRebuildAnswersSame(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { lb.Close() })
-			if _, err := Rebuild(lb, true, nil); err != nil {
+			if _, err := Rebuild(lb, projections.RebuildOptions{Force: true}); err != nil {
 				t.Fatal(err)
 			}
 			hb := &harness{t: t, l: lb, path: bPath, opts: h.opts, client: h.client, encode: testEncode}
@@ -504,7 +504,7 @@ func TestRebuildDoesNotGrowFile(t *testing.T) {
 		if round == 1 {
 			// A start-up's rebuild: the stored version is another one.
 			setMeta(t, h.l, "version", projections.Version-1)
-		} else if _, err := Rebuild(h.l, true, nil); err != nil {
+		} else if _, err := Rebuild(h.l, projections.RebuildOptions{Force: true}); err != nil {
 			t.Fatal(err)
 		}
 		after := highWater() // round 1 rebuilds here, in New

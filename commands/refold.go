@@ -115,7 +115,7 @@ func (s *Service) refoldMissing() error {
 	}
 	s.log.Warn("the ledger file holds no projections (a rebuild that did not finish dropped them): folding them again from the log")
 	start := time.Now()
-	res, err := Rebuild(s.l, false, s.progress)
+	res, err := Rebuild(s.l, projections.RebuildOptions{Progress: s.progress})
 	if err != nil {
 		s.log.Error("folding the projections again failed", "err", err)
 		return err

@@ -106,19 +106,19 @@ func New(l *boltstore.Store, opts Options) (*Service, error) {
 		opts.Now = time.Now
 	}
 	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger, failLog: &rateLimit{}, readMu: &sync.Mutex{}, refolding: &refolding{}}
-	if _, err := Rebuild(l, false, s.progress); err != nil {
+	if _, err := Rebuild(l, projections.RebuildOptions{Progress: s.progress}); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
 // Rebuild brings the projections in the file up to the log's head. With
-// force, or when the stored projection version differs from the binary's
+// opts.Force, or when the stored projection version differs from the binary's
 // (or none is stored), it refolds the whole log into a scratch file, in
 // chunks, while other processes keep working on the live projections, then
 // puts the result in their place in one short hold of the file, reusing
 // their pages (projections.Rebuild): a rebuild does not grow the file.
-func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) (projections.Rebuilt, error) {
+func Rebuild(l *boltstore.Store, opts projections.RebuildOptions) (projections.Rebuilt, error) {
 	var need bool
 	var head, applied uint64
 	err := l.View(func(tx *boltstore.Tx) error {
@@ -131,7 +131,7 @@ func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) 
 	if err != nil {
 		return projections.Rebuilt{}, fmt.Errorf("projections: %w", err)
 	}
-	if !force && !need {
+	if !opts.Force && !need {
 		if applied == head {
 			return projections.Rebuilt{Applied: applied}, nil
 		}
@@ -143,7 +143,7 @@ func Rebuild(l *boltstore.Store, force bool, progress func(done, total uint64)) 
 		})
 		return projections.Rebuilt{Applied: applied}, err
 	}
-	res, err := projections.Rebuild(l, projections.RebuildOptions{Force: force, Progress: progress})
+	res, err := projections.Rebuild(l, opts)
 	if err != nil {
 		return res, fmt.Errorf("rebuild projections: %w", err)
 	}

@@ -265,8 +265,8 @@ func Apply(tx *boltstore.Tx, r ledger.Record) error {
 		return err
 	}
 	if applied := getU64(meta, keyApplied); applied+1 != r.Seq {
-		if applied >= r.Seq {
-			return fmt.Errorf("apply seq %d: %w", r.Seq, foldedPastHead(tx, applied))
+		if err := foldedPastHead(tx, applied); err != nil {
+			return fmt.Errorf("apply seq %d: %w", r.Seq, err)
 		}
 		return fmt.Errorf("apply seq %d: projections are at seq %d", r.Seq, applied)
 	}

@@ -56,6 +56,11 @@ type RebuildOptions struct {
 	// Rebuild leaves them as they are if another process rebuilt them
 	// while it refolded.
 	Force bool
+	// PastHead refolds even projections folded past the log's head (the
+	// log cut short, or their counter damaged), which is otherwise
+	// ErrDamaged: the operator's choice, which wipes the one trace of a
+	// cut (logbook rebuild --past-head).
+	PastHead bool
 	// Progress, if set, is told after each chunk how far the refold is.
 	Progress func(done, total uint64)
 	// Chunk is how many events one read transaction reads at most (0:
@@ -93,8 +98,10 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	// suffix) and says what wrote it.
 	// A log cut short is refused before the refold, and again under the
 	// hold that swaps.
-	if err := l.View(checkFolded); err != nil {
-		return res, err
+	if !opts.PastHead {
+		if err := l.View(checkFolded); err != nil {
+			return res, err
+		}
 	}
 	const prefix = ".logbook-rebuild-"
 	scratch, err := boltstore.OpenScratch(filepath.Dir(l.Path()), prefix, "")
@@ -131,7 +138,7 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 		var err error
 		res.Held, err = l.UpdateSeries(func(tx *boltstore.Tx) (done bool, err error) {
 			if !dropping {
-				if err := checkFolded(tx); err != nil {
+				if err := checkFolded(tx); err != nil && !opts.PastHead {
 					return false, err
 				}
 				if !opts.Force {

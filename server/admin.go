@@ -333,7 +333,7 @@ func openTokens(db, socket string, readOnly bool) (*Tokens, error) {
 	}
 	// A file last served by another projection version folds nothing until
 	// refolded, as a server would at start-up.
-	if _, err := commands.Rebuild(l, false, nil); err != nil {
+	if _, err := commands.Rebuild(l, projections.RebuildOptions{}); err != nil {
 		l.Close()
 		return nil, err
 	}

@@ -25,10 +25,10 @@ type Rebuilt struct {
 // one short hold of the file (commands.Rebuild, forced), then frees what
 // an older binary's rebuilds left in the trash, in short transactions.
 // Projections of a newer binary are projections.ErrNewerVersion.
-func Rebuild(l *boltstore.Store, progress func(done, total uint64)) (Rebuilt, error) {
+func Rebuild(l *boltstore.Store, opts projections.RebuildOptions) (Rebuilt, error) {
 	var res Rebuilt
 	start := time.Now()
-	rb, err := commands.Rebuild(l, true, progress)
+	rb, err := commands.Rebuild(l, projections.RebuildOptions{Force: true, PastHead: opts.PastHead, Progress: opts.Progress})
 	if err != nil {
 		return res, err
 	}

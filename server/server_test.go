@@ -31,7 +31,7 @@ func openStore(t *testing.T, opts boltstore.Options) (*boltstore.Store, string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	if _, err := commands.Rebuild(l, false, nil); err != nil {
+	if _, err := commands.Rebuild(l, projections.RebuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return l, db
@@ -124,7 +124,7 @@ func TestIssueRevokeList(t *testing.T) {
 	// The projection is a fold of the log: rebuilt from empty, it is the same.
 	var before, after uint64
 	l.View(func(tx *boltstore.Tx) error { before, _ = projections.Fingerprint(tx); return nil })
-	if _, err := commands.Rebuild(l, true, nil); err != nil {
+	if _, err := commands.Rebuild(l, projections.RebuildOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	l.View(func(tx *boltstore.Tx) error { after, _ = projections.Fingerprint(tx); return nil })

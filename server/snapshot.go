@@ -10,6 +10,7 @@ import (
 	"github.com/logbook-dev/logbook/commands"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // SnapshotOptions tune Snapshot.
@@ -85,7 +86,7 @@ func Snapshot(ctx context.Context, db, out string, opts SnapshotOptions) (Snapsh
 		return res, err
 	}
 	defer cp.Close()
-	if _, err := commands.Rebuild(cp, true, opts.Folded); err != nil {
+	if _, err := commands.Rebuild(cp, projections.RebuildOptions{Force: true, Progress: opts.Folded}); err != nil {
 		return res, err
 	}
 	if err := cp.View(func(tx *boltstore.Tx) error {

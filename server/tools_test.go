@@ -46,7 +46,7 @@ func TestRebuild(t *testing.T) {
 	}
 	before := fingerprint()
 	var reported uint64
-	res, err := Rebuild(l, func(done, total uint64) { reported = total })
+	res, err := Rebuild(l, projections.RebuildOptions{Progress: func(done, total uint64) { reported = total }})
 	if err != nil || res.Events != 3 || res.Version == 0 || res.MS < 0 || res.FreeMS < 0 {
 		t.Fatalf("Rebuild: %+v, %v", res, err)
 	}

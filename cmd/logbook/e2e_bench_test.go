@@ -149,7 +149,7 @@ func e2eBigLedger(b *testing.B, size uint64) string {
 			var head uint64
 			err = l.View(func(tx *boltstore.Tx) error { head = tx.Head().Seq; return nil })
 			if err == nil && head >= size {
-				_, err = commands.Rebuild(l, false, nil) // a newer binary may fold differently
+				_, err = commands.Rebuild(l, projections.RebuildOptions{}) // a newer binary may fold differently
 			}
 			l.Close()
 			if err == nil && head >= size {
@@ -193,7 +193,7 @@ func e2eBigLedger(b *testing.B, size uint64) string {
 		}
 		done += n
 	}
-	if _, err := commands.Rebuild(l, false, nil); err != nil {
+	if _, err := commands.Rebuild(l, projections.RebuildOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	l.Close()

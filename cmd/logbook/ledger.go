@@ -7,6 +7,7 @@ import (
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/ledger/jetstream"
+	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/server"
 )
 
@@ -50,13 +51,14 @@ func snapshot(c *call) func() error {
 
 func rebuild(c *call) func() error {
 	c.ledgerFlags()
+	pastHead := c.fs.Bool("past-head", false, "rebuild even projections folded past the log's head — the log cut short (verify names the events gone) or their counter damaged —, which is otherwise refused: this wipes the one trace of such a cut")
 	c.jsonFlag("print JSON")
 	return func() error {
 		var res server.Rebuilt
 		err := c.with(false, func(l *boltstore.Store) (err error) {
 			boundMemory(refoldHeapLimit)
 			l.ReadAhead()
-			if res, err = server.Rebuild(l, c.progress("rebuild")); err == nil {
+			if res, err = server.Rebuild(l, projections.RebuildOptions{PastHead: *pastHead, Progress: c.progress("rebuild")}); err == nil {
 				err = l.Close()
 			}
 			return err
