@@ -172,7 +172,8 @@ func Current(tx *boltstore.Tx) error {
 func foldedPastHead(tx *boltstore.Tx, applied uint64) error {
 	if head := tx.Head().Seq; applied > head {
 		return fmt.Errorf("%w: the projections were folded from the log up to seq %d, but the log ends at seq %d: "+
-			"events it held are gone (logbook verify says which); nothing was folded or rebuilt", boltstore.ErrDamaged, applied, head)
+			"events it held are gone (logbook verify says which), or the projections' counter was damaged; nothing was folded or rebuilt "+
+			"(logbook rebuild --past-head refolds the log as it is, wiping this trace)", boltstore.ErrDamaged, applied, head)
 	}
 	return nil
 }
