@@ -16,6 +16,9 @@ const cookieName = "logbook_console"
 // maxTokenBytes bounds a token read from a form, header or cookie.
 const maxTokenBytes = 512
 
+// maxLoginForm bounds the login form's body.
+const maxLoginForm = 4 << 10
+
 // authed lets a request through to h if it carries an accepted token: a
 // bearer header, or the console's cookie. A GET with ?token= that the user
 // opened (typed, pasted, or followed from the console itself) is exchanged
@@ -46,8 +49,7 @@ func (c *console) authed(h http.HandlerFunc) http.Handler {
 			}
 			c.setCookie(w, r, tok)
 			q.Del("token")
-			to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
-			http.Redirect(w, r, to.String(), http.StatusSeeOther)
+			http.Redirect(w, r, sameAddress(r, q), http.StatusSeeOther)
 			return
 		}
 		tok := bearer(r)
@@ -64,6 +66,20 @@ func (c *console) authed(h http.HandlerFunc) http.Handler {
 			h(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, true)))
 		}
 	})
+}
+
+// sameAddress is r's address on this server, with the query q: a path,
+// never one a browser reads as another host's. The decoded path of
+// /%2fevil.com?token=… is //evil.com, which as a Location is a URL of the
+// host evil.com (http.Redirect leaves it be): the console logged the
+// browser in and sent it there. The path is given as the client escaped
+// it, with one leading slash.
+func sameAddress(r *http.Request, q url.Values) string {
+	to := "/" + strings.TrimLeft(r.URL.EscapedPath(), "/\\")
+	if len(q) > 0 {
+		to += "?" + q.Encode()
+	}
+	return to
 }
 
 // authedKey marks a request's context once its token is accepted: its
@@ -182,8 +198,18 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if r.ContentLength > maxLoginForm {
+		// Refused on its headers, as --max-body-bytes refuses one on /mcp:
+		// not waited for until the read times out.
+		http.Error(w, "the login form is larger than 4 KiB", http.StatusRequestEntityTooLarge)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
 	if err := r.ParseForm(); err != nil {
+		if me := (*http.MaxBytesError)(nil); errors.As(err, &me) {
+			http.Error(w, "the login form is larger than 4 KiB", http.StatusRequestEntityTooLarge)
+			return
+		}
 		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 			http.Error(w, "the form did not arrive in time", http.StatusRequestTimeout)
 			return
@@ -193,6 +219,13 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := len(r.PostForm["token"]); n > 1 {
 		c.badRequest(w, r, fmt.Sprintf("The form gives a token %d times; give one.", n))
+		return
+	}
+	if len(r.URL.RawQuery) > 0 {
+		// The form alone logs in: a token in the address beside it (which
+		// one would it be?) or anything else there is refused, as an
+		// address giving two tokens is.
+		c.badRequest(w, r, "The login form is posted to /login with no parameters in the address.")
 		return
 	}
 	tok := strings.TrimSpace(r.PostForm.Get("token"))

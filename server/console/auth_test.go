@@ -1,7 +1,9 @@
 package console
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -76,6 +78,29 @@ func TestTokenInAddress(t *testing.T) {
 		req.AddCookie(ck)
 		if res, _ := do(t, req); res.StatusCode != http.StatusOK {
 			t.Errorf("%s with the cookie: status %d", p.path, res.StatusCode)
+		}
+	}
+	// The address sent back to is this server's, whatever the path:
+	// /%2fevil.com, decoded //evil.com, was a Location of the host
+	// evil.com (an open redirect, logged in on the way: review).
+	for path, want := range map[string]string{
+		"/%2fevil.com":        "/%2fevil.com",
+		"/%5c%5cevil.com":     "/%5c%5cevil.com",
+		"/%2F%2Fevil.com/x":   "/%2F%2Fevil.com/x",
+		"/tasks/T-0002?y=%2F": "/tasks/T-0002?y=%2F",
+	} {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/", nil)
+		req.URL.Opaque = path + sep + "token=" + testToken // sent as written
+		req.URL.RawQuery = ""
+		req.Header.Set("Sec-Fetch-Site", "none")
+		res, _ := do(t, req)
+		loc := res.Header.Get("Location")
+		if u, err := url.Parse(loc); err != nil || u.Host != "" || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || loc != want {
+			t.Errorf("%s?token=: Location %q, want %q (this server's)", path, loc, want)
 		}
 	}
 	// A bad token in the address sets nothing.
@@ -347,8 +372,27 @@ func TestLoginForm(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) != 1 || res.Cookies()[0].MaxAge >= 0 {
 		t.Errorf("logout: status %d, cookies %v", res.StatusCode, res.Cookies())
 	}
-	if res, _ := f.get(t, "/login", ""); res.StatusCode != http.StatusOK {
-		t.Errorf("login page: status %d", res.StatusCode)
+	if res, body := f.get(t, "/login", ""); res.StatusCode != http.StatusOK || !strings.Contains(body, "logbook token add") {
+		t.Errorf("login page: status %d, or it does not name the command that issues tokens", res.StatusCode)
+	}
+	// A form larger than 4 KiB is refused on its headers (it was waited
+	// for until the read timed out, 30 s), or once read past the bound.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "POST /login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\ntoken=",
+		strings.TrimPrefix(f.srv.URL, "http://"), 5<<20) // announced, never sent
+	if res, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a form announced at 5 MiB: %v, %v; want 413 at once", res, err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/login", strings.NewReader("token="+strings.Repeat("x", 5000)))
+	req.ContentLength = -1 // chunked: no length to refuse on
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if res, _ := do(t, req); res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a chunked form of 5 KB: status %d, want 413", res.StatusCode)
 	}
 }
 
@@ -376,6 +420,15 @@ func TestTokenGivenTwice(t *testing.T) {
 	}
 	if res, body := f.get(t, "/login?token="+testToken, ""); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "This page takes no parameter") {
 		t.Errorf("/login?token=: status %d", res.StatusCode)
+	}
+	// A token in the address of the form's post, beside the form's: the
+	// form's logged in, the other unsaid (review). Anything there: 400.
+	for _, q := range []string{"?token=lbk_other", "?x=1"} {
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/login"+q, strings.NewReader(url.Values{"token": {testToken}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if res, body := do(t, req); res.StatusCode != http.StatusBadRequest || len(res.Cookies()) != 0 || !strings.Contains(body, "no parameters in the address") {
+			t.Errorf("POST /login%s: status %d, cookies %v", q, res.StatusCode, res.Cookies())
+		}
 	}
 	// A token beside a query that does not parse: 400, not logged in
 	// with what could be read of it.

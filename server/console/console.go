@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/logbook-dev/logbook/audit"
 	"github.com/logbook-dev/logbook/domain"
@@ -46,6 +47,37 @@ type console struct {
 	// verifying admits one "verify now" at a time: each reads the whole log.
 	verifying sync.Mutex
 	logins    sessions // the logins the cookies name
+	// rendering admits maxRendering page builds at once (bounded).
+	rendering chan struct{}
+}
+
+// maxRendering is how many pages are built at once: a page is built whole
+// in memory (the board of 10k tasks: 2.2 MB of HTML, ~30 MB allocated),
+// and 100 loads of it at once took the server to 5.9 GB (review). The
+// others wait their turn, up to renderWait.
+const maxRendering = 4
+
+// renderWait is how long a page waits for its turn before it is answered
+// 503 with Retry-After.
+var renderWait = 10 * time.Second
+
+// bounded lets h build a page once one of the maxRendering turns is free:
+// 503 (Retry-After: 1) if none frees within renderWait, nothing if the
+// client goes away first.
+func (c *console) bounded(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		wait := time.NewTimer(renderWait)
+		defer wait.Stop()
+		select {
+		case c.rendering <- struct{}{}:
+			defer func() { <-c.rendering }()
+			h(w, r)
+		case <-wait.C:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "the console is busy building other pages; try again in a moment", http.StatusServiceUnavailable)
+		case <-r.Context().Done():
+		}
+	}
 }
 
 // New returns the console's handler, to be mounted at "/".
@@ -53,7 +85,7 @@ func New(opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &console{opts: opts, log: opts.Logger, pages: parsePages()}
+	c := &console{opts: opts, log: opts.Logger, pages: parsePages(), rendering: make(chan struct{}, maxRendering)}
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	// The three files by name only: a FileServer lists a directory, and
@@ -62,13 +94,13 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
 	mux.HandleFunc("POST /logout", c.logout)
-	mux.Handle("GET /{$}", c.authed(c.board))
-	mux.Handle("GET /tasks/{id}", c.authed(c.task))
-	mux.Handle("GET /sessions", c.authed(c.sessions))
-	mux.Handle("GET /sessions/{id}", c.authed(c.session))
-	mux.Handle("GET /ledger", c.authed(c.ledger))
-	mux.Handle("GET /ledger/verify", c.authed(c.verify))
-	mux.Handle("GET /proofs/{seq}", c.authed(c.proof))
+	mux.Handle("GET /{$}", c.authed(c.bounded(c.board)))
+	mux.Handle("GET /tasks/{id}", c.authed(c.bounded(c.task)))
+	mux.Handle("GET /sessions", c.authed(c.bounded(c.sessions)))
+	mux.Handle("GET /sessions/{id}", c.authed(c.bounded(c.session)))
+	mux.Handle("GET /ledger", c.authed(c.bounded(c.ledger)))
+	mux.Handle("GET /ledger/verify", c.authed(c.verify)) // one at a time already (verifying)
+	mux.Handle("GET /proofs/{seq}", c.authed(c.bounded(c.proof)))
 	mux.Handle("GET /", c.authed(func(w http.ResponseWriter, r *http.Request) {
 		c.notFound(w, r, "There is no page at this address.")
 	}))

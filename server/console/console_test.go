@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/logbook-dev/logbook/audit"
@@ -495,5 +498,50 @@ func TestVerifyEventNoBidi(t *testing.T) {
 	var v map[string]string
 	if !ok || json.Unmarshal([]byte(data), &v) != nil || v["detail"] != "approved:  on  amount 100" {
 		t.Errorf("event %q: %v", out, v)
+	}
+}
+
+// TestPagesBuiltAtMostFewAtOnce: at most maxRendering pages are built at
+// once; the rest wait their turn and, past renderWait, are answered 503
+// with Retry-After (100 board loads at once took the server to 5.9 GB).
+func TestPagesBuiltAtMostFewAtOnce(t *testing.T) {
+	defer func(d time.Duration) { renderWait = d }(renderWait)
+	renderWait = 200 * time.Millisecond
+	c := &console{rendering: make(chan struct{}, maxRendering)}
+	var building, most atomic.Int32
+	release := make(chan struct{})
+	h := c.bounded(func(w http.ResponseWriter, r *http.Request) {
+		n := building.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-release
+		building.Add(-1)
+	})
+	const loads = maxRendering + 3
+	codes := make(chan int, loads)
+	for range loads {
+		go func() {
+			rec := httptest.NewRecorder()
+			h(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			if rec.Code == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+			codes <- rec.Code
+		}()
+	}
+	busy := 0
+	for range loads - maxRendering {
+		if code := <-codes; code == http.StatusServiceUnavailable {
+			busy++
+		}
+	}
+	close(release)
+	for range maxRendering {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a page built in its turn: %d", code)
+		}
+	}
+	if most.Load() != maxRendering || busy != loads-maxRendering {
+		t.Errorf("%d built at once (want %d), %d answered 503 (want %d)", most.Load(), maxRendering, busy, loads-maxRendering)
 	}
 }
