@@ -53,10 +53,14 @@ func (c *console) authed(h http.HandlerFunc) http.Handler {
 			return
 		}
 		tok := bearer(r)
-		if tok == "" {
-			if ck, err := r.Cookie(cookieName); err == nil {
-				tok, _ = c.logins.token(ck.Value)
+		// Every cookie of the name, not only the first: another server on
+		// the host may have set one before the console's (its path, its
+		// order), which would log the browser out.
+		for _, ck := range r.CookiesNamed(cookieName) {
+			if tok != "" {
+				break
 			}
+			tok, _ = c.logins.token(ck.Value)
 		}
 		if tok == "" {
 			c.unauthorized(w, r, "")
@@ -177,9 +181,9 @@ func (c *console) clearCookie(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 }
 
-// endSession ends the session the browser's cookie names, if any.
+// endSession ends the sessions the browser's cookies name, if any.
 func (c *console) endSession(r *http.Request) {
-	if ck, err := r.Cookie(cookieName); err == nil {
+	for _, ck := range r.CookiesNamed(cookieName) {
 		c.logins.drop(ck.Value)
 	}
 }

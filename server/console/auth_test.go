@@ -108,6 +108,13 @@ func TestTokenInAddress(t *testing.T) {
 	if res.StatusCode != http.StatusUnauthorized || len(res.Cookies()) != 0 {
 		t.Errorf("bad token: status %d, cookies %v", res.StatusCode, res.Cookies())
 	}
+	// A stray cookie of the name before the console's own (another server
+	// on the host set it) neither logs the browser out nor is used.
+	req0, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/", nil)
+	req0.Header.Add("Cookie", cookieName+"=stray; "+cookieName+"="+ck.Value)
+	if res, _ := do(t, req0); res.StatusCode != http.StatusOK || len(res.Cookies()) != 0 {
+		t.Errorf("a stray cookie before the console's: status %d, cookies %v; want 200, none touched", res.StatusCode, res.Cookies())
+	}
 	// A cookie whose token stopped working is refused and dropped.
 	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/", nil)
 	req.AddCookie(&http.Cookie{Name: cookieName, Value: "lbk_revoked"})
