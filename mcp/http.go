@@ -644,11 +644,12 @@ func batchWithin(w http.ResponseWriter, body []byte) (alone, ok bool) {
 	}
 	ids := make(map[string]bool, len(msgs))
 	for _, m := range msgs {
-		if _, _, refusal := messageRefusal(m); refusal != "" {
-			alone = true
-			continue
-		}
 		id := callID(m)
+		if rid, _, refusal := messageRefusal(m); refusal != "" {
+			// Answered by its own error, under its id where it has one:
+			// that id is one answer's too.
+			alone, id = true, rid
+		}
 		if id == nil {
 			continue
 		}

@@ -475,6 +475,14 @@ func TestHTTPNotAMessageAsOnStdio(t *testing.T) {
 		!strings.HasSuffix(body, `,{"jsonrpc":"2.0","id":"b","error":{"code":-32600,"message":"Invalid Request"}},{"jsonrpc":"2.0","id":"c","error":{"code":-32600,"message":"Invalid Request: member \"method\" given more than once"}}]`) {
 		t.Errorf("a batch with messages that are none: %d %.400s", status, body)
 	}
+	// A refused message's id is an answer's too: another request of the
+	// batch under it is two answers under one id (one of which ran).
+	for _, bad := range []string{`{"jsonrpc":"2.0","id":1,"method":null}`, `{"jsonrpc":"2.0","id":1,"method":"ping","method":"ping"}`} {
+		if status, _, body := batchPost(t, srv.URL, sid, `[`+bad+`,{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"server_ping","arguments":{}}}]`); status != http.StatusBadRequest ||
+			!strings.Contains(body, "id 1 is used by more than one request") {
+			t.Errorf("a batch whose refused message shares an id with a call: %d %.300s", status, body)
+		}
+	}
 	if status, _, body := batchPost(t, srv.URL, sid, `[]`); status != http.StatusBadRequest ||
 		body != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the batch is empty"}}` {
 		t.Errorf("an empty batch: %d %s", status, body)

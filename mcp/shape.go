@@ -33,8 +33,8 @@ var memberNames = [envelopeMembers]string{"jsonrpc", "id", "method", "params", "
 // shapeRefusal is why the JSON object m (valid JSON, starting with '{') is
 // no JSON-RPC message, with the code to answer it with: -32600 for a member
 // given twice, a method that is no string, or neither a request (a method)
-// nor an answer (an id and one of result and error, a null one counting as
-// absent, as some libraries write it); -32602 for a member of params given
+// nor an answer (an id and one of result and error, an error null counting
+// as absent, as some libraries write it beside a result); -32602 for a member of params given
 // twice. "" if none of these. byID: the answer may carry m's id — not for
 // what claims to answer (a result or an error): its id is one of the
 // client's own requests, which the error would seem to answer. (A bad id
@@ -47,7 +47,7 @@ func shapeRefusal(m []byte) (code int64, refusal string, byID bool) {
 		value := m[it.valueStart:it.valueEnd]
 		i := slices.Index(memberNames[:], string(memberKey(m[it.keyStart:it.keyEnd])))
 		switch {
-		case i < 0, (i == memberResult || i == memberError) && string(value) == "null":
+		case i < 0, i == memberError && string(value) == "null":
 			continue
 		case i == memberMethod:
 			method = value

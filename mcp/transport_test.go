@@ -202,6 +202,7 @@ func TestInvalidRequests(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":6,"method":"ping","method":"tools/call"}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid Request: member \"method\" given more than once"}}`},
 		{`{"jsonrpc":"2.0","id":6,"method":"ping","\u006dethod":"tools/call"}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid Request: member \"method\" given more than once"}}`},
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"server_ping","name":"task_create","arguments":{}}}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Invalid params: member \"name\" given more than once"}}`},
+		{`{"jsonrpc":"2.0","id":14,"result":{},"result":null}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: member \"result\" given more than once"}}`},
 		{`{"jsonrpc":"2.0","id":9,"result":{},"id":10}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: member \"id\" given more than once"}}`},
 		{`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"b":1,"a":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"a":10}}`, `{"jsonrpc":"2.0","id":12,"error":{"code":-32602,"message":"Invalid params: member \"a\" given more than once"}}`},
 		{`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_create","arguments":{},"arguments":{"title":"t"}}}`, `{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"Invalid params: member \"arguments\" given more than once"}}`},
@@ -221,6 +222,7 @@ func TestInvalidRequests(t *testing.T) {
 	// An answer whose error is null (as some libraries write one) is an
 	// answer: not refused (the next line is the ping's).
 	c.send(`{"jsonrpc":"2.0","id":11,"result":{},"error":null}`)
+	c.send(`{"jsonrpc":"2.0","id":13,"result":null}`) // a null result is a result
 	c.ping()
 }
 
