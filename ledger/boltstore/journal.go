@@ -772,29 +772,44 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 
 // headerless reads a journal whose first bytes, first, hold no header
 // (decodeHeader): a retired header is zeros, and nothing follows a header
-// cut short as it was first written (no record before it is on disk). A
-// header cut short as it was retired or replaced — after the file was
-// synced — leaves bytes there, maybe its salt, with its generation's
-// records after it: those records' events are returned, for replay to
-// check that the file holds them all (present). Ones the file lacks (a
-// header that held, damaged since) cannot be recovered without it, nor
-// dropped in silence: ErrDamaged. Records of that salt damaged are
-// ErrDamaged too (readRecords).
+// cut short as it was first written but an earlier generation's records
+// (on disk in the file: each generation ends with a sync). A header cut
+// short as it was retired or replaced — after the file was synced —
+// leaves bytes there with its generation's records after it. Either way
+// the records there are returned, for replay to check that the file holds
+// every event of them (present): those of the salt the bytes name, and
+// those of the record where every generation's first goes (the salt
+// itself may be what was damaged). Events the file lacks mean a header
+// that held, damaged since: they cannot be recovered without it, nor
+// dropped in silence (ErrDamaged). Records damaged are ErrDamaged too
+// (readRecords). (A header zeroed whole looks retired, as a journal
+// deleted looks like none.)
 func headerless(jf *os.File, jpath string, first []byte) ([][]byte, error) {
 	if !slices.ContainsFunc(first, func(c byte) bool { return c != 0 }) || len(first) < 16 {
-		return nil, nil
-	}
-	salt := binary.LittleEndian.Uint64(first[8:])
-	if salt == 0 {
 		return nil, nil
 	}
 	body, err := io.ReadAll(io.NewSectionReader(jf, journalRecords, journalSize-journalRecords))
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	events, err := readRecords(body, salt)
-	if err != nil {
-		return nil, fmt.Errorf("%s (its header no longer reads): %w", jpath, err)
+	salts := []uint64{binary.LittleEndian.Uint64(first[8:])}
+	if len(body) >= 8 {
+		if s := binary.LittleEndian.Uint64(body); s != salts[0] {
+			if _, whole := recordAt(body, s); whole {
+				salts = append(salts, s)
+			}
+		}
+	}
+	var events [][]byte
+	for _, salt := range salts {
+		if salt == 0 {
+			continue
+		}
+		evs, err := readRecords(body, salt)
+		if err != nil {
+			return nil, fmt.Errorf("%s (its header no longer reads): %w", jpath, err)
+		}
+		events = append(events, evs...)
 	}
 	return events, nil
 }

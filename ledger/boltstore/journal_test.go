@@ -290,6 +290,8 @@ func TestJournalDamagedNotTakenForTorn(t *testing.T) {
 		{"record events", second + 20},
 		{"record sum", third - 1},
 		{"header magic", 0},
+		{"header salt", 8},
+		{"header salt's last byte", 15},
 		{"header boot", 20},
 		{"header meta", 8 + 8 + 1 + 64 + 4 + 40},
 		{"header sum", headerLen - 1},
