@@ -178,8 +178,10 @@ func foldedPastHead(tx *boltstore.Tx, applied uint64) error {
 	return nil
 }
 
-// checkFolded is foldedPastHead for the state tx holds.
-func checkFolded(tx *boltstore.Tx) error {
+// CheckFolded is ErrDamaged if the projections tx holds were folded past
+// its log's head (foldedPastHead): a rebuild, a catch-up or a snapshot's
+// refold of such a log would wipe the trace of its cut.
+func CheckFolded(tx *boltstore.Tx) error {
 	_, applied, err := State(tx)
 	if err != nil {
 		return err

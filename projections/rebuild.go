@@ -99,7 +99,7 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 	// A log cut short is refused before the refold, and again under the
 	// hold that swaps.
 	if !opts.PastHead {
-		if err := l.View(checkFolded); err != nil {
+		if err := l.View(CheckFolded); err != nil {
 			return res, err
 		}
 	}
@@ -138,7 +138,7 @@ func Rebuild(l *boltstore.Store, opts RebuildOptions) (Rebuilt, error) {
 		var err error
 		res.Held, err = l.UpdateSeries(func(tx *boltstore.Tx) (done bool, err error) {
 			if !dropping {
-				if err := checkFolded(tx); err != nil && !opts.PastHead {
+				if err := CheckFolded(tx); err != nil && !opts.PastHead {
 					return false, err
 				}
 				if !opts.Force {

@@ -115,5 +115,11 @@ func snapshotFile(ctx context.Context, db, dst string, opts SnapshotOptions) (bo
 		return boltstore.SnapshotReport{}, err
 	}
 	defer l.Close()
+	// A copy refolds its projections from its log: of a log cut short, it
+	// would verify clean, the trace of the cut (projections folded past the
+	// head) left behind, as rebuild refuses to (projections.CheckFolded).
+	if err := l.View(projections.CheckFolded); err != nil {
+		return boltstore.SnapshotReport{}, err
+	}
 	return l.Snapshot(ctx, dst, boltstore.SnapshotOptions{Progress: opts.Copied})
 }

@@ -154,10 +154,14 @@ func TestVerifyTampered(t *testing.T) {
 		head := headOf(t, path)
 		wantExit(t, run(t, "verify", "--db", path), 1, "verify of a cleanly truncated ledger")
 		gone := fmt.Sprintf("folded from the log up to seq %d, but the log ends at seq %d", head+3, head)
-		for _, cmd := range []string{"rebuild", "serve"} {
-			if r := run(t, cmd, "--db", path); r.code == 0 || !strings.Contains(r.stderr, gone) {
-				t.Errorf("%s of a cut log: exit %d, %s; want a refusal saying %q", cmd, r.code, r.stderr, gone)
+		snap := filepath.Join(t.TempDir(), "snap.db")
+		for _, args := range [][]string{{"rebuild"}, {"serve"}, {"snapshot", "--out", snap}} {
+			if r := run(t, append(args, "--db", path)...); r.code == 0 || !strings.Contains(r.stderr, gone) {
+				t.Errorf("%s of a cut log: exit %d, %s; want a refusal saying %q", args[0], r.code, r.stderr, gone)
 			}
+		}
+		if _, err := os.Stat(snap); !os.IsNotExist(err) {
+			t.Errorf("a refused snapshot left %s (%v): its copy, refolded, verified clean", snap, err)
 		}
 		wantExit(t, run(t, "verify", "--db", path), 1, "verify after the refusals")
 		// The operator's choice (or projections whose counter alone was
