@@ -269,6 +269,11 @@ func keygen(c *call) func() error {
 	skey := c.fs.String("skey", "logbook.skey", "signer (private) key file to create")
 	vkey := c.fs.String("vkey", "logbook.vkey", "verifier (public) key file to create")
 	return func() error {
+		for flag, path := range map[string]string{"--skey": *skey, "--vkey": *vkey} {
+			if err := checkPath(flag, path, false); err != nil {
+				return err
+			}
+		}
 		keys, err := audit.NewKeys(*name)
 		if err == nil {
 			err = keys.Write(*skey, *vkey)

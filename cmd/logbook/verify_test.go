@@ -491,6 +491,8 @@ func TestAuditorBadValuesSayWhich(t *testing.T) {
 		{[]string{"prove", "inclusion", "--db", path, "--seq", "1", "--out", "-"}, `prove inclusion: --out -: "-" names stdin or stdout here, not a file to make (a command that prints does so without --out)`},
 		{[]string{"checkpoint", "--db", path, "--key", skey, "--out", "-"}, `checkpoint: --out -: "-" names stdin or stdout here`},
 		{[]string{"snapshot", "--db", path, "--out", "-"}, `snapshot: --out -: "-" names stdin or stdout here`},
+		{[]string{"keygen", "--skey", "-", "--vkey", filepath.Join(dir, "k.vkey")}, `keygen: --skey -: "-" names stdin or stdout here`},
+		{[]string{"keygen", "--skey", filepath.Join(dir, "k.skey"), "--vkey", "-"}, `keygen: --vkey -: "-" names stdin or stdout here`},
 		{[]string{"serve", "--db", "-"}, `serve: --db -: "-" names stdin or stdout here`},
 		{[]string{"serve", "--db", filepath.Join(dir, "none", "l.db")}, "serve: --db: directory " + filepath.Join(dir, "none") + " does not exist"},
 		{[]string{"server", "--db", filepath.Join(dir, "none", "l.db")}, "server: --db: directory " + filepath.Join(dir, "none") + " does not exist"},
