@@ -1,11 +1,14 @@
 package commands
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -189,4 +192,37 @@ func mustMarshal(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestCanonicalJCSPastTheLimits: arguments deeper or larger than the tree
+// is kept for (refused calls) are canonicalised as any others, as the
+// library does — but in O(n log n): the library sorts an object's members
+// in quadratic time, and 300,000 of them took minutes of CPU per call.
+func TestCanonicalJCSPastTheLimits(t *testing.T) {
+	deep := strings.Repeat(`{"b":1,"a":`, domain.MaxDepth+5) + `[2.50,"x"]` + strings.Repeat(`}`, domain.MaxDepth+5)
+	a := domain.ParseArgs([]byte(deep))
+	if !a.OverLimit() {
+		t.Fatal("the deep arguments are within the limits: the test shows nothing")
+	}
+	if got, want := canonicalJCS(a), canonicalJCSText([]byte(deep)); string(got) != string(want) {
+		t.Fatalf("deep arguments: %.80q, the library's %.80q", got, want)
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	n := domain.MaxValues * 3
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%07d":%d`, n-i, i) // in reverse order
+	}
+	b.WriteString("}")
+	big := domain.ParseArgs([]byte(b.String()))
+	if !big.OverLimit() {
+		t.Fatal("the large arguments are within the limits")
+	}
+	c := canonicalJCS(big)
+	if !bytes.HasPrefix(c, []byte(`{"k0000001":`+strconv.Itoa(n-1)+`,"k0000002":`)) || len(c) != b.Len() {
+		t.Fatalf("large arguments not canonical (sorted, same size): %.80q… (%d bytes of %d)", c, len(c), b.Len())
+	}
 }

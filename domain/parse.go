@@ -15,6 +15,7 @@ type parser struct {
 	is        *Issues
 	values    int // members and items so far, up to MaxValues
 	overLimit bool
+	unbounded bool   // MaxDepth and MaxValues not applied (ParseUnbounded)
 	buf       []byte // scratch for strings with escapes
 }
 
@@ -41,7 +42,7 @@ func (p *parser) value(v *Value, path string, depth int) bool {
 	start := p.i
 	switch c := p.raw[p.i]; {
 	case c == '{' || c == '[':
-		if depth > MaxDepth {
+		if depth > MaxDepth && !p.unbounded {
 			p.is.Add(path, "nests deeper than "+strconv.Itoa(MaxDepth)+" levels")
 			p.overLimit = true
 			return false
@@ -202,7 +203,7 @@ func (p *parser) array(v *Value, path string, depth int) bool {
 // reports false (with an issue on the container) once the arguments hold
 // more than MaxValues of them.
 func (p *parser) budget(path string) bool {
-	if p.values++; p.values > MaxValues {
+	if p.values++; p.values > MaxValues && !p.unbounded {
 		p.is.Add(path, "holds too much: arguments may have at most "+strconv.Itoa(MaxValues)+" members and items in all")
 		p.overLimit = true
 		return false
