@@ -233,7 +233,10 @@ func (c *conn) decode(l line) (msg jsonrpc.Message, id json.RawMessage, fast boo
 		c.writeError(l.id, jsonrpc.CodeInvalidRequest, "Request too large: a message may be at most "+strconv.Itoa(c.maxBytes)+" bytes")
 		return nil, nil, false
 	}
-	data := bytes.TrimSpace(l.data)
+	// JSON's white space only, as HTTP's body is read: bytes.TrimSpace
+	// also took U+00A0, U+0085 and U+2028 around a message for space, and
+	// served a line HTTP refuses as not JSON.
+	data := bytes.Trim(l.data, " \t\r\n")
 	if len(data) == 0 {
 		return nil, nil, false
 	}

@@ -187,6 +187,9 @@ func TestInvalidRequests(t *testing.T) {
 		{`[]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batches are not supported"}}`},
 		{`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batches are not supported"}}`},
 		{`42`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
+		// Only JSON's white space is trimmed: a no-break space around a
+		// message makes the line no JSON (as an HTTP body), not a ping.
+		{"\u00a0" + `{"jsonrpc":"2.0","id":15,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`},
 		{`"ping"`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`},
 		{`{"foo":1}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: neither a request (no method) nor a response (an id, and a result or an error)"}}`},
 		// A member given twice, a method no string, an id with neither a
