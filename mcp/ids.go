@@ -93,18 +93,6 @@ func topMember(data []byte, name string, first bool) (start, end, n int) {
 	return start, end, n
 }
 
-// escapedKeyIs reports whether key, a JSON string that is not plain
-// (plainText), decodes to name; ok is false if it does not decode. Such a
-// key is rare: it is decoded here, apart, so that the usual plain key
-// costs topMember no allocation.
-func escapedKeyIs(key []byte, name string) (is, ok bool) {
-	var s string
-	if json.Unmarshal(key, &s) != nil {
-		return false, false
-	}
-	return s == name, true
-}
-
 // replaceSpan returns data with data[start:end] replaced by with, in a new slice.
 func replaceSpan(data []byte, start, end int, with []byte) []byte {
 	b := make([]byte, 0, len(data)-(end-start)+len(with))

@@ -182,16 +182,11 @@ func (it *memberIter) next() bool {
 }
 
 // keyIs reports whether key, a JSON string as written, is name.
-func keyIs(key []byte, name string) bool {
-	if text, _, plain := plainText(key, 0); plain {
-		return string(text) == name
-	}
-	is, _ := escapedKeyIs(key, name)
-	return is
-}
+func keyIs(key []byte, name string) bool { return string(memberKey(key)) == name }
 
 // memberKey is key, a JSON string as written, decoded (as written if it
-// does not decode: valid JSON always does).
+// does not decode: valid JSON always does). A plain key, the usual one,
+// costs no allocation; only an escaped one is decoded.
 func memberKey(key []byte) []byte {
 	if text, _, plain := plainText(key, 0); plain {
 		return text

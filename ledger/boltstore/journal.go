@@ -746,9 +746,9 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	if err != nil || root != h.rootSum || free != h.freeSum {
 		return nil, fmt.Errorf("%w: %s does not match %s (its checkpoint's pages differ): nothing was written", ErrDamaged, jpath, path)
 	}
-	body, err := io.ReadAll(io.NewSectionReader(jf, journalRecords, journalSize-journalRecords))
+	body, err := journalBody(jf)
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, err
 	}
 	events, err := readRecords(body, h.salt)
 	if err != nil {
@@ -788,9 +788,9 @@ func headerless(jf *os.File, jpath string, first []byte) ([][]byte, error) {
 	if !slices.ContainsFunc(first, func(c byte) bool { return c != 0 }) || len(first) < 16 {
 		return nil, nil
 	}
-	body, err := io.ReadAll(io.NewSectionReader(jf, journalRecords, journalSize-journalRecords))
+	body, err := journalBody(jf)
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, err
 	}
 	salts := []uint64{binary.LittleEndian.Uint64(first[8:])}
 	if len(body) >= 8 {
@@ -812,6 +812,15 @@ func headerless(jf *os.File, jpath string, first []byte) ([][]byte, error) {
 		events = append(events, evs...)
 	}
 	return events, nil
+}
+
+// journalBody reads the journal's records' part (from journalRecords).
+func journalBody(jf *os.File) ([]byte, error) {
+	body, err := io.ReadAll(io.NewSectionReader(jf, journalRecords, journalSize-journalRecords))
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return body, nil
 }
 
 // replay ingests r's events past db's head in one synced commit, and

@@ -297,11 +297,7 @@ func (r *Replica) publish(attempt int, expected uint64, id string, events [][]by
 		}
 		var err error
 		if reply, err = r.nc.RequestMsg(m, r.opts.Timeout); err != nil {
-			if d := r.deniedSince(before, r.subject); d != nil && unanswered(err) {
-				// Dropped by the servers, unstored.
-				err = fmt.Errorf("stream %s: %w", r.opts.Stream, d)
-			}
-			return 0, err
+			return 0, r.deniedSince(err, before, r.subject) // (dropped by the servers if denied: unstored)
 		}
 		if noAnswer {
 			return 0, nats.ErrTimeout

@@ -39,10 +39,7 @@ func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err 
 	for {
 		m, err := r.replies.NextMsg(max(time.Until(deadline), time.Millisecond))
 		if err != nil {
-			if d := r.deniedSince(before, r.getSubj); d != nil && unanswered(err) {
-				err = fmt.Errorf("stream %s: %w", r.opts.Stream, d)
-			}
-			return msgs, 0, err
+			return msgs, 0, r.deniedSince(err, before, r.getSubj)
 		}
 		if m.Subject != reply {
 			continue // a late answer to an earlier read
@@ -322,10 +319,7 @@ func (r *Replica) leaderGet(seq uint64) (message, error) {
 	before := r.nc.LastError()
 	reply, err := r.nc.Request(r.msgGetSubj, body, min(r.opts.Timeout, leaderReadTimeout))
 	if err != nil {
-		if d := r.deniedSince(before, r.msgGetSubj); d != nil && unanswered(err) {
-			err = fmt.Errorf("stream %s: %w", r.opts.Stream, d)
-		}
-		return message{}, err
+		return message{}, r.deniedSince(err, before, r.msgGetSubj)
 	}
 	var resp msgGetResponse
 	if err := json.Unmarshal(reply.Data, &resp); err != nil {

@@ -55,18 +55,21 @@ func (r *Replica) denied(subjects ...string) error {
 	return r.deniedBy(r.nc.LastError(), subjects...)
 }
 
-// deniedSince is denied for a denial that arrived after before, the
-// connection's LastError when the request now unanswered was sent: each
-// violation the servers report is a new error value, so one from before
-// the request (a right since given back) is not taken for its cause.
-func (r *Replica) deniedSince(before error, subjects ...string) error {
-	err := r.nc.LastError()
-	if !errors.Is(err, nats.ErrPermissionViolation) || err == before {
-		// (err is then a pointer, so == compares identities, and
-		// before of another type compares unequal.)
-		return nil
+// deniedSince is err, the failure of a request sent on subject, unless
+// the request went unanswered and the servers said since it was sent
+// (before: the connection's LastError then) that subject is denied: then
+// that denial (ErrDenied), nothing of the request stored. Each violation
+// nats.go reports is a new *fmt.wrapError, so == tells one from before the
+// request (a right since given back) from a new one.
+func (r *Replica) deniedSince(err, before error, subject string) error {
+	last := r.nc.LastError()
+	if !unanswered(err) || !errors.Is(last, nats.ErrPermissionViolation) || last == before {
+		return err
 	}
-	return r.deniedBy(err, subjects...)
+	if d := r.deniedBy(last, subject); d != nil {
+		return fmt.Errorf("stream %s: %w", r.opts.Stream, d)
+	}
+	return err
 }
 
 // deniedBy is ErrDenied if err is a permissions violation naming one of
