@@ -2,16 +2,9 @@ package commands
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
-
-	"github.com/gowebpki/jcs"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger"
@@ -38,170 +31,28 @@ func ArgsSHA256(version uint16, raw []byte) (string, error) {
 		}
 		return hexSHA256(canonicalV1(raw)), nil
 	case 2:
-		return hexSHA256(canonicalJCS(domain.ParseArgs(raw))), nil
+		return hexSHA256(canonicalJCS(raw)), nil
 	}
 	return "", fmt.Errorf("tool.called payload version %d has no arguments hash rule", version)
 }
 
 func hexSHA256(b []byte) string { return ledger.Hash(sha256.Sum256(b)).String() }
 
-// canonicalJCS is the RFC 8785 form of parsed arguments, written from
-// their tree; the bytes as received when they are not I-JSON; "{}" when
-// empty.
-func canonicalJCS(a *domain.Args) []byte {
-	raw := a.Raw()
-	switch {
-	case len(raw) == 0:
+// canonicalJCS is the RFC 8785 form of arguments (domain.Canonical); the
+// bytes as received when they are not I-JSON; "{}" when empty.
+func canonicalJCS(raw []byte) []byte {
+	if len(raw) == 0 {
 		return []byte("{}")
-	case a.OverLimit():
-		// Deeper or larger than the tree is kept for (only refused calls
-		// come here): read whole, to the transports' bounds. The library
-		// (canonicalJCSText) sorts an object's members in quadratic time:
-		// 300,000 of them took minutes of CPU (attack review).
-		a = domain.ParseUnbounded(raw)
-		if !a.Clean() {
-			return raw
-		}
-	case !a.Clean():
-		return raw
 	}
-	root := a.Root()
-	if k := root.Kind(); (k == domain.Number || k == domain.Boolean || k == domain.Null) && len(root.Raw()) != len(raw) {
+	if t := bytes.Trim(raw, " \t\r\n"); len(t) != len(raw) && len(t) > 0 && t[0] != '{' && t[0] != '[' && t[0] != '"' {
 		// A bare literal with white space around it: the library, and so
 		// version 2 since its first event, takes it as not I-JSON.
 		return raw
 	}
-	c, ok := appendJCS(make([]byte, 0, len(raw)), root)
-	if !ok {
-		return raw // a number beyond IEEE 754 doubles
+	if c, ok := domain.Canonical(raw); ok {
+		return c
 	}
-	return c
-}
-
-// appendJCS appends v in RFC 8785 form; false if a number is not a finite
-// double.
-func appendJCS(b []byte, v *domain.Value) ([]byte, bool) {
-	switch v.Kind() {
-	case domain.String:
-		return appendJCSString(b, v.Text()), true
-	case domain.Number:
-		f, err := strconv.ParseFloat(v.Text(), 64)
-		if err != nil {
-			return b, false
-		}
-		s, err := jcs.NumberToJSON(f)
-		if err != nil {
-			return b, false
-		}
-		return append(b, s...), true
-	case domain.Array:
-		b = append(b, '[')
-		for i := range v.Items() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendJCS(b, &v.Items()[i]); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
-	case domain.Object:
-		members := v.Members()
-		order := make([]int, len(members))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(i, j int) int { return compareUTF16(members[i].Key, members[j].Key) })
-		b = append(b, '{')
-		for n, i := range order {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			b = appendJCSString(b, members[i].Key)
-			b = append(b, ':')
-			var ok bool
-			if b, ok = appendJCS(b, &members[i].Value); !ok {
-				return b, false
-			}
-		}
-		return append(b, '}'), true
-	}
-	return append(b, v.Raw()...), true // true, false, null
-}
-
-// appendJCSString quotes s as RFC 8785 does: \b \f \n \r \t \" \\ as short
-// escapes, other control characters as \u00xx, everything else as is.
-func appendJCSString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// compareUTF16 orders valid UTF-8 strings by their UTF-16 code units, as
-// RFC 8785 sorts member names.
-func compareUTF16(a, b string) int {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			return cmp.Compare(utf16Key(ra), utf16Key(rb))
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return cmp.Compare(len(a), len(b))
-}
-
-// utf16Key orders runes as their UTF-16 code units do: a rune beyond the
-// BMP sorts by its surrogates, so before U+E000–U+FFFF.
-func utf16Key(r rune) rune {
-	if hi, lo := utf16.EncodeRune(r); hi != utf8.RuneError {
-		return hi<<10 | (lo - 0xDC00)
-	}
-	return r << 10
-}
-
-// canonicalJCSText is the RFC 8785 form of raw read by the library, or raw
-// itself when raw is not I-JSON. The library passes invalid UTF-8
-// through, turns a broken surrogate pair into U+FFFD and reads some
-// invalid JSON (`{"` becomes {}, found by FuzzCanonicalJCS); all three are
-// refused here first, so that two different argument texts never share a
-// canonical form.
-func canonicalJCSText(raw []byte) []byte {
-	if !json.Valid(raw) || !utf8.Valid(raw) || domain.LoneSurrogate(raw) {
-		return raw
-	}
-	c, err := jcs.Transform(raw)
-	if err != nil {
-		return raw
-	}
-	return c
+	return raw
 }
 
 func canonicalV1(raw []byte) []byte {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -327,7 +328,7 @@ type callArgs struct {
 
 func readArgs(raw json.RawMessage) callArgs {
 	a := domain.ParseArgs(raw)
-	return callArgs{parsed: a, sum: hexSHA256(canonicalJCS(a)), ids: namedIDs(a)}
+	return callArgs{parsed: a, sum: hexSHA256(canonicalJCS(raw)), ids: namedIDs(a)}
 }
 
 // record encodes the reply and appends the call's tool.called event.
@@ -495,11 +496,11 @@ func isDomain(err error) bool {
 // limits (refused) are decoded from their text.
 func namedIDs(a *domain.Args) []string {
 	if a.OverLimit() {
-		var m map[string]any
-		if json.Unmarshal(a.Raw(), &m) != nil {
+		texts := domain.TopStrings(a.Raw(), idKeys...)
+		if texts == nil {
 			return nil
 		}
-		return idsOf(func(k string) string { s, _ := m[k].(string); return s })
+		return idsOf(func(k string) string { return texts[slices.Index(idKeys, k)] })
 	}
 	obj := a.Object()
 	if obj == nil || obj.Kind() != domain.Object {
@@ -519,10 +520,13 @@ func namedIDs(a *domain.Args) []string {
 	})
 }
 
+// idKeys are the arguments that name a call's subjects.
+var idKeys = []string{"task_id", "parent_id", "session_id"}
+
 // idsOf are the ids among the string values get gives of the id keys ("" if none).
 func idsOf(get func(key string) string) []string {
 	var ids []string
-	for _, k := range []string{"task_id", "parent_id", "session_id"} {
+	for _, k := range idKeys {
 		id := get(k)
 		_, task := domain.ParseID(domain.TaskPrefix, id)
 		_, session := domain.ParseID(domain.SessionPrefix, id)

@@ -67,8 +67,8 @@ func (v *Value) Get(key string) *Value {
 }
 
 // Args are a call's arguments, parsed once by ParseArgs: validation
-// (Command.ValidateArgs), the typed input and the canonical hash all read
-// this one tree.
+// (Command.ValidateArgs), the typed input and the subjects all read this
+// one tree (the canonical hash is written from the text: Canonical).
 type Args struct {
 	raw    []byte
 	root   *Value // the whole tree (&tree); nil if raw is not JSON or passes a limit

@@ -12,6 +12,11 @@
 // member order, repeated keys, invalid text, number literals, the bytes
 // sent.
 //
-// Invariants: the package imports only the standard library; it holds no
-// state; a rule set never changes at run time.
+// The RFC 8785 canonical form of arguments (Canonical, their hash) is
+// written from their text in two passes without a tree, so that arguments
+// past the tree's limits are hashed in memory near their size.
+//
+// Invariants: beyond the standard library the package imports only
+// golang.org/x/text and gowebpki/jcs (RFC 8785's numbers); it holds no
+// state but pools of scratch space; a rule set never changes at run time.
 package domain

@@ -75,21 +75,30 @@ func (p *parser) value(v *Value, path string, depth int) bool {
 		v.text = string(v.raw)
 		return true
 	}
+	text, kind, ok := p.literal()
+	if !ok {
+		p.syntax()
+		return false
+	}
+	v.kind, v.raw = kind, p.raw[start:p.i]
+	if kind == Boolean {
+		v.text = text
+	}
+	return true
+}
+
+// literal reads true, false or null at p.i; ok is false if none is there.
+func (p *parser) literal() (text string, kind Kind, ok bool) {
 	for _, lit := range [...]struct {
 		text string
 		kind Kind
 	}{{"true", Boolean}, {"false", Boolean}, {"null", Null}} {
 		if bytes.HasPrefix(p.raw[p.i:], []byte(lit.text)) {
 			p.i += len(lit.text)
-			v.kind, v.raw = lit.kind, p.raw[start:p.i]
-			if lit.kind == Boolean {
-				v.text = lit.text
-			}
-			return true
+			return lit.text, lit.kind, true
 		}
 	}
-	p.syntax()
-	return false
+	return "", "", false
 }
 
 func (p *parser) object(v *Value, path string, depth int) bool {
@@ -227,6 +236,14 @@ func (p *parser) textIssue(path string, bad, lone bool) {
 // unpaired surrogate (lone); both become U+FFFD in the text, as encoding/json
 // decodes them. ok is false, with the issue recorded, if it is not a JSON string.
 func (p *parser) str() (text string, bad, lone, ok bool) {
+	b, bad, lone, ok := p.strBytes()
+	return string(b), bad, lone, ok
+}
+
+// strBytes is str without a copy: the text is a slice of p.raw, or of
+// p.buf when it had escapes or invalid UTF-8, valid until the next string
+// is read.
+func (p *parser) strBytes() (text []byte, bad, lone, ok bool) {
 	p.i++ // the quote
 	start := p.i
 	lit := start  // where the bytes not yet copied to p.buf begin
@@ -234,31 +251,34 @@ func (p *parser) str() (text string, bad, lone, ok bool) {
 	p.buf = p.buf[:0]
 	for p.i < len(p.raw) {
 		c := p.raw[p.i]
+		if plain[c] {
+			p.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			if slow {
-				text = string(append(p.buf, p.raw[lit:p.i]...))
+				p.buf = append(p.buf, p.raw[lit:p.i]...)
+				text = p.buf
 			} else {
-				text = string(p.raw[start:p.i])
+				text = p.raw[start:p.i]
 			}
 			p.i++
 			return text, bad, lone, true
 		case c < 0x20:
 			p.syntax()
-			return "", false, false, false
+			return nil, false, false, false
 		case c == '\\':
 			p.buf, slow = append(p.buf, p.raw[lit:p.i]...), true
 			r, n, l := p.escape()
 			if n == 0 {
 				p.syntax()
-				return "", false, false, false
+				return nil, false, false, false
 			}
 			lone = lone || l
 			p.buf = utf8.AppendRune(p.buf, r)
 			p.i += n
 			lit = p.i
-		case c < utf8.RuneSelf:
-			p.i++
 		default:
 			r, n := utf8.DecodeRune(p.raw[p.i:])
 			if r == utf8.RuneError && n == 1 {
@@ -270,8 +290,17 @@ func (p *parser) str() (text string, bad, lone, ok bool) {
 		}
 	}
 	p.syntax()
-	return "", false, false, false
+	return nil, false, false, false
 }
+
+// plain marks the bytes a string holds as they are: ASCII but the quote,
+// the backslash and control characters.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // escape decodes the escape sequence at p.i: the rune it stands for, its
 // length in bytes (0 if it is not a JSON escape) and whether it is an

@@ -96,9 +96,11 @@ func TestOnlyEdgesImportNetHTTP(t *testing.T) {
 // payloads import nothing but ledger and the standard library, so every
 // layer and transport (and an auditor) can use them — and, for
 // domain.FoldCase, the Go project's Unicode normalization and case folding
-// tables (golang.org/x/text/unicode/norm and golang.org/x/text/cases: pure
-// functions over text, no I/O).
+// tables (golang.org/x/text/unicode/norm and golang.org/x/text/cases), and
+// for domain.Canonical, RFC 8785's numbers (github.com/gowebpki/jcs): pure
+// functions over text, no I/O.
 func TestInnermostPackages(t *testing.T) {
+	innermostImports := []string{mod + "ledger", "golang.org/x/text/unicode/norm", "golang.org/x/text/cases", "github.com/gowebpki/jcs"}
 	for _, pkg := range []string{"domain", "events"} {
 		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./../../"+pkg).Output()
 		if err != nil {
@@ -106,8 +108,8 @@ func TestInnermostPackages(t *testing.T) {
 		}
 		for _, imp := range strings.Fields(string(out)) {
 			first, _, _ := strings.Cut(imp, "/")
-			if imp != mod+"ledger" && imp != "golang.org/x/text/unicode/norm" && imp != "golang.org/x/text/cases" && strings.Contains(first, ".") {
-				t.Errorf("%s imports %s; it may import only ledger, golang.org/x/text/unicode/norm, golang.org/x/text/cases and the standard library", pkg, imp)
+			if !slices.Contains(innermostImports, imp) && strings.Contains(first, ".") {
+				t.Errorf("%s imports %s; it may import only %s and the standard library", pkg, imp, strings.Join(innermostImports, ", "))
 			}
 		}
 	}
