@@ -81,11 +81,18 @@ func (c *console) bounded(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // New returns the console's handler, to be mounted at "/".
-func New(opts Options) http.Handler {
+func New(opts Options) http.Handler { return newConsole(opts).routes() }
+
+func newConsole(opts Options) *console {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &console{opts: opts, log: opts.Logger, pages: parsePages(), rendering: make(chan struct{}, maxRendering)}
+	return &console{opts: opts, log: opts.Logger, pages: parsePages(), rendering: make(chan struct{}, maxRendering)}
+}
+
+// routes are the console's pages, each built in a turn of its own
+// (bounded) but the login's, the 404 and "verify now" (one at a time).
+func (c *console) routes() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	// The three files by name only: a FileServer lists a directory, and

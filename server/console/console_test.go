@@ -501,6 +501,33 @@ func TestVerifyEventNoBidi(t *testing.T) {
 	}
 }
 
+// TestEveryPageWaitsItsTurn: with every turn taken, each page of the
+// fixture (and the proof download) is answered 503, so none is built
+// outside the bound.
+func TestEveryPageWaitsItsTurn(t *testing.T) {
+	defer func(d time.Duration) { renderWait = d }(renderWait)
+	renderWait = 50 * time.Millisecond
+	f := newFixture(t)
+	for range maxRendering {
+		f.console.rendering <- struct{}{}
+	}
+	for _, path := range append(slices.Collect(func(yield func(string) bool) {
+		for _, p := range pages {
+			yield(p.path)
+		}
+	}), "/proofs/1") {
+		if res, _ := f.get(t, path, testToken); res.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s with every turn taken: %d, want 503", path, res.StatusCode)
+		}
+	}
+	for range maxRendering {
+		<-f.console.rendering
+	}
+	if res, body := f.get(t, "/proofs/1", testToken); res.StatusCode != http.StatusOK {
+		t.Errorf("/proofs/1 in its turn: %d\n%s", res.StatusCode, body)
+	}
+}
+
 // TestPagesBuiltAtMostFewAtOnce: at most maxRendering pages are built at
 // once; the rest wait their turn and, past renderWait, are answered 503
 // with Retry-After (100 board loads at once took the server to 5.9 GB).

@@ -33,8 +33,9 @@ const bidiText = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u
 
 // fixture is a populated ledger served by a console.
 type fixture struct {
-	store *boltstore.Store
-	srv   *httptest.Server
+	store   *boltstore.Store
+	console *console // what srv serves
+	srv     *httptest.Server
 }
 
 // newFixture writes a small but complete history on a fixed clock — tasks in
@@ -109,7 +110,8 @@ func newFixture(t testing.TB) *fixture {
 	call("audit_session_start", map[string]any{"task_id": h, "auditor_id": "rev" + bidiText + longWord[:100], "reason": "why" + bidiText})
 
 	auth := func(_ context.Context, tok string) (bool, error) { return tok == testToken, nil }
-	f := &fixture{store: l, srv: httptest.NewServer(New(Options{Store: l, Authenticate: auth, ScratchDir: t.TempDir()}))}
+	con := newConsole(Options{Store: l, Authenticate: auth, ScratchDir: t.TempDir()})
+	f := &fixture{store: l, console: con, srv: httptest.NewServer(con.routes())}
 	t.Cleanup(f.srv.Close)
 	return f
 }
