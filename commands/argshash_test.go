@@ -139,10 +139,10 @@ func FuzzCanonicalJCS(f *testing.F) {
 			return // "{}", TestArgsSHA256
 		}
 		c := canon(in)
-		// The tree's form is the library's, guarded to I-JSON (the rule
-		// of version 2 since its first event).
+		// Our form is the library's, guarded to I-JSON (the rule of
+		// version 2 since its first event).
 		if want := canonicalJCSText([]byte(in)); string(c) != string(want) {
-			t.Fatalf("canonical form of %q from the tree is %q, the library's %q", in, c, want)
+			t.Fatalf("canonical form of %q is %q, the library's %q", in, c, want)
 		}
 		if string(c) == in {
 			return
@@ -208,6 +208,14 @@ func TestCanonicalJCSPastTheLimits(t *testing.T) {
 	}
 	if got, want := canonicalJCS(a.Raw()), canonicalJCSText([]byte(deep)); string(got) != string(want) {
 		t.Fatalf("deep arguments: %.80q, the library's %.80q", got, want)
+	}
+	// Past encoding/json's 10,000 levels the library takes nothing as
+	// JSON; neither does Canonical (the transports stop at 1,000).
+	for _, pairs := range []int{4999, 5000, 5001} {
+		deep := []byte(strings.Repeat(`[{"b":1,"a":`, pairs) + `0` + strings.Repeat(`}]`, pairs))
+		if got, want := canonicalJCS(deep), canonicalJCSText(deep); string(got) != string(want) {
+			t.Errorf("%d levels: %.40q, the library's %.40q", 2*pairs, got, want)
+		}
 	}
 	var b strings.Builder
 	b.WriteString("{")

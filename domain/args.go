@@ -96,20 +96,13 @@ func Parses() int64 { return parses.Load() }
 // exactly what the client sent. It stops, with an issue, at text that is
 // not JSON and at arguments deeper than MaxDepth or holding more than
 // MaxValues members and items. Empty or null arguments are the empty object.
-func ParseArgs(raw []byte) *Args { return parseArgs(raw, false) }
-
-// ParseUnbounded is ParseArgs without MaxDepth and MaxValues, for what
-// must read arguments past them whole (their hash): the transports bound
-// a message's size and nesting.
-func ParseUnbounded(raw []byte) *Args { return parseArgs(raw, true) }
-
-func parseArgs(raw []byte, unbounded bool) *Args {
+func ParseArgs(raw []byte) *Args {
 	parses.Add(1)
 	a := &Args{raw: raw}
 	if b := bytes.TrimSpace(raw); len(b) == 0 || string(b) == "null" {
 		a.absent = true
 	}
-	p := parser{raw: raw, is: &a.issues, unbounded: unbounded}
+	p := parser{raw: raw, is: &a.issues}
 	root := &a.tree
 	p.skipSpace()
 	if p.value(root, "", 1) {

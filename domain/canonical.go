@@ -17,13 +17,16 @@ import (
 // ECMAScript writes doubles. ok is false when raw is not I-JSON as RFC 8785
 // requires: not one JSON value, invalid UTF-8, an unpaired UTF-16
 // surrogate escape, a member name repeated in an object, or a number that
-// is not a finite IEEE 754 double.
+// is not a finite IEEE 754 double; and when it nests deeper than
+// maxNesting, which encoding/json (and so the library's Transform)
+// refuses too.
 //
-// It reads text of any size and nesting without a value tree (a call's
-// arguments past MaxValues are hashed too): one pass indexes the objects'
-// members, a second writes the values in place, an object's in the order
-// of its sorted members. Time is O(n log n); memory is the output, the
-// member names and 32 bytes a member and an object.
+// It reads text of any size without a value tree (a call's arguments
+// past MaxValues are hashed too): one pass indexes the objects' members, a
+// second writes the values in place, an object's in the order of its
+// sorted members. Time is O(n log n); memory is the output, the member
+// names, 32 bytes a member and an object, and a stack frame a level of
+// nesting.
 func Canonical(raw []byte) (c []byte, ok bool) {
 	x := indexes.Get().(*jsonIndex)
 	defer x.release()
@@ -54,8 +57,10 @@ func Canonical(raw []byte) (c []byte, ok bool) {
 // TopStrings are the texts of the last members of the object raw named
 // keys, where they are strings, as encoding/json decodes raw into a map
 // (invalid UTF-8 and unpaired surrogates as U+FFFD); "" for a key with no
-// string member. It is nil when raw is not a JSON object. Like Canonical,
-// it reads text of any size without a value tree.
+// string member. It is nil when raw is not a JSON object or when
+// encoding/json would fail on it: a number beyond a double, nesting
+// deeper than maxNesting. Like Canonical, it reads text of any size
+// without a value tree.
 func TopStrings(raw []byte, keys ...string) []string {
 	x := indexes.Get().(*jsonIndex)
 	defer x.release()
@@ -86,6 +91,7 @@ type jsonIndex struct {
 	members []indexedMember // in the order sent; Canonical sorts them
 	names   []byte          // the member names, decoded, end to end
 	dirty   bool            // a string is not valid UTF-8 or escapes a lone surrogate
+	depth   int             // of the value being read
 	issues  Issues          // where the parser records text that is not JSON
 }
 
@@ -103,6 +109,10 @@ func (o indexedObject) members(x *jsonIndex) []indexedMember {
 
 func (x *jsonIndex) key(m indexedMember) []byte { return x.names[m.name:m.nameEnd] }
 
+// maxNesting is the deepest text Canonical and TopStrings read, as
+// encoding/json: the transports refuse messages nested past 1,000 levels.
+const maxNesting = 10000
+
 // indexes keeps indexes of the usual arguments' size for reuse: every
 // call's arguments are hashed (Canonical).
 var indexes = sync.Pool{New: func() any { return new(jsonIndex) }}
@@ -111,7 +121,7 @@ var indexes = sync.Pool{New: func() any { return new(jsonIndex) }}
 func (x *jsonIndex) index(raw []byte) bool {
 	x.issues = Issues{list: x.issues.list[:0]}
 	x.p = parser{raw: raw, is: &x.issues, buf: x.p.buf[:0]}
-	x.objects, x.members, x.names, x.dirty = x.objects[:0], x.members[:0], x.names[:0], false
+	x.objects, x.members, x.names, x.dirty, x.depth = x.objects[:0], x.members[:0], x.names[:0], false, 0
 	x.p.skipSpace()
 	x.root = x.p.i
 	if !x.value() {
@@ -138,9 +148,14 @@ func (x *jsonIndex) value() bool {
 		return false
 	}
 	switch c := p.raw[p.i]; {
-	case c == '{':
-		return x.object()
-	case c == '[':
+	case c == '{' || c == '[':
+		if x.depth++; x.depth > maxNesting {
+			return false
+		}
+		defer func() { x.depth-- }()
+		if c == '{' {
+			return x.object()
+		}
 		p.i++
 		if p.closes(']') {
 			return true
@@ -158,7 +173,17 @@ func (x *jsonIndex) value() bool {
 		x.dirty = x.dirty || bad || lone
 		return ok
 	case c == '-' || '0' <= c && c <= '9':
-		return p.number()
+		start := p.i
+		if !p.number() {
+			return false
+		}
+		if lit := p.raw[start:p.i]; !smallInteger(lit) {
+			// Beyond a double (1e400): encoding/json refuses it, and
+			// RFC 8785 has no form for it.
+			_, err := strconv.ParseFloat(string(lit), 64)
+			return err == nil
+		}
+		return true
 	}
 	_, _, ok := p.literal()
 	return ok

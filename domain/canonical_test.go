@@ -17,9 +17,10 @@ func TestCanonicalRefusesWhatIsNotIJSON(t *testing.T) {
 		"{\"a\":\"\xff\"}", "[\"\xc3\"]", "{\"\xff\":1}",
 		`{"a":"\ud800"}`, `["\udc00x"]`, `{"\ud800\u0041":1}`,
 		`{"a":1e400}`, `[-1e309]`,
+		strings.Repeat(`[`, maxNesting+1) + strings.Repeat(`]`, maxNesting+1),
 	} {
 		if c, ok := Canonical([]byte(in)); ok {
-			t.Errorf("%q taken as I-JSON: %q", in, c)
+			t.Errorf("%.60q taken as I-JSON: %.60q", in, c)
 		}
 	}
 }
@@ -109,12 +110,15 @@ func TestTopStringsAsAMap(t *testing.T) {
 	for _, in := range []string{
 		`{"a":"1","b":2,"a":"3"}`, `{"a":"1","a":4}`, `{"a":{"b":"x"},"b":"\u00e9"}`, "{\"a\":\"\xff\\ud800\",\"b\":\"\"}",
 		` { "b" : "y" } `, `["a"]`, `"a"`, `{"a":"1"`, `{"a":"1"}x`, `null`, `{"B":"x","A":"y"}`,
+		`{"a":"1","n":1e400}`, `{"a":"1","n":[{"m":-1e309}]}`, `{"a":"1","n":1e-400}`, `{"a":"1","n":123456789012345678901234567890}`,
+		`{"a":"1","d":` + strings.Repeat(`[`, maxNesting-1) + strings.Repeat(`]`, maxNesting-1) + `}`,
+		`{"a":"1","d":` + strings.Repeat(`[`, maxNesting) + strings.Repeat(`]`, maxNesting) + `}`,
 	} {
 		got := TopStrings([]byte(in), "a", "b")
 		var m map[string]any
 		if json.Unmarshal([]byte(in), &m) != nil || m == nil {
 			if got != nil {
-				t.Errorf("%q is not a JSON object, but TopStrings = %q", in, got)
+				t.Errorf("%.60q is not a JSON object encoding/json reads, but TopStrings = %q", in, got)
 			}
 			continue
 		}

@@ -15,7 +15,6 @@ type parser struct {
 	is        *Issues
 	values    int // members and items so far, up to MaxValues
 	overLimit bool
-	unbounded bool   // MaxDepth and MaxValues not applied (ParseUnbounded)
 	buf       []byte // scratch for strings with escapes
 }
 
@@ -42,7 +41,7 @@ func (p *parser) value(v *Value, path string, depth int) bool {
 	start := p.i
 	switch c := p.raw[p.i]; {
 	case c == '{' || c == '[':
-		if depth > MaxDepth && !p.unbounded {
+		if depth > MaxDepth {
 			p.is.Add(path, "nests deeper than "+strconv.Itoa(MaxDepth)+" levels")
 			p.overLimit = true
 			return false
@@ -212,7 +211,7 @@ func (p *parser) array(v *Value, path string, depth int) bool {
 // reports false (with an issue on the container) once the arguments hold
 // more than MaxValues of them.
 func (p *parser) budget(path string) bool {
-	if p.values++; p.values > MaxValues && !p.unbounded {
+	if p.values++; p.values > MaxValues {
 		p.is.Add(path, "holds too much: arguments may have at most "+strconv.Itoa(MaxValues)+" members and items in all")
 		p.overLimit = true
 		return false
