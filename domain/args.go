@@ -105,7 +105,7 @@ func ParseArgs(raw []byte) *Args {
 	p := parser{raw: raw, is: &a.issues}
 	root := &a.tree
 	p.skipSpace()
-	if p.value(root, "", 1) {
+	if p.value(root, at{}, 1) {
 		if p.skipSpace(); p.i < len(raw) {
 			p.syntax()
 		} else {

@@ -33,7 +33,7 @@ func (p *parser) skipSpace() {
 
 // value reads the value at p.i into v; false means parsing stops (the
 // issue is recorded).
-func (p *parser) value(v *Value, path string, depth int) bool {
+func (p *parser) value(v *Value, path at, depth int) bool {
 	if p.i >= len(p.raw) {
 		p.syntax()
 		return false
@@ -42,7 +42,7 @@ func (p *parser) value(v *Value, path string, depth int) bool {
 	switch c := p.raw[p.i]; {
 	case c == '{' || c == '[':
 		if depth > MaxDepth {
-			p.is.Add(path, "nests deeper than "+strconv.Itoa(MaxDepth)+" levels")
+			p.is.Add(path.String(), "nests deeper than "+strconv.Itoa(MaxDepth)+" levels")
 			p.overLimit = true
 			return false
 		}
@@ -100,11 +100,12 @@ func (p *parser) literal() (text string, kind Kind, ok bool) {
 	return "", "", false
 }
 
-func (p *parser) object(v *Value, path string, depth int) bool {
+func (p *parser) object(v *Value, path at, depth int) bool {
 	var seen map[string]bool // the keys, once the object is large
 	if p.closes('}') {
 		return true
 	}
+	up := path.String() // the members' container, written once
 	for {
 		if !p.budget(path) {
 			return false
@@ -117,10 +118,10 @@ func (p *parser) object(v *Value, path string, depth int) bool {
 		if !ok {
 			return false
 		}
-		kp := join(path, key)
+		kp := at{up: up, key: key}
 		p.textIssue(kp, bad, lone)
 		if p.repeated(v, key, &seen) {
-			p.is.Add(kp, "appears more than once")
+			p.is.Add(kp.String(), "appears more than once")
 		}
 		if p.skipSpace(); p.i >= len(p.raw) || p.raw[p.i] != ':' {
 			p.syntax()
@@ -189,16 +190,17 @@ func (p *parser) repeated(v *Value, key string, seen *map[string]bool) bool {
 	return dup
 }
 
-func (p *parser) array(v *Value, path string, depth int) bool {
+func (p *parser) array(v *Value, path at, depth int) bool {
 	if p.closes(']') {
 		return true
 	}
+	up := path.String() // the items' container, written once
 	for n := 0; ; n++ {
 		if !p.budget(path) {
 			return false
 		}
 		v.items = append(v.items, Value{})
-		if !p.value(&v.items[n], indexPath(path, n), depth+1) {
+		if !p.value(&v.items[n], at{up: up, index: n, item: true}, depth+1) {
 			return false
 		}
 		if done, ok := p.next(']'); done || !ok {
@@ -210,9 +212,9 @@ func (p *parser) array(v *Value, path string, depth int) bool {
 // budget counts one more member or item of the container at path, and
 // reports false (with an issue on the container) once the arguments hold
 // more than MaxValues of them.
-func (p *parser) budget(path string) bool {
+func (p *parser) budget(path at) bool {
 	if p.values++; p.values > MaxValues {
-		p.is.Add(path, "holds too much: arguments may have at most "+strconv.Itoa(MaxValues)+" members and items in all")
+		p.is.Add(path.String(), "holds too much: arguments may have at most "+strconv.Itoa(MaxValues)+" members and items in all")
 		p.overLimit = true
 		return false
 	}
@@ -221,12 +223,12 @@ func (p *parser) budget(path string) bool {
 
 // textIssue records what a string's text breaks: invalid UTF-8 first,
 // else an unpaired surrogate escape.
-func (p *parser) textIssue(path string, bad, lone bool) {
+func (p *parser) textIssue(path at, bad, lone bool) {
 	switch {
 	case bad:
-		p.is.Add(path, "is not valid UTF-8")
+		p.is.Add(path.String(), "is not valid UTF-8")
 	case lone:
-		p.is.Add(path, "contains an unpaired UTF-16 surrogate escape")
+		p.is.Add(path.String(), "contains an unpaired UTF-16 surrogate escape")
 	}
 }
 
@@ -439,6 +441,27 @@ func digits(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// at is where a value is in the arguments: its container's path and its
+// name or index there, the path an issue names ("metadata.k",
+// "labels[2]") written out only when one does (String). A path written
+// for every value, named or not, took a string a value: most of the CPU
+// of arguments with many. (A container's path is written for its values'
+// at; a chain of pointers instead would put every at on the heap.)
+type at struct {
+	up    string // the container's path ("" for the arguments object)
+	key   string // a member's name, or
+	index int    // an item's index (item)
+	item  bool
+}
+
+// String is the path: "" for the arguments object (the zero at).
+func (a at) String() string {
+	if a.item {
+		return indexPath(a.up, a.index)
+	}
+	return join(a.up, a.key)
 }
 
 // join is the path of the member named key of the object at path:

@@ -6,18 +6,19 @@ import (
 
 // checkText applies the rule's Text to a string value, or to each string
 // item of an array value; anything else is left to the schema part.
-func (r *Rule) checkText(v *Value, path string, add func(path, msg string)) {
+func (r *Rule) checkText(v *Value, path at, add func(path, msg string)) {
 	switch v.kind {
 	case String:
 		if msg := r.Text.Refuse(v.text); msg != "" {
-			add(path, msg)
+			add(path.String(), msg)
 		}
 	case Array:
 		if r.Items == nil {
 			return
 		}
+		up := path.String()
 		for i := range v.items {
-			r.Items.checkText(&v.items[i], indexPath(path, i), add)
+			r.Items.checkText(&v.items[i], at{up: up, index: i, item: true}, add)
 		}
 	}
 }

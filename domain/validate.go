@@ -39,7 +39,7 @@ func (c *Command) ValidateArgs(a *Args) error {
 			is.Add(join("", m.Key), "is not a known field; known fields: "+c.known())
 			continue
 		}
-		r.Validate(&m.Value, m.Key, is.Add)
+		r.validate(&m.Value, at{key: m.Key}, is.Add)
 	}
 	for _, name := range c.Required {
 		if obj.Get(name) == nil {
@@ -48,7 +48,7 @@ func (c *Command) ValidateArgs(a *Args) error {
 	}
 	for i := range c.Fields {
 		if v := obj.Get(c.Fields[i].Name); v != nil {
-			c.Fields[i].checkText(v, c.Fields[i].Name, is.Add)
+			c.Fields[i].checkText(v, at{key: c.Fields[i].Name}, is.Add)
 		}
 	}
 	if len(c.AnyOf) > 0 && !slices.ContainsFunc(c.AnyOf, func(n string) bool { return obj.Get(n) != nil }) {
@@ -71,17 +71,17 @@ func (c *Command) known() string {
 	return strings.Join(names, ", ")
 }
 
-// Validate checks v against what the rule's JSON Schema says (kind, enum,
-// lengths, pattern, bounds, items), adding at most one issue for a scalar
-// value. The rule's Text and the command's rules that span fields are
-// checked by Command.ValidateArgs afterwards.
-func (r *Rule) Validate(v *Value, path string, add func(path, msg string)) {
+// validate checks v, at path, against what the rule's JSON Schema says
+// (kind, enum, lengths, pattern, bounds, items), adding at most one issue
+// for a scalar value. The rule's Text and the command's rules that span
+// fields are checked by Command.ValidateArgs afterwards.
+func (r *Rule) validate(v *Value, path at, add func(path, msg string)) {
 	if r.Kind != "" && !r.hasKind(v) {
 		msg := "must be " + article(string(r.Kind))
 		if v.kind == Number && r.Kind == Integer {
 			msg += " (a whole number)"
 		}
-		add(path, msg)
+		add(path.String(), msg)
 		return
 	}
 	switch v.kind {
@@ -91,17 +91,18 @@ func (r *Rule) Validate(v *Value, path string, add func(path, msg string)) {
 		r.checkNumber(v.text, path, add)
 	case Array:
 		if r.MaxItems > 0 && len(v.items) > r.MaxItems {
-			add(path, fmt.Sprintf("must have at most %d items (got %d)", r.MaxItems, len(v.items)))
+			add(path.String(), fmt.Sprintf("must have at most %d items (got %d)", r.MaxItems, len(v.items)))
 		}
 		if r.Items != nil {
+			up := path.String()
 			for i := range v.items {
-				r.Items.Validate(&v.items[i], indexPath(path, i), add)
+				r.Items.validate(&v.items[i], at{up: up, index: i, item: true}, add)
 			}
 		}
 	case Object:
 		if r.MaxBytes > 0 {
 			if n := compactSize(v); n > r.MaxBytes {
-				add(path, fmt.Sprintf("must be at most %d bytes as compact JSON (got %d)", r.MaxBytes, n))
+				add(path.String(), fmt.Sprintf("must be at most %d bytes as compact JSON (got %d)", r.MaxBytes, n))
 			}
 		}
 		// A free-form object's numbers have no rule of their own: one beyond
@@ -116,21 +117,23 @@ func (r *Rule) Validate(v *Value, path string, add func(path, msg string)) {
 // outOfRange is the path of the first number in v, at path, that is beyond
 // the range of an IEEE 754 double (it would parse as an infinity; one that
 // rounds to zero is in range, as RFC 8785 writes it: 0).
-func outOfRange(v *Value, path string) (string, bool) {
+func outOfRange(v *Value, path at) (string, bool) {
 	switch v.kind {
 	case Number:
 		if _, err := strconv.ParseFloat(v.text, 64); errors.Is(err, strconv.ErrRange) {
-			return path, true
+			return path.String(), true
 		}
 	case Array:
+		up := path.String()
 		for i := range v.items {
-			if p, ok := outOfRange(&v.items[i], indexPath(path, i)); ok {
+			if p, ok := outOfRange(&v.items[i], at{up: up, index: i, item: true}); ok {
 				return p, true
 			}
 		}
 	case Object:
+		up := path.String()
 		for i := range v.members {
-			if p, ok := outOfRange(&v.members[i].Value, join(path, v.members[i].Key)); ok {
+			if p, ok := outOfRange(&v.members[i].Value, at{up: up, key: v.members[i].Key}); ok {
 				return p, true
 			}
 		}
@@ -160,20 +163,20 @@ func article(t string) string {
 	return "a " + t
 }
 
-func (r *Rule) checkString(s string, path string, add func(path, msg string)) {
+func (r *Rule) checkString(s string, path at, add func(path, msg string)) {
 	if r.Enum != nil {
 		if !slices.Contains(r.Enum, s) {
-			add(path, "must be one of: "+strings.Join(r.Enum, ", "))
+			add(path.String(), "must be one of: "+strings.Join(r.Enum, ", "))
 		}
 		return
 	}
 	n := utf8.RuneCountInString(s)
 	if n < r.MinLen {
-		add(path, "must be at least "+Plural(r.MinLen, "character"))
+		add(path.String(), "must be at least "+Plural(r.MinLen, "character"))
 		return
 	}
 	if r.MaxLen > 0 && n > r.MaxLen {
-		add(path, fmt.Sprintf("must be at most %s (got %d)", Plural(r.MaxLen, "character"), n))
+		add(path.String(), fmt.Sprintf("must be at most %s (got %d)", Plural(r.MaxLen, "character"), n))
 		return
 	}
 	if re := r.Regexp(); re != nil && !re.MatchString(s) {
@@ -181,12 +184,12 @@ func (r *Rule) checkString(s string, path string, add func(path, msg string)) {
 		if msg == "" {
 			msg = "must match " + r.Pattern
 		}
-		add(path, msg)
+		add(path.String(), msg)
 		return
 	}
 	if r.DateTime {
 		if _, err := ParseDateTime(s); err != nil {
-			add(path, "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z")
+			add(path.String(), "must be an RFC 3339 date-time, e.g. 2026-04-08T22:15:30Z")
 		}
 	}
 }
@@ -200,10 +203,10 @@ func Plural(n int, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-func (r *Rule) checkNumber(lit string, path string, add func(path, msg string)) {
+func (r *Rule) checkNumber(lit string, path at, add func(path, msg string)) {
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		add(path, "must be a number")
+		add(path.String(), "must be a number")
 		return
 	}
 	if r.Kind == Integer {
@@ -218,16 +221,16 @@ func (r *Rule) checkNumber(lit string, path string, add func(path, msg string)) 
 			if r.Max != nil {
 				hi = fmtNum(*r.Max)
 			}
-			add(path, "must be between "+lo+" and "+hi)
+			add(path.String(), "must be between "+lo+" and "+hi)
 			return
 		}
 	}
 	if r.Min != nil && f < *r.Min {
-		add(path, "must be at least "+fmtNum(*r.Min))
+		add(path.String(), "must be at least "+fmtNum(*r.Min))
 		return
 	}
 	if r.Max != nil && f > *r.Max {
-		add(path, "must be at most "+fmtNum(*r.Max))
+		add(path.String(), "must be at most "+fmtNum(*r.Max))
 	}
 }
 
