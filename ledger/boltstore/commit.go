@@ -57,11 +57,14 @@ func (l *Store) run() {
 		l.open = nil
 		l.commitMu.Unlock()
 	}()
-	batch := make([]*request, 0, l.opts.MaxBatch)
 	for {
+		var batch []*request
 		select {
 		case r := <-l.queue:
-			batch = append(batch[:0], r)
+			// An array of its own each session: one kept across sessions
+			// kept the calls a session's last batches had left in it,
+			// answered long ago (see forget).
+			batch = append(make([]*request, 0, l.opts.MaxBatch), r)
 		case <-l.quit:
 			for {
 				select {
@@ -360,7 +363,20 @@ func answerExpired(batch []*request, err error, now time.Time) []*request {
 			r.done <- err
 		}
 	}
+	clear(batch[len(keep):]) // the answered (see forget)
 	return keep
+}
+
+// forget returns the calls of batch after the first n, which were
+// answered, and clears their slots: the array lives on under later
+// batches (what is left is a slice of it, and calls drained are appended
+// to that), and a slot kept its call — its arguments, their parsed tree,
+// its reply — alive long after the answer: up to MaxBatch calls in all,
+// whatever the transports bound of what is in flight (attack review: 150
+// MB live after 40 large calls answered and an idle server).
+func forget(batch []*request, n int) []*request {
+	clear(batch[:n])
+	return batch[n:]
 }
 
 // commit runs the batch in one transaction, and unless expect < 0 the calls
@@ -381,13 +397,13 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		for _, r := range batch {
 			r.done <- err
 		}
-		return nil, len(batch), err
+		return forget(batch, len(batch)), len(batch), err
 	}
 	if err := l.retireStale(o); err != nil {
 		for _, r := range batch {
 			r.done <- err
 		}
-		return nil, len(batch), err
+		return forget(batch, len(batch)), len(batch), err
 	}
 	retries := 0
 	// unpinned: the batch commits without a generation (it would grow the
@@ -398,9 +414,10 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			// A series commits synced (its transactions may be large).
 			if err := l.endGeneration(o); err != nil {
 				batch[0].done <- err
-				return batch[1:], answered + 1, err
+				return forget(batch, 1), answered + 1, err
 			}
-			return batch[1:], answered + 1, l.commitSeries(o, batch[0])
+			err := l.commitSeries(o, batch[0])
+			return forget(batch, 1), answered + 1, err
 		}
 		if o.gen != nil && o.size > journalLimit() {
 			// The file grew past the limit: no generation from now on
@@ -409,7 +426,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 				for _, r := range batch {
 					r.done <- err
 				}
-				return nil, answered + len(batch), err
+				return forget(batch, len(batch)), answered + len(batch), err
 			}
 		}
 		if o.gen == nil && o.nojournal > 0 {
@@ -424,7 +441,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 				for _, r := range batch {
 					r.done <- err
 				}
-				return nil, answered + len(batch), err
+				return forget(batch, len(batch)), answered + len(batch), err
 			}
 		}
 		failed, ferr := -1, error(nil)
@@ -518,7 +535,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 					for _, r := range batch[:ran] {
 						r.done <- err
 					}
-					return batch[ran:], answered + ran, err
+					return forget(batch, ran), answered + ran, err
 				}
 			}
 		}
@@ -536,7 +553,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 				for _, r := range batch {
 					r.done <- err
 				}
-				return nil, answered + len(batch), err
+				return forget(batch, len(batch)), answered + len(batch), err
 			}
 			unpinned = true
 			continue
@@ -586,7 +603,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 					r.done <- err
 				}
 			}
-			return batch[ran:], answered + ran, err
+			return forget(batch, ran), answered + ran, err
 		case errors.Is(err, ErrOutcomeUnknown):
 			// The commit's calls may be in the ledger; those after them
 			// never ran and go to the next commit.
@@ -607,7 +624,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		for _, r := range batch[:ran] {
 			r.done <- err
 		}
-		return batch[ran:], answered + ran, err
+		return forget(batch, ran), answered + ran, err
 	}
 	return nil, answered, nil
 }

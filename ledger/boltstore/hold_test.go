@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/ledger"
 )
 
 // A process alone on its file keeps it open across commits and lends it to
@@ -394,7 +396,7 @@ func TestCommitCountsTheCallsItTook(t *testing.T) {
 			calls = append(calls, r)
 			l.queue <- r
 		}
-		rest, answered, err := l.commit(o, calls[:1], 0, 0)
+		rest, answered, err := l.commit(o, slices.Clone(calls[:1]), 0, 0) // (commit clears what it answered)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,4 +426,50 @@ func TestCommitCountsTheCallsItTook(t *testing.T) {
 		}
 	}
 	t.Error("in 20 tries, a commit never took the five queued calls")
+}
+
+// TestAnsweredCallsAreNotKept: once answered, a call's fn (and all it
+// holds: a tool call's arguments, their tree) is the collector's, though
+// the process keeps the file and its committer idles. Concurrent callers
+// fill batches that slide over one array, fail one call and leave the
+// rest to run again; the committer's arrays held up to MaxBatch calls
+// answered long before (attack review: 150 MB live after 40 large calls).
+func TestAnsweredCallsAreNotKept(t *testing.T) {
+	l := openTest(t)
+	l.quiet = time.Hour
+	const callers, calls = 32, 8
+	var freed sync.WaitGroup
+	freed.Add(callers * calls)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range calls {
+				held := new([1 << 10]byte)
+				runtime.AddCleanup(held, func(*sync.WaitGroup) { freed.Done() }, &freed)
+				fail := (c+i)%7 == 0 // a failing call is taken out of its batch
+				err := l.Update(func(tx *Tx) error {
+					if held[0] != 0 || fail {
+						return os.ErrInvalid
+					}
+					_, err := tx.Append(ledger.Event{Type: "test.appended", Version: 1, Actor: "tester", Payload: []byte{0x80}})
+					return err
+				})
+				if (err != nil) != fail {
+					t.Errorf("call %d.%d: %v", c, i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { freed.Wait(); close(done) }()
+	for range 100 {
+		runtime.GC()
+		select {
+		case <-done:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatal("calls answered and collected 100 times over are still held")
 }
