@@ -98,5 +98,5 @@ func (s *Service) safeDispatch(ctx context.Context, tx *Tx, call Call, args call
 			result, err = nil, fmt.Errorf("%w: panic: %v", errFallBack, v)
 		}
 	}()
-	return s.dispatch(ctx, tx, call, args.parsed)
+	return s.dispatch(ctx, tx, call, args)
 }

@@ -208,9 +208,9 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 	actor := s.actor(call)
 	// The arguments are parsed here, once: their tree is validated, decoded
 	// into the command's input and hashed. What tool.called records of
-	// them depends on them alone: worked out here, not in the commit that
-	// calls queue for.
-	args := readArgs(call.Args)
+	// them, and what the domain's rules say of them, depends on them
+	// alone: worked out here, not in the commit that calls queue for.
+	args := readArgs(call)
 	if s.readsAside(call, first) {
 		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
 			return reply, err
@@ -242,7 +242,7 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 			herr = call.Invalid
 		} else {
 			before := tx.emitted
-			result, herr = s.dispatch(ctx, tx, call, args.parsed)
+			result, herr = s.dispatch(ctx, tx, call, args)
 			if herr != nil && isDomain(herr) && tx.emitted > before {
 				return &rejected{herr}
 			}
@@ -317,18 +317,20 @@ func (s *Service) first() bool {
 	return s.firstDone
 }
 
-// callArgs are a call's arguments as parsed once, and what tool.called
-// records of them: their canonical hash (tool.called v2) and the ids they
-// name (the event's subjects).
+// callArgs are a call's arguments as parsed once, what the domain's rules
+// say of them (check), and what tool.called records of them: their
+// canonical hash (tool.called v2) and the ids they name (the event's
+// subjects).
 type callArgs struct {
-	parsed *domain.Args
-	sum    string
-	ids    []string
+	parsed  *domain.Args
+	invalid error
+	sum     string
+	ids     []string
 }
 
-func readArgs(raw json.RawMessage) callArgs {
-	a := domain.ParseArgs(raw)
-	return callArgs{parsed: a, sum: hexSHA256(canonicalJCS(raw)), ids: namedIDs(a)}
+func readArgs(call Call) callArgs {
+	a := domain.ParseArgs(call.Args)
+	return callArgs{parsed: a, invalid: check(call, a), sum: hexSHA256(canonicalJCS(call.Args)), ids: namedIDs(a)}
 }
 
 // record encodes the reply and appends the call's tool.called event.

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -120,7 +121,7 @@ func (p *parser) object(v *Value, path at, depth int) bool {
 		}
 		kp := at{up: up, key: key}
 		p.textIssue(kp, bad, lone)
-		if p.repeated(v, key, &seen) {
+		if repeated(v.members, key, &seen) {
 			p.is.Add(kp.String(), "appears more than once")
 		}
 		if p.skipSpace(); p.i >= len(p.raw) || p.raw[p.i] != ':' {
@@ -171,17 +172,18 @@ func (p *parser) next(close byte) (done, ok bool) {
 	return false, true
 }
 
-// repeated reports whether object v already has a member named key: a
-// scan while v is small, a map once it is not (an object may have
-// MaxValues members).
-func (p *parser) repeated(v *Value, key string, seen *map[string]bool) bool {
+// repeated reports whether an object's members before this one (before)
+// have its name, key, when asked of each member in turn: a scan while they
+// are few, then a map, seen, of the names so far (an object may have
+// MaxValues members, and scanning them all for each took minutes).
+func repeated(before []Member, key string, seen *map[string]bool) bool {
 	const small = 16
-	if len(v.members) < small {
-		return v.Get(key) != nil
+	if len(before) < small {
+		return slices.ContainsFunc(before, func(m Member) bool { return m.Key == key })
 	}
 	if *seen == nil {
 		*seen = make(map[string]bool, 2*small)
-		for _, m := range v.members {
+		for _, m := range before {
 			(*seen)[m.Key] = true
 		}
 	}

@@ -32,11 +32,15 @@ func (c *Command) ValidateArgs(a *Args) error {
 		is.Add("", "arguments must be a JSON object")
 		return is.Err()
 	}
+	unknown := "" // written once: arguments may name 50,000 unknown fields
 	for i := range obj.members {
 		m := &obj.members[i]
 		r := c.Field(m.Key)
 		if r == nil {
-			is.Add(join("", m.Key), "is not a known field; known fields: "+c.known())
+			if unknown == "" {
+				unknown = "is not a known field; known fields: " + c.known()
+			}
+			is.Add(join("", m.Key), unknown)
 			continue
 		}
 		r.validate(&m.Value, at{key: m.Key}, is.Add)
@@ -251,8 +255,9 @@ func compactSize(v *Value) int {
 		return n
 	case Object:
 		n, count := 2, 0
+		var seen map[string]bool // the names, once the object is large
 		for i, m := range v.members {
-			if v.Get(m.Key) != &v.members[i].Value {
+			if repeated(v.members[:i], m.Key, &seen) {
 				continue // a repeat: the decoded form keeps the first
 			}
 			n += quotedSize(m.Key) + 1 + compactSize(&v.members[i].Value)

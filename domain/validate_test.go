@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -225,5 +226,62 @@ func TestQuotedInputIsBounded(t *testing.T) {
 		if !errors.As(err, &ie) || !slices.Equal(ie.Issues, c.want) {
 			t.Errorf("%s: got %.300v, want %q", c.cmd.Name, err, c.want)
 		}
+	}
+}
+
+// TestCompactSizeOfLargeObjects: an object's compact size counts the first
+// of each repeated name, whether the object is small (a scan) or large (a
+// map of the names, which replaced a scan per member: minutes of CPU for
+// 50,000 members, inside the commit every writer waits for).
+func TestCompactSizeOfLargeObjects(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 15, 16, 17, 40, 300} {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"k%d":%q`, rng.IntN(n/2+1), strings.Repeat("v", rng.IntN(5)))
+		}
+		b.WriteString("}")
+		v := ParseArgs([]byte(b.String())).tree
+		want := 2
+		firsts := 0
+		for i, m := range v.members {
+			if slices.IndexFunc(v.members, func(o Member) bool { return o.Key == m.Key }) != i {
+				continue
+			}
+			want += quotedSize(m.Key) + 1 + compactSize(&v.members[i].Value)
+			firsts++
+		}
+		want += max(firsts-1, 0)
+		if got := compactSize(&v); got != want {
+			t.Errorf("%d members: compact size %d, want %d", n, got, want)
+		}
+	}
+}
+
+// BenchmarkValidateLargeMetadata validates thought_record metadata of many
+// members (refused, past 16 KiB): time per member should not grow with
+// their number.
+func BenchmarkValidateLargeMetadata(b *testing.B) {
+	for _, n := range []int{6000, 48000} {
+		var s strings.Builder
+		s.WriteString(`{"task_id":"T-0001","type":"decision","content":"x","metadata":{`)
+		for i := range n {
+			if i > 0 {
+				s.WriteString(",")
+			}
+			fmt.Fprintf(&s, `"k%d":0`, i)
+		}
+		s.WriteString("}}")
+		args := []byte(s.String())
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				RecordThought.ValidateJSON(args)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/member")
+		})
 	}
 }
