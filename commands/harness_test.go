@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -114,7 +115,7 @@ func (h *harness) checkToolCalls() {
 	for i, c := range calls {
 		s := h.sent[i]
 		sum := sha256.Sum256(s.Reply)
-		if c.P.Tool != s.Tool || c.P.Outcome != s.Code || c.P.ResultSHA256 != ledger.DigestOf(sum) {
+		if c.P.Tool != domain.Clip(s.Tool) || c.P.Outcome != s.Code || c.P.ResultSHA256 != ledger.DigestOf(sum) {
 			h.t.Errorf("tool.called #%d (seq %d) = %+v, want tool %s outcome %s", i, c.Seq, c.P, s.Tool, s.Code)
 		}
 	}

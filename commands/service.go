@@ -344,7 +344,9 @@ func (s *Service) record(tx *Tx, call Call, args callArgs, start time.Time, resu
 // the SHA-256 of the exact reply bytes.
 func (s *Service) appendCall(tx *Tx, call Call, args callArgs, start time.Time, code string, replySum [sha256.Size]byte) error {
 	p := projections.ToolCalled{
-		Tool:         call.Name,
+		// An unknown tool's name as its refusal quotes it: a 4 MB name
+		// was a 4 MB event, and the file kept every one (attack review).
+		Tool:         domain.Clip(call.Name),
 		ArgsSHA256:   ledger.Digest(args.sum),
 		Outcome:      code,
 		ResultSHA256: ledger.DigestOf(replySum),

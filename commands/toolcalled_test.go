@@ -5,7 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/logbook-dev/logbook/domain"
 )
 
 func sha(b string) string {
@@ -44,6 +47,7 @@ func TestToolCalledRecord(t *testing.T) {
 		{"ids that are not ids", "task_get", `{"task_id":"T-1"}`, "ERR_TASK_NOT_FOUND", sha(`{"task_id":"T-1"}`), nil},
 		{"not JSON", "task_get", `{"task_id":`, "ERR_INVALID_INPUT", sha(`{"task_id":`), nil},
 		{"unknown tool", "no_such_tool", `{"session_id":"A-0001"}`, "ERR_INVALID_INPUT", sha(`{"session_id":"A-0001"}`), []string{"A-0001"}},
+		{"unknown tool, its name clipped", strings.Repeat("é", 1<<20), `{}`, "ERR_INVALID_INPUT", sha(`{}`), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := h.do(c.tool, json.RawMessage(c.args))
@@ -55,7 +59,7 @@ func TestToolCalledRecord(t *testing.T) {
 			if got.Seq != h.head() {
 				t.Errorf("tool.called is seq %d, not the last event %d", got.Seq, h.head())
 			}
-			if got.P.Tool != c.tool || got.P.Outcome != c.code || got.P.Client != "test-client" || got.P.DurationUS < 0 {
+			if got.P.Tool != domain.Clip(c.tool) || got.P.Outcome != c.code || got.P.Client != "test-client" || got.P.DurationUS < 0 {
 				t.Errorf("tool.called = %+v", got.P)
 			}
 			if string(got.P.ArgsSHA256) != c.argsHash {
