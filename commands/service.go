@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/ledger"
@@ -87,6 +89,9 @@ type Service struct {
 	// refolding: one refold of missing projections at a time (refold.go),
 	// shared with the process's guests.
 	refolding *refolding
+	// parsing bounds the memory of the calls' argument trees in flight,
+	// shared with the process's guests (treeWeight).
+	parsing *semaphore.Weighted
 
 	// remote, when set, runs this process's calls in another process that
 	// holds the ledger (remote.go).
@@ -106,7 +111,8 @@ func New(l *boltstore.Store, opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger, failLog: &rateLimit{}, readMu: &sync.Mutex{}, refolding: &refolding{}}
+	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger, failLog: &rateLimit{}, readMu: &sync.Mutex{}, refolding: &refolding{},
+		parsing: semaphore.NewWeighted(maxParsing)}
 	if _, err := Rebuild(l, projections.RebuildOptions{Progress: s.progress}); err != nil {
 		return nil, err
 	}
@@ -209,7 +215,13 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 	// The arguments are parsed here, once: their tree is validated, decoded
 	// into the command's input and hashed. What tool.called records of
 	// them, and what the domain's rules say of them, depends on them
-	// alone: worked out here, not in the commit that calls queue for.
+	// alone: worked out here, not in the commit that calls queue for. The
+	// tree is held until the call is answered, within the process's bound
+	// (the caller waits its turn, however it goes: a call that reached
+	// the service is recorded).
+	w := treeWeight(len(call.Args))
+	_ = s.parsing.Acquire(context.WithoutCancel(ctx), w) // never fails: its context never ends
+	defer s.parsing.Release(w)
 	args := readArgs(call)
 	if s.readsAside(call, first) {
 		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
@@ -326,6 +338,21 @@ type callArgs struct {
 	invalid error
 	sum     string
 	ids     []string
+}
+
+// maxParsing bounds the argument trees of the calls in flight in one
+// process, all transports and guests together. The transports bound the
+// bytes of what is in flight, but a tree takes 100 to 160 bytes a value,
+// for as few as 2 bytes of text: 64 calls of 100 KB took 420 MB on stdio,
+// and HTTP bodies of such calls in batches many GB (attack review).
+const maxParsing = 64 << 20
+
+// treeWeight is the most memory the tree of arguments of n bytes holds
+// (domain.ParseArgs): 160 bytes for each value n bytes can hold, up to
+// domain.MaxValues, and the text of strings and keys decoded.
+func treeWeight(n int) int64 {
+	values := min(int64(n)/2+1, domain.MaxValues+1)
+	return min(160*values+int64(n), maxParsing)
 }
 
 func readArgs(call Call) callArgs {

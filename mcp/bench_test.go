@@ -155,7 +155,7 @@ func startBenchSession(b *testing.B) *benchSession {
 	b.Helper()
 	// The collector as logbook serve sets it, so that the figures are those
 	// of the binary as shipped (GOGC and GOMEMLIMIT, if set, still rule).
-	b.Cleanup(TuneCollector(os.Getenv, true))
+	b.Cleanup(TuneCollector(os.Getenv, MemoryLimit))
 	l, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{Create: true})
 	if err != nil {
 		b.Fatal(err)

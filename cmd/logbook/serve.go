@@ -31,9 +31,9 @@ func (c *call) toolFlags(opts *commands.Options, readOnlyUsage string) *string {
 }
 
 // prepare checks --project and --db, creating the default ledger's folder,
-// and tunes the collector for a server (mcp.TuneCollector; with limit, its
-// soft heap limit too: logbook serve's).
-func (c *call) prepare(opts commands.Options, limit bool) error {
+// and tunes the collector for a server (mcp.TuneCollector, with the soft
+// heap limit limit).
+func (c *call) prepare(opts commands.Options, limit int64) error {
 	if err := commands.CheckProject(opts.Project); err != nil {
 		return fmt.Errorf("--project %v", err)
 	}
@@ -73,7 +73,7 @@ func serve(c *call) func() error {
 			}
 			return fmt.Errorf("%s %v", from, err)
 		}
-		if err := c.prepare(opts, true); err != nil {
+		if err := c.prepare(opts, mcp.MemoryLimit); err != nil {
 			return err
 		}
 		if fi, err := os.Stat(*skillsDir); err == nil && !fi.IsDir() {
@@ -173,7 +173,7 @@ func serveHTTP(c *call) func() error {
 		case *maxBody <= 0 || *drain <= 0 || *maxConns < 0:
 			return errors.New("--max-body-bytes and --drain-timeout must be positive, --max-conns not negative")
 		}
-		if err := c.prepare(topts, false); err != nil {
+		if err := c.prepare(topts, mcp.ServerMemoryLimit); err != nil {
 			return err
 		}
 		switch *admin {
