@@ -3,11 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -82,4 +86,85 @@ func peakRSS(t *testing.T, pid int) int64 {
 	}
 	t.Fatal("no VmHWM in /proc status")
 	return 0
+}
+
+// TestE2EHTTPMemoryBoundedUnderLargeBatches posts, from 8 sessions at
+// once, JSON-RPC batches of 40 tools/calls each holding 50,000 values in
+// 100 KB (refused: labels hold 20): every call is answered, and logbook
+// server's peak RSS stays far below what their argument trees took at
+// once (5.2 GB before the process bound on trees and the server's soft
+// heap limit; attack review).
+func TestE2EHTTPMemoryBoundedUnderLargeBatches(t *testing.T) {
+	if e2eRace {
+		t.Skip("the race detector's shadow memory is no measure of the server's")
+	}
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "mem.db")
+	s := startHTTPServer(t, db)
+	token, _ := addToken(t, db, "--agent", "mem")
+	const sessions, batch = 8, 40
+	args := `{"title":"big","project":"mem","labels":[` + strings.Repeat(`0,`, 49990) + `0]}`
+	var body bytes.Buffer
+	body.WriteString("[")
+	for i := range batch {
+		if i > 0 {
+			body.WriteString(",")
+		}
+		fmt.Fprintf(&body, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"task_create","arguments":%s}}`, i, args)
+	}
+	body.WriteString("]")
+	post := func(msg []byte, header http.Header) (*http.Response, []byte) {
+		req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(msg))
+		if err != nil {
+			t.Error(err)
+			return nil, nil
+		}
+		req.Header = header.Clone()
+		res, err := (&http.Client{Transport: bearerTransport{token}}).Do(req)
+		if err != nil {
+			t.Error(err)
+			return nil, nil
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, b
+	}
+	base := peakRSS(t, s.cmd.Process.Pid)
+	var wg sync.WaitGroup
+	for range sessions {
+		wg.Go(func() {
+			h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+			res, b := post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"mem","version":"1"}}}`), h)
+			if res == nil || res.StatusCode != http.StatusOK {
+				t.Errorf("initialize: %v %s", res, b)
+				return
+			}
+			h.Set("Mcp-Session-Id", res.Header.Get("Mcp-Session-Id"))
+			h.Set("MCP-Protocol-Version", "2025-03-26")
+			post([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), h)
+			res, b = post(body.Bytes(), h)
+			var answers []struct {
+				Result struct {
+					StructuredContent struct {
+						Error struct{ Code string }
+					}
+				}
+			}
+			if res == nil || res.StatusCode != http.StatusOK || json.Unmarshal(b, &answers) != nil || len(answers) != batch {
+				t.Errorf("the batch: %v, %d answers: %.200s", res, len(answers), b)
+				return
+			}
+			for _, a := range answers {
+				if a.Result.StructuredContent.Error.Code != "ERR_INVALID_INPUT" {
+					t.Errorf("an answer: %+v", a)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	peak := peakRSS(t, s.cmd.Process.Pid)
+	t.Logf("peak RSS %d MiB (at start %d MiB) for %d batches of %d calls of %d KB at once", peak>>20, base>>20, sessions, batch, len(args)>>10)
+	if peak-base > 1<<30 {
+		t.Errorf("peak RSS grew by %d MiB: the argument trees in flight are not bounded", (peak-base)>>20)
+	}
 }
