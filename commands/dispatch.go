@@ -3,8 +3,10 @@ package commands
 import (
 	"context"
 	"reflect"
+	"runtime/debug"
 
 	"github.com/logbook-dev/logbook/domain"
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
 // Command is one thing the service can be asked to do: the domain's rules
@@ -116,7 +118,14 @@ var Commands = []*Command{
 // need of no ledger, worked out before the call queues for a commit
 // (readArgs), which every writer waits for (50,000 metadata members took
 // seconds to check).
-func check(call Call, args *domain.Args) error {
+// A panic of the rules is the call's internal error, logged and recorded
+// as one in the commit's, as when they ran there.
+func check(call Call, args *domain.Args) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &boltstore.PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
 	c := call.Command
 	if c == nil {
 		return Invalid("name", "unknown command %q", domain.Clip(call.Name))

@@ -43,11 +43,13 @@ func TestTreeWeightCoversTheTree(t *testing.T) {
 }
 
 // TestTreesInFlightBounded: a call waits for room for its arguments' tree
-// within the process's bound (parsing), and runs once there is.
+// within its lane of the process's bound, and runs once there is; a small
+// call never waits behind large ones.
 func TestTreesInFlightBounded(t *testing.T) {
 	h := newHarness(t, Options{})
 	ctx := context.Background()
-	if err := h.svc.parsing.Acquire(ctx, maxParsing); err != nil { // all of it
+	small, large := h.svc.trees.small, h.svc.trees.large
+	if err := small.Acquire(ctx, smallTrees); err != nil { // all of it
 		t.Fatal(err)
 	}
 	done := make(chan outcome, 1)
@@ -57,12 +59,25 @@ func TestTreesInFlightBounded(t *testing.T) {
 		t.Fatalf("a call ran with no room for its arguments: %s", o.Reply)
 	case <-time.After(200 * time.Millisecond):
 	}
-	h.svc.parsing.Release(maxParsing)
+	small.Release(smallTrees)
 	if o := <-done; o.Code != "OK" {
 		t.Fatalf("the call, once there was room: %s %s", o.Code, o.Reply)
 	}
-	if !h.svc.parsing.TryAcquire(maxParsing) {
-		t.Fatal("the call kept its room after its answer")
+	// The large lane full, and a large call waiting in it: a small call
+	// runs at once.
+	if err := large.Acquire(ctx, maxParsing-smallTrees); err != nil {
+		t.Fatal(err)
 	}
-	h.svc.parsing.Release(maxParsing)
+	big := json.RawMessage(`{"title":"big","project":"core","labels":[` + strings.Repeat(`0,`, 20000) + `0]}`)
+	go func() { done <- h.do("task_create", big) }()
+	if o := h.do("task_create", json.RawMessage(`{"title":"small","project":"core"}`)); o.Code != "OK" {
+		t.Fatalf("a small call: %s %s", o.Code, o.Reply)
+	}
+	large.Release(maxParsing - smallTrees)
+	if o := <-done; o.Code != "ERR_INVALID_INPUT" {
+		t.Fatalf("the large call: %s %s", o.Code, o.Reply)
+	}
+	if !small.TryAcquire(smallTrees) || !large.TryAcquire(maxParsing-smallTrees) {
+		t.Fatal("a call kept its room after its answer")
+	}
 }

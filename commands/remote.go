@@ -268,7 +268,7 @@ func (s *Service) NewGuest(g GuestOptions) *Service {
 	opts := s.opts
 	opts.Agent, opts.Project, opts.ReadOnly = g.Agent, g.Project, g.ReadOnly
 	opts.Skills, opts.Skipped, opts.Version = skills.NewSet(g.Skills), g.Skipped, g.Version
-	return &Service{l: s.l, opts: opts, started: g.Started, log: s.log, failLog: s.failLog, readMu: s.readMu, refolding: s.refolding, parsing: s.parsing}
+	return &Service{l: s.l, opts: opts, started: g.Started, log: s.log, failLog: s.failLog, readMu: s.readMu, refolding: s.refolding, trees: s.trees}
 }
 
 // DoGuest runs a call a guest forwarded with f.First: Do's reply and error,

@@ -89,9 +89,9 @@ type Service struct {
 	// refolding: one refold of missing projections at a time (refold.go),
 	// shared with the process's guests.
 	refolding *refolding
-	// parsing bounds the memory of the calls' argument trees in flight,
-	// shared with the process's guests (treeWeight).
-	parsing *semaphore.Weighted
+	// trees bounds the memory of the calls' argument trees in flight,
+	// shared with the process's guests.
+	trees *trees
 
 	// remote, when set, runs this process's calls in another process that
 	// holds the ledger (remote.go).
@@ -112,7 +112,7 @@ func New(l *boltstore.Store, opts Options) (*Service, error) {
 		opts.Now = time.Now
 	}
 	s := &Service{l: l, opts: opts, started: time.Now(), log: opts.Logger, failLog: &rateLimit{}, readMu: &sync.Mutex{}, refolding: &refolding{},
-		parsing: semaphore.NewWeighted(maxParsing)}
+		trees: newTrees()}
 	if _, err := Rebuild(l, projections.RebuildOptions{Progress: s.progress}); err != nil {
 		return nil, err
 	}
@@ -216,13 +216,16 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 	// into the command's input and hashed. What tool.called records of
 	// them, and what the domain's rules say of them, depends on them
 	// alone: worked out here, not in the commit that calls queue for. The
-	// tree is held until the call is answered, within the process's bound
-	// (the caller waits its turn, however it goes: a call that reached
-	// the service is recorded).
-	w := treeWeight(len(call.Args))
-	_ = s.parsing.Acquire(context.WithoutCancel(ctx), w) // never fails: its context never ends
-	defer s.parsing.Release(w)
+	// tree is held within the process's bound (trees) until the call is
+	// answered — or, refused, until it is checked: what is recorded of it
+	// needs it no more.
+	held := s.trees.hold(treeWeight(len(call.Args)))
+	defer held.release()
 	args := readArgs(call)
+	if args.invalid != nil {
+		args.parsed = nil
+		held.release()
+	}
 	if s.readsAside(call, first) {
 		if reply, handled, err := s.doRead(ctx, call, actor, args, start); handled {
 			return reply, err
@@ -347,12 +350,50 @@ type callArgs struct {
 // and HTTP bodies of such calls in batches many GB (attack review).
 const maxParsing = 64 << 20
 
+// smallTrees of maxParsing is kept for trees of at most smallTree (a call
+// of up to 800 bytes or so: most calls), so that they never queue behind
+// large ones: a caller's tiny call waited 45 s behind another token's
+// batches of 8 MB trees, waiting their turn in order (attack review).
+const smallTrees, smallTree = 8 << 20, 64 << 10
+
+// trees is the process's bound on argument trees: two lanes, each serving
+// its callers in order.
+type trees struct{ large, small *semaphore.Weighted }
+
+func newTrees() *trees {
+	return &trees{large: semaphore.NewWeighted(maxParsing - smallTrees), small: semaphore.NewWeighted(smallTrees)}
+}
+
+// heldTree is a tree's room in its lane, given back once (release).
+type heldTree struct {
+	lane *semaphore.Weighted
+	w    int64
+}
+
+// hold waits for room for a tree of weight w (the caller waits its turn,
+// however long: a call that reached the service is recorded).
+func (t *trees) hold(w int64) *heldTree {
+	h := &heldTree{lane: t.large, w: min(w, maxParsing-smallTrees)}
+	if w <= smallTree {
+		h.lane = t.small
+	}
+	_ = h.lane.Acquire(context.Background(), h.w) // never fails: its context never ends
+	return h
+}
+
+func (h *heldTree) release() {
+	if h.lane != nil {
+		h.lane.Release(h.w)
+		h.lane = nil
+	}
+}
+
 // treeWeight is the most memory the tree of arguments of n bytes holds
 // (domain.ParseArgs): 160 bytes for each value n bytes can hold, up to
 // domain.MaxValues, and the text of strings and keys decoded.
 func treeWeight(n int) int64 {
 	values := min(int64(n)/2+1, domain.MaxValues+1)
-	return min(160*values+int64(n), maxParsing)
+	return 160*values + int64(n)
 }
 
 func readArgs(call Call) callArgs {

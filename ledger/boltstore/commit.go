@@ -542,6 +542,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		if failed >= 0 {
 			batch[failed].done <- ferr
 			answered++
+			batch[failed] = nil // answered (see forget): the last, it stays in the array
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue
 		}

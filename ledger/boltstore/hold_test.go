@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -472,4 +473,38 @@ func TestAnsweredCallsAreNotKept(t *testing.T) {
 		}
 	}
 	t.Fatal("calls answered and collected 100 times over are still held")
+}
+
+// TestFailedLastCallIsNotKept: a failing call taken out of its batch is
+// forgotten too when it was the batch's last (the slice left after it
+// ran the others kept its slot past its end).
+func TestFailedLastCallIsNotKept(t *testing.T) {
+	l, o := bareStore(t)
+	freed := make(chan struct{})
+	fail := func() *request {
+		held := new([1 << 10]byte)
+		runtime.AddCleanup(held, func(c chan struct{}) { close(c) }, freed)
+		return &request{fn: func(*Tx) error {
+			if held[0] != 0 {
+				return nil
+			}
+			return os.ErrInvalid
+		}, done: make(chan error, 1)}
+	}()
+	batch := append(make([]*request, 0, 64), appendCall(), appendCall(), fail)
+	rest, answered, err := l.commit(o, batch, -1, 0)
+	if err != nil || answered != 3 || len(rest) != 0 || !errors.Is(<-fail.done, os.ErrInvalid) {
+		t.Fatalf("commit: %v, %d answered, %d left", err, answered, len(rest))
+	}
+	batch, fail = nil, nil
+	for range 100 {
+		runtime.GC()
+		select {
+		case <-freed:
+			runtime.KeepAlive(rest)
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatal("the failed call, answered, is still held by what is left of its batch")
 }
