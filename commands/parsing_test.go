@@ -81,3 +81,22 @@ func TestTreesInFlightBounded(t *testing.T) {
 		t.Fatal("a call kept its room after its answer")
 	}
 }
+
+// TestPanickingRulesRecorded: a panic of the domain's rules, which are
+// checked before the commit, is the call's internal error, recorded as
+// one (the harness checks one tool.called a call at its end), as when
+// they ran inside the commit.
+func TestPanickingRulesRecorded(t *testing.T) {
+	h := newHarness(t, Options{})
+	rules := &domain.Command{Name: "broken", Fields: []domain.Field{{Name: "x", Rule: domain.Rule{Kind: domain.String, Pattern: "("}}}}
+	type in struct {
+		X string `json:"x"`
+	}
+	cmd := command(rules, false, func(*Service, *Tx, in) (struct{}, error) { return struct{}{}, nil })
+	if o := h.doCall(Call{Name: "broken", Command: cmd, Args: json.RawMessage(`{"x":"a"}`)}); o.Code != "ERR_INTERNAL" {
+		t.Fatalf("a call whose rules panic: %s %s", o.Code, o.Reply)
+	}
+	if calls := h.toolCalls(); len(calls) != 1 || calls[0].P.Outcome != "ERR_INTERNAL" {
+		t.Fatalf("recorded: %+v", calls)
+	}
+}
