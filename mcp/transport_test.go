@@ -213,6 +213,15 @@ func TestInvalidRequests(t *testing.T) {
 		{`{"jsonrpc":"1.0","id":"a","method":"ping"}`, `{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"Invalid Request"}}`},
 		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the id must be one string or number of at most 1024 bytes"}}`},
 	}
+	// What a message holds besides a tool call's arguments is bounded
+	// (maxBesideArguments): _meta, another method's params.
+	for i, line := range []string{
+		`{"jsonrpc":"2.0","id":16,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("a", maxBesideArguments) + `"}}}`,
+		`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"server_ping","arguments":{},"_meta":{"x":[` + strings.Repeat(`0,`, maxBesideArguments/2) + `0]}}}`,
+	} {
+		tests = append(tests, struct{ line, want string }{line, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32600,"message":"Invalid Request: %d bytes besides a tool call's arguments; a message may hold at most %d"}}`,
+			16+i, len(line)-len(`{}`)*i, maxBesideArguments)})
+	}
 	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
 	c := startSession(t, s)
 	c.initialize()
