@@ -75,34 +75,36 @@ func shapeRefusal(m []byte) (code int64, refusal string, byID bool) {
 			return jsonrpc.CodeInvalidParams, "Invalid params: member " + string(b) + " given more than once", true
 		}
 	}
-	if beside := len(m) - argumentsLen(params); beside > maxBesideArguments {
-		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("%s: %d bytes besides a tool call's arguments; a message may hold at most %d", invalidRequestMessage, beside, maxBesideArguments), !answer
+	if beside := len(m) - toolCallLen(params); beside > maxBesideArguments {
+		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("%s: %d bytes besides a tool call's name and arguments; a message may hold at most %d", invalidRequestMessage, beside, maxBesideArguments), !answer
 	}
 	return 0, "", false
 }
 
 // maxBesideArguments bounds what a message holds besides a tool call's
-// arguments: its _meta, another method's params, an initialize's
+// name and arguments: its _meta, another method's params, an initialize's
 // capabilities, a notification's, an answer's result. The SDK decodes
 // those into maps, at some 50 times their size, and no bound weighed them:
 // 16 HTTP requests with 4 MB of _meta took 3 GB, and a sessionless one 1 s
 // of CPU (attack review). The arguments are bounded where they are parsed
-// (the commands layer's trees); what MCP itself puts beside them is a few
-// hundred bytes.
+// (the commands layer's trees), and a name is one string, refused and
+// recorded clipped; what MCP itself puts beside them is a few hundred
+// bytes.
 const maxBesideArguments = 256 << 10
 
-// argumentsLen is the length of the arguments member of params (a JSON
-// object, or anything else: then 0).
-func argumentsLen(params []byte) int {
+// toolCallLen is the length of the name and arguments members of params
+// (a JSON object, or anything else: then 0).
+func toolCallLen(params []byte) int {
 	if len(params) == 0 || params[0] != '{' {
 		return 0
 	}
+	n := 0
 	for it := (memberIter{data: params}); it.next(); {
-		if keyIs(params[it.keyStart:it.keyEnd], "arguments") {
-			return it.valueEnd - it.valueStart
+		if key := params[it.keyStart:it.keyEnd]; keyIs(key, "arguments") || keyIs(key, "name") {
+			n += it.valueEnd - it.valueStart
 		}
 	}
-	return 0
+	return n
 }
 
 // twiceGiven is the first member name (in key order) the JSON object obj

@@ -219,8 +219,8 @@ func TestInvalidRequests(t *testing.T) {
 		`{"jsonrpc":"2.0","id":16,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("a", maxBesideArguments) + `"}}}`,
 		`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"server_ping","arguments":{},"_meta":{"x":[` + strings.Repeat(`0,`, maxBesideArguments/2) + `0]}}}`,
 	} {
-		tests = append(tests, struct{ line, want string }{line, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32600,"message":"Invalid Request: %d bytes besides a tool call's arguments; a message may hold at most %d"}}`,
-			16+i, len(line)-len(`{}`)*i, maxBesideArguments)})
+		tests = append(tests, struct{ line, want string }{line, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32600,"message":"Invalid Request: %d bytes besides a tool call's name and arguments; a message may hold at most %d"}}`,
+			16+i, len(line)-len(`{}"server_ping"`)*i, maxBesideArguments)})
 	}
 	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
 	c := startSession(t, s)

@@ -51,9 +51,13 @@ func TestE2EEchoesAreBounded(t *testing.T) {
 		params any
 		says   string
 	}{
-		{long, map[string]any{}, `method not found: "` + long[:40]},
+		// Past 256 KiB besides a tool call's name and arguments, a message
+		// is refused before the SDK reads it (maxBesideArguments).
+		{long, map[string]any{}, `Invalid Request: 1048`},
+		{long[:1000], map[string]any{}, `method not found: "` + long[:40]},
 		{"prompts/get", map[string]any{"name": long}, `unknown prompt "` + long[:40]},
-		{"resources/read", map[string]any{"uri": long}, "Resource not found"},
+		{"resources/read", map[string]any{"uri": long}, "Invalid Request: 1048"},
+		{"resources/read", map[string]any{"uri": long[:1000]}, "Resource not found"},
 	} {
 		m := s.request(tc.method, tc.params)
 		b, _ := json.Marshal(m.Error)

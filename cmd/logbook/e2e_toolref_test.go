@@ -365,7 +365,8 @@ const choices = `
   the stdio client's name to each call, so a message within a few hundred bytes of stdio's own 4 MiB may
   be) is refused there (413) and not recorded, and answered with a JSON-RPC error saying so (-32032), where over
   stdio it is answered and recorded; the bridge serves the calls after it. A line that is not JSON gets -32700; a message over 4 MiB or nested deeper
-  than 1,000 levels gets -32600, by id where one can be read. Request ids (a string or a number,
+  than 1,000 levels gets -32600, by id where one can be read, and so does one holding more than 256 KiB
+  besides a tool call's name and arguments (` + "`_meta`" + `, another method's params, capabilities). Request ids (a string or a number,
   at most 1,024 bytes, given once; anything else, null included, which MCP forbids, gets -32600 with
   id null, over HTTP too: 400, or in a batch its entry) are echoed byte for byte and
   compared as bytes, over HTTP too (a batch's included): ` + "`1`, `1.0` and `\"1\"`" + ` are three ids. ` + "`notifications/cancelled`" + ` is ignored:
