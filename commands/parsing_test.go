@@ -70,8 +70,15 @@ func TestTreesInFlightBounded(t *testing.T) {
 	}
 	big := json.RawMessage(`{"title":"big","project":"core","labels":[` + strings.Repeat(`0,`, 20000) + `0]}`)
 	go func() { done <- h.do("task_create", big) }()
-	if o := h.do("task_create", json.RawMessage(`{"title":"small","project":"core"}`)); o.Code != "OK" {
-		t.Fatalf("a small call: %s %s", o.Code, o.Reply)
+	small1 := make(chan outcome, 1)
+	go func() { small1 <- h.do("task_create", json.RawMessage(`{"title":"small","project":"core"}`)) }()
+	select {
+	case o := <-small1:
+		if o.Code != "OK" {
+			t.Fatalf("a small call: %s %s", o.Code, o.Reply)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a small call waits behind the full large lane")
 	}
 	large.Release(maxParsing - smallTrees)
 	if o := <-done; o.Code != "ERR_INVALID_INPUT" {

@@ -372,8 +372,8 @@ type heldTree struct {
 
 // hold waits for room for a tree of weight w (the caller waits its turn,
 // however long: a call that reached the service is recorded).
-func (t *trees) hold(w int64) *heldTree {
-	h := &heldTree{lane: t.large, w: min(w, maxParsing-smallTrees)}
+func (t *trees) hold(w int64) heldTree {
+	h := heldTree{lane: t.large, w: min(w, maxParsing-smallTrees)}
 	if w <= smallTree {
 		h.lane = t.small
 	}
