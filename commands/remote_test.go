@@ -131,7 +131,7 @@ func TestStorageErrorOutcome(t *testing.T) {
 	}{
 		{fmt.Errorf("commit: %w: %w", boltstore.ErrOutcomeUnknown, boltstore.ErrSyncFailed), true, "the disk failed while this call was made durable"},
 		{fmt.Errorf("commit: %w", boltstore.ErrSyncFailed), false, "this process commits no more; restart it"},
-		{&outcomeUnknown{errors.New("hub gone")}, true, "exited or stopped answering"},
+		{&outcomeUnknown{errors.New("hub gone")}, true, "was stopped (SIGSTOP, or ^Z in its terminal) or stopped answering"},
 		{fmt.Errorf("commit: %w", boltstore.ErrLocked), false, "locked by another process"},
 		{fmt.Errorf("commit: %w", boltstore.ErrHeadMoved), false, "other logbook nodes kept appending"},
 		{fmt.Errorf("catch up with the replicated log: %w", &ledger.IntegrityError{Seq: 7, Problem: ledger.ProblemMalformed}), false, "integrity checks at seq 7"},

@@ -470,7 +470,7 @@ func (s *Service) storageError(tool string, err error) error {
 	var ie *ledger.IntegrityError
 	switch {
 	case errors.As(err, &handed):
-		reason, unknown = "the logbook process holding the ledger, which this call was handed to, exited or stopped answering before it answered"+mayBeRecorded, true
+		reason, unknown = "the logbook process holding the ledger, which this call was handed to, exited, was stopped (SIGSTOP, or ^Z in its terminal) or stopped answering before it answered"+mayBeRecorded, true
 	case errors.Is(err, boltstore.ErrOutcomeUnknown):
 		reason, unknown = "the disk failed while this call was made durable (see the server's log)"+mayBeRecorded, true
 		if errors.Is(err, boltstore.ErrDiskFull) {
@@ -502,7 +502,7 @@ func (s *Service) storageError(tool string, err error) error {
 		reason = "the ledger file is locked by another process (timed out)"
 		if s.opts.HeldBy != nil {
 			if who := s.opts.HeldBy(); who != "" {
-				reason = "the ledger file is held by " + who + " (timed out)"
+				reason = "the ledger file is locked, held by " + who + " (timed out)"
 			}
 		}
 	case errors.Is(err, boltstore.ErrNodeCopy):

@@ -263,7 +263,7 @@ func (r *Relay) connect() *link {
 	if err != nil {
 		r.log.Debug("relay: no hub to follow now", "err", err)
 		wait := relayRetry
-		if errors.Is(err, errRefused) || errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, errRefused) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errHubStopped) {
 			// It refuses until another process is the hub; one that did
 			// not welcome in time is likely stopped.
 			wait = time.Second
@@ -391,6 +391,7 @@ type link struct {
 	log   *slog.Logger
 	store *boltstore.Store // this process's: it learns the heads the hub saw
 
+	pid     int        // the hub's process
 	mu      sync.Mutex // writes, and the fields below
 	next    uint64
 	pending map[uint64]chan linkResult
@@ -399,6 +400,9 @@ type link struct {
 	// heard: when the hub last answered, or calls began to wait for it
 	// (pending became non-empty); see stalled.
 	heard time.Time
+	// left: why this process left the hub, if it did (the calls still
+	// waiting are told).
+	left error
 }
 
 // relayStall: a hub that has answered nothing for this long while calls
@@ -411,6 +415,19 @@ var relayStall = 2 * time.Second
 func (l *link) stalled() bool {
 	return len(l.pending) > 0 && time.Since(l.heard) > relayStall
 }
+
+// hubStopped reports whether the hub's process, pid, is stopped (SIGSTOP,
+// or ^Z in the terminal of the agent that started it): it answers nothing
+// until resumed, however long that takes. A var: tests stop a hub that is
+// their own process.
+var hubStopped = boltstore.Stopped
+
+// stopPoll is how often a call waiting for its answer looks whether the
+// hub is stopped. A var: tests shorten it.
+var stopPoll = 250 * time.Millisecond
+
+// errHubStopped: the hub's process is stopped.
+var errHubStopped = errors.New("the hub's process is stopped (SIGSTOP, or ^Z in its terminal)")
 
 type linkResult struct {
 	res commands.Forwarded
@@ -432,9 +449,15 @@ func dial(r *Relay, uid int) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPeer(c, uid); err != nil {
+	pid, err := checkPeer(c, uid)
+	if err != nil {
 		c.Close()
 		return nil, err
+	}
+	if hubStopped(pid) {
+		// (Its kernel took the connection; it would never welcome it.)
+		c.Close()
+		return nil, fmt.Errorf("%w: process %d", errHubStopped, pid)
 	}
 	g := r.svc.Guest()
 	h := hello{Proto: relayProto, Build: r.build, Dev: dev, Ino: ino, Agent: g.Agent, Project: g.Project,
@@ -473,7 +496,7 @@ func dial(r *Relay, uid int) (*link, error) {
 		return nil, err
 	}
 	c.SetDeadline(time.Time{})
-	l := &link{c: c, log: r.log, store: r.l, pending: make(map[uint64]chan linkResult)}
+	l := &link{c: c, log: r.log, store: r.l, pid: pid, pending: make(map[uint64]chan linkResult)}
 	r.log.Info("relay: committing through the hub", "socket", r.sock)
 	go l.read()
 	return l, nil
@@ -490,9 +513,9 @@ func (l *link) usable() bool {
 func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 	ch := make(chan linkResult, 1)
 	l.mu.Lock()
-	if l.closing || l.dead || l.stalled() {
-		// (stalled: a call handed to a stopped hub would wait for
-		// relayAnswerWait and end outcome unknown.)
+	if l.closing || l.dead || l.stalled() || hubStopped(l.pid) {
+		// (stalled, stopped: a call handed to the hub would wait for it
+		// to be resumed, or end outcome unknown.)
 		l.mu.Unlock()
 		return commands.Forwarded{}, commands.ErrNotSent
 	}
@@ -519,20 +542,53 @@ func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 		return commands.Forwarded{}, err
 	}
 	l.mu.Unlock()
-	t := time.NewTimer(relayAnswerWait)
+	return l.answer(ch)
+}
+
+// answer waits for the answer on ch. A hub that answers nothing for
+// relayAnswerWait is stuck; one seen stopped for relayStall is left at
+// once: the link ends, every call waiting on it is answered outcome
+// unknown (the hub, resumed, may still run them), and the next calls look
+// for a hub again — they run against the file meanwhile.
+func (l *link) answer(ch chan linkResult) (commands.Forwarded, error) {
+	t := time.NewTimer(stopPoll)
 	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r.res, r.err
-	case <-t.C:
-		// A hub that answers nothing for this long is stuck (stopped,
-		// say): end the link; every call waiting on it is answered
-		// outcome unknown, and the next calls look for a hub again.
-		l.log.Warn("relay: the hub did not answer in time; leaving it", "waited", relayAnswerWait)
-		l.c.Close()
-		r := <-ch
-		return r.res, r.err
+	by := time.Now().Add(relayAnswerWait)
+	var stopped time.Time // since when the hub has been seen stopped
+	for {
+		select {
+		case r := <-ch:
+			return r.res, r.err
+		case now := <-t.C:
+			switch {
+			case !hubStopped(l.pid):
+				stopped = time.Time{}
+			case stopped.IsZero():
+				stopped = now
+			case now.Sub(stopped) >= relayStall:
+				l.log.Warn("relay: the hub's process is stopped; leaving it", "pid", l.pid)
+				return l.leave(ch, fmt.Errorf("%w: process %d", errHubStopped, l.pid))
+			}
+			if now.After(by) {
+				l.log.Warn("relay: the hub did not answer in time; leaving it", "waited", relayAnswerWait)
+				return l.leave(ch, fmt.Errorf("the hub did not answer in %v", relayAnswerWait))
+			}
+			t.Reset(min(stopPoll, max(time.Until(by), 0)))
+		}
 	}
+}
+
+// leave ends the link for why and returns the answer on ch: the hub's, if
+// it came meanwhile, else outcome unknown.
+func (l *link) leave(ch chan linkResult, why error) (commands.Forwarded, error) {
+	l.mu.Lock()
+	if l.left == nil {
+		l.left = why
+	}
+	l.mu.Unlock()
+	l.c.Close()
+	r := <-ch
+	return r.res, r.err
 }
 
 // read takes the hub's frames until the connection ends, then answers
@@ -588,9 +644,12 @@ func (l *link) read() {
 	l.mu.Lock()
 	l.dead = true
 	l.c.Close()
+	if l.left != nil {
+		err = l.left
+	}
 	n := len(l.pending)
 	for id, ch := range l.pending {
-		ch <- linkResult{err: fmt.Errorf("%w (%v)", errHubGone, err)}
+		ch <- linkResult{err: fmt.Errorf("%w (%w)", errHubGone, err)}
 		delete(l.pending, id)
 	}
 	l.mu.Unlock()
@@ -707,7 +766,7 @@ func (h *hub) serve(c *net.UnixConn) {
 	h.r.mu.Lock()
 	uid := h.r.uid
 	h.r.mu.Unlock()
-	if err := checkPeer(c, uid); err != nil {
+	if _, err := checkPeer(c, uid); err != nil {
 		h.r.log.Warn("relay: connection refused", "err", err)
 		return
 	}

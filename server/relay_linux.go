@@ -10,26 +10,27 @@ import (
 )
 
 // checkPeer refuses a connection whose other end runs as a user other
-// than uid (this process's effective uid).
-func checkPeer(c *net.UnixConn, uid int) error {
+// than uid (this process's effective uid), and returns the pid of the
+// process at the other end (when it connected or listened).
+func checkPeer(c *net.UnixConn, uid int) (pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return err
+		return 0, err
 	}
 	if cerr != nil {
-		return fmt.Errorf("peer credentials: %w", cerr)
+		return 0, fmt.Errorf("peer credentials: %w", cerr)
 	}
 	if int64(cred.Uid) != int64(uid) {
-		return fmt.Errorf("the process at the other end runs as uid %d, not %d", cred.Uid, uid)
+		return 0, fmt.Errorf("the process at the other end runs as uid %d, not %d", cred.Uid, uid)
 	}
-	return nil
+	return int(cred.Pid), nil
 }
 
 // fileID is the device and inode numbers of the file at path.

@@ -9,7 +9,7 @@ import (
 
 // The relay needs the hub lock (boltstore.HubSupported): Linux only.
 
-func checkPeer(*net.UnixConn, int) error { return errors.ErrUnsupported }
+func checkPeer(*net.UnixConn, int) (int, error) { return 0, errors.ErrUnsupported }
 
 func fileID(string) (dev, ino uint64, err error) { return 0, 0, errors.ErrUnsupported }
 

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -81,10 +82,10 @@ func TestCheckPeer(t *testing.T) {
 	}
 	defer s.Close()
 	for _, end := range []*net.UnixConn{c, s} {
-		if err := checkPeer(end, os.Geteuid()); err != nil {
-			t.Errorf("same uid refused: %v", err)
+		if pid, err := checkPeer(end, os.Geteuid()); err != nil || pid != os.Getpid() {
+			t.Errorf("same uid: pid %d, %v; want %d", pid, err, os.Getpid())
 		}
-		if err := checkPeer(end, os.Geteuid()+1); err == nil || !strings.Contains(err.Error(), "runs as uid") {
+		if _, err := checkPeer(end, os.Geteuid()+1); err == nil || !strings.Contains(err.Error(), "runs as uid") {
 			t.Errorf("another uid: %v", err)
 		}
 	}
@@ -322,7 +323,7 @@ func fakeHub(t *testing.T, db string, serve func(*net.UnixConn)) {
 			}
 			defer c.Close()
 			if _, _, err := readFrame(c, maxCallFrame); err != nil {
-				return
+				continue // (a follower that gave up before its hello)
 			}
 			w, _ := json.Marshal(welcome{OK: true})
 			writeFrame(c, frameWelcome, w)
@@ -549,6 +550,92 @@ func TestRelayStalledHub(t *testing.T) {
 	}
 	if err := <-first; err == nil || errors.Is(err, commands.ErrNotSent) {
 		t.Errorf("the call the hub never answered: %v, want outcome unknown", err)
+	}
+}
+
+// TestRelayStoppedHub: a hub whose process is stopped (SIGSTOP, ^Z)
+// answers nothing until resumed. A follower hands it no call while it is
+// stopped — not on the link it has, not on a new one — so they run
+// against the file; a call it was handed before it stopped is answered
+// outcome unknown once it has been seen stopped for relayStall, not after
+// relayAnswerWait; and once resumed it is followed again. (The hub here is
+// this test's own process: hubStopped is told what to say.
+// cmd/logbook's TestRelayHubStopped stops a real one.)
+func TestRelayStoppedHub(t *testing.T) {
+	defer func(w, s, p time.Duration, f func(int) bool) {
+		relayAnswerWait, relayStall, stopPoll, hubStopped = w, s, p, f
+	}(relayAnswerWait, relayStall, stopPoll, hubStopped)
+	relayAnswerWait, relayStall, stopPoll = 10*time.Minute, 200*time.Millisecond, 10*time.Millisecond
+	var stopped atomic.Bool
+	hubStopped = func(pid int) bool {
+		if pid != os.Getpid() {
+			t.Errorf("hubStopped asked of pid %d, not the hub's (%d)", pid, os.Getpid())
+		}
+		return stopped.Load()
+	}
+	db := filepath.Join(t.TempDir(), "l.db")
+	p := startRelayProcess(t, db, "follower", os.Geteuid())
+	p.relay.Close() // it was the hub: the fake one takes its place
+	// The fake reads calls and answers none until it is "resumed".
+	resumed := make(chan struct{})
+	fakeHub(t, db, func(c *net.UnixConn) {
+		for {
+			kind, b, err := readFrame(c, maxCallFrame)
+			if err != nil || kind != frameCall {
+				return
+			}
+			<-resumed
+			id, first, _, _ := readIDFirst(b)
+			writeFrame(c, frameReply, idFirst(id, first), appendSeen(nil, boltstore.Seen{}), []byte("reply"))
+		}
+	})
+	r := startRelay(p.l, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
+	defer r.Close()
+	forward := func() chan error {
+		got := make(chan error, 1)
+		go func() {
+			_, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
+			got <- err
+		}()
+		return got
+	}
+	first := forward()
+	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		if l := r.link; l != nil {
+			l.mu.Lock()
+			waiting = len(l.pending) > 0
+			l.mu.Unlock()
+		}
+		r.mu.Unlock()
+	}
+	stopped.Store(true)
+	if err := <-forward(); !errors.Is(err, commands.ErrNotSent) {
+		t.Errorf("a call while the hub is stopped: %v, want ErrNotSent", err)
+	}
+	select {
+	case err := <-first:
+		if !errors.Is(err, errHubStopped) || errors.Is(err, commands.ErrNotSent) {
+			t.Errorf("the call the hub took before it stopped: %v, want outcome unknown, the hub stopped", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a call handed to a stopped hub still waits")
+	}
+	// The link is gone; a new one is not made to a stopped hub.
+	r.mu.Lock()
+	r.retry = time.Time{}
+	r.mu.Unlock()
+	if err := <-forward(); !errors.Is(err, commands.ErrNotSent) {
+		t.Errorf("a call to a stopped hub, connecting afresh: %v, want ErrNotSent", err)
+	}
+	// Resumed, it is followed again.
+	stopped.Store(false)
+	close(resumed)
+	r.mu.Lock()
+	r.retry = time.Time{}
+	r.mu.Unlock()
+	if res, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"}); err != nil || string(res.Reply) != "reply" {
+		t.Errorf("a call to the resumed hub: %q, %v", res.Reply, err)
 	}
 }
 

@@ -22,13 +22,17 @@ func Tools(l *boltstore.Store, skillsDir, version string, opts commands.Options)
 // other processes: with the relay started (relay.go). Close the relay
 // before the ledger.
 func Embedded(l *boltstore.Store, skillsDir, version string, opts commands.Options) (*mcp.Server, *Relay, error) {
-	// A logbook server started on the file holds it for its lifetime: this
-	// process's commits then time out, and the agent is told why.
+	// A logbook server started on the file holds it for its lifetime, and
+	// a stopped process (SIGSTOP, ^Z) until it is resumed: this process's
+	// commits then time out, and the agent is told why.
 	opts.HeldBy = func() string {
-		if AdminAnswers(l.Path()) {
+		who, stopped := boltstore.HeldBy(l.Path())
+		// (A stopped server's admin socket still takes connections: its
+		// being stopped is what keeps the file.)
+		if !stopped && AdminAnswers(l.Path()) {
 			return "a logbook server for as long as it runs (its admin socket answers beside the file): reach the ledger through it (logbook serve --connect URL), or stop it"
 		}
-		return ""
+		return who
 	}
 	edge, svc, err := tools(l, skillsDir, version, opts)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -712,4 +713,38 @@ func TestServeBesideLaterServerSaysWhy(t *testing.T) {
 	if d := string(r.Env.Error.Details); r.code() != "ERR_STORAGE" || !strings.Contains(d, "held by a logbook server") || !strings.Contains(d, "logbook serve --connect") {
 		t.Errorf("a call of a serve process beside a later server: %s", r.Result)
 	}
+}
+
+// TestServeBesideStoppedHolderSaysWhy: a process that holds the file and
+// is stopped (SIGSTOP, ^Z) keeps it until resumed; meanwhile a serve
+// process's calls time out saying which process holds it, that it is
+// stopped and how to resume it, and a serve or CLI command that cannot
+// open the file says the same.
+func TestServeBesideStoppedHolderSaysWhy(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	srv := startE2E(t, e2eConfig{DB: db, Agent: "early", Args: []string{"--lock-timeout", "300ms"}})
+	srv.initialize("2025-11-25")
+	srv.ok("task_create", map[string]any{"title": "before the server", "project": "p"}, nil)
+	holder := startHTTPServer(t, db)
+	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.cmd.Process.Signal(syscall.SIGCONT)
+	pid := strconv.Itoa(holder.cmd.Process.Pid)
+	says := func(what, d string) {
+		t.Helper()
+		if !strings.Contains(d, "held by process "+pid) || !strings.Contains(d, "which is stopped") || !strings.Contains(d, "kill -CONT "+pid) {
+			t.Errorf("%s while the process holding the file is stopped: %s", what, d)
+		}
+	}
+	r := srv.call("task_create", map[string]any{"title": "while the server is stopped", "project": "p"})
+	if r.code() != "ERR_STORAGE" {
+		t.Errorf("a call while the process holding the file is stopped: %s", r.Result)
+	}
+	says("a call", string(r.Env.Error.Details))
+	res := run(t, "tasks", "--db", db, "--lock-timeout", "300ms")
+	if res.code == 0 {
+		t.Errorf("logbook tasks on a file held: exit 0")
+	}
+	says("logbook tasks", res.stderr)
 }

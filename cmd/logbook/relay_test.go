@@ -270,6 +270,80 @@ func TestRelayHubKilled(t *testing.T) {
 	t.Logf("%d acknowledged, %d of unknown outcome", len(acks), unknown)
 }
 
+// TestRelayHubStopped: the hub stopped (SIGSTOP, as ^Z in the terminal of
+// the agent that started it stops its logbook serve too) does not hold the
+// followers up: their calls run against the file while it is stopped —
+// each answered ok, none waiting out relayAnswerWait (a minute) — and,
+// once it is resumed, everyone writes again. Every acknowledged thought is
+// in the ledger, none twice, and the ledger verifies.
+func TestRelayHubStopped(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "stopped.db")
+	hub, ws := relayHubAndWriters(t, db, 2)
+	for _, w := range ws {
+		w.write(t) // through the hub
+	}
+	// Idle, the hub lets the file go within quietHold (100 ms).
+	time.Sleep(500 * time.Millisecond)
+	if err := hub.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			hub.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	for _, w := range ws {
+		for i := range 3 {
+			w.sent++
+			ch := w.srv.callToolAsync("thought_record", e2eJSON(t, map[string]any{"task_id": w.task, "type": "analysis", "content": fmt.Sprintf("%s while the hub is stopped %d", w.srv.cfg.Agent, i)}))
+			select {
+			case m := <-ch:
+				r := parseE2EReply(t, "thought_record", m)
+				if !r.Env.OK {
+					t.Fatalf("%s, the hub stopped: %s", w.srv.cfg.Agent, r.Result)
+				}
+				var a ack
+				r.data(t, &a)
+				w.acks = append(w.acks, a)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s: a call still waits for the stopped hub after 30s", w.srv.cfg.Agent)
+			}
+		}
+	}
+	resume()
+	for _, w := range ws {
+		w.write(t)
+	}
+	var acks []ack
+	for _, w := range ws {
+		for _, o := range w.other {
+			t.Errorf("%s: %s", w.srv.cfg.Agent, o)
+		}
+		if w.unknown > 0 {
+			t.Errorf("%s: %d calls of unknown outcome (none was handed to the hub while it was stopped)", w.srv.cfg.Agent, w.unknown)
+		}
+		acks = append(acks, w.acks...)
+	}
+	hub.ok("server_ping", map[string]any{}, nil)
+	for _, s := range append([]*e2eServer{hub}, ws[0].srv, ws[1].srv) {
+		s.closeStdin()
+		if code := s.waitExit(e2eTimeout); code != 0 {
+			t.Errorf("%s exited %d", s.cfg.Agent, code)
+		}
+	}
+	checkAcks(t, db, acks)
+	stored := relayThoughts(t, db)
+	for _, w := range ws {
+		if n := stored[w.srv.cfg.Agent]; n != len(w.acks) {
+			t.Errorf("%s: %d thoughts stored, %d acknowledged", w.srv.cfg.Agent, n, len(w.acks))
+		}
+	}
+}
+
 // TestRelayHandOver: the hub's agent ends while the followers write; the
 // hub answers what it took, and the followers carry on without a single
 // failed call, one of them becoming the hub.

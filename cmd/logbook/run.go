@@ -273,9 +273,16 @@ func onACopy(db string) string {
 // withServerHint is err, a ledger found locked, with todo, what to do
 // instead, when a logbook server holds the file (it answers on the admin
 // socket beside it, not merely left one there): such a server holds it
-// for its lifetime, so waiting longer does not help.
+// for its lifetime, so waiting longer does not help. A holder that is
+// stopped (SIGSTOP, ^Z) is named instead: it keeps the file until resumed.
 func withServerHint(err error, db, todo string) error {
-	if !errors.Is(err, boltstore.ErrLocked) || !server.AdminAnswers(db) {
+	if !errors.Is(err, boltstore.ErrLocked) {
+		return err
+	}
+	if who, stopped := boltstore.HeldBy(db); stopped {
+		return fmt.Errorf("%w; it is held by %s", err, who)
+	}
+	if !server.AdminAnswers(db) {
 		return err
 	}
 	return fmt.Errorf("%w; a logbook server holds it for its lifetime (its admin socket is beside it): %s", err, todo)
