@@ -75,7 +75,11 @@ func shapeRefusal(m []byte) (code int64, refusal string, byID bool) {
 			return jsonrpc.CodeInvalidParams, "Invalid params: member " + string(b) + " given more than once", true
 		}
 	}
-	if beside := len(m) - toolCallLen(params); beside > maxBesideArguments {
+	beside := len(m)
+	if isToolCall(method) {
+		beside -= toolCallLen(params)
+	}
+	if beside > maxBesideArguments {
 		return jsonrpc.CodeInvalidRequest, fmt.Sprintf("%s: %d bytes besides a tool call's name and arguments; a message may hold at most %d", invalidRequestMessage, beside, maxBesideArguments), !answer
 	}
 	return 0, "", false
@@ -91,6 +95,16 @@ func shapeRefusal(m []byte) (code int64, refusal string, byID bool) {
 // recorded clipped; what MCP itself puts beside them is a few hundred
 // bytes.
 const maxBesideArguments = 256 << 10
+
+// isToolCall reports whether method, a JSON value, is the string
+// "tools/call" (escapes and all).
+func isToolCall(method []byte) bool {
+	if string(method) == `"tools/call"` {
+		return true
+	}
+	var s string
+	return bytes.IndexByte(method, '\\') >= 0 && json.Unmarshal(method, &s) == nil && s == "tools/call"
+}
 
 // toolCallLen is the length of the name and arguments members of params
 // (a JSON object, or anything else: then 0).

@@ -214,13 +214,19 @@ func TestInvalidRequests(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the id must be one string or number of at most 1024 bytes"}}`},
 	}
 	// What a message holds besides a tool call's arguments is bounded
-	// (maxBesideArguments): _meta, another method's params.
-	for i, line := range []string{
-		`{"jsonrpc":"2.0","id":16,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("a", maxBesideArguments) + `"}}}`,
-		`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"server_ping","arguments":{},"_meta":{"x":[` + strings.Repeat(`0,`, maxBesideArguments/2) + `0]}}}`,
+	// (maxBesideArguments): _meta, another method's params — its name and
+	// arguments too.
+	for i, m := range []struct {
+		line    string
+		exempts string // what of it is a tool call's name and arguments
+	}{
+		{`{"jsonrpc":"2.0","id":16,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("a", maxBesideArguments) + `"}}}`, ""},
+		{`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"server_ping","arguments":{},"_meta":{"x":[` + strings.Repeat(`0,`, maxBesideArguments/2) + `0]}}}`, `{}"server_ping"`},
+		{`{"jsonrpc":"2.0","id":18,"method":"prompts/get","params":{"name":"` + strings.Repeat("n", maxBesideArguments) + `","arguments":{}}}`, ""},
+		{`{"jsonrpc":"2.0","id":19,"method":"tools\/call","params":{"name":"x","arguments":{},"_meta":{"x":"` + strings.Repeat("a", maxBesideArguments) + `"}}}`, `{}"x"`},
 	} {
-		tests = append(tests, struct{ line, want string }{line, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32600,"message":"Invalid Request: %d bytes besides a tool call's name and arguments; a message may hold at most %d"}}`,
-			16+i, len(line)-len(`{}"server_ping"`)*i, maxBesideArguments)})
+		tests = append(tests, struct{ line, want string }{m.line, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32600,"message":"Invalid Request: %d bytes besides a tool call's name and arguments; a message may hold at most %d"}}`,
+			16+i, len(m.line)-len(m.exempts), maxBesideArguments)})
 	}
 	s, _ := newTestServer(t, (&fakeDo{}).do, Options{})
 	c := startSession(t, s)

@@ -55,7 +55,8 @@ func TestE2EEchoesAreBounded(t *testing.T) {
 		// is refused before the SDK reads it (maxBesideArguments).
 		{long, map[string]any{}, `Invalid Request: 1048`},
 		{long[:1000], map[string]any{}, `method not found: "` + long[:40]},
-		{"prompts/get", map[string]any{"name": long}, `unknown prompt "` + long[:40]},
+		{"prompts/get", map[string]any{"name": long}, "Invalid Request: 1048"},
+		{"prompts/get", map[string]any{"name": long[:1000]}, `unknown prompt "` + long[:40]},
 		{"resources/read", map[string]any{"uri": long}, "Invalid Request: 1048"},
 		{"resources/read", map[string]any{"uri": long[:1000]}, "Resource not found"},
 	} {
