@@ -563,7 +563,7 @@ func isDomain(err error) bool {
 }
 
 // namedIDs are the ids an argument object names (task_id, parent_id,
-// session_id): the subjects of its tool.called event. Of a repeated key
+// source_task_id, session_id): the subjects of its tool.called event. Of a repeated key
 // the last counts, as encoding/json decodes it. Arguments past the parse
 // limits (refused) are decoded from their text.
 func namedIDs(a *domain.Args) []string {
@@ -593,7 +593,7 @@ func namedIDs(a *domain.Args) []string {
 }
 
 // idKeys are the arguments that name a call's subjects.
-var idKeys = []string{"task_id", "parent_id", "session_id"}
+var idKeys = []string{"task_id", "parent_id", "source_task_id", "session_id"}
 
 // idsOf are the ids among the string values get gives of the id keys ("" if none).
 func idsOf(get func(key string) string) []string {

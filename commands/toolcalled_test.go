@@ -41,6 +41,8 @@ func TestToolCalledRecord(t *testing.T) {
 			sha(`{"search":"ab"}`), nil},
 		{"nested objects sorted", "thought_record", `{"type":"plan","task_id":"T-0001","content":"c","metadata":{"z":1,"a":[2,1]},"session_id":"A-0001"}`, "OK",
 			sha(`{"content":"c","metadata":{"a":[2,1],"z":1},"session_id":"A-0001","task_id":"T-0001","type":"plan"}`), []string{"T-0001", "A-0001"}},
+		{"a learning's source task", "learning_record", `{"pattern":"` + retryPattern + `","context":"` + retryContext + `","project":"core","source_task_id":"T-0001"}`, "OK",
+			sha(`{"context":"` + retryContext + `","pattern":"` + retryPattern + `","project":"core","source_task_id":"T-0001"}`), []string{"T-0001"}},
 		{"empty arguments", "server_ping", ``, "OK", sha(`{}`), nil},
 		{"failure", "task_update", `{"task_id":"T-0999","status":"todo"}`, "ERR_TASK_NOT_FOUND",
 			sha(`{"status":"todo","task_id":"T-0999"}`), []string{"T-0999"}},

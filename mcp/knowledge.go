@@ -18,7 +18,7 @@ func knowledgeTools() []*tool {
 					prop("id", str("Id of the thought, finding, learning or memory version (Θ-, F-, L-, M-).")),
 					prop("kind", str("thought, finding, learning or memory.")),
 					prop("project", str("Its project; absent for global and agent memory.").optional()),
-					prop("field", str("The field the snippet comes from (content, summary, details, files, pattern, context, tags, key).")),
+					prop("field", str("The field the snippet comes from (content, blockers, summary, details, files, pattern, context, tags, key).")),
 					prop("snippet", str("The best-matching window of that field.")),
 					prop("matched", array("The words of the snippet that matched, as written.", str("A word."))),
 					prop("author", str("Agent that recorded it.")),

@@ -199,7 +199,8 @@ type receipt struct {
 	Actor  string `json:"actor"`
 	Client string `json:"client"`
 	// Subjects are the ids the arguments name (task_id, parent_id,
-	// session_id), the events a session's leaves are chosen by.
+	// source_task_id, session_id), the events a session's leaves are
+	// chosen by.
 	Subjects []string `json:"subjects"`
 	run      string
 }

@@ -334,7 +334,7 @@ const choices = `
 
 - **Audit record.** Every tools/call the server takes appends one ` + "`tool.called`" + ` event:
   tool, SHA-256 of the arguments, outcome code, SHA-256 of the exact reply bytes, duration, client
-  name; its subjects are the ids the arguments name (` + "`task_id`, `parent_id`, `session_id`" + `).
+  name; its subjects are the ids the arguments name (` + "`task_id`, `parent_id`, `source_task_id`, `session_id`" + `).
   The arguments hash (` + "`args_sha256`" + `, payload versions 2 to 4; v3 and v4 store the digests as 32 bytes
   and the payload as the array of its fields, v4 the tool as a code, docs/AUDITING.md; shown as hex and by name) is the SHA-256 of the arguments' RFC 8785
   (JCS) canonical form — members sorted by UTF-16 code units, no insignificant space, numbers in

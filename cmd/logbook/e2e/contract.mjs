@@ -291,7 +291,7 @@ async function call(label, name, args) {
   // The receipt of the call: what its tool.called event must say
   // (checked against the ledger by TestContractTypeScriptClient).
   summary.receipts.push({ label, tool: name, args_sha256: sha256(jcs(args ?? {})), result_sha256: sha256(res.content[0].text), outcome: env.ok ? 'OK' : env.error.code, client: CLIENT,
-    subjects: ['task_id', 'parent_id', 'session_id'].map((k) => args?.[k]).filter((v) => typeof v === 'string' && v !== '') });
+    subjects: ['task_id', 'parent_id', 'source_task_id', 'session_id'].map((k) => args?.[k]).filter((v) => typeof v === 'string' && v !== '') });
   if (!env.ok) {
     check(typeof env.error.message === 'string' && env.error.message.length > 0, `${label}: an error message`);
     check(env.error.details === undefined || (typeof env.error.details === 'object' && env.error.details !== null), `${label}: details an object`, env.error);
