@@ -1,7 +1,10 @@
 package boltaudit
 
 import (
+	"fmt"
+
 	"github.com/logbook-dev/logbook/audit"
+	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 )
 
@@ -51,6 +54,9 @@ func Prove(tx *boltstore.Tx, req ProofRequest) (*audit.Proof, error) {
 		return nil, err
 	}
 	if inclusion {
+		if err := fromBytes(tx, 1, n, 0, root, ledger.Hash{}); err != nil {
+			return nil, err
+		}
 		r, err := tx.Event(req.Seq)
 		if err != nil {
 			return nil, err
@@ -59,17 +65,32 @@ func Prove(tx *boltstore.Tx, req ProofRequest) (*audit.Proof, error) {
 		if err != nil {
 			return nil, err
 		}
-		return audit.NewInclusionProof(req.Seq, r.Raw, n, root, path), nil
+		return checked(audit.NewInclusionProof(req.Seq, r.Raw, n, root, path), audit.Trusted{Root: root, Size: n, SizeKnown: true})
 	}
 	oldRoot, err := tx.Root(req.Old)
 	if err != nil {
+		return nil, err
+	}
+	if err := fromBytes(tx, 1, n, req.Old, root, oldRoot); err != nil {
 		return nil, err
 	}
 	path, err := tx.ConsistencyProof(req.Old, n)
 	if err != nil {
 		return nil, err
 	}
-	return audit.NewConsistencyProof(req.Old, oldRoot, n, root, path), nil
+	return checked(audit.NewConsistencyProof(req.Old, oldRoot, n, root, path),
+		audit.Trusted{Root: root, Size: n, SizeKnown: true, OldRoot: oldRoot, OldRootKnown: true, OldSize: req.Old, OldSizeKnown: true})
+}
+
+// checked is p if it holds against t, the roots of the events' bytes: a
+// proof whose path, read from the file's stored nodes, does not hold is
+// not written; the file is damaged (a stored node no longer what its
+// children hash to).
+func checked(p *audit.Proof, t audit.Trusted) (*audit.Proof, error) {
+	if _, err := p.Check(t); err != nil {
+		return nil, fmt.Errorf("%w: the proof its stored Merkle nodes give does not hold (%w); logbook verify says where", boltstore.ErrDamaged, err)
+	}
+	return p, nil
 }
 
 // beyondHead is the *audit.OptionError of an option asking for n events of

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -230,5 +231,52 @@ func TestCheckProofBitFlips(t *testing.T) {
 	edited, _ := p.encode()
 	if code := runInProcess(bytes.NewReader(edited), "check-proof", "-", "--root", root); code != 1 {
 		t.Errorf("a re-encoded proof with a wrong path hash: exit %d", code)
+	}
+}
+
+// TestAuditorCommandsAnswerForTheBytes: root, prove and checkpoint answer
+// for the events' stored bytes, as their help says, though they read the
+// stored Merkle nodes: on a file whose event was edited in place (the
+// nodes over it stored before), each refuses, exit 1 saying the file is
+// damaged, rather than print, prove or sign the root the nodes still
+// give; a range no stored node covers is hashed from the bytes, edited or
+// not.
+func TestAuditorCommandsAnswerForTheBytes(t *testing.T) {
+	path := healthyLedger(t, 10)
+	n := headOf(t, path)
+	if n < 32 {
+		t.Fatalf("%d events: want two stored nodes of 16", n)
+	}
+	flipEventByte(t, path, 3)
+	leaves := leafHashes(t, path) // the edited bytes'
+	skey := writeKey(t, t.TempDir())
+	for _, args := range [][]string{
+		{"root"},
+		{"root", "--size", "16"},
+		{"root", "--from", "1", "--to", "16"},
+		{"root", "--from", "1", "--to", "20"},
+		{"prove", "inclusion", "--seq", "3"},
+		{"prove", "inclusion", "--seq", "20"},
+		{"prove", "consistency", "--old", "16"},
+		{"prove", "consistency", "--old", "2", "--new", "17"},
+		{"checkpoint", "--key", skey},
+	} {
+		r := run(t, append(args, "--db", path)...)
+		wantExit(t, r, 1, strings.Join(args, " "))
+		if !strings.Contains(r.stderr, "damaged") || !strings.Contains(r.stderr, "edited or damaged") {
+			t.Errorf("%s: %s", strings.Join(args, " "), r)
+		}
+	}
+	// No stored node covers events 2..4: their root is the bytes'.
+	r := run(t, "root", "--db", path, "--from", "2", "--to", "4")
+	wantExit(t, r, 0, "root of a range below the stored nodes")
+	if want := fmt.Sprintf("events 2..4 (3 leaves) root %s\n", mth(leaves[1:4])); r.stdout != want {
+		t.Errorf("root --from 2 --to 4: %q, want %q", r.stdout, want)
+	}
+	// Events after the edit are proved against nodes over none of it.
+	r = run(t, "root", "--db", path, "--from", "17", "--to", "32")
+	wantExit(t, r, 0, "root of a range past the edit")
+	if want := fmt.Sprintf("events 17..32 (16 leaves) root %s\n", mth(leaves[16:32])); r.stdout != want {
+		t.Errorf("root --from 17 --to 32: %q, want %q", r.stdout, want)
 	}
 }

@@ -35,7 +35,9 @@ With --follow, keeps printing events as agents append them, until interrupted (e
 	{name: "root", summary: "print the RFC 9162 Merkle root of the ledger, a prefix or a range of it", setup: root,
 		help: `Print the RFC 9162 Merkle root of the first --size events (default: all), or of the
 events --from A --to B (inclusive) as a tree of their own (the root an audit session over
-exactly those events has). Leaves are SHA-256(0x00 || stored event bytes).`},
+exactly those events has). Leaves are SHA-256(0x00 || stored event bytes): the root is
+read from the stored Merkle nodes and checked against the events' bytes; a file where they
+differ (edited or damaged) is refused, exit 1, as prove and checkpoint refuse it.`},
 	{name: "serve", summary: "run the MCP stdio server for one agent", setup: serve,
 		help: "Serve the MCP tools over stdin/stdout for one agent. Creates the ledger file if it does not exist."},
 	{name: "server", summary: "run the ledger service: MCP over Streamable HTTP for many agents, with bearer tokens", setup: serveHTTP,
