@@ -51,13 +51,17 @@ const (
 	// ProofInvalid: a well-formed proof that does not prove its statement
 	// against the trusted root and size.
 	ProofInvalid Kind = "invalid proof"
+	// FileDamaged: the ledger file cannot be read as a ledger's bbolt file
+	// (its pages, trees or freelist), or its stored Merkle nodes no longer
+	// cover its events' bytes: nothing is at a seq of the log.
+	FileDamaged Kind = "ledger file damaged"
 )
 
 // InLog reports whether problems of this kind are at a position of the log
 // (Problem.Seq is meaningful), rather than in a proof or checkpoint file.
 func (k Kind) InLog() bool {
 	switch k {
-	case CheckpointSignature, CheckpointMalformed, ProofMalformed, ProofInvalid:
+	case CheckpointSignature, CheckpointMalformed, ProofMalformed, ProofInvalid, FileDamaged:
 		return false
 	}
 	return true

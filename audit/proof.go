@@ -240,6 +240,7 @@ type ProofCheck struct {
 	Statement string `json:"statement,omitempty"` // what the proof proved
 	SizeBound bool   `json:"size_bound"`          // the tree size came from a trusted source, not the proof
 	Error     string `json:"error,omitempty"`
+	Problem   Kind   `json:"problem,omitempty"` // the error's kind: malformed proof, invalid proof, or the checkpoint's
 }
 
 // CheckProof decodes the proof file raw (DecodeProof) and checks it against
@@ -253,6 +254,9 @@ func CheckProof(raw []byte, t Trusted) (ProofCheck, error) {
 	}
 	if res.OK = err == nil; err != nil {
 		res.Error = err.Error()
+		if p := AsProblem(err); p != nil {
+			res.Problem = p.Kind
+		}
 	}
 	return res, err
 }

@@ -39,7 +39,7 @@ func verify(c *call) func() error {
 		case *cpPath != "":
 			cp, err := openCheckpoint(*cpPath, *vkeyPath)
 			if err != nil {
-				return err
+				return c.failed(err)
 			}
 			opts.Checkpoint = &cp
 		}
@@ -54,19 +54,46 @@ func verify(c *call) func() error {
 			}
 		}
 		opts.Projections = !*noProj
-		return c.with(true, func(l *boltstore.Store) error {
+		reported := false
+		err := c.with(true, func(l *boltstore.Store) error {
 			boundMemory(refoldHeapLimit)
 			l.ReadAhead()
 			out, err := boltaudit.Verify(c.ctx, l, opts)
 			if err != nil {
 				return err
 			}
+			reported = true
 			if err := c.print(out, func() error { views.VerifyReport(c.stdout, out); return nil }); err != nil || out.OK {
 				return err
 			}
 			return out.Problem
 		})
+		if !reported {
+			return c.failed(err)
+		}
+		return err
 	}
+}
+
+// failed is err, printed first with --json as {"ok":false,"error":...}
+// when it is an integrity outcome (exit 1) that no report said: a
+// checkpoint that does not hold, a ledger file that cannot be read as
+// one. The problem's kind is audit's (audit.FileDamaged for the file).
+func (c *call) failed(err error) error {
+	if c.json == nil || !*c.json || exitCode(err) != exitIntegrity {
+		return err
+	}
+	p := audit.AsProblem(err)
+	if p == nil {
+		p = &audit.Problem{Kind: audit.FileDamaged, Detail: err.Error()}
+	}
+	if werr := writeJSON(c.stdout, struct {
+		OK      bool           `json:"ok"`
+		Problem *audit.Problem `json:"error"`
+	}{false, p}); werr != nil {
+		return werr
+	}
+	return err
 }
 
 func replay(c *call) func() error {
@@ -221,6 +248,9 @@ func checkProof(c *call) func() error {
 		case *cpPath != "":
 			cp, err := openCheckpoint(*cpPath, *vkeyPath)
 			if err != nil {
+				if p := audit.AsProblem(err); p != nil && *c.json {
+					writeJSON(c.stdout, audit.ProofCheck{Error: err.Error(), Problem: p.Kind})
+				}
 				return err
 			}
 			t.Root, t.Size, t.SizeKnown = cp.Root, cp.Size, true

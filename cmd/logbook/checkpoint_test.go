@@ -141,6 +141,28 @@ func TestCheckpoint(t *testing.T) {
 		other := writeKey(t, t.TempDir())
 		r := run(t, "verify", "--db", path, "--checkpoint", cp, "--vkey", vkeyOf(other))
 		wantExit(t, r, 1, "verify with another key")
+		// --json says it as JSON too, with its kind: verify's report and
+		// check-proof's outcome (stdout was empty).
+		r = run(t, "verify", "--db", path, "--checkpoint", cp, "--vkey", vkeyOf(other), "--json")
+		wantExit(t, r, 1, "verify --json with another key")
+		var rep struct {
+			OK    *bool
+			Error struct{ Problem, Detail string }
+		}
+		if decodeJSON(t, r, &rep); rep.OK == nil || *rep.OK || rep.Error.Problem != "checkpoint signature" || rep.Error.Detail == "" {
+			t.Errorf("verify --json with another key: %s", r)
+		}
+		proof := filepath.Join(t.TempDir(), "proof.json")
+		wantExit(t, run(t, "prove", "inclusion", "--seq", "1", "--db", path, "--out", proof), 0, "prove")
+		r = run(t, "check-proof", proof, "--checkpoint", cp, "--vkey", vkeyOf(other), "--json")
+		wantExit(t, r, 1, "check-proof --json with another key")
+		var res struct {
+			OK             *bool
+			Problem, Error string
+		}
+		if decodeJSON(t, r, &res); res.OK == nil || *res.OK || res.Problem != "checkpoint signature" || res.Error == "" {
+			t.Errorf("check-proof --json with another key: %s", r)
+		}
 	})
 	t.Run("edited checkpoint", func(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "checkpoint")

@@ -320,6 +320,14 @@ func TestDamagedSpaceRoot(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ledger.db")
 			copyFile(t, healthy, path)
 			setSpaceRoot(t, path, "tasks", c.to)
+			r := run(t, "verify", "--db", path, "--json")
+			var rep struct {
+				OK    *bool
+				Error struct{ Problem, Detail string }
+			}
+			if decodeJSON(t, r, &rep); r.code != 1 || rep.OK == nil || *rep.OK || rep.Error.Problem != "ledger file damaged" || !strings.Contains(rep.Error.Detail, "ledger file is damaged: ") {
+				t.Errorf("%s: verify --json: %s", c.name, r)
+			}
 			for _, args := range [][]string{{"verify"}, {"tasks"}, {"rebuild"}, {"show", "T-0001"}, {"root"}} {
 				r := run(t, append(args, "--db", path)...)
 				if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged: ") || strings.Count(r.stderr, "\n") != 1 {
