@@ -150,6 +150,12 @@ func Rebuild(l *boltstore.Store, opts projections.RebuildOptions) (projections.R
 		})
 		return projections.Rebuilt{Applied: applied}, err
 	}
+	// Dropped, the projections' pages are freed: a page another tree
+	// still uses (a damaged file) would be written over next, and the file
+	// read by nothing after. Opening checked only the trees' roots.
+	if err := l.CheckPages(); err != nil {
+		return projections.Rebuilt{}, err
+	}
 	res, err := projections.Rebuild(l, opts)
 	if err != nil {
 		return res, fmt.Errorf("rebuild projections: %w", err)

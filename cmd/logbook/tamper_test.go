@@ -534,3 +534,42 @@ func TestCatchUpRefusesBrokenChain(t *testing.T) {
 		t.Errorf("the projections applied up to %d, want %d: the refused catch-up folded", applied, head-3)
 	}
 }
+
+// TestRebuildRefusesSharedPages: a branch of a projection's tree pointing
+// at a leaf of the events tree (a file damaged so) is found by verify;
+// rebuild, which drops the projections and so frees their pages, refuses
+// the file — exit 1, damaged, nothing written — rather than free a page
+// the events tree still uses, after which no command could read the file
+// (the freelist would list a page in use). snapshot still copies it.
+func TestRebuildRefusesSharedPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, sharedHealthyLedger(t, 2000), path)
+	roots, pageSize := treeRoots(t, path)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := firstLeaf(t, f, pageSize, roots["events"])
+	f.Close()
+	editBranch(t, path, []string{"spaces", "tasks"}, 0, func(page []byte, count int, root uint64) {
+		binary.LittleEndian.PutUint64(page[16+16*(count-1)+8:], leaf)
+	})
+	r := run(t, "verify", "--db", path)
+	if r.code != 1 || !strings.Contains(r.stderr, "which another pointer reaches too") {
+		t.Fatalf("verify of a projection branch pointing into the events tree: %s", r)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "rebuild", "--db", path)
+	if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged") {
+		t.Errorf("rebuild of it: %s, want exit 1, damaged", r)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Errorf("rebuild refused the file but changed it")
+	}
+	out := filepath.Join(t.TempDir(), "copy.db")
+	wantExit(t, run(t, "snapshot", "--db", path, "--out", out), 0, "snapshot of it")
+	wantExit(t, run(t, "verify", "--db", out), 0, "verify of the snapshot")
+}

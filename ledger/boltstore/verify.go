@@ -340,6 +340,19 @@ type VerifyReport struct {
 // errStop ends a scan early once a problem has been kept.
 var errStop = errors.New("stop")
 
+// CheckPages is Verify's check of the file's pages (checkKeyRanges): every
+// page of every tree read, none reached twice, every key in its range, and
+// the freelist listing no page in use; ErrDamaged names the first thing
+// wrong. Opening a file checks only the trees' roots and the freelist
+// against them: a writer that frees a tree's pages (a rebuild drops every
+// projection) calls it first, since freeing a page another tree still
+// uses would damage that tree too, past what snapshot can still copy.
+func (s *Store) CheckPages() error {
+	return s.withDB(true, func(db *bolt.DB, file *os.File) error {
+		return db.View(func(btx *bolt.Tx) error { return checkKeyRanges(btx, file, db.Info().PageSize) })
+	})
+}
+
 // Verify re-hashes every stored event, checks every link and every stored
 // Merkle node, for the log as it stood when Verify began. It reads in chunks
 // of short read transactions so writers in other processes keep going. On
