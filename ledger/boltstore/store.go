@@ -603,13 +603,16 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 			// removed.
 			if !l.opts.Scratch {
 				var fi os.FileInfo
-				if l.create {
-					fi, err = f.Stat()
-				}
+				fi, err = f.Stat()
 				switch {
 				case err != nil:
 				case l.create && fi.Size() == 0:
 					err = removeJournal(path)
+				case fi.Size() == 0:
+					// Emptied, or another file put in its place, since
+					// Open: bbolt would try to make a ledger of it (a
+					// reader's "write: bad file descriptor").
+					err = fmt.Errorf("%w: %s is empty", ErrNotLedger, path)
 				default:
 					rec, err = settleJournal(path, f, readOnly)
 					if err == nil && readOnly {

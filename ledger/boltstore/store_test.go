@@ -268,6 +268,40 @@ func TestEmptyFileIsCreatedOnlyWithCreate(t *testing.T) {
 	}
 }
 
+// TestFileEmptiedUnderAReader: a Store opened read-only on a ledger that
+// an empty file then takes the place of (as a follower of the file sees
+// it) says the file is empty, not a ledger — bbolt would try to make one
+// of it, and a reader failed "write: bad file descriptor" — and writes
+// nothing.
+func TestFileEmptiedUnderAReader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	l, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 3)
+	l.Close()
+	r, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	empty := path + ".new"
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(empty, path); err != nil {
+		t.Fatal(err)
+	}
+	err = r.View(func(tx *Tx) error { return nil })
+	if !errors.Is(err, ErrNotLedger) || !strings.Contains(err.Error(), path+" is empty") {
+		t.Errorf("a read of the file emptied: %v, want ErrNotLedger naming it", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Errorf("the empty file after the read: %v, %v", fi.Size(), err)
+	}
+}
+
 // TestQueuedCallWaitsForTheLockOnce: after an attempt to take the lock
 // fails, the calls whose wait is over are answered and the others retry
 // with only what is left of their own timeout, so a call queued behind a
