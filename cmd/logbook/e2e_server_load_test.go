@@ -307,11 +307,18 @@ func TestServerDrain(t *testing.T) {
 	var once sync.Once
 	var wg sync.WaitGroup
 	codes := make(chan int, 1)
+	// Every client connects before any calls: the stop comes after the
+	// 100th answer, which on a fast machine came before the last clients
+	// had connected (their initialize then met the drain: EOF).
+	var clients []*sdk.ClientSession
 	for c := range 16 {
 		cs, err := connectHTTP(t, s.url, token, "drain", []string{"2025-06-18", ""}[c%2])
 		if err != nil {
 			t.Fatal(err)
 		}
+		clients = append(clients, cs)
+	}
+	for _, cs := range clients {
 		wg.Go(func() {
 			for {
 				env, err := callHTTP(cs, "server_ping", map[string]any{})
