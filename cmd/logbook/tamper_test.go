@@ -537,10 +537,11 @@ func TestCatchUpRefusesBrokenChain(t *testing.T) {
 
 // TestRebuildRefusesSharedPages: a branch of a projection's tree pointing
 // at a leaf of the events tree (a file damaged so) is found by verify;
-// rebuild, which drops the projections and so frees their pages, refuses
-// the file — exit 1, damaged, nothing written — rather than free a page
-// the events tree still uses, after which no command could read the file
-// (the freelist would list a page in use). snapshot still copies it.
+// every writer — rebuild, which drops the projections and so frees their
+// pages, and serve, whose commits free the pages they change — refuses
+// the file at open — exit 1, damaged, nothing written — rather than free a
+// page the events tree still uses, after which no command could read the
+// file (the freelist would list a page in use). snapshot still copies it.
 func TestRebuildRefusesSharedPages(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	copyFile(t, sharedHealthyLedger(t, 2000), path)
@@ -566,8 +567,12 @@ func TestRebuildRefusesSharedPages(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "ledger file is damaged") {
 		t.Errorf("rebuild of it: %s, want exit 1, damaged", r)
 	}
+	srv := startE2E(t, e2eConfig{DB: path, Agent: "writer"})
+	if code := srv.waitExit(e2eTimeout); code == 0 || !strings.Contains(srv.stderr.String(), "both point at page") {
+		t.Errorf("serve on it: exit %d: %s", code, srv.stderr.String())
+	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
-		t.Errorf("rebuild refused the file but changed it")
+		t.Errorf("rebuild and serve refused the file but changed it")
 	}
 	out := filepath.Join(t.TempDir(), "copy.db")
 	wantExit(t, run(t, "snapshot", "--db", path, "--out", out), 0, "snapshot of it")

@@ -55,7 +55,7 @@ func soundTx(db *bolt.DB, btx *bolt.Tx, file *os.File) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("bbolt's check: %w", errors.Join(errs...))
 	}
-	if err := checkTrees(btx, file, db.Info().PageSize); err != nil {
+	if err := checkTrees(btx, file, db.Info().PageSize, true); err != nil {
 		return fmt.Errorf("checkTrees calls a sound file damaged: %w", err)
 	}
 	if err := checkKeyRanges(btx, file, db.Info().PageSize); err != nil {

@@ -371,7 +371,7 @@ func Open(path string, opts Options) (*Store, error) {
 			if err := checkSize(btx, file); err != nil {
 				return err
 			}
-			if err := checkTrees(btx, file, db.Info().PageSize); err != nil {
+			if err := checkTrees(btx, file, db.Info().PageSize, !opts.ReadOnly); err != nil {
 				return err
 			}
 			return check(btx)

@@ -104,7 +104,14 @@ func lookUp(b *bolt.Bucket, name []byte, in string) (*bolt.Bucket, error) {
 // root is another's, nor a branch page walked, nor a child of one. And the
 // freelist lists none of these pages (freelist): a writer would write over
 // it.
-func checkTrees(btx *bolt.Tx, file *os.File, pageSize int) error {
+//
+// A writer (shared) also makes sure no leaf is the child of two branch
+// pages: a pointer changed to another tree's leaf, which the first commit
+// changing either tree frees while the other still reads it — and then
+// writes over it, after which the freelist lists a page in use and no
+// command opens the file. A reader leaves that to verify: it frees
+// nothing, and snapshot can still copy the file.
+func checkTrees(btx *bolt.Tx, file *os.File, pageSize int, shared bool) error {
 	w := treeWalk{file: file, pageSize: pageSize, end: uint64(btx.Size()) / uint64(pageSize), branches: map[uint64]bool{}}
 	roots := map[uint64]string{}
 	err := forEachTree(btx, func(name string, root uint64) error {
@@ -139,7 +146,31 @@ func checkTrees(btx *bolt.Tx, file *os.File, pageSize int) error {
 			}
 		}
 	}
+	if shared {
+		if err := w.sharedLeaf(); err != nil {
+			return err
+		}
+	}
 	return w.freelist(btx, roots)
+}
+
+// sharedLeaf finds a leaf that two branch pages point at.
+func (w *treeWalk) sharedLeaf() error {
+	n := 0
+	for _, low := range w.lowest {
+		n += len(low.kids)
+	}
+	parent := make(map[uint64]int, n) // the leaf's branch, an index in w.lowest
+	for i, low := range w.lowest {
+		for _, k := range low.kids {
+			if j, ok := parent[k]; ok {
+				other := w.lowest[j]
+				return fmt.Errorf("%w: %s's branch page %d and %s's branch page %d both point at page %d: a commit changing either tree would free it while the other still uses it", ErrDamaged, other.tree, other.page, low.tree, low.page, k)
+			}
+			parent[k] = i
+		}
+	}
+	return nil
 }
 
 // freelist checks the freelist of btx's meta page (readFreelist), and that
