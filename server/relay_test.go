@@ -518,6 +518,19 @@ func TestRelaySlowWelcome(t *testing.T) {
 	close(release)
 }
 
+// waitPending waits until r's link has a call waiting for its answer.
+func waitPending(r *Relay) {
+	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		if l := r.link; l != nil {
+			l.mu.Lock()
+			waiting = len(l.pending) > 0
+			l.mu.Unlock()
+		}
+		r.mu.Unlock()
+	}
+}
+
 // TestRelayStalledHub: while a hub answers nothing (stopped), a follower
 // hands it no more calls: they run against the file, instead of waiting
 // relayAnswerWait to end outcome unknown.
@@ -536,15 +549,7 @@ func TestRelayStalledHub(t *testing.T) {
 		_, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"})
 		first <- err
 	}()
-	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
-		r.mu.Lock()
-		if l := r.link; l != nil {
-			l.mu.Lock()
-			waiting = len(l.pending) > 0
-			l.mu.Unlock()
-		}
-		r.mu.Unlock()
-	}
+	waitPending(r)
 	if _, err := r.Forward(context.Background(), commands.Forward{Name: "server_ping", Args: json.RawMessage(`{}`), Client: "c"}); !errors.Is(err, commands.ErrNotSent) {
 		t.Errorf("a call while the hub answers nothing: %v, want ErrNotSent", err)
 	}
@@ -600,15 +605,7 @@ func TestRelayStoppedHub(t *testing.T) {
 		return got
 	}
 	first := forward()
-	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
-		r.mu.Lock()
-		if l := r.link; l != nil {
-			l.mu.Lock()
-			waiting = len(l.pending) > 0
-			l.mu.Unlock()
-		}
-		r.mu.Unlock()
-	}
+	waitPending(r)
 	stopped.Store(true)
 	if err := <-forward(); !errors.Is(err, commands.ErrNotSent) {
 		t.Errorf("a call while the hub is stopped: %v, want ErrNotSent", err)

@@ -268,19 +268,27 @@ func TestEmptyFileIsCreatedOnlyWithCreate(t *testing.T) {
 	}
 }
 
+// ledgerOf is the path of a closed ledger of n events, l.db in a
+// temporary folder of t's.
+func ledgerOf(t *testing.T, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "l.db")
+	l, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, n)
+	l.Close()
+	return path
+}
+
 // TestFileEmptiedUnderAReader: a Store opened read-only on a ledger that
 // an empty file then takes the place of (as a follower of the file sees
 // it) says the file is empty, not a ledger — bbolt would try to make one
 // of it, and a reader failed "write: bad file descriptor" — and writes
 // nothing.
 func TestFileEmptiedUnderAReader(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "l.db")
-	l, err := Open(path, Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendN(t, l, 3)
-	l.Close()
+	path := ledgerOf(t, 3)
 	r, err := Open(path, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -431,13 +439,7 @@ func TestBrokenStructureIsDamaged(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "l.db")
-			l, err := Open(path, Options{Create: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			appendN(t, l, 3)
-			l.Close()
+			path := ledgerOf(t, 3)
 			db, err := bolt.Open(path, 0o600, nil)
 			if err != nil {
 				t.Fatal(err)
