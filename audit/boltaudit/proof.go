@@ -1,6 +1,7 @@
 package boltaudit
 
 import (
+	"encoding/base64"
 	"fmt"
 
 	"github.com/logbook-dev/logbook/audit"
@@ -57,6 +58,16 @@ func Prove(tx *boltstore.Tx, req ProofRequest) (*audit.Proof, error) {
 		if err := fromBytes(tx, 1, n, 0, root, ledger.Hash{}); err != nil {
 			return nil, err
 		}
+		// Its proof holds the event in base64: one check-proof would not
+		// read (audit.MaxProofBytes) is not made — only a file written by
+		// another program can hold such an event — nor held in memory.
+		var size int
+		if err := tx.ScanRaw(req.Seq, req.Seq+1, func(_ uint64, raw []byte) error { size = len(raw); return nil }); err != nil {
+			return nil, err
+		}
+		if base64.StdEncoding.EncodedLen(size) > maxProofEvent {
+			return nil, fmt.Errorf("event %d is %d bytes: its proof would be larger than the %d bytes check-proof reads", req.Seq, size, audit.MaxProofBytes)
+		}
 		r, err := tx.Event(req.Seq)
 		if err != nil {
 			return nil, err
@@ -92,6 +103,10 @@ func checked(p *audit.Proof, t audit.Trusted) (*audit.Proof, error) {
 	}
 	return p, nil
 }
+
+// maxProofEvent bounds an inclusion proof's event, in base64: the proof
+// file, with its hashes, within audit.MaxProofBytes. A var: tests lower it.
+var maxProofEvent = audit.MaxProofBytes - 64<<10
 
 // beyondHead is the *audit.OptionError of an option asking for n events of
 // a ledger of head.

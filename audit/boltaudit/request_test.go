@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +113,12 @@ func TestProveRefuses(t *testing.T) {
 		p, err := boltaudit.Prove(tx, boltaudit.ProofRequest{Kind: incl, Seq: 2})
 		if err != nil || p.TreeSize != tasks {
 			t.Errorf("inclusion at the head: %+v, %v", p, err)
+		}
+		// An event whose proof check-proof would not read (past
+		// audit.MaxProofBytes; lowered here) is not proved.
+		defer boltaudit.SetMaxProofEvent(len(p.Event)*4/3 - 1)()
+		if p, err := boltaudit.Prove(tx, boltaudit.ProofRequest{Kind: incl, Seq: 2}); p != nil || err == nil || !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("inclusion of an event past the proof's limit: %+v, %v", p, err)
 		}
 	})
 }
