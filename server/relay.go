@@ -551,7 +551,7 @@ func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 // unknown (the hub, resumed, may still run them), and the next calls look
 // for a hub again — they run against the file meanwhile.
 func (l *link) answer(ch chan linkResult) (commands.Forwarded, error) {
-	t := time.NewTimer(stopPoll)
+	t := time.NewTimer(min(stopPoll, relayAnswerWait))
 	defer t.Stop()
 	by := time.Now().Add(relayAnswerWait)
 	var stopped time.Time // since when the hub has been seen stopped
@@ -773,7 +773,13 @@ func (h *hub) serve(c *net.UnixConn) {
 	hc := &hubConn{c: c}
 	guest, err := h.handshake(hc)
 	if err != nil {
-		h.r.log.Info("relay: a process could not follow", "err", err)
+		level := slog.LevelInfo
+		if errors.Is(err, io.EOF) {
+			// It left before its hello: one that found this hub stopped
+			// (dial), whose connection the kernel had queued.
+			level = slog.LevelDebug
+		}
+		h.r.log.Log(context.Background(), level, "relay: a process could not follow", "err", err)
 		return
 	}
 	defer func() {

@@ -570,7 +570,9 @@ func TestRelayStoppedHub(t *testing.T) {
 	defer func(w, s, p time.Duration, f func(int) bool) {
 		relayAnswerWait, relayStall, stopPoll, hubStopped = w, s, p, f
 	}(relayAnswerWait, relayStall, stopPoll, hubStopped)
-	relayAnswerWait, relayStall, stopPoll = 10*time.Minute, 200*time.Millisecond, 10*time.Millisecond
+	// (relayStall long enough that a call just after another began to
+	// wait is not refused as stalled: stopped is what refuses it.)
+	relayAnswerWait, relayStall, stopPoll = 10*time.Minute, time.Second, 10*time.Millisecond
 	var stopped atomic.Bool
 	hubStopped = func(pid int) bool {
 		if pid != os.Getpid() {
@@ -625,6 +627,11 @@ func TestRelayStoppedHub(t *testing.T) {
 	if err := <-forward(); !errors.Is(err, commands.ErrNotSent) {
 		t.Errorf("a call to a stopped hub, connecting afresh: %v, want ErrNotSent", err)
 	}
+	r.mu.Lock()
+	if r.link != nil {
+		t.Error("a link was made to a stopped hub")
+	}
+	r.mu.Unlock()
 	// Resumed, it is followed again.
 	stopped.Store(false)
 	close(resumed)

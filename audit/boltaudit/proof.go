@@ -66,7 +66,7 @@ func Prove(tx *boltstore.Tx, req ProofRequest) (*audit.Proof, error) {
 			return nil, err
 		}
 		if base64.StdEncoding.EncodedLen(size) > maxProofEvent {
-			return nil, fmt.Errorf("event %d is %d bytes: its proof would be larger than the %d bytes check-proof reads", req.Seq, size, audit.MaxProofBytes)
+			return nil, fmt.Errorf("event %d is %d bytes: its proof would be larger than the %d bytes check-proof reads (the event in base64 at most %d)", req.Seq, size, audit.MaxProofBytes, maxProofEvent)
 		}
 		r, err := tx.Event(req.Seq)
 		if err != nil {

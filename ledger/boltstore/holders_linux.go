@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,10 +41,19 @@ func (h Holder) String() string {
 }
 
 // Holders returns the processes holding the flock of the file at path, as
-// /proc/locks lists them: none if nobody does or it cannot be told.
+// /proc/locks lists them: none if nobody does or it cannot be told. A
+// lock is matched by the file's inode number, whatever device /proc/locks
+// names (a btrfs subvolume's or an overlay's differs from what stat
+// says), and its process kept only if it has the file open: /proc/locks
+// names the process that took the lock, which may have ended and left it
+// to a child — and its pid to another process.
 func Holders(path string) []Holder {
-	var st unix.Stat_t
-	if unix.Stat(path, &st) != nil {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
 		return nil
 	}
 	f, err := os.Open("/proc/locks")
@@ -53,22 +63,37 @@ func Holders(path string) []Holder {
 	defer f.Close()
 	// A line: "1: FLOCK  ADVISORY  WRITE 1234 fe:00:9978050 0 EOF"; a
 	// waiter's has "->" after the number.
-	file := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	ino := ":" + strconv.FormatUint(st.Ino, 10)
 	var hs []Holder
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != file {
+		if len(fields) < 6 || fields[1] != "FLOCK" || !strings.HasSuffix(fields[5], ino) {
 			continue
 		}
 		pid, err := strconv.Atoi(fields[4])
-		if err != nil || pid <= 0 || slices.ContainsFunc(hs, func(h Holder) bool { return h.PID == pid }) {
+		if err != nil || pid <= 0 || slices.ContainsFunc(hs, func(h Holder) bool { return h.PID == pid }) || !hasOpen(pid, fi) {
 			continue // (a process holding it through two opens is listed once)
 		}
 		name, _ := os.ReadFile("/proc/" + fields[4] + "/comm")
 		hs = append(hs, Holder{PID: pid, Name: string(bytes.TrimSpace(name)), Stopped: Stopped(pid)})
 	}
 	return hs
+}
+
+// hasOpen reports whether process pid has the file fi open.
+func hasOpen(pid int, fi os.FileInfo) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if other, err := os.Stat(dir + fd.Name()); err == nil && os.SameFile(fi, other) {
+			return true
+		}
+	}
+	return false
 }
 
 // HeldBy names the processes other than this one holding the flock of

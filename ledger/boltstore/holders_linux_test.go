@@ -58,6 +58,23 @@ func TestHolders(t *testing.T) {
 	if Stopped(pid) {
 		t.Errorf("a process that ended is stopped")
 	}
+	// A process is a holder only with the file open: /proc/locks names
+	// the process that took a lock, which may have left it to a child.
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasOpen(os.Getpid(), fi) {
+		t.Error("this process has the file open, it says")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if !hasOpen(os.Getpid(), fi) {
+		t.Error("this process, with the file open, has it not open, it says")
+	}
 }
 
 // TestChildHoldsLock is TestHolders's child: it takes the file's flock,

@@ -144,6 +144,11 @@ func checkTrees(btx *bolt.Tx, file *os.File, pageSize int, shared bool) error {
 			if other, ok := roots[k]; ok {
 				return fmt.Errorf("%w: %s's branch page %d points at page %d, the root of %s", ErrDamaged, low.tree, low.page, k, other)
 			}
+			// (Its own tree's branch pages were checked as it was
+			// walked: this is a tree walked later.)
+			if w.branches[k] {
+				return fmt.Errorf("%w: %s's branch page %d points at page %d, a branch page of another tree", ErrDamaged, low.tree, low.page, k)
+			}
 		}
 	}
 	if shared {
