@@ -50,7 +50,7 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 		defer s.readMu.Unlock()
 	}
 	var code string
-	err = s.l.View(func(lt *boltstore.Tx) error {
+	err = s.l.ViewWithin(s.lockWait, func(lt *boltstore.Tx) error {
 		version, applied, err := projections.State(lt)
 		if err != nil || version != projections.Version || applied != lt.Head().Seq {
 			return errFallBack // another process appended: fold first

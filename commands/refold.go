@@ -49,7 +49,7 @@ type refoldRun struct {
 // once more; if another cut-off rebuild dropped them again meanwhile, the
 // same again, up to refoldTries refolds, each of which succeeded.
 func (s *Service) update(ctx context.Context, fn func(*boltstore.Tx) error) error {
-	err := s.l.Update(fn)
+	err := s.l.UpdateWithin(s.lockWait, fn)
 	for try := 0; try < refoldTries && errors.Is(err, projections.ErrNoProjections); try++ {
 		if rerr := s.refold(ctx); errors.Is(rerr, boltstore.ErrLocked) {
 			// Not the log: another process kept the file too long.
@@ -57,7 +57,7 @@ func (s *Service) update(ctx context.Context, fn func(*boltstore.Tx) error) erro
 		} else if rerr != nil {
 			return fmt.Errorf("%w; folding them again failed: %v", err, rerr)
 		}
-		err = s.l.Update(fn)
+		err = s.l.UpdateWithin(s.lockWait, fn)
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,9 @@ type GuestOptions struct {
 	Skipped  []events.SkippedSkill
 	Version  string
 	Started  time.Time // when the sender started (server_health's uptime)
+	// LockTimeout is how long the sender's calls wait for the file lock
+	// (its --lock-timeout; 0: the hub's).
+	LockTimeout time.Duration
 }
 
 var slugRE = regexp.MustCompile(domain.SlugPattern)
@@ -256,7 +260,8 @@ func (g GuestOptions) Check() error {
 // Guest returns what a Remote sends: s's options as a holder needs them.
 func (s *Service) Guest() GuestOptions {
 	return GuestOptions{Agent: s.opts.Agent, Project: s.opts.Project, ReadOnly: s.opts.ReadOnly,
-		Skills: s.opts.Skills.All(), Skipped: s.opts.Skipped, Version: s.opts.Version, Started: s.started}
+		Skills: s.opts.Skills.All(), Skipped: s.opts.Skipped, Version: s.opts.Version, Started: s.started,
+		LockTimeout: cmp.Or(s.lockWait, s.l.LockTimeout())}
 }
 
 // NewGuest returns a Service that runs another process's calls on s's
@@ -268,7 +273,8 @@ func (s *Service) NewGuest(g GuestOptions) *Service {
 	opts := s.opts
 	opts.Agent, opts.Project, opts.ReadOnly = g.Agent, g.Project, g.ReadOnly
 	opts.Skills, opts.Skipped, opts.Version = skills.NewSet(g.Skills), g.Skipped, g.Version
-	return &Service{l: s.l, opts: opts, started: g.Started, log: s.log, failLog: s.failLog, readMu: s.readMu, refolding: s.refolding, trees: s.trees}
+	return &Service{l: s.l, opts: opts, started: g.Started, log: s.log, failLog: s.failLog, readMu: s.readMu, refolding: s.refolding, trees: s.trees,
+		lockWait: g.LockTimeout}
 }
 
 // DoGuest runs a call a guest forwarded with f.First: Do's reply and error,

@@ -92,6 +92,9 @@ type Service struct {
 	// trees bounds the memory of the calls' argument trees in flight,
 	// shared with the process's guests.
 	trees *trees
+	// lockWait: how long a call waits for the file lock; 0, the Store's.
+	// A guest's is its own process's (GuestOptions.LockTimeout).
+	lockWait time.Duration
 
 	// remote, when set, runs this process's calls in another process that
 	// holds the ledger (remote.go).

@@ -76,8 +76,9 @@ const (
 var relayHandshake = 5 * time.Second
 
 // relayAnswerWait bounds how long a follower waits to hand a call over and
-// for its answer: far past a commit waiting out a lock timeout. A var:
-// tests shorten it.
+// for its answer, past the follower's own lock timeout (the hub may wait
+// that long for the file, with the call): far past a commit. A var: tests
+// shorten it.
 var relayAnswerWait = time.Minute
 
 // maxRelayConns bounds the hub's connections, handshakes included: past
@@ -104,17 +105,20 @@ const (
 
 // hello is what a process following the hub says first.
 type hello struct {
-	Proto    int                   `json:"proto"`
-	Build    string                `json:"build"`
-	Dev      uint64                `json:"dev"`
-	Ino      uint64                `json:"ino"`
-	Agent    string                `json:"agent"`
-	Project  string                `json:"project"`
-	ReadOnly bool                  `json:"read_only"`
-	Version  string                `json:"version"`
-	Started  int64                 `json:"started_unix_ns"`
-	Skills   []wireSkill           `json:"skills"`
-	Skipped  []events.SkippedSkill `json:"skipped"`
+	Proto    int    `json:"proto"`
+	Build    string `json:"build"`
+	Dev      uint64 `json:"dev"`
+	Ino      uint64 `json:"ino"`
+	Agent    string `json:"agent"`
+	Project  string `json:"project"`
+	ReadOnly bool   `json:"read_only"`
+	Version  string `json:"version"`
+	Started  int64  `json:"started_unix_ns"`
+	// LockTimeout: how long the follower's calls wait for the file lock
+	// (its --lock-timeout), in ns; the hub commits them with it.
+	LockTimeout int64                 `json:"lock_timeout_ns,omitempty"`
+	Skills      []wireSkill           `json:"skills"`
+	Skipped     []events.SkippedSkill `json:"skipped"`
 	// Seen: what the follower's Store has seen of its ledger (nil if
 	// nothing yet); the hub commits its calls only into that ledger, its
 	// log intact up to that head.
@@ -299,6 +303,11 @@ func (r *Relay) Close() {
 // --- frames ---
 
 func writeFrame(w io.Writer, kind byte, parts ...[]byte) (int, error) {
+	return w.Write(frame(kind, parts...))
+}
+
+// frame is the frame of kind holding parts, one after the other.
+func frame(kind byte, parts ...[]byte) []byte {
 	n := 1
 	for _, p := range parts {
 		n += len(p)
@@ -309,7 +318,7 @@ func writeFrame(w io.Writer, kind byte, parts ...[]byte) (int, error) {
 	for _, p := range parts {
 		b = append(b, p...)
 	}
-	return w.Write(b)
+	return b
 }
 
 // readFrame reads one frame of at most max bytes. The length is only a
@@ -461,7 +470,7 @@ func dial(r *Relay, uid int) (*link, error) {
 	}
 	g := r.svc.Guest()
 	h := hello{Proto: relayProto, Build: r.build, Dev: dev, Ino: ino, Agent: g.Agent, Project: g.Project,
-		ReadOnly: g.ReadOnly, Version: g.Version, Started: g.Started.UnixNano(), Skipped: g.Skipped}
+		ReadOnly: g.ReadOnly, Version: g.Version, Started: g.Started.UnixNano(), Skipped: g.Skipped, LockTimeout: int64(g.LockTimeout)}
 	for _, sk := range g.Skills {
 		h.Skills = append(h.Skills, wireSkill{sk, sk.SHA256})
 	}
@@ -525,10 +534,8 @@ func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 		l.heard = time.Now()
 	}
 	l.pending[id] = ch
-	// A hub that stopped reading (stopped, say) cannot hold this
-	// process's calls up for good: l.mu is held while writing.
-	l.c.SetWriteDeadline(time.Now().Add(relayAnswerWait))
-	n, err := writeFrame(l.c, frameCall, idFirst(id, f.First), lenPrefixed(f.Name), lenPrefixed(f.Client), f.Args)
+	b := frame(frameCall, idFirst(id, f.First), lenPrefixed(f.Name), lenPrefixed(f.Client), f.Args)
+	n, err := l.send(b)
 	if err != nil {
 		// The rest of the stream cannot be trusted: end it. A frame the
 		// hub did not get whole it never runs.
@@ -536,7 +543,7 @@ func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 		l.dead = true
 		l.c.Close()
 		l.mu.Unlock()
-		if n < 4+1+9+8+len(f.Name)+len(f.Client)+len(f.Args) {
+		if n < len(b) {
 			return commands.Forwarded{}, commands.ErrNotSent
 		}
 		return commands.Forwarded{}, err
@@ -545,15 +552,45 @@ func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 	return l.answer(ch)
 }
 
+// send writes b, a call's frame, with l.mu held (so that frames do not
+// mix): a hub that stops reading cannot hold this process's calls up for
+// good. It gives up after relayAnswerWait, or once the hub has been seen
+// stopped for relayStall (a large call's write outlasts the look before
+// it), looking every stopPoll; it returns the bytes written.
+func (l *link) send(b []byte) (int, error) {
+	by := time.Now().Add(relayAnswerWait)
+	var stopped time.Time // since when the hub has been seen stopped
+	n := 0
+	for {
+		now := time.Now()
+		l.c.SetWriteDeadline(now.Add(min(stopPoll, max(by.Sub(now), 0))))
+		m, err := l.c.Write(b[n:])
+		n += m
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || time.Now().After(by) {
+			return n, err
+		}
+		switch {
+		case !hubStopped(l.pid):
+			stopped = time.Time{}
+		case stopped.IsZero():
+			stopped = time.Now()
+		case time.Since(stopped) >= relayStall:
+			l.log.Warn("relay: the hub's process is stopped; leaving it", "pid", l.pid)
+			return n, fmt.Errorf("%w: process %d", errHubStopped, l.pid)
+		}
+	}
+}
+
 // answer waits for the answer on ch. A hub that answers nothing for
 // relayAnswerWait is stuck; one seen stopped for relayStall is left at
 // once: the link ends, every call waiting on it is answered outcome
 // unknown (the hub, resumed, may still run them), and the next calls look
 // for a hub again — they run against the file meanwhile.
 func (l *link) answer(ch chan linkResult) (commands.Forwarded, error) {
-	t := time.NewTimer(min(stopPoll, relayAnswerWait))
+	wait := relayAnswerWait + l.store.LockTimeout()
+	t := time.NewTimer(min(stopPoll, wait))
 	defer t.Stop()
-	by := time.Now().Add(relayAnswerWait)
+	by := time.Now().Add(wait)
 	var stopped time.Time // since when the hub has been seen stopped
 	for {
 		select {
@@ -570,8 +607,8 @@ func (l *link) answer(ch chan linkResult) (commands.Forwarded, error) {
 				return l.leave(ch, fmt.Errorf("%w: process %d", errHubStopped, l.pid))
 			}
 			if now.After(by) {
-				l.log.Warn("relay: the hub did not answer in time; leaving it", "waited", relayAnswerWait)
-				return l.leave(ch, fmt.Errorf("the hub did not answer in %v", relayAnswerWait))
+				l.log.Warn("relay: the hub did not answer in time; leaving it", "waited", wait)
+				return l.leave(ch, fmt.Errorf("the hub did not answer in %v", wait))
 			}
 			t.Reset(min(stopPoll, max(time.Until(by), 0)))
 		}
@@ -845,7 +882,7 @@ func (h *hub) handshake(hc *hubConn) (*commands.Service, error) {
 		return nil, errFrame
 	}
 	g := commands.GuestOptions{Agent: hi.Agent, Project: hi.Project, ReadOnly: hi.ReadOnly, Version: hi.Version,
-		Started: time.Unix(0, hi.Started), Skipped: hi.Skipped}
+		Started: time.Unix(0, hi.Started), Skipped: hi.Skipped, LockTimeout: time.Duration(max(hi.LockTimeout, 0))}
 	for _, sk := range hi.Skills {
 		sk.Skill.SHA256 = sk.SHA256
 		g.Skills = append(g.Skills, sk.Skill)

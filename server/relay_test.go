@@ -361,6 +361,45 @@ func TestRelayHubStopsReading(t *testing.T) {
 	}
 }
 
+// TestRelayHubStopsMidCall: a hub stopped while a large call is being
+// written to it (its socket's buffer full) does not hold the follower's
+// calls up for relayAnswerWait: once it has been seen stopped for
+// relayStall the write is given up, and the call, never handed over whole,
+// is not sent (it runs against the file).
+func TestRelayHubStopsMidCall(t *testing.T) {
+	defer func(w, s, p time.Duration, f func(int) bool) {
+		relayAnswerWait, relayStall, stopPoll, hubStopped = w, s, p, f
+	}(relayAnswerWait, relayStall, stopPoll, hubStopped)
+	relayAnswerWait, relayStall, stopPoll = 10*time.Minute, 100*time.Millisecond, 10*time.Millisecond
+	// Running for the dial's look and the call's look before it writes;
+	// stopped from then on (the fake reads nothing after its welcome).
+	var looks atomic.Int32
+	hubStopped = func(int) bool { return looks.Add(1) > 2 }
+	db := filepath.Join(t.TempDir(), "l.db")
+	p := startRelayProcess(t, db, "follower", os.Geteuid())
+	p.relay.Close() // it was the hub: the fake one takes its place
+	fakeHub(t, db, func(*net.UnixConn) {})
+	r := startRelay(p.l, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
+	defer r.Close()
+	args := json.RawMessage(`{"text":"` + strings.Repeat("x", 8<<20) + `"}`)
+	got := make(chan error, 1)
+	go func() {
+		_, err := r.Forward(context.Background(), commands.Forward{Name: "thought_record", Args: args, Client: "c"})
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if !errors.Is(err, commands.ErrNotSent) {
+			t.Errorf("a call cut short by the hub's stop: %v, want ErrNotSent", err)
+		}
+		if looks.Load() <= 2 {
+			t.Errorf("the call was not refused while being written (%d looks)", looks.Load())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Forward still writing to a stopped hub after a minute")
+	}
+}
+
 // TestRelayFollowerStopsReading: a follower that sends calls and reads
 // none of the answers costs the hub relayAnswerWait: then the connection
 // is closed (its answers cannot be written whole), and the hub goes on

@@ -344,6 +344,51 @@ func TestRelayHubStopped(t *testing.T) {
 	}
 }
 
+// TestRelayFollowerLockTimeout: a call handed to the hub waits for the
+// file lock as long as its own process's --lock-timeout says, not the
+// hub's: with the file held by another process, a follower at 300ms is
+// answered ERR_STORAGE, nothing recorded (not outcome unknown), long before
+// the hub's 2m — which, applied to it, kept it waiting a minute for an
+// answer of unknown outcome (chaos review) — and writes again once the file
+// is free.
+func TestRelayFollowerLockTimeout(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "locktimeout.db")
+	hub := relayStart(t, db, "hub", "c", "--lock-timeout", "2m")
+	waitStderr(t, hub, hubLine)
+	f := relayStart(t, db, "follower", "c", "--lock-timeout", "300ms")
+	task := relayTask(t, f, "waits its own time")
+	waitStderr(t, f, followLine)
+	time.Sleep(500 * time.Millisecond) // the hub lets the file go (quietHold)
+	file, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if err := syscall.Flock(int(file.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	ch := f.callToolAsync("thought_record", e2eJSON(t, map[string]any{"task_id": task, "type": "analysis", "content": "while the file is held"}))
+	select {
+	case m := <-ch:
+		r := parseE2EReply(t, "thought_record", m)
+		if r.code() != "ERR_STORAGE" || !strings.Contains(string(r.Env.Error.Details), "locked") || strings.Contains(r.Env.Error.Message, "outcome is unknown") {
+			t.Errorf("a follower's call while the file is held: %s", r.Result)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a follower's call at --lock-timeout 300ms still waits after 30s: the hub's 2m applied")
+	}
+	syscall.Flock(int(file.Fd()), syscall.LOCK_UN)
+	w := &relayWriter{srv: f, task: task}
+	w.write(t)
+	if len(w.acks) != 1 {
+		t.Errorf("the follower once the file is free: %v", w.other)
+	}
+	if n := relayThoughts(t, db)["follower"]; n != 1 {
+		t.Errorf("%d thoughts of the follower's in the ledger, want the one acknowledged", n)
+	}
+}
+
 // TestRelayHandOver: the hub's agent ends while the followers write; the
 // hub answers what it took, and the followers carry on without a single
 // failed call, one of them becoming the hub.

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -771,11 +772,16 @@ func (l *Store) Close() error {
 // With Options.Replica, durable means in the replicated log: a call whose
 // events the log took is answered nil even if the file's own commit then
 // failed (its next commit ingests them from the log).
-func (l *Store) Update(fn func(*Tx) error) error {
+func (l *Store) Update(fn func(*Tx) error) error { return l.UpdateWithin(0, fn) }
+
+// UpdateWithin is Update waiting at most wait for the file lock (the
+// Store's LockTimeout if wait is 0): a relay hub commits each follower's
+// calls with that follower's lock timeout.
+func (l *Store) UpdateWithin(wait time.Duration, fn func(*Tx) error) error {
 	if l.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	r := &request{fn: fn, done: make(chan error, 1), deadline: time.Now().Add(l.opts.LockTimeout)}
+	r := &request{fn: fn, done: make(chan error, 1), deadline: time.Now().Add(cmp.Or(wait, l.opts.LockTimeout))}
 	if l.direct(r) {
 		return diskFull(<-r.done)
 	}
@@ -813,8 +819,12 @@ func (l *Store) send(r *request) error {
 // waiting on an Update, forever (with Options.Hold too); a View nested in
 // one that began before the committer let go waits for the lock, then
 // fails with ErrLocked.
-func (l *Store) View(fn func(*Tx) error) error {
-	return l.withDB(true, func(db *bolt.DB, _ *os.File) error {
+func (l *Store) View(fn func(*Tx) error) error { return l.ViewWithin(0, fn) }
+
+// ViewWithin is View waiting at most wait for the file lock (the Store's
+// LockTimeout if wait is 0).
+func (l *Store) ViewWithin(wait time.Duration, fn func(*Tx) error) error {
+	return l.withDBWait(true, cmp.Or(wait, l.opts.LockTimeout), func(db *bolt.DB, _ *os.File) error {
 		return db.View(func(btx *bolt.Tx) error {
 			if err := checkFormat(btx); err != nil {
 				return err
@@ -829,6 +839,10 @@ func u64(v uint64) []byte {
 	binary.BigEndian.PutUint64(b[:], v)
 	return b[:]
 }
+
+// LockTimeout is how long the Store's calls wait for the file lock
+// (Options.LockTimeout).
+func (l *Store) LockTimeout() time.Duration { return l.opts.LockTimeout }
 
 // Opens is how many times the Store has opened its file: once per read
 // transaction of a Store that does not have it open already (a read-only
