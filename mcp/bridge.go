@@ -75,6 +75,11 @@ func Bridge(ctx context.Context, opts BridgeOptions, in io.Reader, out io.Writer
 		*httpc = *opts.HTTPClient
 	}
 	httpc.Transport = bearer{token: opts.Token, next: httpc.Transport}
+	// No redirect is followed: bearer puts the token on every request the
+	// client sends, so one would hand it to wherever the redirect points
+	// (attack review). A logbook endpoint never redirects; a 3xx is
+	// answered as a URL that is no endpoint (connectFailure).
+	httpc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	quiet := slog.New(quietHandler{opts.Logger.Handler()})
 	client := sdk.NewClient(&sdk.Implementation{Name: "logbook-bridge", Version: opts.Version}, &sdk.ClientOptions{Logger: quiet})
 	var hello posted // the initialize POST: a refused token is told apart
@@ -255,6 +260,8 @@ func connectFailure(url string, hello *posted, err error) error {
 		return fmt.Errorf("connect to %s: not a logbook MCP endpoint: the server there speaks plain HTTP, not HTTPS (%s): %w", url, endpoint, err)
 	case errors.As(err, new(*tls.CertificateVerificationError)):
 		return fmt.Errorf("connect to %s: the server's TLS certificate is not trusted here: %w", url, err)
+	case status >= 300 && status < 400:
+		return fmt.Errorf("connect to %s: not a logbook MCP endpoint: it answered the bridge's POST %d %s, a redirect, which the bridge does not follow (its token goes to the --connect URL only): give the URL of the endpoint itself (%s)", url, status, http.StatusText(status), endpoint)
 	case status >= 300:
 		// What it said, when it is a few words of text (not a page).
 		said := hello.said()

@@ -156,6 +156,34 @@ func TestBridgeTokenRefusedAtStart(t *testing.T) {
 	}
 }
 
+// TestBridgeFollowsNoRedirect: a --connect URL that redirects elsewhere
+// does not get the bridge's token sent there (the token goes on every
+// request the client makes, redirects' included); the bridge ends saying
+// the URL redirects (attack review: the token reached the redirect's host).
+func TestBridgeFollowsNoRedirect(t *testing.T) {
+	var leaked atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		http.Error(w, "nothing", http.StatusNotFound)
+	}))
+	defer elsewhere.Close()
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elsewhere.URL+"/steal", code)
+		}))
+		err := Bridge(context.Background(), BridgeOptions{URL: ts.URL + "/mcp", Token: "lbk_secret"}, strings.NewReader(""), io.Discard)
+		ts.Close()
+		if err == nil || !strings.Contains(err.Error(), "a redirect, which the bridge does not follow") {
+			t.Errorf("a --connect URL answering %d: %v, want it said to redirect", code, err)
+		}
+	}
+	if n := leaked.Load(); n != 0 {
+		t.Errorf("the token was sent %d times to where the URL redirects", n)
+	}
+}
+
 // TestBridgeAnswersAsDirect: what serve --connect answers a stdio client is
 // what serve's own stdio answers, byte for byte, for a client of each
 // protocol: the tool list (the server's tools/list is private to the
