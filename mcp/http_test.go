@@ -442,3 +442,56 @@ func TestHTTPRequestsPerToken(t *testing.T) {
 		t.Errorf("the token once its calls are answered: %d %s", code, out)
 	}
 }
+
+// TestTokenRevokedWhileBodyIsRead: a token is checked when its headers
+// come and again once its body is read: one revoked while the body was on
+// its way (up to the body timeout, 30 s by default) is refused, 401, and
+// the call never runs (attack review: it wrote after its revocation).
+func TestTokenRevokedWhileBodyIsRead(t *testing.T) {
+	f := &fakeDo{}
+	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	s.do = f.do
+	var revoked atomic.Bool
+	srv := httptest.NewServer(s.HTTPHandler(HTTPOptions{Authenticate: func(_ context.Context, token string) (*Identity, error) {
+		if token != "t" || revoked.Load() {
+			return nil, ErrUnauthenticated
+		}
+		return &Identity{Agent: "a", Token: "sum-a"}, nil
+	}}))
+	defer srv.Close()
+	body := newRequest(1, "tools/call", `"name":"task_create","arguments":{"title":"after","project":"p"}`)
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, pr)
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer t")
+	setNewHeaders(req, body)
+	got := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp
+	}()
+	pw.Write([]byte(body[:10]))
+	time.Sleep(100 * time.Millisecond) // the headers are checked meanwhile
+	revoked.Store(true)
+	pw.Write([]byte(body[10:]))
+	pw.Close()
+	resp := <-got
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "revoked while its request was read") {
+		t.Errorf("a token revoked while its body was read: %d %s, want 401", resp.StatusCode, b)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := len(f.calls); n != 0 {
+		t.Errorf("the call ran %d times", n)
+	}
+}
