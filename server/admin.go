@@ -32,12 +32,39 @@ func AdminSocketPath(db string) string { return boltstore.Beside(db, ".admin.soc
 // AdminAnswers reports whether a server answers on the admin socket
 // beside db: a socket file alone may be left by a server that was killed.
 func AdminAnswers(db string) bool {
-	conn, err := dialUnix(context.Background(), AdminSocketPath(db), time.Second)
+	conn, err := dialAdmin(AdminSocketPath(db))
 	if err != nil {
 		return false
 	}
 	conn.Close()
 	return true
+}
+
+// adminUID is the user an admin socket's server must run as: this
+// process's. A var: tests name another.
+var adminUID = os.Geteuid
+
+// errForeignAdmin: the process answering on an admin socket runs as
+// another user.
+var errForeignAdmin = errors.New("not a logbook server of this user's: nothing was sent to it")
+
+// dialAdmin connects to the admin socket at path, within a second, and
+// checks that the process answering runs as this process's user: a socket
+// put at the path by another user (the ledger's folder writable by others,
+// /tmp) would be sent the tokens to issue and revoke, and answer what it
+// liked — a revoke it never did said done (attack review). The relay's
+// socket is checked so (checkPeer); where the system cannot tell (not
+// Linux), the socket's 0600 mode is trusted, as before.
+func dialAdmin(path string) (*net.UnixConn, error) {
+	c, err := dialUnix(context.Background(), path, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkPeer(c, adminUID()); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		c.Close()
+		return nil, fmt.Errorf("admin socket %s: %w: %w", path, errForeignAdmin, err)
+	}
+	return c, nil
 }
 
 // adminServer answers token management on a Unix socket: whoever can
@@ -194,7 +221,10 @@ type snapshotRequest struct {
 // the server's user writes it). ok is false when no server answers there;
 // ErrOtherLedger if the one answering holds another file.
 func SnapshotThroughServer(db, socket, out string) (rep boltstore.SnapshotReport, ok bool, err error) {
-	conn, err := dialUnix(context.Background(), socket, time.Second)
+	conn, err := dialAdmin(socket)
+	if errors.Is(err, errForeignAdmin) {
+		return rep, true, err
+	}
 	if err != nil {
 		return rep, false, nil
 	}
@@ -251,7 +281,7 @@ func dialUnix(ctx context.Context, path string, timeout time.Duration) (*net.Uni
 // adminClient speaks HTTP over the admin socket.
 func adminClient(socket string, timeout time.Duration) *http.Client {
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		c, err := dialUnix(ctx, socket, 0)
+		c, err := dialAdmin(socket)
 		if err != nil {
 			return nil, err // not a typed nil
 		}
@@ -316,7 +346,11 @@ func OpenTokensToRead(db, socket string) (*Tokens, error) { return openTokens(db
 
 func openTokens(db, socket string, readOnly bool) (*Tokens, error) {
 	if socket != "" {
-		if conn, err := dialUnix(context.Background(), socket, time.Second); err == nil {
+		conn, err := dialAdmin(socket)
+		if errors.Is(err, errForeignAdmin) {
+			return nil, err
+		}
+		if err == nil {
 			conn.Close()
 			return &Tokens{c: adminClient(socket, 30*time.Second), db: db, socket: socket}, nil
 		}

@@ -299,6 +299,47 @@ func TestAdminSocketOfAnotherLedger(t *testing.T) {
 	}
 }
 
+// TestAdminSocketOfAnotherUser: the token and snapshot commands send
+// nothing to an admin socket answered by a process of another user (one
+// put at the path in a folder others may write: it would have been sent the
+// tokens to issue and revoke, and said a revoke was done that was not):
+// they refuse it, saying so. (The server here is this process, its user
+// told apart as another: adminUID.)
+func TestAdminSocketOfAnotherUser(t *testing.T) {
+	held, heldDB := openStore(t, boltstore.Options{Hold: true})
+	socket := filepath.Join(t.TempDir(), "admin.sock")
+	_, stop := startRun(t, held, Options{AdminSocket: socket})
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	defer func(f func() int) { adminUID = f }(adminUID)
+	adminUID = func() int { return os.Geteuid() + 1 }
+	if m, err := OpenTokens(heldDB, socket); !errors.Is(err, errForeignAdmin) {
+		if m != nil {
+			m.Close()
+		}
+		t.Errorf("OpenTokens through another user's socket: %v, want it refused", err)
+	}
+	snap := filepath.Join(t.TempDir(), "snap.db")
+	if _, ok, err := SnapshotThroughServer(heldDB, socket, snap); !ok || !errors.Is(err, errForeignAdmin) {
+		t.Errorf("snapshot through another user's socket: %v %v, want it refused", ok, err)
+	}
+	if _, err := os.Lstat(snap); !os.IsNotExist(err) {
+		t.Errorf("a snapshot was written: %v", err)
+	}
+	adminUID = os.Geteuid
+	m, err := OpenTokens(heldDB, socket)
+	if err != nil {
+		t.Fatalf("OpenTokens through this user's server: %v", err)
+	}
+	defer m.Close()
+	if _, err := m.List(); err != nil {
+		t.Errorf("list through this user's server: %v", err)
+	}
+}
+
 // TestAdminRequestsOnlyUnicode: a request through the admin socket that
 // holds a string of invalid UTF-8 is refused before it is sent, as the
 // file itself would refuse it. JSON carried it as U+FFFD (attack5): token
