@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/tls"
@@ -73,7 +74,7 @@ const writeChunk = 64 << 10
 func newHTTPServer(h http.Handler, opts Options, log *slog.Logger) *http.Server {
 	cs := &conns{max: int64(opts.MaxConns)}
 	return &http.Server{
-		Handler:           baseHeaders(boundWrites(boundBody(cs.refuseOver(loopbackHost(unambiguous(h))), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout)),
+		Handler:           baseHeaders(boundWrites(boundBody(cs.refuseOver(cs.loginBodyWaits(loopbackHost(unambiguous(h)))), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout)),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readHeaderTimeout + opts.BodyTimeout,
 		IdleTimeout:       2 * time.Minute,
@@ -208,6 +209,52 @@ func (c *conns) forgetLocked(conn net.Conn) {
 		delete(c.at, conn)
 	}
 }
+
+// maxLoginBody bounds the console's login form (console.maxLoginForm:
+// larger ones it refuses on their headers).
+const maxLoginBody = 4 << 10
+
+// loginBodyWaits reads the body of a POST /login over HTTP/1 — the one
+// request read whole before anything says who sends it: the console's
+// login form — with its connection counted as waiting, as one still
+// sending its headers is: closeWaiting may close it to make room. A
+// client without a token sending that form a byte a second otherwise held
+// a place only served requests hold, and sixty of them kept every token
+// out of a server of 50 connections (attack review). The handler then
+// reads the body as it came, or its error.
+func (c *conns) loginBodyWaits(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _ := r.Context().Value(connKey{}).(net.Conn)
+		if r.Method != http.MethodPost || r.URL.Path != "/login" || r.ProtoMajor != 1 || conn == nil || r.ContentLength > maxLoginBody {
+			h.ServeHTTP(w, r)
+			return
+		}
+		c.mu.Lock()
+		if c.at == nil {
+			c.at = make(map[net.Conn]*list.Element)
+		}
+		c.at[conn] = c.waiting.PushBack(conn)
+		c.mu.Unlock()
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxLoginBody+1))
+		c.mu.Lock()
+		closed := c.closed[conn]
+		c.forgetLocked(conn)
+		c.mu.Unlock()
+		if closed {
+			return // (closed to make room: no answer can reach it)
+		}
+		var rest io.Reader = bytes.NewReader(body)
+		if err != nil {
+			rest = io.MultiReader(rest, errReader{err})
+		}
+		r.Body = io.NopCloser(rest)
+		h.ServeHTTP(w, r)
+	})
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // refuseOver answers 503 to a request on a connection beyond max, and
 // does not serve one on a connection closed as waiting (conns).

@@ -276,6 +276,64 @@ func TestStreamOutlivesWriteTimeout(t *testing.T) {
 // cap with connections kept alive by a /healthz every two minutes, or
 // sending a header a byte at a time, and hold every other client out (the
 // third connection below was answered 503).
+// TestSlowLoginFormsMakeRoom: connections sending the login form slowly
+// (no token: anyone can) wait as connections sending their headers do —
+// one is closed to make room for a new connection — rather than fill the
+// server against every token (attack review: 60 of them held a server of
+// 50 connections for as long as they kept sending). A form that arrives
+// is read as sent.
+func TestSlowLoginFormsMakeRoom(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" {
+			r.ParseForm()
+			fmt.Fprintf(w, "token=%s", r.PostForm.Get("token"))
+		}
+	})
+	addr := serveEdge(t, h, Options{MaxConns: 3, BodyTimeout: time.Minute, WriteTimeout: time.Minute})
+	var slow []*bufio.Reader
+	for range 3 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		fmt.Fprintf(conn, "POST /login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nt", addr)
+		slow = append(slow, bufio.NewReader(conn))
+	}
+	time.Sleep(200 * time.Millisecond) // their headers are read: they are being served
+	res, err := (&http.Client{Timeout: time.Minute}).Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("a request while slow login forms fill the server: %d, want 200", res.StatusCode)
+	}
+	// One of them was closed to make room.
+	gone := make(chan bool, len(slow))
+	for _, br := range slow {
+		go func() {
+			_, err := br.ReadByte()
+			gone <- err == io.EOF || errors.Is(err, syscall.ECONNRESET)
+		}()
+	}
+	if !<-gone {
+		t.Error("no slow login form's connection was closed")
+	}
+	// A whole form is read as sent.
+	form := "token=lbk_x"
+	res, err = http.Post("http://"+addr+"/login", "application/x-www-form-urlencoded", strings.NewReader(form))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(b) != "token=lbk_x" {
+		t.Errorf("a login form read through the edge: %q", b)
+	}
+}
+
 func TestConnectionCap(t *testing.T) {
 	release := make(chan struct{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
