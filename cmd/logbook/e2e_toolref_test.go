@@ -386,7 +386,7 @@ const choices = `
   that needs one call after another waits for the first reply.
 - **Several processes on one ledger file.** ` + "`logbook serve`" + ` processes on the same file hand their
   calls to the one holding the file (Linux), which records each as if its sender had run it. If
-  that process exits (or answers nothing for a minute) without answering a call it was handed, the call is answered ` + "`ERR_STORAGE`" + `
+  that process exits, is stopped, or answers nothing for a minute past this process's ` + "`--lock-timeout`" + ` without answering a call it was handed, the call is answered ` + "`ERR_STORAGE`" + `
   with the message "the call's outcome is unknown: it may or may not have been recorded" and
   ` + "`details.reason`" + ` saying how to check; it is never sent again: look for what it writes
   before calling again. A call during which the disk failed a write or a flush of the ledger gets

@@ -288,6 +288,13 @@ func TestRelayHubStopped(t *testing.T) {
 	if err := hub.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// The kernel stops it in its own time: a call sent before is one it
+	// was handed running (answered outcome unknown, as documented).
+	for deadline := time.Now().Add(e2eTimeout); !boltstore.Stopped(hub.cmd.Process.Pid); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hub never showed as stopped")
+		}
+	}
 	resumed := false
 	resume := func() {
 		if !resumed {
