@@ -32,7 +32,7 @@ func AdminSocketPath(db string) string { return boltstore.Beside(db, ".admin.soc
 // AdminAnswers reports whether a server answers on the admin socket
 // beside db: a socket file alone may be left by a server that was killed.
 func AdminAnswers(db string) bool {
-	conn, err := dialAdmin(AdminSocketPath(db))
+	conn, err := dialAdmin(AdminSocketPath(db), db)
 	if err != nil {
 		return false
 	}
@@ -40,27 +40,40 @@ func AdminAnswers(db string) bool {
 	return true
 }
 
-// adminUID is the user an admin socket's server must run as: this
-// process's. A var: tests name another.
+// adminUID is a user an admin socket's server may run as: this
+// process's (the other is the ledger file's owner). A var: tests name
+// another.
 var adminUID = os.Geteuid
+
+// ledgerOwner is the other user an admin socket's server may run as: the
+// ledger file's owner (fileOwner). A var: tests name another.
+var ledgerOwner = fileOwner
 
 // errForeignAdmin: the process answering on an admin socket runs as
 // another user.
 var errForeignAdmin = errors.New("not a logbook server of this user's: nothing was sent to it")
 
-// dialAdmin connects to the admin socket at path, within a second, and
-// checks that the process answering runs as this process's user: a socket
-// put at the path by another user (the ledger's folder writable by others,
-// /tmp) would be sent the tokens to issue and revoke, and answer what it
-// liked — a revoke it never did said done (attack review). The relay's
-// socket is checked so (checkPeer); where the system cannot tell (not
-// Linux), the socket's 0600 mode is trusted, as before.
-func dialAdmin(path string) (*net.UnixConn, error) {
+// dialAdmin connects to the admin socket at path of the ledger db, within
+// a second, and checks that the process answering runs as this process's
+// user or as the owner of db (root managing the tokens of a server run
+// as a service's user): a socket put at the path by another user (the
+// ledger's folder writable by others, /tmp) would be sent the tokens to
+// issue and revoke, and answer what it liked — a revoke it never did said
+// done (attack review). The relay's socket is checked so (checkPeer);
+// where the system cannot tell (not Linux), the socket's 0600 mode is
+// trusted, as before.
+func dialAdmin(path, db string) (*net.UnixConn, error) {
 	c, err := dialUnix(context.Background(), path, time.Second)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := checkPeer(c, adminUID()); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+	_, err = checkPeer(c, adminUID())
+	if owner, ok := ledgerOwner(db); err != nil && ok {
+		if _, ownerErr := checkPeer(c, owner); ownerErr == nil {
+			err = nil
+		}
+	}
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		c.Close()
 		return nil, fmt.Errorf("admin socket %s: %w: %w", path, errForeignAdmin, err)
 	}
@@ -221,7 +234,7 @@ type snapshotRequest struct {
 // the server's user writes it). ok is false when no server answers there;
 // ErrOtherLedger if the one answering holds another file.
 func SnapshotThroughServer(db, socket, out string) (rep boltstore.SnapshotReport, ok bool, err error) {
-	conn, err := dialAdmin(socket)
+	conn, err := dialAdmin(socket, db)
 	if errors.Is(err, errForeignAdmin) {
 		return rep, true, err
 	}
@@ -229,7 +242,7 @@ func SnapshotThroughServer(db, socket, out string) (rep boltstore.SnapshotReport
 		return rep, false, nil
 	}
 	conn.Close()
-	m := &Tokens{c: adminClient(socket, 0), db: db, socket: socket}
+	m := &Tokens{c: adminClient(socket, db, 0), db: db, socket: socket}
 	defer m.Close()
 	return rep, true, m.call(http.MethodPost, "/snapshot", snapshotRequest{Out: out}, &rep)
 }
@@ -279,9 +292,9 @@ func dialUnix(ctx context.Context, path string, timeout time.Duration) (*net.Uni
 }
 
 // adminClient speaks HTTP over the admin socket.
-func adminClient(socket string, timeout time.Duration) *http.Client {
+func adminClient(socket, db string, timeout time.Duration) *http.Client {
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		c, err := dialAdmin(socket)
+		c, err := dialAdmin(socket, db)
 		if err != nil {
 			return nil, err // not a typed nil
 		}
@@ -346,13 +359,13 @@ func OpenTokensToRead(db, socket string) (*Tokens, error) { return openTokens(db
 
 func openTokens(db, socket string, readOnly bool) (*Tokens, error) {
 	if socket != "" {
-		conn, err := dialAdmin(socket)
+		conn, err := dialAdmin(socket, db)
 		if errors.Is(err, errForeignAdmin) {
 			return nil, err
 		}
 		if err == nil {
 			conn.Close()
-			return &Tokens{c: adminClient(socket, 30*time.Second), db: db, socket: socket}, nil
+			return &Tokens{c: adminClient(socket, db, 30*time.Second), db: db, socket: socket}, nil
 		}
 	}
 	l, err := boltstore.Open(db, boltstore.Options{ReadOnly: readOnly, LockTimeout: 2 * time.Second})

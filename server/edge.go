@@ -18,6 +18,7 @@ import (
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/mcp"
+	"github.com/logbook-dev/logbook/server/console"
 )
 
 // The HTTP edge: what every connection and request goes through before
@@ -74,7 +75,7 @@ const writeChunk = 64 << 10
 func newHTTPServer(h http.Handler, opts Options, log *slog.Logger) *http.Server {
 	cs := &conns{max: int64(opts.MaxConns)}
 	return &http.Server{
-		Handler:           baseHeaders(boundWrites(boundBody(cs.refuseOver(cs.loginBodyWaits(loopbackHost(unambiguous(h)))), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout)),
+		Handler:           baseHeaders(boundWrites(boundBody(cs.refuseOver(loopbackHost(unambiguous(cs.loginBodyWaits(h)))), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout)),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readHeaderTimeout + opts.BodyTimeout,
 		IdleTimeout:       2 * time.Minute,
@@ -221,11 +222,15 @@ const maxLoginBody = 4 << 10
 // client without a token sending that form a byte a second otherwise held
 // a place only served requests hold, and sixty of them kept every token
 // out of a server of 50 connections (attack review). The handler then
-// reads the body as it came, or its error.
+// reads the body as it came, or its error. What is refused on its headers
+// (another host, an encoded body: it runs inside those checks; a form
+// from another site, too large: left to the console) is refused before
+// any of the body is waited for. (Over HTTP/2 a connection carries other
+// streams, and is not closed for one.)
 func (c *conns) loginBodyWaits(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, _ := r.Context().Value(connKey{}).(net.Conn)
-		if r.Method != http.MethodPost || r.URL.Path != "/login" || r.ProtoMajor != 1 || conn == nil || r.ContentLength > maxLoginBody {
+		if r.Method != http.MethodPost || r.URL.Path != "/login" || r.ProtoMajor != 1 || conn == nil || r.ContentLength > maxLoginBody || !console.SameOrigin(r) {
 			h.ServeHTTP(w, r)
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger/boltstore"
+	"github.com/logbook-dev/logbook/server/console"
 )
 
 // do sends req over a fresh connection and returns the status and body.
@@ -265,17 +266,43 @@ func TestStreamOutlivesWriteTimeout(t *testing.T) {
 	}
 }
 
-// TestConnectionCap: a connection beyond MaxConns closes the one that has
-// waited longest without a request being served on it (idle between
-// requests, or still sending its headers) and is served; only when every
-// connection is serving a request is one more answered 503 with
-// Retry-After and closed, on every route; once one is done, a new one is
-// served. Before the cap, the server took connections without limit: any
-// client, without a token, could hold every file descriptor of the
-// process. Before a waiting connection made room, anyone could fill the
-// cap with connections kept alive by a /healthz every two minutes, or
-// sending a header a byte at a time, and hold every other client out (the
-// third connection below was answered 503).
+// TestLoginRefusedOnItsHeaders: a login form the server refuses on its
+// headers — another host, an encoded body, another site's — is refused
+// before any of its body is waited for (review: the slow-form guard read
+// it first, for up to the body timeout).
+func TestLoginRefusedOnItsHeaders(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" {
+			if !console.SameOrigin(r) {
+				http.Error(w, "cross-origin request refused", http.StatusForbidden)
+				return
+			}
+			r.ParseForm()
+		}
+	})
+	addr := serveEdge(t, h, Options{MaxConns: 8, BodyTimeout: 10 * time.Minute, WriteTimeout: time.Minute})
+	for _, c := range []struct {
+		name, headers string
+		code          int
+	}{
+		{"another host", "Host: evil.example\r\n", http.StatusForbidden},
+		{"an encoded body", "Host: " + addr + "\r\nContent-Encoding: gzip\r\n", http.StatusUnsupportedMediaType},
+		{"another site", "Host: " + addr + "\r\nOrigin: http://evil.example\r\n", http.StatusForbidden},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(time.Minute)) // a hang guard: the body would be waited for 10 minutes
+		fmt.Fprintf(conn, "POST /login HTTP/1.1\r\n%sContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n", c.headers)
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		conn.Close()
+		if err != nil || res.StatusCode != c.code {
+			t.Errorf("%s: %v %v, want %d before the body", c.name, res, err, c.code)
+		}
+	}
+}
+
 // TestSlowLoginFormsMakeRoom: connections sending the login form slowly
 // (no token: anyone can) wait as connections sending their headers do —
 // one is closed to make room for a new connection — rather than fill the
@@ -334,6 +361,17 @@ func TestSlowLoginFormsMakeRoom(t *testing.T) {
 	}
 }
 
+// TestConnectionCap: a connection beyond MaxConns closes the one that has
+// waited longest without a request being served on it (idle between
+// requests, or still sending its headers) and is served; only when every
+// connection is serving a request is one more answered 503 with
+// Retry-After and closed, on every route; once one is done, a new one is
+// served. Before the cap, the server took connections without limit: any
+// client, without a token, could hold every file descriptor of the
+// process. Before a waiting connection made room, anyone could fill the
+// cap with connections kept alive by a /healthz every two minutes, or
+// sending a header a byte at a time, and hold every other client out (the
+// third connection below was answered 503).
 func TestConnectionCap(t *testing.T) {
 	release := make(chan struct{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -33,6 +33,16 @@ func checkPeer(c *net.UnixConn, uid int) (pid int, err error) {
 	return int(cred.Pid), nil
 }
 
+// fileOwner is the user owning the file at path; ok is false if it cannot
+// be told.
+func fileOwner(path string) (uid int, ok bool) {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return 0, false
+	}
+	return int(st.Uid), true
+}
+
 // fileID is the device and inode numbers of the file at path.
 func fileID(path string) (dev, ino uint64, err error) {
 	var st unix.Stat_t

@@ -304,7 +304,7 @@ func TestAdminSocketOfAnotherLedger(t *testing.T) {
 // put at the path in a folder others may write: it would have been sent the
 // tokens to issue and revoke, and said a revoke was done that was not):
 // they refuse it, saying so. (The server here is this process, its user
-// told apart as another: adminUID.)
+// told apart as another: adminUID, ledgerOwner.)
 func TestAdminSocketOfAnotherUser(t *testing.T) {
 	held, heldDB := openStore(t, boltstore.Options{Hold: true})
 	socket := filepath.Join(t.TempDir(), "admin.sock")
@@ -314,8 +314,9 @@ func TestAdminSocketOfAnotherUser(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	defer func(f func() int) { adminUID = f }(adminUID)
+	defer func(f func() int, g func(string) (int, bool)) { adminUID, ledgerOwner = f, g }(adminUID, ledgerOwner)
 	adminUID = func() int { return os.Geteuid() + 1 }
+	ledgerOwner = func(string) (int, bool) { return os.Geteuid() + 2, true }
 	if m, err := OpenTokens(heldDB, socket); !errors.Is(err, errForeignAdmin) {
 		if m != nil {
 			m.Close()
@@ -329,7 +330,15 @@ func TestAdminSocketOfAnotherUser(t *testing.T) {
 	if _, err := os.Lstat(snap); !os.IsNotExist(err) {
 		t.Errorf("a snapshot was written: %v", err)
 	}
-	adminUID = os.Geteuid
+	// A server running as the ledger file's owner is one (root managing
+	// the tokens of a server run as a service's user).
+	ledgerOwner = func(string) (int, bool) { return os.Geteuid(), true }
+	owned, err := OpenTokens(heldDB, socket)
+	if err != nil {
+		t.Fatalf("OpenTokens through the ledger owner's server: %v", err)
+	}
+	owned.Close()
+	adminUID, ledgerOwner = os.Geteuid, fileOwner
 	m, err := OpenTokens(heldDB, socket)
 	if err != nil {
 		t.Fatalf("OpenTokens through this user's server: %v", err)

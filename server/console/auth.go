@@ -198,7 +198,7 @@ func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
 // login takes the token from the form, so that it never appears in an
 // address.
 func (c *console) login(w http.ResponseWriter, r *http.Request) {
-	if !sameOrigin(r) {
+	if !SameOrigin(r) {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 		return
 	}
@@ -241,7 +241,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *console) logout(w http.ResponseWriter, r *http.Request) {
-	if !sameOrigin(r) {
+	if !SameOrigin(r) {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 		return
 	}
@@ -249,9 +249,9 @@ func (c *console) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// sameOrigin refuses a form posted from another site (login CSRF): browsers
+// SameOrigin refuses a form posted from another site (login CSRF): browsers
 // send Origin with a POST, and Sec-Fetch-Site when they know it.
-func sameOrigin(r *http.Request) bool {
+func SameOrigin(r *http.Request) bool {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 		return false
 	}

@@ -129,7 +129,7 @@ func secure(h http.Handler) http.Handler {
 		// A token may be in the address of the first request: never pass
 		// the address to another origin. (no-referrer would also make a
 		// browser send "Origin: null" with the login form, which
-		// sameOrigin could not tell from a foreign one.)
+		// SameOrigin could not tell from a foreign one.)
 		hd.Set("Referrer-Policy", "same-origin")
 		hd.Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
