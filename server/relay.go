@@ -559,7 +559,7 @@ func (l *link) call(f commands.Forward) (commands.Forwarded, error) {
 // it), looking every stopPoll; it returns the bytes written.
 func (l *link) send(b []byte) (int, error) {
 	by := time.Now().Add(relayAnswerWait)
-	var stopped time.Time // since when the hub has been seen stopped
+	w := stopWatch{pid: l.pid}
 	n := 0
 	for {
 		now := time.Now()
@@ -569,16 +569,32 @@ func (l *link) send(b []byte) (int, error) {
 		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || time.Now().After(by) {
 			return n, err
 		}
-		switch {
-		case !hubStopped(l.pid):
-			stopped = time.Time{}
-		case stopped.IsZero():
-			stopped = time.Now()
-		case time.Since(stopped) >= relayStall:
+		if w.gone(time.Now()) {
 			l.log.Warn("relay: the hub's process is stopped; leaving it", "pid", l.pid)
 			return n, fmt.Errorf("%w: process %d", errHubStopped, l.pid)
 		}
 	}
+}
+
+// stopWatch tells, look after look, when the hub's process has been seen
+// stopped for relayStall.
+type stopWatch struct {
+	pid   int
+	since time.Time // when it was first seen stopped, since it last ran
+}
+
+// gone looks at the hub now and reports whether it has been stopped for
+// relayStall.
+func (w *stopWatch) gone(now time.Time) bool {
+	switch {
+	case !hubStopped(w.pid):
+		w.since = time.Time{}
+	case w.since.IsZero():
+		w.since = now
+	default:
+		return now.Sub(w.since) >= relayStall
+	}
+	return false
 }
 
 // answer waits for the answer on ch. A hub that answers nothing for
@@ -591,18 +607,13 @@ func (l *link) answer(ch chan linkResult) (commands.Forwarded, error) {
 	t := time.NewTimer(min(stopPoll, wait))
 	defer t.Stop()
 	by := time.Now().Add(wait)
-	var stopped time.Time // since when the hub has been seen stopped
+	w := stopWatch{pid: l.pid}
 	for {
 		select {
 		case r := <-ch:
 			return r.res, r.err
 		case now := <-t.C:
-			switch {
-			case !hubStopped(l.pid):
-				stopped = time.Time{}
-			case stopped.IsZero():
-				stopped = now
-			case now.Sub(stopped) >= relayStall:
+			if w.gone(now) {
 				l.log.Warn("relay: the hub's process is stopped; leaving it", "pid", l.pid)
 				return l.leave(ch, fmt.Errorf("%w: process %d", errHubStopped, l.pid))
 			}

@@ -339,12 +339,22 @@ func fakeHub(t *testing.T, db string, serve func(*net.UnixConn)) {
 func TestRelayHubStopsReading(t *testing.T) {
 	defer func(w time.Duration) { relayAnswerWait = w }(relayAnswerWait)
 	relayAnswerWait = 300 * time.Millisecond
+	if err := forwardToDeafHub(t); !errors.Is(err, commands.ErrNotSent) {
+		t.Errorf("a call the hub never read whole: %v, want ErrNotSent", err)
+	}
+}
+
+// forwardToDeafHub forwards an 8 MB call to a hub that welcomes the
+// follower and then reads nothing, and returns Forward's error; it fails
+// the test if Forward has not returned within a minute.
+func forwardToDeafHub(t *testing.T) error {
+	t.Helper()
 	db := filepath.Join(t.TempDir(), "l.db")
 	p := startRelayProcess(t, db, "follower", os.Geteuid())
 	p.relay.Close() // it was the hub: the fake one takes its place
 	fakeHub(t, db, func(*net.UnixConn) {})
 	r := startRelay(p.l, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
-	defer r.Close()
+	t.Cleanup(r.Close)
 	args := json.RawMessage(`{"text":"` + strings.Repeat("x", 8<<20) + `"}`)
 	got := make(chan error, 1)
 	go func() {
@@ -353,11 +363,10 @@ func TestRelayHubStopsReading(t *testing.T) {
 	}()
 	select {
 	case err := <-got:
-		if !errors.Is(err, commands.ErrNotSent) {
-			t.Errorf("a call the hub never read whole: %v, want ErrNotSent", err)
-		}
+		return err
 	case <-time.After(time.Minute):
 		t.Fatal("Forward still writing to a hub that reads nothing")
+		return nil
 	}
 }
 
@@ -375,28 +384,11 @@ func TestRelayHubStopsMidCall(t *testing.T) {
 	// stopped from then on (the fake reads nothing after its welcome).
 	var looks atomic.Int32
 	hubStopped = func(int) bool { return looks.Add(1) > 2 }
-	db := filepath.Join(t.TempDir(), "l.db")
-	p := startRelayProcess(t, db, "follower", os.Geteuid())
-	p.relay.Close() // it was the hub: the fake one takes its place
-	fakeHub(t, db, func(*net.UnixConn) {})
-	r := startRelay(p.l, p.edge, p.svc, slog.New(slog.DiscardHandler), os.Geteuid())
-	defer r.Close()
-	args := json.RawMessage(`{"text":"` + strings.Repeat("x", 8<<20) + `"}`)
-	got := make(chan error, 1)
-	go func() {
-		_, err := r.Forward(context.Background(), commands.Forward{Name: "thought_record", Args: args, Client: "c"})
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		if !errors.Is(err, commands.ErrNotSent) {
-			t.Errorf("a call cut short by the hub's stop: %v, want ErrNotSent", err)
-		}
-		if looks.Load() <= 2 {
-			t.Errorf("the call was not refused while being written (%d looks)", looks.Load())
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("Forward still writing to a stopped hub after a minute")
+	if err := forwardToDeafHub(t); !errors.Is(err, commands.ErrNotSent) {
+		t.Errorf("a call cut short by the hub's stop: %v, want ErrNotSent", err)
+	}
+	if looks.Load() <= 2 {
+		t.Errorf("the call was not refused while being written (%d looks)", looks.Load())
 	}
 }
 
