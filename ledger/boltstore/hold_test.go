@@ -492,9 +492,20 @@ func TestFailedLastCallIsNotKept(t *testing.T) {
 		}, done: make(chan error, 1)}
 	}()
 	batch := append(make([]*request, 0, 64), appendCall(), appendCall(), fail)
-	rest, answered, err := l.commit(o, batch, -1, 0)
-	if err != nil || answered != 3 || len(rest) != 0 || !errors.Is(<-fail.done, os.ErrInvalid) {
-		t.Fatalf("commit: %v, %d answered, %d left", err, answered, len(rest))
+	// A commit that holds the file past maxHold (a loaded machine: CI once)
+	// leaves the calls after it to the next commit, as refill would: the
+	// failed call is then answered by a later one, and what is left of the
+	// batch (the same array) must not hold it either.
+	rest, answered := batch, 0
+	for try := 0; len(rest) > 0 && try < len(batch); try++ {
+		r, n, err := l.commit(o, rest, -1, 0)
+		if err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+		rest, answered = r, answered+n
+	}
+	if answered != 3 || len(rest) != 0 || !errors.Is(<-fail.done, os.ErrInvalid) {
+		t.Fatalf("commits: %d answered, %d left", answered, len(rest))
 	}
 	batch, fail = nil, nil
 	for range 100 {
