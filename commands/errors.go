@@ -32,6 +32,15 @@ type readOnlyCaller struct{}
 func (readOnlyCaller) Error() string        { return "this caller's token is read-only" }
 func (readOnlyCaller) Is(target error) bool { return target == ErrReadOnly }
 
+// TokenRevokedError: the token that proved the caller (server mode) was
+// revoked before the call committed (Options.LedgerTokens). The call ran
+// nothing; it is recorded with this error.
+type TokenRevokedError struct{ Tool string }
+
+func (e *TokenRevokedError) Error() string {
+	return "this caller's token was revoked before the call to " + e.Tool + " was committed"
+}
+
 // Issue is one failed rule of an input (domain.Issue).
 type Issue = domain.Issue
 

@@ -55,6 +55,9 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 		if err != nil || version != projections.Version || applied != lt.Head().Seq {
 			return errFallBack // another process appended: fold first
 		}
+		if revoked, err := s.tokenRevoked(lt, call); err != nil || revoked {
+			return errFallBack // the write path refuses it, recorded
+		}
 		result, herr := s.safeDispatch(ctx, &Tx{lt: lt, actor: actor, readOnly: call.ReadOnly}, call, args)
 		if herr != nil && !isDomain(herr) {
 			return errFallBack
@@ -75,6 +78,12 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 	err = s.update(ctx, func(lt *boltstore.Tx) error {
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return &funcError{err}
+		}
+		if revoked, err := s.tokenRevoked(lt, call); err != nil {
+			return &funcError{err}
+		} else if revoked {
+			// Revoked since the read: its answer is not sent.
+			return errFallBack
 		}
 		if err := s.appendCall(&Tx{lt: lt, actor: actor}, call, args, start, code, sum); err != nil {
 			return &funcError{err}

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,6 +68,13 @@ type Options struct {
 	// HeldBy, if set, says who holds the ledger file when a commit timed
 	// out waiting for it ("" if it cannot tell): the reason an agent reads.
 	HeldBy func() string
+	// LedgerTokens: Call.Token names a token of the ledger's tokens
+	// projection (logbook server). A call is then refused (ErrTokenRevoked)
+	// if, when it commits, that token is revoked: the edge checked it when
+	// the request came, but the call may wait for the file while a
+	// revocation commits, and no event may follow a token's revocation
+	// under it.
+	LedgerTokens bool
 }
 
 // Service runs tool calls against the ledger.
@@ -250,21 +258,30 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 		}
 		firstPending = !s.firstDone
 	}
+	wroteFirst := false
 	body := func(lt *boltstore.Tx) error {
 		tx := &Tx{lt: lt, actor: actor, readOnly: call.ReadOnly}
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return err
 		}
-		if firstPending {
+		revoked, err := s.tokenRevoked(lt, call)
+		if err != nil {
+			return err
+		}
+		wroteFirst = firstPending && !revoked
+		if wroteFirst {
 			if _, err := tx.emit(events.TypeSkillsLoaded, nil, s.opts.Skills.Loaded(s.opts.Skipped)); err != nil {
 				return err
 			}
 		}
 		var result any
 		var herr error
-		if call.Invalid != nil {
+		switch {
+		case revoked:
+			herr = &TokenRevokedError{Tool: call.Name}
+		case call.Invalid != nil:
 			herr = call.Invalid
-		} else {
+		default:
 			before := tx.emitted
 			result, herr = s.dispatch(ctx, tx, call, args)
 			if herr != nil && isDomain(herr) && tx.emitted > before {
@@ -287,9 +304,9 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 	var rej *rejected
 	switch {
 	case err == nil:
-		if firstPending && first == nil {
+		if wroteFirst && first == nil {
 			s.firstDone = true
-		} else if firstPending {
+		} else if wroteFirst {
 			*first = false
 		}
 		return reply, nil
@@ -308,6 +325,12 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 		if _, err := projections.CatchUp(lt, 0); err != nil {
 			return &funcError{err}
 		}
+		herr := herr
+		if revoked, err := s.tokenRevoked(lt, call); err != nil {
+			return &funcError{err}
+		} else if revoked {
+			herr = &TokenRevokedError{Tool: call.Name}
+		}
 		if err := s.record(tx, call, args, start, nil, herr, &reply); err != nil {
 			return &funcError{err}
 		}
@@ -324,6 +347,23 @@ func (s *Service) do(ctx context.Context, call Call, first *bool) (reply []byte,
 	s.logInternal(call.Name, err)
 	_, reply = call.Encode(nil, ErrInternal)
 	return reply, nil
+}
+
+// tokenRevoked reports whether call's token (with Options.LedgerTokens)
+// is revoked, or unknown, as lt sees the ledger.
+func (s *Service) tokenRevoked(lt *boltstore.Tx, call Call) (bool, error) {
+	if !s.opts.LedgerTokens || call.Token == "" {
+		return false, nil
+	}
+	var sum [32]byte
+	if len(call.Token) != 2*len(sum) {
+		return true, nil
+	}
+	if _, err := hex.Decode(sum[:], []byte(call.Token)); err != nil {
+		return true, nil
+	}
+	t, ok, err := projections.LookupToken(lt, sum)
+	return !ok || t.RevokedSeq != 0, err
 }
 
 // firstPending reports whether a call (first: as do's) still has the

@@ -107,6 +107,7 @@ func classify(err error) (f failure, ok bool) {
 		finalized  *commands.FinalizedError
 		storage    *commands.StorageError
 		forbidden  *forbiddenError
+		revoked    *commands.TokenRevokedError
 		duplicate  *commands.DuplicateError
 	)
 	switch {
@@ -164,6 +165,8 @@ func classify(err error) (f failure, ok bool) {
 
 	case errors.As(err, &forbidden):
 		return failure{CodeForbidden, forbidden.Error(), forbiddenDetails{forbidden.tool}}, true
+	case errors.As(err, &revoked):
+		return failure{CodeForbidden, revoked.Error(), forbiddenDetails{revoked.Tool}}, true
 
 	case errors.As(err, &duplicate):
 		return failure{CodeDuplicate, duplicate.Error(), duplicateDetails{duplicate.ExistingID, duplicate.Similarity}}, true

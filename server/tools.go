@@ -14,6 +14,9 @@ import (
 // on l with opts, Skills, Skipped and Version filled in: what Run serves over
 // HTTP (logbook serve builds its own, with the relay: Embedded).
 func Tools(l *boltstore.Store, skillsDir, version string, opts commands.Options) (*mcp.Server, error) {
+	// Its callers' tokens are the ledger's: a call committed after its
+	// token's revocation is refused.
+	opts.LedgerTokens = true
 	edge, _, err := tools(l, skillsDir, version, opts)
 	return edge, err
 }

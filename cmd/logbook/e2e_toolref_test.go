@@ -487,7 +487,8 @@ const choices = `
   are recorded like every call. ` + "`ERR_FORBIDDEN`" + ` comes before the arguments are checked, for a name no
   tool has too: a tool hidden from the caller's list shows none of its rules, and an unknown name and
   an unlisted tool answer alike; ` + "`ERR_READ_ONLY`" + ` comes after them, as on a ` + "`--read-only`" + ` server,
-  the tool being listed. Requests refused over HTTP before any tool runs, none of them recorded: one
+  the tool being listed. A call whose token was revoked after the request's checks and before the
+  call committed (it waited for the file) runs nothing and answers ` + "`ERR_FORBIDDEN`" + ` too, recorded. Requests refused over HTTP before any tool runs, none of them recorded: one
   in a session whose ` + "`MCP-Protocol-Version`" + ` header names another revision than the session
   negotiated (400, -32600 by its id; no header is taken; 2026-07-28 naming an open session of another
   revision too; a session gone is 404 whatever the header, another token's 403, the sessionless revision's requests included), and a batch (revision 2025-03-26) in which
