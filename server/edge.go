@@ -75,7 +75,7 @@ const writeChunk = 64 << 10
 func newHTTPServer(h http.Handler, opts Options, log *slog.Logger) *http.Server {
 	cs := &conns{max: int64(opts.MaxConns)}
 	return &http.Server{
-		Handler:           baseHeaders(boundWrites(boundBody(cs.refuseOver(loopbackHost(unambiguous(cs.loginBodyWaits(h)))), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout)),
+		Handler:           cs.h2Streams(baseHeaders(boundWrites(boundBody(cs.refuseOver(loopbackHost(unambiguous(cs.loginBodyWaits(h)))), opts.BodyTimeout), opts.WriteTimeout, opts.BodyTimeout))),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readHeaderTimeout + opts.BodyTimeout,
 		IdleTimeout:       2 * time.Minute,
@@ -118,6 +118,9 @@ type conns struct {
 	waiting list.List                  // of net.Conn serving no request, longest waiting first
 	at      map[net.Conn]*list.Element // in waiting
 	closed  map[net.Conn]bool          // by closeWaiting, until net/http sees it closed
+	// HTTP/2: the requests each connection is serving (h2Streams), and of
+	// them the login forms still being read (loginBodyWaits).
+	streams, logins map[net.Conn]int
 }
 
 type (
@@ -184,12 +187,11 @@ func (c *conns) state(conn net.Conn, s http.ConnState) {
 			// again would make no room.
 			return
 		}
-		if c.at == nil {
-			c.at = make(map[net.Conn]*list.Element)
-		}
-		c.at[conn] = c.waiting.PushBack(conn)
+		c.pushLocked(conn)
 	case http.StateClosed, http.StateHijacked:
 		delete(c.closed, conn)
+		delete(c.streams, conn)
+		delete(c.logins, conn)
 		c.open.Add(-1)
 	}
 }
@@ -215,35 +217,43 @@ func (c *conns) forgetLocked(conn net.Conn) {
 // larger ones it refuses on their headers).
 const maxLoginBody = 4 << 10
 
-// loginBodyWaits reads the body of a POST /login over HTTP/1 — the one
-// request read whole before anything says who sends it: the console's
-// login form — with its connection counted as waiting, as one still
-// sending its headers is: closeWaiting may close it to make room. A
-// client without a token sending that form a byte a second otherwise held
-// a place only served requests hold, and sixty of them kept every token
-// out of a server of 50 connections (attack review). The handler then
-// reads the body as it came, or its error. What is refused on its headers
-// (another host, an encoded body: it runs inside those checks; a form
-// from another site, too large: left to the console) is refused before
-// any of the body is waited for. (Over HTTP/2 a connection carries other
-// streams, and is not closed for one.)
+// loginBodyWaits reads the body of a POST /login — the one request read
+// whole before anything says who sends it: the console's login form —
+// with its connection counted as waiting, as one still sending its
+// headers is: closeWaiting may close it to make room. A client without a
+// token sending that form a byte a second otherwise held a place only
+// served requests hold, and sixty of them kept every token out of a
+// server of 50 connections (attack review). Over HTTP/2 a connection
+// carries other requests: it waits only while every request it serves is
+// such a form (h2Streams counts them), and closing it ends only those.
+// The handler then reads the body as it came, or its error. What is
+// refused on its headers (another host, an encoded body: it runs inside
+// those checks; a form from another site, too large: left to the console)
+// is refused before any of the body is waited for.
 func (c *conns) loginBodyWaits(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, _ := r.Context().Value(connKey{}).(net.Conn)
-		if r.Method != http.MethodPost || r.URL.Path != "/login" || r.ProtoMajor != 1 || conn == nil || r.ContentLength > maxLoginBody || !console.SameOrigin(r) {
+		if r.Method != http.MethodPost || r.URL.Path != "/login" || conn == nil || r.ContentLength > maxLoginBody || !console.SameOrigin(r) {
 			h.ServeHTTP(w, r)
 			return
 		}
+		h2 := r.ProtoMajor == 2
 		c.mu.Lock()
-		if c.at == nil {
-			c.at = make(map[net.Conn]*list.Element)
+		if h2 {
+			c.count(&c.logins, conn, 1)
+			c.waitsIfLoginsLocked(r, conn)
+		} else {
+			c.pushLocked(conn)
 		}
-		c.at[conn] = c.waiting.PushBack(conn)
 		c.mu.Unlock()
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxLoginBody+1))
 		c.mu.Lock()
 		closed := c.closed[conn]
 		c.forgetLocked(conn)
+		if h2 {
+			c.count(&c.logins, conn, -1)
+			c.waitsIfLoginsLocked(r, conn) // (its other forms still wait)
+		}
 		c.mu.Unlock()
 		if closed {
 			return // (closed to make room: no answer can reach it)
@@ -255,6 +265,62 @@ func (c *conns) loginBodyWaits(h http.Handler) http.Handler {
 		r.Body = io.NopCloser(rest)
 		h.ServeHTTP(w, r)
 	})
+}
+
+// h2Streams counts the requests each HTTP/2 connection is serving: one
+// serving any but login forms still being read is not waiting
+// (loginBodyWaits). net/http calls an HTTP/2 connection active from its
+// first open stream to its last.
+func (c *conns) h2Streams(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _ := r.Context().Value(connKey{}).(net.Conn)
+		if r.ProtoMajor != 2 || conn == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		c.mu.Lock()
+		c.count(&c.streams, conn, 1)
+		c.forgetLocked(conn)
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.count(&c.streams, conn, -1)
+			c.waitsIfLoginsLocked(r, conn)
+			c.mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// count adds n to conn's count in *m, forgetting it at 0 (or below: a
+// request that outlived its connection, forgotten when it closed).
+func (c *conns) count(m *map[net.Conn]int, conn net.Conn, n int) {
+	if *m == nil {
+		*m = make(map[net.Conn]int)
+	}
+	if (*m)[conn] += n; (*m)[conn] <= 0 {
+		delete(*m, conn)
+	}
+}
+
+// waitsIfLoginsLocked counts an HTTP/2 connection as waiting if every
+// request it serves is a login form still being read — and r, one of its
+// requests, has not ended with it: a handler may outlive its connection
+// (net/http ends every stream's context first, then calls the connection
+// closed, which forgets it), and a connection counted waiting once gone
+// would stay so.
+func (c *conns) waitsIfLoginsLocked(r *http.Request, conn net.Conn) {
+	if n := c.logins[conn]; n > 0 && n == c.streams[conn] && c.at[conn] == nil && !c.closed[conn] && r.Context().Err() == nil {
+		c.pushLocked(conn)
+	}
+}
+
+// pushLocked counts conn as waiting, the latest to.
+func (c *conns) pushLocked(conn net.Conn) {
+	if c.at == nil {
+		c.at = make(map[net.Conn]*list.Element)
+	}
+	c.at[conn] = c.waiting.PushBack(conn)
 }
 
 type errReader struct{ err error }

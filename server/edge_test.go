@@ -361,6 +361,108 @@ func TestSlowLoginFormsMakeRoom(t *testing.T) {
 	}
 }
 
+// TestSlowLoginFormsMakeRoomOverHTTP2: as TestSlowLoginFormsMakeRoom, on a
+// TLS server speaking HTTP/2, where a connection carries many requests: one
+// whose every request is a login form still being read waits, and is
+// closed to make room (three such connections kept every client out of a
+// server of three: review of stop 33); one also serving another request
+// is not.
+func TestSlowLoginFormsMakeRoomOverHTTP2(t *testing.T) {
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/login":
+			r.ParseForm()
+			fmt.Fprintf(w, "token=%s", r.PostForm.Get("token"))
+		case "/busy":
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-release
+		}
+	})
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = newHTTPServer(h, Options{MaxConns: 3, BodyTimeout: time.Minute, WriteTimeout: time.Minute}, slog.New(slog.DiscardHandler))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	defer close(release)
+	client := func() *http.Client { // a connection of its own
+		c := srv.Client()
+		c.Transport = c.Transport.(*http.Transport).Clone()
+		c.Timeout = time.Minute
+		return c
+	}
+	type slowForm struct {
+		client *http.Client
+		body   *io.PipeWriter
+		failed chan error
+	}
+	start := func(c *http.Client) slowForm {
+		pr, pw := io.Pipe()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/login", pr)
+		req.ContentLength = 100
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		f := slowForm{c, pw, make(chan error, 1)}
+		go func() {
+			res, err := c.Do(req)
+			if err == nil {
+				res.Body.Close()
+				err = fmt.Errorf("answered %d", res.StatusCode)
+			}
+			f.failed <- err
+		}()
+		pw.Write([]byte("t"))
+		return f
+	}
+	get := func(c *http.Client, path string) *http.Response {
+		t.Helper()
+		res, err := c.Get(srv.URL + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		if res.ProtoMajor != 2 {
+			t.Fatalf("GET %s over HTTP/%d", path, res.ProtoMajor)
+		}
+		return res
+	}
+	// A connection serving a slow form and another request does not wait.
+	busy := client()
+	res := get(busy, "/busy")
+	defer res.Body.Close()
+	bf := start(busy)
+	defer bf.body.CloseWithError(errors.New("test over"))
+	// Two connections with nothing but slow forms.
+	var slow []slowForm
+	for range 2 {
+		f := start(client())
+		defer f.body.CloseWithError(errors.New("test over"))
+		slow = append(slow, f)
+	}
+	time.Sleep(200 * time.Millisecond) // their headers are read: they are being served
+	for i := range 2 {
+		res := get(client(), "/healthz")
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("request %d while slow login forms fill the server: %d, want 200", i, res.StatusCode)
+		}
+		// The one closed to make room is a connection of forms only.
+		select {
+		case err := <-slow[i].failed:
+			if err == nil || strings.HasPrefix(err.Error(), "answered") {
+				t.Errorf("slow form %d: %v, want its connection closed", i, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("slow form %d's connection is still open", i)
+		}
+	}
+	// The busy connection serves still.
+	res2 := get(busy, "/healthz")
+	res2.Body.Close()
+	if res2.StatusCode != http.StatusOK {
+		t.Errorf("the busy connection: %d", res2.StatusCode)
+	}
+}
+
 // TestConnectionCap: a connection beyond MaxConns closes the one that has
 // waited longest without a request being served on it (idle between
 // requests, or still sending its headers) and is served; only when every
