@@ -161,7 +161,8 @@ const (
 	// unknown or revoked). Not recorded; no later call will be.
 	CodeBridgeTokenRefused = -32031
 	// CodeBridgeRefused: the server refused the request before any tool
-	// ran (a 4xx: 403, 413, 400...). Not recorded.
+	// ran (a 4xx: 403, 413, 400...; or a redirect, not followed). Not
+	// recorded.
 	CodeBridgeRefused = -32032
 	// CodeBridgeBusy: the server turned the call away for now (429, 503
 	// with Retry-After) each time the bridge sent it, until its deadline.
@@ -213,6 +214,11 @@ func callFailure(post *posted, err error) error {
 			return fail(rpc.Code, "the logbook server refused the request (%s); the call was not recorded: %s", text, rpc.Message)
 		}
 		return fail(CodeBridgeRefused, "the logbook server refused the request (%s); the call was not recorded%s", text, said)
+	case status >= 300 && status < 400:
+		// A redirect, not followed (it would take the token along: see
+		// Bridge). A logbook server never answers one to a call it ran;
+		// one from a proxy in front ran nothing of it either.
+		return fail(CodeBridgeRefused, "the logbook server (or a proxy) redirected the request (%s); the call was not recorded: the bridge follows no redirect (its token goes to the --connect URL only)%s", text, said)
 	case status >= 300:
 		// Reached, and answered with a failure (a proxy in front whose
 		// upstream ended, say): the call may have run.

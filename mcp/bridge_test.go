@@ -693,6 +693,8 @@ func TestBridgeFailureCodes(t *testing.T) {
 		{"s413", "-32032", "refused the request (413 Request Entity Too Large); the call was not recorded"},
 		{"s404", "-32032", "refused the request (404 Not Found); the call was not recorded"},
 		{"s429", "-32033", "turned the call away"},
+		{"s302", "-32032", "(or a proxy) redirected the request (302 Found); the call was not recorded"},
+		{"s307", "-32032", "redirected the request (307 Temporary Redirect); the call was not recorded"},
 		{"s500", "-32035", "answered 500 Internal Server Error; the call may or may not have been recorded"},
 		{"s501", "-32035", "answered 501 Not Implemented; the call may or may not have been recorded"},
 		{"s502", "-32035", "answered 502 Bad Gateway; the call may or may not have been recorded"},

@@ -408,7 +408,8 @@ const choices = `
   - -32031: the server refused the bridge's token (401: unknown, or revoked since the bridge
     started; every later call will be refused too: restart the bridge with a valid token). Not recorded.
   - -32032: the server refused the request before any tool ran (another 4xx: 413, a call larger
-    than its ` + "`--max-body-bytes`" + `; 403, a ` + "`Host`" + ` it refuses). Not recorded.
+    than its ` + "`--max-body-bytes`" + `; 403, a ` + "`Host`" + ` it refuses), or redirected it (a 3xx, which the
+    bridge does not follow: its token goes to the ` + "`--connect`" + ` URL only). Not recorded.
   - -32033: the server turned the call away for now (429, or 503 with ` + "`Retry-After`" + `) each time the
     bridge sent it, until the call's minute was up. Not recorded: call again shortly.
   - -32034: the call was never sent (no connection could be made: the server stopped or
