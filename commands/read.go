@@ -82,8 +82,9 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 		if revoked, err := s.tokenRevoked(lt, call); err != nil {
 			return &funcError{err}
 		} else if revoked {
-			// Revoked since the read: its answer is not sent.
-			return errFallBack
+			// Revoked since the read: its answer is not sent (the write
+			// path refuses it, recorded). A funcError: not a failed commit.
+			return &funcError{errFallBack}
 		}
 		if err := s.appendCall(&Tx{lt: lt, actor: actor}, call, args, start, code, sum); err != nil {
 			return &funcError{err}

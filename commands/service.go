@@ -69,7 +69,7 @@ type Options struct {
 	// out waiting for it ("" if it cannot tell): the reason an agent reads.
 	HeldBy func() string
 	// LedgerTokens: Call.Token names a token of the ledger's tokens
-	// projection (logbook server). A call is then refused (ErrTokenRevoked)
+	// projection (logbook server). A call is then refused (*TokenRevokedError)
 	// if, when it commits, that token is revoked: the edge checked it when
 	// the request came, but the call may wait for the file while a
 	// revocation commits, and no event may follow a token's revocation

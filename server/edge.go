@@ -121,6 +121,9 @@ type conns struct {
 	// HTTP/2: the requests each connection is serving (h2Streams), and of
 	// them the login forms still being read (loginBodyWaits).
 	streams, logins map[net.Conn]int
+	// live: the connections net/http has not yet seen closed (StateNew
+	// to StateClosed or StateHijacked).
+	live map[net.Conn]bool
 }
 
 type (
@@ -180,6 +183,12 @@ func (c *conns) state(conn net.Conn, s http.ConnState) {
 	c.forgetLocked(conn)
 	switch s {
 	case http.StateNew, http.StateIdle:
+		if s == http.StateNew {
+			if c.live == nil {
+				c.live = make(map[net.Conn]bool)
+			}
+			c.live[conn] = true
+		}
 		if c.closed[conn] {
 			// Closed while its last answer was being finished (the
 			// client may have read it before net/http called the
@@ -190,6 +199,7 @@ func (c *conns) state(conn net.Conn, s http.ConnState) {
 		c.pushLocked(conn)
 	case http.StateClosed, http.StateHijacked:
 		delete(c.closed, conn)
+		delete(c.live, conn)
 		delete(c.streams, conn)
 		delete(c.logins, conn)
 		c.open.Add(-1)
@@ -241,7 +251,7 @@ func (c *conns) loginBodyWaits(h http.Handler) http.Handler {
 		c.mu.Lock()
 		if h2 {
 			c.count(&c.logins, conn, 1)
-			c.waitsIfLoginsLocked(r, conn)
+			c.waitsIfLoginsLocked(conn)
 		} else {
 			c.pushLocked(conn)
 		}
@@ -252,7 +262,7 @@ func (c *conns) loginBodyWaits(h http.Handler) http.Handler {
 		c.forgetLocked(conn)
 		if h2 {
 			c.count(&c.logins, conn, -1)
-			c.waitsIfLoginsLocked(r, conn) // (its other forms still wait)
+			c.waitsIfLoginsLocked(conn) // (its other forms still wait)
 		}
 		c.mu.Unlock()
 		if closed {
@@ -285,7 +295,7 @@ func (c *conns) h2Streams(h http.Handler) http.Handler {
 		defer func() {
 			c.mu.Lock()
 			c.count(&c.streams, conn, -1)
-			c.waitsIfLoginsLocked(r, conn)
+			c.waitsIfLoginsLocked(conn)
 			c.mu.Unlock()
 		}()
 		h.ServeHTTP(w, r)
@@ -304,13 +314,13 @@ func (c *conns) count(m *map[net.Conn]int, conn net.Conn, n int) {
 }
 
 // waitsIfLoginsLocked counts an HTTP/2 connection as waiting if every
-// request it serves is a login form still being read — and r, one of its
-// requests, has not ended with it: a handler may outlive its connection
-// (net/http ends every stream's context first, then calls the connection
-// closed, which forgets it), and a connection counted waiting once gone
-// would stay so.
-func (c *conns) waitsIfLoginsLocked(r *http.Request, conn net.Conn) {
-	if n := c.logins[conn]; n > 0 && n == c.streams[conn] && c.at[conn] == nil && !c.closed[conn] && r.Context().Err() == nil {
+// request it serves is a login form still being read — and the connection
+// is not gone (live): a handler may outlive its connection, and a
+// connection counted waiting once gone would stay so. (Not a request's
+// context: one reset by its client (RST_STREAM) ends its own, on a
+// connection still open whose other forms still wait.)
+func (c *conns) waitsIfLoginsLocked(conn net.Conn) {
+	if n := c.logins[conn]; n > 0 && n == c.streams[conn] && c.at[conn] == nil && !c.closed[conn] && c.live[conn] {
 		c.pushLocked(conn)
 	}
 }

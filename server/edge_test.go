@@ -365,8 +365,8 @@ func TestSlowLoginFormsMakeRoom(t *testing.T) {
 // TLS server speaking HTTP/2, where a connection carries many requests: one
 // whose every request is a login form still being read waits, and is
 // closed to make room (three such connections kept every client out of a
-// server of three: review of stop 33); one also serving another request
-// is not.
+// server of three: review of stop 33), also after another of its forms
+// was reset by its client; one also serving another request is not.
 func TestSlowLoginFormsMakeRoomOverHTTP2(t *testing.T) {
 	release := make(chan struct{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -397,9 +397,9 @@ func TestSlowLoginFormsMakeRoomOverHTTP2(t *testing.T) {
 		body   *io.PipeWriter
 		failed chan error
 	}
-	start := func(c *http.Client) slowForm {
+	start := func(ctx context.Context, c *http.Client) slowForm {
 		pr, pw := io.Pipe()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/login", pr)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/login", pr)
 		req.ContentLength = 100
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		f := slowForm{c, pw, make(chan error, 1)}
@@ -429,16 +429,25 @@ func TestSlowLoginFormsMakeRoomOverHTTP2(t *testing.T) {
 	busy := client()
 	res := get(busy, "/busy")
 	defer res.Body.Close()
-	bf := start(busy)
+	bf := start(context.Background(), busy)
 	defer bf.body.CloseWithError(errors.New("test over"))
-	// Two connections with nothing but slow forms.
+	// Two connections with nothing but slow forms: two each, one of which
+	// its client then resets (RST_STREAM), ending that request's context
+	// on a connection still open, whose other form still waits.
 	var slow []slowForm
 	for range 2 {
-		f := start(client())
+		c := client()
+		f := start(context.Background(), c)
 		defer f.body.CloseWithError(errors.New("test over"))
 		slow = append(slow, f)
+		ctx, reset := context.WithCancel(context.Background())
+		g := start(ctx, c)
+		defer g.body.CloseWithError(errors.New("test over"))
+		time.Sleep(100 * time.Millisecond) // its headers are read
+		reset()
+		<-g.failed
 	}
-	time.Sleep(200 * time.Millisecond) // their headers are read: they are being served
+	time.Sleep(200 * time.Millisecond) // their headers are read: they are being served; the resets seen
 	for i := range 2 {
 		res := get(client(), "/healthz")
 		res.Body.Close()
