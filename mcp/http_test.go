@@ -452,7 +452,14 @@ func TestTokenRevokedWhileBodyIsRead(t *testing.T) {
 	s := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
 	s.do = f.do
 	var revoked atomic.Bool
+	checked := make(chan struct{}, 1) // the first check done: the headers'
 	srv := httptest.NewServer(s.HTTPHandler(HTTPOptions{Authenticate: func(_ context.Context, token string) (*Identity, error) {
+		defer func() {
+			select {
+			case checked <- struct{}{}:
+			default:
+			}
+		}()
 		if token != "t" || revoked.Load() {
 			return nil, ErrUnauthenticated
 		}
@@ -476,7 +483,14 @@ func TestTokenRevokedWhileBodyIsRead(t *testing.T) {
 		got <- resp
 	}()
 	pw.Write([]byte(body[:10]))
-	time.Sleep(100 * time.Millisecond) // the headers are checked meanwhile
+	// Revoked once the headers are checked (a sleep stood for it: on a
+	// loaded machine the headers could be checked after the revocation,
+	// and refused there, not once the body was read).
+	select {
+	case <-checked:
+	case <-time.After(time.Minute): // a hang bound
+		t.Fatal("the request's headers were never checked")
+	}
 	revoked.Store(true)
 	pw.Write([]byte(body[10:]))
 	pw.Close()

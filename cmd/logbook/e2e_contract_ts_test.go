@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // TestContractTypeScriptClient runs e2e/contract.mjs, the semantic check of
@@ -53,9 +51,7 @@ func TestContractTypeScriptClient(t *testing.T) {
 	}
 	contract := func(name string, env []string, args ...string) map[string]string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, node, append([]string{"contract.mjs"}, args...)...)
+		cmd := exec.CommandContext(e2eHangBound(t), node, append([]string{"contract.mjs"}, args...)...)
 		cmd.Dir = "e2e"
 		cmd.Env = append(os.Environ(), append([]string{"LOGBOOK_DB=", "LOGBOOK_AGENT=", "GORACE=halt_on_error=1 exitcode=66"}, env...)...)
 		var stdout, stderr bytes.Buffer

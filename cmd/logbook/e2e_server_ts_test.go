@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestServerTypeScriptClient runs e2e/http.mjs: the official MCP TypeScript
@@ -31,9 +29,7 @@ func TestServerTypeScriptClient(t *testing.T) {
 		t.Fatalf("revoke: %v", r)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "http.mjs", "--url", s.url, "--token", full, "--scoped-token", scoped,
+	cmd := exec.CommandContext(e2eHangBound(t), node, "http.mjs", "--url", s.url, "--token", full, "--scoped-token", scoped,
 		"--scope", "server_ping,task_get,task_list", "--read-only-token", ro, "--revoked-token", revoked)
 	cmd.Dir = "e2e"
 	var stdout, stderr bytes.Buffer
