@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -283,8 +284,14 @@ func TestRelayHubStopped(t *testing.T) {
 	for _, w := range ws {
 		w.write(t) // through the hub
 	}
-	// Idle, the hub lets the file go within quietHold (100 ms).
-	time.Sleep(500 * time.Millisecond)
+	// Idle, the hub lets the file go within quietHold (100 ms) — on a
+	// loaded machine maybe later: stopped while holding it, it would keep
+	// it (which TestServeBesideStoppedHolderSaysWhy covers).
+	for deadline := time.Now().Add(e2eTimeout); slices.ContainsFunc(boltstore.Holders(db), func(h boltstore.Holder) bool { return h.PID == hub.cmd.Process.Pid }); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle hub never let the file go")
+		}
+	}
 	if err := hub.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
