@@ -55,9 +55,6 @@ func (s *Service) doRead(ctx context.Context, call Call, actor string, args call
 		if err != nil || version != projections.Version || applied != lt.Head().Seq {
 			return errFallBack // another process appended: fold first
 		}
-		if revoked, err := s.tokenRevoked(lt, call); err != nil || revoked {
-			return errFallBack // the write path refuses it, recorded
-		}
 		result, herr := s.safeDispatch(ctx, &Tx{lt: lt, actor: actor, readOnly: call.ReadOnly}, call, args)
 		if herr != nil && !isDomain(herr) {
 			return errFallBack
