@@ -461,7 +461,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		recorded, recordErr := false, error(nil)
 		err := update(db, func(btx *bolt.Tx) error {
 			start := time.Now()
-			tx, in, err := l.writeTx(btx)
+			tx, in, err := l.writeTx(o, btx)
 			if err != nil {
 				return err
 			}

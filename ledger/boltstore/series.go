@@ -51,7 +51,7 @@ func (l *Store) commitSeries(o *openFile, r *request) error {
 	for done := false; !done; {
 		var head ledger.Head
 		err = update(o.db, func(btx *bolt.Tx) error {
-			tx, _, err := l.writeTx(btx)
+			tx, _, err := l.writeTx(o, btx)
 			if err != nil {
 				return err
 			}
@@ -81,15 +81,16 @@ func (l *Store) commitSeries(o *openFile, r *request) error {
 	return err
 }
 
-// writeTx begins a commit's Tx on btx: the file checked, the Store's leaf
+// writeTx begins a commit's Tx on btx, of o: the file checked, the Store's leaf
 // hashes and clock, a little of the trash freed, and what a replicated log
 // holds past the file's head ingested (ingested reports whether it held
 // any).
-func (l *Store) writeTx(btx *bolt.Tx) (tx *Tx, ingested bool, err error) {
+func (l *Store) writeTx(o *openFile, btx *bolt.Tx) (tx *Tx, ingested bool, err error) {
 	if err := l.checkFile(btx); err != nil {
 		return nil, false, err
 	}
 	tx = newTx(btx)
+	tx.file = o.file
 	tx.tail = &l.tail
 	tx.now = l.opts.Now
 	tx.noAppend = l.opts.NoAppend

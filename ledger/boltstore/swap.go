@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -51,6 +52,16 @@ func OpenScratch(dir, prefix, suffix string) (*Store, error) {
 func (tx *Tx) DropSpaces() error {
 	if !tx.btx.Writable() {
 		return ErrReadOnly
+	}
+	// The pages were checked before the rebuild began (CheckPages), but
+	// other processes committed since: the trees are checked again in
+	// this hold, as a writer's open checks them, so that no page another
+	// tree uses is freed.
+	if tx.file == nil {
+		return errors.New("drop spaces: not in a writer's transaction of a Store")
+	}
+	if err := checkTrees(tx.btx, tx.file, tx.btx.DB().Info().PageSize, true); err != nil {
+		return err
 	}
 	tx.live = nil
 	for _, name := range [][]byte{bucketSpaces, bucketStaging} {

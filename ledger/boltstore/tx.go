@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/logbook-dev/logbook/ledger"
@@ -48,6 +49,9 @@ type Tx struct {
 	// spaceBlock is where the next Spaces are made, a few at a time (a
 	// call looks up about five).
 	spaceBlock []Space
+	// file is the open ledger file of a writer's transaction, whose trees
+	// DropSpaces checks before it frees their pages.
+	file *os.File
 }
 
 func newTx(btx *bolt.Tx) *Tx {
