@@ -122,6 +122,10 @@ bench:
 	@$(GO) test -run '^$$' -bench 'BenchmarkServerCall/(task_create|thought_record)' -benchmem -benchtime 5000x -count 1 -timeout 10m ./mcp/ > $(BENCH_OUT:.txt=-call.txt) 2>&1 \
 		|| { cat $(BENCH_OUT:.txt=-call.txt); exit 1; }
 	@grep '^Benchmark' $(BENCH_OUT:.txt=-call.txt)
+	@echo; echo "go test -bench BenchmarkServerCallFloor ./mcp/: the floor under that row, one durable commit of one 400-byte event and nothing else: raw bbolt (two fdatasyncs) and the ledger's append (the journal: one)"
+	@$(GO) test -run '^$$' -bench 'BenchmarkServerCallFloor' -benchmem -benchtime 5000x -count 1 -timeout 10m ./mcp/ > $(BENCH_OUT:.txt=-floor.txt) 2>&1 \
+		|| { cat $(BENCH_OUT:.txt=-floor.txt); exit 1; }
+	@grep '^Benchmark' $(BENCH_OUT:.txt=-floor.txt)
 	@echo; echo "go test -bench 'Benchmark(Verify|VerifyChain|Rebuild|Snapshot)$$' ./cmd/logbook/: the auditor's commands on a 1M-event ledger (targets: verify x-sha256sum <= 2 (cpu-x-sha256sum is the steadier figure on a loaded machine), chain-events/s >= 1000000, rebuild events/s >= 500000, peak-RSS-MB <= 100)"
 	@$(GO) test -run '^$$' -bench 'Benchmark(Verify|VerifyChain|Rebuild|Snapshot)$$' -benchtime 1x -count 1 -timeout 30m ./cmd/logbook/ > $(BENCH_OUT:.txt=-audit.txt) 2>&1 \
 		|| { cat $(BENCH_OUT:.txt=-audit.txt); exit 1; }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,8 +19,10 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/commands"
+	"github.com/logbook-dev/logbook/ledger"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
 	"github.com/logbook-dev/logbook/skills"
+	bolt "go.etcd.io/bbolt"
 )
 
 // The benchmarks here drive Server.Run in-process over io.Pipe with a real
@@ -89,6 +92,56 @@ func BenchmarkServerCall(b *testing.B) {
 			cpu.report(b)
 		})
 	}
+}
+
+// BenchmarkServerCallFloor is what one durable commit of one event costs
+// below everything a call adds (JSON-RPC, validation, projections, the
+// reply), as BenchmarkServerCall measures it: raw bbolt putting one 400-byte
+// value per commit, synced as bbolt syncs (two fdatasyncs), and a ledger
+// appending one event of 400 bytes per commit (the journal: one
+// fdatasync). BenchmarkServerCall's cpu-µs/op and B/op, less these, is
+// what logbook's call adds to the engine it stands on.
+func BenchmarkServerCallFloor(b *testing.B) {
+	value := make([]byte, 400)
+	b.Run("bbolt-put", func(b *testing.B) {
+		db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		b.ReportAllocs()
+		cpu := readCPU()
+		for i := range b.N {
+			err := db.Update(func(tx *bolt.Tx) error {
+				bk, err := tx.CreateBucketIfNotExists([]byte("events"))
+				if err != nil {
+					return err
+				}
+				bk.FillPercent = 1
+				return bk.Put(binary.BigEndian.AppendUint64(nil, uint64(i)), value)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b)
+	})
+	b.Run("append", func(b *testing.B) {
+		l, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{Create: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		e := ledger.Event{Type: "bench.appended", Version: 1, Actor: "bench", Subjects: []string{"T-1"}, Payload: append([]byte{0xc4, 0xff}, value[:255]...)}
+		b.ReportAllocs()
+		cpu := readCPU()
+		for range b.N {
+			if err := l.Update(func(tx *boltstore.Tx) error { _, err := tx.Append(e); return err }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b)
+	})
 }
 
 // BenchmarkThoughtManyTasks is BenchmarkServerCall's thought_record on a
