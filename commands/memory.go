@@ -141,7 +141,16 @@ func (s *Service) MemoryHistory(tx *Tx, in MemoryHistoryInput) (*MemoryHistoryRe
 	if err != nil {
 		return nil, err
 	}
-	if in.Project != "" {
+	switch {
+	case in.Scope == "project":
+		// The project's namespace, as memory_read and memory_write name
+		// it: the argument, else the server's --project.
+		ns, err := s.namespace(tx, in.Scope, in.Project)
+		if err != nil {
+			return nil, err
+		}
+		in.Project = ns.Owner
+	case in.Project != "":
 		if err := requireProject(tx, in.Project); err != nil {
 			return nil, err
 		}

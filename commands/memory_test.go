@@ -78,7 +78,9 @@ func TestMemoryVersionsAndScopes(t *testing.T) {
 		count float64
 	}{
 		{map[string]any{"key": "build", "scope": "agent"}, 1}, // agent-b's own only
-		{map[string]any{"key": "build", "scope": "project"}, 3},
+		// The server's --project names the namespace, as for memory_read.
+		{map[string]any{"key": "build", "scope": "project"}, 2},
+		{map[string]any{"key": "build", "scope": "project", "project": "web"}, 1},
 		{map[string]any{"key": "build", "project": "web"}, 1},
 		{map[string]any{"key": "build", "scope": "global"}, 1},
 		{map[string]any{"key": "build", "limit": 2}, 6},
@@ -129,6 +131,9 @@ func TestMemoryRefusals(t *testing.T) {
 		{"memory_read", map[string]any{"key": "k"}, "ERR_INVALID_INPUT", "scope"},
 		{"memory_history", map[string]any{"key": "k", "scope": "global", "project": "core"}, "ERR_INVALID_INPUT", "project"},
 		{"memory_history", map[string]any{"key": "k", "limit": 0}, "ERR_INVALID_INPUT", "limit"},
+		// A project namespace is named as memory_read names it: no project
+		// argument and no --project names none (it listed every project's).
+		{"memory_history", map[string]any{"key": "k", "scope": "project"}, "ERR_INVALID_INPUT", "project"},
 		// A project no task names has no memory: not found, as memory_read and
 		// memory_write answer, rather than an empty history (it was).
 		{"memory_history", map[string]any{"key": "k", "project": "nowhere"}, "ERR_PROJECT_NOT_FOUND", ""},

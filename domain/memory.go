@@ -47,8 +47,8 @@ var MemoryHistory = Command{
 	Name: "memory_history",
 	Fields: []Field{
 		field("key", memoryKey("Key of the memory.")),
-		field("scope", memoryScope("Only this namespace (agent: the calling agent's own); default: every namespace the key is in, "+
-			"other agents' included.")),
+		field("scope", memoryScope("Only this namespace (agent: the calling agent's own; project: the project argument's, else the server's --project's, "+
+			"else invalid input, as memory_read and memory_write name it); default: every namespace the key is in, other agents' included.")),
 		field("project", projectSlug("Only this project's key (scope \"project\"); the project must have a task.")),
 		field("limit", integer("Maximum number of versions to return (the first ones in ledger order).").rng(1, 500).byDefault(100)),
 	},

@@ -533,7 +533,9 @@ const choices = `
   ` + "`memory_read`" + ` of a key never written (or not yet at ` + "`as_of_seq`" + `) answers ` + "`found: false`" + `,
   ` + "`memory: null`" + `; ` + "`as_of_seq`" + ` beyond the head is invalid input. ` + "`memory_history`" + ` without
   ` + "`scope`" + ` lists every namespace of the key, other agents' included (the ledger hides nothing from
-  its readers), in ledger order; its ` + "`project`" + `, like the others', must have a task
+  its readers), in ledger order; with ` + "`scope`" + ` project it lists the one project namespace
+  that memory_read would read (the ` + "`project`" + ` argument, else the server's ` + "`--project`" + `, else
+  invalid input); its ` + "`project`" + `, like the others', must have a task
   (` + "`ERR_PROJECT_NOT_FOUND`" + `: a mistyped slug is not taken for a key never written).
 - **knowledge_search.** The index is a projection (space ` + "`knowledge_index`" + `, package
   ` + "`search`" + `), folded in the commit that appends the events and rebuilt from the log like every
