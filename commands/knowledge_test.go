@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -171,5 +172,34 @@ func TestSearchKnowledgeProject(t *testing.T) {
 		if !strings.Contains(r, `invalid input: cross_project: searches every project, and project \"`+p+`\" one`) {
 			t.Errorf("project %s with cross_project: %s", p, r)
 		}
+	}
+}
+
+// A search as of a seq answers the same — hits, order and scores — however
+// much is recorded after that seq (a helper's attack: BM25's figures were
+// the head's, so later thoughts reordered a past search's hits).
+func TestSearchKnowledgeAsOfIsRepeatable(t *testing.T) {
+	h := newHarness(t, Options{Agent: "agent-a", Project: "core"})
+	h.call("task_create", map[string]any{"title": "t", "project": "core"}, "OK")
+	for _, c := range []string{"alpha", "beta", "beta gamma"} {
+		h.call("thought_record", map[string]any{"task_id": "T-0001", "type": "analysis", "content": c}, "OK")
+	}
+	asOf := h.head()
+	args := map[string]any{"query": "alpha beta", "as_of_seq": asOf, "limit": 100}
+	before := h.call("knowledge_search", args, "OK")
+	if n := len(list(t, before["hits"])); n != 3 {
+		t.Fatalf("as of %d: %d hits, want 3", asOf, n)
+	}
+	for range 3 {
+		h.call("thought_record", map[string]any{"task_id": "T-0001", "type": "analysis", "content": "alpha delta"}, "OK")
+	}
+	h.call("finding_record", map[string]any{"task_id": "T-0001", "category": "bug", "summary": "beta beta beta"}, "OK")
+	after := h.call("knowledge_search", args, "OK")
+	if !reflect.DeepEqual(before["hits"], after["hits"]) {
+		t.Errorf("as of %d, before and after later records:\n%v\n%v", asOf, before["hits"], after["hits"])
+	}
+	// At the head the later records count, and rank.
+	if head := h.call("knowledge_search", map[string]any{"query": "alpha beta", "limit": 100}, "OK"); len(list(t, head["hits"])) != 7 {
+		t.Errorf("at the head: %v", head["hits"])
 	}
 }

@@ -81,10 +81,26 @@ func (ix *Index) Search(query string, f Filter) ([]Hit, error) {
 			kinds[k] = true
 		}
 	}
+	// Searched as of a seq, the documents recorded after it do not count
+	// in BM25's figures either (the documents, their mean length, each
+	// term's document frequency): the same search at the same seq scores
+	// the same whatever the log recorded since — but for a document of
+	// that time removed since (a learning superseded, a memory's older
+	// version), which the index no longer holds.
+	var asOf *docsAsOf
+	if f.AsOfSeq != 0 {
+		if asOf, err = ix.countAsOf(f.AsOfSeq, s); err != nil {
+			return nil, err
+		}
+		if asOf.docs == 0 {
+			return nil, nil
+		}
+		s.docs, s.totalLen = asOf.docs, asOf.totalLen
+	}
 	avgLen := float64(s.totalLen) / float64(s.docs)
 	n := float64(s.docs)
 	k := limit(f.Limit)
-	qts, err := ix.queryTerms(terms, n)
+	qts, err := ix.queryTerms(terms, n, asOf)
 	if err != nil {
 		return nil, err
 	}
@@ -208,13 +224,19 @@ type queryTerm struct {
 }
 
 // queryTerms returns the terms that occur in the index, rarest (highest
-// bound) first, so that the common terms come last and can be skipped.
-func (ix *Index) queryTerms(terms []string, n float64) ([]queryTerm, error) {
+// bound) first, so that the common terms come last and can be skipped;
+// with asOf, their document frequencies as of its seq.
+func (ix *Index) queryTerms(terms []string, n float64, asOf *docsAsOf) ([]queryTerm, error) {
 	var qts []queryTerm
 	for _, t := range terms {
 		e, err := ix.term(t)
 		if err != nil {
 			return nil, err
+		}
+		if asOf != nil && asOf.later && e.df > 0 {
+			if e.df, err = ix.dfAsOf(t, e, asOf); err != nil {
+				return nil, fmt.Errorf("postings of %q: %w", t, err)
+			}
 		}
 		if df := float64(e.df); df > 0 {
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
@@ -271,4 +293,85 @@ func topK(cands []candidate, k int) []candidate {
 		}
 	}
 	return top
+}
+
+// docsAsOf is what BM25 counts of the documents recorded at a seq or
+// before: how many the index holds, their total length, and whether it
+// holds any recorded later (if not, every figure is the index's own).
+// Documents are numbered in log order (the fold indexes the knowledge
+// events in order), so those recorded after seq are the numbers from
+// bound on: counting them, at the end of the table and of each term's
+// postings, costs what was recorded since, not the whole index.
+type docsAsOf struct {
+	seq            uint64
+	docs, totalLen uint64
+	bound          uint64 // the first document number recorded after seq
+	later          bool
+}
+
+// countAsOf takes the documents the index holds that were recorded after
+// seq off s's figures, reading the document table back from its end.
+func (ix *Index) countAsOf(seq uint64, s stats) (*docsAsOf, error) {
+	a := &docsAsOf{seq: seq, docs: s.docs, totalLen: s.totalLen, bound: s.nextDoc}
+	for b := s.nextDoc>>docBlockBits + 1; b > 0; b-- {
+		db, err := ix.docBlock(b - 1)
+		if err != nil {
+			return nil, err
+		}
+		reached := false // a document recorded at seq or before: the ones before it are too
+		err = eachDoc(db.v, func(i int, d docInfo) {
+			if d.seq <= seq {
+				reached = true
+				return
+			}
+			a.bound = min(a.bound, (b-1)<<docBlockBits+uint64(i))
+			if !d.removed {
+				a.later = true
+				a.docs--
+				a.totalLen -= d.length
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("documents %d…: %w", (b-1)<<docBlockBits, err)
+		}
+		if a.docs > s.docs || a.totalLen > s.totalLen {
+			return nil, fmt.Errorf("documents after seq %d: more than the index holds: %w", seq, ErrCorrupt)
+		}
+		if reached {
+			break
+		}
+	}
+	return a, nil
+}
+
+// dfAsOf is the number of documents holding term (whose entry is e) that
+// were recorded at a.seq or before: e's, less its postings from a.bound
+// on, read back from the last.
+func (ix *Index) dfAsOf(term string, e termEntry, a *docsAsOf) (uint64, error) {
+	var later uint64
+	count := func(base uint64, block []byte) error {
+		return eachPosting(base, block, func(num, _ uint64) bool {
+			if num >= a.bound {
+				later++
+			}
+			return true
+		})
+	}
+	var err error
+	if e.open != nil {
+		err = count(e.base, e.open)
+	}
+	if err == nil && (e.open == nil || e.base >= a.bound) {
+		err = ix.sp.Scan(postingPrefix(term), true, func(key, block []byte) (bool, error) {
+			base, err := keyBase(key)
+			if err == nil {
+				err = count(base, block)
+			}
+			return err == nil && base >= a.bound, err
+		})
+	}
+	if err == nil && later > e.df {
+		err = fmt.Errorf("%d postings after seq %d, of %d: %w", later, a.seq, e.df, ErrCorrupt)
+	}
+	return e.df - later, err
 }

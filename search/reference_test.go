@@ -49,12 +49,27 @@ func newRefIndex(docs []search.Doc) *refIndex {
 
 // search ranks the documents against query by the BM25 the package
 // documents, computed from each document's counted terms alone: the k best,
-// by score then newest seq.
+// by score then newest seq. As of a seq, BM25's figures are those of the
+// documents recorded at that seq or before.
 func (r *refIndex) search(query string, f search.Filter) []search.Hit {
 	terms := search.Terms(query)
 	docs, counts, df := r.docs, r.counts, r.df
 	n := float64(len(docs))
 	avg := float64(r.total) / n
+	if f.AsOfSeq != 0 {
+		df = map[string]int{}
+		n, avg = 0, 0
+		for i, d := range docs {
+			if d.Seq <= f.AsOfSeq {
+				n++
+				avg += float64(counts[i].Length)
+				for _, t := range counts[i].Terms {
+					df[t]++
+				}
+			}
+		}
+		avg /= n
+	}
 	var hits []search.Hit
 	for i, d := range docs {
 		if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, d.Kind) || f.Project != "" && d.Project != f.Project || f.AsOfSeq != 0 && d.Seq > f.AsOfSeq {
