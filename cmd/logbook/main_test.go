@@ -318,6 +318,18 @@ func TestServeAgentRefused(t *testing.T) {
 			t.Errorf("serve --connect %s: exit %d, stdout %q, stderr %q; want 2, the password not repeated", u, r.code, r.stdout, r.stderr)
 		}
 	}
+	// The bridge's flags and a local ledger's exclude each other: each
+	// local one is refused beside --connect, and --token-env without it (a
+	// docs review: it was accepted there, and did nothing).
+	for _, flag := range [][]string{{"--db", db}, {"--agent", "a"}, {"--project", "p"}, {"--skills", "s"}, {"--read-only"}, {"--lock-timeout", "1s"}} {
+		r := runEnv(t, []string{"LOGBOOK_TOKEN=lbk_x"}, append([]string{"serve", "--connect", "http://127.0.0.1:1/mcp"}, flag...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, flag[0]+" configures a local ledger") || r.stdout != "" {
+			t.Errorf("serve --connect %s: exit %d, stdout %q, stderr %q; want 2 and why", flag, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := run(t, "serve", "--db", db, "--token-env", "MY_TOKEN"); r.code != 2 || !strings.Contains(r.stderr, "--token-env") || !strings.Contains(r.stderr, "--connect only") || r.stdout != "" {
+		t.Errorf("serve --token-env without --connect: exit %d, stdout %q, stderr %q; want 2 and why", r.code, r.stdout, r.stderr)
+	}
 	// So is every text flag given empty, in every command (noneEmpty):
 	// each was taken as left out, for its default.
 	for _, args := range [][]string{{"serve", "--skills", ""}, {"serve", "--connect", "http://127.0.0.1:1/mcp", "--token-env", ""},

@@ -103,6 +103,9 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "  LOGBOOK_LOG    log level of the log lines written to stderr: debug, info (default),")
 	fmt.Fprintln(w, "                 warn or error; stdout of serve carries the protocol only")
 	fmt.Fprintln(w, "  NO_COLOR       set: no colour in tables, even on a terminal")
+	fmt.Fprintln(w, "  LOGBOOK_TOKEN  serve --connect's bearer token (the default of --token-env)")
+	fmt.Fprintln(w, "  LOGBOOK_NATS_PASSWORD, LOGBOOK_NATS_SYS_PASSWORD")
+	fmt.Fprintln(w, "                 the passwords of --nats-user and --nats-sys-user (server --store, migrate)")
 	fmt.Fprintln(w, "\nExit codes: 0 ok, 1 integrity failure, 2 usage or I/O error.")
 }
 

@@ -62,6 +62,9 @@ func serve(c *call) func() error {
 		switch {
 		case *connect != "":
 			return c.bridge(*connect, *tokenEnv)
+		case c.isSet("token-env"):
+			// As a local ledger's flags are refused with --connect.
+			return errors.New("--token-env names the bridge's token; it is for --connect only")
 		case *lockTimeout <= 0:
 			return errors.New("--lock-timeout must be positive")
 		}
@@ -148,7 +151,7 @@ func serveHTTP(c *call) func() error {
 	admin := c.fs.String("admin-socket", "", "Unix socket for logbook token while the server runs (default: <db>.admin.sock; \"none\" disables)")
 	maxBody := decimalFlag[int64](c.fs, "max-body-bytes", mcp.DefaultMaxMessageBytes, "largest request body accepted (413 beyond)")
 	drain := c.fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long to wait for calls in flight")
-	maxConns := decimalFlag[int](c.fs, "max-conns", 0, "most connections open at once: one more closes the one that waited longest without a request being served on it, or, when all are serving one, is answered 503 and closed; one token may have half as many requests in flight on /mcp (429 beyond) (default: the file descriptor limit less 128)")
+	maxConns := decimalFlag[int](c.fs, "max-conns", 0, "most connections open at once: one more closes the one that waited longest without a request being served on it, or, when all are serving one, is answered 503 and closed; one token may have half as many requests in flight on /mcp (429 beyond) (default: the file descriptor limit less 128, at least 64; 1024 if the limit cannot be read)")
 	store := c.fs.String("store", "", "keep the ledger in NATS JetStream: nats://HOST:PORT[,…] (with --stream); --db is then this node's local copy")
 	fsync := c.fs.Bool("replica-fsync", false, "with --store: fsync the local copy at every commit (by default it is not: the stream is the durable log, and a copy left unsynced by a machine restart is refused as damaged)")
 	nf := jetstream.AddFlags(c.fs, c.getenv)
