@@ -319,7 +319,8 @@ func parseSkill(folder string, data []byte) (Skill, string) {
 
 // stringField returns the string value of key and whether it is set (present
 // and not null), or a reason when it has another type. numbers allows bare
-// int and float scalars, kept as written (for "version: 1.0").
+// int, float and date scalars, kept as written (for "version: 1.0" or
+// "version: 2024-01-01").
 func stringField(fields map[string]*yaml.Node, key string, numbers bool) (v string, set bool, reason string) {
 	n, ok := fields[key]
 	if !ok || isNull(n) {
@@ -329,7 +330,7 @@ func stringField(fields map[string]*yaml.Node, key string, numbers bool) (v stri
 		switch n.ShortTag() {
 		case "!!str":
 			return n.Value, true, ""
-		case "!!int", "!!float":
+		case "!!int", "!!float", "!!timestamp":
 			if numbers {
 				return n.Value, true, ""
 			}
@@ -358,7 +359,9 @@ func capabilities(n *yaml.Node) ([]string, string) {
 		if why := domain.Line.Refuse(v); why != "" {
 			return nil, fmt.Sprintf("capabilities: item %d %s (line %d)", i, why, c.Line)
 		}
-		caps = append(caps, v)
+		if !slices.Contains(caps, v) { // listed twice, kept once, as labels and tags are
+			caps = append(caps, v)
+		}
 	}
 	return caps, ""
 }

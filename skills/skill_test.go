@@ -90,6 +90,18 @@ func TestLoadSkillsValid(t *testing.T) {
 			want:    Skill{Name: "v2", Version: "2", Description: "d", Capabilities: []string{}},
 		},
 		{
+			name:    "bare date version kept as written",
+			folder:  "v3",
+			content: "---\nname: v3\nversion: 2024-01-01\ndescription: d\n---\n",
+			want:    Skill{Name: "v3", Version: "2024-01-01", Description: "d", Capabilities: []string{}},
+		},
+		{
+			name:    "a capability listed twice is kept once",
+			folder:  "twice",
+			content: "---\nname: twice\ndescription: d\ncapabilities: [review, go, review]\n---\n",
+			want:    Skill{Name: "twice", Version: "0.0.0", Description: "d", Capabilities: []string{"review", "go"}},
+		},
+		{
 			name:    "null version and capabilities get defaults",
 			folder:  "nulls",
 			content: "---\nname: nulls\nversion:\ndescription: d\ncapabilities: ~\n---\n",

@@ -451,7 +451,8 @@ const choices = `
   a new task sorts after every task there, whichever process creates it (a filter on what changes,
   such as ` + "`status`" + `, can still move one); a ` + "`total_count`" + ` that grew says tasks were created meanwhile.
 - **skill_list.** An empty ` + "`search`" + ` or ` + "`capability`" + ` filters nothing, as if left out (no skill
-  declares an empty capability).
+  declares an empty capability). A ` + "`version`" + ` written as a bare number or date (` + "`version: 1.10`" + `,
+  ` + "`version: 2024-01-01`" + `) is kept as written; a capability listed twice is kept once.
 - **task_next_actions.** Without ` + "`project`" + ` and without ` + "`--project`" + `, all projects
   (` + "`project: null`" + ` in the answer). ` + "`limit`" + ` bounds ` + "`next_actions`" + ` only: with ` + "`include_blocked`" + `,
   ` + "`blocked`" + ` lists every blocked task of the project (of every project, without one), in creation
