@@ -133,7 +133,7 @@ var ListTasks = Command{
 		field("label", str("Only tasks carrying this label.").length(1, 64).text(Line)),
 		field("created_after", Rule{Kind: String, Doc: "Only tasks created after this RFC 3339 time.", DateTime: true}),
 		field("created_before", Rule{Kind: String, Doc: "Only tasks created before this RFC 3339 time.", DateTime: true}),
-		field("search", str("Words that must all occur in the title or description, whatever their case (Unicode full case folding) or Arabic and Hebrew vowel points.").length(0, 1000).text(Notes)),
+		field("search", str("Words that must all occur in the title or description, whatever their case (Unicode full case folding, the Turkish İ and ı as i) or Arabic and Hebrew vowel points.").length(0, 1000).text(Notes)),
 		field("limit", integer("Maximum number of tasks to return.").rng(1, 500).byDefault(50)),
 		field("offset", integer("Number of matching tasks to skip.").atLeast(0).byDefault(0)),
 		field("sort_by", enum("Sort key: created or updated (ledger order), priority, progress.", "created", "updated", "priority", "progress").byDefault("updated")),
