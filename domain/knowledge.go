@@ -12,7 +12,7 @@ var SearchKnowledge = Command{
 		field("project", projectSlug("Only knowledge of this project, which must have a task; default: the server's --project, else every project.")),
 		field("cross_project", boolean("Search every project, the server's --project notwithstanding; not with project.").byDefault(false)),
 		field("limit", integer("Maximum number of hits.").rng(1, 100).byDefault(10)),
-		field("as_of_seq", integer("Search the knowledge as it stood right after this ledger sequence (time travel).").atLeast(0)),
+		field("as_of_seq", integer("Search the knowledge recorded up to this ledger sequence (time travel): what was recorded after it is neither found nor counted in the scores; what was removed since (a superseded learning, a replaced memory version) is not brought back.").atLeast(0)),
 	},
 	Required: []string{"query"},
 }

@@ -15,6 +15,8 @@
 // index is plain keys in the ledger file.
 //
 // Invariants:
+//   - Documents are added in log order (Add refuses a seq below the last
+//     document's), so document numbers rise with seqs.
 //   - Adding the same documents (and removing the same ids) in the same order
 //     yields byte-identical keys and values, so a rebuild equals the live index.
 //   - Statistics are incremental: Add costs O(terms in the document); Remove
@@ -22,13 +24,19 @@
 //     than the document's (none for a recent document), decoding one block;
 //     Search reads only the statistics and postings of the query terms, the
 //     document table's blocks of the documents it scores, and the events of
-//     the hits it returns.
+//     the hits it returns; as of a seq, also the table's blocks and the query
+//     terms' postings of the documents added after that seq (read back from
+//     the end: what was recorded since costs, not the whole index).
 //   - Results are deterministic: equal scores are ordered by seq, newest first,
 //     then by insertion order.
 //
-// Time travel: Filter.AsOfSeq hides documents added after that seq. A removed
-// document (a superseded learning, an old memory version) is gone from the
-// index; to see it as it stood before its removal, rebuild up to that seq.
+// Time travel: Filter.AsOfSeq hides documents added after that seq, from the
+// hits and from BM25's figures (document count, mean length, each term's
+// document frequency), so a search as of a seq scores the same whatever is
+// added later. A removed document (a superseded learning, an old memory
+// version) is gone from the index and from its figures, so a removal does
+// change what a search as of an earlier seq scores; to see the index as it
+// stood before a removal, rebuild up to that seq.
 //
 // The index copies no text: a document's fields stay in the ledger event
 // that recorded it, which Docs reads by seq for a hit's snippet and for the

@@ -223,6 +223,18 @@ func (db *docBlock) entries() ([]docInfo, error) {
 	return out, err
 }
 
+// docBlockBytes is block b of the document table as stored (in a batch,
+// the batch's own), to read before the next call to the index's space:
+// not a copy, as docBlock makes to write it.
+func (ix *Index) docBlockBytes(b uint64) []byte {
+	if ix.batch != nil {
+		if db, ok := ix.batch.docs[b]; ok {
+			return db.v
+		}
+	}
+	return ix.sp.Get(docKey(b))
+}
+
 // putDocBlock stores block b, changed: at once, or in a batch at Flush.
 func (ix *Index) putDocBlock(b uint64, db *docBlock) error {
 	if ix.batch != nil {

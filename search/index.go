@@ -275,8 +275,11 @@ func (ix *Index) counts(doc *Doc) *Counts {
 }
 
 // Add indexes doc. It fails with ErrInvalid for a document without an id or
-// with an unknown kind, and with ErrDuplicate when the id is already indexed.
-// Docs must return doc for doc.Seq from then on.
+// with an unknown kind, or whose seq is below the last document's (the
+// index is folded in log order: documents are numbered in the order of
+// their seqs, which a search as of a seq counts on), and with ErrDuplicate
+// when the id is already indexed. Docs must return doc for doc.Seq from
+// then on.
 //
 // A thought gets no id entry (one per thought would be a fifth of the
 // index): thoughts are not removed by id, so Has, Remove and ErrDuplicate
@@ -295,6 +298,15 @@ func (ix *Index) Add(doc Doc) error {
 	s, err := ix.stats()
 	if err != nil {
 		return err
+	}
+	if s.nextDoc > 0 {
+		last, err := ix.docAt(s.nextDoc - 1)
+		if err != nil {
+			return err
+		}
+		if doc.Seq < last.seq {
+			return fmt.Errorf("add %s at seq %d, after a document at seq %d: %w", doc.ID, doc.Seq, last.seq, ErrInvalid)
+		}
 	}
 	project, err := ix.projectNumber(doc.Project, &s)
 	if err != nil {

@@ -100,8 +100,8 @@ func TestHit(t *testing.T) {
 func TestTiesBySeq(t *testing.T) {
 	ix, _ := build(t, []search.Doc{
 		doc("L-0001", search.Learning, "p", 7, "retry the migration"),
-		doc("L-0002", search.Learning, "p", 9, "retry the migration"),
 		doc("L-0003", search.Learning, "p", 8, "retry the migration"),
+		doc("L-0002", search.Learning, "p", 9, "retry the migration"),
 	})
 	hits, err := ix.Search("migration", search.Filter{})
 	if err != nil {
@@ -200,9 +200,22 @@ func TestThoughtsHaveNoIDEntry(t *testing.T) {
 }
 
 func TestAddErrors(t *testing.T) {
-	ix, _ := build(t, sample())
+	ix, sp := build(t, sample())
 	if err := ix.Add(sample()[0]); !errors.Is(err, search.ErrDuplicate) {
 		t.Errorf("duplicate: %v", err)
+	}
+	// Documents come in log order: one recorded before the last (seq 5)
+	// is refused, the index unchanged (a search as of a seq counts the
+	// documents after it from the end).
+	before, _ := fingerprint(sp)
+	if err := ix.Add(doc("F-0003", search.Finding, "api", 4, "TestCheckout again")); !errors.Is(err, search.ErrInvalid) {
+		t.Errorf("a seq below the last document's: %v", err)
+	}
+	if after, _ := fingerprint(sp); after != before {
+		t.Errorf("a refused add changed the index")
+	}
+	if err := ix.Add(doc("F-0003", search.Finding, "api", 5, "TestCheckout again")); err != nil {
+		t.Errorf("the last document's seq again: %v", err)
 	}
 	if err := ix.Add(doc("", search.Finding, "p", 1, "x")); !errors.Is(err, search.ErrInvalid) {
 		t.Errorf("no id: %v", err)
@@ -242,8 +255,13 @@ func TestRebuildIdentical(t *testing.T) {
 	if a != b || na != nb {
 		t.Errorf("rebuild differs: %x (%d keys) vs %x (%d keys)", a, na, b, nb)
 	}
-	// A different order of adds gives different bytes: the fingerprint sees it.
+	// A different order of adds gives different bytes: the fingerprint sees
+	// it. (The documents renumbered in their new order: Add takes them in
+	// log order.)
 	slices.Reverse(corpus)
+	for i := range corpus {
+		corpus[i].Seq = uint64(i + 1)
+	}
 	c, _ := fingerprint(replay())
 	if c == a {
 		t.Error("fingerprint blind to the order of adds")
@@ -456,17 +474,16 @@ func TestDamagedIndex(t *testing.T) {
 }
 
 // TestDocTableWidens: the document table's records widen as a block needs
-// (project numbers past a byte, lengths past a byte, seqs far apart and
-// falling, so the block's base moves), and every document still reads
-// back as added: its project, its seq (AsOfSeq, the hit's seq) and its
-// length (the score an index of it alone gives).
+// (project numbers past a byte, lengths past a byte, seqs far apart, so the
+// block's seq offsets widen), and every document still reads back as
+// added: its project, its seq (AsOfSeq, the hit's seq) and its length (the
+// score an index of it alone gives).
 func TestDocTableWidens(t *testing.T) {
 	var docs []search.Doc
 	for i := range 300 {
-		seq := uint64(1_000_000_000_000 - i*7919)
-		if i%50 == 0 {
-			seq = uint64(1 + i) // a seq below the block's base so far
-		}
+		// Rising, as Add takes them (log order), and ever further apart,
+		// with a jump every 50 documents.
+		seq := uint64(i+1)*uint64(i+1)*uint64(i+1)*7919 + uint64(i/50)<<36
 		docs = append(docs, doc(fmt.Sprintf("Θ-%04d", i), search.Thought, fmt.Sprintf("p%d", i), seq,
 			strings.Repeat("common ", 1+i%3)+strings.Repeat("filler ", i)))
 	}
@@ -488,11 +505,13 @@ func TestDocTableWidens(t *testing.T) {
 			t.Errorf("as of seq %d: %d hits, want %d", d.Seq, len(hits), min(n, search.MaxLimit))
 		}
 	}
-	// Scores depend on each document's length; an index of the same
-	// documents added in another order (other blocks, other widths) agrees.
-	rev := slices.Clone(docs)
-	slices.Reverse(rev)
-	other, _ := build(t, rev)
+	// Scores depend on each document's length, not on its record: an
+	// index of the same documents at other seqs (other widths) agrees.
+	near := slices.Clone(docs)
+	for i := range near {
+		near[i].Seq = uint64(i + 1)
+	}
+	other, _ := build(t, near)
 	a, _ := ix.Search("common filler", search.Filter{Limit: search.MaxLimit})
 	b, _ := other.Search("common filler", search.Filter{Limit: search.MaxLimit})
 	if fmt.Sprint(ids(a), scores(a)) != fmt.Sprint(ids(b), scores(b)) {

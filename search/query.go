@@ -314,12 +314,8 @@ type docsAsOf struct {
 func (ix *Index) countAsOf(seq uint64, s stats) (*docsAsOf, error) {
 	a := &docsAsOf{seq: seq, docs: s.docs, totalLen: s.totalLen, bound: s.nextDoc}
 	for b := s.nextDoc>>docBlockBits + 1; b > 0; b-- {
-		db, err := ix.docBlock(b - 1)
-		if err != nil {
-			return nil, err
-		}
 		reached := false // a document recorded at seq or before: the ones before it are too
-		err = eachDoc(db.v, func(i int, d docInfo) {
+		err := eachDoc(ix.docBlockBytes(b-1), func(i int, d docInfo) {
 			if d.seq <= seq {
 				reached = true
 				return

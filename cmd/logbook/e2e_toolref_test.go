@@ -561,9 +561,10 @@ const choices = `
   against the ledger's head: with ` + "`as_of_seq`" + `, a project begun after it has no hits. ` + "`as_of_seq`" + ` hides what was recorded
   after that seq, from the hits and from BM25's figures alike (the number of documents, their mean
   length, each word's document frequency), so the same search at the same seq ranks and scores the
-  same whatever is recorded later; what was taken out of the index since (a superseded learning, a
-  replaced memory version) is not brought back, and no longer counts: ` + "`memory_read`" + ` with
-  ` + "`as_of_seq`" + ` reads a past version. A
+  same whatever is added later; what was taken out of the index since (a superseded learning, a
+  replaced memory version) is not brought back and no longer counts, so such a removal does change
+  the scores of a search as of an earlier seq: ` + "`memory_read`" + ` with ` + "`as_of_seq`" + ` reads a past
+  version. A
   query of stop words only finds nothing. Each hit's ` + "`hash`" + ` and ` + "`seq`" + ` are its event's, for
   ` + "`logbook prove inclusion --seq`" + `.
 `
