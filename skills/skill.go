@@ -347,6 +347,7 @@ func capabilities(n *yaml.Node) ([]string, string) {
 	if n.Kind != yaml.SequenceNode {
 		return nil, fmt.Sprintf("capabilities must be a list of strings, got %s (line %d)", kindName(n), n.Line)
 	}
+	seen := make(map[string]bool, len(n.Content))
 	for i, c := range n.Content {
 		c = resolve(c)
 		if c.Kind != yaml.ScalarNode || c.ShortTag() != "!!str" {
@@ -359,7 +360,8 @@ func capabilities(n *yaml.Node) ([]string, string) {
 		if why := domain.Line.Refuse(v); why != "" {
 			return nil, fmt.Sprintf("capabilities: item %d %s (line %d)", i, why, c.Line)
 		}
-		if !slices.Contains(caps, v) { // listed twice, kept once, as labels and tags are
+		if !seen[v] { // listed twice, kept once, as labels and tags are
+			seen[v] = true
 			caps = append(caps, v)
 		}
 	}
