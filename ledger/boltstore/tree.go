@@ -184,7 +184,13 @@ func (w *treeWalk) sharedLeaf() error {
 // a leaf's first (a value on overflow pages) are not met here: verify's
 // checkKeyRanges reads every leaf.
 func (w *treeWalk) freelist(btx *bolt.Tx, roots map[uint64]string) error {
-	m, ok := metaOfTx(w.file, uint64(w.pageSize), uint64(btx.ID()))
+	// The freelist of the meta page the transaction began from: a write
+	// transaction's id is already the next one's.
+	txid := uint64(btx.ID())
+	if btx.Writable() {
+		txid--
+	}
+	m, ok := metaOfTx(w.file, uint64(w.pageSize), txid)
 	if !ok {
 		return nil
 	}
