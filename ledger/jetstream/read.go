@@ -104,6 +104,12 @@ func (r *Replica) CatchUp(tx *boltstore.Tx) error {
 		}
 		return err
 	}
+	// What it read in is the stream's: known, so that a commit rolled
+	// back with it (a call refused, a read's record) leaves the next one
+	// to read it in again, not to skip the read for headCheckEvery and
+	// decide against the older head (refused by the compare-and-append,
+	// then run again: a wasted append).
+	r.noteKnown(tx.Head().Seq)
 	r.checked.Store(time.Now().UnixNano())
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,10 +52,11 @@ import (
 // stream (checked), not by timing, and told by what B's replica did first
 // for the call (its trace: a catch-up read, or an append refused for a
 // wrong last sequence). A read answered aside whose recording commit
-// finds T revoked falls back to the write path, whose commit may meet the
-// raced case even when the first one caught up: the recording commit,
-// rolled back, takes its catch-up with it, yet counts as a comparison
-// with the stream (checked).
+// finds T revoked falls back to the write path: the recording commit,
+// rolled back, takes its catch-up with it, and what it read is known
+// (CatchUp's noteKnown), so the fallback's commit reads the stream again
+// rather than decide against B's older head — no append of B's is refused
+// in the caught-up cases.
 func TestCallOnNodeBehindRevocationRefused(t *testing.T) {
 	c := sharedCluster(t)
 	n := 0
@@ -145,6 +147,11 @@ func behindRevocation(t *testing.T, c *cluster, stream, tool, args string, raced
 		t.Errorf("B's replica first did %q for the call: want an append refused for the revocation's seq (the commit deciding against B's stale head)\ntrace: %q", first, trace)
 	case !raced && !strings.HasPrefix(first, "catch-up read from"):
 		t.Errorf("B's replica first did %q for the call: want a catch-up read (the commit reading the stream before deciding)\ntrace: %q", first, trace)
+	case !raced && slices.ContainsFunc(trace, refusedAppend):
+		// A commit rolled back after its catch-up (a read's record,
+		// refused for T) leaves the next one to read the stream again,
+		// not to decide against B's older head and be refused.
+		t.Errorf("B read the stream for the call, then appended against its older head:\ntrace: %q", trace)
 	}
 
 	// What the stream holds after the revocation, as B and A each see it.
