@@ -532,7 +532,9 @@ const choices = `
   input; the project must have a task), or ` + "`agent`" + ` (the calling actor, as recorded in the
   envelope: an agent reads and writes only its own). Versions count from 1 in each namespace.
   ` + "`memory_read`" + ` of a key never written (or not yet at ` + "`as_of_seq`" + `) answers ` + "`found: false`" + `,
-  ` + "`memory: null`" + `; ` + "`as_of_seq`" + ` beyond the head is invalid input. ` + "`memory_history`" + ` without
+  ` + "`memory: null`" + `; ` + "`as_of_seq`" + ` beyond the head is invalid input. The project's task is looked
+  for at the ledger's head, as ` + "`knowledge_search`" + ` looks: with ` + "`as_of_seq`" + `, a project begun after it
+  answers ` + "`found: false`" + `, not ` + "`ERR_PROJECT_NOT_FOUND`" + `. ` + "`memory_history`" + ` without
   ` + "`scope`" + ` lists every namespace of the key, other agents' included (the ledger hides nothing from
   its readers), in ledger order; with ` + "`scope`" + ` project it lists the one project namespace
   that memory_read would read (the ` + "`project`" + ` argument, else the server's ` + "`--project`" + `, else
