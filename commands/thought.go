@@ -146,12 +146,18 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 	if err != nil {
 		return nil, err
 	}
+	// all holds the page's thoughts — every match if the chain is to be
+	// verified — and matched counts them all: a list of every thought
+	// held them all (content included) to answer the first few.
 	var all []projections.Thought
-	count := -1 // len(all), unless counted apart
+	matched := 0
+	count := -1 // matched, unless counted apart
 	keep := func(th projections.Thought) bool {
 		if (in.Type == "" || th.Type == in.Type) && (in.TaskID == "" || th.TaskID == in.TaskID) &&
 			(in.SessionID == "" || th.SessionID == in.SessionID) {
-			all = append(all, th)
+			if matched++; len(all) < limit || in.VerifyChain {
+				all = append(all, th)
+			}
 		}
 		return true
 	}
@@ -188,7 +194,7 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 		return nil, err
 	}
 	if count < 0 {
-		count = len(all)
+		count = matched
 	}
 	res := &ListThoughtsResult{TaskID: in.TaskID, SessionID: in.SessionID, ThoughtCount: count, Thoughts: []ThoughtView{}}
 	for _, th := range all[:min(limit, len(all))] {
