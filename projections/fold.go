@@ -69,10 +69,10 @@ type folder struct {
 	// just before them (Prepare), if anything.
 	pre, prePrev *Prepared
 
-	// Every folder: the numbers of the open sessions, in order, once read
-	// (every event is offered to them). (The spaces it looks up the
+	// Every folder: the open sessions, in order of their numbers, once
+	// read (every event is offered to them). (The spaces it looks up the
 	// transaction keeps: boltstore.Tx.Space.)
-	open      []uint64
+	open      []openSession
 	openKnown bool
 	first     uint64 // the first seq this folder applied (0: none yet)
 }
@@ -333,17 +333,20 @@ func (f *folder) flushIndex() error {
 
 // isWithin is IsWithin through the folder's decoded tasks.
 func (f *folder) isWithin(id, ancestor string) (bool, error) {
-	return isWithin(id, ancestor, func(id string) (Task, bool, error) {
-		n, valid := domain.ParseID(domain.TaskPrefix, id)
-		if !valid {
-			return Task{}, false, nil
-		}
-		t, ok, err := f.task(n)
-		if t == nil {
-			return Task{}, ok, err
-		}
-		return *t, ok, err
-	})
+	return isWithin(id, ancestor, f.taskByID)
+}
+
+// taskByID is task id as the fold sees it; ok is false if there is none.
+func (f *folder) taskByID(id string) (Task, bool, error) {
+	n, valid := domain.ParseID(domain.TaskPrefix, id)
+	if !valid {
+		return Task{}, false, nil
+	}
+	t, ok, err := f.task(n)
+	if t == nil {
+		return Task{}, ok, err
+	}
+	return *t, ok, err
 }
 
 // putNumbered stores rec, the projection of the object with the given id

@@ -75,7 +75,9 @@ import (
 //	23: the task index, the tasks by project, status, priority, assignee
 //	   and label, a key per block of 64 in the tasks space, which a
 //	   filtered task_list reads (taskindex.go)
-const Version = 23
+//	24: open_sessions holds each open session's id, task and scope, so an
+//	   event is offered only to the sessions it may concern (session.go)
+const Version = 24
 
 // spaces lists every space a projection owns, so rebuilds drop them all.
 var spaces = []string{spMeta, spTasks, spTaskEvents, spChildren, spProjects, spThoughts, spTaskThoughts, spSessionThoughts, spSessions, spSessionLeaves, spOpenSessions, spSkills, spTokens,
