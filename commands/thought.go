@@ -187,6 +187,10 @@ func (s *Service) ListThoughts(tx *Tx, in ListThoughtsInput) (*ListThoughtsResul
 			return nil, err
 		}
 		err = projections.SessionThoughts(tx.lt, in.SessionID, keep)
+	case in.Type == "" && !in.VerifyChain:
+		// Every thought is listed: the page's are read from their
+		// events, the others only counted.
+		count, err = projections.ThoughtsPage(tx.lt, limit, func(th projections.Thought) { keep(th) })
 	default:
 		err = projections.Thoughts(tx.lt, keep)
 	}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -325,5 +326,33 @@ func TestTrailAndPageOfLongChain(t *testing.T) {
 	}
 	if got := h.call("thought_record_list", map[string]any{"task_id": task, "type": "plan", "limit": 1}, "OK")["thought_count"]; got != 0.0 {
 		t.Errorf("plans on the task: %v, want 0", got)
+	}
+}
+
+// Without a task, every thought is counted and the first limit listed, in
+// ledger order, whichever way the list reads them: only the page's from
+// their events (no filter), or every one (a type to match).
+func TestListAllThoughtsPage(t *testing.T) {
+	h := newHarness(t, Options{Agent: "a"})
+	h.call("task_create", map[string]any{"title": "one", "project": "p"}, "OK")
+	h.call("task_create", map[string]any{"title": "two", "project": "p"}, "OK")
+	for i := range 5 {
+		h.call("thought_record", map[string]any{"task_id": fmt.Sprintf("T-%04d", 1+i%2), "type": "analysis", "content": fmt.Sprintf("thought %d", i)}, "OK")
+	}
+	for _, args := range []map[string]any{{"limit": 2}, {"limit": 2, "type": "analysis"}, {"limit": 10}, {}} {
+		d := h.call("thought_record_list", args, "OK")
+		want := 5
+		if l, ok := args["limit"].(int); ok {
+			want = min(l, 5)
+		}
+		got := list(t, d["thoughts"])
+		if d["thought_count"] != 5.0 || len(got) != want {
+			t.Fatalf("%v: count %v, %d listed; want 5 and %d", args, d["thought_count"], len(got), want)
+		}
+		for i, th := range got {
+			if m := obj(t, th); m["thought_id"] != fmt.Sprintf("Θ-%04d", i+1) || m["content"] != fmt.Sprintf("thought %d", i) {
+				t.Errorf("%v: thought %d is %v", args, i, m)
+			}
+		}
 	}
 }

@@ -535,6 +535,32 @@ func listedThoughts(tx *boltstore.Tx, space, prefix, id string, under func(uint6
 
 // Thoughts calls fn for every thought in ledger order.
 func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
+	return eachThought(tx, func(n, seq uint64) (bool, error) {
+		th, err := thoughtNumbered(tx, n, seq)
+		return err == nil && fn(th), err
+	})
+}
+
+// ThoughtsPage calls fn for the first limit thoughts in ledger order and
+// returns how many there are: the others are counted, not read (each
+// thought read is its event, decoded).
+func ThoughtsPage(tx *boltstore.Tx, limit int, fn func(Thought)) (count int, err error) {
+	err = eachThought(tx, func(n, seq uint64) (bool, error) {
+		if count++; count <= limit {
+			th, err := thoughtNumbered(tx, n, seq)
+			if err != nil {
+				return false, err
+			}
+			fn(th)
+		}
+		return true, nil
+	})
+	return count, err
+}
+
+// eachThought calls fn with the number and seq of every thought, in ledger
+// order, until fn returns false or an error.
+func eachThought(tx *boltstore.Tx, fn func(n, seq uint64) (bool, error)) error {
 	thoughts, err := tx.Space(spThoughts)
 	if err != nil {
 		return err
@@ -552,17 +578,24 @@ func Thoughts(tx *boltstore.Tx, fn func(Thought) bool) error {
 			if seq == 0 {
 				continue
 			}
-			var th Thought
-			th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, bn<<thoughtBlockBits+uint64(i)), seq
-			if th, err = thoughtAt(tx, th); err != nil && !errors.Is(err, boltstore.ErrDamaged) {
-				return false, err // a damaged one is listed as in listedThoughts
-			}
-			if !fn(th) {
-				return false, nil
+			if more, err := fn(bn<<thoughtBlockBits+uint64(i), seq); err != nil || !more {
+				return false, err
 			}
 		}
 		return true, nil
 	})
+}
+
+// thoughtNumbered is thought number n, recorded at seq, read from its
+// event; a damaged one is returned as listedThoughts lists it.
+func thoughtNumbered(tx *boltstore.Tx, n, seq uint64) (Thought, error) {
+	var th Thought
+	th.ThoughtID, th.Seq = domain.FormatID(domain.ThoughtPrefix, n), seq
+	th, err := thoughtAt(tx, th)
+	if errors.Is(err, boltstore.ErrDamaged) {
+		err = nil
+	}
+	return th, err
 }
 
 // NextThoughtID is the id the next recorded thought gets.
