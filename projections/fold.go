@@ -331,11 +331,6 @@ func (f *folder) flushIndex() error {
 	return f.indexBuf.flush()
 }
 
-// isWithin is IsWithin through the folder's decoded tasks.
-func (f *folder) isWithin(id, ancestor string) (bool, error) {
-	return isWithin(id, ancestor, f.taskByID)
-}
-
 // taskByID is task id as the fold sees it; ok is false if there is none.
 func (f *folder) taskByID(id string) (Task, bool, error) {
 	n, valid := domain.ParseID(domain.TaskPrefix, id)

@@ -173,19 +173,18 @@ func (f *folder) setOpen(n uint64, s *Session) error {
 	return open.Put(u64(n), v)
 }
 
-// offerToSessions adds r as a leaf of every open session it belongs to: it
-// concerns the session's task (or, for deep scope, a descendant), or it
-// records a thought with the session's id. A session that the event
-// cannot concern by what its open_sessions entry says (mayConcern) is
-// not read.
+// offerToSessions adds r as a leaf of every open session it belongs to
+// (belongs): it concerns the session's task (or, for deep scope, a
+// descendant), or it records a thought with the session's id, or it is the
+// session's start. A session it does not belong to is not read.
 func offerToSessions(f *folder, r ledger.Record) error {
 	opens, err := f.openSessions()
 	if err != nil || len(opens) == 0 {
 		return err
 	}
-	may := mayConcern(f, r)
+	belongs := belongsTo(f, r)
 	for _, o := range opens {
-		if ok, err := may(o); err != nil || !ok {
+		if ok, err := belongs(o); err != nil || !ok {
 			if err != nil {
 				return err
 			}
@@ -196,14 +195,8 @@ func offerToSessions(f *folder, r ledger.Record) error {
 		if err != nil || !ok {
 			return fmt.Errorf("open session %d: %v", n, err)
 		}
-		tasks, err := concerns(f, s, r)
-		if err != nil {
-			return err
-		}
-		own := (r.Type == events.TypeThoughtRecorded && slices.Contains(r.Subjects, s.SessionID)) ||
-			(r.Type == events.TypeSessionStarted && r.Seq == s.StartSeq) // its start event is always its first leaf
-		if len(tasks) == 0 && !own {
-			continue
+		if r.Type == events.TypeSessionStarted && r.Seq != s.StartSeq {
+			continue // another session's start: no leaf of this one
 		}
 		leaves, err := f.tx.Space(spSessionLeaves)
 		if err != nil {
@@ -225,14 +218,15 @@ func offerToSessions(f *folder, r ledger.Record) error {
 	return nil
 }
 
-// mayConcern returns whether r may concern an open session, by its entry
-// alone: a session start may (its own start is its first leaf), a thought
-// naming the session's id, and an event of a type that concerns tasks
-// (concerns) whose task subjects are the session's task or, in deep
-// scope, below it (each subject's ancestors walked once, when a deep
-// session first asks). Every session it passes is then read and decided
-// on as before (concerns): it never leaves out one that decides yes.
-func mayConcern(f *folder, r ledger.Record) func(openSession) (bool, error) {
+// belongsTo returns whether r is a leaf of an open session, by the
+// session's entry alone — but for a session start, which is only its own
+// session's (offerToSessions reads which): a thought naming the session's
+// id, or an event that changes a task or a thought on it, or a tool.called
+// naming one (CONTRACT.md §5: another session's start or finalization
+// names the task but changes nothing), whose task subjects are the
+// session's task or, in deep scope, below it (each subject's ancestors
+// walked once, when a deep session first asks).
+func belongsTo(f *folder, r ledger.Record) func(openSession) (bool, error) {
 	if r.Type == events.TypeSessionStarted {
 		return func(openSession) (bool, error) { return true, nil }
 	}
@@ -277,33 +271,6 @@ func taskSubjects(r ledger.Record) []string {
 		}
 	}
 	return ids
-}
-
-// concerns returns the event's task subjects that are in the session's scope.
-// Only events that change a task or a thought on it, and tool.called events
-// (whose subjects are the tasks their arguments name), concern a task
-// (CONTRACT.md §5): another session's start or finalization names the task
-// but changes nothing, so it is no leaf.
-func concerns(f *folder, s *Session, r ledger.Record) ([]string, error) {
-	switch r.Type {
-	case events.TypeTaskCreated, events.TypeTaskUpdated, events.TypeThoughtRecorded, TypeToolCalled:
-	default:
-		return nil, nil
-	}
-	var in []string
-	for _, id := range taskSubjects(r) {
-		ok := id == s.TaskID
-		if !ok && s.Scope == "deep" {
-			var err error
-			if ok, err = f.isWithin(id, s.TaskID); err != nil {
-				return nil, err
-			}
-		}
-		if ok {
-			in = append(in, id)
-		}
-	}
-	return in, nil
 }
 
 func putSession(tx *boltstore.Tx, n uint64, s *Session) error {

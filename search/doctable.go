@@ -384,12 +384,7 @@ func (r *docReader) get(num uint64) (docInfo, error) {
 
 // load reads block b.
 func (r *docReader) load(b uint64) error {
-	v := r.ix.sp.Get(docKey(b))
-	if r.ix.batch != nil {
-		if db, ok := r.ix.batch.docs[b]; ok {
-			v = db.v
-		}
-	}
+	v := r.ix.docBlockBytes(b)
 	rb := readBlock{off: len(r.raw)}
 	if len(v) > 0 {
 		var err error
