@@ -191,6 +191,23 @@ func CheckFolded(tx *boltstore.Tx) error {
 	return foldedPastHead(tx, applied)
 }
 
+func init() { boltstore.Refold = refoldIngested }
+
+// refoldIngested folds the events a Store ingested again onto head from
+// (boltstore.Refold), where the projections had been folded up to from:
+// projections of another version, missing, or behind are left as they
+// are, for the next call's catch-up or a rebuild.
+func refoldIngested(tx *boltstore.Tx, from uint64) error {
+	if Current(tx) != nil {
+		return nil
+	}
+	if _, applied, err := State(tx); err != nil || applied != from {
+		return nil
+	}
+	_, err := CatchUp(tx, 0)
+	return err
+}
+
 // CatchUp folds the events after the last applied one, at most limit of
 // them (0: all), and returns how many it folded.
 func CatchUp(tx *boltstore.Tx, limit uint64) (uint64, error) {

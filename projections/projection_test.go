@@ -148,6 +148,10 @@ func TestApplyOrder(t *testing.T) {
 	f := newFoldLedger(t)
 	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "a"))
 	rec := f.add(false, events.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "b"))
+	// Committed first: a failing call rolls back the commits left pending
+	// (boltstore's pending.go), and their events ingested again are
+	// folded up to the head (boltstore.Refold), T-0002's too.
+	f.view(func(*boltstore.Tx) error { return nil })
 	err := f.l.Update(func(tx *boltstore.Tx) error {
 		rec.Seq = 1 // already folded
 		return projections.Apply(tx, rec)
@@ -362,6 +366,31 @@ func TestThoughtLeavesItsTask(t *testing.T) {
 		}
 		if err := projections.CountThoughts(tx, &task); err != nil || task.Thoughts != 3 {
 			t.Errorf("CountThoughts: %d, %v; want 3", task.Thoughts, err)
+		}
+		return nil
+	})
+}
+
+// A call that fails rolls back the commits left pending before it
+// (boltstore's pending.go); their events, ingested again, are folded again
+// (boltstore.Refold): a read after it finds the projections at the head,
+// holding every task answered.
+func TestRefoldAfterRollback(t *testing.T) {
+	f := newFoldLedger(t)
+	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "a"))
+	f.add(true, events.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "b"))
+	failed := errors.New("refused")
+	if err := f.l.Update(func(tx *boltstore.Tx) error { return failed }); !errors.Is(err, failed) {
+		t.Fatalf("the failing call: %v", err)
+	}
+	f.view(func(tx *boltstore.Tx) error {
+		if _, applied, err := projections.State(tx); err != nil || applied != tx.Head().Seq {
+			t.Errorf("projections applied %d (%v), head %d", applied, err, tx.Head().Seq)
+		}
+		for _, id := range []string{"T-0001", "T-0002"} {
+			if _, ok, err := projections.GetTask(tx, id); !ok || err != nil {
+				t.Errorf("%s after the rollback: %v %v", id, ok, err)
+			}
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/logbook-dev/logbook/ledger/boltstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -663,7 +664,18 @@ func TestDamagedLeafElement(t *testing.T) {
 // writer leaves the two meta pages holding consecutive transactions (or
 // the same one, after a recovery): two further apart are damage.
 func TestForeignMetaPage(t *testing.T) {
-	healthy := healthyLedger(t, 40)
+	// Calls answered one after another are committed by bbolt together
+	// (boltstore's pending.go): a read after each commits it alone, so
+	// that this ledger's transactions outnumber the other's.
+	healthy := filepath.Join(t.TempDir(), "ledger.db")
+	w := newLedger(t, healthy, "agent-a")
+	for i := range 40 {
+		w.call("task_create", map[string]any{"title": fmt.Sprintf("filler %d", i), "project": "fill"})
+		if err := w.l.View(func(*boltstore.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.l.Close()
 	other := healthyLedger(t, 0)
 	raw, err := os.ReadFile(healthy)
 	if err != nil {

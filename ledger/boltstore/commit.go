@@ -65,6 +65,17 @@ func (l *Store) run() {
 			// kept the calls a session's last batches had left in it,
 			// answered long ago (see forget).
 			batch = append(make([]*request, 0, l.opts.MaxBatch), r)
+		case <-l.pended:
+			// Calls committed directly on the held file (direct) left
+			// commits pending: settled once quiet, while waiting for
+			// the next call.
+			if l.held == nil {
+				continue // (a session's: it settled them)
+			}
+			if batch = l.idle(nil, l.open); len(batch) == 0 {
+				continue // closing
+			}
+			batch = append(make([]*request, 0, l.opts.MaxBatch), batch...)
 		case <-l.quit:
 			for {
 				select {
@@ -179,6 +190,14 @@ type openFile struct {
 	// process's lifetime).
 	gen       *generation
 	nojournal int
+	// pend is the write transaction of the commits answered but not yet
+	// committed by bbolt (pending.go), if open; pendEvents the events
+	// they appended (in the journal's records, durable), pendHead the
+	// head after them, pendAt when the last was answered.
+	pend       *bolt.Tx
+	pendEvents [][]byte
+	pendHead   ledger.Head
+	pendAt     time.Time
 }
 
 // session opens the file once and commits batch, then further batches for
@@ -209,6 +228,9 @@ func (l *Store) session(batch []*request) {
 					// Synced before another process may have it.
 					l.endGeneration(o)
 					l.open = nil
+					// Commits it could not settle are the next open's
+					// to recover, from the journal.
+					l.unsettled.Store(false)
 				}
 				l.commitMu.Unlock()
 			}()
@@ -306,11 +328,30 @@ func (l *Store) keep(o *openFile) bool {
 // returns batch with the calls that came, if any.
 func (l *Store) idle(batch []*request, o *openFile) []*request {
 	if l.held != nil {
-		select {
-		case r := <-l.queue:
-			return l.drain(append(batch, r))
-		case <-l.quit:
-			return batch
+		var t *time.Timer
+		defer func() {
+			if t != nil {
+				t.Stop()
+			}
+		}()
+		for {
+			var settle <-chan time.Time
+			if wait := l.settleQuiet(o); wait > 0 {
+				if t == nil {
+					t = time.NewTimer(wait)
+				} else {
+					t.Reset(wait)
+				}
+				settle = t.C
+			}
+			select {
+			case r := <-l.queue:
+				return l.drain(append(batch, r))
+			case <-settle:
+			case <-l.pended:
+			case <-l.quit:
+				return batch
+			}
 		}
 	}
 	if !wantSignals {
@@ -334,6 +375,7 @@ func (l *Store) idle(batch []*request, o *openFile) []*request {
 		case r := <-l.queue:
 			return l.drain(append(batch, r))
 		case <-t.C:
+			l.settleQuiet(o)
 		case <-l.quit:
 			return batch
 		}
@@ -392,7 +434,6 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 	grow := expect >= 0
 	// The path must still name the file open here: a file renamed away or
 	// deleted after it was opened would take every commit with it.
-	db := o.db
 	if err := l.checkSameFile(o); err != nil {
 		for _, r := range batch {
 			r.done <- err
@@ -410,6 +451,14 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 	// file past what a generation may map).
 	unpinned := false
 	for len(batch) > 0 {
+		if err := l.restore(o); err != nil {
+			// Calls answered before are not in the file yet: nothing
+			// commits before them.
+			for _, r := range batch {
+				r.done <- err
+			}
+			return forget(batch, len(batch)), answered + len(batch), err
+		}
 		if batch[0].series != nil {
 			// A series commits synced (its transactions may be large).
 			if err := l.endGeneration(o); err != nil {
@@ -459,9 +508,9 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		// writes the commit's pages), with the outcome recordErr; it is
 		// flushed once bbolt has written them.
 		recorded, recordErr := false, error(nil)
-		err := update(db, func(btx *bolt.Tx) error {
+		err := l.inPending(o, func(btx *bolt.Tx) error {
 			start := time.Now()
-			tx, in, err := l.writeTx(o, btx)
+			tx, in, err := l.writeTx(o, btx, true) // checked as it began (beginPending)
 			if err != nil {
 				return err
 			}
@@ -515,7 +564,30 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			}
 			return tx.flush()
 		})
-		if recorded && recordErr == nil && err == nil {
+		pending := false
+		if err == nil {
+			if recorded && recordErr == nil && !ingested && head.Seq-before == uint64(len(events)) && !l.noPending && l.roomFor(o) {
+				// Durable once its record is: answered now, committed
+				// by bbolt with the next ones (pending.go).
+				if recordErr = syncRecord(o.gen); recordErr == nil {
+					pending = true
+					o.pendEvents = append(o.pendEvents, events...)
+					o.pendHead, o.pendAt = head, time.Now()
+					l.unsettled.Store(true)
+					select {
+					case l.pended <- struct{}{}:
+					default:
+					}
+				}
+			}
+			if !pending {
+				err = l.commitPending(o)
+				if err == nil {
+					o.pendEvents = nil
+				}
+			}
+		}
+		if recorded && recordErr == nil && err == nil && !pending {
 			recordErr = syncRecord(o.gen)
 		}
 		if recorded {
@@ -589,8 +661,10 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			}
 		}
 		switch {
+		case err == nil && pending:
 		case err == nil:
 			l.seen.committed(head)
+			l.unsettled.Store(false)
 		case inLog:
 			// The replicated log, which alone makes them durable, has the
 			// events; only this file's copy failed (the next commit

@@ -3,8 +3,9 @@
 //
 // The store keeps the storage contract every engine keeps: appends happen
 // only at the head it read (the file lock makes the head it decided against
-// the head it appends to), a commit is durable (fsync'd) before Update
-// returns, and events, Merkle nodes and the head are read by seq without
+// the head it appends to), a commit is durable (fsync'd, or on Linux its
+// journal record: journal.go, pending.go) before Update returns, and a
+// read transaction of the Store sees every commit returned; events, Merkle nodes and the head are read by seq without
 // loading the log. The same file holds projection spaces (Tx.Space), the
 // read models folded from the log in the commit that appends their events.
 // A file of format 3 (FormatVersion) stores the Merkle levels from baseLevel

@@ -85,3 +85,23 @@ func (l *Store) ReadAhead() {
 }
 
 const readAheadStep = 128 << 10
+
+// pendRoom is the room a file system must have, and the file's size
+// limit leave, for commits to be left pending (pending.go): bbolt's commit
+// of them, later, must not fail for want of room after their calls were
+// answered.
+const pendRoom = 64 << 20
+
+// roomFor tells whether o's file has pendRoom to grow by: free space on
+// its file system, under the process's file size limit (two system calls a
+// commit). A quota is not seen: a pending commit refused by one is
+// recovered from the journal by the file's next open.
+func (l *Store) roomFor(o *openFile) bool {
+	var st unix.Statfs_t
+	var lim unix.Rlimit
+	if unix.Fstatfs(int(o.file.Fd()), &st) != nil || unix.Getrlimit(unix.RLIMIT_FSIZE, &lim) != nil {
+		return false
+	}
+	return st.Bavail*uint64(st.Bsize) >= pendRoom &&
+		(lim.Cur == unix.RLIM_INFINITY || lim.Cur >= uint64(o.size)+pendRoom)
+}

@@ -96,6 +96,11 @@ func TestWriterRefusesSwappedFile(t *testing.T) {
 				}
 				defer l.Close()
 				appendN(t, l, 2)
+				// Settled first (pending.go): bbolt's commit of them
+				// would otherwise write into the file as it is swapped.
+				if err := l.View(func(*Tx) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
 				swap(t, path, older, other)
 				before, _ := os.ReadFile(path)
 				err = l.Update(func(tx *Tx) error {

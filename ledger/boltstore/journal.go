@@ -509,6 +509,9 @@ func (l *Store) nextGeneration(o *openFile) error {
 		// at its path: the next begins with the one there.
 		return l.endGeneration(o)
 	}
+	if err := l.settle(o); err != nil {
+		return l.endGeneration(o)
+	}
 	if err := fdatasync(o.file); err != nil {
 		return l.fileSyncFailed(err) // the old generation holds, pinned
 	}
@@ -536,7 +539,20 @@ func (l *Store) nextGeneration(o *openFile) error {
 func (l *Store) endGeneration(o *openFile) error {
 	g := o.gen
 	if g == nil {
-		return nil
+		return l.restore(o)
+	}
+	if l.syncFailed == nil {
+		if err := l.settle(o); err != nil {
+			// The file lacks commits answered, which the header's
+			// records hold: it is left holding, for this Store's next
+			// commit (restore) or the next open to recover them from.
+			l.abandon(o)
+			return err
+		}
+	}
+	if o.pend != nil { // (none pending: after a failed sync)
+		o.pend.Rollback()
+		o.pend = nil
 	}
 	g.pin.Rollback()
 	o.gen = nil
@@ -676,7 +692,15 @@ type recovery struct {
 	// decodes (headerless), which the file must already hold: checked,
 	// not ingested, and the header retired (by a writer) if it does.
 	present, readOnly bool
+	// sameBoot: a reader found a header of this boot: the file holds
+	// every commit bbolt made, and those of the events past its head, if
+	// any, were answered before bbolt made them (pending.go).
+	sameBoot bool
 }
+
+// errPending: a reader found, in this boot, commits answered that the
+// file lacks (a process stopped with commits pending).
+var errPending = errors.New("commits pending")
 
 // settleJournal runs in openDB's file hook, with the lock taken and
 // before bbolt reads the file: a header that holds is retired (this
@@ -720,16 +744,42 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 		return nil, err
 	}
 	if bytes.Equal(h.boot, boot) {
-		if readOnly {
-			return nil, nil // whole in the page cache; a writer retires it
+		// The page cache holds every commit bbolt made, whole; the
+		// records may hold commits answered that bbolt had not made
+		// (pending.go).
+		if !readOnly {
+			if err := fdatasync(f); err != nil {
+				// The file may not be whole on disk, and a later sync
+				// may say it is (fileSyncFailed): the next open
+				// recovers.
+				poisonHeader(jf, h)
+				return nil, fmt.Errorf("%w: %v", ErrSyncFailed, err)
+			}
 		}
-		if err := fdatasync(f); err != nil {
-			// The file may not be whole on disk, and a later sync may
-			// say it is (fileSyncFailed): the next open recovers.
-			poisonHeader(jf, h)
-			return nil, fmt.Errorf("%w: %v", ErrSyncFailed, err)
+		body, err := journalBody(jf)
+		if err != nil {
+			return nil, err
 		}
-		return nil, retireHeader(jf)
+		events, err := readRecords(body, h.salt)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", jpath, err)
+		case len(events) == 0 && readOnly:
+			return nil, nil // a writer retires it
+		case len(events) == 0:
+			return nil, retireHeader(jf)
+		case readOnly:
+			// Whether the file lacks any is known once bbolt has it
+			// (recovery.replay).
+			keep = true
+			return &recovery{f: jf, events: events, sameBoot: true, readOnly: true}, nil
+		}
+		// A writer recovers as after a stop of the machine: the file
+		// written back to the checkpoint, whose pages the generation's
+		// pin kept, and the records' events ingested. (Ingesting only
+		// those past the file's head, in a commit free to reuse the
+		// checkpoint's pages, would leave a stop of the machine before
+		// the header's retirement nothing to recover from.)
 	}
 	if readOnly {
 		why := "made before the machine restarted"
@@ -824,25 +874,66 @@ func journalBody(jf *os.File) ([]byte, error) {
 }
 
 // replay ingests r's events past db's head in one synced commit, and
-// retires the journal's header.
+// retires the journal's header. Those at or below the head must be the
+// file's, byte for byte. A reader cannot ingest: events past the head
+// are ErrUnrecovered (errPending: the Store's open then recovers them
+// as a writer, if it may write the file).
 func (r *recovery) replay(db *bolt.DB) error {
 	defer r.f.Close()
 	if r.present {
 		return r.check(db)
 	}
-	err := update(db, func(btx *bolt.Tx) error {
-		tx := newTx(btx)
-		for _, raw := range r.events {
-			if _, err := tx.Ingest(raw); err != nil {
-				return err
-			}
-		}
-		return tx.flush()
-	})
+	past, err := r.past(db)
 	if err != nil {
-		return fmt.Errorf("recover from %s: %w", r.f.Name(), err)
+		return err
+	}
+	if len(past) > 0 && r.readOnly {
+		return fmt.Errorf("%w: %w: %s holds commits answered that the ledger file lacks (the process that made them stopped); open the ledger once with a writer (logbook serve, rebuild) to recover them", ErrUnrecovered, errPending, r.f.Name())
+	}
+	if len(past) > 0 {
+		err := update(db, func(btx *bolt.Tx) error {
+			tx := newTx(btx)
+			for _, raw := range past {
+				if _, err := tx.Ingest(raw); err != nil {
+					return err
+				}
+			}
+			return tx.flush()
+		})
+		if err != nil {
+			return fmt.Errorf("recover from %s: %w", r.f.Name(), err)
+		}
+	}
+	if r.readOnly {
+		return nil
 	}
 	return retireHeader(r.f)
+}
+
+// past returns r's events past db's head, once those at or below it are
+// found to be the file's.
+func (r *recovery) past(db *bolt.DB) (past [][]byte, err error) {
+	err = db.View(func(btx *bolt.Tx) error {
+		tx := newTx(btx)
+		for i, raw := range r.events {
+			e, err := ledger.DecodeRecord(raw)
+			if err != nil {
+				return fmt.Errorf("a record's event does not decode: %v", err)
+			}
+			if e.Seq > tx.head.Seq {
+				past = r.events[i:]
+				return nil
+			}
+			if got, err := tx.Event(e.Seq); err != nil || !bytes.Equal(got.Raw, raw) {
+				return fmt.Errorf("they hold event %d, which the file holds otherwise", e.Seq)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v; nothing was written", ErrDamaged, r.f.Name(), err)
+	}
+	return past, nil
 }
 
 // check makes sure the file holds every event of r (a headerless journal's

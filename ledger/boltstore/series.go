@@ -51,7 +51,7 @@ func (l *Store) commitSeries(o *openFile, r *request) error {
 	for done := false; !done; {
 		var head ledger.Head
 		err = update(o.db, func(btx *bolt.Tx) error {
-			tx, _, err := l.writeTx(o, btx)
+			tx, _, err := l.writeTx(o, btx, false)
 			if err != nil {
 				return err
 			}
@@ -85,9 +85,11 @@ func (l *Store) commitSeries(o *openFile, r *request) error {
 // hashes and clock, a little of the trash freed, and what a replicated log
 // holds past the file's head ingested (ingested reports whether it held
 // any).
-func (l *Store) writeTx(o *openFile, btx *bolt.Tx) (tx *Tx, ingested bool, err error) {
-	if err := l.checkFile(btx); err != nil {
-		return nil, false, err
+func (l *Store) writeTx(o *openFile, btx *bolt.Tx, checked bool) (tx *Tx, ingested bool, err error) {
+	if !checked {
+		if err := l.checkFile(btx); err != nil {
+			return nil, false, err
+		}
 	}
 	tx = newTx(btx)
 	tx.file = o.file

@@ -169,6 +169,14 @@ type Store struct {
 	syncFailed error
 	// nomap: the journal's mapping was refused (ENOMEM): no journal.
 	nomap atomic.Bool
+	// unsettled: commits were answered that bbolt has not committed yet
+	// (pending.go); a read transaction settles them first. noPending (for
+	// tests of the order of a commit's writes) leaves none pending.
+	unsettled atomic.Bool
+	noPending bool
+	// pended wakes an idle committer of the held file to settle, later,
+	// what a call committed directly left pending.
+	pended chan struct{}
 	// markMade: this Store made its file's node-copy marker (nodecopy.go).
 	markMade atomic.Bool
 	// generationBegun, if set, is called once a generation's header is
@@ -405,6 +413,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if !opts.ReadOnly {
 		l.queue = make(chan *request, opts.MaxBatch)
 		l.quit = make(chan struct{})
+		l.pended = make(chan struct{}, 1)
 		l.done = make(chan struct{})
 		go l.run()
 	}
@@ -659,6 +668,17 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 			rec.f.Close()
 		} else if err = rec.replay(db); err != nil {
 			db.Close()
+			if readOnly && errors.Is(err, errPending) {
+				// A process stopped with commits answered that the file
+				// lacks (pending.go): recovered as any writer's open
+				// recovers them, if this process may write the file.
+				wdb, _, werr := l.openDB(false, lockWait)
+				if werr == nil {
+					wdb.Close()
+					return l.openDB(readOnly, lockWait)
+				}
+				err = fmt.Errorf("%w (recovering them here: %v)", err, werr)
+			}
 			return nil, nil, err
 		}
 	}
@@ -709,6 +729,11 @@ func (l *Store) withDB(readOnly bool, fn func(*bolt.DB, *os.File) error) error {
 
 // withDBWait is withDB waiting at most lockWait for the file lock.
 func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.DB, *os.File) error) (err error) {
+	if readOnly {
+		if err := l.settleForRead(); err != nil {
+			return err
+		}
+	}
 	if l.held != nil {
 		return located(l.held, l.heldFile, guard(func() error { return fn(l.held, l.heldFile) }))
 	}
