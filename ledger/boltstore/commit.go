@@ -52,7 +52,9 @@ func (l *Store) run() {
 		// No call commits on the file from now on, the held one included.
 		l.commitMu.Lock()
 		if l.open != nil {
-			l.endErr = l.endGeneration(l.open)
+			if l.endErr = l.endGeneration(l.open); l.endErr != nil {
+				l.dropGeneration(l.open)
+			}
 		}
 		l.open = nil
 		l.commitMu.Unlock()
@@ -198,6 +200,10 @@ type openFile struct {
 	pendEvents [][]byte
 	pendHead   ledger.Head
 	pendAt     time.Time
+	// settleErr: the last settle failed (no commit is left pending
+	// until one succeeds: a full disk would have calls answered into the
+	// journal alone).
+	settleErr error
 }
 
 // session opens the file once and commits batch, then further batches for
@@ -225,12 +231,13 @@ func (l *Store) session(batch []*request) {
 					l.commitMu.Lock()
 				}
 				if l.held == nil {
-					// Synced before another process may have it.
-					l.endGeneration(o)
+					// Synced before another process may have it; commits
+					// it could not settle are the next open's to recover,
+					// from the journal.
+					if l.endGeneration(o) != nil {
+						l.dropGeneration(o)
+					}
 					l.open = nil
-					// Commits it could not settle are the next open's
-					// to recover, from the journal.
-					l.unsettled.Store(false)
 				}
 				l.commitMu.Unlock()
 			}()
@@ -451,14 +458,6 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 	// file past what a generation may map).
 	unpinned := false
 	for len(batch) > 0 {
-		if err := l.restore(o); err != nil {
-			// Calls answered before are not in the file yet: nothing
-			// commits before them.
-			for _, r := range batch {
-				r.done <- err
-			}
-			return forget(batch, len(batch)), answered + len(batch), err
-		}
 		if batch[0].series != nil {
 			// A series commits synced (its transactions may be large).
 			if err := l.endGeneration(o); err != nil {
@@ -566,13 +565,14 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		})
 		pending := false
 		if err == nil {
-			if recorded && recordErr == nil && !ingested && head.Seq-before == uint64(len(events)) && !l.noPending && l.roomFor(o) {
+			if recorded && recordErr == nil && !ingested && head.Seq-before == uint64(len(events)) && l.mayPend(o) {
 				// Durable once its record is: answered now, committed
 				// by bbolt with the next ones (pending.go).
 				if recordErr = syncRecord(o.gen); recordErr == nil {
 					pending = true
 					o.pendEvents = append(o.pendEvents, events...)
 					o.pendHead, o.pendAt = head, time.Now()
+					l.seen.answer(head)
 					l.unsettled.Store(true)
 					select {
 					case l.pended <- struct{}{}:

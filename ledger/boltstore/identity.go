@@ -29,6 +29,20 @@ type seen struct {
 	init bool
 	id   []byte      // the ledger's random id (nil for a file made before ids)
 	head ledger.Head // the largest head seen or committed
+	// answered is the head of the last commit answered, which may be
+	// pending (pending.go): past head until bbolt commits it. What the
+	// file is checked against stays head; what others are told (Seen) is
+	// the later of the two.
+	answered ledger.Head
+}
+
+// answer records head as that of a commit answered and left pending.
+func (s *seen) answer(head ledger.Head) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if head.Seq > s.answered.Seq {
+		s.answered = head
+	}
 }
 
 // newID is a ledger's identity, written once when the file is created.
@@ -218,7 +232,11 @@ func (l *Store) Seen() (seen Seen, ok bool) {
 	s := &l.seen
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Seen{ID: append([]byte(nil), s.id...), Head: s.head}, s.init
+	head := s.head
+	if s.answered.Seq > head.Seq {
+		head = s.answered
+	}
+	return Seen{ID: append([]byte(nil), s.id...), Head: head}, s.init
 }
 
 // Saw records what another process committing on this process's behalf

@@ -106,7 +106,21 @@ var journalMap = int(min(64<<30, math.MaxInt))
 // mapping): no commit then grows the file past journalMap.
 func journalLimit() int64 { return int64(journalMap / 2) }
 
-var journalMagic = [8]byte{'l', 'b', 'j', 'o', 'u', 'r', 'n', '1'}
+// journalMagic begins every header this logbook writes. Its records may
+// hold commits the file lacks (pending.go); a header of journalMagic1,
+// which an older logbook writes, held records of commits in the file
+// whole in its own boot. An older logbook takes a header of this magic
+// for no header, so for a damaged one if records follow that the file
+// lacks (headerless): it refuses the ledger rather than drop commits
+// answered.
+var journalMagic = [8]byte{'l', 'b', 'j', 'o', 'u', 'r', 'n', '2'}
+
+var journalMagic1 = [8]byte{'l', 'b', 'j', 'o', 'u', 'r', 'n', '1'}
+
+// isMagic tells whether b begins as a header of either magic.
+func isMagic(b []byte) bool {
+	return bytes.HasPrefix(b, journalMagic[:]) || bytes.HasPrefix(b, journalMagic1[:])
+}
 
 // header is a generation's first block.
 type header struct {
@@ -139,7 +153,7 @@ func (h *header) encode() []byte {
 // decodeHeader reads a header; ok is false for none (zeros, a retired or
 // torn header).
 func decodeHeader(b []byte) (h header, ok bool) {
-	if len(b) < headerLen || !bytes.Equal(b[:8], journalMagic[:]) {
+	if len(b) < headerLen || !isMagic(b) {
 		return h, false
 	}
 	b = b[:headerLen]
@@ -539,28 +553,28 @@ func (l *Store) nextGeneration(o *openFile) error {
 func (l *Store) endGeneration(o *openFile) error {
 	g := o.gen
 	if g == nil {
-		return l.restore(o)
+		return nil
 	}
-	if l.syncFailed == nil {
-		if err := l.settle(o); err != nil {
-			// The file lacks commits answered, which the header's
-			// records hold: it is left holding, for this Store's next
-			// commit (restore) or the next open to recover them from.
-			l.abandon(o)
-			return err
+	if l.syncFailed != nil {
+		// The header holds, for the next open, pending commits and all.
+		l.dropGeneration(o)
+		o.broken = true
+		return l.syncFailedErr()
+	}
+	if err := l.settle(o); err != nil {
+		// The file lacks commits answered, which the header's records
+		// hold: the generation goes on, pinned, until they settle, or
+		// the file is let go (dropGeneration).
+		if o.pend != nil {
+			o.pend.Rollback()
+			o.pend = nil
 		}
-	}
-	if o.pend != nil { // (none pending: after a failed sync)
-		o.pend.Rollback()
-		o.pend = nil
+		o.broken = true
+		return err
 	}
 	g.pin.Rollback()
 	o.gen = nil
 	o.db.NoSync, o.db.MaxSize = false, 0
-	if l.syncFailed != nil {
-		o.broken = true
-		return l.syncFailedErr() // the header holds, for the next open
-	}
 	if err := fdatasync(o.file); err != nil {
 		o.broken = true
 		return l.fileSyncFailed(err)
@@ -648,7 +662,7 @@ func isJournal(f *os.File) (bool, error) {
 		return false, err
 	}
 	b = b[:n]
-	return bytes.HasPrefix(b, journalMagic[:]) || !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }), nil
+	return isMagic(b) || !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }), nil
 }
 
 // removeJournal removes the journal of a ledger file that is gone: what
@@ -893,12 +907,22 @@ func (r *recovery) replay(db *bolt.DB) error {
 	if len(past) > 0 {
 		err := update(db, func(btx *bolt.Tx) error {
 			tx := newTx(btx)
+			from := tx.head.Seq
 			for _, raw := range past {
 				if _, err := tx.Ingest(raw); err != nil {
 					return err
 				}
 			}
-			return tx.flush()
+			if err := tx.flush(); err != nil {
+				return err
+			}
+			// Folded in the same commit where the projections were at
+			// the head: a reader that recovers them (openDB) reads the
+			// projections next, which no call has caught up.
+			if Refold != nil {
+				return Refold(tx, from)
+			}
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("recover from %s: %w", r.f.Name(), err)

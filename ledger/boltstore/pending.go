@@ -2,8 +2,11 @@ package boltstore
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -106,6 +109,15 @@ func (l *Store) beginPending(o *openFile) error {
 		tx.now = l.opts.Now
 		from := tx.head.Seq
 		for _, raw := range o.pendEvents {
+			// A bbolt commit that failed after its meta page was written
+			// may have left some in the file: those are skipped, if the
+			// file's bytes are theirs.
+			if seq, in, err := tx.holds(raw); err != nil {
+				return err
+			} else if in {
+				from = max(from, seq)
+				continue
+			}
 			if _, err := tx.Ingest(raw); err != nil {
 				return err
 			}
@@ -144,36 +156,87 @@ func (l *Store) commitPending(o *openFile) error {
 // settle commits in bbolt the commits of o answered before it (their
 // records durable): the file then holds every event answered. On error
 // they stay pending, in the journal, and the header holds for them.
+//
+// Pending commits exist only under a generation, whose pin keeps the
+// checkpoint's pages: they are never committed without it while the
+// header holds (the next open would write the checkpoint back over pages
+// reused). Where settling fails the generation goes on, pinned, and no
+// commit is left pending until one settles (settleErr); a Store that lets
+// the file go meanwhile leaves them to the next open (dropGeneration).
 func (l *Store) settle(o *openFile) error {
 	if len(o.pendEvents) == 0 {
 		return nil
 	}
-	if o.pend == nil {
-		if err := guard(func() error { return l.beginPending(o) }); err != nil {
-			return err
-		}
+	if o.gen == nil {
+		return errors.New("commits pending without their journal generation")
 	}
-	if err := l.commitPending(o); err != nil {
+	err := guard(func() error {
+		if o.pend == nil {
+			return l.beginPending(o)
+		}
+		return nil
+	})
+	if err == nil {
+		err = l.commitPending(o)
+	}
+	if err != nil {
+		o.settleErr = err
 		return err
 	}
 	l.seen.committed(o.pendHead)
-	o.pendEvents = nil
+	o.pendEvents, o.settleErr = nil, nil
 	l.unsettled.Store(false)
 	return nil
 }
 
+// dropGeneration lets o's generation go as the file is let go or closed,
+// unended: its pending commits, which could not be settled, are left to
+// the journal, whose header keeps holding, for the next open to recover
+// (its pin held until now: the checkpoint's pages are intact). Reads of
+// this process open the file (recovering them) rather than borrow o's.
+func (l *Store) dropGeneration(o *openFile) {
+	if o.pend != nil {
+		o.pend.Rollback()
+		o.pend = nil
+	}
+	if g := o.gen; g != nil {
+		g.pin.Rollback()
+		o.gen = nil
+		o.db.NoSync, o.db.MaxSize = false, 0
+	}
+	if len(o.pendEvents) > 0 {
+		o.pendEvents = nil
+		l.dropped.Store(true)
+	}
+}
+
 // settleForRead settles the commits pending, if any, before a read
-// transaction of this Store begins: a read sees every call answered.
-func (l *Store) settleForRead() error {
+// transaction of this Store begins: a read sees every call answered. It
+// waits for a commit running at most wait (ErrLocked after). own tells the
+// read to open the file itself rather than borrow the committer's: commits
+// answered were left to the journal (dropGeneration), which an open
+// recovers.
+func (l *Store) settleForRead(wait time.Duration) (own bool, err error) {
 	if !l.unsettled.Load() {
-		return nil
+		return false, nil
 	}
-	l.commitMu.Lock()
+	deadline := time.Now().Add(wait)
+	for !l.commitMu.TryLock() {
+		// (Not Lock: a read inside a call's own function, which holds
+		// it, would wait forever.)
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("%w: a commit ran past the lock timeout while a read waited to settle the commits before it", ErrLocked)
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
 	defer l.commitMu.Unlock()
-	if o := l.open; o != nil {
-		return l.settle(o)
+	if l.dropped.Load() {
+		return true, nil
 	}
-	return nil
+	if o := l.open; o != nil {
+		return false, l.settle(o)
+	}
+	return false, nil
 }
 
 // settleQuiet settles o's pending commits once none came for settleIdle;
@@ -200,41 +263,6 @@ func (l *Store) settleQuiet(o *openFile) time.Duration {
 	return 0
 }
 
-// abandon rolls back o's open transaction, if any: what it held that was
-// answered stays in the journal (pendEvents, and the header's records).
-// With the header, it lets the generation go, unretired, as endGeneration
-// does when settling failed.
-func (l *Store) abandon(o *openFile) {
-	if o.pend != nil {
-		o.pend.Rollback()
-		o.pend = nil
-	}
-	if g := o.gen; g != nil && len(o.pendEvents) > 0 {
-		o.broken = true
-		g.pin.Rollback()
-		o.gen = nil
-		o.db.NoSync, o.db.MaxSize = false, 0
-	}
-}
-
-// restore commits, synced, the commits answered that a generation let go
-// unsettled (abandon) — its header still holding for them — and then
-// retires that header: from the same Store, whose file stayed open (the
-// held file); a Store that let its file go leaves them to the next open.
-func (l *Store) restore(o *openFile) error {
-	if len(o.pendEvents) == 0 || o.gen != nil {
-		return nil
-	}
-	if l.syncFailed != nil {
-		return l.syncFailedErr()
-	}
-	if err := l.settle(o); err != nil {
-		return err
-	}
-	l.stale = true
-	return l.retireStale(o)
-}
-
 // samePending tells whether o's file still holds, committed, the ledger
 // and head its pending transaction began from (checkFile saw them): bbolt
 // reads the pages the transaction has not copied from the file, and a
@@ -255,4 +283,36 @@ func (l *Store) samePending(o *openFile) bool {
 	l.seen.mu.Lock()
 	defer l.seen.mu.Unlock()
 	return bytes.Equal(id, l.seen.id) && head == l.seen.head
+}
+
+// mayPend tells whether a commit on o whose record is durable may be left
+// pending: not after a settle failed until one succeeds, nor where the
+// file has no room for bbolt's later commit of it (roomFor), nor where
+// its record may be found by no open — the file has another name (an
+// open through it sees another journal) or the journal was removed or
+// replaced at its path (o's generation writes to an unlinked file).
+func (l *Store) mayPend(o *openFile) bool {
+	if l.noPending || o.settleErr != nil || o.linked || !l.roomFor(o) {
+		return false
+	}
+	fi, err := o.gen.f.Stat()
+	return err == nil && hardLinks(fi) > 0
+}
+
+// holds tells whether the file already holds the event raw (its stored
+// bytes at its seq), and its seq: a seq at or below the head holding
+// other bytes is ErrDamaged.
+func (tx *Tx) holds(raw []byte) (seq uint64, in bool, err error) {
+	r, err := ledger.DecodeRecord(raw)
+	if err != nil {
+		return 0, false, err
+	}
+	if r.Seq > tx.head.Seq {
+		return r.Seq, false, nil
+	}
+	got, err := tx.Event(r.Seq)
+	if err != nil || !bytes.Equal(got.Raw, raw) {
+		return r.Seq, false, fmt.Errorf("%w: event %d answered is held otherwise by the file", ErrDamaged, r.Seq)
+	}
+	return r.Seq, true, nil
 }

@@ -174,6 +174,9 @@ type Store struct {
 	// tests of the order of a commit's writes) leaves none pending.
 	unsettled atomic.Bool
 	noPending bool
+	// dropped: commits answered were left to the journal as the file was
+	// let go (dropGeneration); the next open of the file recovers them.
+	dropped atomic.Bool
 	// pended wakes an idle committer of the held file to settle, later,
 	// what a call committed directly left pending.
 	pended chan struct{}
@@ -684,6 +687,10 @@ func (l *Store) openDB(readOnly bool, lockWait time.Duration) (*bolt.DB, *os.Fil
 	}
 	switch {
 	case err == nil:
+		// Opened, the file holds every commit answered (recovered).
+		if l.dropped.Swap(false) {
+			l.unsettled.Store(false)
+		}
 		// bbolt grows a file to its whole mapping (which doubles) or by
 		// 16 MiB steps, and never gives the space back: a 10k-event ledger
 		// took twice the bytes it used. Grow by 1 MiB past what is used.
@@ -729,15 +736,17 @@ func (l *Store) withDB(readOnly bool, fn func(*bolt.DB, *os.File) error) error {
 
 // withDBWait is withDB waiting at most lockWait for the file lock.
 func (l *Store) withDBWait(readOnly bool, lockWait time.Duration, fn func(*bolt.DB, *os.File) error) (err error) {
+	own := false
 	if readOnly {
-		if err := l.settleForRead(); err != nil {
+		var err error
+		if own, err = l.settleForRead(lockWait); err != nil {
 			return err
 		}
 	}
 	if l.held != nil {
 		return located(l.held, l.heldFile, guard(func() error { return fn(l.held, l.heldFile) }))
 	}
-	if readOnly {
+	if readOnly && !own {
 		if db, file, done := l.shared.borrow(); db != nil {
 			defer done()
 			return located(db, file, guard(func() error { return fn(db, file) }))
