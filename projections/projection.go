@@ -193,15 +193,16 @@ func CheckFolded(tx *boltstore.Tx) error {
 
 func init() { boltstore.Refold = refoldIngested }
 
-// refoldIngested folds the events a Store ingested again onto head from
-// (boltstore.Refold), where the projections had been folded up to from:
-// projections of another version, missing, or behind are left as they
-// are, for the next call's catch-up or a rebuild.
+// refoldIngested folds the events a Store ingested onto head from
+// (boltstore.Refold) — and any before them the projections had not folded
+// yet, as every call's catch-up would —, where the projections are of this
+// version and complete; otherwise they are left as they are, for a
+// rebuild.
 func refoldIngested(tx *boltstore.Tx, from uint64) error {
 	if Current(tx) != nil {
 		return nil
 	}
-	if _, applied, err := State(tx); err != nil || applied != from {
+	if _, applied, err := State(tx); err != nil || applied > from {
 		return nil
 	}
 	_, err := CatchUp(tx, 0)

@@ -395,3 +395,45 @@ func TestRefoldAfterRollback(t *testing.T) {
 		return nil
 	})
 }
+
+// Projections behind the log when a call fails and rolls back the commits
+// left pending: folded up to the head with what is ingested again, as the
+// calls answered had found them (every call catches up first).
+func TestRefoldAfterRollbackBehind(t *testing.T) {
+	f := newFoldLedger(t)
+	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "a"))
+	f.add(false, events.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "b")) // not folded
+	f.view(func(*boltstore.Tx) error { return nil })                                          // committed so, behind
+	err := f.l.Update(func(tx *boltstore.Tx) error {
+		if _, err := projections.CatchUp(tx, 0); err != nil {
+			return err
+		}
+		_, err := appendEvent(tx, events.TypeTaskCreated, events.CurrentVersion(events.TypeTaskCreated), []string{"T-0003"}, created("T-0003", "p", "", "c"))
+		if err != nil {
+			return err
+		}
+		r, err := tx.Event(tx.Head().Seq)
+		if err != nil {
+			return err
+		}
+		return projections.Apply(tx, r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("refused")
+	if err := f.l.Update(func(tx *boltstore.Tx) error { return failed }); !errors.Is(err, failed) {
+		t.Fatalf("the failing call: %v", err)
+	}
+	f.view(func(tx *boltstore.Tx) error {
+		if _, applied, err := projections.State(tx); err != nil || applied != tx.Head().Seq {
+			t.Errorf("projections applied %d (%v), head %d", applied, err, tx.Head().Seq)
+		}
+		for _, id := range []string{"T-0001", "T-0002", "T-0003"} {
+			if _, ok, err := projections.GetTask(tx, id); !ok || err != nil {
+				t.Errorf("%s after the rollback: %v %v", id, ok, err)
+			}
+		}
+		return nil
+	})
+}

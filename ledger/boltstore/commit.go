@@ -245,6 +245,7 @@ func (l *Store) session(batch []*request) {
 			for len(batch) > 0 {
 				start := time.Now()
 				rest, answered, err := l.commit(o, batch, expect, wait)
+				l.settleWanted(o)
 				if batch = rest; err != nil {
 					// The commit itself failed (I/O): start afresh from the
 					// file rather than go on with this handle.
@@ -300,6 +301,7 @@ func (l *Store) direct(r *request) bool {
 	}
 	err := guard(func() error {
 		_, _, err := l.commit(o, []*request{r}, -1, 0)
+		l.settleWanted(o)
 		return err
 	})
 	if err != nil {
@@ -583,7 +585,7 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 			if !pending {
 				err = l.commitPending(o)
 				if err == nil {
-					o.pendEvents = nil
+					l.settled(o) // what was pending, committed with it
 				}
 			}
 		}
@@ -664,7 +666,6 @@ func (l *Store) commit(o *openFile, batch []*request, expect int, wait time.Dura
 		case err == nil && pending:
 		case err == nil:
 			l.seen.committed(head)
-			l.unsettled.Store(false)
 		case inLog:
 			// The replicated log, which alone makes them durable, has the
 			// events; only this file's copy failed (the next commit

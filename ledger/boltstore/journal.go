@@ -117,6 +117,16 @@ var journalMagic = [8]byte{'l', 'b', 'j', 'o', 'u', 'r', 'n', '2'}
 
 var journalMagic1 = [8]byte{'l', 'b', 'j', 'o', 'u', 'r', 'n', '1'}
 
+// journalSentinel is the one event of every generation's first record
+// under a header of journalMagic: not an event (0xc1 is a byte msgpack
+// never uses), skipped by readRecords. An older logbook that opens the
+// journal in the header's boot reads the header as none, and the file
+// must hold the events of the records that follow (headerless, check):
+// this one it cannot decode, so it refuses the ledger — rather than
+// retire the header of commits in the page cache without syncing the
+// file first, as it would were every record's events found there.
+var journalSentinel = []byte("\xc1logbook pending commits")
+
 // isMagic tells whether b begins as a header of either magic.
 func isMagic(b []byte) bool {
 	return bytes.HasPrefix(b, journalMagic[:]) || bytes.HasPrefix(b, journalMagic1[:])
@@ -228,7 +238,9 @@ func readRecords(b []byte, salt uint64) ([][]byte, error) {
 			if m > len(body)-4 {
 				return nil, fmt.Errorf("%w: journal record %d (at byte %d) holds an event longer than itself", ErrDamaged, records+1, journalRecords+at)
 			}
-			evs = append(evs, body[4:4+m])
+			if ev := body[4 : 4+m]; !bytes.Equal(ev, journalSentinel) {
+				evs = append(evs, ev)
+			}
 			body = body[4+m:]
 		}
 		out = append(out, evs...)
@@ -403,6 +415,14 @@ func (l *Store) writeHeader(o *openFile, g *generation) error {
 		l.stale = true
 		return fmt.Errorf("journal: %w", err)
 	}
+	// Then the sentinel, flushed with it (written first, it would take the
+	// place of the first record of a generation whose header still held).
+	sentinel := encodeRecord(nil, h.salt, [][]byte{journalSentinel})
+	if _, err := g.f.WriteAt(sentinel, journalRecords); err != nil {
+		l.stale = true
+		return fmt.Errorf("journal: %w", err)
+	}
+	g.off = journalRecords + int64(len(sentinel))
 	if err := fdatasync(g.f); err != nil {
 		l.stale = true
 		return fmt.Errorf("journal: %w", err)
@@ -905,27 +925,26 @@ func (r *recovery) replay(db *bolt.DB) error {
 		return fmt.Errorf("%w: %w: %s holds commits answered that the ledger file lacks (the process that made them stopped); open the ledger once with a writer (logbook serve, rebuild) to recover them", ErrUnrecovered, errPending, r.f.Name())
 	}
 	if len(past) > 0 {
+		var from uint64
 		err := update(db, func(btx *bolt.Tx) error {
 			tx := newTx(btx)
-			from := tx.head.Seq
+			from = tx.head.Seq
 			for _, raw := range past {
 				if _, err := tx.Ingest(raw); err != nil {
 					return err
 				}
 			}
-			if err := tx.flush(); err != nil {
-				return err
-			}
-			// Folded in the same commit where the projections were at
-			// the head: a reader that recovers them (openDB) reads the
-			// projections next, which no call has caught up.
-			if Refold != nil {
-				return Refold(tx, from)
-			}
-			return nil
+			return tx.flush()
 		})
 		if err != nil {
 			return fmt.Errorf("recover from %s: %w", r.f.Name(), err)
+		}
+		// Folded, in a commit of its own: a reader that recovers them
+		// (openDB) reads the projections next, which no call has caught
+		// up. A fold that fails is left to the next call's catch-up,
+		// which reports it; the events are in.
+		if Refold != nil {
+			update(db, func(btx *bolt.Tx) error { return Refold(newTx(btx), from) })
 		}
 	}
 	if r.readOnly {

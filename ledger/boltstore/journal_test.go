@@ -277,9 +277,10 @@ func TestJournalDamagedNotTakenForTorn(t *testing.T) {
 		starts = append(starts, at)
 		at += 12 + n + 8
 	}
-	if len(starts) != 5 {
-		t.Fatalf("%d records, want 5", len(starts))
+	if len(starts) != 6 {
+		t.Fatalf("%d records, want 5 and the sentinel", len(starts))
 	}
+	starts = starts[1:] // (the sentinel: journalSentinel)
 	second, third := starts[1], starts[2]
 	for _, tc := range []struct {
 		name string

@@ -88,8 +88,21 @@ func (l *Store) inPending(o *openFile, fn func(*bolt.Tx) error) error {
 // beginPending begins o's write transaction: the file checked (checkFile,
 // as every commit's first transaction is), then the events of commits
 // answered but not in the file (a transaction rolled back, or a bbolt
-// commit that failed) ingested again.
+// commit that failed) ingested again, and folded (Refold). A fold that
+// fails leaves them unfolded, for the next call's catch-up, which reports
+// it: the transaction is begun again without it.
 func (l *Store) beginPending(o *openFile) error {
+	err := l.beginPendingFold(o, Refold)
+	if err != nil && errors.Is(err, errRefold) {
+		err = l.beginPendingFold(o, nil)
+	}
+	return err
+}
+
+// errRefold wraps a failure of Refold in beginPending.
+var errRefold = errors.New("refold")
+
+func (l *Store) beginPendingFold(o *openFile, refold func(*Tx, uint64) error) error {
 	btx, err := o.db.Begin(true)
 	if err != nil {
 		return err
@@ -125,9 +138,9 @@ func (l *Store) beginPending(o *openFile) error {
 		if err := tx.flush(); err != nil {
 			return err
 		}
-		if Refold != nil {
-			if err := Refold(tx, from); err != nil {
-				return err
+		if refold != nil {
+			if err := refold(tx, from); err != nil {
+				return fmt.Errorf("%w: %w", errRefold, err)
 			}
 		}
 	}
@@ -171,6 +184,12 @@ func (l *Store) settle(o *openFile) error {
 		return errors.New("commits pending without their journal generation")
 	}
 	err := guard(func() error {
+		if o.pend != nil && !l.samePending(o) {
+			// Another file copied over this one: begun again, the file
+			// is checked (checkFile), and refused.
+			o.pend.Rollback()
+			o.pend = nil
+		}
 		if o.pend == nil {
 			return l.beginPending(o)
 		}
@@ -184,9 +203,35 @@ func (l *Store) settle(o *openFile) error {
 		return err
 	}
 	l.seen.committed(o.pendHead)
+	l.settled(o)
+	return nil
+}
+
+// settled records that o has nothing pending (bbolt committed it all),
+// and wakes the reads waiting for that.
+func (l *Store) settled(o *openFile) {
 	o.pendEvents, o.settleErr = nil, nil
 	l.unsettled.Store(false)
-	return nil
+	l.wakeReads()
+}
+
+// wakeReads wakes the reads waiting in settleForRead.
+func (l *Store) wakeReads() {
+	next := make(chan struct{})
+	if old := l.settledSig.Swap(&next); old != nil {
+		close(*old)
+	}
+}
+
+// settleWanted settles o's pending commits if a read waits for them:
+// the committer, holding commitMu commit after commit while calls keep
+// coming, settles on the reads' behalf between two commits (a read that
+// waited for commitMu itself waited as long as the calls kept coming).
+func (l *Store) settleWanted(o *openFile) {
+	if l.readsWaiting.Load() > 0 && len(o.pendEvents) > 0 {
+		l.settle(o) // a failure is the reads' answer (settleErr)
+		l.wakeReads()
+	}
 }
 
 // dropGeneration lets o's generation go as the file is let go or closed,
@@ -207,36 +252,59 @@ func (l *Store) dropGeneration(o *openFile) {
 	if len(o.pendEvents) > 0 {
 		o.pendEvents = nil
 		l.dropped.Store(true)
+		l.wakeReads()
 	}
 }
 
 // settleForRead settles the commits pending, if any, before a read
-// transaction of this Store begins: a read sees every call answered. It
-// waits for a commit running at most wait (ErrLocked after). own tells the
-// read to open the file itself rather than borrow the committer's: commits
-// answered were left to the journal (dropGeneration), which an open
-// recovers.
+// transaction of this Store begins: a read sees every call answered.
+// Where the committer is busy it waits for it to settle them between two
+// commits (settleWanted), at most wait (ErrLocked after); it never waits
+// for commitMu itself (a read inside a call's own function, which holds
+// it, would wait forever). own tells the read to open the file itself
+// rather than borrow the committer's: commits answered were left to the
+// journal (dropGeneration), which an open recovers.
 func (l *Store) settleForRead(wait time.Duration) (own bool, err error) {
 	if !l.unsettled.Load() {
 		return false, nil
 	}
-	deadline := time.Now().Add(wait)
-	for !l.commitMu.TryLock() {
-		// (Not Lock: a read inside a call's own function, which holds
-		// it, would wait forever.)
-		if time.Now().After(deadline) {
-			return false, fmt.Errorf("%w: a commit ran past the lock timeout while a read waited to settle the commits before it", ErrLocked)
+	l.readsWaiting.Add(1)
+	defer l.readsWaiting.Add(-1)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
 		}
-		time.Sleep(20 * time.Microsecond)
+	}()
+	for {
+		sig := l.settledSig.Load()
+		switch {
+		case l.dropped.Load():
+			return true, nil
+		case !l.unsettled.Load():
+			return false, nil
+		case l.commitMu.TryLock():
+			defer l.commitMu.Unlock()
+			if l.dropped.Load() {
+				return true, nil
+			}
+			if o := l.open; o != nil {
+				return false, l.settle(o)
+			}
+			return false, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		}
+		// Woken when the committer settles; or looked at again soon (it
+		// may have gone idle between a commit and its next).
+		select {
+		case <-*sig:
+		case <-time.After(settleIdle):
+		case <-timer.C:
+			return false, fmt.Errorf("%w: calls kept the committer busy past the lock timeout while a read waited for the commits before it to be committed", ErrLocked)
+		}
 	}
-	defer l.commitMu.Unlock()
-	if l.dropped.Load() {
-		return true, nil
-	}
-	if o := l.open; o != nil {
-		return false, l.settle(o)
-	}
-	return false, nil
 }
 
 // settleQuiet settles o's pending commits once none came for settleIdle;

@@ -177,6 +177,10 @@ type Store struct {
 	// dropped: commits answered were left to the journal as the file was
 	// let go (dropGeneration); the next open of the file recovers them.
 	dropped atomic.Bool
+	// readsWaiting counts the reads waiting for pending commits to be
+	// settled; settledSig is closed (and replaced) when they are.
+	readsWaiting atomic.Int32
+	settledSig   atomic.Pointer[chan struct{}]
 	// pended wakes an idle committer of the held file to settle, later,
 	// what a call committed directly left pending.
 	pended chan struct{}
@@ -417,6 +421,7 @@ func Open(path string, opts Options) (*Store, error) {
 		l.queue = make(chan *request, opts.MaxBatch)
 		l.quit = make(chan struct{})
 		l.pended = make(chan struct{}, 1)
+		l.wakeReads()
 		l.done = make(chan struct{})
 		go l.run()
 	}
