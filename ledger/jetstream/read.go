@@ -24,13 +24,20 @@ type message struct {
 	data []byte
 }
 
+// readMaxBytes bounds the bytes of one batch read (the server sends at
+// least one message, then stops once past it; read's caller reads on).
+// Unset, a server bounds it by its own max_pending (64 MiB by default),
+// which nats-server 2.15.2 reads without its lock: under the race detector
+// a configuration reload meanwhile (the rights tests) was a data race.
+const readMaxBytes = 8 << 20
+
 // read asks the stream (any server holding it, as the stream's direct get
 // answers) for up to n messages from seq from on. It returns them in order
 // and how many more the server holds past them.
 func (r *Replica) read(from uint64, n int) (msgs []message, pending uint64, err error) {
 	r.reqID++
 	reply := r.inbox + "." + strconv.FormatUint(r.reqID, 10)
-	body := fmt.Appendf(nil, `{"seq":%d,"batch":%d}`, from, n)
+	body := fmt.Appendf(nil, `{"seq":%d,"batch":%d,"max_bytes":%d}`, from, n, readMaxBytes)
 	before := r.nc.LastError()
 	if err := r.nc.PublishRequest(r.getSubj, reply, body); err != nil {
 		return nil, 0, err
