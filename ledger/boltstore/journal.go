@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/logbook-dev/logbook/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -49,11 +48,15 @@ import (
 // both of bbolt's meta slots (the file is then T, as it was on disk) and
 // ingests the journal's events past T's head, each checked against the one
 // before (Tx.Ingest), in one synced commit; the projections fold them as
-// they fold any process's events. In the header's own boot the page cache
-// still holds every commit whole: Open syncs the file and retires the
-// header. A reader (Options.ReadOnly) that finds a journal from another
-// boot cannot write the file back: it is refused with ErrUnrecovered until
-// a writer opens the ledger.
+// they fold any process's events (Refold, in a commit of its own). In the
+// header's own boot the page cache holds every commit bbolt made, whole,
+// but the records may hold commits answered that it had not made yet
+// (pending.go): with no records Open syncs the file and retires the
+// header; with some, a writer recovers as in another boot. A reader
+// (Options.ReadOnly) cannot write the file back: it is refused with
+// ErrUnrecovered until a writer opens the ledger — in the header's own
+// boot only if the records hold events past the file's head, and the
+// Store's open then recovers them as a writer if it may write the file.
 //
 // A generation lasts at most genCommits commits, and ends with the hold:
 // no other process commits while a header holds (every writer's open
@@ -738,9 +741,11 @@ var errPending = errors.New("commits pending")
 
 // settleJournal runs in openDB's file hook, with the lock taken and
 // before bbolt reads the file: a header that holds is retired (this
-// boot's: the file is whole in the page cache; synced first) or recovered
-// from (another boot's: T written back, the events returned to ingest). A
-// reader is refused a journal from another boot.
+// boot's, with no records: the file is whole in the page cache; synced
+// first) or recovered from (another boot's, or this boot's with records:
+// T written back, the events returned to ingest). A reader is refused a
+// journal from another boot; one of this boot with records is returned,
+// for replay to tell whether the file lacks any of their events.
 func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	jpath := journalPath(path)
 	flag := os.O_RDWR
@@ -777,15 +782,16 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	if err != nil {
 		return nil, err
 	}
+	// events: the records' events, once read.
+	var events [][]byte
 	if bytes.Equal(h.boot, boot) {
 		// The page cache holds every commit bbolt made, whole; the
 		// records may hold commits answered that bbolt had not made
-		// (pending.go).
+		// (pending.go). A writer syncs the file first either way: a
+		// sync that fails makes the header another boot's, so that no
+		// later open trusts a sync after it (fileSyncFailed).
 		if !readOnly {
 			if err := fdatasync(f); err != nil {
-				// The file may not be whole on disk, and a later sync
-				// may say it is (fileSyncFailed): the next open
-				// recovers.
 				poisonHeader(jf, h)
 				return nil, fmt.Errorf("%w: %v", ErrSyncFailed, err)
 			}
@@ -794,10 +800,10 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 		if err != nil {
 			return nil, err
 		}
-		events, err := readRecords(body, h.salt)
-		switch {
-		case err != nil:
+		if events, err = readRecords(body, h.salt); err != nil {
 			return nil, fmt.Errorf("%s: %w", jpath, err)
+		}
+		switch {
 		case len(events) == 0 && readOnly:
 			return nil, nil // a writer retires it
 		case len(events) == 0:
@@ -830,13 +836,14 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 	if err != nil || root != h.rootSum || free != h.freeSum {
 		return nil, fmt.Errorf("%w: %s does not match %s (its checkpoint's pages differ): nothing was written", ErrDamaged, jpath, path)
 	}
-	body, err := journalBody(jf)
-	if err != nil {
-		return nil, err
-	}
-	events, err := readRecords(body, h.salt)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", jpath, err)
+	if events == nil {
+		body, err := journalBody(jf)
+		if err != nil {
+			return nil, err
+		}
+		if events, err = readRecords(body, h.salt); err != nil {
+			return nil, fmt.Errorf("%s: %w", jpath, err)
+		}
 	}
 	// T, written back into both meta slots: bbolt opens the file as it
 	// was on disk at the checkpoint.
@@ -919,7 +926,7 @@ func (r *recovery) replay(db *bolt.DB) error {
 	}
 	past, err := r.past(db)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %s: its records: %v; nothing was written", ErrDamaged, r.f.Name(), err)
 	}
 	if len(past) > 0 && r.readOnly {
 		return fmt.Errorf("%w: %w: %s holds commits answered that the ledger file lacks (the process that made them stopped); open the ledger once with a writer (logbook serve, rebuild) to recover them", ErrUnrecovered, errPending, r.f.Name())
@@ -954,29 +961,21 @@ func (r *recovery) replay(db *bolt.DB) error {
 }
 
 // past returns r's events past db's head, once those at or below it are
-// found to be the file's.
+// found to be the file's, byte for byte (Tx.holds).
 func (r *recovery) past(db *bolt.DB) (past [][]byte, err error) {
 	err = db.View(func(btx *bolt.Tx) error {
 		tx := newTx(btx)
 		for i, raw := range r.events {
-			e, err := ledger.DecodeRecord(raw)
-			if err != nil {
-				return fmt.Errorf("a record's event does not decode: %v", err)
-			}
-			if e.Seq > tx.head.Seq {
+			if _, in, err := tx.holds(raw); err != nil {
+				return err
+			} else if !in {
 				past = r.events[i:]
 				return nil
-			}
-			if got, err := tx.Event(e.Seq); err != nil || !bytes.Equal(got.Raw, raw) {
-				return fmt.Errorf("they hold event %d, which the file holds otherwise", e.Seq)
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v; nothing was written", ErrDamaged, r.f.Name(), err)
-	}
-	return past, nil
+	return past, err
 }
 
 // check makes sure the file holds every event of r (a headerless journal's
@@ -984,22 +983,10 @@ func (r *recovery) past(db *bolt.DB) (past [][]byte, err error) {
 // writer). The events of a header cut short as it was retired are all
 // there; some missing means the header held and was damaged since.
 func (r *recovery) check(db *bolt.DB) error {
-	err := db.View(func(btx *bolt.Tx) error {
-		tx := newTx(btx)
-		for _, raw := range r.events {
-			e, err := ledger.DecodeRecord(raw)
-			if err != nil {
-				return fmt.Errorf("a record's event does not decode: %v", err)
-			}
-			if e.Seq > tx.head.Seq {
-				return fmt.Errorf("they hold event %d, past the file's head %d", e.Seq, tx.head.Seq)
-			}
-			if got, err := tx.Event(e.Seq); err != nil || !bytes.Equal(got.Raw, raw) {
-				return fmt.Errorf("they hold event %d, which the file holds otherwise", e.Seq)
-			}
-		}
-		return nil
-	})
+	past, err := r.past(db)
+	if err == nil && len(past) > 0 {
+		err = errors.New("they hold events past the file's head")
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %s: its header no longer reads, and records of its generation follow it: %v; "+
 			"the commits they hold cannot be recovered without it, nor dropped; nothing was written", ErrDamaged, r.f.Name(), err)

@@ -31,12 +31,13 @@ import (
 //     the pending events are ingested again into the next one
 //     (beginPending) before it runs anything;
 //   - a process that dies leaves records past the file's head: the next
-//     open in this boot ingests them (settleJournal, recovery.replay), as
-//     an open in another boot ingests those past the checkpoint;
-//   - a bbolt commit of them that fails leaves the header holding (it is
-//     never retired while events it holds are missing from the file):
-//     the Store tries again before its next commit, or leaves them to the
-//     next open.
+//     writer's open writes the file back to the generation's checkpoint
+//     and ingests every record's events, in this boot as in another
+//     (settleJournal, recovery.replay);
+//   - a bbolt commit of them that fails leaves the generation pinned and
+//     its header holding (never retired while events it holds are missing
+//     from the file): the Store tries again, or, letting the file go,
+//     leaves them to the next open (dropGeneration).
 
 // settleIdle is how long the committer leaves commits pending without a
 // new one: a process killed later has left its file whole. (A variable:
@@ -61,16 +62,8 @@ var Refold func(tx *Tx, from uint64) error
 // and all.
 func (l *Store) inPending(o *openFile, fn func(*bolt.Tx) error) error {
 	return guard(func() error {
-		if o.pend != nil && !l.samePending(o) {
-			// The file changed under the transaction (another file
-			// copied over it): begun again, the file is checked.
-			o.pend.Rollback()
-			o.pend = nil
-		}
-		if o.pend == nil {
-			if err := l.beginPending(o); err != nil {
-				return err
-			}
+		if err := l.openPending(o); err != nil {
+			return err
 		}
 		btx, ok := o.pend, false
 		defer func() {
@@ -83,6 +76,20 @@ func (l *Store) inPending(o *openFile, fn func(*bolt.Tx) error) error {
 		ok = err == nil
 		return err
 	})
+}
+
+// openPending makes sure o has its pending transaction open, on the file
+// it began from: one the file changed under (another file copied over it,
+// samePending) is rolled back and begun again, which checks the file.
+func (l *Store) openPending(o *openFile) error {
+	if o.pend != nil && !l.samePending(o) {
+		o.pend.Rollback()
+		o.pend = nil
+	}
+	if o.pend == nil {
+		return l.beginPending(o)
+	}
+	return nil
 }
 
 // beginPending begins o's write transaction: the file checked (checkFile,
@@ -126,7 +133,7 @@ func (l *Store) beginPendingFold(o *openFile, refold func(*Tx, uint64) error) er
 			// may have left some in the file: those are skipped, if the
 			// file's bytes are theirs.
 			if seq, in, err := tx.holds(raw); err != nil {
-				return err
+				return fmt.Errorf("%w: %s: %v", ErrDamaged, l.path, err)
 			} else if in {
 				from = max(from, seq)
 				continue
@@ -183,18 +190,7 @@ func (l *Store) settle(o *openFile) error {
 	if o.gen == nil {
 		return errors.New("commits pending without their journal generation")
 	}
-	err := guard(func() error {
-		if o.pend != nil && !l.samePending(o) {
-			// Another file copied over this one: begun again, the file
-			// is checked (checkFile), and refused.
-			o.pend.Rollback()
-			o.pend = nil
-		}
-		if o.pend == nil {
-			return l.beginPending(o)
-		}
-		return nil
-	})
+	err := guard(func() error { return l.openPending(o) })
 	if err == nil {
 		err = l.commitPending(o)
 	}
@@ -229,8 +225,11 @@ func (l *Store) wakeReads() {
 // waited for commitMu itself waited as long as the calls kept coming).
 func (l *Store) settleWanted(o *openFile) {
 	if l.readsWaiting.Load() > 0 && len(o.pendEvents) > 0 {
-		l.settle(o) // a failure is the reads' answer (settleErr)
-		l.wakeReads()
+		if l.settle(o) != nil {
+			// Woken, the reads try it themselves (settleForRead), and
+			// are answered its error.
+			l.wakeReads()
+		}
 	}
 }
 
@@ -368,19 +367,20 @@ func (l *Store) mayPend(o *openFile) bool {
 }
 
 // holds tells whether the file already holds the event raw (its stored
-// bytes at its seq), and its seq: a seq at or below the head holding
-// other bytes is ErrDamaged.
+// bytes at its seq: in), and its seq; false for one past the head. An
+// event that does not decode, or a seq at or below the head holding other
+// bytes, is an error (the callers' damage).
 func (tx *Tx) holds(raw []byte) (seq uint64, in bool, err error) {
 	r, err := ledger.DecodeRecord(raw)
 	if err != nil {
-		return 0, false, err
+		return 0, false, fmt.Errorf("an event does not decode: %v", err)
 	}
 	if r.Seq > tx.head.Seq {
 		return r.Seq, false, nil
 	}
 	got, err := tx.Event(r.Seq)
 	if err != nil || !bytes.Equal(got.Raw, raw) {
-		return r.Seq, false, fmt.Errorf("%w: event %d answered is held otherwise by the file", ErrDamaged, r.Seq)
+		return r.Seq, false, fmt.Errorf("event %d is held otherwise by the file", r.Seq)
 	}
 	return r.Seq, true, nil
 }

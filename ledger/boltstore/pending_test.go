@@ -133,10 +133,10 @@ func TestPendingFailedCallKeepsAnswered(t *testing.T) {
 }
 
 // A process that stops with commits pending leaves records past its file's
-// head: the next writer's open, in this boot, ingests them; a reader's open
-// recovers them as a writer (it may write the file); in another boot the
-// file is written back to the checkpoint and every record ingested. Each
-// holds every answered event and verifies.
+// head: the next writer's open, in this boot as in another, writes the file
+// back to the checkpoint and ingests every record's events; a reader's open
+// recovers them as a writer (it may write the file). Each holds every
+// answered event and verifies.
 func TestPendingStopped(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
 		keepPending(t)
