@@ -122,7 +122,7 @@ bench:
 	@$(GO) test -run '^$$' -bench 'BenchmarkServerCall/(task_create|thought_record)' -benchmem -benchtime 5000x -count 1 -timeout 10m ./mcp/ > $(BENCH_OUT:.txt=-call.txt) 2>&1 \
 		|| { cat $(BENCH_OUT:.txt=-call.txt); exit 1; }
 	@grep '^Benchmark' $(BENCH_OUT:.txt=-call.txt)
-	@echo; echo "go test -bench BenchmarkServerCallFloor ./mcp/: the floor under that row, one durable commit of one 400-byte event and nothing else: raw bbolt (two fdatasyncs) and the ledger's append (the journal: one)"
+	@echo; echo "go test -bench BenchmarkServerCallFloor ./mcp/: the floor under that row: one 300-byte write made durable (pwrite and fdatasync) and nothing else, one durable commit of one 400-byte event in raw bbolt (two fdatasyncs) and in the ledger (the journal: one)"
 	@$(GO) test -run '^$$' -bench 'BenchmarkServerCallFloor' -benchmem -benchtime 5000x -count 1 -timeout 10m ./mcp/ > $(BENCH_OUT:.txt=-floor.txt) 2>&1 \
 		|| { cat $(BENCH_OUT:.txt=-floor.txt); exit 1; }
 	@grep '^Benchmark' $(BENCH_OUT:.txt=-floor.txt)
