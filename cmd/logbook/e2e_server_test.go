@@ -662,19 +662,21 @@ func TestServerHintNeedsALiveSocket(t *testing.T) {
 func TestServerHeldFileSaysWhatToDo(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	startHTTPServer(t, db)
+	// The lock is not waited for its whole --lock-timeout (which would
+	// say "waited 10s", after 10 s): a server never lets it go.
 	for _, args := range [][]string{{"verify"}, {"tasks"}, {"root"}, {"replay"}, {"prove", "inclusion", "--seq", "1"}, {"rebuild"}} {
-		r := run(t, append(args, "--db", db, "--lock-timeout", "200ms")...)
+		r := run(t, append(args, "--db", db, "--lock-timeout", "10s")...)
 		want := "logbook snapshot --db " + db + " --out COPY"
 		if args[0] == "rebuild" {
 			want = "stop it first"
 		}
-		if r.code != 2 || !strings.Contains(r.stderr, "locked by another process") || !strings.Contains(r.stderr, want) {
-			t.Errorf("%v on a server's file: %s, want exit 2 saying %q", args, r, want)
+		if r.code != 2 || !strings.Contains(r.stderr, "locked by another process") || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "waited 10s") {
+			t.Errorf("%v on a server's file: %s, want exit 2 saying %q at once", args, r, want)
 		}
 	}
 	// An agent's serve on it is told to bridge to the server.
-	if r := run(t, "serve", "--db", db, "--lock-timeout", "200ms"); r.code != 2 || !strings.Contains(r.stderr, "logbook serve --connect") {
-		t.Errorf("serve on a server's file: %s, want exit 2 saying to use serve --connect", r)
+	if r := run(t, "serve", "--db", db, "--lock-timeout", "10s"); r.code != 2 || !strings.Contains(r.stderr, "logbook serve --connect") || strings.Contains(r.stderr, "waited 10s") {
+		t.Errorf("serve on a server's file: %s, want exit 2 saying to use serve --connect at once", r)
 	}
 	// A second server on it is told the first holds it.
 	if r := run(t, "server", "--db", db, "--listen", "127.0.0.1:0"); r.code != 2 || !strings.Contains(r.stderr, "a logbook server holds it") {

@@ -89,9 +89,9 @@ func migrate(c *call) func() error {
 		if err := checkPath("--from", *from, true); err != nil {
 			return err
 		}
-		src, err := boltstore.Open(*from, boltstore.Options{ReadOnly: true})
+		src, err := openLedger(*from, boltstore.Options{ReadOnly: true}, onACopy(*from))
 		if err != nil {
-			return withServerHint(err, *from, onACopy(*from))
+			return err
 		}
 		defer src.Close()
 		rep, closeRep, err := c.openReplica(nf, *to)

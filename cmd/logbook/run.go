@@ -254,18 +254,41 @@ func (c *call) with(readOnly bool, fn func(l *boltstore.Store) error) error {
 	if err != nil {
 		return err
 	}
-	l, err := boltstore.Open(*c.db, opts)
+	// A reader can work on a snapshot, which the server makes; a writer
+	// must wait until the server is stopped.
+	todo := "stop it first (SIGTERM)"
+	if readOnly {
+		todo = onACopy(*c.db)
+	}
+	l, err := openLedger(*c.db, opts, todo)
 	if err != nil {
-		// A reader can work on a snapshot, which the server makes; a
-		// writer must wait until the server is stopped.
-		todo := "stop it first (SIGTERM)"
-		if readOnly {
-			todo = onACopy(*c.db)
-		}
-		return withServerHint(err, *c.db, todo)
+		return err
 	}
 	defer l.Close()
 	return fn(l)
+}
+
+// serverProbe is how long openLedger waits for the file's lock where a
+// logbook server answers beside it, before saying so.
+const serverProbe = 100 * time.Millisecond
+
+// openLedger opens db with opts; an error is withServerHint's. A logbook
+// server holds its file for its lifetime, so where one answers on the
+// admin socket beside db the lock is waited for only serverProbe: a file
+// found locked then is answered at once with what to do instead, not
+// after the whole --lock-timeout that could never end otherwise.
+func openLedger(db string, opts boltstore.Options, todo string) (*boltstore.Store, error) {
+	if server.AdminAnswers(db) {
+		probe := opts
+		probe.LockTimeout = min(cmp.Or(opts.LockTimeout, serverProbe), serverProbe)
+		l, err := boltstore.Open(db, probe)
+		if !errors.Is(err, boltstore.ErrLocked) || server.AdminAnswers(db) {
+			return l, withServerHint(err, db, todo)
+		}
+		// The server stopped meanwhile: its file is waited for as any.
+	}
+	l, err := boltstore.Open(db, opts)
+	return l, withServerHint(err, db, todo)
 }
 
 // onACopy is what a reader of a file a server holds is told to do.

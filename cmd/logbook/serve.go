@@ -87,9 +87,10 @@ func serve(c *call) func() error {
 		// SIGPIPE, silently and mid-commit: the write fails with EPIPE instead,
 		// and the session ends with that error on stderr and a normal exit.
 		signal.Ignore(syscall.SIGPIPE)
-		l, err := boltstore.Open(*c.db, boltstore.Options{Create: true, LockTimeout: *lockTimeout})
+		l, err := openLedger(*c.db, boltstore.Options{Create: true, LockTimeout: *lockTimeout},
+			"reach it through it instead, logbook serve --connect http://HOST:PORT/mcp with a token from logbook token add")
 		if err != nil {
-			return fmt.Errorf("%v", withServerHint(err, *c.db, "reach it through it instead, logbook serve --connect http://HOST:PORT/mcp with a token from logbook token add"))
+			return fmt.Errorf("%v", err)
 		}
 		defer l.Close()
 		srv, relay, err := server.Embedded(l, *skillsDir, version, opts)
