@@ -186,6 +186,72 @@ func TestTaskPageMatchesTheView(t *testing.T) {
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
+// TestTaskPageInPages: a long decision trail is shown stepsPerPage steps
+// a page, in order, each page linking to its neighbours, the first and the
+// last; together the pages show every step once; a page beyond the last
+// is not found.
+func TestTaskPageInPages(t *testing.T) {
+	f := newFixture(t)
+	steps := 2*stepsPerPage + 7
+	for i := range steps - 1 { // and the task's creation
+		f.call("thought_record", map[string]any{"task_id": "T-0003", "type": "analysis", "content": "step " + strconv.Itoa(i)})
+	}
+	var v *views.Task
+	if err := f.store.View(func(tx *boltstore.Tx) error {
+		var err error
+		v, err = views.ReadTask(tx, "T-0003")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Timeline) < steps {
+		t.Fatalf("the task has %d steps, want at least %d", len(v.Timeline), steps)
+	}
+	pages := (len(v.Timeline) + stepsPerPage - 1) / stepsPerPage
+	seen := 0
+	for p := 1; p <= pages; p++ {
+		res, body := f.get(t, "/tasks/T-0003?page="+strconv.Itoa(p), testToken)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("page %d: status %d", p, res.StatusCode)
+		}
+		if !strings.Contains(body, strconv.Itoa(len(v.Timeline))+" steps") || !strings.Contains(body, "page "+strconv.Itoa(p)+" of "+strconv.Itoa(pages)) {
+			t.Errorf("page %d does not say it is page %d of %d of %d steps", p, p, pages, len(v.Timeline))
+		}
+		for _, link := range []struct {
+			href string
+			want bool
+		}{{`href="?page=1"`, p > 1}, {`href="?page=` + strconv.Itoa(p-1) + `"`, p > 1},
+			{`href="?page=` + strconv.Itoa(p+1) + `"`, p < pages}, {`href="?page=` + strconv.Itoa(pages) + `"`, p < pages}} {
+			if strings.Contains(body, link.href) != link.want {
+				t.Errorf("page %d: link %s there %v, want %v", p, link.href, !link.want, link.want)
+			}
+		}
+		at := 0
+		for _, st := range v.Timeline[(p-1)*stepsPerPage : min(len(v.Timeline), p*stepsPerPage)] {
+			i := strings.Index(body[at:], `<span class="seq">seq `+itoa(st.Seq)+`</span>`)
+			if i < 0 {
+				t.Fatalf("page %d: step seq %d missing or out of order", p, st.Seq)
+			}
+			at += i
+			seen++
+		}
+		if n := strings.Count(body, `<span class="seq">seq `); n != min(stepsPerPage, len(v.Timeline)-(p-1)*stepsPerPage) {
+			t.Errorf("page %d shows %d steps", p, n)
+		}
+	}
+	if seen != len(v.Timeline) {
+		t.Errorf("the pages showed %d steps of %d", seen, len(v.Timeline))
+	}
+	res, body := f.get(t, "/tasks/T-0003?page="+strconv.Itoa(pages+1), testToken)
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(body, "The decision trail of T-0003 has "+strconv.Itoa(pages)+" pages") {
+		t.Errorf("a page past the last: status %d %.300q", res.StatusCode, body)
+	}
+	// A short trail is one page, with no page links.
+	if _, body := f.get(t, "/tasks/T-0002", testToken); strings.Contains(body, `href="?page=`) || strings.Contains(body, "page 1 of") {
+		t.Errorf("a one-page trail shows page links")
+	}
+}
+
 // TestSessionsShowRoots: the sessions list and each session page show the
 // root the views compute (frozen for a finalized session).
 func TestSessionsShowRoots(t *testing.T) {
@@ -255,7 +321,12 @@ func TestBadParameters(t *testing.T) {
 		"/?projet=core":               `This page takes only project; &#34;projet&#34; is not one.`,
 		"/?project=%zz":               "The address&#39;s query is malformed",
 		"/?project=core;x=1":          "The address&#39;s query is malformed",
-		"/tasks/T-0001?x=1":           `This page takes no parameter; &#34;x&#34; is not one.`,
+		"/tasks/T-0001?x=1":           `This page takes only page; &#34;x&#34; is not one.`,
+		"/tasks/T-0001?page=0":        "the page must be a positive integer",
+		"/tasks/T-0001?page=-1":       "the page must be a positive integer",
+		"/tasks/T-0001?page=1.5":      "the page must be a positive integer",
+		"/tasks/T-0001?page=" + huge:  "the page must be a positive integer",
+		"/tasks/T-0001?page=1&page=2": "The parameter page is given 2 times",
 		"/sessions?offset=-1":         `This page takes no parameter; &#34;offset&#34; is not one.`,
 		"/sessions/A-0001?x":          `This page takes no parameter`,
 		"/ledger?verify=1":            `This page takes no parameter`,

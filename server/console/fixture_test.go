@@ -36,6 +36,7 @@ type fixture struct {
 	store   *boltstore.Store
 	console *console // what srv serves
 	srv     *httptest.Server
+	call    func(tool string, args map[string]any) map[string]any // a tool call, which must succeed
 }
 
 // newFixture writes a small but complete history on a fixed clock — tasks in
@@ -111,7 +112,7 @@ func newFixture(t testing.TB) *fixture {
 
 	auth := func(_ context.Context, tok string) (bool, error) { return tok == testToken, nil }
 	con := newConsole(Options{Store: l, Authenticate: auth, ScratchDir: t.TempDir()})
-	f := &fixture{store: l, console: con, srv: httptest.NewServer(con.routes())}
+	f := &fixture{store: l, console: con, srv: httptest.NewServer(con.routes()), call: call}
 	t.Cleanup(f.srv.Close)
 	return f
 }

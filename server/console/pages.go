@@ -2,8 +2,10 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/logbook-dev/logbook/domain"
 	"github.com/logbook-dev/logbook/ledger/boltstore"
@@ -111,16 +113,38 @@ type taskData struct {
 	*views.Task
 	History []views.Step // the steps that changed the status
 	Ledger  ledgerState
+	Steps   trailPage // the part of Timeline shown
+}
+
+// stepsPerPage is how many steps of a decision trail a task page shows: a
+// task of 20,000 thoughts made one page of 15 MB.
+const stepsPerPage = 200
+
+// trailPage is one page of a decision trail: Timeline[First-1:Last], page
+// Page of Pages (Prev, Next: the neighbours, 0 if none).
+type trailPage struct {
+	Page, Pages, Prev, Next int
+	First, Last, Of         int
 }
 
 func (c *console) task(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, ok := c.query(w, r); !ok {
+	q, ok := c.query(w, r, "page")
+	if !ok {
 		return
 	}
 	if _, ok := domain.ParseID(domain.TaskPrefix, id); !ok {
 		c.badRequest(w, r, "That is not a task id (T-0001).")
 		return
+	}
+	pageNo := 1
+	if q.Has("page") {
+		n, err := strconv.ParseUint(q.Get("page"), 10, 31)
+		if err != nil || n == 0 {
+			c.badRequest(w, r, "the page must be a positive integer")
+			return
+		}
+		pageNo = int(n)
 	}
 	var d taskData
 	err := c.opts.Store.View(func(tx *boltstore.Tx) error {
@@ -144,6 +168,20 @@ func (c *console) task(w http.ResponseWriter, r *http.Request) {
 			d.History = append(d.History, st)
 		}
 	}
+	steps := len(d.Timeline)
+	d.Steps = trailPage{Page: pageNo, Pages: max(1, (steps+stepsPerPage-1)/stepsPerPage), Of: steps}
+	if pageNo > d.Steps.Pages {
+		c.notFound(w, r, fmt.Sprintf("The decision trail of %s has %s of %d steps.", id, domain.Plural(d.Steps.Pages, "page"), stepsPerPage))
+		return
+	}
+	d.Steps.First, d.Steps.Last = min(steps, (pageNo-1)*stepsPerPage+1), min(steps, pageNo*stepsPerPage)
+	if pageNo > 1 {
+		d.Steps.Prev = pageNo - 1
+	}
+	if pageNo < d.Steps.Pages {
+		d.Steps.Next = pageNo + 1
+	}
+	d.Timeline = d.Timeline[(pageNo-1)*stepsPerPage : d.Steps.Last]
 	c.render(w, http.StatusOK, "task", page{Title: id + " " + d.Task.Task.Title, Nav: "board", Authed: true, Data: d})
 }
 
