@@ -728,7 +728,10 @@ type recovery struct {
 	// present: the events are a generation's whose header no longer
 	// decodes (headerless), which the file must already hold: checked,
 	// not ingested, and the header retired (by a writer) if it does.
-	present, readOnly bool
+	// moved: a writer found a header of this boot whose checkpoint's
+	// pages the file no longer has (it moved on past it), its events
+	// checked the same way.
+	present, moved, readOnly bool
 	// sameBoot: a reader found a header of this boot: the file holds
 	// every commit bbolt made, and those of the events past its head, if
 	// any, were answered before bbolt made them (pending.go).
@@ -833,6 +836,15 @@ func settleJournal(path string, f *os.File, readOnly bool) (*recovery, error) {
 		return nil, fmt.Errorf("%w: %s names a page size of %d", ErrDamaged, jpath, ps)
 	}
 	root, free, err := pageSums(f, h.meta[:], ps)
+	if err == nil && (root != h.rootSum || free != h.freeSum) && events != nil {
+		// This boot's, the file synced above: it moved on past the
+		// checkpoint, which only a recovery does that an older logbook
+		// stopped before retiring the header (it folded in a commit of
+		// its own). Nothing is left to recover if the file holds every
+		// record's event; the header is then retired (recovery.check).
+		keep = true
+		return &recovery{f: jf, events: events, moved: true}, nil
+	}
 	if err != nil || root != h.rootSum || free != h.freeSum {
 		return nil, fmt.Errorf("%w: %s does not match %s (its checkpoint's pages differ): nothing was written", ErrDamaged, jpath, path)
 	}
@@ -921,7 +933,7 @@ func journalBody(jf *os.File) ([]byte, error) {
 // as a writer, if it may write the file).
 func (r *recovery) replay(db *bolt.DB) error {
 	defer r.f.Close()
-	if r.present {
+	if r.present || r.moved {
 		return r.check(db)
 	}
 	past, err := r.past(db)
@@ -932,32 +944,59 @@ func (r *recovery) replay(db *bolt.DB) error {
 		return fmt.Errorf("%w: %w: %s holds commits answered that the ledger file lacks (the process that made them stopped); open the ledger once with a writer (logbook serve, rebuild) to recover them", ErrUnrecovered, errPending, r.f.Name())
 	}
 	if len(past) > 0 {
-		var from uint64
-		err := update(db, func(btx *bolt.Tx) error {
-			tx := newTx(btx)
-			from = tx.head.Seq
-			for _, raw := range past {
-				if _, err := tx.Ingest(raw); err != nil {
-					return err
-				}
-			}
-			return tx.flush()
-		})
+		// The events ingested and folded in one commit, synced before
+		// the header is retired. The checkpoint's pages, which the file
+		// was written back to (settleJournal), are freed by that commit
+		// but reused only by a later one: a process stopped before the
+		// retirement leaves them for the next open to write the
+		// checkpoint back again. (A second commit, the fold's, reused
+		// them: a stop between it and the retirement left a file that
+		// every writer refused, its checkpoint's pages changed. Attack
+		// review.) A reader that recovers them (openDB) reads the
+		// projections next, which no call has caught up; a fold that
+		// fails is left to the next call's catch-up, which reports it:
+		// the events are ingested without it.
+		err := r.ingest(db, past, Refold != nil)
+		if err != nil && Refold != nil {
+			err = r.ingest(db, past, false)
+		}
+		if err == nil && db.NoSync {
+			err = db.Sync()
+		}
 		if err != nil {
 			return fmt.Errorf("recover from %s: %w", r.f.Name(), err)
-		}
-		// Folded, in a commit of its own: a reader that recovers them
-		// (openDB) reads the projections next, which no call has caught
-		// up. A fold that fails is left to the next call's catch-up,
-		// which reports it; the events are in.
-		if Refold != nil {
-			update(db, func(btx *bolt.Tx) error { return Refold(newTx(btx), from) })
 		}
 	}
 	if r.readOnly {
 		return nil
 	}
+	if stopBeforeRetire != nil {
+		if err := stopBeforeRetire(); err != nil {
+			return err
+		}
+	}
 	return retireHeader(r.f)
+}
+
+// stopBeforeRetire, when set (tests), runs before recovery retires the
+// header; an error stops recovery there, as a process killed then.
+var stopBeforeRetire func() error
+
+// ingest commits past, events past db's head, folded with fold (Refold).
+func (r *recovery) ingest(db *bolt.DB, past [][]byte, fold bool) error {
+	return update(db, func(btx *bolt.Tx) error {
+		tx := newTx(btx)
+		from := tx.head.Seq
+		for _, raw := range past {
+			if _, err := tx.Ingest(raw); err != nil {
+				return err
+			}
+		}
+		if err := tx.flush(); err != nil || !fold {
+			return err
+		}
+		return Refold(newTx(btx), from)
+	})
 }
 
 // past returns r's events past db's head, once those at or below it are
@@ -987,7 +1026,10 @@ func (r *recovery) check(db *bolt.DB) error {
 	if err == nil && len(past) > 0 {
 		err = errors.New("they hold events past the file's head")
 	}
-	if err != nil {
+	switch {
+	case err != nil && r.moved:
+		return fmt.Errorf("%w: %s does not match %s (its checkpoint's pages differ, and its records: %v): nothing was written", ErrDamaged, r.f.Name(), db.Path(), err)
+	case err != nil:
 		return fmt.Errorf("%w: %s: its header no longer reads, and records of its generation follow it: %v; "+
 			"the commits they hold cannot be recovered without it, nor dropped; nothing was written", ErrDamaged, r.f.Name(), err)
 	}

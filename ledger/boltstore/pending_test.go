@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -545,5 +546,100 @@ func TestJournalSentinel(t *testing.T) {
 				t.Fatal("readRecords returned the sentinel")
 			}
 		}
+	}
+}
+
+// A process that recovers commits left pending and is stopped before it
+// retires the journal's header leaves a file the next writer opens: the
+// checkpoint's pages, which that open writes the file back to, were not
+// reused by recovery's commits, fold included, and every event is there.
+// (Attack review: recovery folded in a second commit, which reused them;
+// stopped there, the ledger verified but every writer refused it,
+// "its checkpoint's pages differ".) A file left so by an older logbook —
+// moved on past the checkpoint, in this boot — is opened too, since it
+// holds every record's event.
+func TestPendingRecoveryStoppedBeforeRetire(t *testing.T) {
+	for _, open := range []struct {
+		name  string
+		opts  Options
+		moved bool
+	}{{"writer", Options{}, false}, {"reader", Options{ReadOnly: true}, false}, {"moved on since", Options{}, true}} {
+		moved := open.moved
+		t.Run(open.name, func(t *testing.T) {
+			keepPending(t)
+			l, path, _ := journaled(t, Options{Hold: true})
+			for i := range 40 {
+				appendOne(t, l, i)
+			}
+			img := recoverImageCopy(t, path)
+			want := storedEvents(t, path, l)
+			if got := fileHolds(t, img); got >= len(want) {
+				t.Fatalf("the file alone holds %d events of %d: none was pending", got, len(want))
+			}
+			// A fold that writes pages enough to take any freed page.
+			old := Refold
+			Refold = func(tx *Tx, _ uint64) error {
+				sp, err := tx.Space("refolded")
+				if err != nil {
+					return err
+				}
+				for i := range 256 {
+					if err := sp.Put(u64(uint64(i)), bytes.Repeat([]byte{byte(i)}, 1500)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			t.Cleanup(func() { Refold = old })
+			stopped := errors.New("stopped before the retirement")
+			stopBeforeRetire = func() error { return stopped }
+			_, err := Open(img, open.opts)
+			stopBeforeRetire = nil
+			if err == nil || !strings.Contains(err.Error(), stopped.Error()) {
+				t.Fatalf("the recovering open: %v, want it stopped before the retirement", err)
+			}
+			if !readHeader(t, img) {
+				t.Fatal("the header no longer holds: nothing to test")
+			}
+			if moved {
+				// As an older logbook's recovery left it: commits past
+				// the recovery's reused the checkpoint's pages.
+				db, err := bolt.Open(img, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, fn := range []func(*bolt.Tx) error{
+					func(btx *bolt.Tx) error {
+						b, err := btx.CreateBucket([]byte("later"))
+						for i := 0; err == nil && i < 256; i++ {
+							err = b.Put(u64(uint64(i)), bytes.Repeat([]byte{1}, 1500))
+						}
+						return err
+					},
+					func(btx *bolt.Tx) error { return btx.DeleteBucket([]byte("later")) },
+				} {
+					if err := db.Update(fn); err != nil {
+						t.Fatal(err)
+					}
+				}
+				db.Close()
+			}
+			r, err := Open(img, Options{})
+			if err != nil {
+				t.Fatalf("the next writer: %v", err)
+			}
+			got := storedEvents(t, img, r)
+			if _, err := r.Verify(context.Background(), VerifyOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			if len(got) != len(want) {
+				t.Fatalf("%d events, want %d", len(got), len(want))
+			}
+			isPrefix(t, got, want)
+			if readHeader(t, img) {
+				t.Error("the header still holds")
+			}
+		})
 	}
 }
