@@ -44,6 +44,12 @@ import (
 // tests keep commits pending.)
 var settleIdle = time.Millisecond
 
+// readLookAgain is how often a read waiting for pending commits to be
+// settled looks again (settleForRead), whatever settleIdle is: tests that
+// keep commits pending (settleIdle an hour) had such a read wait out its
+// lock timeout when it found the committer looking at its idle spell.
+const readLookAgain = time.Millisecond
+
 // pendingCommit is bbolt's commit of a pending transaction (tests make it
 // fail).
 var pendingCommit = (*bolt.Tx).Commit
@@ -296,10 +302,12 @@ func (l *Store) settleForRead(wait time.Duration) (own bool, err error) {
 			timer = time.NewTimer(wait)
 		}
 		// Woken when the committer settles; or looked at again soon (it
-		// may have gone idle between a commit and its next).
+		// may have gone idle between a commit and its next, or held the
+		// commit mutex only to find its idle spell not over: no settle,
+		// no signal).
 		select {
 		case <-*sig:
-		case <-time.After(settleIdle):
+		case <-time.After(readLookAgain):
 		case <-timer.C:
 			return false, fmt.Errorf("%w: calls kept the committer busy past the lock timeout while a read waited for the commits before it to be committed", ErrLocked)
 		}

@@ -50,7 +50,8 @@ func TestPendingReadSeesAnswered(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
 		keepPending(t)
 		l, path, _ := journaled(t, Options{Hold: hold})
-		appendOne(t, l, 0) // the generation begins
+		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
+		appendOne(t, l, 0)  // the generation begins
 		for i := 1; i <= 5; i++ {
 			appendOne(t, l, i)
 		}
@@ -100,6 +101,7 @@ func TestPendingFailedCallKeepsAnswered(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
 		keepPending(t)
 		l, path, _ := journaled(t, Options{Hold: hold})
+		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
 		for i := range 3 {
 			appendOne(t, l, i)
 		}
@@ -142,6 +144,7 @@ func TestPendingStopped(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
 		keepPending(t)
 		l, path, _ := journaled(t, Options{Hold: hold})
+		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
 		for i := range 9 {
 			appendOne(t, l, i)
 		}
@@ -204,6 +207,7 @@ func TestPendingSettleFails(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
 		keepPending(t)
 		l, path, _ := journaled(t, Options{Hold: hold})
+		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
 		for i := range 6 {
 			appendOne(t, l, i)
 		}
@@ -247,6 +251,7 @@ func TestPendingSettleFailsAtGenerationEnd(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
 		keepPending(t)
 		l, path, _ := journaled(t, Options{Hold: hold})
+		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
 		for i := range genCommits - 1 {
 			appendOne(t, l, i)
 			if i%8 == 7 {
@@ -256,7 +261,13 @@ func TestPendingSettleFailsAtGenerationEnd(t *testing.T) {
 			}
 		}
 		broken := errors.New("injected commit failure")
-		fails := 3 // the generation's end (twice: the next, then its end), then a read
+		// Every commit of them fails until the read has been answered:
+		// the generation's end (twice: the next, then its end), the
+		// committer's settles on the read's behalf, the read's own.
+		// (Counting three failures, a settle the committer made for the
+		// waiting read took the third and the read's own succeeded.)
+		var failing atomic.Bool
+		failing.Store(true)
 		type stop struct {
 			img      string
 			answered int // events answered before it, at least
@@ -265,8 +276,7 @@ func TestPendingSettleFailsAtGenerationEnd(t *testing.T) {
 		answered := genCommits - 1
 		pendingCommit = func(btx *bolt.Tx) error {
 			stops = append(stops, stop{recoverImageCopy(t, path), answered}) // what a stop now leaves
-			if fails > 0 {
-				fails--
+			if failing.Load() {
 				btx.Rollback()
 				return broken
 			}
@@ -280,6 +290,7 @@ func TestPendingSettleFailsAtGenerationEnd(t *testing.T) {
 		if err := l.View(func(*Tx) error { return nil }); !errors.Is(err, broken) {
 			t.Fatalf("a read while they cannot be committed: %v", err)
 		}
+		failing.Store(false)
 		appendOne(t, l, genCommits)
 		answered++
 		got := storedEvents(t, path, l)
@@ -327,6 +338,7 @@ func TestPendingCommittedDespiteError(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
 		keepPending(t)
 		l, path, _ := journaled(t, Options{Hold: hold})
+		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
 		for i := range 5 {
 			appendOne(t, l, i)
 		}
