@@ -282,8 +282,12 @@ func openLedger(db string, opts boltstore.Options, todo string) (*boltstore.Stor
 		probe := opts
 		probe.LockTimeout = min(cmp.Or(opts.LockTimeout, serverProbe), serverProbe)
 		l, err := boltstore.Open(db, probe)
-		if !errors.Is(err, boltstore.ErrLocked) || server.AdminAnswers(db) {
-			return l, withServerHint(err, db, todo)
+		if err == nil {
+			// Free after all: opened again below with the whole wait,
+			// which the Store's later calls keep.
+			l.Close()
+		} else if !errors.Is(err, boltstore.ErrLocked) || server.AdminAnswers(db) {
+			return nil, withServerHint(err, db, todo)
 		}
 		// The server stopped meanwhile: its file is waited for as any.
 	}

@@ -958,7 +958,11 @@ func (r *recovery) replay(db *bolt.DB) error {
 		// the events are ingested without it.
 		err := r.ingest(db, past, Refold != nil)
 		if err != nil && Refold != nil {
-			err = r.ingest(db, past, false)
+			if err2 := r.ingest(db, past, false); err2 != nil {
+				err = errors.Join(err, err2)
+			} else {
+				err = nil
+			}
 		}
 		if err == nil && db.NoSync {
 			err = db.Sync()

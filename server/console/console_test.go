@@ -242,9 +242,11 @@ func TestTaskPageInPages(t *testing.T) {
 	if seen != len(v.Timeline) {
 		t.Errorf("the pages showed %d steps of %d", seen, len(v.Timeline))
 	}
-	res, body := f.get(t, "/tasks/T-0003?page="+strconv.Itoa(pages+1), testToken)
-	if res.StatusCode != http.StatusNotFound || !strings.Contains(body, "The decision trail of T-0003 has "+strconv.Itoa(pages)+" pages") {
-		t.Errorf("a page past the last: status %d %.300q", res.StatusCode, body)
+	for _, past := range []string{strconv.Itoa(pages + 1), "2147483648", "18446744073709551615"} {
+		res, body := f.get(t, "/tasks/T-0003?page="+past, testToken)
+		if res.StatusCode != http.StatusNotFound || !strings.Contains(body, "The decision trail of T-0003 has "+strconv.Itoa(pages)+" pages") {
+			t.Errorf("page %s, past the last: status %d %.300q", past, res.StatusCode, body)
+		}
 	}
 	// A short trail is one page, with no page links.
 	if _, body := f.get(t, "/tasks/T-0002", testToken); strings.Contains(body, `href="?page=`) || strings.Contains(body, "page 1 of") {

@@ -137,14 +137,14 @@ func (c *console) task(w http.ResponseWriter, r *http.Request) {
 		c.badRequest(w, r, "That is not a task id (T-0001).")
 		return
 	}
-	pageNo := 1
+	pageNo := uint64(1)
 	if q.Has("page") {
-		n, err := strconv.ParseUint(q.Get("page"), 10, 31)
+		n, err := strconv.ParseUint(q.Get("page"), 10, 64)
 		if err != nil || n == 0 {
 			c.badRequest(w, r, "the page must be a positive integer")
 			return
 		}
-		pageNo = int(n)
+		pageNo = n
 	}
 	var d taskData
 	err := c.opts.Store.View(func(tx *boltstore.Tx) error {
@@ -169,19 +169,21 @@ func (c *console) task(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	steps := len(d.Timeline)
-	d.Steps = trailPage{Page: pageNo, Pages: max(1, (steps+stepsPerPage-1)/stepsPerPage), Of: steps}
-	if pageNo > d.Steps.Pages {
-		c.notFound(w, r, fmt.Sprintf("The decision trail of %s has %s of %d steps.", id, domain.Plural(d.Steps.Pages, "page"), stepsPerPage))
+	pages := max(1, (steps+stepsPerPage-1)/stepsPerPage)
+	if pageNo > uint64(pages) {
+		c.notFound(w, r, fmt.Sprintf("The decision trail of %s has %s of %d steps.", id, domain.Plural(pages, "page"), stepsPerPage))
 		return
 	}
-	d.Steps.First, d.Steps.Last = min(steps, (pageNo-1)*stepsPerPage+1), min(steps, pageNo*stepsPerPage)
-	if pageNo > 1 {
-		d.Steps.Prev = pageNo - 1
+	d.Steps = trailPage{Page: int(pageNo), Pages: pages, Of: steps}
+	at := d.Steps.Page
+	d.Steps.First, d.Steps.Last = min(steps, (at-1)*stepsPerPage+1), min(steps, at*stepsPerPage)
+	if at > 1 {
+		d.Steps.Prev = at - 1
 	}
-	if pageNo < d.Steps.Pages {
-		d.Steps.Next = pageNo + 1
+	if at < pages {
+		d.Steps.Next = at + 1
 	}
-	d.Timeline = d.Timeline[(pageNo-1)*stepsPerPage : d.Steps.Last]
+	d.Timeline = d.Timeline[(at-1)*stepsPerPage : d.Steps.Last]
 	c.render(w, http.StatusOK, "task", page{Title: id + " " + d.Task.Task.Title, Nav: "board", Authed: true, Data: d})
 }
 
