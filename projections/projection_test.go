@@ -379,21 +379,7 @@ func TestRefoldAfterRollback(t *testing.T) {
 	f := newFoldLedger(t)
 	f.add(true, events.TypeTaskCreated, []string{"T-0001"}, created("T-0001", "p", "", "a"))
 	f.add(true, events.TypeTaskCreated, []string{"T-0002"}, created("T-0002", "p", "", "b"))
-	failed := errors.New("refused")
-	if err := f.l.Update(func(tx *boltstore.Tx) error { return failed }); !errors.Is(err, failed) {
-		t.Fatalf("the failing call: %v", err)
-	}
-	f.view(func(tx *boltstore.Tx) error {
-		if _, applied, err := projections.State(tx); err != nil || applied != tx.Head().Seq {
-			t.Errorf("projections applied %d (%v), head %d", applied, err, tx.Head().Seq)
-		}
-		for _, id := range []string{"T-0001", "T-0002"} {
-			if _, ok, err := projections.GetTask(tx, id); !ok || err != nil {
-				t.Errorf("%s after the rollback: %v %v", id, ok, err)
-			}
-		}
-		return nil
-	})
+	failAndCheckFolded(t, f, "T-0001", "T-0002")
 }
 
 // Projections behind the log when a call fails and rolls back the commits
@@ -421,6 +407,14 @@ func TestRefoldAfterRollbackBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	failAndCheckFolded(t, f, "T-0001", "T-0002", "T-0003")
+}
+
+// failAndCheckFolded makes a call that fails, rolling back the commits
+// left pending, then checks the projections are at the head and hold the
+// tasks ids.
+func failAndCheckFolded(t *testing.T, f *foldLedger, ids ...string) {
+	t.Helper()
 	failed := errors.New("refused")
 	if err := f.l.Update(func(tx *boltstore.Tx) error { return failed }); !errors.Is(err, failed) {
 		t.Fatalf("the failing call: %v", err)
@@ -429,7 +423,7 @@ func TestRefoldAfterRollbackBehind(t *testing.T) {
 		if _, applied, err := projections.State(tx); err != nil || applied != tx.Head().Seq {
 			t.Errorf("projections applied %d (%v), head %d", applied, err, tx.Head().Seq)
 		}
-		for _, id := range []string{"T-0001", "T-0002", "T-0003"} {
+		for _, id := range ids {
 			if _, ok, err := projections.GetTask(tx, id); !ok || err != nil {
 				t.Errorf("%s after the rollback: %v %v", id, ok, err)
 			}

@@ -14,8 +14,7 @@ import (
 // (the file on a file system mounted read-only): it is refused,
 // ErrUnrecovered, saying so, and the file is left as it was.
 func TestPendingStoppedReaderCannotWrite(t *testing.T) {
-	keepPending(t)
-	l, path, _ := journaled(t, Options{Hold: true})
+	l, path := pendingLedger(t, Options{Hold: true})
 	for i := range 5 {
 		appendOne(t, l, i)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,41 @@ func keepPending(t *testing.T) {
 	old := settleIdle
 	settleIdle = time.Hour
 	t.Cleanup(func() { settleIdle = old })
+}
+
+// pendingLedger is a journaled ledger (journaled) that keeps commits
+// pending (keepPending) and, shared, keeps its session: a slow machine
+// ends none, nor its generation, between two calls.
+func pendingLedger(t *testing.T, opts Options) (*Store, string) {
+	t.Helper()
+	keepPending(t)
+	l, path, _ := journaled(t, opts)
+	l.quiet = time.Hour
+	return l, path
+}
+
+// openStopped opens a copy of img and its journal, what a stopped process
+// left, as opts say, in boot (this one if ""): every event it then holds,
+// once it has verified, and the copy's path.
+func openStopped(t *testing.T, img, boot string, opts Options) (events [][]byte, at string) {
+	t.Helper()
+	at = filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, img, at)
+	copyFile(t, journalPath(img), journalPath(at))
+	if boot != "" {
+		setBoot(t, boot)
+	}
+	r, err := Open(at, opts)
+	setBoot(t, mustBoot(t))
+	if err != nil {
+		t.Fatalf("boot %q: open: %v", boot, err)
+	}
+	defer r.Close()
+	events = storedEvents(t, at, r)
+	if _, err := r.Verify(context.Background(), VerifyOptions{}); err != nil {
+		t.Fatalf("boot %q: verify: %v", boot, err)
+	}
+	return events, at
 }
 
 // fileHolds is how many events the ledger file at path holds by itself:
@@ -48,10 +84,8 @@ func pendingModes(t *testing.T, fn func(t *testing.T, hold bool)) {
 // first), and so does the file after it.
 func TestPendingReadSeesAnswered(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
-		keepPending(t)
-		l, path, _ := journaled(t, Options{Hold: hold})
-		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
-		appendOne(t, l, 0)  // the generation begins
+		l, path := pendingLedger(t, Options{Hold: hold})
+		appendOne(t, l, 0) // the generation begins
 		for i := 1; i <= 5; i++ {
 			appendOne(t, l, i)
 		}
@@ -99,9 +133,7 @@ func TestPendingSettledWhenQuiet(t *testing.T) {
 // them: every answered event is kept once, the failed one's not at all.
 func TestPendingFailedCallKeepsAnswered(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
-		keepPending(t)
-		l, path, _ := journaled(t, Options{Hold: hold})
-		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
+		l, path := pendingLedger(t, Options{Hold: hold})
 		for i := range 3 {
 			appendOne(t, l, i)
 		}
@@ -142,9 +174,7 @@ func TestPendingFailedCallKeepsAnswered(t *testing.T) {
 // answered event and verifies.
 func TestPendingStopped(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
-		keepPending(t)
-		l, path, _ := journaled(t, Options{Hold: hold})
-		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
+		l, path := pendingLedger(t, Options{Hold: hold})
 		for i := range 9 {
 			appendOne(t, l, i)
 		}
@@ -159,30 +189,11 @@ func TestPendingStopped(t *testing.T) {
 			t.Fatalf("the file alone holds %d events: none was pending", got)
 		}
 		for _, c := range []struct {
-			name string
-			open func(img string) (*Store, error)
-		}{
-			{"writer", func(img string) (*Store, error) { return Open(img, Options{}) }},
-			{"reader", func(img string) (*Store, error) { return Open(img, Options{ReadOnly: true}) }},
-			{"another boot", func(img string) (*Store, error) {
-				setBoot(t, "another-boot")
-				defer setBoot(t, mustBoot(t))
-				return Open(img, Options{})
-			}},
-		} {
+			name, boot string
+			opts       Options
+		}{{"writer", "", Options{}}, {"reader", "", Options{ReadOnly: true}}, {"another boot", "another-boot", Options{}}} {
 			t.Run(c.name, func(t *testing.T) {
-				at := filepath.Join(t.TempDir(), "ledger.db")
-				copyFile(t, img, at)
-				copyFile(t, journalPath(img), journalPath(at))
-				r, err := c.open(at)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := storedEvents(t, at, r)
-				if _, err := r.Verify(context.Background(), VerifyOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				r.Close()
+				got, at := openStopped(t, img, c.boot, c.opts)
 				if len(got) != len(want) {
 					t.Fatalf("%d events, want %d", len(got), len(want))
 				}
@@ -205,9 +216,7 @@ func TestPendingStopped(t *testing.T) {
 // from the journal.
 func TestPendingSettleFails(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
-		keepPending(t)
-		l, path, _ := journaled(t, Options{Hold: hold})
-		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
+		l, path := pendingLedger(t, Options{Hold: hold})
 		for i := range 6 {
 			appendOne(t, l, i)
 		}
@@ -249,9 +258,7 @@ func TestPendingSettleFails(t *testing.T) {
 // over reused pages: ErrDamaged.)
 func TestPendingSettleFailsAtGenerationEnd(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
-		keepPending(t)
-		l, path, _ := journaled(t, Options{Hold: hold})
-		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
+		l, path := pendingLedger(t, Options{Hold: hold})
 		for i := range genCommits - 1 {
 			appendOne(t, l, i)
 			if i%8 == 7 {
@@ -303,29 +310,13 @@ func TestPendingSettleFailsAtGenerationEnd(t *testing.T) {
 		stops = append(stops, stop{recoverImageCopy(t, path), answered})
 		pendingCommit = (*bolt.Tx).Commit
 		for i, st := range stops {
-			img := st.img
-			for _, boot := range []string{"", "another-boot"} {
-				at := filepath.Join(t.TempDir(), "ledger.db")
-				copyFile(t, img, at)
-				copyFile(t, journalPath(img), journalPath(at))
-				if boot != "" {
-					setBoot(t, boot)
+			t.Run(fmt.Sprint("stop ", i), func(t *testing.T) {
+				for _, boot := range []string{"", "another-boot"} {
+					if got, _ := openStopped(t, st.img, boot, Options{}); len(got) < st.answered {
+						t.Fatalf("boot %q: %d events, want at least the %d answered before it", boot, len(got), st.answered)
+					}
 				}
-				r, err := Open(at, Options{})
-				if err != nil {
-					t.Fatalf("stop %d, boot %q: open: %v", i, boot, err)
-				}
-				n := len(storedEvents(t, at, r))
-				_, verr := r.Verify(context.Background(), VerifyOptions{})
-				r.Close()
-				setBoot(t, mustBoot(t))
-				if verr != nil {
-					t.Fatalf("stop %d, boot %q: verify: %v", i, boot, verr)
-				}
-				if n < st.answered {
-					t.Fatalf("stop %d, boot %q: %d events, want at least the %d answered before it", i, boot, n, st.answered)
-				}
-			}
+			})
 		}
 	})
 }
@@ -336,9 +327,7 @@ func TestPendingSettleFailsAtGenerationEnd(t *testing.T) {
 // again at seqs the file holds — which failed every later call.
 func TestPendingCommittedDespiteError(t *testing.T) {
 	pendingModes(t, func(t *testing.T, hold bool) {
-		keepPending(t)
-		l, path, _ := journaled(t, Options{Hold: hold})
-		l.quiet = time.Hour // a slow machine ends no session, nor its generation, between two calls
+		l, path := pendingLedger(t, Options{Hold: hold})
 		for i := range 5 {
 			appendOne(t, l, i)
 		}
@@ -368,8 +357,7 @@ func TestPendingCommittedDespiteError(t *testing.T) {
 // would be found by no open. The next commit is not left pending, and
 // bbolt commits it with those before it.
 func TestPendingJournalRemoved(t *testing.T) {
-	keepPending(t)
-	l, path, _ := journaled(t, Options{Hold: true})
+	l, path := pendingLedger(t, Options{Hold: true})
 	for i := range 4 {
 		appendOne(t, l, i)
 	}
@@ -407,8 +395,7 @@ func TestJournalMagic(t *testing.T) {
 // has caught up (the soak's smoke test: tasks --json, the first open after
 // a kill, listed fewer tasks than the log created).
 func TestPendingRecoveryRefolds(t *testing.T) {
-	keepPending(t)
-	l, path, _ := journaled(t, Options{Hold: true})
+	l, path := pendingLedger(t, Options{Hold: true})
 	for i := range 6 {
 		appendOne(t, l, i)
 	}
@@ -578,8 +565,7 @@ func TestPendingRecoveryStoppedBeforeRetire(t *testing.T) {
 	}{{"writer", Options{}, false}, {"reader", Options{ReadOnly: true}, false}, {"moved on since", Options{}, true}} {
 		moved := open.moved
 		t.Run(open.name, func(t *testing.T) {
-			keepPending(t)
-			l, path, _ := journaled(t, Options{Hold: true})
+			l, path := pendingLedger(t, Options{Hold: true})
 			for i := range 40 {
 				appendOne(t, l, i)
 			}
@@ -644,22 +630,7 @@ func TestPendingRecoveryStoppedBeforeRetire(t *testing.T) {
 				boots = boots[:1]
 			}
 			for _, boot := range boots {
-				at := filepath.Join(t.TempDir(), "ledger.db")
-				copyFile(t, img, at)
-				copyFile(t, journalPath(img), journalPath(at))
-				if boot != "" {
-					setBoot(t, boot)
-				}
-				r, err := Open(at, Options{})
-				setBoot(t, mustBoot(t))
-				if err != nil {
-					t.Fatalf("the next writer, boot %q: %v", boot, err)
-				}
-				got := storedEvents(t, at, r)
-				if _, err := r.Verify(context.Background(), VerifyOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				r.Close()
+				got, at := openStopped(t, img, boot, Options{})
 				if len(got) != len(want) {
 					t.Fatalf("boot %q: %d events, want %d", boot, len(got), len(want))
 				}
