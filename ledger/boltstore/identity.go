@@ -299,11 +299,10 @@ func (l *Store) checkSameFile(o *openFile) error {
 	}
 	if o.id == nil {
 		// An open file's identity (device, inode) never changes.
-		fi, err := o.file.Stat()
+		id, err := statFile(o.file)
 		if err != nil {
 			return fmt.Errorf("stat open ledger: %w", err)
 		}
-		id := statOf(fi)
 		o.id = &id
 	}
 	if ps.dev != o.id.dev || ps.ino != o.id.ino {
@@ -334,6 +333,15 @@ func statOf(fi os.FileInfo) pathStat {
 // statPathPortable is statPath through os.Stat.
 func statPathPortable(path string) (pathStat, error) {
 	fi, err := os.Stat(path)
+	if err != nil {
+		return pathStat{}, err
+	}
+	return statOf(fi), nil
+}
+
+// statFilePortable is statFile through os.File.Stat.
+func statFilePortable(f *os.File) (pathStat, error) {
+	fi, err := f.Stat()
 	if err != nil {
 		return pathStat{}, err
 	}

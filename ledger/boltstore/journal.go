@@ -349,7 +349,7 @@ func (l *Store) beginGeneration(o *openFile) error {
 	if o.size > journalLimit() {
 		return errors.New("journal: the file is too large for the mapping")
 	}
-	if fi, err := o.file.Stat(); err != nil || hardLinks(fi) > 1 {
+	if st, err := statFile(o.file); err != nil || st.links > 1 {
 		// Another name of the file would have its own journal beside it,
 		// which an open through this name would not see (Beside resolves
 		// symbolic links only): its commits are synced.
@@ -540,7 +540,7 @@ func retractRecord(g *generation, failed error) error {
 // on disk: one sync of the file, one header.
 func (l *Store) nextGeneration(o *openFile) error {
 	g := o.gen
-	if fi, err := o.file.Stat(); err != nil || fi.Size() > journalLimit() || !sameFile(g.f, journalPath(l.path)) || hardLinks(fi) > 1 {
+	if st, err := statFile(o.file); err != nil || st.size > journalLimit() || !sameFile(g.f, journalPath(l.path)) || st.links > 1 {
 		// Past the limit (or not known to be below it), or linked under
 		// another name since: no generation. Or the journal is no longer
 		// at its path: the next begins with the one there.

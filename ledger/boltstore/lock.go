@@ -182,12 +182,12 @@ func (w *flockWait) granted(path string, err error, timeout time.Duration) (*os.
 
 // sameFile reports whether f is the file at path now.
 func sameFile(f *os.File, path string) bool {
-	fi, err := f.Stat()
+	fs, err := statFile(f)
 	if err != nil {
 		return false
 	}
-	pi, err := os.Stat(path)
-	return err == nil && os.SameFile(fi, pi)
+	ps, err := statPath(path)
+	return err == nil && fs.dev == ps.dev && fs.ino == ps.ino
 }
 
 // tryLock takes f's exclusive lock if nobody holds it, without waiting;

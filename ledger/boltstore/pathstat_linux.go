@@ -30,6 +30,31 @@ func statPath(path string) (pathStat, error) {
 	return pathStat{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, size: int64(st.Size), links: uint64(st.Nlink)}, nil
 }
 
+// statFile is statPath for a file open as f (its descriptor, no path):
+// what the commits' checks read of the ledger file and its journal, with
+// no timestamp asked, for the reason statPath gives.
+func statFile(f *os.File) (pathStat, error) {
+	var st unix.Statx_t
+	// Through the descriptor held (Control), as f.Stat reads it: a lock
+	// waiter's file may be closed by another goroutine meanwhile.
+	rc, err := f.SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) {
+			err = statx(int(fd), "", unix.AT_EMPTY_PATH, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_SIZE|unix.STATX_NLINK, &st)
+		})
+		if cerr != nil {
+			err = cerr
+		}
+	}
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		return statFilePortable(f)
+	}
+	if err != nil {
+		return pathStat{}, &os.PathError{Op: "statx", Path: f.Name(), Err: err}
+	}
+	return pathStat{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, size: int64(st.Size), links: uint64(st.Nlink)}, nil
+}
+
 // statx is unix.Statx; a test makes it fail as a sandbox or an old kernel
 // would.
 var statx = unix.Statx

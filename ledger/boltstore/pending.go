@@ -370,8 +370,8 @@ func (l *Store) mayPend(o *openFile) bool {
 	if l.noPending || o.settleErr != nil || o.linked || !l.roomFor(o) {
 		return false
 	}
-	fi, err := o.gen.f.Stat()
-	return err == nil && hardLinks(fi) > 0
+	st, err := statFile(o.gen.f)
+	return err == nil && st.links > 0
 }
 
 // holds tells whether the file already holds the event raw (its stored
