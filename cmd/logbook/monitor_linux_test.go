@@ -11,9 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// logbook serve starts again, as the same process, with the runtime's
-// monitor kept from its deep sleep (monitor_linux.go): GODEBUG's schedtrace
-// added to what the environment had; one the user set is left alone.
+// logbook serve starts again, as the same process and under its own name,
+// with the runtime's monitor kept from its deep sleep (monitor_linux.go):
+// GODEBUG's schedtrace added to what the environment had; one the user set
+// is left alone. (Each case sets GODEBUG, whatever the test's own.)
 func TestServeQuietsTheMonitor(t *testing.T) {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
@@ -23,7 +24,7 @@ func TestServeQuietsTheMonitor(t *testing.T) {
 		t.Skip("this system has been up for more than 17 days: serve leaves the monitor as it is")
 	}
 	for _, tc := range []struct{ env, want string }{
-		{"", "GODEBUG=schedtrace=2147483647"},
+		{"GODEBUG=", "GODEBUG=schedtrace=2147483647"},
 		{"GODEBUG=panicnil=1", "GODEBUG=panicnil=1,schedtrace=2147483647"},
 		{"GODEBUG=schedtrace=0", "GODEBUG=schedtrace=0"},
 	} {
@@ -41,6 +42,10 @@ func TestServeQuietsTheMonitor(t *testing.T) {
 		}
 		if len(got) != 1 || got[0] != tc.want {
 			t.Errorf("started with %q: the serving process's environment has %q, want %q", tc.env, got, tc.want)
+		}
+		comm, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/comm")
+		if name := filepath.Base(e2eBinary(t)); err != nil || strings.TrimSpace(string(comm)) != name {
+			t.Errorf("started with %q: the serving process is named %q (%v), want %q", tc.env, comm, err, name)
 		}
 	}
 }
