@@ -2,13 +2,11 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,11 +34,15 @@ import (
 //     multiple of 24.8 days; so it is set only where that clock is more
 //     than a week short of the first (a process started then and running
 //     for more than a week prints one line each 24.8 days);
-//   - a fatal error or SIGQUIT's dump begins with the scheduler's state;
+//   - a fatal error's, an unrecovered panic's or SIGQUIT's dump begins
+//     with the scheduler's whole state (every P, M and goroutine); a
+//     runtime fault while the runtime holds its scheduler lock would then
+//     hang the process rather than end it (Go issue 59758);
 //   - idle, the monitor wakes every 10 ms instead of sleeping: about 100
 //     wake-ups a second, 0.1% of a processor;
 //   - start-up takes one exec more (about 8 ms); --help is not started
-//     again.
+//     again; a debugger that starts serve loses it at the exec (set
+//     GODEBUG=schedtrace=0).
 // GODEBUG naming schedtrace already (its own, or a user's:
 // GODEBUG=schedtrace=0 turns this off) is left as it is, and a failed exec
 // goes on as before. 267 → 157–185 µs of CPU a thought_record over stdio
@@ -59,10 +61,12 @@ func quietMonitor(args []string) {
 	if len(args) < 2 || args[1] != "serve" && args[1] != "server" || slices.ContainsFunc(args[2:], isHelp) {
 		return
 	}
-	if godebug := os.Getenv("GODEBUG"); hasSchedtrace(godebug) {
-		if strings.HasSuffix(godebug, quietSetting) {
-			nameProcess(args[0])
-		}
+	if name, ok := os.LookupEnv(execName); ok {
+		os.Unsetenv(execName) // nothing of it reaches the environment logbook reads or passes on
+		nameProcess(name)
+		return
+	}
+	if hasSchedtrace(os.Getenv("GODEBUG")) {
 		return
 	}
 	var ts unix.Timespec
@@ -74,14 +78,23 @@ func quietMonitor(args []string) {
 	if old := os.Getenv("GODEBUG"); old != "" {
 		godebug = old + "," + godebug
 	}
-	env := make([]string, 0, len(os.Environ())+1)
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		return
+	}
+	env := make([]string, 0, len(os.Environ())+2)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GODEBUG=") {
+		if !strings.HasPrefix(kv, "GODEBUG=") && !strings.HasPrefix(kv, execName+"=") {
 			env = append(env, kv)
 		}
 	}
-	syscall.Exec("/proc/self/exe", args, append(env, "GODEBUG="+godebug)) // returns only if it failed
+	env = append(env, "GODEBUG="+godebug, execName+"="+strings.TrimSuffix(string(comm), "\n"))
+	syscall.Exec("/proc/self/exe", args, env) // returns only if it failed
 }
+
+// execName carries the process's name across quietMonitor's exec, which
+// names it after the path it was given ("exe"): nameProcess gives it back.
+const execName = "LOGBOOK_EXEC_NAME"
 
 // hasSchedtrace tells whether GODEBUG value v sets schedtrace.
 func hasSchedtrace(v string) bool {
@@ -93,19 +106,20 @@ func hasSchedtrace(v string) bool {
 	return false
 }
 
-// nameProcess gives the process started again the name an exec of the
-// binary by its own path would have (the kernel names it after the path
-// exec was given: "exe"), so that ps, pgrep -x logbook and the lock
-// holder's name in logbook's own messages (boltstore.Holders) see logbook.
-func nameProcess(argv0 string) {
-	if comm, err := os.ReadFile("/proc/self/comm"); err != nil || strings.TrimSpace(string(comm)) != "exe" {
+// nameProcess names every thread of the process name, the name the
+// kernel gave it before quietMonitor's exec (which named it "exe"), so
+// that ps, pgrep -x logbook, top -H, perf's threads and the lock holder's
+// name in logbook's own messages (boltstore.Holders) see what they did
+// before. Threads the runtime starts later take their creator's name.
+func nameProcess(name string) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
 		return
 	}
-	name := filepath.Base(argv0)
-	if len(name) > 15 { // the kernel keeps 15 bytes
-		name = name[:15]
-	}
-	if p, err := unix.BytePtrFromString(name); err == nil {
-		unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0)
+	for _, t := range tasks {
+		if f, err := os.OpenFile("/proc/self/task/"+t.Name()+"/comm", os.O_WRONLY, 0); err == nil {
+			f.WriteString(name) // best effort
+			f.Close()
+		}
 	}
 }

@@ -43,9 +43,19 @@ func TestServeQuietsTheMonitor(t *testing.T) {
 		if len(got) != 1 || got[0] != tc.want {
 			t.Errorf("started with %q: the serving process's environment has %q, want %q", tc.env, got, tc.want)
 		}
-		comm, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/comm")
-		if name := filepath.Base(e2eBinary(t)); err != nil || strings.TrimSpace(string(comm)) != name {
-			t.Errorf("started with %q: the serving process is named %q (%v), want %q", tc.env, comm, err, name)
+		// Every thread under the binary's name (an exec of /proc/self/exe
+		// names them "exe").
+		dir := "/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/task/"
+		tasks, err := os.ReadDir(dir)
+		if err != nil || len(tasks) < 2 {
+			t.Fatalf("the serving process's threads: %d, %v", len(tasks), err)
+		}
+		name := filepath.Base(e2eBinary(t))
+		for _, task := range tasks {
+			comm, err := os.ReadFile(dir + task.Name() + "/comm")
+			if err != nil || strings.TrimSpace(string(comm)) != name {
+				t.Errorf("started with %q: thread %s is named %q (%v), want %q", tc.env, task.Name(), comm, err, name)
+			}
 		}
 	}
 }
