@@ -128,7 +128,7 @@ func BenchmarkServerCallFloor(b *testing.B) {
 			if _, err := f.WriteAt(record, off); err != nil {
 				b.Fatal(err)
 			}
-			if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			if err := datasync(f); err != nil {
 				b.Fatal(err)
 			}
 			if off += int64(len(record)); off+int64(len(record)) > size {
