@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,8 +167,9 @@ func TestServeInAPipelineOverASocket(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "l.db")
 			var waits []func() error
 			var stderrs []*lockedBuffer
+			serveErr := filepath.Join(t.TempDir(), "serve.stderr") // the shell's serve's (a file: no pipe Wait waits on)
 			if layout == "shell" {
-				cmd := exec.Command("sh", "-c", fmt.Sprintf("%q serve --db %q 2>/dev/null | cat", e2eBinary(t), db))
+				cmd := exec.Command("sh", "-c", fmt.Sprintf("%q serve --db %q 2>%q | cat", e2eBinary(t), db, serveErr))
 				cmd.Stdin, cmd.Stdout = child, child
 				stderr, wait := startWaited(t, cmd)
 				waits, stderrs = append(waits, wait), append(stderrs, stderr)
@@ -192,6 +194,9 @@ func TestServeInAPipelineOverASocket(t *testing.T) {
 				var b strings.Builder
 				for _, s := range stderrs {
 					b.WriteString(e2eTrunc(s.String(), 2000))
+				}
+				if data, err := os.ReadFile(serveErr); err == nil {
+					b.WriteString(e2eTrunc(string(data), 20000))
 				}
 				return b.String()
 			}
@@ -232,16 +237,23 @@ func TestServeInAPipelineOverASocket(t *testing.T) {
 	}
 }
 
-// startWaited starts cmd, keeping its stderr, and returns that and wait:
-// cmd's exit error, once it exits within a minute (killed then, and said
-// so). The test's end kills it if it still runs.
+// startWaited starts cmd in a process group of its own, keeping its
+// stderr, and returns that and wait: cmd's exit error, once it exits
+// within a minute. Past that its whole group (a shell's pipeline too) is
+// sent SIGQUIT — a Go process writes its goroutines to its stderr — then
+// killed, and the failure says so; Wait gives up on output a survivor
+// still holds (WaitDelay), so a hang fails the test rather than hold it.
+// The test's end kills the group if it still runs.
 func startWaited(t *testing.T, cmd *exec.Cmd) (*lockedBuffer, func() error) {
 	t.Helper()
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	group := -cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var once sync.Once
@@ -251,15 +263,17 @@ func startWaited(t *testing.T, cmd *exec.Cmd) (*lockedBuffer, func() error) {
 			select {
 			case werr = <-exited:
 			case <-time.After(time.Minute):
-				cmd.Process.Kill()
+				unix.Kill(group, unix.SIGQUIT)
+				time.Sleep(2 * time.Second)
+				unix.Kill(group, unix.SIGKILL)
 				<-exited
-				werr = errors.New("still running after a minute (killed)")
+				werr = errors.New("still running after a minute (its group sent SIGQUIT, then killed)")
 			}
 		})
 		return werr
 	}
 	t.Cleanup(func() {
-		cmd.Process.Kill()
+		unix.Kill(group, unix.SIGKILL)
 		wait()
 	})
 	return stderr, wait

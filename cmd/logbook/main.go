@@ -23,7 +23,6 @@ import (
 )
 
 func main() {
-	quietMonitor(os.Args)
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if !signal.Ignored(syscall.SIGHUP) {
 		// The session gone ends logbook as SIGTERM does, unless it was
