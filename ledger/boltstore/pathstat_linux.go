@@ -18,7 +18,7 @@ import (
 // without the times asked, about one a clock tick, 4 ms here).
 func statPath(path string) (pathStat, error) {
 	var st unix.Statx_t
-	err := statx(unix.AT_FDCWD, path, unix.AT_STATX_SYNC_AS_STAT, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_SIZE|unix.STATX_NLINK, &st)
+	err := statx(unix.AT_FDCWD, path, unix.AT_STATX_SYNC_AS_STAT, statMask, &st)
 	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
 		// A kernel older than 4.11, or a sandbox refusing statx (older
 		// container seccomp profiles say EPERM).
@@ -27,7 +27,15 @@ func statPath(path string) (pathStat, error) {
 	if err != nil {
 		return pathStat{}, &os.PathError{Op: "statx", Path: path, Err: err}
 	}
-	return pathStat{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, size: int64(st.Size), links: uint64(st.Nlink)}, nil
+	return statxStat(&st), nil
+}
+
+// statMask is what statPath and statFile ask: no timestamp.
+const statMask = unix.STATX_TYPE | unix.STATX_INO | unix.STATX_SIZE | unix.STATX_NLINK
+
+// statxStat is st's pathStat.
+func statxStat(st *unix.Statx_t) pathStat {
+	return pathStat{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, size: int64(st.Size), links: uint64(st.Nlink)}
 }
 
 // statFile is statPath for a file open as f (its descriptor, no path):
@@ -40,7 +48,7 @@ func statFile(f *os.File) (pathStat, error) {
 	rc, err := f.SyscallConn()
 	if err == nil {
 		cerr := rc.Control(func(fd uintptr) {
-			err = statx(int(fd), "", unix.AT_EMPTY_PATH, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_SIZE|unix.STATX_NLINK, &st)
+			err = statx(int(fd), "", unix.AT_EMPTY_PATH, statMask, &st)
 		})
 		if cerr != nil {
 			err = cerr
@@ -52,7 +60,7 @@ func statFile(f *os.File) (pathStat, error) {
 	if err != nil {
 		return pathStat{}, &os.PathError{Op: "statx", Path: f.Name(), Err: err}
 	}
-	return pathStat{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, size: int64(st.Size), links: uint64(st.Nlink)}, nil
+	return statxStat(&st), nil
 }
 
 // statx is unix.Statx; a test makes it fail as a sandbox or an old kernel
